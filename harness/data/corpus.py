@@ -1,0 +1,229 @@
+"""Corpora: a manifest (CSV or JSONL) with one row per utterance, validated on load.
+
+Required columns: ``utterance_id, audio, speaker_id, content_id, transcript``. Every other column is a
+demographic dimension (``gender``, ``accent``, ``age``...) unless a ``corpus.yaml`` beside the manifest
+lists the dimensions explicitly (``dimensions: [gender, accent]``); then the other columns are kept as
+information. ``audio`` paths are relative to the manifest's folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from harness.data.audio import AudioError, read_audio
+from harness.models.base import Audio
+
+REQUIRED_COLUMNS = ("utterance_id", "audio", "speaker_id", "content_id", "transcript")
+MIN_SPEAKERS_PER_GROUP = 2
+MIN_GROUPS = 2
+
+
+class CorpusError(ValueError):
+    """A corpus cannot be used; the message names the file and, where there is one, the row."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Corpus:
+    """A validated corpus. ``table`` has the required columns, the dimensions and any other columns."""
+
+    name: str
+    manifest_path: Path
+    table: pd.DataFrame
+    dimensions: tuple[str, ...]
+    description: str = ""
+
+    @property
+    def root(self) -> Path:
+        return self.manifest_path.parent
+
+    def audio_path(self, utterance_id: str) -> Path:
+        return self.root / self.table.loc[utterance_id, "audio"]
+
+    def audio(self, utterance_id: str) -> Audio:
+        return read_audio(self.audio_path(utterance_id))
+
+    def speaker_labels(self, dimension: str) -> pd.Series:
+        """The group of every speaker on ``dimension`` (validated to be one label per speaker)."""
+        if dimension not in self.dimensions:
+            raise CorpusError(f"{self.manifest_path}: no dimension {dimension!r}; dimensions: {list(self.dimensions)}")
+        return self.table.groupby("speaker_id")[dimension].first()
+
+    @cached_property
+    def content_hash(self) -> str:
+        """Hash of the manifest's rows (not the audio bytes); identifies the corpus in run metadata."""
+        rows = self.table.reset_index(drop=True).to_dict(orient="records")
+        return hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def groups(self, dimension: str) -> list[str]:
+        return sorted(self.speaker_labels(dimension).unique())
+
+
+def load_corpus(path: str | Path, name: str | None = None, check_audio: bool = True) -> Corpus:
+    """Load and validate a corpus from a manifest file or a folder holding ``corpus.yaml``.
+
+    Errors (each a :class:`CorpusError` naming the file and row): missing columns, duplicate utterance
+    ids, missing or unreadable audio, a speaker with two labels on one dimension, a dimension with fewer
+    than 2 groups, a group with fewer than 2 speakers.
+    """
+    path = Path(path)
+    config: dict = {}
+    if path.is_dir():
+        config_path = path / "corpus.yaml"
+        if not config_path.is_file():
+            raise CorpusError(f"{path}: a corpus folder needs a corpus.yaml naming its manifest")
+        config = _read_corpus_config(config_path)
+        manifest_path = path / str(config.get("manifest", "manifest.csv"))
+    else:
+        manifest_path = path
+        sidecar = path.parent / "corpus.yaml"
+        if sidecar.is_file():
+            config = _read_corpus_config(sidecar)
+    if not manifest_path.is_file():
+        raise CorpusError(f"{manifest_path}: manifest file does not exist")
+    table = _read_manifest(manifest_path)
+    dimensions = _dimensions(table, config, manifest_path)
+    _validate_rows(table, manifest_path)
+    _validate_dimensions(table, dimensions, manifest_path)
+    if check_audio:
+        _validate_audio(table, manifest_path)
+    return Corpus(
+        name=name or str(config.get("name") or manifest_path.parent.name),
+        manifest_path=manifest_path.resolve(),
+        table=table.set_index("utterance_id", drop=False),
+        dimensions=dimensions,
+        description=str(config.get("description", "")).strip(),
+    )
+
+
+def _read_corpus_config(config_path: Path) -> dict:
+    try:
+        config = yaml.safe_load(config_path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise CorpusError(f"{config_path}: not valid YAML ({exc})") from exc
+    if not isinstance(config, dict):
+        raise CorpusError(f"{config_path}: expected a mapping with keys name, manifest, dimensions")
+    unknown = sorted(set(config) - {"name", "manifest", "dimensions", "description"})
+    if unknown:
+        raise CorpusError(f"{config_path}: unknown key(s) {unknown}; valid: description, dimensions, manifest, name")
+    return config
+
+
+def _read_manifest(manifest_path: Path) -> pd.DataFrame:
+    suffix = manifest_path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            table = pd.read_csv(manifest_path, dtype=str, keep_default_na=False)
+        elif suffix in {".jsonl", ".json"}:
+            table = pd.read_json(manifest_path, lines=True, dtype=False)
+            table = table.astype(str)
+        else:
+            raise CorpusError(f"{manifest_path}: manifest must be .csv or .jsonl, not {suffix!r}")
+    except (ValueError, pd.errors.ParserError) as exc:
+        if isinstance(exc, CorpusError):
+            raise
+        raise CorpusError(f"{manifest_path}: manifest cannot be parsed ({exc})") from exc
+    missing = [column for column in REQUIRED_COLUMNS if column not in table.columns]
+    if missing:
+        raise CorpusError(f"{manifest_path}: missing column(s) {missing}; required: {list(REQUIRED_COLUMNS)}")
+    return table.reset_index(drop=True)
+
+
+def _row_label(manifest_path: Path, index: int) -> str:
+    line = index + 2 if manifest_path.suffix.lower() == ".csv" else index + 1
+    return f"{manifest_path}, row {line}"
+
+
+def _dimensions(table: pd.DataFrame, config: dict, manifest_path: Path) -> tuple[str, ...]:
+    if "dimensions" in config:
+        dimensions = config["dimensions"]
+        if not isinstance(dimensions, list) or not all(isinstance(d, str) for d in dimensions):
+            raise CorpusError(f"{manifest_path.parent / 'corpus.yaml'}: dimensions must be a list of column names")
+        missing = [d for d in dimensions if d not in table.columns]
+        if missing:
+            raise CorpusError(f"{manifest_path}: dimension column(s) {missing} named in corpus.yaml are missing")
+        return tuple(dimensions)
+    dimensions = tuple(column for column in table.columns if column not in REQUIRED_COLUMNS)
+    if not dimensions:
+        raise CorpusError(f"{manifest_path}: no demographic dimension column (e.g. gender, accent) besides {list(REQUIRED_COLUMNS)}")
+    return dimensions
+
+
+def _validate_rows(table: pd.DataFrame, manifest_path: Path) -> None:
+    for column in ("utterance_id", "audio", "speaker_id", "content_id"):
+        empty = table.index[table[column].str.strip() == ""]
+        if len(empty):
+            raise CorpusError(f"{_row_label(manifest_path, empty[0])}: empty {column}")
+    duplicated = table.index[table["utterance_id"].duplicated()]
+    if len(duplicated):
+        index = duplicated[0]
+        utterance_id = table.at[index, "utterance_id"]
+        first = table.index[table["utterance_id"] == utterance_id][0]
+        raise CorpusError(
+            f"{_row_label(manifest_path, index)}: duplicate utterance_id {utterance_id!r} "
+            f"(first at {_row_label(manifest_path, first).rsplit(', ', 1)[1]})"
+        )
+
+
+def _validate_dimensions(table: pd.DataFrame, dimensions: tuple[str, ...], manifest_path: Path) -> None:
+    for dimension in dimensions:
+        empty = table.index[table[dimension].str.strip() == ""]
+        if len(empty):
+            raise CorpusError(f"{_row_label(manifest_path, empty[0])}: empty {dimension} label")
+        labels_per_speaker = table.groupby("speaker_id")[dimension].nunique()
+        conflicting = labels_per_speaker[labels_per_speaker > 1]
+        if len(conflicting):
+            speaker = conflicting.index[0]
+            rows = table.index[table["speaker_id"] == speaker]
+            first_label = table.at[rows[0], dimension]
+            clash = rows[table.loc[rows, dimension] != first_label][0]
+            raise CorpusError(
+                f"{_row_label(manifest_path, clash)}: speaker {speaker!r} has {dimension} "
+                f"{table.at[clash, dimension]!r} here but {first_label!r} at "
+                f"{_row_label(manifest_path, rows[0]).rsplit(', ', 1)[1]}"
+            )
+        speakers_per_group = table.groupby(dimension)["speaker_id"].nunique()
+        if len(speakers_per_group) < MIN_GROUPS:
+            raise CorpusError(
+                f"{manifest_path}: dimension {dimension!r} has {len(speakers_per_group)} group(s) "
+                f"{sorted(speakers_per_group.index)}; at least {MIN_GROUPS} are needed"
+            )
+        small = speakers_per_group[speakers_per_group < MIN_SPEAKERS_PER_GROUP]
+        if len(small):
+            group = small.index[0]
+            row = table.index[table[dimension] == group][0]
+            raise CorpusError(
+                f"{_row_label(manifest_path, row)}: {dimension} group {group!r} has {int(small.iloc[0])} speaker(s); "
+                f"at least {MIN_SPEAKERS_PER_GROUP} are needed for a speaker-level test"
+            )
+
+
+def _validate_audio(table: pd.DataFrame, manifest_path: Path) -> None:
+    import soundfile
+
+    root = manifest_path.parent
+    for index, relative in table["audio"].items():
+        audio_path = root / relative
+        if not audio_path.is_file():
+            raise CorpusError(f"{_row_label(manifest_path, index)}: audio file {audio_path} does not exist")
+        try:
+            info = soundfile.info(str(audio_path))
+        except Exception as exc:
+            raise CorpusError(f"{_row_label(manifest_path, index)}: audio file {audio_path} cannot be read ({exc})") from exc
+        if info.frames == 0:
+            raise CorpusError(f"{_row_label(manifest_path, index)}: audio file {audio_path} has no samples")
+
+
+def read_utterance_audio(corpus: Corpus, utterance_id: str) -> Audio:
+    """The utterance's audio; a failure names the manifest row."""
+    try:
+        return corpus.audio(utterance_id)
+    except AudioError as exc:
+        row = int(corpus.table.index.get_loc(utterance_id))
+        raise CorpusError(f"{_row_label(corpus.manifest_path, row)}: {exc}") from exc

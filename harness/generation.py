@@ -1,0 +1,91 @@
+"""Cached generation: answers come from the cache, and the model is loaded only on the first miss."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.cache import OutputCache, cache_key
+from harness.models import build_backend
+from harness.models.base import Backend, DecodingParams, GenerationRequest, Model, ModelError
+
+NAMESPACE = "generate"
+
+
+class CachedModel:
+    """A model spec behind the output cache.
+
+    Misses are generated in chunks of ``chunk_size`` and each chunk is stored as soon as it is done, so
+    an interrupted run loses at most one chunk. Empty answers are returned but never stored.
+    """
+
+    def __init__(
+        self,
+        spec: str,
+        cache: OutputCache,
+        decoding: DecodingParams,
+        options: Mapping[str, Any] | None = None,
+        chunk_size: int = 32,
+        progress: bool = True,
+    ):
+        self.spec = spec
+        self.cache = cache
+        self.decoding = decoding
+        self.chunk_size = chunk_size
+        self.progress = progress
+        self.backend: Backend = build_backend(spec, options)
+        self.fingerprint = self.backend.fingerprint()
+        self._model: Model | None = None
+        self.calls = 0
+        self.hits = 0
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def model(self) -> Model:
+        if self._model is None:
+            self._model = self.backend.load()
+        return self._model
+
+    def keys(self, requests: Sequence[GenerationRequest]) -> list[str]:
+        params = self.decoding.as_dict()
+        return [cache_key(NAMESPACE, self.fingerprint, params, request.cache_identity()) for request in requests]
+
+    def generate(self, requests: Sequence[GenerationRequest], label: str = "") -> list[str]:
+        keys = self.keys(requests)
+        cached = self.cache.get_many(keys)
+        self.hits += sum(key in cached for key in keys)
+        missing = [index for index, key in enumerate(keys) if key not in cached]
+        if not missing:
+            return [cached[key] for key in keys]
+        with self.cache.lock(f"{self.fingerprint}|{label}"):
+            cached.update(self.cache.get_many([keys[index] for index in missing]))
+            missing = [index for index in missing if keys[index] not in cached]
+            self._generate_missing(requests, keys, missing, cached, label)
+        return [cached.get(key, "") for key in keys]
+
+    def _generate_missing(self, requests, keys, missing, cached, label) -> None:
+        started = time.monotonic()
+        for done, start in enumerate(range(0, len(missing), self.chunk_size)):
+            chunk = missing[start:start + self.chunk_size]
+            try:
+                answers = self.model().generate([requests[index] for index in chunk], self.decoding)
+            except ModelError:
+                raise
+            except Exception as exc:
+                raise ModelError(f"{self.spec}: generation failed for {label or 'a batch'} ({type(exc).__name__}: {exc})") from exc
+            if len(answers) != len(chunk):
+                raise ModelError(f"{self.spec}: returned {len(answers)} answers for {len(chunk)} requests")
+            self.calls += len(chunk)
+            self.cache.put_many([
+                (keys[index], NAMESPACE, self.fingerprint, answer, {"spec": self.spec, "label": label})
+                for index, answer in zip(chunk, answers)
+            ])
+            cached.update({keys[index]: answer for index, answer in zip(chunk, answers)})
+            if self.progress and len(missing) > self.chunk_size:
+                finished = min(start + self.chunk_size, len(missing))
+                elapsed = time.monotonic() - started
+                print(f"[lalm-fairness] {self.spec} {label}: {finished}/{len(missing)} generated ({elapsed:.0f}s)", file=sys.stderr, flush=True)

@@ -1,0 +1,272 @@
+"""Normalised total variation distance between per-group attribute distributions (VIBE §II-D).
+
+Input is a long table with one row per extracted value and the columns ``speaker``, ``group``,
+``attribute``, ``value``. A multi-valued attribute (Advisory's three activities) contributes one row per
+value, so every value counts once towards its group's distribution.
+
+For an attribute ``a`` with retained values ``V_a`` (values whose count over the whole table is at least
+``tau``) and groups ``G``::
+
+    P_g(v)   = n_g(v) / sum_{u in V_a} n_g(u)                      (eq. 2)
+    Pbar(v)  = 1/|G| sum_g P_g(v)                                   (eq. 3)
+    TVD(a)   = 1/|G| sum_g 1/2 sum_{v in V_a} |P_g(v) - Pbar(v)|    (eq. 4)
+    nTVD(a)  = 100 * TVD(a) / (1 - 1/|G|)                           (eq. 5)
+
+and the task-level score is the mean of nTVD(a) over attributes. The speaker-level permutation test
+reassigns whole speakers to groups, holding the number of speakers per group fixed, because the speaker,
+not the utterance, is the exchangeable unit under the null hypothesis (VIBE §II-D, "Statistical
+significance").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+REQUIRED_COLUMNS = ("speaker", "group", "attribute", "value")
+
+
+@dataclasses.dataclass(frozen=True)
+class CountTensor:
+    """Per-speaker value counts for every attribute, with each speaker's observed group.
+
+    ``counts`` is (speakers x retained values of all attributes, concatenated attribute by attribute);
+    ``attribute_of_column`` gives each column's attribute index.
+    """
+
+    speakers: np.ndarray
+    groups: np.ndarray
+    speaker_group: np.ndarray
+    attributes: np.ndarray
+    values: np.ndarray
+    attribute_of_column: np.ndarray
+    counts: np.ndarray
+    dropped_attributes: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class NTVDResult:
+    """``score`` is the mean nTVD over attributes; ``per_attribute`` maps attribute to its nTVD.
+
+    ``distributions`` holds P_g(v) for every attribute (columns attribute, value, then one per group).
+    ``dropped_attributes`` lists attributes with no value reaching tau; they take no part in ``score``.
+    """
+
+    score: float
+    per_attribute: pd.Series
+    distributions: pd.DataFrame
+    tau: int
+    n_groups: int
+    n_speakers: int
+    dropped_attributes: tuple[str, ...]
+
+    @property
+    def most_divergent_attribute(self) -> str | None:
+        if self.per_attribute.empty:
+            return None
+        return str(self.per_attribute.idxmax())
+
+
+@dataclasses.dataclass(frozen=True)
+class PermutationResult:
+    """Speaker-level permutation test of mean nTVD: p = (1 + #{null >= observed}) / (B + 1)."""
+
+    observed: float
+    p_value: float
+    null: np.ndarray
+    n_permutations: int
+    seed: int
+
+
+def validate_long_table(table: pd.DataFrame) -> pd.DataFrame:
+    missing = [column for column in REQUIRED_COLUMNS if column not in table.columns]
+    if missing:
+        raise ValueError(f"attribute table lacks column(s) {missing}; needs {list(REQUIRED_COLUMNS)}")
+    frame = table.loc[:, list(REQUIRED_COLUMNS)]
+    if frame.isna().any().any():
+        bad = frame[frame.isna().any(axis=1)].index[0]
+        raise ValueError(f"attribute table row {bad!r} has a missing speaker, group, attribute or value")
+    speaker_groups = frame.groupby("speaker", sort=False)["group"].nunique()
+    if (speaker_groups > 1).any():
+        speaker = speaker_groups[speaker_groups > 1].index[0]
+        raise ValueError(f"speaker {speaker!r} appears in more than one group")
+    return frame
+
+
+def count_tensor(table: pd.DataFrame, tau: int = 10) -> CountTensor:
+    """Build the per-speaker count matrix of values kept by the frequency filter (count >= tau)."""
+    if tau < 1:
+        raise ValueError(f"tau must be >= 1, got {tau}")
+    frame = validate_long_table(table)
+    speakers, speaker_index = np.unique(frame["speaker"].astype(str).to_numpy(), return_inverse=True)
+    speaker_group_table = frame.assign(_s=speaker_index).drop_duplicates("_s").sort_values("_s")
+    groups, speaker_group = np.unique(speaker_group_table["group"].astype(str).to_numpy(), return_inverse=True)
+
+    value_counts = frame.groupby(["attribute", "value"], sort=True).size()
+    kept = value_counts[value_counts >= tau]
+    all_attributes = sorted(frame["attribute"].astype(str).unique())
+    kept_attributes = sorted(kept.index.get_level_values(0).unique())
+    dropped = tuple(a for a in all_attributes if a not in set(kept_attributes))
+
+    columns = kept.index.to_frame(index=False)
+    attribute_codes = pd.Categorical(columns["attribute"], categories=kept_attributes).codes
+    column_lookup = pd.Series(np.arange(len(columns)), index=kept.index)
+    row_keys = pd.MultiIndex.from_arrays([frame["attribute"], frame["value"]])
+    row_columns = column_lookup.reindex(row_keys).to_numpy()
+    retained_rows = ~np.isnan(row_columns)
+    counts = np.zeros((len(speakers), len(columns)), dtype=np.float64)
+    np.add.at(counts, (speaker_index[retained_rows], row_columns[retained_rows].astype(int)), 1.0)
+    return CountTensor(
+        speakers=speakers,
+        groups=groups,
+        speaker_group=speaker_group,
+        attributes=np.asarray(kept_attributes, dtype=object),
+        values=columns["value"].to_numpy(dtype=object),
+        attribute_of_column=np.asarray(attribute_codes, dtype=np.int64),
+        counts=counts,
+        dropped_attributes=dropped,
+    )
+
+
+def ntvd_from_group_counts(group_counts: np.ndarray, attribute_of_column: np.ndarray, n_attributes: int) -> np.ndarray:
+    """Per-attribute nTVD from group-by-value counts, vectorised over any leading batch axes.
+
+    ``group_counts`` has shape (..., G, V). Returns (..., A). A group with no retained value of an
+    attribute has an all-zero P_g for it (it can only happen under a permutation of a sparse attribute).
+    """
+    n_groups = group_counts.shape[-2]
+    probabilities = _within_group_probabilities(group_counts, attribute_of_column, n_attributes)
+    reference = probabilities.mean(axis=-2, keepdims=True)
+    absolute_deviation = np.abs(probabilities - reference).sum(axis=-2)
+    tvd = 0.5 * _segment_sum(absolute_deviation[..., None, :], attribute_of_column, n_attributes)[..., 0, :] / n_groups
+    return 100.0 * tvd / (1.0 - 1.0 / n_groups)
+
+
+def _within_group_probabilities(
+    group_counts: np.ndarray, attribute_of_column: np.ndarray, n_attributes: int
+) -> np.ndarray:
+    """P_g(v): counts normalised within each group and attribute (eq. 2); 0 where a group has none."""
+    totals = _segment_sum(group_counts, attribute_of_column, n_attributes)[..., attribute_of_column]
+    safe_totals = np.where(totals > 0, totals, 1)
+    return np.where(totals > 0, group_counts / safe_totals, 0.0)
+
+
+def _segment_sum(values: np.ndarray, segment_of_column: np.ndarray, n_segments: int) -> np.ndarray:
+    """Sum the last axis of ``values`` within contiguous segments (columns are sorted by segment)."""
+    starts = np.searchsorted(segment_of_column, np.arange(n_segments))
+    return np.add.reduceat(values, starts, axis=-1)
+
+
+def ntvd(table: pd.DataFrame, tau: int = 10) -> NTVDResult:
+    """Mean nTVD over attributes (VIBE §II-D, eq. 2-5) of a long table ``speaker, group, attribute, value``.
+
+    Values are kept when their count over the whole table is >= ``tau`` (VIBE: tau = 10). Scores lie in
+    [0, 100]: 0 when every group has the same distribution, 100 for two groups with disjoint values.
+    """
+    tensor = count_tensor(table, tau)
+    n_groups = len(tensor.groups)
+    if n_groups < 2:
+        raise ValueError(f"nTVD needs at least 2 groups, got {list(tensor.groups)}")
+    group_counts = _group_counts(tensor.counts, tensor.speaker_group, n_groups)
+    n_attributes = len(tensor.attributes)
+    if n_attributes == 0:
+        per_attribute = pd.Series(dtype=float, name="ntvd")
+        score = float("nan")
+    else:
+        scores = ntvd_from_group_counts(group_counts, tensor.attribute_of_column, n_attributes)
+        per_attribute = pd.Series(scores, index=pd.Index(tensor.attributes, name="attribute"), name="ntvd")
+        score = float(scores.mean())
+    return NTVDResult(
+        score=score,
+        per_attribute=per_attribute,
+        distributions=_distributions(tensor, group_counts),
+        tau=tau,
+        n_groups=n_groups,
+        n_speakers=len(tensor.speakers),
+        dropped_attributes=tensor.dropped_attributes,
+    )
+
+
+def _group_counts(counts: np.ndarray, speaker_group: np.ndarray, n_groups: int) -> np.ndarray:
+    group_counts = np.zeros((n_groups, counts.shape[1]), dtype=np.float64)
+    np.add.at(group_counts, speaker_group, counts)
+    return group_counts
+
+
+def _distributions(tensor: CountTensor, group_counts: np.ndarray) -> pd.DataFrame:
+    n_attributes = len(tensor.attributes)
+    frame = pd.DataFrame({
+        "attribute": tensor.attributes[tensor.attribute_of_column] if n_attributes else [],
+        "value": tensor.values,
+    })
+    if n_attributes:
+        probabilities = _within_group_probabilities(group_counts, tensor.attribute_of_column, n_attributes)
+        for index, group in enumerate(tensor.groups):
+            frame[str(group)] = probabilities[index]
+    return frame
+
+
+def speaker_permutations(speaker_group: np.ndarray, n_permutations: int, seed: int) -> np.ndarray:
+    """(B, S) group labels: each row a random reassignment of speakers with group sizes fixed."""
+    rng = np.random.default_rng(seed)
+    return rng.permuted(np.broadcast_to(speaker_group, (n_permutations, len(speaker_group))), axis=1)
+
+
+def permutation_null(tensor: CountTensor, assignments: np.ndarray, chunk_size: int = 2_000) -> np.ndarray:
+    """Mean nTVD for each row of ``assignments`` (B, S), by one-hot assignment matrices times counts.
+
+    For a chunk of permutations the (B, G, S) one-hot assignment tensor multiplies the (S, V) count
+    matrix in one BLAS call, giving the (B, G, V) group counts of every permutation at once. The product
+    runs in float32, exact for integer counts below 2**24; the distances are computed in float64 so that
+    a permutation reproducing the observed grouping ties with it exactly.
+    """
+    n_groups = len(tensor.groups)
+    n_attributes = len(tensor.attributes)
+    counts = tensor.counts.astype(np.float32)
+    null = np.empty(len(assignments), dtype=np.float64)
+    group_ids = np.arange(n_groups)[None, :, None]
+    for start in range(0, len(assignments), chunk_size):
+        chunk = assignments[start:start + chunk_size]
+        one_hot = (chunk[:, None, :] == group_ids).astype(np.float32)
+        group_counts = (one_hot @ counts).astype(np.float64)
+        null[start:start + chunk_size] = ntvd_from_group_counts(
+            group_counts, tensor.attribute_of_column, n_attributes
+        ).mean(axis=-1)
+    return null
+
+
+def permutation_test(
+    table: pd.DataFrame, tau: int = 10, n_permutations: int = 10_000, seed: int = 0
+) -> PermutationResult:
+    """Speaker-level permutation test of the mean nTVD (VIBE §II-D).
+
+    In each of B permutations the speakers are reassigned to groups with the number of speakers per
+    group fixed, and the mean nTVD is recomputed. The tau filter uses counts over the whole table, which
+    permutations do not change. p = (1 + #{b : null_b >= observed}) / (B + 1), so p lies in (0, 1].
+    """
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+    tensor = count_tensor(table, tau)
+    n_groups = len(tensor.groups)
+    if n_groups < 2:
+        raise ValueError(f"the permutation test needs at least 2 groups, got {list(tensor.groups)}")
+    if len(tensor.attributes) == 0:
+        return PermutationResult(float("nan"), float("nan"), np.empty(0), n_permutations, seed)
+    observed_counts = _group_counts(tensor.counts, tensor.speaker_group, n_groups)
+    observed = float(ntvd_from_group_counts(observed_counts, tensor.attribute_of_column, len(tensor.attributes)).mean())
+    assignments = speaker_permutations(tensor.speaker_group, n_permutations, seed)
+    null = permutation_null(tensor, assignments)
+    exceed = int(np.count_nonzero(null >= observed - 1e-9 * max(1.0, observed)))
+    return PermutationResult(observed, (1 + exceed) / (n_permutations + 1), null, n_permutations, seed)
+
+
+def value_counts_by_group(table: pd.DataFrame, attribute: str, groups: Sequence[str] | None = None) -> pd.DataFrame:
+    """Counts of each value of one attribute per group (rows values, columns groups)."""
+    frame = validate_long_table(table)
+    counts = frame[frame["attribute"] == attribute].groupby(["value", "group"]).size().unstack(fill_value=0)
+    if groups is not None:
+        counts = counts.reindex(columns=list(groups), fill_value=0)
+    return counts

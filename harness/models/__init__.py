@@ -1,0 +1,43 @@
+"""Lazy model registry keyed by spec strings, in the manner of lm-evaluation-harness.
+
+A spec is ``<backend>:<target>``, e.g. ``sim:biased``, ``hf:Qwen/Qwen2-Audio-7B-Instruct``. The backend
+module is imported only when a spec names it, so optional extras (torch, vllm) are never imported for
+specs that do not need them. A new backend is one module and one line in :data:`BACKENDS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
+
+from harness.models.base import Backend, ModelError
+
+BACKENDS: dict[str, str] = {
+    "sim": "harness.models.sim:SimulatorBackend",
+}
+
+
+def register_backend(prefix: str, target: str) -> None:
+    """Register ``module:Class`` (imported lazily) as the backend for specs ``prefix:...``."""
+    BACKENDS[prefix] = target
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    prefix, sep, target = spec.partition(":")
+    if not sep or not prefix or not target:
+        raise ModelError(f"model spec {spec!r} is not of the form <backend>:<target>; backends: {sorted(BACKENDS)}")
+    if prefix not in BACKENDS:
+        raise ModelError(f"model spec {spec!r}: unknown backend {prefix!r}; known backends: {sorted(BACKENDS)}")
+    return prefix, target
+
+
+def build_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
+    """Build the (unloaded) backend for ``spec``; ``options`` is the per-model YAML block, if any."""
+    prefix, target = parse_spec(spec)
+    module_name, _, class_name = BACKENDS[prefix].partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelError(f"model spec {spec!r}: backend {prefix!r} cannot be imported ({exc})") from exc
+    return getattr(module, class_name)(spec=spec, target=target, options=dict(options or {}))

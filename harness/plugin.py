@@ -1,0 +1,213 @@
+"""pytest plugin: options, parametrization of the gate's cases, and the results.json / report.html writers.
+
+It wires pytest to :mod:`harness.gate` and computes nothing itself. Verdict records travel from the
+test to the session through ``user_properties``, which pytest-xdist carries from workers to the
+controller; run metadata (model calls, fingerprints) travels through ``workeroutput``. Only the
+controller (or a run without xdist) writes the outputs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.data import CorpusError
+from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_MODELS, Gate, GateConfig, NtvdCase, Verdict, package_versions
+from harness.models.base import ModelError
+from harness.thresholds import ThresholdsError
+
+RECORD_KEY = "lalm_fairness"
+METADATA_KEY = "lalm_fairness_metadata"
+GATE_KEY = pytest.StashKey[Gate]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("lalm-fairness", "voice-induced bias gate")
+    group.addoption("--model", action="append", default=None, metavar="SPEC",
+                    help=f"model spec, repeatable (sim:fair, sim:biased, hf:..., ...); default {DEFAULT_MODELS[0]}")
+    group.addoption("--corpus", action="append", default=None, metavar="NAME[=PATH]",
+                    help="corpus NAME=PATH (folder with corpus.yaml, or a manifest), repeatable; default: the demo corpus")
+    group.addoption("--thresholds", default=None, metavar="FILE", help="thresholds file (default: thresholds.yaml in the rootdir)")
+    group.addoption("--cache-dir", default=None, metavar="DIR", help=f"output cache folder (default {DEFAULT_CACHE_DIR} in the rootdir)")
+    group.addoption("--permutations", type=int, default=10_000, metavar="B", help="speaker-level permutations per nTVD test")
+    group.addoption("--fairness-seed", type=int, default=0, metavar="N", help="seed of the permutation tests")
+    group.addoption("--prompts", default=None, metavar="DIR", help="folder of prompt templates replacing the built-in ones")
+    group.addoption("--model-config", default=None, metavar="FILE", help="YAML: per-model option blocks keyed by spec")
+    group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
+    group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "fairness: a voice-induced bias gate case")
+    config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
+
+
+def gate_config(config: pytest.Config) -> GateConfig:
+    root = Path(config.rootpath)
+    thresholds = config.getoption("--thresholds")
+    if thresholds is None and (root / "thresholds.yaml").is_file():
+        thresholds = str(root / "thresholds.yaml")
+    corpora: dict[str, str | None] = {}
+    for entry in config.getoption("--corpus") or ["demo"]:
+        name, sep, path = entry.partition("=")
+        if not name or (sep and not path):
+            raise pytest.UsageError(f"--corpus {entry!r}: expected NAME or NAME=PATH")
+        corpora[name] = path or None
+    model_options: dict[str, Any] = {}
+    model_config = config.getoption("--model-config")
+    if model_config:
+        model_options = _read_model_config(Path(model_config))
+    return GateConfig(
+        models=tuple(dict.fromkeys(config.getoption("--model") or DEFAULT_MODELS)),
+        corpora=corpora,
+        thresholds_path=thresholds,
+        cache_dir=config.getoption("--cache-dir") or str(root / DEFAULT_CACHE_DIR),
+        permutations=config.getoption("--permutations"),
+        seed=config.getoption("--fairness-seed"),
+        prompts_dir=config.getoption("--prompts"),
+        model_options=model_options,
+    )
+
+
+def _read_model_config(path: Path) -> dict[str, Any]:
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise pytest.UsageError(f"--model-config {path}: cannot be read ({exc})") from exc
+    models = raw.get("models") if isinstance(raw, dict) else None
+    if not isinstance(models, dict) or not all(isinstance(block, dict) for block in models.values()):
+        raise pytest.UsageError(f"--model-config {path}: expected a 'models' mapping of spec -> option block")
+    return models
+
+
+def get_gate(config: pytest.Config) -> Gate:
+    if GATE_KEY not in config.stash:
+        try:
+            config.stash[GATE_KEY] = Gate(gate_config(config))
+        except (CorpusError, ThresholdsError, ModelError, ValueError) as exc:
+            raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
+    return config.stash[GATE_KEY]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "ntvd_case" not in metafunc.fixturenames:
+        return
+    cases = get_gate(metafunc.config).ntvd_cases()
+    metafunc.parametrize(
+        "ntvd_case",
+        [pytest.param(case, id=case.id, marks=[pytest.mark.fairness, pytest.mark.xdist_group(case.model)]) for case in cases],
+    )
+
+
+@pytest.fixture(scope="session")
+def fairness_gate(pytestconfig: pytest.Config) -> Gate:
+    """The session's gate (lazy: nothing is loaded or generated until a case asks)."""
+    return get_gate(pytestconfig)
+
+
+@pytest.fixture
+def record_verdict(request: pytest.FixtureRequest):
+    """Attach a verdict's record to the test report, whence it reaches results.json and the report."""
+
+    def record(verdict: Verdict) -> None:
+        request.node.user_properties.append((RECORD_KEY, verdict.record))
+
+    return record
+
+
+class FairnessSession:
+    """Collects verdict records and writes the outputs at the end of the session."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.records: dict[str, dict[str, Any]] = {}
+        self.worker_metadata: list[dict[str, Any]] = []
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        cases = [
+            item.callspec.params["ntvd_case"]
+            for item in session.items
+            if hasattr(item, "callspec") and isinstance(item.callspec.params.get("ntvd_case"), NtvdCase)
+        ]
+        if cases:
+            get_gate(self.config).set_family(cases)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for key, value in report.user_properties:
+            if key == RECORD_KEY:
+                self.records[report.nodeid] = dict(value, nodeid=report.nodeid)
+        if report.failed and report.nodeid not in self.records and "ntvd_case" in report.keywords:
+            self.records[report.nodeid] = {
+                "check": "error", "id": report.nodeid.split("[", 1)[-1].rstrip("]"), "nodeid": report.nodeid,
+                "passed": False, "message": _short_error(report),
+            }
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if hasattr(self.config, "workerinput"):
+            if GATE_KEY in self.config.stash:
+                self.config.workeroutput[METADATA_KEY] = json.dumps(self.config.stash[GATE_KEY].run_metadata())
+            return
+        if not self.records:
+            return
+        results = self.results()
+        results_path = self.config.getoption("--results-json")
+        if results_path:
+            Path(results_path).write_text(json.dumps(results, indent=2, sort_keys=False))
+        report_path = self.config.getoption("--report")
+        if report_path:
+            from harness.report import write_report
+
+            write_report(results, report_path)
+
+    def results(self) -> dict[str, Any]:
+        cases = sorted(self.records.values(), key=lambda record: record["nodeid"])
+        metadata = self._metadata()
+        failed = sum(not case["passed"] for case in cases)
+        return {
+            "verdict": "fail" if failed else "pass",
+            "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed},
+            "metadata": metadata,
+            "cases": cases,
+        }
+
+    def _metadata(self) -> dict[str, Any]:
+        parts = list(self.worker_metadata)
+        if GATE_KEY in self.config.stash:
+            parts.append(self.config.stash[GATE_KEY].run_metadata())
+        merged: dict[str, Any] = {"package_versions": package_versions(), "workers": max(1, len(self.worker_metadata))}
+        for part in parts:
+            for key, value in part.items():
+                if key in ("model_calls", "cache_hits"):
+                    merged[key] = merged.get(key, 0) + value
+                elif key == "models":
+                    merged.setdefault(key, {}).update(value)
+                elif key == "models_loaded":
+                    merged[key] = sorted(set(merged.get(key, [])) | set(value))
+                else:
+                    merged.setdefault(key, value)
+        return merged
+
+
+class XdistMetadata:
+    """Controller side of pytest-xdist: gathers each worker's run metadata."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        payload = getattr(node, "workeroutput", {}).get(METADATA_KEY)
+        if payload:
+            session = self.config.pluginmanager.get_plugin("lalm_fairness_session")
+            session.worker_metadata.append(json.loads(payload))
+
+
+def _short_error(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return crash.message if crash is not None else str(report.longrepr)[-500:]

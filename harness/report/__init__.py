@@ -1,0 +1,90 @@
+"""The self-contained HTML report (Jinja, autoescaped, no external assets) rendered from results.json."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from harness.tasks import TASKS
+
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
+
+
+def significance_stars(q_value: float | None) -> str:
+    """'**' for q < 0.01, '*' for q < 0.05 (VIBE Table II)."""
+    if q_value is None:
+        return ""
+    return "**" if q_value < 0.01 else "*" if q_value < 0.05 else ""
+
+
+def table_two(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One table per (corpus, dimension): rows models, columns tasks, cells nTVD with stars."""
+    ntvd_cases = [case for case in cases if case.get("check") == "ntvd"]
+    tables = []
+    for corpus, dimension in sorted({(case["corpus"], case["dimension"]) for case in ntvd_cases}):
+        subset = [case for case in ntvd_cases if case["corpus"] == corpus and case["dimension"] == dimension]
+        tasks = [task for task in TASKS if any(case["task"] == task for case in subset)]
+        models = list(dict.fromkeys(case["model"] for case in subset))
+        cells = {(case["model"], case["task"]): case for case in subset}
+        rows = []
+        for model in models:
+            row = []
+            for task in tasks:
+                case = cells.get((model, task))
+                row.append(None if case is None else {
+                    "value": case["value"], "stars": significance_stars(case["q"]), "passed": case["passed"],
+                })
+            rows.append({"model": model, "cells": row})
+        tables.append({"corpus": corpus, "dimension": dimension, "tasks": [TASKS[t].title for t in tasks], "rows": rows})
+    return tables
+
+
+def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Geometry of a grouped horizontal bar chart of P_g(v) for each value v (one bar per group)."""
+    if not distribution or not distribution.get("values"):
+        return None
+    groups, values = distribution["groups"], distribution["values"]
+    bar_height, gap, label_width, plot_width = 12, 8, 170, 320
+    rows, y = [], 24
+    for index, value in enumerate(values):
+        bars = []
+        for position, group in enumerate(groups):
+            probability = float(distribution["probabilities"][group][index])
+            bars.append({
+                "y": y + position * bar_height, "width": round(probability * plot_width, 2),
+                "color": PALETTE[position % len(PALETTE)], "label": f"{group}: {probability:.0%}",
+            })
+        rows.append({"value": value, "y_text": y + len(groups) * bar_height / 2 + 4, "bars": bars})
+        y += len(groups) * bar_height + gap
+    legend = [{"group": g, "color": PALETTE[i % len(PALETTE)], "x": label_width + i * 110} for i, g in enumerate(groups)]
+    return {"attribute": distribution["attribute"], "rows": rows, "legend": legend, "height": y + 4,
+            "width": label_width + plot_width + 60, "label_width": label_width}
+
+
+def render_report(results: Mapping[str, Any]) -> str:
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    environment.filters["fmt"] = lambda value, digits=2: "–" if value is None else f"{value:.{digits}f}"
+    environment.filters["pval"] = lambda value: "–" if value is None else f"{value:.3g}"
+    cases = list(results["cases"])
+    failing = [dict(case, chart=bar_chart(case.get("most_divergent"))) for case in cases if not case["passed"]]
+    return environment.get_template("report.html.j2").render(
+        results=results,
+        cases=sorted(cases, key=lambda case: (case["passed"], case["id"])),
+        failing=failing,
+        tables=table_two(cases),
+        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    )
+
+
+def write_report(results: Mapping[str, Any], path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(render_report(results), encoding="utf-8")
+    return path
