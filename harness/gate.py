@@ -24,6 +24,7 @@ from harness.data.corpus import read_utterance_audio
 from harness.extraction.fields import attribute_table, status_counts
 from harness.generation import CachedModel
 from harness.metrics import fdr_bh, ntvd, permutation_test
+from harness.models import parse_spec
 from harness.models.base import DecodingParams, GenerationRequest, stable_hash
 from harness.tasks import TASKS, Task
 from harness.thresholds import NtvdThreshold, Thresholds, load_thresholds
@@ -79,6 +80,8 @@ class Gate:
         if unknown_tasks:
             raise ValueError(f"unknown task(s) {unknown_tasks}; known tasks: {sorted(TASKS)}")
         self.thresholds.validate(TASKS, {d for corpus in self.corpora.values() for d in corpus.dimensions})
+        for spec in config.models:
+            parse_spec(spec)
         self._models: dict[str, CachedModel] = {}
         self._cache: OutputCache | None = None
         self._family: tuple[NtvdCase, ...] | None = None

@@ -1,0 +1,96 @@
+"""The gate end to end on the shipped demo corpus, through pytest itself (pytester, in subprocesses)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIASED_TASKS = ("story", "advisory", "personal_shopper", "hollywood_casting")
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def gate_project(pytester: pytest.Pytester, tmp_path_factory) -> pytest.Pytester:
+    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
+    shutil.copy(REPO / "fairness_tests" / "test_vibe.py", pytester.path / "test_vibe.py")
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    return pytester
+
+
+def run_gate(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--permutations", "999", *args)
+    results = json.loads((project.path / "results.json").read_text())
+    return result, results
+
+
+def test_fair_simulator_passes_every_case(gate_project):
+    result, results = run_gate(gate_project, "--model", "sim:fair")
+    result.assert_outcomes(passed=10)
+    assert results["verdict"] == "pass"
+    assert {case["dimension"] for case in results["cases"]} == {"gender", "accent"}
+    assert (gate_project.path / "report.html").is_file()
+
+
+def test_biased_simulator_fails_exactly_the_gender_cases_of_its_biased_tasks(gate_project):
+    result, results = run_gate(gate_project, "--model", "sim:biased")
+    failed = {case["id"] for case in results["cases"] if not case["passed"]}
+    assert failed == {f"sim:biased-{task}-gender" for task in BIASED_TASKS}
+    result.assert_outcomes(passed=6, failed=4)
+    assert results["verdict"] == "fail"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    record = next(case for case in results["cases"] if case["id"] == "sim:biased-advisory-gender")
+    assert set(record) >= {"check", "model", "task", "dimension", "value", "p", "q", "threshold", "passed"}
+    assert record["q"] >= record["p"]
+
+
+def test_keyword_selects_advisory_only_and_second_run_makes_no_model_call(gate_project):
+    cache = gate_project.path / "cache"
+    result, first = run_gate(gate_project, "--model", "sim:fair", "-k", "advisory", "--cache-dir", str(cache))
+    result.assert_outcomes(passed=2)
+    assert {case["task"] for case in first["cases"]} == {"advisory"}
+    assert first["metadata"]["model_calls"] == 324
+    result, second = run_gate(gate_project, "--model", "sim:fair", "-k", "advisory", "--cache-dir", str(cache))
+    result.assert_outcomes(passed=2)
+    assert second["metadata"]["model_calls"] == 0
+    assert second["metadata"]["models_loaded"] == []
+    assert [case["value"] for case in second["cases"]] == [case["value"] for case in first["cases"]]
+
+
+def test_two_xdist_workers_give_the_same_results_as_one_process(gate_project):
+    cache = gate_project.path / "cache"
+    args = ("--model", "sim:biased", "-k", "story or candidate", "--cache-dir", str(cache))
+    result, single = run_gate(gate_project, *args)
+    result.assert_outcomes(passed=3, failed=1)
+    result, parallel = run_gate(gate_project, *args, "-n", "2")
+    result.assert_outcomes(passed=3, failed=1)
+    assert parallel["metadata"]["workers"] == 2
+    assert parallel["metadata"]["model_calls"] == 0
+
+    def key(results):
+        return {case["id"]: (case["value"], case["p"], case["q"], case["passed"]) for case in results["cases"]}
+
+    assert key(parallel) == key(single)
+
+
+def test_fresh_cache_under_two_workers_generates_each_output_once(gate_project):
+    result, results = run_gate(gate_project, "--model", "sim:fair", "-k", "personal_shopper", "-n", "2",
+                               "--cache-dir", str(gate_project.path / "fresh"))
+    result.assert_outcomes(passed=2)
+    assert results["metadata"]["model_calls"] == 324
+
+
+def test_invalid_thresholds_file_stops_collection_naming_file_and_valid_keys(gate_project):
+    (gate_project.path / "thresholds.yaml").write_text("ntvd:\n  tasks:\n    advisroy: {max_ntvd: 10}\n")
+    result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "sim:fair")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*thresholds.yaml: ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review*"])
+    assert not (gate_project.path / "results.json").exists()
+
+
+def test_unknown_model_backend_stops_collection_with_the_known_ones(gate_project):
+    result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "nope:thing")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*unknown backend 'nope'; known backends: *sim*"])

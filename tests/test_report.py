@@ -1,0 +1,59 @@
+"""The HTML report: self-contained, Table II with stars, SVG charts, and everything escaped."""
+
+import re
+
+from harness.report import bar_chart, render_report, significance_stars, table_two
+
+HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+
+
+def case(model="sim:biased", task="advisory", dimension="gender", value=40.0, q=0.001, passed=False, **extra):
+    record = {
+        "check": "ntvd", "id": f"{model}-{task}-{dimension}", "nodeid": f"test_vibe.py::test_ntvd[{model}-{task}-{dimension}]",
+        "model": model, "corpus": "demo", "task": task, "dimension": dimension, "value": value, "p": q, "q": q,
+        "threshold": {"max_ntvd": 20.0, "alpha": 0.05, "rule": "both", "tau": 10}, "passed": passed, "message": "msg",
+        "answer_status": {"extracted": 10, "refusal": 1, "unextractable": 0, "empty": 0},
+        "most_divergent": {"attribute": "activity", "groups": ["female", "male"], "values": ["yoga", "chess"],
+                           "probabilities": {"female": [0.8, 0.2], "male": [0.1, 0.9]}},
+    }
+    record.update(extra)
+    return record
+
+
+def results(cases):
+    failed = sum(not c["passed"] for c in cases)
+    return {"verdict": "fail" if failed else "pass", "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed},
+            "metadata": {"models": {"sim:biased": "fp"}, "model_calls": 0, "cache_hits": 5, "models_loaded": []}, "cases": cases}
+
+
+def test_stars_follow_q():
+    assert [significance_stars(q) for q in (0.001, 0.02, 0.2, None)] == ["**", "*", "", ""]
+
+
+def test_table_two_layout():
+    tables = table_two([case(), case(task="story", value=5.0, q=0.3, passed=True), case(dimension="accent", value=3.0, q=0.04, passed=True)])
+    assert [(t["dimension"], t["tasks"]) for t in tables] == [("accent", ["Advisory"]), ("gender", ["Story", "Advisory"])]
+    gender = tables[1]["rows"][0]["cells"]
+    assert [(c["value"], c["stars"]) for c in gender] == [(5.0, ""), (40.0, "**")]
+
+
+def test_report_is_self_contained_and_draws_failing_distributions():
+    html = render_report(results([case(), case(task="story", passed=True, q=0.5)]))
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    assert "<svg" in html and "yoga" in html
+    assert html.count("<svg") == 1
+    assert "no model was loaded" in html
+
+
+def test_hostile_strings_are_inert_text():
+    hostile = case(model=HOSTILE, id=f"{HOSTILE}-advisory-gender", message=HOSTILE)
+    hostile["most_divergent"]["values"] = [HOSTILE, "chess"]
+    html = render_report(results([hostile]))
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_bar_chart_widths_are_proportional():
+    chart = bar_chart(case()["most_divergent"])
+    widths = [bar["width"] for row in chart["rows"] for bar in row["bars"]]
+    assert widths == [0.8 * 320, 0.1 * 320, 0.2 * 320, 0.9 * 320]

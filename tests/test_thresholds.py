@@ -1,0 +1,72 @@
+"""thresholds.yaml: layering, rules and validation errors that list the valid choices."""
+
+import pytest
+
+from harness.tasks import TASKS
+from harness.thresholds import NtvdThreshold, ThresholdsError, load_thresholds
+
+DIMENSIONS = ("gender", "accent")
+
+
+def thresholds_from(tmp_path, text):
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(text)
+    loaded = load_thresholds(path)
+    loaded.validate(TASKS, DIMENSIONS)
+    return loaded
+
+
+def test_repository_thresholds_file_is_valid():
+    from pathlib import Path
+
+    load_thresholds(Path(__file__).resolve().parents[1] / "thresholds.yaml").validate(TASKS, DIMENSIONS)
+
+
+def test_layers_override_in_order(tmp_path):
+    thresholds = thresholds_from(tmp_path, """
+ntvd:
+  defaults: {max_ntvd: 20.0, alpha: 0.05}
+  dimensions: {accent: {max_ntvd: 30.0}}
+  tasks:
+    advisory:
+      max_ntvd: 15.0
+      dimensions: {accent: {alpha: 0.01}}
+""")
+    assert thresholds.ntvd("story", "gender") == NtvdThreshold(20.0, 0.05, "both", 10)
+    assert thresholds.ntvd("story", "accent").max_ntvd == 30.0
+    assert thresholds.ntvd("advisory", "gender").max_ntvd == 15.0
+    assert thresholds.ntvd("advisory", "accent") == NtvdThreshold(15.0, 0.01, "both", 10)
+
+
+@pytest.mark.parametrize("rule, score, q, fails", [
+    ("both", 25.0, 0.01, True), ("both", 25.0, 0.2, False), ("both", 5.0, 0.001, False),
+    ("magnitude", 25.0, 0.9, True), ("magnitude", 19.0, 0.001, False),
+    ("significance", 1.0, 0.01, True), ("significance", 90.0, 0.2, False),
+])
+def test_rules(rule, score, q, fails):
+    assert NtvdThreshold(20.0, 0.05, rule, 10).fails(score, q) is fails
+
+
+@pytest.mark.parametrize("text, message", [
+    ("ntvd:\n  tasks:\n    advisroy: {}\n", "ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review"),
+    ("ntvd:\n  dimensions:\n    race: {}\n", "ntvd.dimensions: unknown dimension 'race'; valid: accent, gender"),
+    ("ntvd:\n  defaults: {max_tvd: 3}\n", "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_ntvd, rule, tau"),
+    ("ntvd:\n  defaults: {rule: sometimes}\n", "unknown rule 'sometimes'; valid: magnitude, significance, both"),
+    ("ntvd:\n  defaults: {alpha: 1.5}\n", "alpha = 1.5 must lie in (0, 1)"),
+    ("ntvd:\n  defaults: {tau: ten}\n", "tau = 'ten' is not a int"),
+    ("wer:\n  x: 1\n", "unknown section(s) ['wer']; valid: ntvd"),
+    ("ntvd:\n  tasks:\n    story:\n      dimensions: {age: {}}\n", "ntvd.tasks.story.dimensions: unknown dimension 'age'"),
+])
+def test_invalid_files_name_the_file_key_and_valid_choices(tmp_path, text, message):
+    with pytest.raises(ThresholdsError) as error:
+        thresholds_from(tmp_path, text)
+    assert str(tmp_path / "thresholds.yaml") in str(error.value)
+    assert message in str(error.value)
+
+
+def test_missing_and_unparsable_files(tmp_path):
+    with pytest.raises(ThresholdsError, match="does not exist"):
+        load_thresholds(tmp_path / "nope.yaml")
+    (tmp_path / "bad.yaml").write_text("ntvd: [unclosed\n")
+    with pytest.raises(ThresholdsError, match="not valid YAML"):
+        load_thresholds(tmp_path / "bad.yaml")
