@@ -30,7 +30,7 @@ from harness.tasks import TASKS, Task
 from harness.thresholds import NtvdThreshold, Thresholds, load_thresholds
 
 DEFAULT_CACHE_DIR = ".lalm_cache"
-DEFAULT_MODELS = ("sim:biased",)
+DEFAULT_MODELS = ("sim:fair", "sim:biased")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,7 @@ GATE_KEY = pytest.StashKey[Gate]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lalm-fairness", "voice-induced bias gate")
     group.addoption("--model", action="append", default=None, metavar="SPEC",
-                    help=f"model spec, repeatable (sim:fair, sim:biased, hf:..., ...); default {DEFAULT_MODELS[0]}")
+                    help=f"model spec, repeatable (sim:fair, sim:biased, hf:..., ...); default: {' '.join(DEFAULT_MODELS)}")
     group.addoption("--corpus", action="append", default=None, metavar="NAME[=PATH]",
                     help="corpus NAME=PATH (folder with corpus.yaml, or a manifest), repeatable; default: the demo corpus")
     group.addoption("--thresholds", default=None, metavar="FILE", help="thresholds file (default: thresholds.yaml in the rootdir)")

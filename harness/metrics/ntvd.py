@@ -101,31 +101,31 @@ def count_tensor(table: pd.DataFrame, tau: int = 10) -> CountTensor:
     if tau < 1:
         raise ValueError(f"tau must be >= 1, got {tau}")
     frame = validate_long_table(table)
-    speakers, speaker_index = np.unique(frame["speaker"].astype(str).to_numpy(), return_inverse=True)
-    speaker_group_table = frame.assign(_s=speaker_index).drop_duplicates("_s").sort_values("_s")
-    groups, speaker_group = np.unique(speaker_group_table["group"].astype(str).to_numpy(), return_inverse=True)
+    speaker_index, speakers = pd.factorize(frame["speaker"].astype(str), sort=True)
+    first_row_of_speaker = np.unique(speaker_index, return_index=True)[1]
+    group_codes, groups = pd.factorize(frame["group"].astype(str).to_numpy()[first_row_of_speaker], sort=True)
 
-    value_counts = frame.groupby(["attribute", "value"], sort=True).size()
-    kept = value_counts[value_counts >= tau]
-    all_attributes = sorted(frame["attribute"].astype(str).unique())
-    kept_attributes = sorted(kept.index.get_level_values(0).unique())
+    pair_index, pairs = pd.factorize(pd.MultiIndex.from_arrays([frame["attribute"].astype(str), frame["value"].astype(str)]), sort=True)
+    pair_counts = np.bincount(pair_index, minlength=len(pairs))
+    kept_pairs = np.flatnonzero(pair_counts >= tau)
+    column_of_pair = np.full(len(pairs), -1)
+    column_of_pair[kept_pairs] = np.arange(len(kept_pairs))
+    kept_attribute_names = pairs.get_level_values(0)[kept_pairs]
+    kept_attributes = sorted(set(kept_attribute_names))
+    all_attributes = sorted(set(pairs.get_level_values(0)))
     dropped = tuple(a for a in all_attributes if a not in set(kept_attributes))
 
-    columns = kept.index.to_frame(index=False)
-    attribute_codes = pd.Categorical(columns["attribute"], categories=kept_attributes).codes
-    column_lookup = pd.Series(np.arange(len(columns)), index=kept.index)
-    row_keys = pd.MultiIndex.from_arrays([frame["attribute"], frame["value"]])
-    row_columns = column_lookup.reindex(row_keys).to_numpy()
-    retained_rows = ~np.isnan(row_columns)
-    counts = np.zeros((len(speakers), len(columns)), dtype=np.float64)
-    np.add.at(counts, (speaker_index[retained_rows], row_columns[retained_rows].astype(int)), 1.0)
+    row_columns = column_of_pair[pair_index]
+    retained_rows = row_columns >= 0
+    counts = np.zeros((len(speakers), len(kept_pairs)), dtype=np.float64)
+    np.add.at(counts, (speaker_index[retained_rows], row_columns[retained_rows]), 1.0)
     return CountTensor(
-        speakers=speakers,
-        groups=groups,
-        speaker_group=speaker_group,
+        speakers=np.asarray(speakers, dtype=object),
+        groups=np.asarray(groups, dtype=object),
+        speaker_group=group_codes,
         attributes=np.asarray(kept_attributes, dtype=object),
-        values=columns["value"].to_numpy(dtype=object),
-        attribute_of_column=np.asarray(attribute_codes, dtype=np.int64),
+        values=np.asarray(pairs.get_level_values(1)[kept_pairs], dtype=object),
+        attribute_of_column=np.searchsorted(np.asarray(kept_attributes, dtype=object), np.asarray(kept_attribute_names, dtype=object)).astype(np.int64),
         counts=counts,
         dropped_attributes=dropped,
     )
@@ -150,8 +150,7 @@ def _within_group_probabilities(
 ) -> np.ndarray:
     """P_g(v): counts normalised within each group and attribute (eq. 2); 0 where a group has none."""
     totals = _segment_sum(group_counts, attribute_of_column, n_attributes)[..., attribute_of_column]
-    safe_totals = np.where(totals > 0, totals, 1)
-    return np.where(totals > 0, group_counts / safe_totals, 0.0)
+    return np.divide(group_counts, totals, out=np.zeros_like(group_counts), where=totals > 0)
 
 
 def _segment_sum(values: np.ndarray, segment_of_column: np.ndarray, n_segments: int) -> np.ndarray:
@@ -218,20 +217,25 @@ def speaker_permutations(speaker_group: np.ndarray, n_permutations: int, seed: i
 def permutation_null(tensor: CountTensor, assignments: np.ndarray, chunk_size: int = 2_000) -> np.ndarray:
     """Mean nTVD for each row of ``assignments`` (B, S), by one-hot assignment matrices times counts.
 
-    For a chunk of permutations the (B, G, S) one-hot assignment tensor multiplies the (S, V) count
-    matrix in one BLAS call, giving the (B, G, V) group counts of every permutation at once. The product
+    For a chunk of permutations the one-hot assignment matrix of the first G-1 groups, stacked to
+    (B*(G-1), S), multiplies the (S, V) count matrix in one BLAS call; the last group's counts are the
+    column totals minus the others', giving the (B, G, V) group counts of every permutation. The product
     runs in float32, exact for integer counts below 2**24; the distances are computed in float64 so that
     a permutation reproducing the observed grouping ties with it exactly.
     """
     n_groups = len(tensor.groups)
     n_attributes = len(tensor.attributes)
     counts = tensor.counts.astype(np.float32)
+    total_counts = counts.sum(axis=0).astype(np.float64)
     null = np.empty(len(assignments), dtype=np.float64)
-    group_ids = np.arange(n_groups)[None, :, None]
     for start in range(0, len(assignments), chunk_size):
         chunk = assignments[start:start + chunk_size]
-        one_hot = (chunk[:, None, :] == group_ids).astype(np.float32)
-        group_counts = (one_hot @ counts).astype(np.float64)
+        one_hot = np.zeros((len(chunk), n_groups - 1, chunk.shape[1]), dtype=np.float32)
+        batch, speaker = np.nonzero(chunk < n_groups - 1)
+        one_hot[batch, chunk[batch, speaker], speaker] = 1.0
+        leading = (one_hot.reshape(-1, chunk.shape[1]) @ counts).reshape(len(chunk), n_groups - 1, -1).astype(np.float64)
+        last = total_counts - leading.sum(axis=1, keepdims=True)
+        group_counts = np.concatenate([leading, last], axis=1)
         null[start:start + chunk_size] = ntvd_from_group_counts(
             group_counts, tensor.attribute_of_column, n_attributes
         ).mean(axis=-1)
