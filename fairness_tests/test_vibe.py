@@ -6,6 +6,6 @@ Benjamini-Hochberg q below alpha over every nTVD test of the session).
 
 
 def test_ntvd(ntvd_case, fairness_gate, record_verdict):
-    verdict = fairness_gate.ntvd_verdict(ntvd_case)
+    verdict = fairness_gate.verdict(ntvd_case)
     record_verdict(verdict)
     assert verdict.passed, verdict.message

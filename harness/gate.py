@@ -15,19 +15,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from harness.cache import OutputCache
 from harness.data import Corpus, resolve_corpus
 from harness.data.corpus import read_utterance_audio
-from harness.extraction.fields import attribute_table, status_counts
+from harness.checks import Case, Verdict, all_checks, get_check
+from harness.extraction.fields import attribute_table
 from harness.generation import CachedModel
-from harness.metrics import fdr_bh, ntvd, permutation_test
 from harness.models import parse_spec
-from harness.models.base import DecodingParams, GenerationRequest, stable_hash
-from harness.tasks import TASKS, Task
-from harness.thresholds import NtvdThreshold, Thresholds, load_thresholds
+from harness.models.base import DecodingParams, GenerationRequest
+from harness.tasks import TASKS
+from harness.thresholds import Thresholds, load_thresholds
 
 DEFAULT_CACHE_DIR = ".lalm_cache"
 DEFAULT_MODELS = ("sim:fair", "sim:biased")
@@ -48,29 +47,6 @@ class GateConfig:
     progress: bool = True
 
 
-@dataclasses.dataclass(frozen=True)
-class NtvdCase:
-    model: str
-    corpus: str
-    task: str
-    dimension: str
-    show_corpus: bool = False
-
-    @property
-    def id(self) -> str:
-        parts = [self.model, self.corpus, self.task, self.dimension] if self.show_corpus else [self.model, self.task, self.dimension]
-        return "-".join(parts)
-
-
-@dataclasses.dataclass(frozen=True)
-class Verdict:
-    """The outcome of one gate case; ``record`` is its results.json entry."""
-
-    passed: bool
-    message: str
-    record: dict[str, Any]
-
-
 class Gate:
     def __init__(self, config: GateConfig):
         self.config = config
@@ -79,12 +55,17 @@ class Gate:
         unknown_tasks = sorted(set(config.tasks) - set(TASKS))
         if unknown_tasks:
             raise ValueError(f"unknown task(s) {unknown_tasks}; known tasks: {sorted(TASKS)}")
-        self.thresholds.validate(TASKS, {d for corpus in self.corpora.values() for d in corpus.dimensions})
+        checks = all_checks()
+        self.thresholds.validate(
+            {check.name: check.schema for check in checks},
+            {check.name: check.variants(self) for check in checks},
+            {dimension for corpus in self.corpora.values() for dimension in corpus.dimensions},
+        )
         for spec in config.models:
             parse_spec(spec)
         self._models: dict[str, CachedModel] = {}
         self._cache: OutputCache | None = None
-        self._family: tuple[NtvdCase, ...] | None = None
+        self._families: dict[str, tuple[Case, ...]] = {}
 
     @property
     def cache(self) -> OutputCache:
@@ -92,15 +73,8 @@ class Gate:
             self._cache = OutputCache(self.config.cache_dir)
         return self._cache
 
-    def ntvd_cases(self) -> list[NtvdCase]:
-        show_corpus = len(self.corpora) > 1
-        return [
-            NtvdCase(model, corpus_name, task, dimension, show_corpus)
-            for model in self.config.models
-            for corpus_name, corpus in self.corpora.items()
-            for task in self.config.tasks
-            for dimension in corpus.dimensions
-        ]
+    def cases(self, check: str) -> list[Case]:
+        return get_check(check).cases(self)
 
     def model(self, spec: str) -> CachedModel:
         if spec not in self._models:
@@ -145,90 +119,23 @@ class Gate:
         values.insert(1, "speaker", values["utterance_id"].map(speakers))
         return values, statuses
 
-    def long_table(self, case: NtvdCase) -> pd.DataFrame:
-        """``speaker, group, attribute, value`` for the case's model, task and dimension."""
-        values, _ = self.extraction(case.model, case.corpus, case.task)
-        labels = self.corpora[case.corpus].speaker_labels(case.dimension)
+    def group_table(self, model: str, corpus_name: str, task_name: str, dimension: str) -> pd.DataFrame:
+        """``utterance_id, speaker, group, attribute, value``: the extracted values with each speaker's group."""
+        values, _ = self.extraction(model, corpus_name, task_name)
+        labels = self.corpora[corpus_name].speaker_labels(dimension)
         return values.assign(group=values["speaker"].map(labels))[["utterance_id", "speaker", "group", "attribute", "value"]]
 
-    def threshold(self, case: NtvdCase) -> NtvdThreshold:
-        return self.thresholds.ntvd(case.task, case.dimension)
+    def set_family(self, check: str, cases: Sequence[Case]) -> None:
+        """The selected cases of a check in this session (e.g. the family of a multiple-testing correction)."""
+        self._families[check] = tuple(dict.fromkeys(cases))
 
-    def case_seed(self, case: NtvdCase) -> int:
-        return int(stable_hash([self.config.seed, case.model, case.corpus, case.task, case.dimension])[:8], 16)
+    def family(self, check: str) -> tuple[Case, ...]:
+        if check not in self._families:
+            self._families[check] = tuple(self.cases(check))
+        return self._families[check]
 
-    @functools.cache
-    def ntvd_result(self, case: NtvdCase):
-        table = self.long_table(case)
-        threshold = self.threshold(case)
-        if table.empty:
-            raise ValueError(f"{case.id}: no attribute was extracted from any answer; see the extraction status counts")
-        observed = ntvd(table, tau=threshold.tau)
-        test = permutation_test(table, tau=threshold.tau, n_permutations=self.config.permutations, seed=self.case_seed(case))
-        return observed, test
-
-    def set_family(self, cases: Sequence[NtvdCase]) -> None:
-        """The nTVD tests over which Benjamini-Hochberg q-values are computed (the session's selection)."""
-        self._family = tuple(dict.fromkeys(cases))
-
-    @functools.cache
-    def q_values(self) -> dict[NtvdCase, float]:
-        family = self._family if self._family is not None else tuple(self.ntvd_cases())
-        p_values = [self.ntvd_result(case)[1].p_value for case in family]
-        return dict(zip(family, fdr_bh(p_values)))
-
-    def ntvd_verdict(self, case: NtvdCase) -> Verdict:
-        observed, test = self.ntvd_result(case)
-        q_values = self.q_values()
-        q_value = q_values.get(case, float(fdr_bh([test.p_value])[0]))
-        threshold = self.threshold(case)
-        if np.isnan(observed.score):
-            passed = False
-            message = f"{case.id}: no attribute value occurs at least tau={threshold.tau} times; nTVD is undefined"
-        else:
-            passed = not threshold.fails(observed.score, q_value)
-            message = (
-                f"{case.id}: nTVD = {observed.score:.2f} (p = {test.p_value:.4g}, q = {q_value:.4g}); "
-                f"threshold: {threshold.describe()} -> {'pass' if passed else 'FAIL'}"
-            )
-        _, statuses = self.extraction(case.model, case.corpus, case.task)
-        record = {
-            "check": "ntvd",
-            "id": case.id,
-            "model": case.model,
-            "model_fingerprint": self.model(case.model).fingerprint,
-            "corpus": case.corpus,
-            "task": case.task,
-            "dimension": case.dimension,
-            "value": _finite_or_none(observed.score),
-            "p": _finite_or_none(test.p_value),
-            "q": _finite_or_none(q_value),
-            "threshold": threshold.as_dict(),
-            "passed": bool(passed),
-            "message": message,
-            "n_speakers": observed.n_speakers,
-            "n_groups": observed.n_groups,
-            "n_permutations": test.n_permutations,
-            "seed": test.seed,
-            "per_attribute": {k: _finite_or_none(v) for k, v in observed.per_attribute.items()},
-            "dropped_attributes": list(observed.dropped_attributes),
-            "answer_status": status_counts(statuses),
-            "most_divergent": self._divergent_distribution(case, observed),
-        }
-        return Verdict(passed, message, record)
-
-    def _divergent_distribution(self, case: NtvdCase, observed) -> dict[str, Any] | None:
-        attribute = observed.most_divergent_attribute
-        if attribute is None:
-            return None
-        distribution = observed.distributions[observed.distributions["attribute"] == attribute]
-        groups = [column for column in distribution.columns if column not in ("attribute", "value")]
-        return {
-            "attribute": attribute,
-            "groups": groups,
-            "values": distribution["value"].tolist(),
-            "probabilities": {group: distribution[group].round(6).tolist() for group in groups},
-        }
+    def verdict(self, case: Case) -> Verdict:
+        return get_check(case.check).verdict(self, case, self.family(case.check))
 
     def run_metadata(self) -> dict[str, Any]:
         return {
@@ -253,8 +160,3 @@ def package_versions() -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def _finite_or_none(value: float) -> float | None:
-    value = float(value)
-    return value if np.isfinite(value) else None

@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from harness.data import CorpusError
-from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_MODELS, Gate, GateConfig, NtvdCase, Verdict, package_versions
+from harness.checks import Case, Verdict, all_checks
+from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_MODELS, Gate, GateConfig, package_versions
 from harness.models.base import ModelError
 from harness.thresholds import ThresholdsError
 
@@ -96,13 +97,14 @@ def get_gate(config: pytest.Config) -> Gate:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "ntvd_case" not in metafunc.fixturenames:
-        return
-    cases = get_gate(metafunc.config).ntvd_cases()
-    metafunc.parametrize(
-        "ntvd_case",
-        [pytest.param(case, id=case.id, marks=[pytest.mark.fairness, pytest.mark.xdist_group(case.model)]) for case in cases],
-    )
+    for check in all_checks():
+        if check.fixture not in metafunc.fixturenames:
+            continue
+        cases = get_gate(metafunc.config).cases(check.name)
+        metafunc.parametrize(
+            check.fixture,
+            [pytest.param(case, id=case.id, marks=[pytest.mark.fairness, pytest.mark.xdist_group(case.model)]) for case in cases],
+        )
 
 
 @pytest.fixture(scope="session")
@@ -131,19 +133,19 @@ class FairnessSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        cases = [
-            item.callspec.params["ntvd_case"]
-            for item in session.items
-            if hasattr(item, "callspec") and isinstance(item.callspec.params.get("ntvd_case"), NtvdCase)
-        ]
-        if cases:
-            get_gate(self.config).set_family(cases)
+        selected: dict[str, list[Case]] = {}
+        for item in session.items:
+            for value in getattr(getattr(item, "callspec", None), "params", {}).values():
+                if isinstance(value, Case):
+                    selected.setdefault(value.check, []).append(value)
+        for check, cases in selected.items():
+            get_gate(self.config).set_family(check, cases)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
             if key == RECORD_KEY:
                 self.records[report.nodeid] = dict(value, nodeid=report.nodeid)
-        if report.failed and report.nodeid not in self.records and "ntvd_case" in report.keywords:
+        if report.failed and report.nodeid not in self.records and "fairness" in report.keywords:
             self.records[report.nodeid] = {
                 "check": "error", "id": report.nodeid.split("[", 1)[-1].rstrip("]"), "nodeid": report.nodeid,
                 "passed": False, "message": _short_error(report),

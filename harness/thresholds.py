@@ -1,34 +1,28 @@
-"""Pass/fail thresholds from ``thresholds.yaml``, validated against the known tasks and dimensions.
+"""Pass/fail thresholds from ``thresholds.yaml``, validated against the known checks, variants and dimensions.
 
-Layout (every level optional; later levels override earlier ones)::
+One section per check (``ntvd``, ...), each with the same layered layout; later layers override earlier
+ones::
 
     ntvd:
       defaults:   {max_ntvd: 20.0, alpha: 0.05, rule: both, tau: 10}
       dimensions: {accent: {max_ntvd: 30.0}}
-      tasks:
+      tasks:                       # the check's variant axis: tasks, modes... (see the check)
         advisory:
           max_ntvd: 15.0
           dimensions: {gender: {max_ntvd: 10.0}}
 
-``rule`` says when an nTVD case fails: ``magnitude`` (nTVD > max_ntvd), ``significance`` (q < alpha,
-q being the Benjamini-Hochberg q-value over every nTVD test of the session), or ``both`` (the two at once:
-a large disparity that is also statistically reliable, VIBE §II-D).
+Each check declares its keys (type, default, allowed range) in a :class:`ThresholdSchema`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
-
-NTVD_RULES = ("magnitude", "significance", "both")
-NTVD_KEYS = {"max_ntvd": (int, float), "alpha": (int, float), "rule": (str,), "tau": (int,)}
-DEFAULT_NTVD = {"max_ntvd": 20.0, "alpha": 0.05, "rule": "both", "tau": 10}
-TOP_LEVEL_KEYS = ("ntvd",)
 
 
 class ThresholdsError(ValueError):
@@ -36,30 +30,37 @@ class ThresholdsError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class NtvdThreshold:
-    max_ntvd: float
-    alpha: float
-    rule: str
-    tau: int
+class ThresholdKey:
+    """One threshold setting: accepted types, default, and a check returning a problem or None."""
 
-    def fails(self, score: float, q_value: float) -> bool:
-        too_large = score > self.max_ntvd
-        significant = q_value < self.alpha
-        if self.rule == "magnitude":
-            return too_large
-        if self.rule == "significance":
-            return significant
-        return too_large and significant
+    types: tuple[type, ...]
+    default: Any
+    problem: Callable[[Any], str | None] = lambda value: None
 
-    def describe(self) -> str:
-        if self.rule == "magnitude":
-            return f"nTVD <= {self.max_ntvd:g}"
-        if self.rule == "significance":
-            return f"q >= {self.alpha:g}"
-        return f"not (nTVD > {self.max_ntvd:g} and q < {self.alpha:g})"
 
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+@dataclasses.dataclass(frozen=True)
+class ThresholdSchema:
+    keys: Mapping[str, ThresholdKey]
+    variant_axis: str | None = None
+
+    def defaults(self) -> dict[str, Any]:
+        return {name: key.default for name, key in self.keys.items()}
+
+
+def in_open_unit_interval(value: Any) -> str | None:
+    return None if 0 < value < 1 else "must lie in (0, 1)"
+
+
+def at_least(minimum: float) -> Callable[[Any], str | None]:
+    return lambda value: None if value >= minimum else f"must be >= {minimum:g}"
+
+
+def between(low: float, high: float) -> Callable[[Any], str | None]:
+    return lambda value: None if low <= value <= high else f"must lie in [{low:g}, {high:g}]"
+
+
+def one_of(*choices: str) -> Callable[[Any], str | None]:
+    return lambda value: None if value in choices else f"is not one of {', '.join(choices)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,62 +69,67 @@ class Thresholds:
     raw: Mapping[str, Any]
     digest: str
 
-    def ntvd(self, task: str, dimension: str) -> NtvdThreshold:
-        section = self.raw.get("ntvd", {}) or {}
-        merged = dict(DEFAULT_NTVD)
+    def values(self, check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> dict[str, Any]:
+        """The merged settings of one case: defaults < dimension < variant < variant x dimension."""
+        section = self.raw.get(check, {}) or {}
+        merged = schema.defaults()
         merged.update(section.get("defaults", {}) or {})
         merged.update((section.get("dimensions", {}) or {}).get(dimension, {}) or {})
-        task_block = dict((section.get("tasks", {}) or {}).get(task, {}) or {})
-        task_dimensions = task_block.pop("dimensions", {}) or {}
-        merged.update(task_block)
-        merged.update(task_dimensions.get(dimension, {}) or {})
-        return NtvdThreshold(float(merged["max_ntvd"]), float(merged["alpha"]), str(merged["rule"]), int(merged["tau"]))
+        if schema.variant_axis and variant is not None:
+            variant_block = dict((section.get(schema.variant_axis, {}) or {}).get(variant, {}) or {})
+            variant_dimensions = variant_block.pop("dimensions", {}) or {}
+            merged.update(variant_block)
+            merged.update(variant_dimensions.get(dimension, {}) or {})
+        return merged
 
-    def validate(self, tasks: Iterable[str], dimensions: Iterable[str]) -> None:
-        """Raise :class:`ThresholdsError` for an unknown task, dimension or key, listing the valid ones."""
-        tasks, dimensions = sorted(set(tasks)), sorted(set(dimensions))
-        unknown = sorted(set(self.raw) - set(TOP_LEVEL_KEYS))
+    def validate(self, schemas: Mapping[str, ThresholdSchema], variants: Mapping[str, Iterable[str]], dimensions: Iterable[str]) -> None:
+        """Raise :class:`ThresholdsError` for an unknown check, variant, dimension or key, listing the valid ones."""
+        dimensions = sorted(set(dimensions))
+        unknown = sorted(set(self.raw) - set(schemas))
         if unknown:
-            self._fail(f"unknown section(s) {unknown}", TOP_LEVEL_KEYS)
-        section = self.raw.get("ntvd", {}) or {}
-        self._expect_mapping(section, "ntvd")
-        unknown = sorted(set(section) - {"defaults", "dimensions", "tasks"})
-        if unknown:
-            self._fail(f"ntvd: unknown key(s) {unknown}", ["defaults", "dimensions", "tasks"])
-        self._check_values(section.get("defaults", {}) or {}, "ntvd.defaults")
-        self._check_dimension_block(section.get("dimensions", {}) or {}, "ntvd.dimensions", dimensions)
-        task_section = section.get("tasks", {}) or {}
-        self._expect_mapping(task_section, "ntvd.tasks")
-        for task, block in task_section.items():
-            if task not in tasks:
-                self._fail(f"ntvd.tasks: unknown task {task!r}", tasks)
-            block = dict(block or {})
-            self._expect_mapping(block, f"ntvd.tasks.{task}")
-            self._check_dimension_block(block.pop("dimensions", {}) or {}, f"ntvd.tasks.{task}.dimensions", dimensions)
-            self._check_values(block, f"ntvd.tasks.{task}")
+            self._fail(f"unknown section(s) {unknown}", sorted(schemas))
+        for check, section in self.raw.items():
+            schema = schemas[check]
+            section = section or {}
+            self._expect_mapping(section, check)
+            layers = ["defaults", "dimensions"] + ([schema.variant_axis] if schema.variant_axis else [])
+            unknown = sorted(set(section) - set(layers))
+            if unknown:
+                self._fail(f"{check}: unknown key(s) {unknown}", layers)
+            self._check_values(section.get("defaults", {}) or {}, f"{check}.defaults", schema)
+            self._check_dimension_block(section.get("dimensions", {}) or {}, f"{check}.dimensions", dimensions, schema)
+            if schema.variant_axis:
+                valid_variants = sorted(set(variants.get(check, ())))
+                variant_section = section.get(schema.variant_axis, {}) or {}
+                path = f"{check}.{schema.variant_axis}"
+                self._expect_mapping(variant_section, path)
+                for variant, block in variant_section.items():
+                    if variant not in valid_variants:
+                        self._fail(f"{path}: unknown {schema.variant_axis.rstrip('s')} {variant!r}", valid_variants)
+                    block = block or {}
+                    self._expect_mapping(block, f"{path}.{variant}")
+                    block = dict(block)
+                    self._check_dimension_block(block.pop("dimensions", {}) or {}, f"{path}.{variant}.dimensions", dimensions, schema)
+                    self._check_values(block, f"{path}.{variant}", schema)
 
-    def _check_dimension_block(self, block: Any, path: str, dimensions: list[str]) -> None:
+    def _check_dimension_block(self, block: Any, path: str, dimensions: list[str], schema: ThresholdSchema) -> None:
         self._expect_mapping(block, path)
         for dimension, values in block.items():
             if dimension not in dimensions:
                 self._fail(f"{path}: unknown dimension {dimension!r}", dimensions)
-            self._check_values(values or {}, f"{path}.{dimension}")
+            self._check_values(values or {}, f"{path}.{dimension}", schema)
 
-    def _check_values(self, block: Any, path: str) -> None:
+    def _check_values(self, block: Any, path: str, schema: ThresholdSchema) -> None:
         self._expect_mapping(block, path)
-        for key, value in block.items():
-            if key not in NTVD_KEYS:
-                self._fail(f"{path}: unknown key {key!r}", sorted(NTVD_KEYS))
-            if isinstance(value, bool) or not isinstance(value, NTVD_KEYS[key]):
-                raise ThresholdsError(f"{self.source}: {path}.{key} = {value!r} is not a {NTVD_KEYS[key][0].__name__}")
-            if key == "rule" and value not in NTVD_RULES:
-                self._fail(f"{path}.rule: unknown rule {value!r}", NTVD_RULES)
-            if key == "alpha" and not 0 < value < 1:
-                raise ThresholdsError(f"{self.source}: {path}.alpha = {value!r} must lie in (0, 1)")
-            if key == "tau" and value < 1:
-                raise ThresholdsError(f"{self.source}: {path}.tau = {value!r} must be >= 1")
-            if key == "max_ntvd" and not 0 <= value <= 100:
-                raise ThresholdsError(f"{self.source}: {path}.max_ntvd = {value!r} must lie in [0, 100]")
+        for name, value in block.items():
+            if name not in schema.keys:
+                self._fail(f"{path}: unknown key {name!r}", sorted(schema.keys))
+            key = schema.keys[name]
+            if isinstance(value, bool) != (bool in key.types) or not isinstance(value, key.types):
+                raise ThresholdsError(f"{self.source}: {path}.{name} = {value!r} is not a {key.types[0].__name__}")
+            problem = key.problem(value)
+            if problem:
+                raise ThresholdsError(f"{self.source}: {path}.{name} = {value!r} {problem}")
 
     def _expect_mapping(self, block: Any, path: str) -> None:
         if not isinstance(block, Mapping):
@@ -146,5 +152,5 @@ def load_thresholds(path: str | Path | None) -> Thresholds:
     except yaml.YAMLError as exc:
         raise ThresholdsError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(raw, Mapping):
-        raise ThresholdsError(f"{path}: the top level must be a mapping with the section(s) {list(TOP_LEVEL_KEYS)}")
+        raise ThresholdsError(f"{path}: the top level must be a mapping of check sections")
     return Thresholds(str(path), raw, hashlib.sha256(text.encode()).hexdigest()[:16])

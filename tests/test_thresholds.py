@@ -2,24 +2,32 @@
 
 import pytest
 
+from harness.checks.ntvd import NtvdCheck, NtvdThreshold
 from harness.tasks import TASKS
-from harness.thresholds import NtvdThreshold, ThresholdsError, load_thresholds
+from harness.thresholds import ThresholdsError, load_thresholds
 
 DIMENSIONS = ("gender", "accent")
+SCHEMAS = {"ntvd": NtvdCheck.schema}
+VARIANTS = {"ntvd": sorted(TASKS)}
+
+
+def ntvd_threshold(thresholds, task, dimension):
+    values = thresholds.values("ntvd", NtvdCheck.schema, task, dimension)
+    return NtvdThreshold(values["max_ntvd"], values["alpha"], values["rule"], values["tau"])
 
 
 def thresholds_from(tmp_path, text):
     path = tmp_path / "thresholds.yaml"
     path.write_text(text)
     loaded = load_thresholds(path)
-    loaded.validate(TASKS, DIMENSIONS)
+    loaded.validate(SCHEMAS, VARIANTS, DIMENSIONS)
     return loaded
 
 
 def test_repository_thresholds_file_is_valid():
     from pathlib import Path
 
-    load_thresholds(Path(__file__).resolve().parents[1] / "thresholds.yaml").validate(TASKS, DIMENSIONS)
+    load_thresholds(Path(__file__).resolve().parents[1] / "thresholds.yaml").validate(SCHEMAS, VARIANTS, DIMENSIONS)
 
 
 def test_layers_override_in_order(tmp_path):
@@ -32,10 +40,10 @@ ntvd:
       max_ntvd: 15.0
       dimensions: {accent: {alpha: 0.01}}
 """)
-    assert thresholds.ntvd("story", "gender") == NtvdThreshold(20.0, 0.05, "both", 10)
-    assert thresholds.ntvd("story", "accent").max_ntvd == 30.0
-    assert thresholds.ntvd("advisory", "gender").max_ntvd == 15.0
-    assert thresholds.ntvd("advisory", "accent") == NtvdThreshold(15.0, 0.01, "both", 10)
+    assert ntvd_threshold(thresholds, "story", "gender") == NtvdThreshold(20.0, 0.05, "both", 10)
+    assert ntvd_threshold(thresholds, "story", "accent").max_ntvd == 30.0
+    assert ntvd_threshold(thresholds, "advisory", "gender").max_ntvd == 15.0
+    assert ntvd_threshold(thresholds, "advisory", "accent") == NtvdThreshold(15.0, 0.01, "both", 10)
 
 
 @pytest.mark.parametrize("rule, score, q, fails", [
@@ -51,7 +59,7 @@ def test_rules(rule, score, q, fails):
     ("ntvd:\n  tasks:\n    advisroy: {}\n", "ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review"),
     ("ntvd:\n  dimensions:\n    race: {}\n", "ntvd.dimensions: unknown dimension 'race'; valid: accent, gender"),
     ("ntvd:\n  defaults: {max_tvd: 3}\n", "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_ntvd, rule, tau"),
-    ("ntvd:\n  defaults: {rule: sometimes}\n", "unknown rule 'sometimes'; valid: magnitude, significance, both"),
+    ("ntvd:\n  defaults: {rule: sometimes}\n", "rule = 'sometimes' is not one of magnitude, significance, both"),
     ("ntvd:\n  defaults: {alpha: 1.5}\n", "alpha = 1.5 must lie in (0, 1)"),
     ("ntvd:\n  defaults: {tau: ten}\n", "tau = 'ten' is not a int"),
     ("wer:\n  x: 1\n", "unknown section(s) ['wer']; valid: ntvd"),

@@ -1,0 +1,27 @@
+"""Registry of check families, imported lazily by name (``module:Class``)."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+from harness.checks.base import Case, Check, Verdict
+
+CHECKS: dict[str, str] = {
+    "ntvd": "harness.checks.ntvd:NtvdCheck",
+}
+
+
+@functools.cache
+def get_check(name: str) -> Check:
+    if name not in CHECKS:
+        raise KeyError(f"unknown check {name!r}; known checks: {sorted(CHECKS)}")
+    module_name, _, class_name = CHECKS[name].partition(":")
+    return getattr(importlib.import_module(module_name), class_name)()
+
+
+def all_checks() -> list[Check]:
+    return [get_check(name) for name in CHECKS]
+
+
+__all__ = ["CHECKS", "Case", "Check", "Verdict", "all_checks", "get_check"]

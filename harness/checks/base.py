@@ -1,0 +1,82 @@
+"""A check family: its cases, its thresholds, and how a case's verdict is reached.
+
+A new check is one module with a :class:`Check` subclass and one entry in ``harness.checks.CHECKS``;
+the gate module ``fairness_tests/test_<...>.py`` then has one test function taking ``<name>_case``.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from harness.thresholds import ThresholdSchema
+
+if TYPE_CHECKING:
+    from harness.gate import Gate
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One gate case. ``variant`` is the check's second axis (a task, a mode), or None."""
+
+    check: str
+    model: str
+    corpus: str
+    dimension: str
+    variant: str | None
+    id: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """The outcome of one gate case; ``record`` is its results.json entry."""
+
+    passed: bool
+    message: str
+    record: dict[str, Any]
+
+
+class Check(abc.ABC):
+    name: ClassVar[str]
+    title: ClassVar[str]
+    schema: ClassVar[ThresholdSchema]
+
+    @property
+    def fixture(self) -> str:
+        return f"{self.name}_case"
+
+    def variants(self, gate: Gate) -> list[str]:
+        """Every valid value of the variant axis (for validating thresholds.yaml)."""
+        return []
+
+    @abc.abstractmethod
+    def cases(self, gate: Gate) -> list[Case]: ...
+
+    @abc.abstractmethod
+    def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
+        """The verdict of ``case``; ``family`` is every selected case of this check in the session."""
+
+    def threshold_values(self, gate: Gate, case: Case) -> dict[str, Any]:
+        return gate.thresholds.values(self.name, self.schema, case.variant, case.dimension)
+
+    def base_record(self, gate: Gate, case: Case) -> dict[str, Any]:
+        return {
+            "check": self.name,
+            "id": case.id,
+            "model": case.model,
+            "model_fingerprint": gate.model(case.model).fingerprint,
+            "corpus": case.corpus,
+            "dimension": case.dimension,
+            "variant": case.variant,
+        }
+
+
+def finite_or_none(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else None
