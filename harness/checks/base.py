@@ -41,9 +41,14 @@ class Verdict:
 
 
 class Check(abc.ABC):
+    """A family of gate cases. ``report_template`` names a Jinja template in
+    ``harness/report/templates/checks/`` rendering this check's report section from
+    :meth:`report_context` (which sees only results.json records, never the gate)."""
+
     name: ClassVar[str]
     title: ClassVar[str]
     schema: ClassVar[ThresholdSchema]
+    report_template: ClassVar[str | None] = None
 
     @property
     def fixture(self) -> str:
@@ -59,6 +64,10 @@ class Check(abc.ABC):
     @abc.abstractmethod
     def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
         """The verdict of ``case``; ``family`` is every selected case of this check in the session."""
+
+    def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """What this check's report section needs, computed from its results.json records alone."""
+        return {"records": list(records)}
 
     def threshold_values(self, gate: Gate, case: Case) -> dict[str, Any]:
         return gate.thresholds.values(self.name, self.schema, case.variant, case.dimension)

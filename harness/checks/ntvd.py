@@ -54,7 +54,8 @@ class NtvdThreshold:
 
 class NtvdCheck(Check):
     name = "ntvd"
-    title = "VIBE open-ended bias (nTVD)"
+    title = "VIBE: nTVD by task"
+    report_template = "ntvd.html.j2"
     schema = ThresholdSchema(
         keys={
             "max_ntvd": ThresholdKey((int, float), 20.0, between(0, 100)),
@@ -78,6 +79,11 @@ class NtvdCheck(Check):
                         parts = [model, corpus_name, task, dimension] if show_corpus else [model, task, dimension]
                         cases.append(Case(self.name, model, corpus_name, dimension, task, "-".join(parts)))
         return cases
+
+    def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        from harness.report import table_two
+
+        return {"tables": table_two(records)}
 
     def threshold(self, gate: Gate, case: Case) -> NtvdThreshold:
         values = self.threshold_values(gate, case)

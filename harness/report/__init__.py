@@ -79,9 +79,22 @@ def render_report(results: Mapping[str, Any]) -> str:
         results=results,
         cases=sorted(cases, key=lambda case: (case["passed"], case["id"])),
         failing=failing,
-        tables=table_two(cases),
+        sections=check_sections(cases),
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
+
+
+def check_sections(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One report section per check that has records and a template, in registry order."""
+    from harness.checks import all_checks
+
+    sections = []
+    for check in all_checks():
+        records = [case for case in cases if case.get("check") == check.name]
+        if records and check.report_template:
+            sections.append({"name": check.name, "title": check.title, "template": f"checks/{check.report_template}",
+                             "context": check.report_context(records)})
+    return sections
 
 
 def write_report(results: Mapping[str, Any], path: str | Path) -> Path:
