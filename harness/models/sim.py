@@ -23,15 +23,17 @@ Presets (spec ``sim:<preset>``; the per-model YAML block may override ``strength
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import importlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from harness.models.base import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest, ModelError, stable_hash
 
-SIMULATOR_VERSION = "1"
+SIMULATOR_VERSION = "2"
 REFERENCE_F0_HZ = 140.0
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -125,12 +127,56 @@ def pitch_score(f0_hz: float) -> float:
     return float(np.clip(np.log2(f0_hz / REFERENCE_F0_HZ) / 0.5, -2.0, 2.0))
 
 
+@dataclasses.dataclass
+class Listening:
+    """What a responder may use to answer one request: the voice's pitch score, the configured bias
+    strength of the request's task, the refusal rate and a deterministic random stream."""
+
+    pitch_z: float
+    strength: float
+    refusal_rate: float
+    stream: _UniformStream
+
+
+class Responder(Protocol):
+    """Answers one family of prompts. ``claims`` returns the task key (for ``strengths``) or None."""
+
+    def claims(self, request: GenerationRequest) -> str | None: ...
+
+    def respond(self, request: GenerationRequest, listening: Listening) -> str: ...
+
+
+class VibeResponder:
+    """The five VIBE tasks: each attribute drawn with P(v) ∝ exp(strength * z_pitch * loading_v)."""
+
+    def claims(self, request: GenerationRequest) -> str | None:
+        prompt = request.prompt.lower()
+        return next((task for marker, task in TASK_BY_PROMPT_MARKER.items() if marker.lower() in prompt), None)
+
+    def respond(self, request: GenerationRequest, listening: Listening) -> str:
+        task = self.claims(request)
+        if listening.stream.next() < listening.refusal_rate:
+            return REFUSAL_TEXT
+        fields = {}
+        for label, pool in POOLS[task].items():
+            loadings = np.array([loading for _, loading in pool], dtype=float)
+            weights = np.exp(listening.strength * listening.pitch_z * loadings)
+            chosen = _weighted_sample_without_replacement(weights, MULTI_VALUED_DRAWS.get(label, 1), listening.stream)
+            fields[label] = [pool[index][0] for index in chosen]
+        return _render_answer(task, fields)
+
+
+RESPONDERS: list[str] = ["harness.models.sim:VibeResponder"]
+"""Responders tried in order, as ``module:Class``; a new prompt family is one class and one entry."""
+
+
 class Simulator:
     """The loaded simulator (cheap); see the module docstring."""
 
     def __init__(self, strengths: Mapping[str, float], refusal_rate: float):
         self.strengths = dict(strengths)
         self.refusal_rate = float(refusal_rate)
+        self.responders: list[Responder] = [_import(target)() for target in RESPONDERS]
         self._features: dict[str, dict[str, float]] = {}
 
     def features(self, audio: Audio) -> dict[str, float]:
@@ -143,23 +189,25 @@ class Simulator:
         return [self._answer(request, params) for request in requests]
 
     def _answer(self, request: GenerationRequest, params: DecodingParams) -> str:
-        task = next((name for marker, name in TASK_BY_PROMPT_MARKER.items() if marker.lower() in request.prompt.lower()), None)
-        if task is None:
-            raise ModelError("sim: the simulator answers only the VIBE task prompts it knows; this prompt matches none")
-        seed_material = f"{request.audio.content_hash if request.audio else 'text'}|{request.prompt}|{params.seed}"
-        stream = _UniformStream(seed_material)
-        if stream.next() < self.refusal_rate:
-            return REFUSAL_TEXT
-        z = pitch_score(self.features(request.audio)["f0_hz"]) if request.audio is not None else 0.0
-        strength = self.strengths.get(task, 0.0)
-        fields = {}
-        for label, pool in POOLS[task].items():
-            loadings = np.array([loading for _, loading in pool], dtype=float)
-            weights = np.exp(strength * z * loadings)
-            draws = MULTI_VALUED_DRAWS.get(label, 1)
-            chosen = _weighted_sample_without_replacement(weights, draws, stream)
-            fields[label] = [pool[index][0] for index in chosen]
-        return _render_answer(task, fields)
+        for responder in self.responders:
+            task = responder.claims(request)
+            if task is not None:
+                break
+        else:
+            raise ModelError("sim: the simulator answers only the prompt families it knows; this prompt matches none")
+        seed_material = f"{request.audio.content_hash if request.audio else 'text'}|{request.system}|{request.prompt}|{params.seed}"
+        listening = Listening(
+            pitch_z=pitch_score(self.features(request.audio)["f0_hz"]) if request.audio is not None else 0.0,
+            strength=self.strengths.get(task, 0.0),
+            refusal_rate=self.refusal_rate,
+            stream=_UniformStream(seed_material),
+        )
+        return responder.respond(request, listening)
+
+
+def _import(target: str):
+    module_name, _, name = target.partition(":")
+    return getattr(importlib.import_module(module_name), name)
 
 
 class _UniformStream:
