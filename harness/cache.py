@@ -9,12 +9,14 @@ mode, a busy timeout, and ``INSERT OR IGNORE`` (two writers of one key wrote the
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fcntl
+import gzip
 import json
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,15 @@ CREATE TABLE IF NOT EXISTS outputs (
     created REAL NOT NULL
 );
 """
+
+
+class CacheError(ValueError):
+    """A cache file cannot be used; the message names the file and line."""
+
+
+EXPORT_FORMAT = "lalm-fairness-cache"
+EXPORT_VERSION = 1
+EXPORT_FIELDS = ("key", "namespace", "model_fingerprint", "text", "metadata", "created")
 
 
 def cache_key(namespace: str, model_fingerprint: str, params: Mapping[str, Any], request: Mapping[str, Any]) -> str:
@@ -66,9 +77,59 @@ class OutputCache:
             for key, namespace, fingerprint, text, metadata in entries
             if text is not None and text.strip()
         ]
-        if rows:
-            with self._connection:
-                self._connection.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?, ?, ?, ?, ?)", rows)
+        self._insert(rows)
+        return len(rows)
+
+    def _insert(self, rows: Sequence[tuple]) -> None:
+        if not rows:
+            return
+        self._connection.execute("BEGIN IMMEDIATE")
+        try:
+            self._connection.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?, ?, ?, ?, ?)", rows)
+        except BaseException:
+            self._connection.execute("ROLLBACK")
+            raise
+        self._connection.execute("COMMIT")
+
+    def export(self, path: str | Path, keys: Iterable[str] | None = None) -> int:
+        """Write the entries (all, or those of ``keys``) to one gzip JSON-lines file; returns the count."""
+        path = Path(path)
+        query = "SELECT key, namespace, model_fingerprint, text, metadata, created FROM outputs ORDER BY key"
+        rows = self._connection.execute(query).fetchall()
+        if keys is not None:
+            wanted = set(keys)
+            rows = [row for row in rows if row[0] in wanted]
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.write(json.dumps({"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "entries": len(rows)}) + "\n")
+            for row in rows:
+                handle.write(json.dumps(dict(zip(EXPORT_FIELDS, row)), ensure_ascii=False) + "\n")
+        return len(rows)
+
+    def import_file(self, path: str | Path) -> int:
+        """Add the entries of an exported file (existing keys are kept); returns the number read.
+
+        The whole file is validated before anything is written, so a damaged file adds nothing.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise CacheError(f"{path}: cache export does not exist")
+        rows = []
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                header = json.loads(handle.readline() or "{}")
+                if header.get("format") != EXPORT_FORMAT or header.get("version") != EXPORT_VERSION:
+                    raise CacheError(f"{path}: not a lalm-fairness cache export (format {EXPORT_FORMAT} v{EXPORT_VERSION})")
+                for line_number, line in enumerate(handle, start=2):
+                    entry = json.loads(line)
+                    missing = [field for field in EXPORT_FIELDS if field not in entry]
+                    if missing:
+                        raise CacheError(f"{path}, line {line_number}: entry lacks {missing}")
+                    rows.append(tuple(entry[field] for field in EXPORT_FIELDS))
+        except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise CacheError(f"{path}: cannot be read as a cache export ({exc})") from exc
+        if len(rows) != header.get("entries"):
+            raise CacheError(f"{path}: header announces {header.get('entries')} entries, file holds {len(rows)} (truncated?)")
+        self._insert(rows)
         return len(rows)
 
     def __len__(self) -> int:
@@ -87,3 +148,28 @@ class OutputCache:
 
     def close(self) -> None:
         self._connection.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``lalm-fairness-cache export|import|stats``: move a run's outputs between machines."""
+    parser = argparse.ArgumentParser(prog="lalm-fairness-cache", description=main.__doc__)
+    parser.add_argument("command", choices=["export", "import", "stats"])
+    parser.add_argument("--cache-dir", default=".lalm_cache")
+    parser.add_argument("--file", help="the export file (gzip JSON lines)")
+    args = parser.parse_args(argv)
+    cache = OutputCache(args.cache_dir)
+    if args.command == "stats":
+        print(f"{cache.path}: {len(cache)} entries")
+        return 0
+    if not args.file:
+        parser.error(f"{args.command} needs --file")
+    if args.command == "export":
+        print(f"exported {cache.export(args.file)} entries to {args.file}")
+    else:
+        print(f"imported {cache.import_file(args.file)} entries into {cache.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+

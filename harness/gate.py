@@ -45,6 +45,7 @@ class GateConfig:
     decoding: DecodingParams = DecodingParams()
     tasks: tuple[str, ...] = tuple(TASKS)
     progress: bool = True
+    offline: bool = False
 
 
 class Gate:
@@ -83,7 +84,9 @@ class Gate:
                 {**self.config.decoding.as_dict(), **options.pop("decoding", {})}, source=f"model {spec!r} decoding"
             )
             chunk_size = int(options.pop("chunk_size", 32))
-            self._models[spec] = CachedModel(spec, self.cache, decoding, options, chunk_size, self.config.progress)
+            self._models[spec] = CachedModel(
+                spec, self.cache, decoding, options, chunk_size, self.config.progress, offline=self.config.offline
+            )
         return self._models[spec]
 
     @functools.cache
@@ -137,8 +140,13 @@ class Gate:
     def verdict(self, case: Case) -> Verdict:
         return get_check(case.check).verdict(self, case, self.family(case.check))
 
+    def served_keys(self) -> set[str]:
+        """The cache keys of every output this process used (for --export-cache)."""
+        return set().union(*(model.served_keys for model in self._models.values()))
+
     def run_metadata(self) -> dict[str, Any]:
         return {
+            "offline": self.config.offline,
             "models": {spec: model.fingerprint for spec, model in self._models.items()},
             "model_calls": sum(model.calls for model in self._models.values()),
             "cache_hits": sum(model.hits for model in self._models.values()),

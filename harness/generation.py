@@ -29,6 +29,7 @@ class CachedModel:
         options: Mapping[str, Any] | None = None,
         chunk_size: int = 32,
         progress: bool = True,
+        offline: bool = False,
     ):
         self.spec = spec
         self.cache = cache
@@ -38,8 +39,10 @@ class CachedModel:
         self.backend: Backend = build_backend(spec, options)
         self.fingerprint = self.backend.fingerprint()
         self._model: Model | None = None
+        self.offline = offline
         self.calls = 0
         self.hits = 0
+        self.served_keys: set[str] = set()
 
     @property
     def loaded(self) -> bool:
@@ -47,6 +50,11 @@ class CachedModel:
 
     def model(self) -> Model:
         if self._model is None:
+            if self.offline:
+                raise ModelError(
+                    f"{self.spec}: an output is missing from the cache and the run is offline (no model is loaded); "
+                    "import the cache export of the run that made the outputs, or drop --offline"
+                )
             self._model = self.backend.load()
         return self._model
 
@@ -56,6 +64,7 @@ class CachedModel:
 
     def generate(self, requests: Sequence[GenerationRequest], label: str = "") -> list[str]:
         keys = self.keys(requests)
+        self.served_keys.update(keys)
         cached = self.cache.get_many(keys)
         self.hits += sum(key in cached for key in keys)
         missing = [index for index, key in enumerate(keys) if key not in cached]

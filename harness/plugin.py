@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from harness.data import CorpusError
+from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_MODELS, Gate, GateConfig, package_versions
 from harness.models.base import ModelError
@@ -23,7 +24,9 @@ from harness.thresholds import ThresholdsError
 
 RECORD_KEY = "lalm_fairness"
 METADATA_KEY = "lalm_fairness_metadata"
+SERVED_KEY = "lalm_fairness_served_keys"
 GATE_KEY = pytest.StashKey[Gate]()
+IMPORTED_KEY = pytest.StashKey[list]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,15 +41,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--fairness-seed", type=int, default=0, metavar="N", help="seed of the permutation tests")
     group.addoption("--prompts", default=None, metavar="DIR", help="folder of prompt templates replacing the built-in ones")
     group.addoption("--model-config", default=None, metavar="FILE", help="YAML: per-model option blocks keyed by spec")
+    group.addoption("--offline", action="store_true", help="never load a model: every output must come from the cache")
+    group.addoption("--import-cache", action="append", default=None, metavar="FILE",
+                    help="add a cache export (lalm-fairness-cache export) to the cache before the run; repeatable")
+    group.addoption("--export-cache", default=None, metavar="FILE", help="write every output this run used to one file")
     group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
     group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fairness: a voice-induced bias gate case")
+    if not hasattr(config, "workerinput"):
+        import_caches(config)
     config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
+
+
+def import_caches(config: pytest.Config) -> None:
+    """Load --import-cache files once, in the controlling process, before any worker starts."""
+    files = config.getoption("--import-cache") or []
+    if not files:
+        return
+    cache = OutputCache(cache_dir(config))
+    try:
+        config.stash[IMPORTED_KEY] = [{"file": str(path), "entries": cache.import_file(path)} for path in files]
+    except CacheError as exc:
+        raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
+    finally:
+        cache.close()
+
+
+def cache_dir(config: pytest.Config) -> str:
+    return config.getoption("--cache-dir") or str(Path(config.rootpath) / DEFAULT_CACHE_DIR)
 
 
 def gate_config(config: pytest.Config) -> GateConfig:
@@ -68,7 +95,8 @@ def gate_config(config: pytest.Config) -> GateConfig:
         models=tuple(dict.fromkeys(config.getoption("--model") or DEFAULT_MODELS)),
         corpora=corpora,
         thresholds_path=thresholds,
-        cache_dir=config.getoption("--cache-dir") or str(root / DEFAULT_CACHE_DIR),
+        cache_dir=cache_dir(config),
+        offline=config.getoption("--offline"),
         permutations=config.getoption("--permutations"),
         seed=config.getoption("--fairness-seed"),
         prompts_dir=config.getoption("--prompts"),
@@ -130,6 +158,7 @@ class FairnessSession:
         self.config = config
         self.records: dict[str, dict[str, Any]] = {}
         self.worker_metadata: list[dict[str, Any]] = []
+        self.worker_served_keys: set[str] = set()
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -154,8 +183,11 @@ class FairnessSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if hasattr(self.config, "workerinput"):
             if GATE_KEY in self.config.stash:
-                self.config.workeroutput[METADATA_KEY] = json.dumps(self.config.stash[GATE_KEY].run_metadata())
+                gate = self.config.stash[GATE_KEY]
+                self.config.workeroutput[METADATA_KEY] = json.dumps(gate.run_metadata())
+                self.config.workeroutput[SERVED_KEY] = json.dumps(sorted(gate.served_keys()))
             return
+        self.export_cache()
         if not self.records:
             return
         results = self.results()
@@ -167,6 +199,20 @@ class FairnessSession:
             from harness.report import write_report
 
             write_report(results, report_path)
+
+    def export_cache(self) -> None:
+        path = self.config.getoption("--export-cache")
+        if not path:
+            return
+        keys = set(self.worker_served_keys)
+        if GATE_KEY in self.config.stash:
+            keys |= self.config.stash[GATE_KEY].served_keys()
+        cache = OutputCache(cache_dir(self.config))
+        try:
+            count = cache.export(path, keys)
+        finally:
+            cache.close()
+        self.config.get_terminal_writer().line(f"lalm-fairness: exported {count} cached outputs to {path}")
 
     def results(self) -> dict[str, Any]:
         cases = sorted(self.records.values(), key=lambda record: record["nodeid"])
@@ -183,7 +229,11 @@ class FairnessSession:
         parts = list(self.worker_metadata)
         if GATE_KEY in self.config.stash:
             parts.append(self.config.stash[GATE_KEY].run_metadata())
-        merged: dict[str, Any] = {"package_versions": package_versions(), "workers": max(1, len(self.worker_metadata))}
+        merged: dict[str, Any] = {
+            "package_versions": package_versions(),
+            "workers": max(1, len(self.worker_metadata)),
+            "imported_caches": self.config.stash.get(IMPORTED_KEY, []),
+        }
         for part in parts:
             for key, value in part.items():
                 if key in ("model_calls", "cache_hits"):
@@ -204,10 +254,12 @@ class XdistMetadata:
         self.config = config
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        payload = getattr(node, "workeroutput", {}).get(METADATA_KEY)
-        if payload:
-            session = self.config.pluginmanager.get_plugin("lalm_fairness_session")
-            session.worker_metadata.append(json.loads(payload))
+        output = getattr(node, "workeroutput", {})
+        session = self.config.pluginmanager.get_plugin("lalm_fairness_session")
+        if output.get(METADATA_KEY):
+            session.worker_metadata.append(json.loads(output[METADATA_KEY]))
+        if output.get(SERVED_KEY):
+            session.worker_served_keys.update(json.loads(output[SERVED_KEY]))
 
 
 def _short_error(report: pytest.TestReport) -> str:

@@ -127,3 +127,34 @@ def test_concurrent_writers_from_several_processes(tmp_path):
 def test_unknown_decoding_key_is_named():
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['temprature'\]"):
         DecodingParams.from_mapping({"temprature": 0.5})
+
+
+def test_export_import_round_trip_and_truncated_file(tmp_path):
+    from harness.cache import CacheError
+
+    source = model(tmp_path / "a")
+    requests = [GenerationRequest(f"p{i}", tone(200 + i)) for i in range(5)]
+    source.generate(requests)
+    export = tmp_path / "run.jsonl.gz"
+    assert source.cache.export(export, keys=source.keys(requests[:3])) == 3
+    target = OutputCache(tmp_path / "b")
+    assert target.import_file(export) == 3
+    assert target.get_many(source.keys(requests)) == source.cache.get_many(source.keys(requests[:3]))
+
+    import gzip
+
+    lines = gzip.open(export, "rt").read().splitlines()
+    truncated = tmp_path / "truncated.jsonl.gz"
+    with gzip.open(truncated, "wt") as handle:
+        handle.write("\n".join(lines[:-1]) + "\n")
+    fresh = OutputCache(tmp_path / "c")
+    with pytest.raises(CacheError, match="announces 3 entries, file holds 2"):
+        fresh.import_file(truncated)
+    assert len(fresh) == 0
+
+
+def test_offline_model_refuses_to_load(tmp_path):
+    offline = CachedModel("counting:m", OutputCache(tmp_path), DecodingParams(), {}, progress=False, offline=True)
+    with pytest.raises(ModelError, match="missing from the cache and the run is offline"):
+        offline.generate([GenerationRequest("p", tone(200))])
+    assert CountingBackend.loads == 0

@@ -94,3 +94,38 @@ def test_unknown_model_backend_stops_collection_with_the_known_ones(gate_project
     result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "nope:thing")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*unknown backend 'nope'; known backends: *sim*"])
+
+
+def test_export_import_offline_rescore_gives_identical_results(gate_project):
+    args = ("--model", "sim:biased", "-k", "advisory or story")
+    export = gate_project.path / "run.cache.jsonl.gz"
+    result, original = run_gate(gate_project, *args, "--cache-dir", str(gate_project.path / "gpu-runner"),
+                                "--export-cache", str(export), "-n", "2")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["*exported 648 cached outputs*"])
+    result, rescored = run_gate(gate_project, *args, "--cache-dir", str(gate_project.path / "ci-machine"),
+                                "--import-cache", str(export), "--offline")
+    result.assert_outcomes(passed=2, failed=2)
+    assert rescored["cases"] == original["cases"]
+    assert rescored["metadata"]["model_calls"] == 0 and rescored["metadata"]["offline"] is True
+    assert rescored["metadata"]["imported_caches"][0]["entries"] == 648
+    assert "no model was loaded" in (gate_project.path / "report.html").read_text()
+
+
+def test_offline_run_with_a_cache_miss_names_the_remedy(gate_project):
+    result, results = run_gate(gate_project, "--model", "sim:fair", "-k", "advisory-gender", "--offline",
+                               "--cache-dir", str(gate_project.path / "empty"))
+    result.assert_outcomes(failed=1)
+    assert results["cases"][0]["check"] == "error"
+    assert "missing from the cache and the run is offline" in results["cases"][0]["message"]
+
+
+def test_damaged_cache_export_is_refused_before_the_run(gate_project):
+    import gzip
+
+    damaged = gate_project.path / "damaged.jsonl.gz"
+    with gzip.open(damaged, "wt") as handle:
+        handle.write('{"format": "lalm-fairness-cache", "version": 1, "entries": 2}\n{"key": "k"}\n')
+    result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--import-cache", str(damaged))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*damaged.jsonl.gz, line 2: entry lacks*"])
