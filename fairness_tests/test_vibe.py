@@ -1,11 +1,15 @@
 """VIBE open-ended bias checks (VIBE §II-D): one case per model x task x demographic dimension.
 
 A case fails when its nTVD breaks the threshold in thresholds.yaml (by default: nTVD above max_ntvd and
-Benjamini-Hochberg q below alpha over every nTVD test of the session).
+Benjamini-Hochberg q below alpha over every nTVD test of the session), or, given --baseline, when the
+candidate is significantly more biased than the baseline checkpoint.
 """
+
+import pytest
 
 
 def test_ntvd(ntvd_case, fairness_gate, record_verdict):
     verdict = fairness_gate.verdict(ntvd_case)
     record_verdict(verdict)
-    assert verdict.passed, verdict.message
+    if not verdict.passed:
+        pytest.fail(verdict.message, pytrace=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.metadata
+import json
 import platform
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ import pandas as pd
 from harness.cache import OutputCache
 from harness.data import Corpus, resolve_corpus
 from harness.data.corpus import read_utterance_audio
-from harness.checks import Case, Verdict, all_checks, get_check
+from harness.checks import Case, Comparison, Verdict, all_checks, get_check
 from harness.extraction.fields import attribute_table
 from harness.generation import CachedModel
 from harness.models import parse_spec
@@ -46,6 +47,8 @@ class GateConfig:
     tasks: tuple[str, ...] = tuple(TASKS)
     progress: bool = True
     offline: bool = False
+    baseline_path: str | None = None
+    baseline_model: str | None = None
 
 
 class Gate:
@@ -67,6 +70,7 @@ class Gate:
         self._models: dict[str, CachedModel] = {}
         self._cache: OutputCache | None = None
         self._families: dict[str, tuple[Case, ...]] = {}
+        self.baseline = load_baseline(config.baseline_path, config.baseline_model) if config.baseline_path else None
 
     @property
     def cache(self) -> OutputCache:
@@ -138,7 +142,23 @@ class Gate:
         return self._families[check]
 
     def verdict(self, case: Case) -> Verdict:
-        return get_check(case.check).verdict(self, case, self.family(case.check))
+        """The check's verdict; with a baseline, the case fails only on a significant regression."""
+        check = get_check(case.check)
+        verdict = check.verdict(self, case, self.family(case.check))
+        if self.baseline is None:
+            return verdict
+        baseline_record = self.baseline.records.get(baseline_key(verdict.record))
+        if baseline_record is None:
+            comparison = Comparison("new", None, None, None, False, "new check, absent from the baseline: judged by its absolute threshold")
+        else:
+            comparison = check.compare(self, case, verdict.record, baseline_record)
+        passed = not comparison.regressed if comparison.status == "compared" else verdict.passed
+        record = verdict.record | {
+            "passed": passed,
+            "absolute_passed": verdict.passed,
+            "baseline": comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},
+        }
+        return Verdict(passed, f"{verdict.message}; {comparison.message}", record)
 
     def served_keys(self) -> set[str]:
         """The cache keys of every output this process used (for --export-cache)."""
@@ -157,7 +177,38 @@ class Gate:
             "seed": self.config.seed,
             "decoding": self.config.decoding.as_dict(),
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
+            "baseline": None if self.baseline is None else {"source": self.baseline.source, "model": self.baseline.model},
         }
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    source: str
+    model: str
+    records: Mapping[tuple, dict[str, Any]]
+
+
+def baseline_key(record: Mapping[str, Any]) -> tuple:
+    """Cases of two runs match on check, corpus, variant and dimension; the model is what differs."""
+    return (record.get("check"), record.get("corpus"), record.get("variant"), record.get("dimension"))
+
+
+def load_baseline(path: str | Path, model: str | None = None) -> Baseline:
+    """The records of one model from a previous run's results.json."""
+    path = Path(path)
+    try:
+        results = json.loads(path.read_text())
+        cases = [case for case in results["cases"] if case.get("check") != "error"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a lalm-fairness results.json ({exc})") from exc
+    models = sorted({case["model"] for case in cases})
+    if model is None:
+        if len(models) != 1:
+            raise ValueError(f"{path}: the baseline holds models {models}; choose one with --baseline-model")
+        model = models[0]
+    elif model not in models:
+        raise ValueError(f"{path}: no model {model!r} in the baseline; it holds {models}")
+    return Baseline(str(path), model, {baseline_key(case): case for case in cases if case["model"] == model})
 
 
 def package_versions() -> dict[str, str]:

@@ -45,6 +45,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--import-cache", action="append", default=None, metavar="FILE",
                     help="add a cache export (lalm-fairness-cache export) to the cache before the run; repeatable")
     group.addoption("--export-cache", default=None, metavar="FILE", help="write every output this run used to one file")
+    group.addoption("--baseline", default=None, metavar="RESULTS_JSON",
+                    help="a released checkpoint's results.json: cases then fail only on a significant regression")
+    group.addoption("--baseline-model", default=None, metavar="SPEC", help="which model of the baseline file (if it holds several)")
     group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
     group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
 
@@ -97,6 +100,8 @@ def gate_config(config: pytest.Config) -> GateConfig:
         thresholds_path=thresholds,
         cache_dir=cache_dir(config),
         offline=config.getoption("--offline"),
+        baseline_path=config.getoption("--baseline"),
+        baseline_model=config.getoption("--baseline-model"),
         permutations=config.getoption("--permutations"),
         seed=config.getoption("--fairness-seed"),
         prompts_dir=config.getoption("--prompts"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-from harness.checks.base import Case, Check, Verdict
+from harness.checks.base import Case, Check, Comparison, Verdict
 
 CHECKS: dict[str, str] = {
     "ntvd": "harness.checks.ntvd:NtvdCheck",
@@ -24,4 +24,4 @@ def all_checks() -> list[Check]:
     return [get_check(name) for name in CHECKS]
 
 
-__all__ = ["CHECKS", "Case", "Check", "Verdict", "all_checks", "get_check"]
+__all__ = ["CHECKS", "Case", "Check", "Comparison", "Verdict", "all_checks", "get_check"]

@@ -40,6 +40,21 @@ class Verdict:
     record: dict[str, Any]
 
 
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """Candidate versus baseline on one case. ``status``: compared, new (no baseline case), unsupported."""
+
+    status: str
+    baseline_value: float | None
+    delta: float | None
+    p_value: float | None
+    regressed: bool
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 class Check(abc.ABC):
     """A family of gate cases. ``report_template`` names a Jinja template in
     ``harness/report/templates/checks/`` rendering this check's report section from
@@ -64,6 +79,14 @@ class Check(abc.ABC):
     @abc.abstractmethod
     def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
         """The verdict of ``case``; ``family`` is every selected case of this check in the session."""
+
+    def paired_data(self, gate: Gate, case: Case) -> dict[str, Any] | None:
+        """Per-speaker data stored in the record, so that a later run can compare against this one."""
+        return None
+
+    def compare(self, gate: Gate, case: Case, candidate: dict[str, Any], baseline: dict[str, Any]) -> Comparison:
+        """Is ``candidate`` significantly worse than ``baseline`` (both records of this check)?"""
+        return Comparison("unsupported", None, None, None, False, f"{self.name}: no baseline comparison for this check")
 
     def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         """What this check's report section needs, computed from its results.json records alone."""

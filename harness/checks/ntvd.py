@@ -14,10 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.checks.base import Case, Check, Verdict, finite_or_none
+from harness.checks.base import Case, Check, Comparison, Verdict, finite_or_none
 from harness.extraction.fields import status_counts
 from harness.metrics import fdr_bh, ntvd, permutation_test
-from harness.metrics.ntvd import NTVDResult, PermutationResult
+from harness.metrics.ntvd import (
+    NTVDResult,
+    PermutationResult,
+    counts_to_long_table,
+    long_table_to_counts,
+    paired_ntvd_difference,
+)
 from harness.models.base import stable_hash
 from harness.tasks import TASKS
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
@@ -34,6 +40,8 @@ class NtvdThreshold:
     alpha: float
     rule: str
     tau: int
+    max_increase: float = 2.0
+    regression_alpha: float = 0.05
 
     def fails(self, score: float, q_value: float) -> bool:
         too_large = score > self.max_ntvd
@@ -62,6 +70,8 @@ class NtvdCheck(Check):
             "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
             "rule": ThresholdKey((str,), "both", one_of(*RULES)),
             "tau": ThresholdKey((int,), 10, at_least(1)),
+            "max_increase": ThresholdKey((int, float), 2.0, between(0, 100)),
+            "regression_alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
         },
         variant_axis="tasks",
     )
@@ -87,7 +97,10 @@ class NtvdCheck(Check):
 
     def threshold(self, gate: Gate, case: Case) -> NtvdThreshold:
         values = self.threshold_values(gate, case)
-        return NtvdThreshold(float(values["max_ntvd"]), float(values["alpha"]), str(values["rule"]), int(values["tau"]))
+        return NtvdThreshold(
+            float(values["max_ntvd"]), float(values["alpha"]), str(values["rule"]), int(values["tau"]),
+            float(values["max_increase"]), float(values["regression_alpha"]),
+        )
 
     def seed(self, gate: Gate, case: Case) -> int:
         return int(stable_hash([gate.config.seed, case.model, case.corpus, case.variant, case.dimension])[:8], 16)
@@ -138,8 +151,31 @@ class NtvdCheck(Check):
             "dropped_attributes": list(observed.dropped_attributes),
             "answer_status": status_counts(statuses),
             "most_divergent": most_divergent_distribution(observed),
+            "paired_data": self.paired_data(gate, case),
         }
         return Verdict(passed, message, record)
+
+    def paired_data(self, gate: Gate, case: Case) -> dict[str, Any]:
+        return long_table_to_counts(gate.group_table(case.model, case.corpus, case.variant, case.dimension))
+
+    def compare(self, gate: Gate, case: Case, candidate: dict[str, Any], baseline: dict[str, Any]) -> Comparison:
+        """Regression when nTVD(candidate) - nTVD(baseline) > max_increase and the one-sided paired
+        speaker-level permutation p < regression_alpha (:func:`harness.metrics.ntvd.paired_ntvd_difference`)."""
+        threshold = self.threshold(gate, case)
+        if not baseline.get("paired_data"):
+            return Comparison("unsupported", baseline.get("value"), None, None, False, "the baseline record carries no per-speaker data")
+        result = paired_ntvd_difference(
+            counts_to_long_table(candidate["paired_data"]), counts_to_long_table(baseline["paired_data"]),
+            tau=threshold.tau, n_permutations=gate.config.permutations, seed=self.seed(gate, case),
+        )
+        regressed = bool(result.difference > threshold.max_increase and result.p_value < threshold.regression_alpha)
+        message = (
+            f"vs baseline: nTVD {result.baseline:.2f} -> {result.candidate:.2f} on common values "
+            f"(delta {result.difference:+.2f}, one-sided p = {result.p_value:.4g}); "
+            f"regression if delta > {threshold.max_increase:g} and p < {threshold.regression_alpha:g} -> "
+            f"{'REGRESSION' if regressed else 'no regression'}"
+        )
+        return Comparison("compared", result.baseline, result.difference, result.p_value, regressed, message)
 
 
 def most_divergent_distribution(observed: NTVDResult) -> dict[str, Any] | None:

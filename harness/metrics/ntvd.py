@@ -274,3 +274,94 @@ def value_counts_by_group(table: pd.DataFrame, attribute: str, groups: Sequence[
     if groups is not None:
         counts = counts.reindex(columns=list(groups), fill_value=0)
     return counts
+
+
+@dataclasses.dataclass(frozen=True)
+class PairedDifferenceResult:
+    """Candidate minus baseline mean nTVD on the same speakers, with a one-sided paired permutation test.
+
+    ``p_value`` = (1 + #{null >= difference}) / (B + 1): small when the candidate is more biased.
+    """
+
+    candidate: float
+    baseline: float
+    difference: float
+    p_value: float
+    null: np.ndarray
+    n_permutations: int
+    seed: int
+
+
+def paired_ntvd_difference(
+    candidate: pd.DataFrame, baseline: pd.DataFrame, tau: int = 10, n_permutations: int = 10_000, seed: int = 0
+) -> PairedDifferenceResult:
+    """Is the candidate checkpoint more biased than the baseline on the same speakers? (release gating)
+
+    Both long tables (``speaker, group, attribute, value``) come from the same utterances. The value set
+    is fixed to the values reaching ``tau`` in either checkpoint's own table, so that both nTVDs are
+    measured on common ground. Under the null hypothesis the two checkpoints are exchangeable within a
+    speaker: each permutation swaps, for every speaker independently with probability 1/2, which
+    checkpoint that speaker's answers belong to (a speaker-level sign-flip), and recomputes
+    nTVD(candidate) - nTVD(baseline).
+    """
+    tables = {"candidate": validate_long_table(candidate), "baseline": validate_long_table(baseline)}
+    speaker_groups = {name: table.groupby("speaker")["group"].first() for name, table in tables.items()}
+    if not speaker_groups["candidate"].sort_index().equals(speaker_groups["baseline"].sort_index()):
+        raise ValueError("candidate and baseline tables must hold the same speakers with the same groups")
+    kept = pd.concat([
+        table.groupby(["attribute", "value"]).size().loc[lambda counts: counts >= tau].index.to_frame(index=False)
+        for table in tables.values()
+    ]).drop_duplicates().sort_values(["attribute", "value"]).reset_index(drop=True)
+    if kept.empty:
+        nan = float("nan")
+        return PairedDifferenceResult(nan, nan, nan, nan, np.empty(0), n_permutations, seed)
+    speakers = speaker_groups["candidate"].sort_index()
+    group_index, groups = pd.factorize(speakers.to_numpy(), sort=True)
+    counts = {name: _counts_on_columns(table, speakers.index, kept) for name, table in tables.items()}
+    attributes = sorted(kept["attribute"].unique())
+    attribute_of_column = np.searchsorted(np.asarray(attributes, dtype=object), kept["attribute"].to_numpy(dtype=object))
+    n_groups = len(groups)
+    membership = (group_index[None, :] == np.arange(n_groups)[:, None]).astype(np.float64)
+
+    def mean_ntvd(group_counts: np.ndarray) -> np.ndarray:
+        return ntvd_from_group_counts(group_counts, attribute_of_column, len(attributes)).mean(axis=-1)
+
+    candidate_groups, baseline_groups = membership @ counts["candidate"], membership @ counts["baseline"]
+    observed_candidate, observed_baseline = float(mean_ntvd(candidate_groups)), float(mean_ntvd(baseline_groups))
+    flips = np.random.default_rng(seed).integers(0, 2, size=(n_permutations, len(speakers))).astype(np.float64)
+    change = counts["baseline"] - counts["candidate"]
+    null = np.empty(n_permutations)
+    for start in range(0, n_permutations, 1_000):
+        chunk = flips[start:start + 1_000]
+        weighted = (chunk[:, None, :] * membership[None, :, :]).reshape(-1, len(speakers))
+        moved = (weighted @ change).reshape(len(chunk), n_groups, -1)
+        side_candidate = candidate_groups + moved
+        side_baseline = baseline_groups - moved
+        null[start:start + 1_000] = mean_ntvd(side_candidate) - mean_ntvd(side_baseline)
+    difference = observed_candidate - observed_baseline
+    exceed = int(np.count_nonzero(null >= difference - 1e-9 * max(1.0, abs(difference))))
+    return PairedDifferenceResult(
+        observed_candidate, observed_baseline, difference, (1 + exceed) / (n_permutations + 1), null, n_permutations, seed
+    )
+
+
+def _counts_on_columns(table: pd.DataFrame, speakers: pd.Index, columns: pd.DataFrame) -> np.ndarray:
+    counts = table.groupby(["speaker", "attribute", "value"]).size().rename("n").reset_index()
+    counts = counts.merge(columns.reset_index(names="column"), on=["attribute", "value"])
+    matrix = np.zeros((len(speakers), len(columns)))
+    np.add.at(matrix, (speakers.get_indexer(counts["speaker"]), counts["column"].to_numpy()), counts["n"].to_numpy())
+    return matrix
+
+
+def long_table_to_counts(table: pd.DataFrame) -> dict[str, list]:
+    """A compact, JSON-ready form of a long table: per-speaker value counts (for results.json)."""
+    frame = validate_long_table(table)
+    counts = frame.groupby(["speaker", "group", "attribute", "value"]).size().rename("count").reset_index()
+    return {column: counts[column].tolist() for column in ("speaker", "group", "attribute", "value", "count")}
+
+
+def counts_to_long_table(counts: dict[str, list]) -> pd.DataFrame:
+    """Inverse of :func:`long_table_to_counts`."""
+    frame = pd.DataFrame(counts)
+    repeated = frame.loc[frame.index.repeat(frame["count"].astype(int))]
+    return repeated[["speaker", "group", "attribute", "value"]].reset_index(drop=True)

@@ -39,7 +39,8 @@ REFERENCE_F0_HZ = 140.0
 PRESETS: dict[str, dict[str, Any]] = {
     "fair": {"strengths": {}, "refusal_rate": 0.02},
     "biased": {
-        "strengths": {"advisory": 0.7, "story": 0.6, "personal_shopper": 0.6, "hollywood_casting": 0.5},
+        "strengths": {"advisory": 0.7, "story": 0.6, "personal_shopper": 0.6, "hollywood_casting": 0.5,
+                      "basis_stereotype": 0.8, "basis_personalization": 1.0, "basis_classification": 1.0},
         "refusal_rate": 0.02,
     },
 }
@@ -166,7 +167,15 @@ class VibeResponder:
         return _render_answer(task, fields)
 
 
-RESPONDERS: list[str] = ["harness.models.sim:VibeResponder"]
+RESPONDERS: list[str] = [
+    "harness.models.sim:VibeResponder",
+    "harness.models.sim_basis:StereotypeChoiceResponder",
+    "harness.models.sim_basis:PersonalizationChoiceResponder",
+    "harness.models.sim_basis:PersonalizationStyleResponder",
+    "harness.models.sim_basis:ClassificationResponder",
+    "harness.models.sim_basis:TranscriptionResponder",
+    "harness.models.sim_basis:SpokenQAResponder",
+]
 """Responders tried in order, as ``module:Class``; a new prompt family is one class and one entry."""
 
 
