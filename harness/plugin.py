@@ -20,6 +20,7 @@ from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_MODELS, Gate, GateConfig, package_versions
 from harness.models.base import ModelError
+from harness.models.placement import apply_gpu_skips, assign_worker_gpu, xdist_group_name
 from harness.thresholds import ThresholdsError
 
 RECORD_KEY = "lalm_fairness"
@@ -35,6 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"model spec, repeatable (sim:fair, sim:biased, hf:..., ...); default: {' '.join(DEFAULT_MODELS)}")
     group.addoption("--corpus", action="append", default=None, metavar="NAME[=PATH]",
                     help="corpus NAME=PATH (folder with corpus.yaml, or a manifest), repeatable; default: the demo corpus")
+    group.addoption("--basis-suite", default=None, metavar="PATH",
+                    help="BASIS-Bench item suite (a folder with suite.yaml); default: the shipped demo suite")
     group.addoption("--thresholds", default=None, metavar="FILE", help="thresholds file (default: thresholds.yaml in the rootdir)")
     group.addoption("--cache-dir", default=None, metavar="DIR", help=f"output cache folder (default {DEFAULT_CACHE_DIR} in the rootdir)")
     group.addoption("--permutations", type=int, default=10_000, metavar="B", help="speaker-level permutations per nTVD test")
@@ -54,6 +57,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fairness: a voice-induced bias gate case")
+    config.addinivalue_line("markers", "gpu: needs a CUDA device; skipped with a reason without one")
+    assign_worker_gpu()
     if not hasattr(config, "workerinput"):
         import_caches(config)
     config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
@@ -106,6 +111,7 @@ def gate_config(config: pytest.Config) -> GateConfig:
         seed=config.getoption("--fairness-seed"),
         prompts_dir=config.getoption("--prompts"),
         model_options=model_options,
+        basis_suite=config.getoption("--basis-suite"),
     )
 
 
@@ -129,6 +135,10 @@ def get_gate(config: pytest.Config) -> Gate:
     return config.stash[GATE_KEY]
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    apply_gpu_skips(items)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for check in all_checks():
         if check.fixture not in metafunc.fixturenames:
@@ -136,7 +146,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         cases = get_gate(metafunc.config).cases(check.name)
         metafunc.parametrize(
             check.fixture,
-            [pytest.param(case, id=case.id, marks=[pytest.mark.fairness, pytest.mark.xdist_group(case.model)]) for case in cases],
+            [pytest.param(case, id=case.id, marks=[pytest.mark.fairness, pytest.mark.xdist_group(xdist_group_name(case.model))])
+             for case in cases],
         )
 
 

@@ -15,6 +15,9 @@ from harness.models.base import Backend, ModelError
 
 BACKENDS: dict[str, str] = {
     "sim": "harness.models.sim:SimulatorBackend",
+    "hf": "harness.models.hf:HFBackend",
+    "vllm": "harness.models.vllm_backend:VLLMBackend",
+    "openai": "harness.models.openai_backend:OpenAIBackend",
 }
 
 

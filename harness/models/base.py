@@ -111,6 +111,15 @@ class Backend(Protocol):
     def load(self) -> Model: ...
 
 
+def validated_options(spec: str, backend: str, options: Mapping[str, Any] | None, known: set[str] | frozenset[str]) -> dict[str, Any]:
+    """A copy of a backend's option block; an unknown key is a :class:`ModelError` listing the valid ones."""
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ModelError(f"{spec}: unknown {backend} option(s) {unknown}; valid options are {sorted(known)}")
+    return options
+
+
 def stable_hash(payload: Any) -> str:
     """SHA-256 of a JSON rendering with sorted keys: equal payloads hash equal across processes."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

@@ -1,0 +1,138 @@
+"""GPU placement under pytest-xdist, and the ``gpu`` marker's skip.
+
+Each xdist worker (``PYTEST_XDIST_WORKER`` = ``gw0``, ``gw1``...) takes one GPU: worker ``k`` gets the
+``k mod n``-th of the ``n`` visible GPUs, by narrowing ``CUDA_VISIBLE_DEVICES`` to it. This only works
+before torch initialises CUDA in the process, so :func:`assign_worker_gpu` must run early (e.g. from
+``pytest_configure`` in the plugin) and refuses to act silently once CUDA is initialised.
+
+Nothing here imports torch unless asked whether CUDA is usable (:func:`cuda_available`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, MutableMapping
+
+GPU_MARKER = "gpu"
+
+
+def worker_index(env: MutableMapping[str, str] | None = None) -> int | None:
+    """0 for ``gw0``, 1 for ``gw1``...; None outside xdist (or for the controller)."""
+    env = os.environ if env is None else env
+    match = re.fullmatch(r"gw(\d+)", env.get("PYTEST_XDIST_WORKER", ""))
+    return int(match.group(1)) if match else None
+
+
+def visible_gpus(env: MutableMapping[str, str] | None = None) -> list[str]:
+    """The GPU ids this process may use, without initialising CUDA.
+
+    ``CUDA_VISIBLE_DEVICES`` when set (ids or UUIDs, as given); else the GPUs ``nvidia-smi -L`` lists;
+    else none.
+    """
+    env = os.environ if env is None else env
+    setting = env.get("CUDA_VISIBLE_DEVICES")
+    if setting is not None:
+        ids = [s.strip() for s in setting.split(",") if s.strip()]
+        # CUDA ignores everything from the first invalid entry on (e.g. "-1" hides all GPUs)
+        valid: list[str] = []
+        for s in ids:
+            if s.startswith("-"):
+                break
+            valid.append(s)
+        return valid
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(out.splitlines()) if line.startswith("GPU ")]
+
+
+def _cuda_initialised() -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    try:
+        return bool(torch.cuda.is_initialized())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def assign_worker_gpu(env: MutableMapping[str, str] | None = None) -> str | None:
+    """Narrow ``CUDA_VISIBLE_DEVICES`` to this xdist worker's GPU; return that GPU's id (or None).
+
+    No-op outside xdist and without GPUs. Raises RuntimeError when CUDA is already initialised in this
+    process with a different visibility (too late to choose: call this before anything touches CUDA).
+    """
+    env = os.environ if env is None else env
+    index = worker_index(env)
+    if index is None:
+        return None
+    gpus = visible_gpus(env)
+    if not gpus:
+        return None
+    chosen = gpus[index % len(gpus)]
+    if env.get("CUDA_VISIBLE_DEVICES") == chosen:
+        return chosen
+    if env is os.environ and _cuda_initialised():
+        raise RuntimeError(
+            f"CUDA is already initialised in xdist worker gw{index}: cannot pin it to GPU {chosen}; "
+            "call assign_worker_gpu() before torch touches CUDA (e.g. in pytest_configure)"
+        )
+    env["CUDA_VISIBLE_DEVICES"] = chosen
+    return chosen
+
+
+def cuda_available() -> bool:
+    """True when torch is installed and sees a CUDA device (imports torch; initialises nothing else)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def gpu_skip_reason() -> str | None:
+    """Why ``gpu`` tests must be skipped here, or None when a CUDA device is usable."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return "gpu test: torch is not installed (pip install 'lalm-fairness[hf]')"
+    if not cuda_available():
+        return "gpu test: no CUDA device available"
+    return None
+
+
+def apply_gpu_skips(items: Iterable[object], marker: str = GPU_MARKER) -> int:
+    """Add a skip (with the reason) to every collected item carrying ``@pytest.mark.gpu``.
+
+    For ``pytest_collection_modifyitems``; returns how many items were skipped. torch is imported only
+    when some item carries the marker.
+    """
+    import pytest
+
+    marked = [item for item in items if item.get_closest_marker(marker) is not None]  # type: ignore[attr-defined]
+    if not marked:
+        return 0
+    reason = gpu_skip_reason()
+    if reason is None:
+        return 0
+    for item in marked:
+        item.add_marker(pytest.mark.skip(reason=reason))  # type: ignore[attr-defined]
+    return len(marked)
+
+
+def xdist_group_name(spec: str) -> str:
+    """A stable ``xdist_group`` name for a model spec (all of one model's tests run on one worker)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", spec)[:40]
+    return f"model-{safe}-{hashlib.sha256(spec.encode()).hexdigest()[:8]}"
