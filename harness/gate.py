@@ -18,10 +18,12 @@ from typing import Any
 
 import pandas as pd
 
+from harness.basis import BasisSuite, resolve_suite
 from harness.cache import OutputCache
 from harness.data import Corpus, resolve_corpus
 from harness.data.corpus import read_utterance_audio
 from harness.checks import Case, Comparison, Verdict, all_checks, get_check
+from harness.checks.base import finite_or_none
 from harness.extraction.fields import attribute_table
 from harness.generation import CachedModel
 from harness.models import parse_spec
@@ -49,6 +51,8 @@ class GateConfig:
     offline: bool = False
     baseline_path: str | None = None
     baseline_model: str | None = None
+    extractor: str | None = None
+    basis_suite: str | None = None
 
 
 class Gate:
@@ -56,6 +60,7 @@ class Gate:
         self.config = config
         self.thresholds: Thresholds = load_thresholds(config.thresholds_path)
         self.corpora: dict[str, Corpus] = {name: resolve_corpus(name, path) for name, path in config.corpora.items()}
+        self.basis: BasisSuite = resolve_suite(config.basis_suite)
         unknown_tasks = sorted(set(config.tasks) - set(TASKS))
         if unknown_tasks:
             raise ValueError(f"unknown task(s) {unknown_tasks}; known tasks: {sorted(TASKS)}")
@@ -63,7 +68,7 @@ class Gate:
         self.thresholds.validate(
             {check.name: check.schema for check in checks},
             {check.name: check.variants(self) for check in checks},
-            {dimension for corpus in self.corpora.values() for dimension in corpus.dimensions},
+            {dimension for corpus in self.corpora.values() for dimension in corpus.dimensions} | set(self.basis.dimensions()),
         )
         for spec in config.models:
             parse_spec(spec)
@@ -118,13 +123,41 @@ class Gate:
         frame["answer"] = texts
         return frame
 
+    @functools.cached_property
+    def extractor(self):
+        """The rule-based field extractor, or an LLM extractor (``--extractor SPEC``) through the cache."""
+        if self.config.extractor is None:
+            return None
+        from harness.extraction.llm import LLMExtractor
+
+        return LLMExtractor(self.model(self.config.extractor))
+
+    @property
+    def extractor_name(self) -> str:
+        return "rules" if self.extractor is None else self.extractor.fingerprint
+
     @functools.cache
     def extraction(self, model: str, corpus_name: str, task_name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The long values table (``utterance_id, speaker, attribute, value``) and one status row per answer."""
         answers = self.answers(model, corpus_name, task_name)
-        values, statuses = attribute_table(answers, TASKS[task_name])
+        if self.extractor is None:
+            values, statuses = attribute_table(answers, TASKS[task_name])
+        else:
+            values, statuses = self.extractor.attribute_table(answers, TASKS[task_name])
         speakers = answers.set_index("utterance_id")["speaker_id"]
         values.insert(1, "speaker", values["utterance_id"].map(speakers))
+        statuses.insert(1, "speaker", statuses["utterance_id"].map(speakers))
         return values, statuses
+
+    @functools.cache
+    def minimum_detectable_ntvd(self, corpus_name: str, dimension: str) -> dict[str, float | None]:
+        """The smallest nTVD the speaker-level test detects with 80% power at alpha 0.05, by simulation
+        (population and mean observed nTVD; None when the corpus cannot reach the target power)."""
+        from harness.metrics.power import corpus_design, minimum_detectable_ntvd
+
+        design = corpus_design(self.corpora[corpus_name].table, dimension)
+        result = minimum_detectable_ntvd(**design, n_simulations=200, n_permutations=200, seed=self.config.seed)
+        return {"population": finite_or_none(result.min_detectable_ntvd), "observed": finite_or_none(result.expected_observed_ntvd)}
 
     def group_table(self, model: str, corpus_name: str, task_name: str, dimension: str) -> pd.DataFrame:
         """``utterance_id, speaker, group, attribute, value``: the extracted values with each speaker's group."""
@@ -176,6 +209,7 @@ class Gate:
             "permutations": self.config.permutations,
             "seed": self.config.seed,
             "decoding": self.config.decoding.as_dict(),
+            "extractor": self.extractor_name,
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
             "baseline": None if self.baseline is None else {"source": self.baseline.source, "model": self.baseline.model},
         }

@@ -51,6 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--baseline", default=None, metavar="RESULTS_JSON",
                     help="a released checkpoint's results.json: cases then fail only on a significant regression")
     group.addoption("--baseline-model", default=None, metavar="SPEC", help="which model of the baseline file (if it holds several)")
+    group.addoption("--extractor", default=None, metavar="SPEC",
+                    help="extract attributes with this model (text-only, cached) instead of the rule-based field reader")
     group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
     group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
 
@@ -107,6 +109,7 @@ def gate_config(config: pytest.Config) -> GateConfig:
         offline=config.getoption("--offline"),
         baseline_path=config.getoption("--baseline"),
         baseline_model=config.getoption("--baseline-model"),
+        extractor=config.getoption("--extractor"),
         permutations=config.getoption("--permutations"),
         seed=config.getoption("--fairness-seed"),
         prompts_dir=config.getoption("--prompts"),

@@ -129,3 +129,56 @@ def test_damaged_cache_export_is_refused_before_the_run(gate_project):
     result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--import-cache", str(damaged))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*damaged.jsonl.gz, line 2: entry lacks*"])
+
+
+JSON_EXTRACTOR = '''
+import json
+import re
+from harness.extraction.fields import extract_fields
+from harness.models import register_backend
+from harness.tasks import TASKS
+
+
+class ReadsTheFields:
+    """A stand-in extraction LLM: answers the extraction prompt with the answer's fields as JSON."""
+
+    def generate(self, requests, params):
+        replies = []
+        for request in requests:
+            title = re.search(r'given the "(.+?)" task', request.prompt).group(1)
+            task = next(task for task in TASKS.values() if task.title == title)
+            answer = request.prompt.split("<<<RESPONSE\\n", 1)[1].rsplit("\\nRESPONSE>>>", 1)[0]
+            extraction = extract_fields(answer, task)
+            reply = {a.name: (list(extraction.values.get(a.name, ())) if a.multi_valued
+                              else (extraction.values.get(a.name) or [None])[0]) for a in task.attributes}
+            reply["refusal"] = extraction.status == "refusal"
+            replies.append("```json\\n" + json.dumps(reply) + "\\n```")
+        return replies
+
+
+class Backend:
+    def __init__(self, spec, target, options):
+        self.spec = spec
+
+    def fingerprint(self):
+        return "reads-the-fields:v1"
+
+    def load(self):
+        return ReadsTheFields()
+
+
+register_backend("fields", "conftest:Backend")
+pytest_plugins = ["harness.plugin"]
+'''
+
+
+def test_llm_extractor_through_the_gate_agrees_with_the_rule_reader(gate_project):
+    gate_project.makeconftest(JSON_EXTRACTOR)
+    args = ("--model", "sim:biased", "-k", "advisory", "--cache-dir", str(gate_project.path / "cache"))
+    result, rules = run_gate(gate_project, *args)
+    result.assert_outcomes(passed=1, failed=1)
+    result, llm = run_gate(gate_project, *args, "--extractor", "fields:json")
+    result.assert_outcomes(passed=1, failed=1)
+    assert [case["value"] for case in llm["cases"]] == [case["value"] for case in rules["cases"]]
+    assert llm["metadata"]["extractor"] == llm["cases"][0]["extractor"] != "rules"
+    assert 0 < llm["metadata"]["model_calls"] <= 324  # one extraction per distinct answer

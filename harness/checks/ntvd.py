@@ -24,6 +24,7 @@ from harness.metrics.ntvd import (
     long_table_to_counts,
     paired_ntvd_difference,
 )
+from harness.metrics.vibe_analyses import VIBE_TAUS, collapse_diagnostic, ntvd_by_tau, refusal_rate_ntvd
 from harness.models.base import stable_hash
 from harness.tasks import TASKS
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
@@ -91,9 +92,15 @@ class NtvdCheck(Check):
         return cases
 
     def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        from harness.report import table_two
+        from harness.report import vibe
 
-        return {"tables": table_two(records)}
+        return {
+            "tables": vibe.table_two(records),
+            "stacked": [chart for chart in map(vibe.stacked_shares, vibe.most_biased(records)) if chart],
+            "tau_figures": vibe.tau_figures(records),
+            "pairs": vibe.example_pairs(records),
+            "records": sorted(records, key=lambda record: record["id"]),
+        }
 
     def threshold(self, gate: Gate, case: Case) -> NtvdThreshold:
         values = self.threshold_values(gate, case)
@@ -152,8 +159,54 @@ class NtvdCheck(Check):
             "answer_status": status_counts(statuses),
             "most_divergent": most_divergent_distribution(observed),
             "paired_data": self.paired_data(gate, case),
+            "tau_sensitivity": self.tau_sensitivity(gate, case),
+            "refusal_ntvd": finite_or_none(self.refusal_ntvd(gate, case)),
+            "collapsed_attributes": collapse_diagnostic(gate.group_table(case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau).collapsed(),
+            "minimum_detectable_ntvd": gate.minimum_detectable_ntvd(case.corpus, case.dimension),
+            "extractor": gate.extractor_name,
+            "example_pair": self.example_pair(gate, case, observed.most_divergent_attribute),
         }
         return Verdict(passed, message, record)
+
+    def refusal_ntvd(self, gate: Gate, case: Case) -> float:
+        """nTVD of refusing versus answering across groups (VIBE §III-B)."""
+        _, statuses = gate.extraction(case.model, case.corpus, case.variant)
+        labels = gate.corpora[case.corpus].speaker_labels(case.dimension)
+        return refusal_rate_ntvd(statuses.assign(group=statuses["speaker"].map(labels))).score
+
+    def tau_sensitivity(self, gate: Gate, case: Case) -> dict[str, float | None]:
+        """nTVD at each tau of VIBE §III-D (Figure 4)."""
+        table = gate.group_table(case.model, case.corpus, case.variant, case.dimension)
+        return {str(tau): finite_or_none(score) for tau, score in zip(VIBE_TAUS, ntvd_by_tau(table, VIBE_TAUS))}
+
+    def example_pair(self, gate: Gate, case: Case, attribute: str | None) -> dict[str, Any] | None:
+        """Two answers to the same content from speakers of two groups whose values of ``attribute``
+        differ: the qualitative evidence behind a score (VIBE Fig. 1)."""
+        if attribute is None:
+            return None
+        table = gate.group_table(case.model, case.corpus, case.variant, case.dimension)
+        answers = gate.answers(case.model, case.corpus, case.variant).set_index("utterance_id")
+        rows = table[table["attribute"] == attribute].assign(content_id=lambda frame: frame["utterance_id"].map(answers["content_id"]))
+        for _, content in rows.groupby("content_id", sort=True):
+            by_group = content.drop_duplicates("group").set_index("group")
+            if len(by_group) < 2:
+                continue
+            first, second = by_group.iloc[0], by_group.iloc[1]
+            if first["value"] == second["value"]:
+                other = content[(content["group"] != first.name) & (content["value"] != first["value"])]
+                if other.empty:
+                    continue
+                second = other.iloc[0].rename(other.iloc[0]["group"])
+            return {
+                "attribute": attribute,
+                "content_id": str(content["content_id"].iloc[0]),
+                "sides": [
+                    {"group": str(side.name), "speaker": str(side["speaker"]), "value": str(side["value"]),
+                     "answer": str(answers.at[side["utterance_id"], "answer"])}
+                    for side in (first, second)
+                ],
+            }
+        return None
 
     def paired_data(self, gate: Gate, case: Case) -> dict[str, Any]:
         return long_table_to_counts(gate.group_table(case.model, case.corpus, case.variant, case.dimension))

@@ -9,39 +9,9 @@ from typing import Any
 
 import jinja2
 
-from harness.tasks import TASKS
+from harness.report.vibe import PALETTE, significance_stars, table_two
 
-PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
-
-
-def significance_stars(q_value: float | None) -> str:
-    """'**' for q < 0.01, '*' for q < 0.05 (VIBE Table II)."""
-    if q_value is None:
-        return ""
-    return "**" if q_value < 0.01 else "*" if q_value < 0.05 else ""
-
-
-def table_two(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One table per (corpus, dimension): rows models, columns tasks, cells nTVD with stars."""
-    ntvd_cases = [case for case in cases if case.get("check") == "ntvd"]
-    tables = []
-    for corpus, dimension in sorted({(case["corpus"], case["dimension"]) for case in ntvd_cases}):
-        subset = [case for case in ntvd_cases if case["corpus"] == corpus and case["dimension"] == dimension]
-        tasks = [task for task in TASKS if any(case["task"] == task for case in subset)]
-        models = list(dict.fromkeys(case["model"] for case in subset))
-        cells = {(case["model"], case["task"]): case for case in subset}
-        rows = []
-        for model in models:
-            row = []
-            for task in tasks:
-                case = cells.get((model, task))
-                row.append(None if case is None else {
-                    "value": case["value"], "stars": significance_stars(case["q"]), "passed": case["passed"],
-                })
-            rows.append({"model": model, "cells": row})
-        tables.append({"corpus": corpus, "dimension": dimension, "tasks": [TASKS[t].title for t in tasks], "rows": rows})
-    return tables
-
+__all__ = ["PALETTE", "bar_chart", "check_sections", "render_report", "significance_stars", "table_two", "write_report"]
 
 def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Geometry of a grouped horizontal bar chart of P_g(v) for each value v (one bar per group)."""
@@ -77,7 +47,7 @@ def render_report(results: Mapping[str, Any]) -> str:
     failing = [dict(case, chart=bar_chart(case.get("most_divergent"))) for case in cases if not case["passed"]]
     return environment.get_template("report.html.j2").render(
         results=results,
-        cases=sorted(cases, key=lambda case: (case["passed"], case["id"])),
+        cases=sorted(cases, key=lambda case: (not (case.get("baseline") or {}).get("regressed"), case["passed"], case["id"])),
         failing=failing,
         sections=check_sections(cases),
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

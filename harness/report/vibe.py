@@ -1,0 +1,161 @@
+"""Geometry and tables of the VIBE report section, from nTVD records alone (no model, no gate).
+
+Table II (heat map with * / **), Figure 3 (per-value group shares of the most biased cells, stacked to
+100%), Figure 4 (nTVD against tau per model, and the within-task rank agreement with tau = 10), and the
+qualitative pairs of VIBE Figure 1 (same content, two groups, the diverging value highlighted).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from harness.tasks import TASKS
+
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
+
+
+def significance_stars(q_value: float | None) -> str:
+    """'**' for q < 0.01, '*' for q < 0.05 (VIBE Table II)."""
+    if q_value is None:
+        return ""
+    return "**" if q_value < 0.01 else "*" if q_value < 0.05 else ""
+
+
+def heat(value: float | None, top: float) -> str:
+    """A white-to-red background for a score in [0, top]."""
+    if value is None:
+        return "#ffffff"
+    share = max(0.0, min(1.0, value / top))
+    green_blue = round(255 - share * 150)
+    return f"rgb(255,{green_blue},{green_blue})"
+
+
+def table_two(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One table per (corpus, dimension): rows models, columns tasks, cells nTVD with stars and, given a
+    baseline, the change and whether it is a regression."""
+    tables = []
+    for (corpus, dimension), subset in _by_corpus_dimension(cases):
+        tasks = [task for task in TASKS if any(case["task"] == task for case in subset)]
+        models = list(dict.fromkeys(case["model"] for case in subset))
+        cells = {(case["model"], case["task"]): case for case in subset}
+        top = max([50.0] + [case["value"] for case in subset if case["value"] is not None])
+        rows = []
+        for model in models:
+            row = []
+            for task in tasks:
+                case = cells.get((model, task))
+                baseline = (case or {}).get("baseline") or {}
+                row.append(None if case is None else {
+                    "value": case["value"], "stars": significance_stars(case["q"]), "passed": case["passed"],
+                    "color": heat(case["value"], top), "delta": baseline.get("delta"),
+                    "regressed": bool(baseline.get("regressed")), "baseline_status": baseline.get("status"),
+                })
+            rows.append({"model": model, "cells": row})
+        tables.append({"corpus": corpus, "dimension": dimension, "tasks": [TASKS[t].title for t in tasks], "rows": rows})
+    return tables
+
+
+def stacked_shares(record: Mapping[str, Any], max_values: int = 8) -> dict[str, Any] | None:
+    """Figure 3: for each value of the most divergent attribute, the groups' shares of
+    P_g(v) / sum_g P_g(v), stacked to 100% (50/50 for two groups means no disparity)."""
+    distribution = record.get("most_divergent")
+    if not distribution or not distribution.get("values"):
+        return None
+    groups = distribution["groups"]
+    probabilities = pd.DataFrame(distribution["probabilities"], index=distribution["values"])
+    totals = probabilities.sum(axis=1)
+    shares = probabilities.div(totals.where(totals > 0, 1), axis=0)
+    imbalance = (shares - 1 / len(groups)).abs().max(axis=1).sort_values(ascending=False)
+    label_width, plot_width, bar_height = 150, 360, 16
+    rows = []
+    for index, value in enumerate(imbalance.index[:max_values]):
+        x, segments = label_width, []
+        for position, group in enumerate(groups):
+            width = float(shares.loc[value, group]) * plot_width
+            segments.append({"x": round(x, 2), "width": round(width, 2), "color": PALETTE[position % len(PALETTE)],
+                             "label": f"{group}: {shares.loc[value, group]:.0%}"})
+            x += width
+        rows.append({"value": value, "y": 26 + index * (bar_height + 6), "segments": segments})
+    return {
+        "id": record["id"], "attribute": distribution["attribute"], "rows": rows, "label_width": label_width,
+        "plot_width": plot_width, "bar_height": bar_height, "height": 30 + len(rows) * (bar_height + 6),
+        "legend": [{"group": g, "color": PALETTE[i % len(PALETTE)], "x": label_width + i * 110} for i, g in enumerate(groups)],
+        "midline": label_width + plot_width / len(groups) if len(groups) == 2 else None,
+    }
+
+
+def tau_figures(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Figure 4 per (corpus, dimension): mean nTVD over tasks against tau for each model, and the mean
+    within-task Spearman correlation of model rankings with tau = 10 (VIBE §III-D)."""
+    from harness.metrics.vibe_analyses import REFERENCE_TAU, rank_agreement
+
+    figures = []
+    for (corpus, dimension), subset in _by_corpus_dimension(cases):
+        scores = pd.DataFrame([
+            {"model": case["model"], "task": case["task"], "tau": int(tau), "ntvd": value}
+            for case in subset for tau, value in (case.get("tau_sensitivity") or {}).items() if value is not None
+        ])
+        if scores.empty or REFERENCE_TAU not in set(scores["tau"]):
+            continue
+        taus = sorted(scores["tau"].unique())
+        per_model = scores.groupby(["model", "tau"])["ntvd"].mean().unstack("tau")
+        agreement = rank_agreement(scores).mean_rank_correlation if scores["model"].nunique() >= 2 else None
+        left, width, top, height = 50, 420, 20, 200
+        y_max = max(10.0, math.ceil(float(per_model.max().max()) / 10) * 10)
+
+        def x_of(tau: int) -> float:
+            return left + width * math.log(tau) / math.log(max(taus)) if max(taus) > 1 else left
+
+        def y_of(value: float) -> float:
+            return top + height * (1 - value / y_max)
+
+        lines = []
+        for position, (model, row) in enumerate(per_model.iterrows()):
+            points = [(x_of(tau), y_of(value)) for tau, value in row.items() if pd.notna(value)]
+            lines.append({"model": model, "color": PALETTE[position % len(PALETTE)],
+                          "points": " ".join(f"{x:.1f},{y:.1f}" for x, y in points), "label_y": top + 14 * position})
+        figures.append({
+            "corpus": corpus, "dimension": dimension, "lines": lines, "left": left, "width": width, "top": top,
+            "height": height, "y_max": y_max, "reference_x": x_of(REFERENCE_TAU),
+            "ticks": [{"tau": tau, "x": round(x_of(tau), 1)} for tau in taus],
+            "agreement": None if agreement is None else [
+                {"tau": int(tau), "spearman": None if pd.isna(value) else float(value)} for tau, value in agreement.items()
+            ],
+        })
+    return figures
+
+
+def highlighted(answer: str, value: str) -> list[dict[str, Any]]:
+    """``answer`` split into segments, the ones matching ``value`` (case-insensitive) flagged."""
+    if not value:
+        return [{"text": answer, "match": False}]
+    pieces = re.split(f"({re.escape(value)})", answer, flags=re.IGNORECASE)
+    return [{"text": piece, "match": index % 2 == 1} for index, piece in enumerate(pieces) if piece]
+
+
+def example_pairs(cases: Sequence[Mapping[str, Any]], limit: int = 6) -> list[dict[str, Any]]:
+    """Qualitative pairs of the most biased cases (largest nTVD first)."""
+    ranked = sorted((case for case in cases if case.get("example_pair")), key=lambda case: -(case["value"] or 0))
+    pairs = []
+    for case in ranked[:limit]:
+        pair = case["example_pair"]
+        pairs.append({
+            "id": case["id"], "attribute": pair["attribute"], "content_id": pair["content_id"],
+            "sides": [dict(side, segments=highlighted(side["answer"], side["value"])) for side in pair["sides"]],
+        })
+    return pairs
+
+
+def most_biased(cases: Sequence[Mapping[str, Any]], limit: int = 3) -> list[Mapping[str, Any]]:
+    return sorted((case for case in cases if case["value"] is not None), key=lambda case: -case["value"])[:limit]
+
+
+def _by_corpus_dimension(cases: Sequence[Mapping[str, Any]]):
+    ntvd_cases = [case for case in cases if case.get("check") == "ntvd"]
+    for key in sorted({(case["corpus"], case["dimension"]) for case in ntvd_cases}):
+        yield key, [case for case in ntvd_cases if (case["corpus"], case["dimension"]) == key]

@@ -1,0 +1,100 @@
+"""The report in a real browser (headless Chromium): no console errors, a screenshot, hostile text inert."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)")
+pytest_plugins = ["pytester"]
+
+HOSTILE_BACKEND = '''
+import hashlib
+from harness.models import register_backend
+
+PAYLOAD = "<script>document.title='PWNED'</script><img src=x onerror=\\"document.title='PWNED'\\">"
+
+
+class HostileModel:
+    def generate(self, requests, params):
+        answers = []
+        for request in requests:
+            pick = int(hashlib.sha256(request.audio.content_hash.encode()).hexdigest(), 16) % 3
+            value = ["yoga", "chess", PAYLOAD][pick]
+            answers.append(f"Try this {PAYLOAD}\\n\\nActivities: {value}, hiking, {PAYLOAD}")
+        return answers
+
+
+class HostileBackend:
+    def __init__(self, spec, target, options):
+        self.spec = spec
+
+    def fingerprint(self):
+        return "hostile:" + self.spec
+
+    def load(self):
+        return HostileModel()
+
+
+register_backend("hostile", "conftest:HostileBackend")
+pytest_plugins = ["harness.plugin"]
+'''
+
+
+def chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", *args],
+        capture_output=True, text=True, timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory) -> Path:
+    project = tmp_path_factory.mktemp("hostile")
+    (project / "conftest.py").write_text(HOSTILE_BACKEND)
+    shutil.copy(REPO / "fairness_tests" / "test_vibe.py", project / "test_vibe.py")
+    (project / "thresholds.yaml").write_text("ntvd:\n  defaults: {rule: magnitude, max_ntvd: 0.0, tau: 1}\n")
+    evil_spec = 'hostile:<img src=x onerror="document.title=\'PWNED\'">'
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest",
+         "-p", "no:cacheprovider", "--model", evil_spec, "-k", "advisory", "--permutations", "99",
+         "--cache-dir", str(project / "cache"), "--junitxml", str(project / "junit.xml")],
+        cwd=project, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    return project
+
+
+def test_report_renders_without_console_errors_and_screenshots(hostile_report, tmp_path):
+    screenshot = tmp_path / "report.png"
+    run = chromium(f"--screenshot={screenshot}", "--window-size=1200,2000", (hostile_report / "report.html").as_uri())
+    assert screenshot.is_file() and screenshot.stat().st_size > 10_000
+    assert "CONSOLE" not in run.stderr
+
+
+def test_hostile_model_output_and_case_ids_stay_inert_text(hostile_report):
+    html = (hostile_report / "report.html").read_text()
+    assert "<script>" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;" in html
+    dom = chromium("--dump-dom", (hostile_report / "report.html").as_uri()).stdout
+    assert "<title>lalm-fairness report: FAIL</title>" in dom
+    assert "PWNED</title>" not in dom
+    assert "<img" not in dom
+
+
+def test_junit_and_results_json_carry_the_same_verdicts(hostile_report):
+    import xml.etree.ElementTree as ElementTree
+
+    results = json.loads((hostile_report / "results.json").read_text())
+    verdicts = {case["nodeid"].split("::", 1)[1]: case["passed"] for case in results["cases"]}
+    junit = {
+        case.get("name"): case.find("failure") is None and case.find("error") is None
+        for case in ElementTree.parse(hostile_report / "junit.xml").getroot().iter("testcase")
+    }
+    assert junit == verdicts
+    assert not any(verdicts.values())
