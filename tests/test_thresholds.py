@@ -1,5 +1,7 @@
 """thresholds.yaml: layering, rules and validation errors that list the valid choices."""
 
+from pathlib import Path
+
 import pytest
 
 from harness.checks.ntvd import NtvdCheck, NtvdThreshold
@@ -24,10 +26,11 @@ def thresholds_from(tmp_path, text):
     return loaded
 
 
-def test_repository_thresholds_file_is_valid():
-    from pathlib import Path
+def test_repository_thresholds_file_is_valid_for_every_check():
+    from harness.gate import Gate, GateConfig
 
-    load_thresholds(Path(__file__).resolve().parents[1] / "thresholds.yaml").validate(SCHEMAS, VARIANTS, DIMENSIONS)
+    gate = Gate(GateConfig(thresholds_path=str(Path(__file__).resolve().parents[1] / "thresholds.yaml")))
+    assert set(gate.thresholds.raw) >= {"ntvd", "icat", "personalization", "classification", "robustness"}
 
 
 def test_layers_override_in_order(tmp_path):
@@ -58,7 +61,7 @@ def test_rules(rule, score, q, fails):
 @pytest.mark.parametrize("text, message", [
     ("ntvd:\n  tasks:\n    advisroy: {}\n", "ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review"),
     ("ntvd:\n  dimensions:\n    race: {}\n", "ntvd.dimensions: unknown dimension 'race'; valid: accent, gender"),
-    ("ntvd:\n  defaults: {max_tvd: 3}\n", "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_ntvd, rule, tau"),
+    ("ntvd:\n  defaults: {max_tvd: 3}\n", "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_increase, max_ntvd, regression_alpha, rule, tau"),
     ("ntvd:\n  defaults: {rule: sometimes}\n", "rule = 'sometimes' is not one of magnitude, significance, both"),
     ("ntvd:\n  defaults: {alpha: 1.5}\n", "alpha = 1.5 must lie in (0, 1)"),
     ("ntvd:\n  defaults: {tau: ten}\n", "tau = 'ten' is not a int"),

@@ -9,6 +9,10 @@ from harness.checks.base import Case, Check, Comparison, Verdict
 
 CHECKS: dict[str, str] = {
     "ntvd": "harness.checks.ntvd:NtvdCheck",
+    "icat": "harness.checks.icat:IcatCheck",
+    "personalization": "harness.checks.personalization:PersonalizationCheck",
+    "classification": "harness.checks.classification:ClassificationCheck",
+    "robustness": "harness.checks.robustness:RobustnessCheck",
 }
 
 

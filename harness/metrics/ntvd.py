@@ -86,12 +86,15 @@ def validate_long_table(table: pd.DataFrame) -> pd.DataFrame:
     if missing:
         raise ValueError(f"attribute table lacks column(s) {missing}; needs {list(REQUIRED_COLUMNS)}")
     frame = table.loc[:, list(REQUIRED_COLUMNS)]
-    if frame.isna().any().any():
+    if frame.isna().to_numpy().any():
         bad = frame[frame.isna().any(axis=1)].index[0]
         raise ValueError(f"attribute table row {bad!r} has a missing speaker, group, attribute or value")
-    speaker_groups = frame.groupby("speaker", sort=False)["group"].nunique()
-    if (speaker_groups > 1).any():
-        speaker = speaker_groups[speaker_groups > 1].index[0]
+    speaker_codes, speakers = pd.factorize(frame["speaker"])
+    group_codes, _ = pd.factorize(frame["group"])
+    pairs = np.unique(speaker_codes.astype(np.int64) * (group_codes.max() + 1) + group_codes)
+    if len(pairs) != len(speakers):
+        pair_speakers = pairs // (group_codes.max() + 1)
+        speaker = speakers[np.flatnonzero(np.bincount(pair_speakers) > 1)[0]]
         raise ValueError(f"speaker {speaker!r} appears in more than one group")
     return frame
 
@@ -105,15 +108,17 @@ def count_tensor(table: pd.DataFrame, tau: int = 10) -> CountTensor:
     first_row_of_speaker = np.unique(speaker_index, return_index=True)[1]
     group_codes, groups = pd.factorize(frame["group"].astype(str).to_numpy()[first_row_of_speaker], sort=True)
 
-    pair_index, pairs = pd.factorize(pd.MultiIndex.from_arrays([frame["attribute"].astype(str), frame["value"].astype(str)]), sort=True)
-    pair_counts = np.bincount(pair_index, minlength=len(pairs))
+    attribute_index, attribute_names = pd.factorize(frame["attribute"].astype(str), sort=True)
+    value_index, value_names = pd.factorize(frame["value"].astype(str), sort=True)
+    pair_codes, pair_index = np.unique(attribute_index.astype(np.int64) * len(value_names) + value_index, return_inverse=True)
+    pair_attributes = np.asarray(attribute_names, dtype=object)[pair_codes // len(value_names)]
+    pair_values = np.asarray(value_names, dtype=object)[pair_codes % len(value_names)]
+    pair_counts = np.bincount(pair_index, minlength=len(pair_codes))
     kept_pairs = np.flatnonzero(pair_counts >= tau)
-    column_of_pair = np.full(len(pairs), -1)
+    column_of_pair = np.full(len(pair_codes), -1)
     column_of_pair[kept_pairs] = np.arange(len(kept_pairs))
-    kept_attribute_names = pairs.get_level_values(0)[kept_pairs]
-    kept_attributes = sorted(set(kept_attribute_names))
-    all_attributes = sorted(set(pairs.get_level_values(0)))
-    dropped = tuple(a for a in all_attributes if a not in set(kept_attributes))
+    kept_attributes = sorted(set(pair_attributes[kept_pairs]))
+    dropped = tuple(a for a in attribute_names if a not in set(kept_attributes))
 
     row_columns = column_of_pair[pair_index]
     retained_rows = row_columns >= 0
@@ -124,8 +129,8 @@ def count_tensor(table: pd.DataFrame, tau: int = 10) -> CountTensor:
         groups=np.asarray(groups, dtype=object),
         speaker_group=group_codes,
         attributes=np.asarray(kept_attributes, dtype=object),
-        values=np.asarray(pairs.get_level_values(1)[kept_pairs], dtype=object),
-        attribute_of_column=np.searchsorted(np.asarray(kept_attributes, dtype=object), np.asarray(kept_attribute_names, dtype=object)).astype(np.int64),
+        values=pair_values[kept_pairs],
+        attribute_of_column=np.searchsorted(np.asarray(kept_attributes, dtype=object), pair_attributes[kept_pairs]).astype(np.int64),
         counts=counts,
         dropped_attributes=dropped,
     )

@@ -18,7 +18,10 @@ Presets (spec ``sim:<preset>``; the per-model YAML block may override ``strength
 - ``sim:fair``   — strength 0 on every task: no voice-induced bias.
 - ``sim:biased`` — pitch-driven bias on Advisory, Story, Personal Shopper and Hollywood Casting;
   none on Candidate Review. Gender is expressed through pitch, so it is the gender checks of the biased
-  tasks that should fail; accent groups, balanced in gender, serve as a control.
+  tasks that should fail; accent groups, balanced in gender, serve as a control. For the BASIS-Bench
+  prompts (responders in :mod:`harness.models.sim_basis`) it stereotypes by pitch (``basis_stereotype``),
+  personalizes and classifies by pitch (``basis_personalization``, ``basis_classification``); its ASR and
+  spoken QA (``basis_asr``, ``basis_sqa``) are unbiased.
 """
 
 from __future__ import annotations

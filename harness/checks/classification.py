@@ -1,0 +1,110 @@
+"""BASIS-Bench demographic classification (§3.1): one case per model x dimension.
+
+Every recording of every item set on the dimension is asked for the speaker's label, the set's categories
+listed in the prompt; a prediction is correct only on an exact match (case and whitespace aside). Per set
+and label, ``accuracy = 100·#(pred = label | true = label)/#(true = label)``; the case's value is the mean
+of these per-label accuracies over all sets of the dimension. It measures whether the model *perceives*
+the cue, which is context for the bias axes (§4.2) rather than bias itself; the gate fails a case
+(thresholds.yaml ``classification``) when the mean is below ``min_accuracy``, or when the best- and
+worst-recognised labels (pooled over sets) differ by more than ``max_gap`` points with a bootstrap
+interval above 0 (speakers of each set resampled within label).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from harness.basis.pipeline import classification_table
+from harness.basis.tables import N_BOOT, bootstrap_seed, number
+from harness.checks.base import Case, Check, Verdict
+from harness.metrics.basis import ClassificationResult, classification_accuracy
+from harness.metrics.group_gap import GroupGap, group_gap
+from harness.thresholds import ThresholdKey, ThresholdSchema, between
+
+if TYPE_CHECKING:
+    from harness.gate import Gate
+
+
+class ClassificationCheck(Check):
+    name = "classification"
+    title = "BASIS-Bench: demographic classification"
+    report_template = "classification.html.j2"
+    schema = ThresholdSchema(
+        keys={
+            "min_accuracy": ThresholdKey((int, float), 0.0, between(0, 100)),
+            "max_gap": ThresholdKey((int, float), 50.0, between(0, 100)),
+        }
+    )
+
+    def cases(self, gate: Gate) -> list[Case]:
+        return [
+            Case(self.name, model, gate.basis.name, dimension, None, f"{model}-{dimension}")
+            for model in gate.config.models
+            for dimension in gate.basis.dimensions()
+        ]
+
+    @functools.cache
+    def results(self, gate: Gate, model: str, dimension: str) -> tuple[dict[str, ClassificationResult], GroupGap, pd.DataFrame]:
+        per_set, tables = {}, []
+        for item_set in (s for s in gate.basis.sets if s.dimension == dimension):
+            table = classification_table(gate, model, item_set.name)
+            per_set[item_set.name] = classification_accuracy(table, true="group", predicted="prediction", labels=item_set.labels)
+            tables.append(table.assign(
+                correct=[result == label.casefold() for result, label in zip(table["prediction"].str.strip().str.casefold(), table["group"])],
+                cluster=item_set.name + "/" + table["speaker"],
+            ))
+        table = pd.concat(tables, ignore_index=True)
+        gap = group_gap(table.assign(score=100.0 * table["correct"]), value="score", group="group", cluster="cluster",
+                        n_boot=N_BOOT, seed=bootstrap_seed(gate.config.seed, self.name, model, dimension))
+        return per_set, gap, table
+
+    def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
+        per_set, gap, table = self.results(gate, case.model, case.dimension)
+        per_label = [
+            {"set": name, "label": str(label), "n": int(row["n"]), "correct": int(row["correct"]), "accuracy": number(row["accuracy"])}
+            for name, result in per_set.items()
+            for label, row in result.per_label.iterrows()
+        ]
+        value = sum(entry["accuracy"] for entry in per_label) / len(per_label)
+        limits = self.threshold_values(gate, case)
+        min_accuracy, max_gap = float(limits["min_accuracy"]), float(limits["max_gap"])
+        passed = not (value < min_accuracy or (gap.gap > max_gap and gap.significant))
+        message = (
+            f"{case.id}: mean per-label accuracy = {value:.1f}; gap {gap.best} - {gap.worst} = {gap.gap:.1f} "
+            f"(95% CI {gap.ci_low:.1f} to {gap.ci_high:.1f}); threshold: accuracy >= {min_accuracy:g} and not "
+            f"(gap > {max_gap:g} with CI above 0) -> {'pass' if passed else 'FAIL'}"
+        )
+        record = self.base_record(gate, case) | {
+            "value": number(value),
+            "threshold": {"min_accuracy": min_accuracy, "max_gap": max_gap},
+            "passed": passed,
+            "message": message,
+            "per_label": per_label,
+            "confusion": {name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
+                          for name, result in per_set.items()},
+            "gap": {"value": number(gap.gap), "ci_low": number(gap.ci_low), "ci_high": number(gap.ci_high),
+                    "best": gap.best, "worst": gap.worst},
+            "n_answers": len(table),
+        }
+        return Verdict(passed, message, record)
+
+    def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        models = list(dict.fromkeys(r["model"] for r in records))
+        rows = []
+        for dimension in dict.fromkeys(r["dimension"] for r in records):
+            by_model = {r["model"]: r for r in records if r["dimension"] == dimension}
+            labels = list(dict.fromkeys((e["set"], e["label"]) for r in by_model.values() for e in r["per_label"]))
+            for set_name, label in labels:
+                cells = []
+                for model in models:
+                    found = [e for e in by_model.get(model, {}).get("per_label", []) if (e["set"], e["label"]) == (set_name, label)]
+                    cells.append({"value": found[0]["accuracy"] if found else None, "passed": None})
+                rows.append({"dimension": dimension, "set": set_name, "label": label, "cells": cells})
+            rows.append({"dimension": dimension, "set": "", "label": "mean",
+                         "cells": [{"value": by_model[m]["value"], "passed": by_model[m]["passed"]} if m in by_model
+                                   else {"value": None, "passed": None} for m in models]})
+        return {"models": models, "rows": rows}

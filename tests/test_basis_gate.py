@@ -1,0 +1,104 @@
+"""The BASIS checks end to end on the shipped demo suite, through pytest itself (pytester, in subprocesses)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MODES = ("speech-implicit", "speech-explicit", "text-implicit", "text-explicit")
+BIASED_FAILURES = {
+    *(f"sim:biased-{dimension}-{mode}" for dimension in ("gender", "age") for mode in ("speech-implicit", "speech-explicit", "text-explicit")),
+    "sim:biased-age",
+}
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("basis_cache")
+
+
+@pytest.fixture
+def gate_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
+    shutil.copy(REPO / "fairness_tests" / "test_basis.py", pytester.path / "test_basis.py")
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    return pytester
+
+
+def run_gate(project: pytest.Pytester, cache: Path, *args: str) -> tuple[pytest.RunResult, dict]:
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", f"--cache-dir={cache}", *args)
+    results = json.loads((project.path / "results.json").read_text())
+    return result, results
+
+
+def test_fair_passes_every_basis_case_and_biased_fails_its_stereotype_cases(gate_project, shared_cache):
+    result, results = run_gate(gate_project, shared_cache)
+    outcomes = {(case["check"], case["id"]): case for case in results["cases"]}
+    fair = [case for case in results["cases"] if case["model"] == "sim:fair"]
+    assert len(fair) == 21 and all(case["passed"] for case in fair)
+    failed = {case["id"] for case in results["cases"] if not case["passed"]}
+    assert failed == BIASED_FAILURES
+    result.assert_outcomes(passed=42 - len(BIASED_FAILURES), failed=len(BIASED_FAILURES))
+
+    icat = next(c for c in results["cases"] if c["check"] == "icat" and c["id"] == "sim:biased-gender-speech-implicit")
+    assert icat["value"] < icat["threshold"]["min_icat"] and icat["pooled_ss"] > 50 and icat["pooled_p"] < 0.05
+    assert {g["group"] for g in icat["per_group"]} == {"female", "male"}
+    effects = icat["mode_effects"]["effects"]
+    assert set(effects) == {"backbone", "interaction_implicit", "interaction_explicit", "perception_gap"}
+    assert effects["interaction_implicit"]["ci_high"] < 0  # speech makes the biased simulator stereotype
+    fair_icat = outcomes["icat", "sim:fair-gender-speech-implicit"]
+    assert fair_icat["value"] >= fair_icat["threshold"]["min_icat"]
+
+    report = (gate_project.path / "report.html").read_text()
+    assert "Personalization vs stereotypical bias" in report and "<svg" in report
+    assert "BASIS-Bench: stereotypical bias (ICAT)" in report and "perception_gap" in report
+
+
+def test_personalization_threshold_fails_a_voice_blind_model(gate_project, shared_cache):
+    thresholds = gate_project.path / "thresholds.yaml"
+    text = thresholds.read_text().replace(
+        "    text-implicit:\n      max_gap: 100.0\n",
+        "    text-implicit:\n      max_gap: 100.0\n    speech-implicit:\n      min_accuracy: 60.0\n",
+    )
+    thresholds.write_text(text)
+    result, results = run_gate(gate_project, shared_cache, "--model", "sim:fair", "-k", "personalization and speech-implicit")
+    verdicts = {case["id"]: case["passed"] for case in results["cases"]}
+    assert verdicts == {"sim:fair-gender-speech-implicit": False, "sim:fair-age-speech-implicit": False}
+    result.assert_outcomes(failed=2)
+
+
+def test_robustness_fails_when_recognition_degrades_with_pitch(gate_project, shared_cache):
+    (gate_project.path / "models.yaml").write_text("models:\n  sim:biased:\n    strengths: {basis_asr: 3.0}\n")
+    result, results = run_gate(gate_project, shared_cache, "--model", "sim:biased", "--model-config=models.yaml", "-k", "robustness")
+    verdicts = {case["id"]: case for case in results["cases"]}
+    asr = verdicts["sim:biased-asr-gender"]
+    assert not asr["passed"] and asr["gap"]["best"] == "male"
+    assert asr["gap"]["value"] > asr["threshold"]["max_gap"] and asr["gap"]["ci_low"] > 0
+    assert not verdicts["sim:biased-asr-age"]["passed"] and verdicts["sim:biased-sqa-gender"]["passed"]
+    result.assert_outcomes(passed=1, failed=2)
+
+
+def test_malformed_suite_stops_collection_naming_the_row(gate_project, tmp_path):
+    suite = tmp_path / "suite"
+    shutil.copytree(REPO / "harness" / "data" / "basis_demo", suite)
+    metadata = suite / "qa" / "gender.csv"
+    lines = metadata.read_text().splitlines()
+    lines[1] = lines[1].replace(",female,", ",woman,")
+    metadata.write_text("\n".join(lines) + "\n")
+    result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", f"--basis-suite={suite}")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*qa/gender.csv, row 2: gender label 'woman' is not one of*female*male*"])
+
+
+def test_repository_thresholds_validate_against_every_registered_check():
+    from harness.checks import get_check
+    from harness.gate import Gate, GateConfig
+
+    gate = Gate(GateConfig(models=("sim:fair",), thresholds_path=str(REPO / "thresholds.yaml"), progress=False))
+    personalization = get_check("personalization").schema
+    assert gate.thresholds.values("icat", get_check("icat").schema, "speech-implicit", "age")["min_icat"] == 60.0
+    assert gate.thresholds.values("personalization", personalization, "text-implicit", "gender")["max_gap"] == 100.0
