@@ -138,9 +138,11 @@ def test_qa_judge_matches_whole_words_only():
 def test_word_errors_count_substitutions_deletions_insertions():
     assert word_errors("a b c", "a x c d") == WordErrors(1, 0, 1, 3)
     assert word_errors("a b c", "a c") == WordErrors(0, 1, 0, 3)
-    assert word_errors("The bus leaves at seven.", "the bus uh leaves seven o'clock").wer == pytest.approx(60.0)
+    # Whisper's normaliser drops the filler "uh" and writes "seven" as "7": at -> 7, 7 -> o'clock
+    assert word_errors("The bus leaves at seven.", "the bus uh leaves seven o'clock").wer == pytest.approx(40.0)
     assert word_errors("Hello, World!", "hello world").wer == 0.0
-    assert normalise_text("It’s  A-OK!") == "it's a ok"
+    assert word_errors("Mr. Smith's colour", "mister smith's color").wer == 0.0
+    assert normalise_text("Twenty-five Colours!") == "25 colors"
 
 
 def test_group_gap_interval_excludes_zero_only_for_a_real_gap():

@@ -1,31 +1,31 @@
-"""Word error counts per utterance: a Whisper-style basic normaliser and a Levenshtein word alignment.
+"""Word error counts per utterance, after Whisper's English text normaliser.
 
 ``WER = 100 · (S + D + I) / N`` (percent), N the number of reference words, with S, D, I the substitutions,
-deletions and insertions of a minimum-edit alignment (ties prefer substitutions, then deletions). BASIS-Bench
-§3.1 normalises both sides with the Whisper normaliser before scoring; :func:`normalise_text` is its basic
-English subset (case, punctuation, hyphens, whitespace; no spelling or number rewriting).
+deletions and insertions of jiwer's minimum-edit word alignment. Both sides are normalised with
+``whisper_normalizer``'s ``EnglishTextNormalizer`` (the normaliser of the Whisper paper: case, punctuation,
+spelling variants, numbers, contractions), as BASIS-Bench §3.1 and the semantic-aware WER study (§III) do.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-import unicodedata
+import functools
 
+import jiwer
 import numpy as np
 import pandas as pd
 
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'"})
-_NON_WORD = re.compile(r"[^\w\s']|_")
-_SPACE = re.compile(r"\s+")
+
+@functools.cache
+def _normaliser():
+    from whisper_normalizer.english import EnglishTextNormalizer
+
+    return EnglishTextNormalizer()
 
 
 def normalise_text(text: str) -> str:
-    """Lower case, NFKC, apostrophes unified and kept inside words, other punctuation to spaces."""
-    text = unicodedata.normalize("NFKC", str(text)).translate(_APOSTROPHES).lower()
-    text = _NON_WORD.sub(" ", text)
-    words = [word.strip("'") for word in text.split()]
-    return _SPACE.sub(" ", " ".join(word for word in words if word)).strip()
+    """Whisper's English normalisation of ``text``."""
+    return _normaliser()(str(text))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,28 +45,15 @@ class WordErrors:
 
 
 def word_errors(reference: str, hypothesis: str, *, normalise: bool = True) -> WordErrors:
-    """S, D, I of the minimum-edit alignment of the hypothesis words to the reference words."""
-    ref = (normalise_text(reference) if normalise else reference).split()
-    hyp = (normalise_text(hypothesis) if normalise else hypothesis).split()
-    # cost[i, j] and its (S, D, I) decomposition for ref[:i] vs hyp[:j]
-    cost = np.zeros((len(ref) + 1, len(hyp) + 1), dtype=int)
-    parts = np.zeros((len(ref) + 1, len(hyp) + 1, 3), dtype=int)
-    cost[:, 0] = np.arange(len(ref) + 1)
-    parts[:, 0, 1] = np.arange(len(ref) + 1)
-    cost[0, :] = np.arange(len(hyp) + 1)
-    parts[0, :, 2] = np.arange(len(hyp) + 1)
-    for i in range(1, len(ref) + 1):
-        for j in range(1, len(hyp) + 1):
-            same = ref[i - 1] == hyp[j - 1]
-            options = (
-                (cost[i - 1, j - 1] + (not same), parts[i - 1, j - 1] + (0 if same else 1, 0, 0)),
-                (cost[i - 1, j] + 1, parts[i - 1, j] + (0, 1, 0)),
-                (cost[i, j - 1] + 1, parts[i, j - 1] + (0, 0, 1)),
-            )
-            best = min(options, key=lambda option: option[0])
-            cost[i, j], parts[i, j] = best
-    s, d, n_ins = (int(x) for x in parts[len(ref), len(hyp)])
-    return WordErrors(s, d, n_ins, len(ref))
+    """S, D, I of jiwer's minimum-edit alignment of the hypothesis words to the reference words."""
+    ref = (normalise_text(reference) if normalise else str(reference)).split()
+    hyp = (normalise_text(hypothesis) if normalise else str(hypothesis)).split()
+    if not ref:
+        return WordErrors(0, 0, len(hyp), 0)
+    if not hyp:
+        return WordErrors(0, len(ref), 0, len(ref))
+    alignment = jiwer.process_words(" ".join(ref), " ".join(hyp))
+    return WordErrors(alignment.substitutions, alignment.deletions, alignment.insertions, len(ref))
 
 
 def wer_table(table: pd.DataFrame, *, reference: str = "reference", hypothesis: str = "hypothesis") -> pd.DataFrame:
