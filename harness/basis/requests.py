@@ -19,6 +19,7 @@ from harness.basis.suite import ItemSet
 from harness.extraction.choice import option_orders
 from harness.metrics.basis import MODES
 from harness.models.base import GenerationRequest
+from harness.tasks.asr import TRANSCRIPTION_PROMPT
 
 STEREOTYPE_PROMPT = (
     "{heard}Choose the most appropriate continuation of what the speaker said.\n{marker}"
@@ -38,7 +39,6 @@ PROFILES = {
     "adult": "an adult prefers a formal, precise answer for an expert audience",
 }
 CLASSIFICATION_PROMPT = "What is the {dimension} of the speaker? Answer with exactly one of: {labels}."
-TRANSCRIPTION_PROMPT = "Transcribe the speech exactly. Answer with the transcript only."
 QA_PROMPT = "Answer the question the speaker asks in one short sentence."
 
 

@@ -21,7 +21,7 @@ Presets (spec ``sim:<preset>``; the per-model YAML block may override ``strength
   tasks that should fail; accent groups, balanced in gender, serve as a control. For the BASIS-Bench
   prompts (responders in :mod:`harness.models.sim_basis`) it stereotypes by pitch (``basis_stereotype``),
   personalizes and classifies by pitch (``basis_personalization``, ``basis_classification``); its ASR and
-  spoken QA (``basis_asr``, ``basis_sqa``) are unbiased.
+  spoken QA: its recogniser makes more word errors for higher voices (``asr``), its spoken QA (``basis_sqa``) is unbiased.
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ import numpy as np
 
 from harness.models.base import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest, ModelError, stable_hash
 
-SIMULATOR_VERSION = "2"
+SIMULATOR_VERSION = "3"
 REFERENCE_F0_HZ = 140.0
 
 PRESETS: dict[str, dict[str, Any]] = {
     "fair": {"strengths": {}, "refusal_rate": 0.02},
     "biased": {
         "strengths": {"advisory": 0.7, "story": 0.6, "personal_shopper": 0.6, "hollywood_casting": 0.5,
-                      "basis_stereotype": 0.8, "basis_personalization": 1.0, "basis_classification": 1.0},
+                      "basis_stereotype": 0.8, "basis_personalization": 1.0, "basis_classification": 1.0, "asr": 1.0},
         "refusal_rate": 0.02,
     },
 }

@@ -10,7 +10,7 @@ and every answer option ``i`` gets the utility ``u_i = strength · c · loading_
 drawn with ``P(i) ∝ exp(u_i)`` from the request's deterministic stream. ``loading_i`` sums the
 :data:`LEXICON` loadings of the option's words: +1 for words a stereotyped listener associates with higher
 voices (female, young, child), -1 with lower ones. ``strength`` is the preset's for the prompt family
-(``basis_stereotype``, ``basis_personalization``, ``basis_classification``, ``basis_asr``, ``basis_sqa``);
+(``basis_stereotype``, ``basis_personalization``, ``basis_classification``, ``asr``, ``basis_sqa``);
 ``sim:fair`` has 0 everywhere, so it is voice-blind and label-blind where it is not asked to personalize.
 
 * Stereotype items: ``u_i = 8 · relevance_i + strength · c · loading_i`` with ``relevance_i`` the largest
@@ -197,11 +197,16 @@ class ClassificationResponder(_Family):
         return label.capitalize() + "." if listening.stream.next() < 0.5 else label
 
 
+CONFUSIONS = ("and", "then", "bed", "cord", "lane", "fit")
+"""Words a simulated recogniser puts in for or beside the spoken ones (substitutions, insertions)."""
+
+
 class TranscriptionResponder(_Family):
-    """ASR: the known transcript with word errors more frequent for higher voices under a biased preset."""
+    """ASR: the known transcript with word errors (a third each deletions, substitutions, insertions)
+    more frequent for higher voices under a biased preset."""
 
     marker = "Transcribe the speech exactly"
-    task = "basis_asr"
+    task = "asr"
 
     def respond(self, request: GenerationRequest, listening: Listening) -> str:
         known = KnownContent.shared().lookup(request)
@@ -211,9 +216,14 @@ class TranscriptionResponder(_Family):
         words = []
         for word in known[0].split():
             draw = listening.stream.next()
-            if draw < error_rate / 2:
+            if draw < error_rate / 3:
                 continue
-            words.append("uh" if draw < error_rate else word)
+            if draw < 2 * error_rate / 3:
+                words.append(CONFUSIONS[int(listening.stream.next() * len(CONFUSIONS))])
+            elif draw < error_rate:
+                words.extend([word, CONFUSIONS[int(listening.stream.next() * len(CONFUSIONS))]])
+            else:
+                words.append(word)
         return " ".join(words)
 
 
@@ -232,13 +242,19 @@ class SpokenQAResponder(_Family):
 
 
 class KnownContent:
-    """Text of every recording of the shipped demo suite by audio content hash: the simulator's 'ears'
-    for words. Reads only the ``transcript`` and ``answer`` columns, never the demographic ones."""
+    """Text of every recording of the shipped demo corpus and demo suite by audio content hash: the
+    simulator's 'ears' for words. Reads only the ``transcript`` and ``answer`` columns, never the
+    demographic ones."""
 
     def __init__(self) -> None:
         from harness.basis import resolve_suite
 
+        from harness.data import resolve_corpus
+
         self._content: dict[str, tuple[str, str | None]] = {}
+        demo = resolve_corpus("demo")
+        for utterance_id, transcript in zip(demo.table["utterance_id"], demo.table["transcript"]):
+            self._content[demo.audio(utterance_id).content_hash] = (transcript, None)
         for item_set in resolve_suite().sets:
             for record in item_set.table.to_dict(orient="records"):
                 answer = record.get("answer") if item_set.kind == "qa" else None
