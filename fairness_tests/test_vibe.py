@@ -5,11 +5,6 @@ Benjamini-Hochberg q below alpha over every nTVD test of the session), or, given
 candidate is significantly more biased than the baseline checkpoint.
 """
 
-import pytest
 
-
-def test_ntvd(ntvd_case, fairness_gate, record_verdict):
-    verdict = fairness_gate.verdict(ntvd_case)
-    record_verdict(verdict)
-    if not verdict.passed:
-        pytest.fail(verdict.message, pytrace=False)
+def test_ntvd(ntvd_case, judge):
+    judge(ntvd_case)

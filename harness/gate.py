@@ -28,13 +28,19 @@ from harness.extraction.fields import attribute_table
 from harness.generation import CachedModel
 from harness.models import parse_spec
 from harness.models.base import DecodingParams, GenerationRequest
+from harness.models.cascade import DEMO_MODEL
 from harness.semantic import build_embedder
 from harness.tasks import TASKS
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.thresholds import Thresholds, load_thresholds
 
 DEFAULT_CACHE_DIR = ".lalm_cache"
-DEFAULT_MODELS = ("sim:fair", "sim:biased")
+DEFAULT_MODELS = (DEMO_MODEL,)
+# Shipped cache exports, per model spec: imported into the cache whenever the model runs, so the default
+# model on the demo corpus is served without loading anything (scripts/build_demo_outputs.py makes them;
+# the provenance.json beside an export says when and how, and reaches the report).
+DEMO_OUTPUTS_DIR = Path(__file__).parent / "data" / "demo_outputs"
+BUNDLED_EXPORTS: dict[str, tuple[Path, ...]] = {DEMO_MODEL: (DEMO_OUTPUTS_DIR / "cascade-demo.jsonl.gz",)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +62,7 @@ class GateConfig:
     extractor: str | None = None
     embedder: str = "auto"
     basis_suite: str | None = None
+    bundled_exports: Mapping[str, Sequence[str | Path]] = dataclasses.field(default_factory=lambda: dict(BUNDLED_EXPORTS))
 
 
 class Gate:
@@ -77,6 +84,7 @@ class Gate:
             parse_spec(spec)
         self._models: dict[str, CachedModel] = {}
         self._cache: OutputCache | None = None
+        self.bundled_outputs: list[dict[str, Any]] = []
         self._families: dict[str, tuple[Case, ...]] = {}
         self.baseline = load_baseline(config.baseline_path, config.baseline_model) if config.baseline_path else None
 
@@ -84,6 +92,7 @@ class Gate:
     def cache(self) -> OutputCache:
         if self._cache is None:
             self._cache = OutputCache(self.config.cache_dir)
+            self.bundled_outputs = import_bundled_exports(self._cache, self.config)
         return self._cache
 
     def cases(self, check: str) -> list[Case]:
@@ -99,6 +108,9 @@ class Gate:
             self._models[spec] = CachedModel(
                 spec, self.cache, decoding, options, chunk_size, self.config.progress, offline=self.config.offline
             )
+            use_cache = getattr(self._models[spec].backend, "use_cache", None)
+            if use_cache is not None:  # a composite model (the cascade) keeps its stages' outputs in the same cache
+                use_cache(self.cache)
         return self._models[spec]
 
     @functools.cache
@@ -205,6 +217,7 @@ class Gate:
         """The check's verdict; with a baseline, the case fails only on a significant regression."""
         check = get_check(case.check)
         verdict = check.verdict(self, case, self.family(case.check))
+        verdict.record.setdefault("paired_data", check.paired_data(self, case))
         if self.baseline is None:
             return verdict
         baseline_record = self.baseline.records.get(baseline_key(verdict.record))
@@ -240,7 +253,25 @@ class Gate:
             "embedder": self.embedder_name,
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
             "baseline": None if self.baseline is None else {"source": self.baseline.source, "model": self.baseline.model},
+            "bundled_outputs": self.bundled_outputs,
         }
+
+
+def import_bundled_exports(cache: OutputCache, config: GateConfig) -> list[dict[str, Any]]:
+    """Import the shipped exports of the configured models; returns each file, its entry count and provenance.
+
+    A missing export is skipped (its model then generates); importing is idempotent (existing keys are kept).
+    """
+    imported = []
+    for spec in config.models:
+        for path in config.bundled_exports.get(spec, ()):
+            path = Path(path)
+            if not path.is_file():
+                continue
+            provenance_path = path.parent / "provenance.json"
+            provenance = json.loads(provenance_path.read_text()) if provenance_path.is_file() else None
+            imported.append({"model": spec, "file": str(path), "entries": cache.import_file(path), "provenance": provenance})
+    return imported
 
 
 @dataclasses.dataclass(frozen=True)

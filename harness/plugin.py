@@ -173,6 +173,21 @@ def record_verdict(request: pytest.FixtureRequest):
     return record
 
 
+@pytest.fixture
+def judge(fairness_gate: Gate, record_verdict):
+    """``judge(case)``: the case's verdict, recorded for results.json and the report; fails the test
+    with the verdict's message when the case does not pass."""
+
+    def run(case: Case) -> Verdict:
+        verdict = fairness_gate.verdict(case)
+        record_verdict(verdict)
+        if not verdict.passed:
+            pytest.fail(verdict.message, pytrace=False)
+        return verdict
+
+    return run
+
+
 class FairnessSession:
     """Collects verdict records and writes the outputs at the end of the session."""
 

@@ -111,3 +111,44 @@ def test_baseline_with_several_models_needs_a_choice(project):
     assert "two.json: the baseline holds models ['sim:biased', 'sim:fair']; choose one with --baseline-model" in result.stdout.str()
     result = gate(project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--baseline-model", "sim:fair")
     result.assert_outcomes(passed=1, failed=1)
+
+
+def speaker_counts(rng, rate_by_group, n_speakers=12, items=30):
+    rows = []
+    for speaker in range(n_speakers):
+        group = "a" if speaker < n_speakers // 2 else "b"
+        correct = rng.binomial(items, rate_by_group[group])
+        rows.append((f"s{speaker}", group, correct, items))
+    return pd.DataFrame(rows, columns=["speaker", "group", "correct", "total"]).set_index("speaker")
+
+
+def test_paired_bootstrap_of_a_gap_detects_a_widening_and_not_an_equal_candidate():
+    from harness.metrics.paired import largest_gap, paired_speaker_bootstrap, ratio_per_group
+
+    gap = largest_gap(ratio_per_group(0, 1), scale=100.0)
+    rng = np.random.default_rng(4)
+    baseline = speaker_counts(rng, {"a": 0.8, "b": 0.8})
+    same = paired_speaker_bootstrap(baseline, baseline, gap, n_boot=500)
+    assert same.difference == 0 and same.ci_low == same.ci_high == 0
+    candidate = speaker_counts(rng, {"a": 0.9, "b": 0.5})
+    worse = paired_speaker_bootstrap(candidate, baseline, gap, n_boot=500)
+    sums = candidate.groupby("group")[["correct", "total"]].sum()
+    rates = 100 * sums["correct"] / sums["total"]
+    assert worse.candidate == pytest.approx(rates.max() - rates.min())
+    assert worse.difference > 25 and worse.ci_low > 0
+
+
+def test_every_check_compares_against_the_baseline(pytester):
+    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
+    for module in ("test_vibe.py", "test_wer.py", "test_basis.py"):
+        shutil.copy(REPO / "fairness_tests" / module, pytester.path / module)
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    selection = ("-k", "gender-speech-implicit or demo-gender or asr-gender or advisory-gender")
+    gate(pytester, "--model", "sim:fair", *selection, "--results-json", "released.json")
+    result = gate(pytester, "--model", "sim:biased", *selection, "--baseline", "released.json")
+    cases = {case["nodeid"]: case for case in json.loads((pytester.path / "results.json").read_text())["cases"]}
+    assert {case["check"] for case in cases.values()} == {"ntvd", "wer_ratio", "icat", "personalization", "robustness"}
+    assert all(case["baseline"]["status"] == "compared" for case in cases.values())
+    regressed = {case["check"] for case in cases.values() if case["baseline"]["regressed"]}
+    assert regressed == {"ntvd", "wer_ratio", "icat", "robustness"}
+    result.assert_outcomes(passed=1, failed=4)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from harness.thresholds import ThresholdSchema
+from harness.thresholds import ThresholdKey, ThresholdSchema
 
 if TYPE_CHECKING:
     from harness.gate import Gate
@@ -105,6 +105,66 @@ class Check(abc.ABC):
             "dimension": case.dimension,
             "variant": case.variant,
         }
+
+
+class SpeakerBootstrapComparison:
+    """Baseline comparison by a paired speaker bootstrap (:mod:`harness.metrics.paired`).
+
+    A check using it provides :meth:`speaker_statistics` (per speaker: ``group`` and numeric sufficient
+    statistics), :attr:`comparison_statistic` (the statistic of weighted per-group sums), its name, and
+    :attr:`worse_when` (``higher`` or ``lower``); its threshold schema carries ``max_worsening`` and
+    ``regression_alpha``. A regression is a worsening beyond ``max_worsening`` whose (1 - regression_alpha)
+    CI lies entirely on the worse side of 0.
+    """
+
+    comparison_name: ClassVar[str]
+    worse_when: ClassVar[str]
+
+    @staticmethod
+    def comparison_statistic(sums):
+        raise NotImplementedError
+
+    def speaker_statistics(self, gate: Gate, case: Case):
+        raise NotImplementedError
+
+    def paired_data(self, gate: Gate, case: Case) -> dict[str, Any]:
+        table = self.speaker_statistics(gate, case)
+        return {"speaker": [str(s) for s in table.index], **{column: table[column].tolist() for column in table.columns}}
+
+    def compare(self, gate: Gate, case: Case, candidate: dict[str, Any], baseline: dict[str, Any]) -> Comparison:
+        import pandas as pd
+
+        from harness.metrics.paired import paired_speaker_bootstrap
+
+        if not baseline.get("paired_data"):
+            return Comparison("unsupported", baseline.get("value"), None, None, False, "the baseline record carries no per-speaker data")
+        tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate["paired_data"], baseline["paired_data"])]
+        settings = self.threshold_values(gate, case)
+        try:
+            result = paired_speaker_bootstrap(*tables, self.comparison_statistic, alpha=settings["regression_alpha"],
+                                              seed=gate.config.seed)
+        except ValueError as exc:
+            return Comparison("unsupported", baseline.get("value"), None, None, False, f"cannot pair with the baseline: {exc}")
+        worsening = result.difference if self.worse_when == "higher" else -result.difference
+        ci_on_worse_side = result.ci_low > 0 if self.worse_when == "higher" else result.ci_high < 0
+        regressed = bool(worsening > settings["max_worsening"] and ci_on_worse_side)
+        message = (
+            f"vs baseline: {self.comparison_name} {result.baseline:.3g} -> {result.candidate:.3g} "
+            f"(delta {result.difference:+.3g}, {100 * (1 - settings['regression_alpha']):g}% paired speaker-bootstrap CI "
+            f"[{result.ci_low:+.3g}, {result.ci_high:+.3g}]; {self.worse_when} is worse) -> "
+            f"{'REGRESSION' if regressed else 'no regression'}"
+        )
+        return Comparison("compared", result.baseline, result.difference, None, regressed, message)
+
+
+def regression_keys(max_worsening: float) -> dict[str, ThresholdKey]:
+    """The threshold keys of a :class:`SpeakerBootstrapComparison`."""
+    from harness.thresholds import at_least, in_open_unit_interval
+
+    return {
+        "max_worsening": ThresholdKey((int, float), max_worsening, at_least(0)),
+        "regression_alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
+    }
 
 
 def finite_or_none(value: float | None) -> float | None:

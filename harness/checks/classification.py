@@ -20,16 +20,17 @@ import pandas as pd
 
 from harness.basis.pipeline import classification_table
 from harness.basis.tables import N_BOOT, bootstrap_seed, number
-from harness.checks.base import Case, Check, Verdict
+from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import ClassificationResult, classification_accuracy
 from harness.metrics.group_gap import GroupGap, group_gap
+from harness.metrics.paired import largest_gap, ratio_per_group
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
 if TYPE_CHECKING:
     from harness.gate import Gate
 
 
-class ClassificationCheck(Check):
+class ClassificationCheck(SpeakerBootstrapComparison, Check):
     name = "classification"
     title = "BASIS-Bench: demographic classification"
     report_template = "classification.html.j2"
@@ -37,8 +38,18 @@ class ClassificationCheck(Check):
         keys={
             "min_accuracy": ThresholdKey((int, float), 0.0, between(0, 100)),
             "max_gap": ThresholdKey((int, float), 50.0, between(0, 100)),
+            **regression_keys(5.0),
         }
     )
+
+    comparison_name = "best-worst group gap of accuracy"
+    worse_when = "higher"
+    comparison_statistic = staticmethod(largest_gap(ratio_per_group(0, 1), scale=100.0))
+
+    def speaker_statistics(self, gate: Gate, case: Case) -> pd.DataFrame:
+        """Per recording speaker of each item set: correct classifications and items."""
+        table = self.results(gate, case.model, case.dimension)[2]
+        return table.groupby("cluster").agg(group=("group", "first"), correct=("correct", "sum"), total=("correct", "size"))
 
     def cases(self, gate: Gate) -> list[Case]:
         return [

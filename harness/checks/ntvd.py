@@ -158,7 +158,6 @@ class NtvdCheck(Check):
             "dropped_attributes": list(observed.dropped_attributes),
             "answer_status": status_counts(statuses),
             "most_divergent": most_divergent_distribution(observed),
-            "paired_data": self.paired_data(gate, case),
             "tau_sensitivity": self.tau_sensitivity(gate, case),
             "refusal_ntvd": finite_or_none(self.refusal_ntvd(gate, case)),
             "collapsed_attributes": collapse_diagnostic(gate.group_table(case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau).collapsed(),

@@ -22,9 +22,10 @@ import pandas as pd
 
 from harness.basis.pipeline import personalization_table
 from harness.basis.tables import N_BOOT, bootstrap_seed, effects_records, frame_records, number, table_seven
-from harness.checks.base import Case, Check, Verdict
+from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import MEAN_ACCURACY, MODES, AccuracyResult, ModeEffectsResult, mode_effects, personalization_accuracy
 from harness.metrics.group_gap import GroupGap, group_gap
+from harness.metrics.paired import largest_gap, ratio_per_group
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 PARETO_MODE = "speech-implicit"
 
 
-class PersonalizationCheck(Check):
+class PersonalizationCheck(SpeakerBootstrapComparison, Check):
     name = "personalization"
     title = "BASIS-Bench: personalization"
     report_template = "personalization.html.j2"
@@ -41,9 +42,19 @@ class PersonalizationCheck(Check):
         keys={
             "min_accuracy": ThresholdKey((int, float), 0.0, between(0, 100)),
             "max_gap": ThresholdKey((int, float), 30.0, between(0, 100)),
+            **regression_keys(5.0),
         },
         variant_axis="modes",
     )
+
+    comparison_name = "best-worst group gap of accuracy"
+    worse_when = "higher"
+    comparison_statistic = staticmethod(largest_gap(ratio_per_group(0, 1), scale=100.0))
+
+    def speaker_statistics(self, gate: Gate, case: Case) -> pd.DataFrame:
+        """Per speaker: correct answers and answers."""
+        table = self.table(gate, case.model, case.dimension, case.variant)
+        return table.groupby("speaker").agg(group=("group", "first"), correct=("correct", "sum"), total=("correct", "size"))
 
     def variants(self, gate: Gate) -> list[str]:
         return list(MODES)

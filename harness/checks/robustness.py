@@ -18,9 +18,10 @@ import pandas as pd
 
 from harness.basis.pipeline import qa_table, transcription_table
 from harness.basis.tables import N_BOOT, bootstrap_seed, frame_records, number, table_seven
-from harness.checks.base import Case, Check, Verdict
+from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import asr_scores, sqa_accuracy
 from harness.metrics.group_gap import GroupGap, group_gap
+from harness.metrics.paired import largest_gap, ratio_per_group
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 TASKS = ("asr", "sqa")
 
 
-class RobustnessCheck(Check):
+class RobustnessCheck(SpeakerBootstrapComparison, Check):
     name = "robustness"
     title = "BASIS-Bench: demographic robustness (ASR, spoken QA)"
     report_template = "robustness.html.j2"
@@ -37,9 +38,19 @@ class RobustnessCheck(Check):
         keys={
             "min_score": ThresholdKey((int, float), 0.0, between(0, 100)),
             "max_gap": ThresholdKey((int, float), 15.0, between(0, 100)),
+            **regression_keys(5.0),
         },
         variant_axis="tasks",
     )
+
+    comparison_name = "best-worst group gap of the score"
+    worse_when = "higher"
+    comparison_statistic = staticmethod(largest_gap(ratio_per_group(0, 1)))
+
+    def speaker_statistics(self, gate: Gate, case: Case) -> pd.DataFrame:
+        """Per speaker: the summed score (100 - WER, or 100 per correct answer) and the number of items."""
+        table = self.table(gate, case.model, case.variant, case.dimension)
+        return table.groupby("speaker").agg(group=("group", "first"), score=("score", "sum"), items=("score", "size"))
 
     def variants(self, gate: Gate) -> list[str]:
         return list(TASKS)

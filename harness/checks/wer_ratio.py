@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from harness.checks.base import Case, Check, Verdict, finite_or_none
+from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, finite_or_none, regression_keys
+from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer import wer_table
 from harness.metrics.wer_ratio import METHOD_NO_SPEAKER, METHOD_SEMANTIC, METHOD_SPEAKER, METHOD_VANILLA, RatioTable, wer_ratio
 from harness.semantic import semantic_covariates
@@ -36,7 +37,7 @@ METHODS = {"vanilla": METHOD_VANILLA, "no_speaker": METHOD_NO_SPEAKER, "speaker"
 REST = "(rest)"
 
 
-class WerRatioCheck(Check):
+class WerRatioCheck(SpeakerBootstrapComparison, Check):
     name = "wer_ratio"
     title = "Semantic-aware WER fairness: expected-WER ratio"
     report_template = "wer_ratio.html.j2"
@@ -49,7 +50,19 @@ class WerRatioCheck(Check):
         "nagq": ThresholdKey((int,), 10, between(1, 50)),
         "n_boot": ThresholdKey((int,), 1000, at_least(50)),
         "components": ThresholdKey((int,), 8, between(1, 64)),
+        **regression_keys(0.05),
     })
+    comparison_name = "largest |log WER ratio| (vanilla, one-vs-rest)"
+    worse_when = "higher"
+    comparison_statistic = staticmethod(largest_log_ratio)
+
+    def speaker_statistics(self, gate: Gate, case: Case) -> pd.DataFrame:
+        """Per speaker: word errors and reference words."""
+        settings = self.threshold_values(gate, case)
+        table, _, _ = self.utterance_table(gate, case.model, case.corpus, settings["components"])
+        errors = table["insertions"] + table["deletions"] + table["substitutions"]
+        return table.assign(errors=errors).groupby("speaker").agg(
+            group=(case.dimension, "first"), errors=("errors", "sum"), words=("n_ref_words", "sum"))
 
     def cases(self, gate: Gate) -> list[Case]:
         return [
