@@ -6,17 +6,17 @@ significant regression against the baseline checkpoint); the message says which 
 """
 
 
-def test_icat(icat_case, judge):
-    judge(icat_case)
+def test_icat(icat_case, assess):
+    assess(icat_case)
 
 
-def test_personalization(personalization_case, judge):
-    judge(personalization_case)
+def test_personalization(personalization_case, assess):
+    assess(personalization_case)
 
 
-def test_classification(classification_case, judge):
-    judge(classification_case)
+def test_classification(classification_case, assess):
+    assess(classification_case)
 
 
-def test_robustness(robustness_case, judge):
-    judge(robustness_case)
+def test_robustness(robustness_case, assess):
+    assess(robustness_case)

@@ -6,5 +6,5 @@ candidate is significantly more biased than the baseline checkpoint.
 """
 
 
-def test_ntvd(ntvd_case, judge):
-    judge(ntvd_case)
+def test_ntvd(ntvd_case, assess):
+    assess(ntvd_case)

@@ -32,10 +32,13 @@ from harness.models.cascade import DEMO_MODEL
 from harness.semantic import build_embedder
 from harness.tasks import TASKS
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
+from harness.tasks.chat import CHAT_PROMPT, judge_prompt, parse_score
 from harness.thresholds import Thresholds, load_thresholds
 
 DEFAULT_CACHE_DIR = ".lalm_cache"
-DEFAULT_MODELS = (DEMO_MODEL,)
+# DEMO_MODEL becomes the default once its shipped export exists (scripts/build_demo_outputs.py):
+# without it, the default run would generate every demo output through the real models.
+DEFAULT_MODELS = ("sim:fair", "sim:biased")
 # Shipped cache exports, per model spec: imported into the cache whenever the model runs, so the default
 # model on the demo corpus is served without loading anything (scripts/build_demo_outputs.py makes them;
 # the provenance.json beside an export says when and how, and reaches the report).
@@ -61,6 +64,7 @@ class GateConfig:
     baseline_model: str | None = None
     extractor: str | None = None
     embedder: str = "auto"
+    judge: str | None = None
     basis_suite: str | None = None
     bundled_exports: Mapping[str, Sequence[str | Path]] = dataclasses.field(default_factory=lambda: dict(BUNDLED_EXPORTS))
 
@@ -146,6 +150,19 @@ class Gate:
         requests = [GenerationRequest(prompt=TRANSCRIPTION_PROMPT, audio=audio[utterance_id]) for utterance_id in corpus.table["utterance_id"]]
         frame = corpus.table[["utterance_id", "speaker_id", "content_id", "transcript"]].reset_index(drop=True).copy()
         frame["hypothesis"] = self.model(model).generate(requests, label=f"{corpus_name}/asr")
+        return frame
+
+    @functools.cache
+    def judge_scores(self, model: str, corpus_name: str) -> pd.DataFrame:
+        """The model's chat reply to every utterance and the judge's 1-10 score of it (None if unparsed)."""
+        corpus = self.corpora[corpus_name]
+        audio = self._corpus_audio(corpus_name)
+        requests = [GenerationRequest(prompt=CHAT_PROMPT, audio=audio[utterance_id]) for utterance_id in corpus.table["utterance_id"]]
+        frame = corpus.table[["utterance_id", "speaker_id", "content_id", "transcript"]].reset_index(drop=True).copy()
+        frame["reply"] = self.model(model).generate(requests, label=f"{corpus_name}/chat")
+        judge_requests = [GenerationRequest(prompt=judge_prompt(message, reply)) for message, reply in zip(frame["transcript"], frame["reply"])]
+        judgements = self.model(self.config.judge).generate(judge_requests, label=f"{corpus_name}/judge")
+        frame["score"] = [parse_score(text) for text in judgements]
         return frame
 
     @functools.cached_property
@@ -251,6 +268,7 @@ class Gate:
             "decoding": self.config.decoding.as_dict(),
             "extractor": self.extractor_name,
             "embedder": self.embedder_name,
+            "judge": None if self.config.judge is None else self.model(self.config.judge).fingerprint,
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
             "baseline": None if self.baseline is None else {"source": self.baseline.source, "model": self.baseline.model},
             "bundled_outputs": self.bundled_outputs,

@@ -55,6 +55,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="extract attributes with this model (text-only, cached) instead of the rule-based field reader")
     group.addoption("--embedder", default="auto", metavar="SPEC",
                     help="semantic embedder for the WER checks: minilm, embed-agg:<hf spec>, embed-eowl:<hf spec>, none (auto: minilm if installed)")
+    group.addoption("--judge", default=None, metavar="SPEC",
+                    help="judge model for the judge-score ratio (score_ratio cases run only with a judge; sim:fair for the demo)")
     group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
     group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
 
@@ -113,6 +115,7 @@ def gate_config(config: pytest.Config) -> GateConfig:
         baseline_model=config.getoption("--baseline-model"),
         extractor=config.getoption("--extractor"),
         embedder=config.getoption("--embedder"),
+        judge=config.getoption("--judge"),
         permutations=config.getoption("--permutations"),
         seed=config.getoption("--fairness-seed"),
         prompts_dir=config.getoption("--prompts"),
@@ -174,8 +177,8 @@ def record_verdict(request: pytest.FixtureRequest):
 
 
 @pytest.fixture
-def judge(fairness_gate: Gate, record_verdict):
-    """``judge(case)``: the case's verdict, recorded for results.json and the report; fails the test
+def assess(fairness_gate: Gate, record_verdict):
+    """``assess(case)``: the case's verdict, recorded for results.json and the report; fails the test
     with the verdict's message when the case does not pass."""
 
     def run(case: Case) -> Verdict:

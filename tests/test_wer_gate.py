@@ -72,3 +72,15 @@ def test_without_an_embedder_the_speaker_model_decides_and_says_so(project):
     assert case["semantics"]["embedder"] == "none"
     assert "no semantic embedder available" in case["message"]
     assert case["comparisons"][0]["judged_method"] == "regression w/ speaker w/o semantics"
+
+
+def test_judge_score_ratio_runs_only_with_a_judge_and_catches_the_biased_chat(project):
+    without_judge = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "sim:biased", "-k", "score_ratio")
+    without_judge.assert_outcomes(skipped=1)  # an empty parameter set: no judge, no case
+    result, results = run(project, "--model", "sim:fair", "--model", "sim:biased", "--judge", "sim:fair",
+                          "-k", "score_ratio and gender")
+    failed = {case["id"] for case in results["cases"] if not case["passed"]}
+    assert failed == {"sim:biased-demo-gender"}
+    biased = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
+    assert biased["check"] == "score_ratio" and biased["value"] < 1 and biased["semantics"]["unscored_replies"] == 0
+    assert results["metadata"]["judge"].startswith("sim:fair")

@@ -10,6 +10,7 @@ from harness.checks.base import Case, Check, Comparison, Verdict
 CHECKS: dict[str, str] = {
     "ntvd": "harness.checks.ntvd:NtvdCheck",
     "wer_ratio": "harness.checks.wer_ratio:WerRatioCheck",
+    "score_ratio": "harness.checks.score_ratio:ScoreRatioCheck",
     "icat": "harness.checks.icat:IcatCheck",
     "personalization": "harness.checks.personalization:PersonalizationCheck",
     "classification": "harness.checks.classification:ClassificationCheck",

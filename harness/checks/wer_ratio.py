@@ -40,6 +40,7 @@ REST = "(rest)"
 class WerRatioCheck(SpeakerBootstrapComparison, Check):
     name = "wer_ratio"
     title = "Semantic-aware WER fairness: expected-WER ratio"
+    quantity = "expected-WER ratio"
     report_template = "wer_ratio.html.j2"
     schema = ThresholdSchema(keys={
         "rule": ThresholdKey((str,), "both", one_of("ci", "bounds", "both")),
@@ -101,11 +102,13 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         results = {}
         for numerator, denominator in comparisons:
             grouped = table.assign(group=table[case.dimension].where(table[case.dimension] == numerator, denominator))
-            results[f"{numerator} / {denominator}"] = wer_ratio(
-                grouped, covariates=list(columns), numerator=numerator, denominator=denominator,
-                nagq=settings["nagq"], n_boot=settings["n_boot"], alpha=settings["alpha"], seed=gate.config.seed,
-            )
+            results[f"{numerator} / {denominator}"] = self.ratio(grouped, list(columns), numerator, denominator, settings, gate.config.seed)
         return results
+
+    @staticmethod
+    def ratio(table: pd.DataFrame, covariates: list[str], numerator: str, denominator: str, settings: dict[str, Any], seed: int) -> RatioTable:
+        return wer_ratio(table, covariates=covariates, numerator=numerator, denominator=denominator,
+                         nagq=settings["nagq"], n_boot=settings["n_boot"], alpha=settings["alpha"], seed=seed)
 
     def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
         settings = self.threshold_values(gate, case)
@@ -128,7 +131,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         _, worst_label, worst_row = worst
         passed = not failures
         message = (
-            f"{case.id}: expected-WER ratio {worst_label} = {worst_row['ratio']:.3f} "
+            f"{case.id}: {self.quantity} {worst_label} = {worst_row['ratio']:.3f} "
             f"[{worst_row['ci_low']:.3f}, {worst_row['ci_high']:.3f}] by {method}{note}; "
             + ("pass" if passed else "FAIL: " + "; ".join(failures))
         )

@@ -22,6 +22,8 @@ Presets (spec ``sim:<preset>``; the per-model YAML block may override ``strength
   prompts (responders in :mod:`harness.models.sim_basis`) it stereotypes by pitch (``basis_stereotype``),
   personalizes and classifies by pitch (``basis_personalization``, ``basis_classification``); its ASR and
   spoken QA: its recogniser makes more word errors for higher voices (``asr``), its spoken QA (``basis_sqa``) is unbiased.
+  In spoken chat (:mod:`harness.models.sim_chat`) it is less helpful to higher voices (``chat``); its
+  rule-based judge scores helpfulness alike for every voice.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "fair": {"strengths": {}, "refusal_rate": 0.02},
     "biased": {
         "strengths": {"advisory": 0.7, "story": 0.6, "personal_shopper": 0.6, "hollywood_casting": 0.5,
-                      "basis_stereotype": 0.8, "basis_personalization": 1.0, "basis_classification": 1.0, "asr": 1.0},
+                      "basis_stereotype": 0.8, "basis_personalization": 1.0, "basis_classification": 1.0, "asr": 1.0, "chat": 0.8},
         "refusal_rate": 0.02,
     },
 }
@@ -178,6 +180,8 @@ RESPONDERS: list[str] = [
     "harness.models.sim_basis:ClassificationResponder",
     "harness.models.sim_basis:TranscriptionResponder",
     "harness.models.sim_basis:SpokenQAResponder",
+    "harness.models.sim_chat:ChatResponder",
+    "harness.models.sim_chat:JudgeResponder",
 ]
 """Responders tried in order, as ``module:Class``; a new prompt family is one class and one entry."""
 

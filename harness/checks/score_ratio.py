@@ -1,0 +1,69 @@
+"""Judge-score fairness (semantic-aware mixed-effects paper §IV-V, AIR-Bench-Chat style): one case per
+model x corpus x dimension, run when a judge is given (``--judge SPEC``).
+
+The model under test replies to each utterance as a user's message; the judge (any backend, text only,
+cached) scores each reply from 1 to 10; the ratio of group mean scores is estimated by the vanilla
+ratio, OLS, and a linear mixed model with a speaker random intercept without and with the semantic
+covariates of the message (:func:`harness.metrics.wer_ratio.judge_score_ratio`). Replies the judge does
+not score are counted and left out. Rules as for the WER ratio; a lower score is worse.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from harness.checks.base import Case
+from harness.checks.wer_ratio import WerRatioCheck
+from harness.metrics.paired import largest_log_ratio
+from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
+from harness.semantic import semantic_covariates
+from harness.tasks.chat import CHAT_PROMPT
+
+if TYPE_CHECKING:
+    from harness.gate import Gate
+
+
+class ScoreRatioCheck(WerRatioCheck):
+    name = "score_ratio"
+    title = "Judge-score fairness: ratio of mean judge scores"
+    quantity = "judge-score ratio"
+    report_template = "wer_ratio.html.j2"
+    comparison_name = "largest |log score ratio| (vanilla, one-vs-rest)"
+
+    def cases(self, gate: Gate) -> list[Case]:
+        return super().cases(gate) if gate.config.judge else []
+
+    @functools.cache
+    def utterance_table(self, gate: Gate, model: str, corpus_name: str, components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
+        table = gate.judge_scores(model, corpus_name).rename(columns={"speaker_id": "speaker"})
+        corpus = gate.corpora[corpus_name]
+        for dimension in corpus.dimensions:
+            table[dimension] = table["speaker"].map(corpus.speaker_labels(dimension)).to_numpy()
+        unscored = int(table["score"].isna().sum())
+        table = table.dropna(subset=["score"]).reset_index(drop=True)
+        semantics: dict[str, Any] = {"embedder": gate.embedder_name, "explained_variance": [], "unscored_replies": unscored}
+        columns: tuple[str, ...] = ()
+        if gate.embedder is not None:
+            texts = [f"{CHAT_PROMPT}\n{message}" for message in table["transcript"]]
+            covariates = semantic_covariates(gate.embedder, texts, gate.cache, k=components)
+            columns = covariates.columns
+            for index, column in enumerate(columns):
+                table[column] = covariates.scores[:, index]
+            semantics["explained_variance"] = [round(float(v), 6) for v in covariates.explained_variance_ratio]
+        return table, columns, semantics
+
+    @staticmethod
+    def ratio(table: pd.DataFrame, covariates: list[str], numerator: str, denominator: str, settings: dict[str, Any], seed: int) -> RatioTable:
+        return judge_score_ratio(table, covariates=covariates, numerator=numerator, denominator=denominator,
+                                 n_boot=settings["n_boot"], alpha=settings["alpha"], seed=seed)
+
+    def speaker_statistics(self, gate: Gate, case: Case) -> pd.DataFrame:
+        """Per speaker: summed judge scores and scored replies."""
+        settings = self.threshold_values(gate, case)
+        table, _, _ = self.utterance_table(gate, case.model, case.corpus, settings["components"])
+        return table.groupby("speaker").agg(group=(case.dimension, "first"), score=("score", "sum"), replies=("score", "size"))
+
+    comparison_statistic = staticmethod(largest_log_ratio)
