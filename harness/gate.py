@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from harness.basis import BasisSuite, resolve_suite
-from harness.cache import OutputCache
+from harness.cache import OutputCache, cache_key
 from harness.data import Corpus, resolve_corpus
 from harness.data.corpus import read_utterance_audio
 from harness.checks import Case, Comparison, Verdict, all_checks, get_check
@@ -208,12 +208,20 @@ class Gate:
     @functools.cache
     def minimum_detectable_ntvd(self, corpus_name: str, dimension: str) -> dict[str, float | None]:
         """The smallest nTVD the speaker-level test detects with 80% power at alpha 0.05, by simulation
-        (population and mean observed nTVD; None when the corpus cannot reach the target power)."""
+        (population and mean observed nTVD; None when the corpus cannot reach the target power).
+        Stored in the cache, keyed by the corpus design, since it depends on nothing else."""
         from harness.metrics.power import corpus_design, minimum_detectable_ntvd
 
         design = corpus_design(self.corpora[corpus_name].table, dimension)
-        result = minimum_detectable_ntvd(**design, n_simulations=200, n_permutations=200, seed=self.config.seed)
-        return {"population": finite_or_none(result.min_detectable_ntvd), "observed": finite_or_none(result.expected_observed_ntvd)}
+        settings = {"n_simulations": 200, "n_permutations": 200, "seed": self.config.seed}
+        key = cache_key("power", "minimum_detectable_ntvd@1", settings, {"design": design})
+        stored = self.cache.get_many([key]).get(key)
+        if stored is not None:
+            return json.loads(stored)
+        result = minimum_detectable_ntvd(**design, **settings)
+        value = {"population": finite_or_none(result.min_detectable_ntvd), "observed": finite_or_none(result.expected_observed_ntvd)}
+        self.cache.put_many([(key, "power", "minimum_detectable_ntvd@1", json.dumps(value), {})])
+        return value
 
     def group_table(self, model: str, corpus_name: str, task_name: str, dimension: str) -> pd.DataFrame:
         """``utterance_id, speaker, group, attribute, value``: the extracted values with each speaker's group."""
