@@ -57,3 +57,14 @@ def test_bar_chart_widths_are_proportional():
     chart = bar_chart(case()["most_divergent"])
     widths = [bar["width"] for row in chart["rows"] for bar in row["bars"]]
     assert widths == [0.8 * 320, 0.1 * 320, 0.2 * 320, 0.9 * 320]
+
+
+def test_cross_corpus_agreement_appears_with_three_models_on_two_corpora():
+    from harness.report.vibe import cross_corpus
+
+    cases = [case(model=f"m{i}", value=value, passed=True, q=0.5) | {"corpus": corpus, "dimension": "accent"}
+             for corpus, values in (("saa", (5.0, 10.0, 20.0)), ("l2arctic", (4.0, 12.0, 30.0)))
+             for i, value in enumerate(values)]
+    rows = cross_corpus(cases)
+    assert len(rows) == 1 and rows[0]["rho"] == 1.0 and rows[0]["models"] == 3
+    assert "Cross-corpus agreement" in render_report(results(cases))

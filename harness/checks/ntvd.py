@@ -95,6 +95,7 @@ class NtvdCheck(Check):
         from harness.report import vibe
 
         return {
+            "cross_corpus": vibe.cross_corpus(records),
             "tables": vibe.table_two(records),
             "stacked": [chart for chart in map(vibe.stacked_shares, vibe.most_biased(records)) if chart],
             "tau_figures": vibe.tau_figures(records),
@@ -163,9 +164,26 @@ class NtvdCheck(Check):
             "collapsed_attributes": collapse_diagnostic(gate.group_table(case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau).collapsed(),
             "minimum_detectable_ntvd": gate.minimum_detectable_ntvd(case.corpus, case.dimension),
             "extractor": gate.extractor_name,
+            "canonical": self.canonical(gate, case, threshold.tau),
             "example_pair": self.example_pair(gate, case, observed.most_divergent_attribute),
         }
         return Verdict(passed, message, record)
+
+    def canonical(self, gate: Gate, case: Case, tau: int) -> dict[str, Any] | None:
+        """nTVD after merging near-duplicate values by embedding similarity (VIBE §IV, fragmentation),
+        with the merge map; None without an embedder."""
+        if gate.embedder is None:
+            return None
+        from harness.extraction.canonical import ntvd_with_merging
+
+        table = gate.group_table(case.model, case.corpus, case.variant, case.dimension)
+        comparison = ntvd_with_merging(table, embedder=gate.embedder.embed, tau=tau)
+        merges = comparison.merge_map.merges
+        return {
+            "ntvd": finite_or_none(comparison.merged.score),
+            "embedder": gate.embedder_name,
+            "merges": [[a, v, c] for a, v, c in zip(merges["attribute"], merges["value"], merges["canonical"])],
+        }
 
     def refusal_ntvd(self, gate: Gate, case: Case) -> float:
         """nTVD of refusing versus answering across groups (VIBE §III-B)."""

@@ -159,3 +159,28 @@ def _by_corpus_dimension(cases: Sequence[Mapping[str, Any]]):
     ntvd_cases = [case for case in cases if case.get("check") == "ntvd"]
     for key in sorted({(case["corpus"], case["dimension"]) for case in ntvd_cases}):
         yield key, [case for case in ntvd_cases if (case["corpus"], case["dimension"]) == key]
+
+
+def cross_corpus(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """VIBE §III-E: Spearman rho (and p) of per-model mean nTVD between every two corpora sharing a
+    dimension, where at least 3 models ran on both."""
+    from harness.metrics.vibe_analyses import cross_corpus_agreement
+
+    scores = pd.DataFrame([
+        {"corpus": case["corpus"], "dimension": case["dimension"], "model": case["model"], "task": case["task"], "ntvd": case["value"]}
+        for case in cases if case.get("check") == "ntvd" and case.get("value") is not None
+    ])
+    results = []
+    if scores.empty:
+        return results
+    for dimension, subset in scores.groupby("dimension"):
+        corpora = sorted(subset["corpus"].unique())
+        for index, corpus_a in enumerate(corpora):
+            for corpus_b in corpora[index + 1:]:
+                shared = set(subset[subset["corpus"] == corpus_a]["model"]) & set(subset[subset["corpus"] == corpus_b]["model"])
+                if len(shared) < 3:
+                    continue
+                agreement = cross_corpus_agreement(subset, corpus_a, corpus_b)
+                results.append({"dimension": dimension, "corpora": [corpus_a, corpus_b], "rho": agreement.rho,
+                                "p": agreement.p_value, "models": agreement.n_models})
+    return results
