@@ -18,6 +18,9 @@ BACKENDS: dict[str, str] = {
     "hf": "harness.models.hf:HFBackend",
     "vllm": "harness.models.vllm_backend:VLLMBackend",
     "openai": "harness.models.openai_backend:OpenAIBackend",
+    "whisper": "harness.models.whisper_backend:WhisperBackend",
+    "smollm2": "harness.models.text_llm:TextLLMBackend",
+    "cascade": "harness.models.cascade:CascadeBackend",
 }
 
 

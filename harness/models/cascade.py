@@ -1,0 +1,163 @@
+"""``cascade:<asr spec>+<llm spec>``: a speech-in, text-out system made of a speech recogniser and a text LLM.
+
+The default model of the gate is :data:`DEMO_MODEL`, ``cascade:whisper:tiny.en+smollm2:135m-instruct``.
+For each request the ASR model transcribes the audio, and the LLM receives the transcript and the task
+prompt (:data:`USER_TEMPLATE`, with :data:`SYSTEM_TEXT` unless the request brings its own system text).
+The answer is ``[transcript] <what the ASR heard>``, a blank line, then the LLM's answer: the transcript is
+part of the cached output, so differences that come from recognition errors can be read in the report
+(the ``[`` keeps that line from ever being read as a ``Label: value`` field). A request without audio goes
+to the LLM alone.
+
+Caching, in two stages inside the gate's cache. The cascade's own answers are cached by the gate
+(:class:`~harness.generation.CachedModel`) under the cascade's fingerprint, which combines both stages'
+fingerprints, the ASR decoding, and the texts above. Within a miss, each stage is itself a
+``CachedModel`` over the same :class:`~harness.cache.OutputCache` (bound by the gate through
+:meth:`CascadeBackend.use_cache`), keyed by that stage's own fingerprint:
+
+* ASR stage: one entry per distinct recording (request prompt ``""``, :data:`ASR_DECODING`), so five tasks
+  over one corpus transcribe each recording once, and a changed prompt reuses every transcript;
+* LLM stage: one entry per distinct (transcript, prompt, system) under the run's decoding parameters; under
+  greedy decoding identical inputs give identical answers, so the LLM runs once per distinct transcript
+  and prompt however many speakers were heard alike.
+
+The LLM stage defaults to ``answer_format: fields`` (see :mod:`harness.models.text_llm`). Options:
+``asr`` and ``llm``, each the option block of its stage's backend, merged over these defaults.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.models.base import DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
+
+DEMO_ASR = "whisper:tiny.en"
+DEMO_LLM = "smollm2:135m-instruct"
+DEMO_MODEL = f"cascade:{DEMO_ASR}+{DEMO_LLM}"
+KNOWN_OPTIONS = frozenset({"asr", "llm"})
+DEFAULT_STAGE_OPTIONS: dict[str, dict[str, Any]] = {"asr": {}, "llm": {"answer_format": "fields", "max_field_tokens": 8}}
+ASR_DECODING = DecodingParams(max_new_tokens=224)
+SYSTEM_TEXT = (
+    "You are a helpful assistant. You cannot hear audio: a speech recogniser has transcribed the recording "
+    "for you, and you answer from its transcript. Answer briefly."
+)
+# The task prompt comes last, so that its closing ``Label: ...`` block ends the request (the LLM stage's
+# ``fields`` answer format reads it there).
+USER_TEMPLATE = (
+    'The recording, as transcribed by a speech recogniser: "{transcript}"\n\n'
+    "Answer only with the lines that end this request, each filled in with one to three words of your own "
+    "choosing. For example, lines \"Mood: ...\" and \"Weather: (sunny or rainy)\" are answered as:\n"
+    "Mood: cheerful\nWeather: rainy\n\n"
+    "{prompt}"
+)
+TRANSCRIPT_PREFIX = "[transcript] "
+CHUNK_SIZE = 64
+
+
+def join_output(transcript: str, answer: str) -> str:
+    return f"{TRANSCRIPT_PREFIX}{transcript}\n\n{answer}"
+
+
+def split_output(text: str) -> tuple[str | None, str]:
+    """``(transcript, answer)`` of a cascade output; ``(None, text)`` for an output with no transcript."""
+    if not text.startswith(TRANSCRIPT_PREFIX):
+        return None, text
+    first, _, rest = text.partition("\n")
+    return first[len(TRANSCRIPT_PREFIX):], rest.lstrip("\n")
+
+
+def parse_target(spec: str, target: str) -> tuple[str, str]:
+    asr, sep, llm = target.partition("+")
+    if not sep or ":" not in asr or ":" not in llm:
+        raise ModelError(f"{spec}: a cascade is 'cascade:<asr spec>+<llm spec>', e.g. {DEMO_MODEL!r}")
+    return asr, llm
+
+
+class CascadeBackend:
+    """Builds both stage backends (cheap); :meth:`load` loads neither until a stage misses its cache."""
+
+    def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
+        from harness.models import build_backend
+
+        self.spec = spec
+        self.asr_spec, self.llm_spec = parse_target(spec, target)
+        options = validated_options(spec, "cascade", options, KNOWN_OPTIONS)
+        self.stage_options = {
+            stage: {**DEFAULT_STAGE_OPTIONS[stage], **dict(options.get(stage) or {})} for stage in ("asr", "llm")
+        }
+        self.asr_backend = build_backend(self.asr_spec, self.stage_options["asr"])
+        self.llm_backend = build_backend(self.llm_spec, self.stage_options["llm"])
+        self._cache: Any = None
+        self._fingerprint: str | None = None
+
+    def use_cache(self, cache: Any) -> None:
+        """Keep the stages' outputs in ``cache`` (the gate's :class:`~harness.cache.OutputCache`)."""
+        self._cache = cache
+
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = "cascade:" + stable_hash({
+                "asr": self.asr_backend.fingerprint(),
+                "asr_decoding": ASR_DECODING.as_dict(),
+                "llm": self.llm_backend.fingerprint(),
+                "system": SYSTEM_TEXT,
+                "user": USER_TEMPLATE,
+                "output": TRANSCRIPT_PREFIX,
+            })
+        return self._fingerprint
+
+    def load(self) -> Cascade:
+        from harness.cache import OutputCache
+        from harness.generation import CachedModel
+
+        cache = self._cache if self._cache is not None else OutputCache(tempfile.mkdtemp(prefix="lalm-cascade-stages-"))
+        asr = CachedModel(self.asr_spec, cache, ASR_DECODING, self.stage_options["asr"], chunk_size=CHUNK_SIZE)
+        llm_options = self.stage_options["llm"]
+        return Cascade(self.spec, asr, lambda params: CachedModel(self.llm_spec, cache, params, llm_options, chunk_size=CHUNK_SIZE))
+
+
+class Cascade:
+    """The two cached stages; :attr:`stats` counts what each stage did in this process."""
+
+    def __init__(self, spec: str, asr: Any, llm_for: Any) -> None:
+        self.spec = spec
+        self.asr = asr
+        self._llm_for = llm_for
+        self._llm: dict[str, Any] = {}
+        self.stats = {"asr_requests": 0, "asr_seconds": 0.0, "llm_requests": 0, "llm_seconds": 0.0}
+
+    def llm(self, params: DecodingParams) -> Any:
+        key = stable_hash(params.as_dict())
+        if key not in self._llm:
+            self._llm[key] = self._llm_for(params)
+        return self._llm[key]
+
+    def transcripts(self, requests: Sequence[GenerationRequest]) -> dict[str, str]:
+        """Transcript per audio content hash, each distinct recording asked once."""
+        audios = {request.audio.content_hash: request.audio for request in requests if request.audio is not None}
+        started = time.monotonic()
+        texts = self.asr.generate([GenerationRequest(prompt="", audio=audio) for audio in audios.values()], label="asr stage")
+        self.stats["asr_requests"] += len(audios)
+        self.stats["asr_seconds"] += time.monotonic() - started
+        return dict(zip(audios, texts))
+
+    def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
+        transcripts = self.transcripts(requests)
+        llm_requests = []
+        for request in requests:
+            if request.audio is None:
+                llm_requests.append(request)
+                continue
+            prompt = USER_TEMPLATE.format(transcript=transcripts[request.audio.content_hash], prompt=request.prompt)
+            llm_requests.append(GenerationRequest(prompt=prompt, system=request.system if request.system is not None else SYSTEM_TEXT))
+        distinct = list(dict.fromkeys(llm_requests))
+        started = time.monotonic()
+        answers = dict(zip(distinct, self.llm(params).generate(distinct, label="llm stage")))
+        self.stats["llm_requests"] += len(distinct)
+        self.stats["llm_seconds"] += time.monotonic() - started
+        return [
+            answers[llm_request] if request.audio is None else join_output(transcripts[request.audio.content_hash], answers[llm_request])
+            for request, llm_request in zip(requests, llm_requests)
+        ]

