@@ -240,7 +240,7 @@ def test_quasi_separation_by_a_continuous_covariate_is_flagged_not_used():
     y = np.where(x > 0, trials, 0)
     fit = fit_random_intercept(y, np.column_stack([np.ones(200), x]), cluster, "binomial", trials=trials)
     assert not fit.converged
-    assert "fixed effects ['x1'] exceed 50 per RMS unit" in fit.message
+    assert "fixed effects ['x1'] are not finite or exceed 50 per RMS unit" in fit.message
 
 
 # --------------------------------------------------------------------------------------- bad inputs
@@ -385,3 +385,22 @@ def test_linear_mixed_matches_statsmodels_reml(speaker_sd):
             np.testing.assert_allclose(fit.coef, ols.params, atol=1e-10)
     else:
         assert fit.sigma_cluster == pytest.approx(speaker_sd, abs=0.2)
+
+
+def test_extreme_line_search_points_are_infeasible_not_fatal():
+    rng = np.random.default_rng(9)
+    y, design, cluster, trials = simulate(rng, n_clusters=10, per_cluster=20, family="poisson")
+    problem = glmm._Problem.build(
+        y=y.astype(float), trials=np.zeros(y.size), is_binomial=np.zeros(y.size, bool),
+        offset=np.log(trials), design=design, cluster=cluster, loaded=np.zeros(y.size, bool),
+    )
+    evaluator = glmm._Evaluator(problem, 10, estimate_loading=False)
+    for theta in ([400.0, 0.0, 0.0, 50.0], [-30.0, 60.0, -40.0, 5.0], [0.0, 0.0, 900.0, 0.5]):
+        value, gradient = evaluator.loglik_and_gradient(np.array(theta))
+        assert value == -np.inf or np.isfinite(value)
+    reference = glmm._maximise(problem, nagq=10, estimate_loading=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from_far = glmm._maximise(problem, nagq=10, estimate_loading=False, start=np.array([20.0, 0.0, 0.0, 5.0]))
+    assert from_far.converged
+    np.testing.assert_allclose(from_far.theta, reference.theta, atol=1e-6)

@@ -1,6 +1,23 @@
 """Metrics: pure functions on plain tables (pandas / numpy). They know nothing of pytest or models."""
 
+from harness.metrics.basis import stereoset_scores
+from harness.metrics.glmm import fit_joint_wer_model, fit_linear_mixed, fit_random_intercept
 from harness.metrics.multitest import fdr_bh
-from harness.metrics.ntvd import NTVDResult, PermutationResult, ntvd, permutation_test
+from harness.metrics.ntvd import NTVDResult, PermutationResult, ntvd, paired_ntvd_difference, permutation_test
+from harness.metrics.wer_ratio import RatioTable, judge_score_ratio, wer_ratio
 
-__all__ = ["NTVDResult", "PermutationResult", "fdr_bh", "ntvd", "permutation_test"]
+__all__ = [
+    "NTVDResult",
+    "PermutationResult",
+    "RatioTable",
+    "fdr_bh",
+    "fit_joint_wer_model",
+    "fit_linear_mixed",
+    "fit_random_intercept",
+    "judge_score_ratio",
+    "ntvd",
+    "paired_ntvd_difference",
+    "permutation_test",
+    "stereoset_scores",
+    "wer_ratio",
+]

@@ -14,11 +14,12 @@ Gauss-Hermite quadrature. The fairness estimate is ``R = WER_numerator / WER_den
 delta-method standard error ``se^2 = grad(log R)' V grad(log R)`` over all parameters, ``V`` the inverse
 observed information of the fit (for the joint fit this carries the covariance the shared speaker
 intercept induces between the two components). A group contrast between speakers is informed by only
-``m`` speakers, and Wald intervals with ML variance components under-cover at LibriSpeech's ``m = 40``
-(measured: 89% for a nominal 95%), so the speaker-model rows use the between-within small-sample
-correction: with ``q`` design columns constant within speaker (intercept, a speaker-level group) and
+``m`` speakers, and Wald intervals with ML variance components under-cover at small ``m``, so the
+speaker-model rows use the between-within small-sample correction: with ``q`` design columns constant within speaker (intercept, a speaker-level group) and
 ``df = m - q``, the interval is ``exp(log R +- t_{df, 1-alpha/2} sqrt(m / df) se)`` (``sqrt(m / df)`` is
 the ML-to-REML variance correction of the balanced linear case, in which the interval is then exact).
+Measured on 1,000 simulated LibriSpeech-sized data sets (40 speakers, ``benchmarks/bench_glmm.py
+--coverage 1000``): joint fit 94.0% coverage (92.9% with a plain z interval), separate fits 86.9%.
 The GLM row uses ``z_{1-alpha/2} se``. Optionally every model row also gets a speaker-cluster bootstrap
 interval (percentile, speakers resampled within group levels, model refitted).
 
@@ -79,6 +80,7 @@ RESULT_COLUMNS = (
 )
 
 _QUADRATURE_NODES = 40
+_HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(_QUADRATURE_NODES)
 _INTERCEPT = "(Intercept)"
 
 
@@ -577,7 +579,7 @@ class _PooledDesign:
 def _expected_wer_from_parts(
     eta_ins: np.ndarray, eta_del: np.ndarray, s_ins: float, s_del: float, n_words: np.ndarray
 ) -> float:
-    nodes, weights = np.polynomial.hermite.hermgauss(_QUADRATURE_NODES)
+    nodes, weights = _HERMITE_NODES, _HERMITE_WEIGHTS
     insertion_rate = np.exp(eta_ins + 0.5 * s_ins**2)
     delsub_prob = special.expit(eta_del[:, None] + np.sqrt(2.0) * s_del * nodes[None, :]) @ weights / np.sqrt(np.pi)
     return float(np.sum(n_words * (insertion_rate + delsub_prob)) / np.sum(n_words))
