@@ -255,9 +255,10 @@ def permutation_null(tensor: CountTensor, assignments: np.ndarray, chunk_size: i
 def _two_group_null(tensor: CountTensor, assignments: np.ndarray, chunk_size: int) -> np.ndarray:
     """Two groups: Pbar = (P_1 + P_2) / 2, so eq. 4-5 reduce to nTVD(a) = 100 * 1/2 sum_v |P_1(v) - P_2(v)|.
 
-    One float32 product gives, per permutation, group 1's value counts and its per-attribute totals
-    (the count matrix is extended by each speaker's per-attribute totals); group 2's are the remainders.
-    Chunks run on a few threads (numpy releases the GIL in its array loops); each writes its own slice.
+    One float32 product (one multi-threaded BLAS call for all permutations) gives, per permutation,
+    group 1's value counts and its per-attribute totals (the count matrix is extended by each speaker's
+    per-attribute totals); group 2's are the remainders. The element-wise rest runs in chunks on a few
+    threads (numpy releases the GIL in its array loops); each chunk writes its own slice.
     """
     n_attributes = len(tensor.attributes)
     starts = np.searchsorted(tensor.attribute_of_column, np.arange(n_attributes))
@@ -267,9 +268,10 @@ def _two_group_null(tensor: CountTensor, assignments: np.ndarray, chunk_size: in
     n_values = tensor.counts.shape[1]
     null = np.empty(len(assignments), dtype=np.float64)
 
+    first_counts = (assignments == 0).astype(np.float32) @ extended
+
     def run(start: int) -> None:
-        in_first = (assignments[start:start + chunk_size] == 0).astype(np.float32)
-        first = (in_first @ extended).astype(np.float64)
+        first = first_counts[start:start + chunk_size].astype(np.float64)
         second = grand - first
         first_share = _shares(first[:, :n_values], first[:, n_values:], tensor.attribute_of_column)
         second_share = _shares(second[:, :n_values], second[:, n_values:], tensor.attribute_of_column)
