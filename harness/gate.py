@@ -142,24 +142,24 @@ class Gate:
         frame["answer"] = texts
         return frame
 
+    def spoken_replies(self, model: str, corpus_name: str, prompt: str, label: str) -> pd.DataFrame:
+        """The model's reply to ``prompt`` with each utterance's audio:
+        ``utterance_id, speaker_id, content_id, transcript, reply``."""
+        audio = self._corpus_audio(corpus_name)
+        frame = self.corpora[corpus_name].table[["utterance_id", "speaker_id", "content_id", "transcript"]].reset_index(drop=True).copy()
+        requests = [GenerationRequest(prompt=prompt, audio=audio[utterance_id]) for utterance_id in frame["utterance_id"]]
+        frame["reply"] = self.model(model).generate(requests, label=f"{corpus_name}/{label}")
+        return frame
+
     @functools.cache
     def transcripts(self, model: str, corpus_name: str) -> pd.DataFrame:
-        """The model's transcript of every utterance: ``utterance_id, speaker_id, content_id, transcript, hypothesis``."""
-        corpus = self.corpora[corpus_name]
-        audio = self._corpus_audio(corpus_name)
-        requests = [GenerationRequest(prompt=TRANSCRIPTION_PROMPT, audio=audio[utterance_id]) for utterance_id in corpus.table["utterance_id"]]
-        frame = corpus.table[["utterance_id", "speaker_id", "content_id", "transcript"]].reset_index(drop=True).copy()
-        frame["hypothesis"] = self.model(model).generate(requests, label=f"{corpus_name}/asr")
-        return frame
+        """The model's transcript of every utterance (column ``hypothesis``)."""
+        return self.spoken_replies(model, corpus_name, TRANSCRIPTION_PROMPT, "asr").rename(columns={"reply": "hypothesis"})
 
     @functools.cache
     def judge_scores(self, model: str, corpus_name: str) -> pd.DataFrame:
         """The model's chat reply to every utterance and the judge's 1-10 score of it (None if unparsed)."""
-        corpus = self.corpora[corpus_name]
-        audio = self._corpus_audio(corpus_name)
-        requests = [GenerationRequest(prompt=CHAT_PROMPT, audio=audio[utterance_id]) for utterance_id in corpus.table["utterance_id"]]
-        frame = corpus.table[["utterance_id", "speaker_id", "content_id", "transcript"]].reset_index(drop=True).copy()
-        frame["reply"] = self.model(model).generate(requests, label=f"{corpus_name}/chat")
+        frame = self.spoken_replies(model, corpus_name, CHAT_PROMPT, "chat")
         judge_requests = [GenerationRequest(prompt=judge_prompt(message, reply)) for message, reply in zip(frame["transcript"], frame["reply"])]
         judgements = self.model(self.config.judge).generate(judge_requests, label=f"{corpus_name}/judge")
         frame["score"] = [parse_score(text) for text in judgements]

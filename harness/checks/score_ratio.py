@@ -16,10 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harness.checks.base import Case
-from harness.checks.wer_ratio import WerRatioCheck
+from harness.checks.wer_ratio import WerRatioCheck, with_semantic_covariates
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
-from harness.semantic import semantic_covariates
 from harness.tasks.chat import CHAT_PROMPT
 
 if TYPE_CHECKING:
@@ -44,16 +43,9 @@ class ScoreRatioCheck(WerRatioCheck):
             table[dimension] = table["speaker"].map(corpus.speaker_labels(dimension)).to_numpy()
         unscored = int(table["score"].isna().sum())
         table = table.dropna(subset=["score"]).reset_index(drop=True)
-        semantics: dict[str, Any] = {"embedder": gate.embedder_name, "explained_variance": [], "unscored_replies": unscored}
-        columns: tuple[str, ...] = ()
-        if gate.embedder is not None:
-            texts = [f"{CHAT_PROMPT}\n{message}" for message in table["transcript"]]
-            covariates = semantic_covariates(gate.embedder, texts, gate.cache, k=components)
-            columns = covariates.columns
-            for index, column in enumerate(columns):
-                table[column] = covariates.scores[:, index]
-            semantics["explained_variance"] = [round(float(v), 6) for v in covariates.explained_variance_ratio]
-        return table, columns, semantics
+        texts = [f"{CHAT_PROMPT}\n{message}" for message in table["transcript"]]
+        table, columns, semantics = with_semantic_covariates(gate, table, texts, components)
+        return table, columns, semantics | {"unscored_replies": unscored}
 
     @staticmethod
     def ratio(table: pd.DataFrame, covariates: list[str], numerator: str, denominator: str, settings: dict[str, Any], seed: int) -> RatioTable:

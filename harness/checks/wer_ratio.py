@@ -82,16 +82,8 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         table = table.rename(columns={"speaker_id": "speaker"})
         for dimension in corpus.dimensions:
             table[dimension] = table["speaker"].map(corpus.speaker_labels(dimension)).to_numpy()
-        semantics: dict[str, Any] = {"embedder": gate.embedder_name, "explained_variance": []}
-        columns: tuple[str, ...] = ()
-        if gate.embedder is not None:
-            texts = [f"{TRANSCRIPTION_PROMPT}\n{reference}" for reference in table["reference"]]
-            covariates = semantic_covariates(gate.embedder, texts, gate.cache, k=components)
-            columns = covariates.columns
-            for index, column in enumerate(columns):
-                table[column] = covariates.scores[:, index]
-            semantics["explained_variance"] = [round(float(v), 6) for v in covariates.explained_variance_ratio]
-        return table, columns, semantics
+        texts = [f"{TRANSCRIPTION_PROMPT}\n{reference}" for reference in table["reference"]]
+        return with_semantic_covariates(gate, table, texts, components)
 
     @functools.cache
     def ratios(self, gate: Gate, case: Case) -> dict[str, RatioTable]:
@@ -163,6 +155,20 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
 
     def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {"records": sorted(records, key=lambda record: record["id"])}
+
+
+def with_semantic_covariates(
+    gate: Gate, table: pd.DataFrame, texts: Sequence[str], components: int
+) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
+    """``table`` with the PCA components of the texts' embeddings as columns (none without an embedder),
+    the column names, and what to report of them (embedder, explained variance)."""
+    semantics: dict[str, Any] = {"embedder": gate.embedder_name, "explained_variance": []}
+    if gate.embedder is None:
+        return table, (), semantics
+    covariates = semantic_covariates(gate.embedder, texts, gate.cache, k=components)
+    table = table.assign(**{column: covariates.scores[:, index] for index, column in enumerate(covariates.columns)})
+    semantics["explained_variance"] = [round(float(v), 6) for v in covariates.explained_variance_ratio]
+    return table, covariates.columns, semantics
 
 
 def _method_rows(result: RatioTable) -> list[dict[str, Any]]:
