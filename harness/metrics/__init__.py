@@ -1,10 +1,15 @@
-"""Metrics: pure functions on plain tables (pandas / numpy). They know nothing of pytest or models."""
+"""Metrics: pure functions on plain tables (pandas / numpy). They know nothing of pytest or models.
+
+``harness.metrics.ntvd`` is the function (as the VIBE check's spec names it); the module of the same name
+is imported as ``from harness.metrics.ntvd import ...``. The expected-WER ratio lives in
+``harness.metrics.wer_ratio.wer_ratio`` (not re-exported here, so that the module name stays the module).
+"""
 
 from harness.metrics.basis import stereoset_scores
 from harness.metrics.glmm import fit_joint_wer_model, fit_linear_mixed, fit_random_intercept
 from harness.metrics.multitest import fdr_bh
 from harness.metrics.ntvd import NTVDResult, PermutationResult, ntvd, paired_ntvd_difference, permutation_test
-from harness.metrics.wer_ratio import RatioTable, judge_score_ratio, wer_ratio
+from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
 
 __all__ = [
     "NTVDResult",
@@ -19,5 +24,4 @@ __all__ = [
     "paired_ntvd_difference",
     "permutation_test",
     "stereoset_scores",
-    "wer_ratio",
 ]
