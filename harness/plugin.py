@@ -152,12 +152,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for check in all_checks():
         if check.fixture not in metafunc.fixturenames:
             continue
-        cases = get_gate(metafunc.config).cases(check.name)
-        metafunc.parametrize(
-            check.fixture,
-            [pytest.param(case, id=case.id, marks=[pytest.mark.fairness, pytest.mark.xdist_group(xdist_group_name(case.model))])
-             for case in cases],
-        )
+        gate = get_gate(metafunc.config)
+        cases = gate.cases(check.name)
+        params = [
+            pytest.param(case, id=case.id, marks=[pytest.mark.fairness, pytest.mark.xdist_group(xdist_group_name(case.model))])
+            for case in cases
+        ]
+        if not params:
+            params = [pytest.param(None, id="no-case", marks=pytest.mark.skip(reason=check.no_cases_reason(gate)))]
+        metafunc.parametrize(check.fixture, params)
 
 
 @pytest.fixture(scope="session")

@@ -56,7 +56,7 @@ def test_biased_recogniser_fails_gender_and_fair_one_passes(project):
     result, results = run(project, "--model", "sim:fair", "--model", "sim:biased")
     failed = {case["id"] for case in results["cases"] if not case["passed"]}
     assert failed == {"sim:biased-demo-gender"}
-    result.assert_outcomes(passed=3, failed=1, skipped=1)  # test_score_ratio has no case without --judge
+    result.assert_outcomes(passed=3, failed=1, skipped=1)  # test_score_ratio is skipped without --judge
     gender = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
     methods = [row["method"] for row in gender["comparisons"][0]["methods"]]
     assert methods[0] == "vanilla" and len(methods) in (3, 4)
@@ -76,8 +76,9 @@ def test_without_an_embedder_the_speaker_model_decides_and_says_so(project):
 
 
 def test_judge_score_ratio_runs_only_with_a_judge_and_catches_the_biased_chat(project):
-    without_judge = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "sim:biased", "-k", "score_ratio")
-    without_judge.assert_outcomes(skipped=1)  # an empty parameter set: no judge, no case
+    without_judge = project.runpytest_subprocess("-p", "no:cacheprovider", "-rs", "--model", "sim:biased", "-k", "score_ratio")
+    without_judge.assert_outcomes(skipped=1)
+    without_judge.stdout.fnmatch_lines(["*judge-score fairness needs a judge model: pass --judge SPEC*"])
     result, results = run(project, "--model", "sim:fair", "--model", "sim:biased", "--judge", "sim:fair",
                           "-k", "score_ratio and gender")
     failed = {case["id"] for case in results["cases"] if not case["passed"]}

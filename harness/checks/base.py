@@ -76,6 +76,10 @@ class Check(abc.ABC):
     @abc.abstractmethod
     def cases(self, gate: Gate) -> list[Case]: ...
 
+    def no_cases_reason(self, gate: Gate) -> str:
+        """Why this session has no case of this check (shown as the skip reason)."""
+        return f"no {self.name} case for the selected models and corpora"
+
     @abc.abstractmethod
     def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
         """The verdict of ``case``; ``family`` is every selected case of this check in the session."""

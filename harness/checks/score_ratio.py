@@ -35,6 +35,9 @@ class ScoreRatioCheck(WerRatioCheck):
     def cases(self, gate: Gate) -> list[Case]:
         return super().cases(gate) if gate.config.judge else []
 
+    def no_cases_reason(self, gate: Gate) -> str:
+        return "judge-score fairness needs a judge model: pass --judge SPEC" if not gate.config.judge else super().no_cases_reason(gate)
+
     @functools.cache
     def utterance_table(self, gate: Gate, model: str, corpus_name: str, components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
         table = gate.judge_scores(model, corpus_name).rename(columns={"speaker_id": "speaker"})
