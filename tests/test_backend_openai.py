@@ -203,7 +203,10 @@ def test_bounded_concurrency(servers):
 
     server.httpd.RequestHandlerClass.do_POST = counting
     backend([server.url], concurrency=3).load().generate([GenerationRequest(f"q{i}") for i in range(8)], DecodingParams())
-    assert 2 <= peak[0] <= 3
+    # Counted on the server, a finished handler may not have left `counting` when the client, already
+    # answered, sends its next request: one extra overlap is that handover, not a fourth client slot.
+    # Unbounded, all 8 requests would be in flight at once.
+    assert 2 <= peak[0] <= 4
 
 
 def test_spec_parsing_and_options():
