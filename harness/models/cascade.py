@@ -37,21 +37,15 @@ DEMO_ASR = "whisper:tiny.en"
 DEMO_LLM = "smollm2:135m-instruct"
 DEMO_MODEL = f"cascade:{DEMO_ASR}+{DEMO_LLM}"
 KNOWN_OPTIONS = frozenset({"asr", "llm"})
-DEFAULT_STAGE_OPTIONS: dict[str, dict[str, Any]] = {"asr": {}, "llm": {"answer_format": "fields", "max_field_tokens": 8}}
+DEFAULT_STAGE_OPTIONS: dict[str, dict[str, Any]] = {"asr": {}, "llm": {"answer_format": "fields"}}
 ASR_DECODING = DecodingParams(max_new_tokens=224)
 SYSTEM_TEXT = (
     "You are a helpful assistant. You cannot hear audio: a speech recogniser has transcribed the recording "
     "for you, and you answer from its transcript. Answer briefly."
 )
-# The task prompt comes last, so that its closing ``Label: ...`` block ends the request (the LLM stage's
-# ``fields`` answer format reads it there).
-USER_TEMPLATE = (
-    'The recording, as transcribed by a speech recogniser: "{transcript}"\n\n'
-    "Answer only with the lines that end this request, each filled in with one to three words of your own "
-    "choosing. For example, lines \"Mood: ...\" and \"Weather: (sunny or rainy)\" are answered as:\n"
-    "Mood: cheerful\nWeather: rainy\n\n"
-    "{prompt}"
-)
+# The transcript is the last paragraph: everything before it is the same for every utterance of a task, so
+# the LLM computes it once (see "shared heads" in :mod:`harness.models.text_llm`).
+USER_TEMPLATE = '{prompt}\n\nThe recording, as transcribed by a speech recogniser: "{transcript}"'
 TRANSCRIPT_PREFIX = "[transcript] "
 CHUNK_SIZE = 64
 
@@ -107,6 +101,10 @@ class CascadeBackend:
                 "output": TRANSCRIPT_PREFIX,
             })
         return self._fingerprint
+
+    def transcription_source(self) -> tuple[str, DecodingParams, dict[str, Any]]:
+        """What transcribes for the WER checks: the ASR stage, as the cascade itself runs it."""
+        return self.asr_spec, ASR_DECODING, dict(self.stage_options["asr"])
 
     def load(self) -> Cascade:
         from harness.cache import OutputCache

@@ -9,32 +9,39 @@ The converted tensors are those of the GGUF load, so both paths give the same an
 
 Requests are text only (audio is an error); the system text, when given, replaces the chat template's
 default. Decoding follows :class:`~harness.models.base.DecodingParams` (greedy by default), batched with
-left padding.
+padding between a shared head and each request's tail (below).
+
+Shared heads. When a prompt has paragraphs (``\n\n``), the chat text up to its last paragraph break is the
+request's *head*; its key/value cache is computed once, on its own, and reused by every request with the
+same head (the cascade puts the transcript in the last paragraph, so the system text and the task prompt
+are computed once per task instead of once per utterance). A request's answer depends only on its own
+head and tail, never on which requests share its batch, up to floating-point rounding.
 
 ``answer_format`` (option):
 
-* ``free`` (default): the model writes its answer, up to ``max_new_tokens``.
-* ``fields``: for prompts that end with a block of ``Label: ...`` lines (as the VIBE task prompts do),
-  the answer *is* that block, filled in by the model: the labels are written for it (the first one as
-  the start of its turn, the others after each newline it emits), and it writes each value, non-empty
-  and at most ``max_field_tokens`` tokens (default 8). A 135M model asked for a story and then the block
-  loops or copies the placeholders instead of stating values; this mode keeps every value the model's
-  own choice while guaranteeing the ``Label: value`` lines the rule extractor reads. Prompts without
-  such a block are answered freely.
+* ``fields`` (default): a prompt that states the form of its answer (a ``Label: ...`` block, lettered options with
+  "answer with the letter", "answer with exactly one of: ...", see :mod:`harness.models.answer_forms`) is
+  answered in that form by :class:`FormFiller`: every token is the model's greedy choice among the tokens
+  the form allows; an open value is at most ``max_field_tokens`` tokens per item (default 4). Other
+  prompts are answered freely.
+* ``free``: every prompt is answered freely, up to ``max_new_tokens``.
 
 Other options: ``batch_size`` (default 16), ``threads`` (torch CPU threads, default 2).
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
-import re
 import shutil
 import tempfile
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, answer_form
 from harness.models.base import DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
@@ -51,18 +58,11 @@ ENGINE_PINS = {"transformers": "5.24.0", "torch": "2.13.0", "gguf": "0.19.0"}
 KNOWN_OPTIONS = frozenset({"answer_format", "max_field_tokens", "batch_size", "threads"})
 ANSWER_FORMATS = ("free", "fields")
 CONVERTED_DIR_ENV = "LALM_CONVERTED_MODELS"
-_FIELD_LINE = re.compile(r"^(?P<label>[A-Z][A-Za-z /'&-]{0,40}):(?:\s.*)?$")
-
-
-def field_labels(prompt: str) -> tuple[str, ...]:
-    """The labels of the ``Label: ...`` lines that end ``prompt`` (empty when it does not end so)."""
-    labels: list[str] = []
-    for line in reversed(prompt.rstrip().splitlines()):
-        match = _FIELD_LINE.match(line.strip())
-        if not match:
-            break
-        labels.append(match["label"])
-    return tuple(reversed(labels))
+# Characters that end a short value: sentence punctuation, brackets, markup and line breaks.
+VALUE_BREAKERS = frozenset('.,;:!?"()[]{}<>*#_=|/\\`~\n')
+HEAD_CACHE_SIZE = 32
+# Bumped whenever the decoding code changes what a request is answered with.
+DECODER_VERSION = "2"
 
 
 def converted_models_root() -> Path:
@@ -79,10 +79,10 @@ class TextLLMBackend:
             raise ModelError(f"{spec}: unknown SmolLM2 model {target!r}; bundled models: {sorted(BUNDLED_MODELS)}")
         self.weights = BUNDLED_MODELS[target]
         self.options = validated_options(spec, "smollm2", options, KNOWN_OPTIONS)
-        self.answer_format = str(self.options.get("answer_format", "free"))
+        self.answer_format = str(self.options.get("answer_format", "fields"))
         if self.answer_format not in ANSWER_FORMATS:
             raise ModelError(f"{spec}: answer_format must be one of {ANSWER_FORMATS}, got {self.answer_format!r}")
-        self.max_field_tokens = int(self.options.get("max_field_tokens", 8))
+        self.max_field_tokens = int(self.options.get("max_field_tokens", 4))
         self.batch_size = int(self.options.get("batch_size", 16))
         self.threads = int(self.options.get("threads", 2))
         for name, value in (("max_field_tokens", self.max_field_tokens), ("batch_size", self.batch_size), ("threads", self.threads)):
@@ -92,7 +92,7 @@ class TextLLMBackend:
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            behaviour: dict[str, Any] = {"answer_format": self.answer_format}
+            behaviour: dict[str, Any] = {"answer_format": self.answer_format, "decoder": DECODER_VERSION}
             if self.answer_format == "fields":
                 behaviour["max_field_tokens"] = self.max_field_tokens
             self._fingerprint = "smollm2:" + stable_hash({
@@ -154,25 +154,33 @@ class TextLLMBackend:
 
 
 class TextLLM:
-    """A loaded SmolLM2: batched chat generation."""
+    """A loaded SmolLM2: batched chat generation over cached shared prompt heads."""
 
     def __init__(self, backend: TextLLMBackend, tokenizer: Any, model: Any) -> None:
+        import torch
+
         self.spec = backend.spec
         self.backend = backend
         self.tokenizer = tokenizer
-        self.tokenizer.padding_side = "left"
         self.model = model
         self.eos_id = int(tokenizer.convert_tokens_to_ids("<|im_end|>"))
         self.pad_id = self.eos_id
-        vocabulary = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-        self.newline_ids = sorted(
-            index for index, token in enumerate(vocabulary) if token and "\n" in tokenizer.convert_tokens_to_string([token])
-        )
         self.newline_id = tokenizer.encode("\n", add_special_tokens=False)[0]
-        self.word_start_ids = sorted(
-            index for index, token in enumerate(vocabulary)
-            if token and tokenizer.convert_tokens_to_string([token]).lstrip(" ")[:1].isalnum()
-        )
+        self.comma_ids = tokenizer.encode(",", add_special_tokens=False)
+        vocabulary_size = int(model.config.vocab_size)
+        texts = [tokenizer.decode([index]) for index in range(min(vocabulary_size, len(tokenizer)))]
+        texts += [""] * (vocabulary_size - len(texts))
+        special = set(tokenizer.all_special_ids)
+        # A value's first token starts a word after the label's space; later tokens continue it in plain text.
+        self.banned_first = torch.tensor([
+            index in special or not (text[:1] == " " and text[1:2].isalnum()) or text.strip().lower() in FILLER_WORDS
+            for index, text in enumerate(texts)
+        ])
+        self.banned_inside = torch.tensor([
+            index in special or any(char in VALUE_BREAKERS for char in text) or not text.strip()
+            for index, text in enumerate(texts)
+        ])
+        self._heads: OrderedDict[tuple[int, ...], Any] = OrderedDict()
 
     def chat_text(self, request: GenerationRequest, prefill: str = "") -> str:
         if request.audio is not None:
@@ -182,111 +190,205 @@ class TextLLM:
             messages.insert(0, {"role": "system", "content": request.system})
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) + prefill
 
+    def plan(self, request: GenerationRequest) -> Plan:
+        """Head and tail token ids, the assistant-turn prefill and the form program of one request."""
+        form = answer_form(request.prompt) if self.backend.answer_format == "fields" else None
+        prefill = f"{form.fields[0].label}:" if isinstance(form, FieldsForm) else ""
+        text = self.chat_text(request, prefill)
+        cut = text.rfind("\n\n", 0, text.rfind("<|im_start|>assistant")) + 2 if "\n\n" in request.prompt else 0
+        encode = lambda part: tuple(self.tokenizer.encode(part, add_special_tokens=False)) if part else ()  # noqa: E731
+        return Plan(encode(text[:cut]), encode(text[cut:]), prefill, self.program(form) if form is not None else None)
+
+    def program(self, form: FieldsForm | ChoiceForm) -> tuple[Segment, ...]:
+        """The segments a :class:`FormFiller` row walks: forced labels, closed and open values."""
+        encode = lambda text: tuple(self.tokenizer.encode(text, add_special_tokens=False))  # noqa: E731
+        if isinstance(form, ChoiceForm):
+            return (Segment("closed", terminator=self.eos_id, trie=option_trie([encode(option) for option in form.options])),)
+        segments: list[Segment] = []
+        for position, field in enumerate(form.fields):
+            terminator = self.eos_id if position == len(form.fields) - 1 else self.newline_id
+            if position:
+                segments.append(Segment("force", tokens=encode(f"{field.label}:")))
+            if field.options:
+                segments.append(Segment("closed", terminator=terminator, trie=option_trie([encode(" " + option) for option in field.options])))
+            else:
+                segments.append(Segment("open", terminator=terminator, items=field.items))
+        return tuple(segments)
+
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         if params.do_sample and params.temperature <= 0:
             raise ModelError(f"{self.spec}: do_sample=True needs temperature > 0")
-        labels = [
-            field_labels(request.prompt) if self.backend.answer_format == "fields" else () for request in requests
-        ]
-        prefills = [f"{row_labels[0]}:" if row_labels else "" for row_labels in labels]
-        texts = [self.chat_text(request, prefill) for request, prefill in zip(requests, prefills)]
-        lengths = [len(self.tokenizer.encode(text, add_special_tokens=False)) for text in texts]
-        order = sorted(range(len(texts)), key=lambda index: (lengths[index], index))
-        answers: list[str] = [""] * len(texts)
-        with Progress(len(texts), f"{self.spec} generate") as bar:
-            for start in range(0, len(order), self.backend.batch_size):
-                batch = order[start:start + self.backend.batch_size]
-                outputs = self._run_batch([texts[i] for i in batch], [labels[i] for i in batch], params)
-                for index, output in zip(batch, outputs):
-                    answers[index] = (prefills[index] + output).strip()
-                bar.update(len(batch))
+        plans = [self.plan(request) for request in requests]
+        groups: dict[tuple, list[int]] = {}
+        for index, plan in enumerate(plans):
+            groups.setdefault((plan.head, plan.program is None), []).append(index)
+        answers: list[str] = [""] * len(plans)
+        with Progress(len(plans), f"{self.spec} generate") as bar:
+            for (head, _), members in groups.items():
+                members.sort(key=lambda index: (len(plans[index].tail), index))
+                for start in range(0, len(members), self.backend.batch_size):
+                    batch = members[start:start + self.backend.batch_size]
+                    outputs = self._run_batch(head, [plans[index] for index in batch], params)
+                    for index, output in zip(batch, outputs):
+                        answers[index] = (plans[index].prefill + output).strip()
+                    bar.update(len(batch))
         return answers
 
-    def _run_batch(self, texts: list[str], labels: list[tuple[str, ...]], params: DecodingParams) -> list[str]:
+    def head_cache(self, head: tuple[int, ...]) -> Any:
+        """The key/value cache of a shared prompt head, computed once (batch of one) and kept for reuse."""
+        import torch
+
+        if head not in self._heads:
+            with torch.inference_mode():
+                output = self.model(torch.tensor([head]), use_cache=True, logits_to_keep=1)
+            self._heads[head] = output.past_key_values if getattr(output, "cache", None) is None else output.cache
+            while len(self._heads) > HEAD_CACHE_SIZE:
+                self._heads.popitem(last=False)
+        self._heads.move_to_end(head)
+        return self._heads[head]
+
+    def _run_batch(self, head: tuple[int, ...], plans: list[Plan], params: DecodingParams) -> list[str]:
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
         from harness.models.hf import generation_kwargs
 
-        encoded = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        width = max(len(plan.tail) for plan in plans)
+        input_ids = torch.tensor([list(head) + [self.pad_id] * (width - len(plan.tail)) + list(plan.tail) for plan in plans])
+        attention_mask = torch.tensor([[1] * len(head) + [0] * (width - len(plan.tail)) + [1] * len(plan.tail) for plan in plans])
+        extra: dict[str, Any] = {}
+        if head:
+            cache = copy.deepcopy(self.head_cache(head))
+            cache.batch_repeat_interleave(len(plans))
+            extra["cache"] = cache
         config = GenerationConfig(
             bos_token_id=self.tokenizer.bos_token_id, eos_token_id=self.eos_id, pad_token_id=self.pad_id,
             **generation_kwargs(params),
         )
         processors = LogitsProcessorList()
-        if any(labels):
-            processors.append(FieldFiller(self, labels, encoded["input_ids"].shape[1]))
+        if any(plan.program for plan in plans):
+            processors.append(FormFiller(self, [plan.program for plan in plans], input_ids.shape[1]))
         if params.do_sample:
             torch.manual_seed(params.seed)
         with torch.inference_mode():
-            output = self.model.generate(**encoded, generation_config=config, logits_processor=processors)
-        new_tokens = output[:, encoded["input_ids"].shape[1]:]
+            output = self.model.generate(
+                input_ids=input_ids, attention_mask=attention_mask, generation_config=config, logits_processor=processors, **extra
+            )
+        new_tokens = output[:, input_ids.shape[1]:]
         return [self.tokenizer.decode(row, skip_special_tokens=True) for row in new_tokens]
 
 
-class FieldFiller:
-    """A logits processor that has each row write the values of its label block and nothing else.
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    head: tuple[int, ...]
+    tail: tuple[int, ...]
+    prefill: str
+    program: tuple[Segment, ...] | None
 
-    Per row: the value of the current label is the model's (its first token must start a word, so a
-    value is never empty, a bracketed copy of the prompt's options or a bare list of commas; at
-    ``max_field_tokens`` a newline is forced); after each newline the next label's
-    tokens are forced; after the last value the turn ends. Rows without labels are left alone.
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """``force``: emit ``tokens``; ``closed``: one option of ``trie``; ``open``: ``items`` short phrases.
+    A value ends with ``terminator`` (a newline, or the end of the turn after the last value)."""
+
+    kind: str
+    tokens: tuple[int, ...] = ()
+    terminator: int = -1
+    trie: Any = None
+    items: int = 1
+
+
+def option_trie(sequences: Sequence[Sequence[int]]) -> dict:
+    """Nested ``{token: subtree}``; the key ``None`` marks the end of an option."""
+    root: dict = {}
+    for sequence in sequences:
+        node = root
+        for token in sequence:
+            node = node.setdefault(token, {})
+        node[None] = {}
+    return root
+
+
+class FormFiller:
+    """A logits processor that keeps each row's answer inside its form (:mod:`harness.models.answer_forms`).
+
+    Per row, over the segments of its program: a ``force`` segment emits its tokens; a ``closed`` value
+    allows only continuations of its options (the model's greedy choice among them); an ``open`` value
+    starts each item with a word that is not a filler word, continues in plain words (no sentence
+    punctuation, no line break) for at most ``max_field_tokens`` tokens, separates list items with a
+    comma, and ends with the segment's terminator, forced at the cap. After the program the turn ends.
+    Rows without a program are left alone.
     """
 
-    def __init__(self, model: TextLLM, labels: list[tuple[str, ...]], prompt_length: int) -> None:
-        import torch
-
-        self.eos_id = model.eos_id
-        self.newline_id = model.newline_id
+    def __init__(self, model: TextLLM, programs: Sequence[tuple[Segment, ...] | None], prompt_length: int) -> None:
+        self.model = model
         self.cap = model.backend.max_field_tokens
-        self.not_word_start = torch.ones(int(model.model.config.vocab_size), dtype=torch.bool)
-        self.not_word_start[torch.tensor(model.word_start_ids, dtype=torch.long)] = False
-        self.newline_set = frozenset(model.newline_ids)
+        self.programs = programs
         self.prompt_length = prompt_length
-        self.label_ids = [[model.tokenizer.encode(f"{label}:", add_special_tokens=False) for label in row] for row in labels]
-        self.field = [0] * len(labels)
-        self.value_tokens = [0] * len(labels)
-        # Tokens of the next label still to be forced; the head is the one forced at the last step.
-        self.pending: list[list[int]] = [[] for _ in labels]
-        self.done = [not row for row in labels]
+        self.segment = [0] * len(programs)
+        self.position = [0] * len(programs)
+        self.node: list[dict | None] = [program[0].trie if program else None for program in programs]
+        self.item_tokens = [0] * len(programs)
+        self.items_left = [program[0].items if program else 0 for program in programs]
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         step = input_ids.shape[1] - self.prompt_length
-        for row in range(scores.shape[0]):
-            if not self.label_ids[row]:
+        for row, program in enumerate(self.programs):
+            if not program:
                 continue
             if step > 0:
-                self._observe(row, int(input_ids[row, -1]))
-            if self.done[row]:
-                self._force(scores, row, self.eos_id)
-            elif self.pending[row]:
-                self._force(scores, row, self.pending[row][0])
-            elif self.value_tokens[row] == 0:
-                scores[row, self.not_word_start] = -float("inf")
-            elif self.value_tokens[row] >= self.cap:
-                self._force(scores, row, self.newline_id)
-            elif self.field[row] < len(self.label_ids[row]) - 1:
-                scores[row, self.eos_id] = -float("inf")
+                self._observe(row, program, int(input_ids[row, -1]))
+            self._constrain(scores, row, program)
         return scores
 
-    def _observe(self, row: int, token: int) -> None:
-        """Update the row's state with the token chosen at the previous step."""
-        if self.done[row]:
+    def _observe(self, row: int, program: tuple[Segment, ...], token: int) -> None:
+        if self.segment[row] >= len(program):
             return
-        if self.pending[row]:
-            self.pending[row].pop(0)
-            return
-        self.value_tokens[row] += 1
-        if token not in self.newline_set and token != self.eos_id:
-            return
-        self.field[row] += 1
-        self.value_tokens[row] = 0
-        if token == self.eos_id or self.field[row] >= len(self.label_ids[row]):
-            self.done[row] = True
+        segment = program[self.segment[row]]
+        if segment.kind == "force":
+            self.position[row] += 1
+            if self.position[row] == len(segment.tokens):
+                self._advance(row, program)
+        elif token == segment.terminator:
+            self._advance(row, program)
+        elif segment.kind == "closed":
+            self.node[row] = self.node[row][token]
+        elif token in self.model.comma_ids:
+            self.items_left[row] -= 1
+            self.item_tokens[row] = 0
         else:
-            self.pending[row] = list(self.label_ids[row][self.field[row]])
+            self.item_tokens[row] += 1
+
+    def _advance(self, row: int, program: tuple[Segment, ...]) -> None:
+        self.segment[row] += 1
+        self.position[row] = self.item_tokens[row] = 0
+        if self.segment[row] < len(program):
+            self.node[row] = program[self.segment[row]].trie
+            self.items_left[row] = program[self.segment[row]].items
+
+    def _constrain(self, scores: Any, row: int, program: tuple[Segment, ...]) -> None:
+        if self.segment[row] >= len(program):
+            return self._allow(scores, row, [self.model.eos_id])
+        segment = program[self.segment[row]]
+        if segment.kind == "force":
+            return self._allow(scores, row, [segment.tokens[self.position[row]]])
+        if segment.kind == "closed":
+            node = self.node[row]
+            return self._allow(scores, row, [segment.terminator if token is None else token for token in node])
+        if self.item_tokens[row] == 0:
+            scores[row, self.model.banned_first] = -float("inf")
+            return None
+        more_items = self.items_left[row] > 1
+        if self.item_tokens[row] >= self.cap:
+            return self._allow(scores, row, [self.model.comma_ids[0] if more_items else segment.terminator])
+        kept = [segment.terminator] + (list(self.model.comma_ids) if more_items else [])
+        saved = scores[row, kept].clone()
+        scores[row, self.model.banned_inside] = -float("inf")
+        scores[row, kept] = saved
+        return None
 
     @staticmethod
-    def _force(scores: Any, row: int, token: int) -> None:
+    def _allow(scores: Any, row: int, tokens: Sequence[int]) -> None:
+        kept = scores[row, list(tokens)].clone()
         scores[row, :] = -float("inf")
-        scores[row, token] = 0.0
+        scores[row, list(tokens)] = kept
