@@ -147,11 +147,13 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         excludes_one = bool(row["significant"])
         outside = not settings["lower"] <= row["ratio"] <= settings["upper"]
         interval = f"ratio {row['ratio']:.3f}, CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+        ci_fact = f"the CI {'excludes' if excludes_one else 'includes'} 1"
+        bounds_fact = f"the ratio lies {'outside' if outside else 'inside'} [{settings['lower']:g}, {settings['upper']:g}]"
         if settings["rule"] == "ci":
-            return excludes_one, f"{interval} excludes 1"
+            return excludes_one, f"{interval}: {ci_fact}"
         if settings["rule"] == "bounds":
-            return outside, f"{interval} outside [{settings['lower']:g}, {settings['upper']:g}]"
-        return excludes_one and outside, f"{interval} excludes 1 and lies outside [{settings['lower']:g}, {settings['upper']:g}]"
+            return outside, f"{interval}: {bounds_fact}"
+        return excludes_one and outside, f"{interval}: {ci_fact} and {bounds_fact}"
 
     def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return {"records": sorted(records, key=lambda record: record["id"])}
