@@ -28,7 +28,7 @@ from harness.extraction.fields import attribute_table
 from harness.generation import CachedModel
 from harness.models import parse_spec
 from harness.models.base import DecodingParams, GenerationRequest
-from harness.models.cascade import DEMO_MODEL
+from harness.models.cascade import DEMO_LLM, DEMO_MODEL, split_output
 from harness.semantic import build_embedder
 from harness.tasks import TASKS
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
@@ -36,9 +36,12 @@ from harness.tasks.chat import CHAT_PROMPT, judge_prompt, parse_score
 from harness.thresholds import Thresholds, load_thresholds
 
 DEFAULT_CACHE_DIR = ".lalm_cache"
-# DEMO_MODEL becomes the default once its shipped export exists (scripts/build_demo_outputs.py):
-# without it, the default run would generate every demo output through the real models.
-DEFAULT_MODELS = ("sim:fair", "sim:biased")
+# The embedded default: a real speech-in, text-out system, served from its shipped outputs (below) on a fresh
+# machine; a cache miss regenerates through the real models (the [demo] extra).
+DEFAULT_MODELS = (DEMO_MODEL,)
+# The judge of the embedded default (the cascade's own LLM): used when the models are the default ones and no
+# judge is named; a gate run on other models judges only with --judge.
+DEFAULT_JUDGE = DEMO_LLM
 # Shipped cache exports, per model spec: imported into the cache whenever the model runs, so the default
 # model on the demo corpus is served without loading anything (scripts/build_demo_outputs.py makes them;
 # the provenance.json beside an export says when and how, and reaches the report).
@@ -87,6 +90,7 @@ class Gate:
         for spec in config.models:
             parse_spec(spec)
         self._models: dict[str, CachedModel] = {}
+        self._stages: dict[str, CachedModel] = {}
         self._cache: OutputCache | None = None
         self.bundled_outputs: list[dict[str, Any]] = []
         self._families: dict[str, tuple[Case, ...]] = {}
@@ -142,25 +146,46 @@ class Gate:
         frame["answer"] = texts
         return frame
 
-    def spoken_replies(self, model: str, corpus_name: str, prompt: str, label: str) -> pd.DataFrame:
+    def spoken_replies(self, model: str | CachedModel, corpus_name: str, prompt: str, label: str) -> pd.DataFrame:
         """The model's reply to ``prompt`` with each utterance's audio:
         ``utterance_id, speaker_id, content_id, transcript, reply``."""
         audio = self._corpus_audio(corpus_name)
         frame = self.corpora[corpus_name].table[["utterance_id", "speaker_id", "content_id", "transcript"]].reset_index(drop=True).copy()
         requests = [GenerationRequest(prompt=prompt, audio=audio[utterance_id]) for utterance_id in frame["utterance_id"]]
-        frame["reply"] = self.model(model).generate(requests, label=f"{corpus_name}/{label}")
+        cached = self.model(model) if isinstance(model, str) else model
+        frame["reply"] = cached.generate(requests, label=f"{corpus_name}/{label}")
         return frame
 
     @functools.cache
     def transcripts(self, model: str, corpus_name: str) -> pd.DataFrame:
-        """The model's transcript of every utterance (column ``hypothesis``)."""
-        return self.spoken_replies(model, corpus_name, TRANSCRIPTION_PROMPT, "asr").rename(columns={"reply": "hypothesis"})
+        """The model's transcript of every utterance (column ``hypothesis``), asked as :meth:`transcriber` says."""
+        transcriber, prompt = self.transcriber(model)
+        return self.spoken_replies(transcriber, corpus_name, prompt, "asr").rename(columns={"reply": "hypothesis"})
+
+    def transcriber(self, model: str) -> tuple[CachedModel, str]:
+        """Who transcribes for ``model``'s WER checks, and with what prompt.
+
+        A model whose backend names a ``transcription_source`` (the cascade: its ASR stage) is transcribed by
+        that source, asked with an empty prompt, so the WER checks read what the system itself heard and share
+        the stage's cache entries; any other model is asked :data:`TRANSCRIPTION_PROMPT`.
+        """
+        source = getattr(self.model(model).backend, "transcription_source", None)
+        if source is None:
+            return self.model(model), TRANSCRIPTION_PROMPT
+        spec, decoding, options = source()
+        if spec not in self._stages:
+            self._stages[spec] = CachedModel(spec, self.cache, decoding, options, progress=self.config.progress, offline=self.config.offline)
+        return self._stages[spec], ""
 
     @functools.cache
     def judge_scores(self, model: str, corpus_name: str) -> pd.DataFrame:
-        """The model's chat reply to every utterance and the judge's 1-10 score of it (None if unparsed)."""
+        """The model's chat reply to every utterance and the judge's 1-10 score of it (None if unparsed).
+        The judge reads the reply without a cascade's ``[transcript]`` line, and the user's message as the
+        corpus's reference transcript (what the speaker said)."""
         frame = self.spoken_replies(model, corpus_name, CHAT_PROMPT, "chat")
-        judge_requests = [GenerationRequest(prompt=judge_prompt(message, reply)) for message, reply in zip(frame["transcript"], frame["reply"])]
+        judge_requests = [
+            GenerationRequest(prompt=judge_prompt(message, split_output(reply)[1])) for message, reply in zip(frame["transcript"], frame["reply"])
+        ]
         judgements = self.model(self.config.judge).generate(judge_requests, label=f"{corpus_name}/judge")
         frame["score"] = [parse_score(text) for text in judgements]
         return frame
@@ -260,15 +285,19 @@ class Gate:
 
     def served_keys(self) -> set[str]:
         """The cache keys of every output this process used (for --export-cache)."""
-        return set().union(*(model.served_keys for model in self._models.values()))
+        return set().union(*(model.served_keys for model in self._all_models()))
+
+    def _all_models(self) -> list[CachedModel]:
+        return [*self._models.values(), *self._stages.values()]
 
     def run_metadata(self) -> dict[str, Any]:
         return {
             "offline": self.config.offline,
             "models": {spec: model.fingerprint for spec, model in self._models.items()},
-            "model_calls": sum(model.calls for model in self._models.values()),
-            "cache_hits": sum(model.hits for model in self._models.values()),
-            "models_loaded": sorted(spec for spec, model in self._models.items() if model.loaded),
+            "stage_models": {spec: model.fingerprint for spec, model in self._stages.items()},
+            "model_calls": sum(model.calls for model in self._all_models()),
+            "cache_hits": sum(model.hits for model in self._all_models()),
+            "models_loaded": sorted(model.spec for model in self._all_models() if model.loaded),
             "corpora": {name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table)} for name, c in self.corpora.items()},
             "thresholds": {"source": self.thresholds.source, "hash": self.thresholds.digest},
             "permutations": self.config.permutations,

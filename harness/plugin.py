@@ -18,7 +18,7 @@ import yaml
 from harness.data import CorpusError
 from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
-from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_MODELS, Gate, GateConfig, package_versions
+from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, package_versions
 from harness.models.base import ModelError
 from harness.models.placement import apply_gpu_skips, assign_worker_gpu, xdist_group_name
 from harness.thresholds import ThresholdsError
@@ -56,7 +56,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--embedder", default="auto", metavar="SPEC",
                     help="semantic embedder for the WER checks: minilm, embed-agg:<hf spec>, embed-eowl:<hf spec>, none (auto: minilm if installed)")
     group.addoption("--judge", default=None, metavar="SPEC",
-                    help="judge model for the judge-score ratio (score_ratio cases run only with a judge; sim:fair for the demo)")
+                    help=f"judge model for the judge-score ratio (score_ratio cases run only with a judge); without --model, the demo's judge {DEFAULT_JUDGE}")
     group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
     group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
 
@@ -105,6 +105,9 @@ def gate_config(config: pytest.Config) -> GateConfig:
     model_config = config.getoption("--model-config")
     if model_config:
         model_options = _read_model_config(Path(model_config))
+    judge = config.getoption("--judge")
+    if judge is None and not config.getoption("--model"):
+        judge = DEFAULT_JUDGE
     return GateConfig(
         models=tuple(dict.fromkeys(config.getoption("--model") or DEFAULT_MODELS)),
         corpora=corpora,
@@ -115,7 +118,7 @@ def gate_config(config: pytest.Config) -> GateConfig:
         baseline_model=config.getoption("--baseline-model"),
         extractor=config.getoption("--extractor"),
         embedder=config.getoption("--embedder"),
-        judge=config.getoption("--judge"),
+        judge=judge,
         permutations=config.getoption("--permutations"),
         seed=config.getoption("--fairness-seed"),
         prompts_dir=config.getoption("--prompts"),

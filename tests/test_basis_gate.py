@@ -38,7 +38,7 @@ def run_gate(project: pytest.Pytester, cache: Path, *args: str) -> tuple[pytest.
 
 
 def test_fair_passes_every_basis_case_and_biased_fails_its_stereotype_cases(gate_project, shared_cache):
-    result, results = run_gate(gate_project, shared_cache)
+    result, results = run_gate(gate_project, shared_cache, "--model", "sim:fair", "--model", "sim:biased")
     outcomes = {(case["check"], case["id"]): case for case in results["cases"]}
     fair = [case for case in results["cases"] if case["model"] == "sim:fair"]
     assert len(fair) == 21 and all(case["passed"] for case in fair)

