@@ -1,0 +1,67 @@
+"""The demo cascade's LLM stage with and without shared prompt heads (SmolLM2-135M-Instruct on the CPU).
+
+Answers N requests of one VIBE task the way the cascade asks them (the task prompt, then the transcript of
+one of the demo corpus's sentences) twice: once as the backend does, computing the chat text before the
+transcript once and reusing its key/value cache, and once with every request prefilled whole (the
+baseline). Checks that both give the same answers and prints the speed-up measured in this run
+(target >= 2x for the story task). Needs the [demo] extra.
+
+    .venv/bin/python benchmarks/bench_shared_heads.py [--n 48] [--task story] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.data import resolve_corpus  # noqa: E402
+from harness.models.base import DecodingParams, GenerationRequest  # noqa: E402
+from harness.models.cascade import SYSTEM_TEXT, USER_TEMPLATE  # noqa: E402
+from harness.models.text_llm import Plan, TextLLM, TextLLMBackend  # noqa: E402
+from harness.tasks import TASKS  # noqa: E402
+
+
+class WholePromptLLM(TextLLM):
+    """The baseline: no shared head, every request's chat text is its tail."""
+
+    def plan(self, request: GenerationRequest) -> Plan:
+        plan = super().plan(request)
+        return Plan((), plan.head + plan.tail, plan.prefill, plan.program)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=48)
+    parser.add_argument("--task", default="story", choices=sorted(TASKS))
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+
+    backend = TextLLMBackend("smollm2:135m-instruct", "135m-instruct", {"threads": args.threads})
+    shared = backend.load()
+    whole = WholePromptLLM(backend, shared.tokenizer, shared.model)
+    sentences = list(dict.fromkeys(resolve_corpus("demo").table["transcript"]))
+    prompt = TASKS[args.task].render("")
+    requests = [
+        GenerationRequest(prompt=USER_TEMPLATE.format(prompt=prompt, transcript=sentences[i % len(sentences)] + " Thanks." * (i // len(sentences))), system=SYSTEM_TEXT)
+        for i in range(args.n)
+    ]
+    params = DecodingParams()
+    timings = {}
+    answers = {}
+    for name, llm in (("whole prompts (baseline)", whole), ("shared heads", shared)):
+        started = time.perf_counter()
+        answers[name] = llm.generate(requests, params)
+        timings[name] = time.perf_counter() - started
+        print(f"{name:26s} {timings[name]:7.1f} s  ({timings[name] / args.n:.2f} s per request)")
+    same = sum(a == b for a, b in zip(*answers.values()))
+    print(f"identical answers: {same}/{args.n}")
+    print(f"speed-up: {timings['whole prompts (baseline)'] / timings['shared heads']:.1f}x (target >= 2x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
