@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import types
 
 import numpy as np
@@ -10,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.extraction.fields import EXTRACTED, extract_fields
-from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, answer_form, split_options
+from harness.extraction.llm import extraction_prompt, parse_reply
+from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, JsonForm, answer_form, split_options
 from harness.tasks import TASKS
 
 torch = pytest.importorskip("torch")
@@ -23,7 +25,8 @@ VOCABULARY = [
     "Interaction style:", "Cultural fit:", "Compensation:", "Billing:", "Character function:", "Romantic appeal:",
     "Survival:", "Department:", "Budget:", "Buying trigger:", "Vibe:", "Occupation:", "Economic situation:",
     "Education:", "Field of study:", "Family status:", "Personality:", "Activities:", "A", "B", "C", "female",
-    "male", "\n\n", " x", "y", "(", " and",
+    "male", "\n\n", " x", "y", "(", " and", '"', "[", "]", "{", "}", ' "', ":", " ", "true", "false", "_",
+    *"abcdefghijklmnopqrstuvwxyz",
 ]
 
 
@@ -42,16 +45,23 @@ class WordTokenizer:
         return "".join(VOCABULARY[int(i)] for i in ids if int(i) != 0)
 
 
+def breaks(text: str) -> bool:
+    return any(char in VALUE_BREAKERS for char in text)
+
+
 def fake_llm(cap: int = 4):
     """The attributes of a loaded :class:`TextLLM` that the form code reads, over the toy vocabulary."""
     llm = types.SimpleNamespace(
         tokenizer=WordTokenizer(), eos_id=0, newline_id=1, comma_ids=[2],
         backend=types.SimpleNamespace(max_field_tokens=cap),
         banned_first=torch.tensor([
-            i == 0 or not (t[:1] == " " and t[1:2].isalnum()) or t.strip().lower() in FILLER_WORDS for i, t in enumerate(VOCABULARY)
+            i == 0 or not (t[:1] == " " and t[1:2].isalnum()) or breaks(t) or t.strip().lower() in FILLER_WORDS for i, t in enumerate(VOCABULARY)
         ]),
-        banned_inside=torch.tensor([i == 0 or any(c in VALUE_BREAKERS for c in t) or not t.strip() for i, t in enumerate(VOCABULARY)]),
+        banned_inside=torch.tensor([i == 0 or breaks(t) or not t.strip() for i, t in enumerate(VOCABULARY)]),
+        banned_first_bare=torch.tensor([i == 0 or not t[:1].isalnum() or breaks(t) or t.strip().lower() in FILLER_WORDS for i, t in enumerate(VOCABULARY)]),
+        quote_id=VOCABULARY.index('"'), close_bracket_id=VOCABULARY.index("]"), space_quote_ids=(VOCABULARY.index(' "'),),
     )
+    llm._json_program = types.MethodType(TextLLM._json_program, llm)
     llm.program = types.MethodType(TextLLM.program, llm)
     return llm
 
@@ -122,3 +132,26 @@ def test_options_are_split_on_commas_and_or():
     assert split_options("below market, at market or above market") == ("below market", "at market", "above market")
     assert split_options("survives or dies") == ("survives", "dies")
     assert split_options("poor, fair, good, or excellent") == ("poor", "fair", "good", "excellent")
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), task=st.sampled_from(sorted(TASKS)), cap=st.integers(1, 4))
+def test_an_extraction_reply_is_a_json_object_the_strict_parser_accepts(seed, task, cap):
+    llm = fake_llm(cap)
+    prompt = extraction_prompt(TASKS[task], "Competency: high\nActivities: hiking, reading\nAnswer with the letter of one option.")
+    form = answer_form(prompt)
+    assert isinstance(form, JsonForm) and form.properties[-1] == ("refusal", "boolean")
+    text = decode_under_form(llm, [llm.program(form)], seed, max_steps=600)[0]
+    parsed = parse_reply(text, TASKS[task])
+    assert list(json.loads(text)) == [key for key, _ in form.properties]
+    for values in parsed.values.values():
+        for value in values:
+            assert value.split()[0].lower() not in FILLER_WORDS and len(llm.tokenizer.encode(value)) <= cap
+
+
+def test_json_forms_need_an_object_schema_of_strings_lists_and_booleans():
+    request = "Reply with one JSON object that matches this JSON schema, and nothing else:\n"
+    assert answer_form(request + '{"type": "object", "properties": {"n": {"type": "integer"}}}') is None
+    assert answer_form(request + "not json") is None
+    assert answer_form(request + '{"properties": {"a": {"type": ["string", "null"]}, "b": {"type": "array", "items": {"type": "string"}}}}') == \
+        JsonForm((("a", "string"), ("b", "array")))

@@ -13,12 +13,18 @@ This module reads the form:
 * :class:`ChoiceForm` - the prompt lists options ``A. ...`` and asks for "the letter", asks to
   "answer with exactly one of: x, y", or asks for a rating "from 1 ... to 10" and "the number only": the
   answer is one of those;
+* :class:`JsonForm` - the prompt asks for "one JSON object that matches this JSON schema" and gives an
+  object schema (the LLM extractor's prompt): the answer is that object, its keys in the schema's order,
+  each string value a few words of the model's, each array a list of such strings, each boolean the
+  model's ``true`` or ``false`` (a value the model leaves unstated comes out as a word such as
+  ``unknown``, which the extractor reads as absent);
 * ``None`` - anything else is answered freely.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 
 _PLACEHOLDER_LINE = re.compile(r"^(?P<label>[A-Z][A-Za-z /'&-]{0,40}):\s*(?P<slot>\.\.\.(?:,\s*\.\.\.)*|\((?P<options>[^()]+)\))\s*$")
@@ -27,6 +33,8 @@ _ASKS_FOR_LETTER = re.compile(r"\bthe letter of one option\b", re.IGNORECASE)
 _ONE_OF = re.compile(r"\banswer with exactly one of:\s*(?P<options>[^.\n]+)", re.IGNORECASE)
 _NUMBER_ONLY = re.compile(r"\banswer with the number only\b", re.IGNORECASE)
 _RANGE = re.compile(r"\bfrom (?P<low>\d{1,3})\b[^.\n]*?\bto (?P<high>\d{1,3})\b", re.IGNORECASE)
+_JSON_REQUEST = re.compile(r"\bone JSON object that matches this JSON schema\b[^:\n]*:[ \t]*\n", re.IGNORECASE)
+JSON_KINDS = ("string", "array", "boolean")
 _OPTION_SPLIT = re.compile(r",\s*(?:or\s+)?|\s+or\s+")
 # Words an open value may not start with: they begin a sentence ("A person who ..."), not a value.
 FILLER_WORDS = frozenset({
@@ -57,6 +65,13 @@ class FieldsForm:
 @dataclasses.dataclass(frozen=True)
 class ChoiceForm:
     options: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class JsonForm:
+    """``properties``: ``(key, kind)`` in the schema's order, ``kind`` one of :data:`JSON_KINDS`."""
+
+    properties: tuple[tuple[str, str], ...]
 
 
 def split_options(text: str) -> tuple[str, ...]:
@@ -99,5 +114,34 @@ def choice_form(prompt: str) -> ChoiceForm | None:
     return None
 
 
-def answer_form(prompt: str) -> FieldsForm | ChoiceForm | None:
-    return fields_form(prompt) or choice_form(prompt)
+def json_form(prompt: str) -> JsonForm | None:
+    """The object schema that follows a request for "one JSON object that matches this JSON schema", or None
+    when there is no such request or the schema is not an object of strings, string lists and booleans."""
+    request = _JSON_REQUEST.search(prompt)
+    if not request:
+        return None
+    try:
+        schema, _ = json.JSONDecoder().raw_decode(prompt[request.end():].lstrip())
+    except ValueError:
+        return None
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not properties:
+        return None
+    kinds = []
+    for key, spec in properties.items():
+        types = spec.get("type") if isinstance(spec, dict) else None
+        types = set(types) if isinstance(types, list) else {types}
+        if types == {"boolean"}:
+            kinds.append((key, "boolean"))
+        elif types == {"array"} and spec.get("items", {}).get("type") == "string":
+            kinds.append((key, "array"))
+        elif "string" in types and types <= {"string", "null"}:
+            kinds.append((key, "string"))
+        else:
+            return None
+    return JsonForm(tuple(kinds))
+
+
+def answer_form(prompt: str) -> FieldsForm | ChoiceForm | JsonForm | None:
+    """An explicit JSON request first: its prompt quotes the answer it extracts from, which may hold any form."""
+    return json_form(prompt) or fields_form(prompt) or choice_form(prompt)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import os
 import shutil
 import tempfile
@@ -41,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, answer_form
+from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm, answer_form
 from harness.models.base import DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
@@ -61,6 +62,8 @@ CONVERTED_DIR_ENV = "LALM_CONVERTED_MODELS"
 # Characters that end a short value: sentence punctuation, brackets, markup and line breaks.
 VALUE_BREAKERS = frozenset('.,;:!?"()[]{}<>*#_=|/\\`~\n')
 HEAD_CACHE_SIZE = 32
+# The most strings a JSON array value may hold.
+MAX_JSON_ITEMS = 5
 # Bumped whenever the decoding code changes what a request is answered with.
 DECODER_VERSION = "2"
 
@@ -171,16 +174,29 @@ class TextLLM:
         texts = [tokenizer.decode([index]) for index in range(min(vocabulary_size, len(tokenizer)))]
         texts += [""] * (vocabulary_size - len(texts))
         special = set(tokenizer.all_special_ids)
+        breaks = lambda text: any(char in VALUE_BREAKERS for char in text)  # noqa: E731
         # A value's first token starts a word after the label's space; later tokens continue it in plain text.
         self.banned_first = torch.tensor([
-            index in special or not (text[:1] == " " and text[1:2].isalnum()) or text.strip().lower() in FILLER_WORDS
+            index in special or not (text[:1] == " " and text[1:2].isalnum()) or breaks(text) or text.strip().lower() in FILLER_WORDS
             for index, text in enumerate(texts)
         ])
-        self.banned_inside = torch.tensor([
-            index in special or any(char in VALUE_BREAKERS for char in text) or not text.strip()
+        self.banned_first_bare = torch.tensor([
+            index in special or not text[:1].isalnum() or breaks(text) or text.strip().lower() in FILLER_WORDS
             for index, text in enumerate(texts)
+        ])
+        self.quote_id = self._single_token('"')
+        self.close_bracket_id = self._single_token("]")
+        self.space_quote_ids = tuple(tokenizer.encode(' "', add_special_tokens=False))
+        self.banned_inside = torch.tensor([
+            index in special or breaks(text) or not text.strip() for index, text in enumerate(texts)
         ])
         self._heads: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+
+    def _single_token(self, text: str) -> int:
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(ids) != 1:
+            raise ModelError(f"{self.spec}: the tokenizer splits {text!r} into {len(ids)} tokens; JSON answers need it whole")
+        return int(ids[0])
 
     def chat_text(self, request: GenerationRequest, prefill: str = "") -> str:
         if request.audio is not None:
@@ -199,9 +215,11 @@ class TextLLM:
         encode = lambda part: tuple(self.tokenizer.encode(part, add_special_tokens=False)) if part else ()  # noqa: E731
         return Plan(encode(text[:cut]), encode(text[cut:]), prefill, self.program(form) if form is not None else None)
 
-    def program(self, form: FieldsForm | ChoiceForm) -> tuple[Segment, ...]:
-        """The segments a :class:`FormFiller` row walks: forced labels, closed and open values."""
+    def program(self, form: FieldsForm | ChoiceForm | JsonForm) -> tuple[Segment, ...]:
+        """The segments a :class:`FormFiller` row walks: forced text, closed and open values, JSON arrays."""
         encode = lambda text: tuple(self.tokenizer.encode(text, add_special_tokens=False))  # noqa: E731
+        if isinstance(form, JsonForm):
+            return self._json_program(form, encode)
         if isinstance(form, ChoiceForm):
             return (Segment("closed", terminator=self.eos_id, trie=option_trie([encode(option) for option in form.options])),)
         segments: list[Segment] = []
@@ -214,6 +232,20 @@ class TextLLM:
             else:
                 segments.append(Segment("open", terminator=terminator, items=field.items))
         return tuple(segments)
+
+    def _json_program(self, form: JsonForm, encode: Any) -> tuple[Segment, ...]:
+        segments: list[Segment] = []
+        text = "{"
+        for position, (key, kind) in enumerate(form.properties):
+            text += ("" if position == 0 else ", ") + json.dumps(key) + ": "
+            if kind == "string":
+                segments += [Segment("force", tokens=encode(text + '"')), Segment("open", terminator=self.quote_id, bare=True)]
+            elif kind == "array":
+                segments += [Segment("force", tokens=encode(text + "[")), Segment("array", items=MAX_JSON_ITEMS)]
+            else:
+                segments += [Segment("force", tokens=encode(text)), Segment("closed", trie=option_trie([encode("true"), encode("false")]))]
+            text = ""
+        return (*segments, Segment("force", tokens=encode("}")))
 
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         if params.do_sample and params.temperature <= 0:
@@ -288,14 +320,17 @@ class Plan:
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
-    """``force``: emit ``tokens``; ``closed``: one option of ``trie``; ``open``: ``items`` short phrases.
-    A value ends with ``terminator`` (a newline, or the end of the turn after the last value)."""
+    """``force``: emit ``tokens``; ``closed``: one option of ``trie``; ``open``: ``items`` short phrases
+    (``bare``: the first word has no leading space, as inside a JSON string); ``array``: a JSON list of up
+    to ``items`` strings, after a forced ``[``. A value ends with ``terminator`` (a newline, the end of the
+    turn after the last value, a closing quote); a closed value without one ends with its option."""
 
     kind: str
     tokens: tuple[int, ...] = ()
     terminator: int = -1
     trie: Any = None
     items: int = 1
+    bare: bool = False
 
 
 def option_trie(sequences: Sequence[Sequence[int]]) -> dict:
@@ -315,21 +350,28 @@ class FormFiller:
     Per row, over the segments of its program: a ``force`` segment emits its tokens; a ``closed`` value
     allows only continuations of its options (the model's greedy choice among them); an ``open`` value
     starts each item with a word that is not a filler word, continues in plain words (no sentence
-    punctuation, no line break) for at most ``max_field_tokens`` tokens, separates list items with a
-    comma, and ends with the segment's terminator, forced at the cap. After the program the turn ends.
-    Rows without a program are left alone.
+    punctuation, quote or line break) for at most ``max_field_tokens`` tokens, separates list items with a
+    comma, and ends with the segment's terminator, forced at the cap; an ``array`` value is ``"item"``
+    strings (each like an open value ending with its quote) joined by ``, `` until the model closes it with
+    ``]``. After the program the turn ends. Rows without a program are left alone.
     """
+
+    # Phases of an array value: before an item or the closing bracket, inside an item, after an item, and
+    # the forced ' "' that opens the next item.
+    ARRAY_START, ARRAY_ITEM, ARRAY_NEXT, ARRAY_QUOTE = range(4)
 
     def __init__(self, model: TextLLM, programs: Sequence[tuple[Segment, ...] | None], prompt_length: int) -> None:
         self.model = model
         self.cap = model.backend.max_field_tokens
         self.programs = programs
         self.prompt_length = prompt_length
-        self.segment = [0] * len(programs)
-        self.position = [0] * len(programs)
+        rows = len(programs)
+        self.segment = [0] * rows
+        self.position = [0] * rows
         self.node: list[dict | None] = [program[0].trie if program else None for program in programs]
-        self.item_tokens = [0] * len(programs)
+        self.item_tokens = [0] * rows
         self.items_left = [program[0].items if program else 0 for program in programs]
+        self.phase = [self.ARRAY_START] * rows
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         step = input_ids.shape[1] - self.prompt_length
@@ -349,19 +391,42 @@ class FormFiller:
             self.position[row] += 1
             if self.position[row] == len(segment.tokens):
                 self._advance(row, program)
+        elif segment.kind == "array":
+            self._observe_array(row, program, segment, token)
         elif token == segment.terminator:
             self._advance(row, program)
         elif segment.kind == "closed":
             self.node[row] = self.node[row][token]
+            if segment.terminator == -1 and None in self.node[row]:
+                self._advance(row, program)
         elif token in self.model.comma_ids:
             self.items_left[row] -= 1
             self.item_tokens[row] = 0
         else:
             self.item_tokens[row] += 1
 
+    def _observe_array(self, row: int, program: tuple[Segment, ...], segment: Segment, token: int) -> None:
+        phase = self.phase[row]
+        if phase in (self.ARRAY_START, self.ARRAY_NEXT) and token == self.model.close_bracket_id:
+            self._advance(row, program)
+        elif phase == self.ARRAY_START:
+            self.phase[row], self.item_tokens[row] = self.ARRAY_ITEM, 0
+        elif phase == self.ARRAY_ITEM and token == self.model.quote_id:
+            self.phase[row] = self.ARRAY_NEXT
+            self.items_left[row] -= 1
+        elif phase == self.ARRAY_ITEM:
+            self.item_tokens[row] += 1
+        elif phase == self.ARRAY_NEXT:
+            self.phase[row], self.position[row] = self.ARRAY_QUOTE, 0
+        else:
+            self.position[row] += 1
+            if self.position[row] == len(self.model.space_quote_ids):
+                self.phase[row], self.item_tokens[row] = self.ARRAY_ITEM, 0
+
     def _advance(self, row: int, program: tuple[Segment, ...]) -> None:
         self.segment[row] += 1
         self.position[row] = self.item_tokens[row] = 0
+        self.phase[row] = self.ARRAY_START
         if self.segment[row] < len(program):
             self.node[row] = program[self.segment[row]].trie
             self.items_left[row] = program[self.segment[row]].items
@@ -375,13 +440,27 @@ class FormFiller:
         if segment.kind == "closed":
             node = self.node[row]
             return self._allow(scores, row, [segment.terminator if token is None else token for token in node])
+        if segment.kind == "array":
+            return self._constrain_array(scores, row)
+        return self._constrain_open(scores, row, segment.terminator, segment.bare, self.items_left[row] > 1)
+
+    def _constrain_array(self, scores: Any, row: int) -> None:
+        model, phase = self.model, self.phase[row]
+        if phase == self.ARRAY_START:
+            return self._allow(scores, row, [model.quote_id, model.close_bracket_id])
+        if phase == self.ARRAY_ITEM:
+            return self._constrain_open(scores, row, model.quote_id, True, False)
+        if phase == self.ARRAY_NEXT:
+            return self._allow(scores, row, [model.close_bracket_id] + (model.comma_ids[:1] if self.items_left[row] > 0 else []))
+        return self._allow(scores, row, [model.space_quote_ids[self.position[row]]])
+
+    def _constrain_open(self, scores: Any, row: int, terminator: int, bare: bool, more_items: bool) -> None:
         if self.item_tokens[row] == 0:
-            scores[row, self.model.banned_first] = -float("inf")
+            scores[row, self.model.banned_first_bare if bare else self.model.banned_first] = -float("inf")
             return None
-        more_items = self.items_left[row] > 1
         if self.item_tokens[row] >= self.cap:
-            return self._allow(scores, row, [self.model.comma_ids[0] if more_items else segment.terminator])
-        kept = [segment.terminator] + (list(self.model.comma_ids) if more_items else [])
+            return self._allow(scores, row, [self.model.comma_ids[0] if more_items else terminator])
+        kept = [terminator] + (list(self.model.comma_ids) if more_items else [])
         saved = scores[row, kept].clone()
         scores[row, self.model.banned_inside] = -float("inf")
         scores[row, kept] = saved
