@@ -65,7 +65,7 @@ HEAD_CACHE_SIZE = 32
 # The most strings a JSON array value may hold.
 MAX_JSON_ITEMS = 5
 # Bumped whenever the decoding code changes what a request is answered with.
-DECODER_VERSION = "2"
+DECODER_VERSION = "3"
 
 
 def converted_models_root() -> Path:
