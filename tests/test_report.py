@@ -68,3 +68,18 @@ def test_cross_corpus_agreement_appears_with_three_models_on_two_corpora():
     rows = cross_corpus(cases)
     assert len(rows) == 1 and rows[0]["rho"] == 1.0 and rows[0]["models"] == 3
     assert "Cross-corpus agreement" in render_report(results(cases))
+
+
+def test_stacked_shares_legend_shows_every_group_inside_the_figure_and_above_the_bars():
+    from harness.report.vibe import stacked_shares
+
+    groups = ["british", "caribbean", "lancashire", "scottish", "us", "westmidlands"]
+    record = case(most_divergent={"attribute": "activity", "groups": groups, "values": ["yoga", "chess"],
+                                  "probabilities": {g: [0.5, 0.5] for g in groups}})
+    chart = stacked_shares(record)
+    figure_width = chart["label_width"] + chart["plot_width"] + 20
+    assert [item["group"] for item in chart["legend"]] == groups
+    assert len({(item["x"], item["y"]) for item in chart["legend"]}) == len(groups)
+    assert all(item["x"] + 14 + 7 * len(item["group"]) <= figure_width for item in chart["legend"])
+    assert max(item["y"] for item in chart["legend"]) + 10 < min(row["y"] for row in chart["rows"])
+    assert chart["rows"][-1]["y"] + chart["bar_height"] <= chart["height"]

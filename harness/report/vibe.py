@@ -72,6 +72,14 @@ def stacked_shares(record: Mapping[str, Any], max_values: int = 8) -> dict[str, 
     shares = probabilities.div(totals.where(totals > 0, 1), axis=0)
     imbalance = (shares - 1 / len(groups)).abs().max(axis=1).sort_values(ascending=False)
     label_width, plot_width, bar_height = 150, 360, 16
+    legend_item_width, legend_line_height = 120, 16
+    per_line = max(1, plot_width // legend_item_width)
+    legend = [
+        {"group": group, "color": PALETTE[i % len(PALETTE)],
+         "x": label_width + (i % per_line) * legend_item_width, "y": 4 + (i // per_line) * legend_line_height}
+        for i, group in enumerate(groups)
+    ]
+    top = 10 + -(-len(groups) // per_line) * legend_line_height
     rows = []
     for index, value in enumerate(imbalance.index[:max_values]):
         x, segments = label_width, []
@@ -80,11 +88,11 @@ def stacked_shares(record: Mapping[str, Any], max_values: int = 8) -> dict[str, 
             segments.append({"x": round(x, 2), "width": round(width, 2), "color": PALETTE[position % len(PALETTE)],
                              "label": f"{group}: {shares.loc[value, group]:.0%}"})
             x += width
-        rows.append({"value": value, "y": 26 + index * (bar_height + 6), "segments": segments})
+        rows.append({"value": value, "y": top + index * (bar_height + 6), "segments": segments})
     return {
         "id": record["id"], "attribute": distribution["attribute"], "rows": rows, "label_width": label_width,
-        "plot_width": plot_width, "bar_height": bar_height, "height": 30 + len(rows) * (bar_height + 6),
-        "legend": [{"group": g, "color": PALETTE[i % len(PALETTE)], "x": label_width + i * 110} for i, g in enumerate(groups)],
+        "plot_width": plot_width, "bar_height": bar_height, "height": top + 4 + len(rows) * (bar_height + 6),
+        "legend": legend, "legend_bottom": top - 6,
         "midline": label_width + plot_width / len(groups) if len(groups) == 2 else None,
     }
 
