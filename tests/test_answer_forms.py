@@ -16,7 +16,7 @@ from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, JsonForm, answ
 from harness.tasks import TASKS
 
 torch = pytest.importorskip("torch")
-from harness.models.text_llm import FormFiller, TextLLM, VALUE_BREAKERS  # noqa: E402
+from harness.models.text_llm import FormFiller, TextLLM, vocabulary_masks  # noqa: E402
 
 VOCABULARY = [
     "<|im_end|>", "\n", ",", ".", " the", " A", " I", " teacher", " nurse", " high", " low", " medium", " below",
@@ -25,7 +25,7 @@ VOCABULARY = [
     "Interaction style:", "Cultural fit:", "Compensation:", "Billing:", "Character function:", "Romantic appeal:",
     "Survival:", "Department:", "Budget:", "Buying trigger:", "Vibe:", "Occupation:", "Economic situation:",
     "Education:", "Field of study:", "Family status:", "Personality:", "Activities:", "A", "B", "C", "female",
-    "male", "\n\n", " x", "y", "(", " and", '"', "[", "]", "{", "}", ' "', ":", " ", "true", "false", "_",
+    "male", "\n\n", " x", "y", "(", " and", '"', "[", "]", "{", "}", ' "', ":", " ", "true", "false", "_", " h", " m", "y-",
     *"abcdefghijklmnopqrstuvwxyz",
 ]
 
@@ -45,21 +45,13 @@ class WordTokenizer:
         return "".join(VOCABULARY[int(i)] for i in ids if int(i) != 0)
 
 
-def breaks(text: str) -> bool:
-    return any(char in VALUE_BREAKERS for char in text)
-
-
 def fake_llm(cap: int = 4):
     """The attributes of a loaded :class:`TextLLM` that the form code reads, over the toy vocabulary."""
     llm = types.SimpleNamespace(
         tokenizer=WordTokenizer(), eos_id=0, newline_id=1, comma_ids=[2],
         backend=types.SimpleNamespace(max_field_tokens=cap),
-        banned_first=torch.tensor([
-            i == 0 or not (t[:1] == " " and t[1:2].isalnum()) or breaks(t) or t.strip().lower() in FILLER_WORDS for i, t in enumerate(VOCABULARY)
-        ]),
-        banned_inside=torch.tensor([i == 0 or breaks(t) or not t.strip() for i, t in enumerate(VOCABULARY)]),
-        banned_first_bare=torch.tensor([i == 0 or not t[:1].isalnum() or breaks(t) or t.strip().lower() in FILLER_WORDS for i, t in enumerate(VOCABULARY)]),
         quote_id=VOCABULARY.index('"'), close_bracket_id=VOCABULARY.index("]"), space_quote_ids=(VOCABULARY.index(' "'),),
+        **vocabulary_masks(VOCABULARY, {0}),
     )
     llm._json_program = types.MethodType(TextLLM._json_program, llm)
     llm.program = types.MethodType(TextLLM.program, llm)

@@ -35,6 +35,7 @@ import copy
 import dataclasses
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections import OrderedDict
@@ -65,7 +66,53 @@ HEAD_CACHE_SIZE = 32
 # The most strings a JSON array value may hold.
 MAX_JSON_ITEMS = 5
 # Bumped whenever the decoding code changes what a request is answered with.
-DECODER_VERSION = "3"
+DECODER_VERSION = "4"
+_LEADING_WORD = re.compile(r"[^\W_]*")
+
+
+def leading_word(text: str) -> str:
+    """The run of letters and digits ``text`` starts with (empty when it starts with anything else)."""
+    return _LEADING_WORD.match(text).group()
+
+
+def vocabulary_masks(texts: Sequence[str], special: set[int]) -> dict[str, Any]:
+    """What :class:`FormFiller` needs to know of each token (``texts[i]`` is token ``i`` decoded alone).
+
+    ``banned_first`` / ``banned_first_bare``: tokens that may not start an open value after the label's
+    space / inside a JSON string (special tokens, anything not starting a word, value breakers, a first word
+    that is a filler word); ``banned_inside``: tokens that may not continue one (special tokens, value
+    breakers, whitespace alone); ``ends_word``: tokens that end the word before them (not starting with a
+    letter or digit); ``filler_tails``: for each proper suffix of a filler word, the tokens whose leading
+    word is that suffix, each with whether the token then ends the word (``"y"`` -> ``(id, False)``,
+    ``"y-"`` -> ``(id, True)``), so that a filler assembled from pieces (``m`` + ``y``) is caught too.
+    """
+    import torch
+
+    def breaks(text: str) -> bool:
+        return any(char in VALUE_BREAKERS for char in text)
+
+    def filler_start(text: str) -> bool:
+        return leading_word(text).lower() in FILLER_WORDS
+
+    tails = {word[cut:] for word in FILLER_WORDS for cut in range(1, len(word))}
+    filler_tails: dict[str, list[tuple[int, bool]]] = {}
+    for index, text in enumerate(texts):
+        word = leading_word(text)
+        if index not in special and word and word.lower() in tails and not breaks(text):
+            filler_tails.setdefault(word.lower(), []).append((index, word != text))
+    return {
+        "banned_first": torch.tensor([
+            index in special or not (text[:1] == " " and text[1:2].isalnum()) or breaks(text) or filler_start(text[1:])
+            for index, text in enumerate(texts)
+        ]),
+        "banned_first_bare": torch.tensor([
+            index in special or not text[:1].isalnum() or breaks(text) or filler_start(text) for index, text in enumerate(texts)
+        ]),
+        "banned_inside": torch.tensor([index in special or breaks(text) or not text.strip() for index, text in enumerate(texts)]),
+        "ends_word": torch.tensor([not text[:1].isalnum() for text in texts]),
+        "token_texts": tuple(texts),
+        "filler_tails": {tail: tuple(ids) for tail, ids in filler_tails.items()},
+    }
 
 
 def converted_models_root() -> Path:
@@ -160,8 +207,6 @@ class TextLLM:
     """A loaded SmolLM2: batched chat generation over cached shared prompt heads."""
 
     def __init__(self, backend: TextLLMBackend, tokenizer: Any, model: Any) -> None:
-        import torch
-
         self.spec = backend.spec
         self.backend = backend
         self.tokenizer = tokenizer
@@ -173,23 +218,11 @@ class TextLLM:
         vocabulary_size = int(model.config.vocab_size)
         texts = [tokenizer.decode([index]) for index in range(min(vocabulary_size, len(tokenizer)))]
         texts += [""] * (vocabulary_size - len(texts))
-        special = set(tokenizer.all_special_ids)
-        breaks = lambda text: any(char in VALUE_BREAKERS for char in text)  # noqa: E731
-        # A value's first token starts a word after the label's space; later tokens continue it in plain text.
-        self.banned_first = torch.tensor([
-            index in special or not (text[:1] == " " and text[1:2].isalnum()) or breaks(text) or text.strip().lower() in FILLER_WORDS
-            for index, text in enumerate(texts)
-        ])
-        self.banned_first_bare = torch.tensor([
-            index in special or not text[:1].isalnum() or breaks(text) or text.strip().lower() in FILLER_WORDS
-            for index, text in enumerate(texts)
-        ])
+        for name, value in vocabulary_masks(texts, set(tokenizer.all_special_ids)).items():
+            setattr(self, name, value)
         self.quote_id = self._single_token('"')
         self.close_bracket_id = self._single_token("]")
         self.space_quote_ids = tuple(tokenizer.encode(' "', add_special_tokens=False))
-        self.banned_inside = torch.tensor([
-            index in special or breaks(text) or not text.strip() for index, text in enumerate(texts)
-        ])
         self._heads: OrderedDict[tuple[int, ...], Any] = OrderedDict()
 
     def _single_token(self, text: str) -> int:
@@ -349,11 +382,11 @@ class FormFiller:
 
     Per row, over the segments of its program: a ``force`` segment emits its tokens; a ``closed`` value
     allows only continuations of its options (the model's greedy choice among them); an ``open`` value
-    starts each item with a word that is not a filler word, continues in plain words (no sentence
-    punctuation, quote or line break) for at most ``max_field_tokens`` tokens, separates list items with a
-    comma, and ends with the segment's terminator, forced at the cap; an ``array`` value is ``"item"``
-    strings (each like an open value ending with its quote) joined by ``, `` until the model closes it with
-    ``]``. After the program the turn ends. Rows without a program are left alone.
+    starts each item with a word that is not a filler word (whether that word is one token or several),
+    continues in plain words (no sentence punctuation, quote or line break) for at most
+    ``max_field_tokens`` tokens, separates list items with a comma, and ends with the segment's
+    terminator, forced at the cap; an ``array`` value is ``"item"`` strings (each like an open value
+    ending with its quote) joined by ``, `` until the model closes it with ``]``. After the program the turn ends. Rows without a program are left alone.
     """
 
     # Phases of an array value: before an item or the closing bracket, inside an item, after an item, and
@@ -370,6 +403,8 @@ class FormFiller:
         self.position = [0] * rows
         self.node: list[dict | None] = [program[0].trie if program else None for program in programs]
         self.item_tokens = [0] * rows
+        # The first word of the current item while it is being written; None once it has ended.
+        self.first_word: list[str | None] = [""] * rows
         self.items_left = [program[0].items if program else 0 for program in programs]
         self.phase = [self.ARRAY_START] * rows
 
@@ -401,31 +436,47 @@ class FormFiller:
                 self._advance(row, program)
         elif token in self.model.comma_ids:
             self.items_left[row] -= 1
-            self.item_tokens[row] = 0
+            self._start_item(row)
         else:
-            self.item_tokens[row] += 1
+            self._observe_item_token(row, token)
+
+    def _start_item(self, row: int) -> None:
+        self.item_tokens[row], self.first_word[row] = 0, ""
+
+    def _observe_item_token(self, row: int, token: int) -> None:
+        text = self.model.token_texts[token]
+        if self.item_tokens[row] == 0:
+            text = text[1:] if text[:1] == " " else text
+        word = self.first_word[row]
+        if word is not None:
+            piece = leading_word(text)
+            self.first_word[row] = word + piece.lower() if piece == text else None
+        self.item_tokens[row] += 1
 
     def _observe_array(self, row: int, program: tuple[Segment, ...], segment: Segment, token: int) -> None:
         phase = self.phase[row]
         if phase in (self.ARRAY_START, self.ARRAY_NEXT) and token == self.model.close_bracket_id:
             self._advance(row, program)
         elif phase == self.ARRAY_START:
-            self.phase[row], self.item_tokens[row] = self.ARRAY_ITEM, 0
+            self.phase[row] = self.ARRAY_ITEM
+            self._start_item(row)
         elif phase == self.ARRAY_ITEM and token == self.model.quote_id:
             self.phase[row] = self.ARRAY_NEXT
             self.items_left[row] -= 1
         elif phase == self.ARRAY_ITEM:
-            self.item_tokens[row] += 1
+            self._observe_item_token(row, token)
         elif phase == self.ARRAY_NEXT:
             self.phase[row], self.position[row] = self.ARRAY_QUOTE, 0
         else:
             self.position[row] += 1
             if self.position[row] == len(self.model.space_quote_ids):
-                self.phase[row], self.item_tokens[row] = self.ARRAY_ITEM, 0
+                self.phase[row] = self.ARRAY_ITEM
+                self._start_item(row)
 
     def _advance(self, row: int, program: tuple[Segment, ...]) -> None:
         self.segment[row] += 1
-        self.position[row] = self.item_tokens[row] = 0
+        self.position[row] = 0
+        self._start_item(row)
         self.phase[row] = self.ARRAY_START
         if self.segment[row] < len(program):
             self.node[row] = program[self.segment[row]].trie
@@ -464,7 +515,21 @@ class FormFiller:
         saved = scores[row, kept].clone()
         scores[row, self.model.banned_inside] = -float("inf")
         scores[row, kept] = saved
+        self._keep_first_word_off_fillers(scores, row, last_token=self.item_tokens[row] + 1 == self.cap)
         return None
+
+    def _keep_first_word_off_fillers(self, scores: Any, row: int, last_token: bool) -> None:
+        """While an item's first word is being written: a word that is a filler word so far may not end
+        here, and no token may complete one and end it (nor complete one as the item's last token)."""
+        word = self.first_word[row]
+        if word is None:
+            return
+        if word in FILLER_WORDS:
+            scores[row, self.model.ends_word] = -float("inf")
+        for filler in FILLER_WORDS:
+            if len(filler) > len(word) and filler.startswith(word):
+                banned = [index for index, ends in self.model.filler_tails.get(filler[len(word):], ()) if ends or last_token]
+                scores[row, banned] = -float("inf")
 
     @staticmethod
     def _allow(scores: Any, row: int, tokens: Sequence[int]) -> None:
