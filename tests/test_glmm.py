@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 from scipy import integrate, special, stats
 
-from harness.metrics import glmm
-from harness.metrics.glmm import fit_joint_wer_model, fit_random_intercept, marginal_loglik
+from harness.metrics.glmm import fit_joint_wer_model, fit_linear_mixed, fit_random_intercept, likelihood, marginal_loglik, optimiser
 
 REFERENCE_DIR = Path(__file__).parent / "reference" / "lme4"
 COLUMNS = ["(Intercept)", "genderM"] + [f"x{k}" for k in range(1, 9)]
@@ -163,7 +162,7 @@ def test_gradient_is_exact_derivative_of_the_quadrature(nagq, estimate_loading):
     y, design, cluster, trials = simulate(rng, n_clusters=8, per_cluster=10)
     insertions = rng.poisson(trials * 0.02)
     n = y.size
-    problem = glmm._Problem.build(
+    problem = likelihood._Problem.build(
         y=np.r_[insertions, y].astype(float),
         trials=np.r_[np.zeros(n), trials].astype(float),
         is_binomial=np.r_[np.zeros(n, bool), np.ones(n, bool)],
@@ -172,7 +171,7 @@ def test_gradient_is_exact_derivative_of_the_quadrature(nagq, estimate_loading):
         cluster=np.r_[cluster, cluster],
         loaded=np.r_[np.ones(n, bool), np.zeros(n, bool)],
     )
-    evaluator = glmm._Evaluator(problem, nagq, estimate_loading)
+    evaluator = likelihood._Evaluator(problem, nagq, estimate_loading)
     theta = np.r_[-3.5, 0.2, 0.1, -3.0, 0.3, 0.2, 0.6, 0.7][: 8 if estimate_loading else 7]
     gradient = evaluator.loglik_and_gradient(theta)[1]
     numeric = np.zeros_like(theta)
@@ -371,7 +370,7 @@ def test_linear_mixed_matches_statsmodels_reml(speaker_sd):
     cluster = np.repeat(np.arange(30), 20)
     design = np.column_stack([np.ones(600), (cluster % 2).astype(float), rng.normal(size=600)])
     y = design @ [5.0, 0.3, -0.4] + rng.normal(0, speaker_sd, 30)[cluster] + rng.normal(size=600)
-    fit = glmm.fit_linear_mixed(y, design, cluster)
+    fit = fit_linear_mixed(y, design, cluster)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         reference = sm.MixedLM(y, design, groups=cluster).fit(reml=True, method="nm", maxiter=20000)
@@ -390,17 +389,51 @@ def test_linear_mixed_matches_statsmodels_reml(speaker_sd):
 def test_extreme_line_search_points_are_infeasible_not_fatal():
     rng = np.random.default_rng(9)
     y, design, cluster, trials = simulate(rng, n_clusters=10, per_cluster=20, family="poisson")
-    problem = glmm._Problem.build(
+    problem = likelihood._Problem.build(
         y=y.astype(float), trials=np.zeros(y.size), is_binomial=np.zeros(y.size, bool),
         offset=np.log(trials), design=design, cluster=cluster, loaded=np.zeros(y.size, bool),
     )
-    evaluator = glmm._Evaluator(problem, 10, estimate_loading=False)
+    evaluator = likelihood._Evaluator(problem, 10, estimate_loading=False)
     for theta in ([400.0, 0.0, 0.0, 50.0], [-30.0, 60.0, -40.0, 5.0], [0.0, 0.0, 900.0, 0.5]):
         value, gradient = evaluator.loglik_and_gradient(np.array(theta))
         assert value == -np.inf or np.isfinite(value)
-    reference = glmm._maximise(problem, nagq=10, estimate_loading=False)
+    reference = optimiser._maximise(problem, nagq=10, estimate_loading=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from_far = glmm._maximise(problem, nagq=10, estimate_loading=False, start=np.array([20.0, 0.0, 0.0, 5.0]))
+        from_far = optimiser._maximise(problem, nagq=10, estimate_loading=False, start=np.array([20.0, 0.0, 0.0, 5.0]))
     assert from_far.converged
     np.testing.assert_allclose(from_far.theta, reference.theta, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------ shared result interface
+
+
+def test_results_share_params_bse_conf_int_and_summary():
+    from harness.metrics.glmm import GLMMFit, MixedModelResult
+
+    rng = np.random.default_rng(6)
+    y, design, cluster, trials = simulate(rng, n_clusters=12, per_cluster=15, family="binomial")
+    one = fit_random_intercept(y, design, cluster, "binomial", trials=trials, nagq=3)
+    joint = fit_joint_wer_model(rng.poisson(0.05 * trials), y, trials, design, cluster, nagq=3, estimate_loading=True)
+    linear = fit_linear_mixed(np.log1p(y), design, cluster)
+    assert isinstance(one, GLMMFit) and isinstance(joint, GLMMFit) and isinstance(linear, MixedModelResult)
+
+    assert list(one.params.index) == ["x0", "x1", "x2", "sigma"] and one.params["sigma"] == one.sigma
+    assert list(joint.params.index[-2:]) == ["sigma", "loading"] and joint.params["loading"] == joint.loading
+    assert list(linear.params.index[-2:]) == ["sigma_cluster", "sigma_residual"]
+    for fit in (one, joint, linear):
+        np.testing.assert_array_equal(fit.params[fit.coef.index], fit.coef)
+        np.testing.assert_array_equal(fit.bse[fit.coef.index], fit.se)
+        z = stats.norm.ppf(0.95)
+        np.testing.assert_allclose(fit.conf_int(0.1)["low"], fit.coef - z * fit.se)
+        table = fit.summary(0.1)
+        assert list(table.index) == list(fit.params.index)
+        assert list(table.columns) == ["estimate", "se", "z", "p", "ci_low", "ci_high"]
+        np.testing.assert_allclose(table.loc[fit.coef.index, "z"], fit.coef / fit.se)
+        np.testing.assert_allclose(table.loc[fit.coef.index, "p"], 2 * stats.norm.sf(np.abs(fit.coef / fit.se)))
+        np.testing.assert_allclose(table.loc[fit.coef.index, "ci_high"], fit.coef + z * fit.se)
+        variance = [name for name in fit.params.index if name not in fit.coef.index]
+        assert table.loc[variance, ["z", "p", "ci_low", "ci_high"]].isna().all().all()
+        assert table.attrs["loglik"] == fit.loglik and table.attrs["n_clusters"] == 12
+    assert one.bse["sigma"] == pytest.approx(np.sqrt(one.cov.loc["sigma", "sigma"]))
+    assert linear.bse[["sigma_cluster", "sigma_residual"]].isna().all()
