@@ -38,8 +38,10 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness.metrics import wer_model  # noqa: E402
 from harness.metrics import wer_ratio as wr  # noqa: E402
 from harness.metrics.glmm import fit_random_intercept  # noqa: E402
+from harness.metrics.simulation import simulate_wer_table  # noqa: E402
 
 REFERENCE_DIR = ROOT / "tests" / "reference" / "lme4"
 COLUMNS = ["(Intercept)", "genderM"] + [f"x{k}" for k in range(1, 9)]
@@ -101,7 +103,7 @@ def run_timing(reps: int) -> None:
         ours[f"{family}_nagq{nagq}"] = (median_seconds(lambda: reference_fit(table, family, nagq), reps), diff)
     wer_table = table.rename(columns={"gender": "group"})
     joint = median_seconds(
-        lambda: wr._WERModel.fit_mixed(wer_table, "M", tuple(COLUMNS[2:]), 10, "joint", False), reps
+        lambda: wer_model._WERModel.fit_mixed(wer_table, "M", tuple(COLUMNS[2:]), 10, "joint", False), reps
     )
     lme4, source = lme4_seconds(reps)
     print(f"{len(table)} utterances, {table['speaker'].nunique()} speakers, {len(COLUMNS)} fixed effects; "
@@ -114,14 +116,14 @@ def run_timing(reps: int) -> None:
 
 
 def coverage_replicate(seed: int) -> dict[str, float]:
-    sim = wr.simulate_wer_table(
+    sim = simulate_wer_table(
         seed, n_speakers=40, utterances_per_speaker=65, sigma=0.5,
         group_effect_insertions=0.1, group_effect_delsub=0.2, n_noise_covariates=3,
     )
     data, numerator, _, _ = wr._prepare_wer_table(sim.table, list(sim.covariates), "F", "M")
     out = {"true_log_ratio": float(np.log(sim.true_ratio))}
     for kind in ("joint", "separate"):
-        model = wr._WERModel.fit_mixed(data, numerator, sim.covariates, 10, kind, False)
+        model = wer_model._WERModel.fit_mixed(data, numerator, sim.covariates, 10, kind, False)
         row = model.row(data, numerator, 0.05, small_sample=True)
         log_ratio, se = float(np.log(row["ratio"])), float(row["se_log_ratio"])
         out[f"{kind}_log_ratio"] = log_ratio
@@ -170,10 +172,10 @@ def run_bootstrap(n_boot: int, seed: int) -> None:
     covariates = tuple(COLUMNS[2:])
     rng = np.random.default_rng(seed)
     start = time.perf_counter()
-    joint = wr._WERModel.fit_mixed(data, numerator, covariates, 10, "joint", False)
-    separate = wr._WERModel.fit_mixed(data, numerator, covariates, 10, "separate", False)
+    joint = wer_model._WERModel.fit_mixed(data, numerator, covariates, 10, "joint", False)
+    separate = wer_model._WERModel.fit_mixed(data, numerator, covariates, 10, "separate", False)
     by_speaker = dict(tuple(data.groupby("speaker", sort=False)))
-    strata = wr._speaker_strata(data)
+    strata = wer_model._speaker_strata(data)
     draws = []
     for _ in range(n_boot):
         parts = [
@@ -182,10 +184,10 @@ def run_bootstrap(n_boot: int, seed: int) -> None:
             for k, spk in enumerate(rng.choice(speakers, size=speakers.size, replace=True))
         ]
         sample = pd.concat(parts, ignore_index=True)
-        refit = wr._WERModel.fit_mixed(sample, numerator, covariates, 10, "joint", False, start=joint.fit)
+        refit = wer_model._WERModel.fit_mixed(sample, numerator, covariates, 10, "joint", False, start=joint.fit)
         if refit.converged:
-            draws.append(refit.log_ratio(refit.params, wr._PooledDesign.build(sample, numerator, refit.columns)))
-    pooled = wr._PooledDesign.build(data, numerator, joint.columns)
+            draws.append(refit.log_ratio(refit.params, wer_model._PooledDesign.build(sample, numerator, refit.columns)))
+    pooled = wer_model._PooledDesign.build(data, numerator, joint.columns)
     ins_fit, del_fit = separate.fit
     correlation = np.corrcoef(ins_fit.random_effects, del_fit.random_effects.loc[ins_fit.random_effects.index])[0, 1]
     estimate = joint.log_ratio(joint.params, pooled)

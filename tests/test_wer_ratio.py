@@ -9,16 +9,17 @@ import pandas as pd
 import pytest
 from scipy import special
 
+from harness.metrics import wer_model
 from harness.metrics import wer_ratio as wr
 from harness.metrics.glmm import fit_joint_wer_model
+from harness.metrics.score_ratio import judge_score_ratio
+from harness.metrics.simulation import simulate_wer_table
 from harness.metrics.wer_ratio import (
     METHOD_NO_SPEAKER,
     METHOD_SEMANTIC,
     METHOD_SPEAKER,
     METHOD_VANILLA,
     expected_wer,
-    judge_score_ratio,
-    simulate_wer_table,
     wer_ratio,
 )
 
@@ -95,12 +96,12 @@ def test_model_rows_can_carry_a_speaker_bootstrap_interval():
 
 
 def test_a_non_converged_fit_is_flagged_and_never_called_significant(confounded, monkeypatch):
-    original = wr.fit_joint_wer_model
+    original = wer_model.fit_joint_wer_model
 
     def failing(*args, **kwargs):
         return dataclasses.replace(original(*args, **kwargs), converged=False, message="did not converge")
 
-    monkeypatch.setattr(wr, "fit_joint_wer_model", failing)
+    monkeypatch.setattr(wer_model, "fit_joint_wer_model", failing)
     result = wer_ratio(confounded.table, covariates=list(confounded.covariates), n_boot=50, numerator="F")
     for method in (METHOD_SPEAKER, METHOD_SEMANTIC):
         assert not result.methods.loc[method, "converged"]
@@ -132,7 +133,7 @@ def test_empty_references_are_dropped_with_a_count(confounded):
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda t: t.drop(columns=["substitutions"]), r"missing columns \['substitutions'\]"),
+        (lambda t: t.drop(columns=["substitutions"]), r"lacks column\(s\) \['substitutions'\]"),
         (lambda t: t.assign(group=np.where(np.arange(len(t)) % 3 == 0, "X", t["group"])), "exactly two levels"),
         (lambda t: t.assign(deletions=t["n_ref_words"] + 1), "exceed n_ref_words"),
         (lambda t: t.assign(x_noise1=np.where(np.arange(len(t)) == 0, np.nan, t["x_noise1"])), "'x_noise1' has 1 NaN"),

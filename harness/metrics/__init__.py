@@ -2,14 +2,21 @@
 
 ``harness.metrics.ntvd`` is the function (as the VIBE check's spec names it); the module of the same name
 is imported as ``from harness.metrics.ntvd import ...``. The expected-WER ratio lives in
-``harness.metrics.wer_ratio.wer_ratio`` (not re-exported here, so that the module name stays the module).
+``harness.metrics.wer_ratio.wer_ratio`` (not re-exported here, so that the module name stays the module); the
+judge-score ratio in :mod:`harness.metrics.score_ratio`, the WER table simulator in
+:mod:`harness.metrics.simulation`.
 """
 
 from harness.metrics.basis import stereoset_scores
-from harness.metrics.glmm import fit_joint_wer_model, fit_linear_mixed, fit_random_intercept
+from harness.metrics.glmm import (
+    fit_joint_wer_model,
+    fit_linear_mixed,
+    fit_random_intercept,
+)
 from harness.metrics.multitest import fdr_bh
 from harness.metrics.ntvd import NTVDResult, PermutationResult, ntvd, paired_ntvd_difference, permutation_test
-from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
+from harness.metrics.ratio_table import RatioTable
+from harness.metrics.score_ratio import judge_score_ratio
 
 __all__ = [
     "NTVDResult",

@@ -1,0 +1,130 @@
+"""The result table shared by the expected-WER and judge-score ratios: one row per method (paper Tables
+III-IV), and the validation both apply to their input tables.
+
+A row whose fit did not converge keeps its numbers for diagnosis but has ``converged = False`` and
+``significant = None``: it must not be used to pass or fail a gate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+METHOD_VANILLA = "vanilla"
+METHOD_NO_SPEAKER = "regression w/o speaker w/o semantics"
+METHOD_SPEAKER = "regression w/ speaker w/o semantics"
+METHOD_SEMANTIC = "regression w/ speaker w/ semantics"
+METHOD_NO_SPEAKER_SEMANTIC = "regression w/o speaker w/ semantics"
+
+RESULT_COLUMNS = (
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "significant",
+    "converged",
+    "ci_method",
+    "se_log_ratio",
+    "df",
+    "boot_ci_low",
+    "boot_ci_high",
+    "value_numerator",
+    "value_denominator",
+    "message",
+)
+
+_INTERCEPT = "(Intercept)"
+
+
+@dataclasses.dataclass(frozen=True)
+class RatioTable:
+    """One row per method (index), columns ``RESULT_COLUMNS``.
+
+    ``ratio`` is ``numerator / denominator`` of the metric (expected WER or mean judge score);
+    ``ci_low``/``ci_high`` the interval of ``ci_method`` (``bootstrap`` for vanilla, ``delta`` for model
+    rows); ``boot_ci_*`` the speaker-cluster bootstrap interval where one was computed; ``significant`` is
+    true when the interval excludes 1 and ``None`` for a non-converged row. ``value_*`` are the per-group
+    metric values behind the ratio. ``fits`` holds the fitted model objects by method.
+    """
+
+    methods: pd.DataFrame
+    metric: str
+    numerator: str
+    denominator: str
+    n_utterances: int
+    n_speakers: int | None
+    n_dropped_empty_reference: int
+    fits: Mapping[str, object] = dataclasses.field(repr=False, compare=False)
+
+    def row(self, method: str) -> pd.Series:
+        return self.methods.loc[method]
+
+
+def _row(ratio, low, high, converged, ci_method, se, value_num, value_den) -> dict[str, object]:
+    significant = None
+    if converged and np.isfinite(low) and np.isfinite(high):
+        significant = bool(low > 1.0 or high < 1.0)
+    return {
+        "ratio": float(ratio),
+        "ci_low": float(low),
+        "ci_high": float(high),
+        "significant": significant,
+        "converged": bool(converged),
+        "ci_method": ci_method,
+        "se_log_ratio": float(se),
+        "df": np.nan,
+        "boot_ci_low": np.nan,
+        "boot_ci_high": np.nan,
+        "value_numerator": float(value_num),
+        "value_denominator": float(value_den),
+        "message": "converged" if converged else "not converged",
+    }
+
+
+def _methods_frame(rows: dict[str, dict[str, object]]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_dict(rows, orient="index")[list(RESULT_COLUMNS)]
+    frame.index.name = "method"
+    frame["significant"] = frame["significant"].astype(object)
+    return frame
+
+
+def _covariate_sets(covariates) -> dict[str | None, tuple[str, ...]]:
+    if isinstance(covariates, str):
+        raise ValueError("covariates must be a list of column names or a mapping name -> columns, not a string")
+    if isinstance(covariates, Mapping):
+        return {str(name): tuple(cols) for name, cols in covariates.items() if len(cols)}
+    cols = tuple(covariates)
+    return {None: cols} if cols else {}
+
+
+def _check_finite(data: pd.DataFrame, columns: Sequence[str]) -> None:
+    for c in columns:
+        values = pd.to_numeric(data[c], errors="coerce").to_numpy(float)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            raise ValueError(f"column {c!r} has {int(bad.sum())} NaN/inf or non-numeric values")
+
+
+def _two_levels(groups: pd.Series, numerator, denominator, label: str) -> tuple[str, str]:
+    if groups.isna().any():
+        raise ValueError(f"column {label!r} has {int(groups.isna().sum())} missing values")
+    levels = sorted(groups.unique().tolist(), key=str)
+    if len(levels) != 2:
+        raise ValueError(f"column {label!r} must have exactly two levels, found {levels}")
+    if numerator is None and denominator is None:
+        return levels[0], levels[1]
+    if numerator is None:
+        numerator = next(level for level in levels if level != denominator)
+    if denominator is None:
+        denominator = next(level for level in levels if level != numerator)
+    if {numerator, denominator} != set(levels):
+        raise ValueError(f"numerator/denominator {numerator!r}/{denominator!r} do not match levels {levels}")
+    return numerator, denominator
+
+
+def _speaker_level_columns(data: pd.DataFrame, design: pd.DataFrame) -> int:
+    """Number of design columns constant within every speaker (intercept, a speaker-level group, ...)."""
+    by_speaker = design.groupby(data["speaker"].to_numpy(), sort=False)
+    return int(((by_speaker.max() - by_speaker.min()).max(axis=0) == 0).sum())

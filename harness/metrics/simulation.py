@@ -1,0 +1,90 @@
+"""Simulated per-utterance WER tables with a known expected-WER ratio (paper §IV-style), for tests and
+benchmarks of :func:`harness.metrics.wer_ratio.wer_ratio`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+from scipy import special
+
+from harness.metrics.wer_model import _expected_wer_from_parts
+
+
+@dataclasses.dataclass(frozen=True)
+class SimulatedWER:
+    """A simulated per-utterance WER table and its true expected-WER ratio (same estimand as
+    :func:`wer_ratio`, evaluated at the true parameters on the table's own pooled covariates)."""
+
+    table: pd.DataFrame
+    true_ratio: float
+    covariates: tuple[str, ...]
+
+
+def simulate_wer_table(
+    seed: int | np.random.Generator,
+    *,
+    n_speakers: int = 40,
+    utterances_per_speaker: int = 65,
+    sigma: float = 0.5,
+    group_effect_insertions: float = 0.0,
+    group_effect_delsub: float = 0.0,
+    difficulty_effect: float = 1.0,
+    confounding: float = 0.6,
+    n_noise_covariates: int = 3,
+    intercept_insertions: float = -4.3,
+    intercept_delsub: float = -3.4,
+) -> SimulatedWER:
+    """Paper §IV-style simulation in WER form, with one speaker intercept shared by both components.
+
+    Half the speakers are in group ``"F"``, half in ``"M"``. Each utterance has a semantic difficulty
+    covariate ``x_difficulty ~ N(+-confounding, 1)`` (``+`` for ``F``: difficulty is confounded with the
+    group) and ``n_noise_covariates`` pure-noise semantic covariates; ``N ~`` a log-normal length in 5..60.
+    Errors follow eq. 4-5 with ``difficulty_effect`` on both logits and the group effects on ``F``
+    (default 0: no true group effect). ``true_ratio`` is the expected-WER ratio ``F / M`` at the true
+    parameters.
+    """
+    rng = np.random.default_rng(seed)
+    speaker_group = np.where(np.arange(n_speakers) < n_speakers // 2, "F", "M")
+    speaker_of = np.repeat(np.arange(n_speakers), utterances_per_speaker)
+    is_f = (speaker_group[speaker_of] == "F").astype(float)
+    n = speaker_of.size
+    n_words = np.clip(np.round(np.exp(rng.normal(np.log(17.0), 0.65, n))), 5, 60)
+    difficulty = rng.normal(confounding * (2 * is_f - 1), 1.0)
+    noise = rng.normal(size=(n, n_noise_covariates))
+    r = rng.normal(0.0, sigma, n_speakers)[speaker_of]
+    eta_ins_fixed = intercept_insertions + difficulty_effect * difficulty
+    eta_del_fixed = intercept_delsub + difficulty_effect * difficulty
+    insertions = rng.poisson(n_words * np.exp(eta_ins_fixed + group_effect_insertions * is_f + r))
+    delsub = rng.binomial(n_words.astype(int), special.expit(eta_del_fixed + group_effect_delsub * is_f + r))
+    deletions = rng.binomial(delsub, 0.3)
+    table = pd.DataFrame(
+        {
+            "speaker": [f"s{k:03d}" for k in speaker_of],
+            "group": speaker_group[speaker_of],
+            "insertions": insertions,
+            "deletions": deletions,
+            "substitutions": delsub - deletions,
+            "n_ref_words": n_words.astype(int),
+            "x_difficulty": difficulty,
+        }
+    )
+    names = ["x_difficulty"]
+    for k in range(n_noise_covariates):
+        table[f"x_noise{k + 1}"] = noise[:, k]
+        names.append(f"x_noise{k + 1}")
+    true_wer = [
+        _expected_wer_from_parts(
+            eta_ins_fixed + group_effect_insertions * level,
+            eta_del_fixed + group_effect_delsub * level,
+            sigma,
+            sigma,
+            n_words,
+        )
+        for level in (1.0, 0.0)
+    ]
+    return SimulatedWER(table=table, true_ratio=true_wer[0] / true_wer[1], covariates=tuple(names))
+
+
+__all__ = ["SimulatedWER", "simulate_wer_table"]
