@@ -174,7 +174,7 @@ def test_unknown_choice_label_names_column_and_row():
 
 
 def test_missing_column_is_named():
-    with pytest.raises(ValueError, match=r"missing column\(s\) \['choice'\]"):
+    with pytest.raises(ValueError, match=r"lacks column\(s\) \['choice'\]"):
         stereoset_scores(pd.DataFrame({"demographic": ["f"], "answer": ["A"]}))
     with pytest.raises(ValueError, match=r"\['demographic'\]"):
         stereoset_scores(pd.DataFrame({"choice": [S]}))

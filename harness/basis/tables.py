@@ -12,22 +12,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.core import bootstrap_seed, finite_or_none
 from harness.metrics.basis import MODES, ModeEffectsResult
-from harness.models.base import stable_hash
+
+number = finite_or_none
+"""``float(value)``, or ``None`` for ``None``, NaN and infinities (:func:`harness.core.finite_or_none`)."""
 
 N_BOOT = 2000
 """Speaker-cluster bootstrap resamples for every BASIS interval (count metrics: milliseconds each)."""
-
-
-def bootstrap_seed(*parts: Any) -> int:
-    return int(stable_hash(list(parts))[:8], 16)
-
-
-def number(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if np.isfinite(value) else None
 
 
 def frame_records(frame: pd.DataFrame, index_name: str) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from harness.core import require_columns
 from harness.metrics.ntvd import NTVDResult, ntvd
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
@@ -61,7 +62,7 @@ class MergeMap:
         When the table has an ``utterance_id`` column, a value that an answer now states twice (it said
         "hiking" and "hike") is kept once, as the rule-based extractor keeps repeated values once.
         """
-        _require_columns(table, ("attribute", "value"))
+        require_columns(table, ("attribute", "value"), "attribute table")
         lookup = pd.Series(self.table["canonical"].to_numpy(), index=pd.MultiIndex.from_frame(self.table[["attribute", "value"]]))
         keys = pd.MultiIndex.from_arrays([table["attribute"], table["value"]])
         canonical = lookup.reindex(keys).to_numpy()
@@ -83,12 +84,6 @@ class MergeComparison:
     def change(self) -> float:
         """merged score - raw score (negative when merging removed spurious divergence)."""
         return self.merged.score - self.raw.score
-
-
-def _require_columns(table: pd.DataFrame, columns: Sequence[str]) -> None:
-    missing = [column for column in columns if column not in table.columns]
-    if missing:
-        raise ValueError(f"attribute table lacks column(s) {missing}; needs {list(columns)}")
 
 
 def unit_embeddings(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
@@ -127,7 +122,7 @@ def build_merge_map(table: pd.DataFrame, embedder: Embedder | None = None, thres
     """The merge map of a long table's values (columns ``attribute``, ``value``), attribute by attribute."""
     if not 0 < threshold <= 1:
         raise ValueError(f"threshold must lie in (0, 1], got {threshold}")
-    _require_columns(table, ("attribute", "value"))
+    require_columns(table, ("attribute", "value"), "attribute table")
     if table[["attribute", "value"]].isna().any().any():
         bad = table.index[table[["attribute", "value"]].isna().any(axis=1)][0]
         raise ValueError(f"attribute table row {bad!r} has a missing attribute or value")

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from harness.core import REFUSAL
 from harness.tasks.base import Task
 
 UNEXTRACTABLE = "unextractable"
-REFUSAL = "refusal"
 EXTRACTED = "extracted"
 EMPTY = "empty"
 

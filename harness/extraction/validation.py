@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.core import require_columns
+
 RESPONSE_KEY = ("model", "task", "utterance_id")
 DEFAULT_STRATA = ("model", "task", "dimension")
 AGREES_COLUMN = "annotator_agrees"
@@ -48,12 +50,6 @@ class AgreementResult:
     seed: int
 
 
-def _require_columns(table: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    missing = [column for column in columns if column not in table.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {missing}; it has {list(table.columns)}")
-
-
 def annotation_sample(
     responses: pd.DataFrame,
     values: pd.DataFrame,
@@ -69,8 +65,8 @@ def annotation_sample(
     per draw, under one ``response_id`` per draw. The draw does not depend on the row order of
     ``responses``; a response's values keep their order in ``values``.
     """
-    _require_columns(responses, [*RESPONSE_KEY, "answer", *strata], "responses table")
-    _require_columns(values, [*RESPONSE_KEY, "attribute", "value"], "values table")
+    require_columns(responses, [*RESPONSE_KEY, "answer", *strata], "responses table")
+    require_columns(values, [*RESPONSE_KEY, "attribute", "value"], "values table")
     if n_per_stratum < 1:
         raise ValueError(f"n_per_stratum must be >= 1, got {n_per_stratum}")
     key = list(RESPONSE_KEY)
@@ -166,7 +162,7 @@ def _bootstrap_ratio(agreeing: np.ndarray, judged: np.ndarray, n_bootstrap: int,
 
 def agreement(annotations: pd.DataFrame, n_bootstrap: int = 10_000, seed: int = 0, confidence: float = 0.95) -> AgreementResult:
     """Per-task and overall agreement (VIBE Table I) with response-level bootstrap CIs (see module doc)."""
-    _require_columns(annotations, ["response_id", "task", AGREES_COLUMN], "annotations table")
+    require_columns(annotations, ["response_id", "task", AGREES_COLUMN], "annotations table")
     if annotations.empty:
         raise ValueError("annotations table has no rows")
     if not annotations[AGREES_COLUMN].isin([True, False]).all():

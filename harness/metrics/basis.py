@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from harness.core import require_columns
+
 CHOICES = ("stereotype", "anti-stereotype", "unrelated", "unknown")
 MODES = ("speech-implicit", "speech-explicit", "text-implicit", "text-explicit")
 EFFECTS: dict[str, tuple[str, str]] = {
@@ -27,16 +29,6 @@ EFFECTS: dict[str, tuple[str, str]] = {
 
 
 # --------------------------------------------------------------------------------------------- validation
-
-
-def _require_columns(table: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    if not isinstance(table, pd.DataFrame):
-        raise TypeError(f"{what}: expected a pandas DataFrame, got {type(table).__name__}")
-    missing = [column for column in columns if column not in table.columns]
-    if missing:
-        raise ValueError(f"{what}: missing column(s) {missing}; the table has {list(table.columns)}")
-    if table.empty:
-        raise ValueError(f"{what}: the table has no rows")
 
 
 def _first_bad_row(table: pd.DataFrame, column: str, bad: np.ndarray, what: str, expected: str) -> ValueError:
@@ -172,7 +164,7 @@ def stereoset_scores(
     p-value is optimistic. Use :func:`mode_effects` for speaker-clustered intervals.
     """
     what = "stereoset_scores"
-    _require_columns(table, [group, "choice"], what)
+    require_columns(table, [group, "choice"], what, nonempty=True)
     _require_present(table, [group, "choice"], what)
     _require_members(table, "choice", CHOICES, what)
 
@@ -249,7 +241,7 @@ def group_accuracy(
     """
     what = "group_accuracy"
     columns = _group_columns(group)
-    _require_columns(table, [*columns, outcome], what)
+    require_columns(table, [*columns, outcome], what, nonempty=True)
     _require_present(table, columns, what)
     correct = _boolean_column(table, outcome, what)
     keys = [table[c] for c in columns]
@@ -331,7 +323,7 @@ def classification_accuracy(
     is wrong. ``labels`` defaults to the sorted true labels; a true label outside ``labels`` is an error.
     """
     what = "classification_accuracy"
-    _require_columns(table, [true, predicted], what)
+    require_columns(table, [true, predicted], what, nonempty=True)
     _require_present(table, [true], what)
     categories = sorted(table[true].unique()) if labels is None else list(labels)
     _require_members(table, true, categories, what)
@@ -383,7 +375,7 @@ def asr_scores(table: pd.DataFrame, *, group: str | Sequence[str] = "demographic
     """
     what = "asr_scores"
     columns = _group_columns(group)
-    _require_columns(table, [*columns, wer], what)
+    require_columns(table, [*columns, wer], what, nonempty=True)
     _require_present(table, [*columns, wer], what)
     values = pd.to_numeric(table[wer], errors="coerce")
     bad = (values.isna() | (values < 0)).to_numpy()
@@ -424,7 +416,7 @@ class CountMetric:
 
 
 def _tally_choices(table: pd.DataFrame) -> np.ndarray:
-    _require_columns(table, ["choice"], "mean_icat")
+    require_columns(table, ["choice"], "mean_icat", nonempty=True)
     _require_present(table, ["choice"], "mean_icat")
     _require_members(table, "choice", CHOICES, "mean_icat")
     return (table["choice"].to_numpy()[:, None] == np.array(CHOICES)[None, :]).astype(float)
@@ -444,7 +436,7 @@ def mean_accuracy_metric(outcome: str = "correct") -> CountMetric:
     """The mean over demographic groups of the per-group accuracy, as :func:`group_accuracy` computes it."""
 
     def tally(table: pd.DataFrame) -> np.ndarray:
-        _require_columns(table, [outcome], "mean_accuracy")
+        require_columns(table, [outcome], "mean_accuracy", nonempty=True)
         correct = _boolean_column(table, outcome, "mean_accuracy")
         return np.column_stack([correct, np.ones_like(correct)]).astype(float)
 
@@ -530,7 +522,7 @@ def mode_effects(
     resampled table (``n_boot x modes`` pandas calls, so expect seconds to minutes).
     """
     what = "mode_effects"
-    _require_columns(table, [mode, cluster, group], what)
+    require_columns(table, [mode, cluster, group], what, nonempty=True)
     _require_present(table, [mode, cluster, group], what)
     _require_members(table, mode, MODES, what)
     if not 0.0 < level < 1.0:

@@ -24,19 +24,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.extraction.fields import REFUSAL
+from harness.core import REFUSAL, require_columns
 from harness.metrics.ntvd import NTVDResult, count_tensor, ntvd, ntvd_from_group_counts
 
 VIBE_TAUS = (1, 2, 5, 10, 20, 40)
 REFERENCE_TAU = 10
 REFUSAL_ATTRIBUTE = "refusal"
 ANSWERED = "answered"
-
-
-def _require_columns(table: pd.DataFrame, columns: Sequence[str], what: str) -> None:
-    missing = [column for column in columns if column not in table.columns]
-    if missing:
-        raise ValueError(f"{what} lacks column(s) {missing}; it has {list(table.columns)}")
 
 
 # ------------------------------------------------------------------------------------- tau sensitivity
@@ -86,7 +80,7 @@ def tau_sensitivity(
     by nTVD at tau and at ``reference_tau`` and the Spearman correlation is taken over the models with a
     score at both (NaN when fewer than 2 remain or a ranking is constant); the mean skips NaN.
     """
-    _require_columns(table, ["model", "task", "speaker", "group", "attribute", "value"], "tau-sensitivity table")
+    require_columns(table, ["model", "task", "speaker", "group", "attribute", "value"], "tau-sensitivity table")
     taus = sorted(set(int(tau) for tau in (*taus, reference_tau)))
     if taus[0] < 1:
         raise ValueError(f"tau must be >= 1, got {taus[0]}")
@@ -102,7 +96,7 @@ def rank_agreement(scores: pd.DataFrame, reference_tau: int = REFERENCE_TAU) -> 
 
     ``scores`` has one row per ``model, task, tau`` with its ``ntvd``; the mean over tasks skips NaN.
     """
-    _require_columns(scores, ["model", "task", "tau", "ntvd"], "tau-sensitivity scores")
+    require_columns(scores, ["model", "task", "tau", "ntvd"], "tau-sensitivity scores")
     taus = sorted(scores["tau"].unique())
     if reference_tau not in taus:
         raise ValueError(f"the scores have no reference tau {reference_tau}; taus: {taus}")
@@ -146,7 +140,7 @@ def cross_corpus_agreement(scores: pd.DataFrame, corpus_a: str, corpus_b: str) -
     nTVD over the rows (tasks) it has there. Models scored on one corpus only are left out; at least 3
     models are needed.
     """
-    _require_columns(scores, ["corpus", "model", "ntvd"], "cross-corpus scores")
+    require_columns(scores, ["corpus", "model", "ntvd"], "cross-corpus scores")
     for corpus in (corpus_a, corpus_b):
         if corpus not in set(scores["corpus"]):
             raise ValueError(f"cross-corpus scores have no corpus {corpus!r}; corpora: {sorted(scores['corpus'].unique())}")
@@ -168,7 +162,7 @@ def cross_corpus_agreement(scores: pd.DataFrame, corpus_a: str, corpus_b: str) -
 def refusal_table(statuses: pd.DataFrame) -> pd.DataFrame:
     """A long table with the single attribute ``refusal``: value ``refusal`` for a refused answer and
     ``answered`` for any other status, one row per answer. ``statuses`` has ``speaker, group, status``."""
-    _require_columns(statuses, ["speaker", "group", "status"], "status table")
+    require_columns(statuses, ["speaker", "group", "status"], "status table")
     refused = statuses["status"].to_numpy() == REFUSAL
     return pd.DataFrame({
         "speaker": statuses["speaker"].to_numpy(),
