@@ -169,7 +169,7 @@ class _WERModel:
     def row(
         self, data: pd.DataFrame, numerator: str, alpha: float, small_sample: bool = True
     ) -> dict[str, object]:
-        """The method row: ratio, delta-method interval (module docstring), per-group expected WER."""
+        """The method row: ratio, delta-method interval (:mod:`harness.metrics.wer_ratio`), per-group expected WER."""
         pooled = _PooledDesign.build(data, numerator, self.columns)
         log_ratio = self.log_ratio(self.params, pooled)
         se = self.delta_se(pooled)

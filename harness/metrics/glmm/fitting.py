@@ -42,7 +42,8 @@ def fit_random_intercept(
     column_names: Sequence[str] | None = None,
 ) -> GLMMResult:
     """Fit ``y ~ X + offset + (1 | cluster)`` by maximum likelihood with ``nagq``-point adaptive
-    Gauss-Hermite quadrature (module docstring; paper §III-A, eq. 1-5).
+    Gauss-Hermite quadrature (:mod:`harness.metrics.glmm`, :mod:`~harness.metrics.glmm.likelihood`; paper
+    §III-A, eq. 1-5).
 
     ``family="poisson"``: log link, ``offset`` typically ``log N``. ``family="binomial"``: logit link,
     ``y`` successes out of ``trials``. ``X`` must contain the intercept column if one is wanted; column
