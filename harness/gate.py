@@ -29,6 +29,7 @@ from harness.generation import CachedModel
 from harness.models import parse_spec
 from harness.models.base import DecodingParams, GenerationRequest
 from harness.models.cascade import DEMO_LLM, DEMO_MODEL, split_output
+from harness.models.numerics import compute_environment
 from harness.semantic import build_embedder
 from harness.tasks import TASKS
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
@@ -309,6 +310,7 @@ class Gate:
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
             "baseline": None if self.baseline is None else {"source": self.baseline.source, "model": self.baseline.model},
             "bundled_outputs": self.bundled_outputs,
+            "compute_environment": compute_environment(),
         }
 
 

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from harness.checks import all_checks  # noqa: E402
 from harness.gate import DEFAULT_JUDGE, DEFAULT_MODELS, DEMO_OUTPUTS_DIR, Gate, GateConfig  # noqa: E402
 from harness.models.cascade import DEMO_MODEL, split_output  # noqa: E402
+from harness.models.numerics import compute_environment  # noqa: E402
 from harness.tasks import TASKS  # noqa: E402
 
 EXPORT_NAME = "cascade-demo.jsonl.gz"
@@ -46,11 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", default=str(DEMO_OUTPUTS_DIR), help="where the export and provenance.json go")
     parser.add_argument("--cache-dir", default=None, help="cache to generate into (default: a fresh temporary folder)")
     parser.add_argument("--permutations", type=int, default=200, help="permutations of the checks run on the way (no effect on outputs)")
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads of each model (no effect on outputs under the CPU numerics contract)")
     args = parser.parse_args(argv)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cache_dir = args.cache_dir or tempfile.mkdtemp(prefix="lalm-demo-outputs-")
-    gate = Gate(GateConfig(models=DEFAULT_MODELS, judge=DEFAULT_JUDGE, cache_dir=cache_dir, bundled_exports={}, permutations=args.permutations))
+    threads = {"asr": {"cpu_threads": args.threads}, "llm": {"threads": args.threads}}
+    model_options = {DEMO_MODEL: threads, DEFAULT_JUDGE: threads["llm"]}
+    gate = Gate(GateConfig(models=DEFAULT_MODELS, judge=DEFAULT_JUDGE, cache_dir=cache_dir, bundled_exports={},
+                           permutations=args.permutations, model_options=model_options))
     started = time.monotonic()
     check_seconds = {}
     for check in all_checks():
@@ -89,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         "model_calls": metadata["model_calls"],
         "stage_models": metadata["stage_models"],
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "load_average_at_end": list(os.getloadavg())},
+                    "load_average_at_end": list(os.getloadavg()), "threads": args.threads},
+        "compute_environment": compute_environment(),
         "versions": {name: _version(name) for name in VERSIONED},
     }
     (out_dir / PROVENANCE_NAME).write_text(json.dumps(provenance, indent=2) + "\n")

