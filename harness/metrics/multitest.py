@@ -10,6 +10,17 @@ import numpy as np
 import pandas as pd
 
 
+def _checked(p_values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The p-values as a float array and the mask of the finite ones; rejects other shapes and values."""
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"p_values must be one-dimensional, got shape {p.shape}")
+    finite = ~np.isnan(p)
+    if np.any((p[finite] < 0) | (p[finite] > 1)):
+        raise ValueError("p_values must lie in [0, 1]")
+    return p, finite
+
+
 def fdr_bh(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Benjamini-Hochberg q-values (Benjamini & Hochberg 1995), in the input order.
 
@@ -19,12 +30,7 @@ def fdr_bh(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
 
     NaN p-values (tests that could not be computed) stay NaN and do not count towards m.
     """
-    p = np.asarray(p_values, dtype=np.float64)
-    if p.ndim != 1:
-        raise ValueError(f"p_values must be one-dimensional, got shape {p.shape}")
-    finite = ~np.isnan(p)
-    if np.any((p[finite] < 0) | (p[finite] > 1)):
-        raise ValueError("p_values must lie in [0, 1]")
+    p, finite = _checked(p_values)
     q = np.full_like(p, np.nan)
     m = int(finite.sum())
     if m == 0:
@@ -48,12 +54,7 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
 
     NaN p-values (not estimable) stay NaN and do not count towards m.
     """
-    p = np.asarray(p_values, dtype=np.float64)
-    if p.ndim != 1:
-        raise ValueError(f"p_values must be one-dimensional, got shape {p.shape}")
-    finite = ~np.isnan(p)
-    if np.any((p[finite] < 0) | (p[finite] > 1)):
-        raise ValueError("p_values must lie in [0, 1]")
+    p, finite = _checked(p_values)
     adjusted = np.full_like(p, np.nan)
     m = int(finite.sum())
     if m == 0:
