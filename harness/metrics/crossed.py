@@ -23,8 +23,9 @@ and ``C`` items is ``sigma_A^2/R + sigma_B^2/C + sigma_E^2/(RC)``, and the produ
 variance is about ``sigma_A^2/R + sigma_B^2/C + 3 sigma_E^2/(RC)`` (the residual is counted by the speaker
 draw, the item draw and their product): mildly conservative, by at most ``2 sigma_E^2/(RC)``, and no
 two-way bootstrap is exactly unbiased (McCullagh 2000). Intervals are percentile intervals; the two-sided
-p-value of ``contrast = 0`` is ``min(1, 2 min(1 + #{t* <= 0}, 1 + #{t* >= 0}) / (B + 1))``, the test
-the percentile interval inverts.
+p-value of ``contrast = 0`` is the normal one from the bootstrap standard error, ``2 Phi(-|t| / se*)``,
+so that it can be small enough for a whole-gate Holm correction (a percentile p-value cannot go below
+``2 / (B + 1)``).
 
 Not estimable (``estimable=False`` with a ``reason``, interval and p NaN) rather than a degenerate
 interval: a group with fewer than 2 speakers, an item stratum with fewer than 2 items, or a contrast
@@ -38,6 +39,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from harness.core import require_columns
 
@@ -201,9 +203,8 @@ def _summarise(estimate: float, replicates: np.ndarray, level: float) -> tuple[f
             "so no interval can be estimated")
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(finite, [tail, 1.0 - tail])
-    n = len(finite)
-    p = min(1.0, 2.0 * min(1 + np.sum(finite <= 0), 1 + np.sum(finite >= 0)) / (n + 1))
-    return float(low), float(high), float(p), float(np.std(finite, ddof=1)), None
+    se = float(np.std(finite, ddof=1))
+    return float(low), float(high), float(2.0 * norm.sf(abs(estimate) / se)), se, None
 
 
 def crossed_gap(
