@@ -1,10 +1,24 @@
-"""Multiple-testing correction over the family of a gate session's tests (VIBE §II-D)."""
+"""Multiple-testing corrections: BH over a session's nTVD tests (VIBE §II-D), and the whole gate's decision rule
+(Holm across cases after a Bonferroni step within each case) with a known false-fail probability."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
+
+
+def _checked(p_values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The p-values as a float array and the mask of the finite ones; rejects other shapes and values."""
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"p_values must be one-dimensional, got shape {p.shape}")
+    finite = ~np.isnan(p)
+    if np.any((p[finite] < 0) | (p[finite] > 1)):
+        raise ValueError("p_values must lie in [0, 1]")
+    return p, finite
 
 
 def fdr_bh(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -16,12 +30,7 @@ def fdr_bh(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
 
     NaN p-values (tests that could not be computed) stay NaN and do not count towards m.
     """
-    p = np.asarray(p_values, dtype=np.float64)
-    if p.ndim != 1:
-        raise ValueError(f"p_values must be one-dimensional, got shape {p.shape}")
-    finite = ~np.isnan(p)
-    if np.any((p[finite] < 0) | (p[finite] > 1)):
-        raise ValueError("p_values must lie in [0, 1]")
+    p, finite = _checked(p_values)
     q = np.full_like(p, np.nan)
     m = int(finite.sum())
     if m == 0:
@@ -33,3 +42,111 @@ def fdr_bh(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     finite_q[order] = np.minimum(monotone, 1.0)
     q[finite] = finite_q
     return q
+
+
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm (1979) step-down adjusted p-values, in the input order; controls the family-wise error rate
+    under any dependence.
+
+    With the m finite p-values sorted ascending::
+
+        p~_(i) = max_{j <= i} min(1, (m - j + 1) * p_(j))
+
+    NaN p-values (not estimable) stay NaN and do not count towards m.
+    """
+    p, finite = _checked(p_values)
+    adjusted = np.full_like(p, np.nan)
+    m = int(finite.sum())
+    if m == 0:
+        return adjusted
+    order = np.argsort(p[finite], kind="mergesort")
+    stepped = np.maximum.accumulate(np.minimum(1.0, p[finite][order] * (m - np.arange(m))))
+    finite_adjusted = np.empty(m)
+    finite_adjusted[order] = stepped
+    adjusted[finite] = finite_adjusted
+    return adjusted
+
+
+def p_from_interval(estimate: float, ci_low: float, ci_high: float, *, level: float = 0.95, log: bool = False) -> float:
+    """Two-sided Wald p-value of ``estimate = 0`` (``= 1`` with ``log``, for ratios) recovered from a
+    symmetric-on-its-scale ``level`` interval: ``se = (hi - lo) / (2 z)``, ``p = 2 Phi(-|est| / se)``.
+    NaN when the interval is missing or has zero width (a degenerate interval carries no test)."""
+    from scipy.stats import norm
+
+    values = np.array([estimate, ci_low, ci_high], dtype=float)
+    if log:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.log(values)
+    if not np.all(np.isfinite(values)) or values[2] <= values[1]:
+        return float("nan")
+    z = norm.ppf(0.5 + level / 2.0)
+    se = (values[2] - values[1]) / (2.0 * z)
+    return float(2.0 * norm.sf(abs(values[0]) / se))
+
+
+ACROSS = ("holm", "bh")
+
+
+def gate_decision(
+    comparisons: pd.DataFrame,
+    *,
+    alpha: float = 0.05,
+    across: str = "holm",
+    case: str = "case",
+    p: str = "p",
+    relevant: str | None = None,
+) -> GateDecision:
+    """The whole gate's verdict from every comparison of every bias case, with a known error rate.
+
+    ``comparisons`` has one row per comparison (a case with G groups compared one-vs-rest has G rows;
+    a two-group case one row), columns ``case`` and ``p`` (two-sided p-value; NaN when not estimable),
+    and optionally ``relevant`` (bool: the comparison's magnitude exceeds the case's practical threshold,
+    e.g. ``gap > max_gap``; missing means every comparison counts).
+
+    Step 1, within a case of k comparisons: the case's p-value is the Bonferroni bound of its smallest,
+    ``p_case = min(1, k * min_j p_j)`` (the closed-testing p-value of "no comparison in the case is
+    biased", which Holm's first step uses; it holds under any dependence between the comparisons).
+    Relevance is applied before: a case's p is taken over its relevant comparisons, but k counts all of
+    them. Step 2, across the m cases: Holm's step-down (``across="holm"``) on the ``p_case``; a case fails
+    when its adjusted p <= ``alpha``. Then P(the gate fails | no case is biased) <= alpha whatever the
+    dependence between cases, and each false case fails with probability <= alpha even when others are
+    biased (strong FWER control). ``across="bh"`` uses Benjamini-Hochberg q-values instead: under the
+    global null it too fails the gate with probability <= alpha (BH is then Simes' test; valid for
+    independent or positively dependent cases), but once some cases are biased it bounds only the
+    expected share of false fails among the failing cases. Holm is the default: a release gate asks
+    whether *any* of its failures is false. A not-estimable case (NaN) never fails on p and is listed in ``not_estimable``.
+    """
+    if across not in ACROSS:
+        raise ValueError(f"gate_decision: across must be one of {ACROSS}, got {across!r}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"gate_decision: alpha must be in (0, 1), got {alpha}")
+    for column in (case, p) + ((relevant,) if relevant else ()):
+        if column not in comparisons.columns:
+            raise ValueError(f"gate_decision: missing column {column!r}; the table has {list(comparisons.columns)}")
+    keys = comparisons[case].to_numpy()
+    values = comparisons[p].to_numpy(dtype=float)
+    counted = np.where(comparisons[relevant].astype(bool).to_numpy(), values, 1.0) if relevant else values
+    grouped = pd.DataFrame({"case": keys, "p": counted, "missing": np.isnan(values)}).groupby("case", sort=False)
+    k = grouped.size()
+    smallest = grouped["p"].min().fillna(1.0)
+    cases = pd.DataFrame({"comparisons": k, "p_case": np.minimum(1.0, k * smallest)})
+    cases.loc[grouped["missing"].all(), "p_case"] = np.nan
+    cases["p_adjusted"] = holm(cases["p_case"]) if across == "holm" else fdr_bh(cases["p_case"])
+    cases["failed"] = cases["p_adjusted"].le(alpha).fillna(False).astype(bool)
+    correction = (f"within each case Bonferroni over its comparisons, then {'Holm' if across == 'holm' else 'Benjamini-Hochberg'} "
+                  f"across {len(cases)} cases at alpha = {alpha:g}")
+    return GateDecision(cases=cases, failed=bool(cases["failed"].any()), alpha=alpha, across=across,
+                        correction=correction, not_estimable=[str(c) for c in cases.index[cases["p_case"].isna()]])
+
+
+@dataclasses.dataclass(frozen=True)
+class GateDecision:
+    """Result of :func:`gate_decision`: per case ``comparisons``, ``p_case``, ``p_adjusted``, ``failed``;
+    ``failed`` for the whole gate; ``correction`` says, in words, what was applied (for the report)."""
+
+    cases: pd.DataFrame
+    failed: bool
+    alpha: float
+    across: str
+    correction: str
+    not_estimable: list[str]

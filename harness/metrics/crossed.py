@@ -1,0 +1,291 @@
+"""Group contrasts of per-(speaker, item) scores with a two-way (speaker x item) cluster bootstrap.
+
+BASIS-Bench (§3.1-§3.3) and the semantic-aware WER study (§III) score every (speaker, item) pair: speakers
+are nested in demographic groups, items (stereotype items, questions, sentences) are read by several
+speakers and are crossed with them, or differ between groups. Both are samples: a gap between groups
+must be judged against speaker-to-speaker *and* item-to-item variation. A bootstrap over speakers only
+treats the items as fixed; with two speakers per group it can even be degenerate (every resample equal,
+``16.7 to 16.7``) while the gap is nothing but which items each group happened to miss.
+
+The statistic. For group ``g`` with rows ``r`` (one per answer; several per (speaker, item) cell are
+allowed, e.g. option orders) the group mean is the ratio ``m_g = sum_r v_r / sum_r d_r`` of a ``value``
+column and a ``denominator`` column (1 per row by default, so a plain mean; ``errors / words`` for WER).
+Contrasts: ``difference`` ``m_a - m_b`` or ``log_ratio`` ``log(m_a / m_b)``, for a pair of groups, a
+group against the rest pooled, or the best against the worst group (fixed at their observed order).
+
+The bootstrap (Owen 2007, "The pigeonhole bootstrap", Ann. Appl. Stat. 1(2); McCullagh 2000, Bernoulli
+6(2)). One replicate draws, independently, speakers with replacement within each group (``n_g`` draws of
+the group's ``n_g`` speakers, giving counts ``a_s``) and items with replacement within each item stratum
+(the items answered by the same set of groups; ``n_k`` draws of ``n_k``, counts ``b_i``); every row of
+cell ``(s, i)`` gets the weight ``a_s * b_i``, and ``m*_g = sum a_s b_i v_r / sum a_s b_i d_r``. Under the
+crossed random-effects model ``v_si = mu + A_s + B_i + E_si`` the variance of a mean over ``R`` speakers
+and ``C`` items is ``sigma_A^2/R + sigma_B^2/C + sigma_E^2/(RC)``, and the product bootstrap's expected
+variance is about ``sigma_A^2/R + sigma_B^2/C + 3 sigma_E^2/(RC)`` (the residual is counted by the speaker
+draw, the item draw and their product): mildly conservative, by at most ``2 sigma_E^2/(RC)``, and no
+two-way bootstrap is exactly unbiased (McCullagh 2000). Intervals are percentile intervals; the two-sided
+p-value of ``contrast = 0`` is the normal one from the bootstrap standard error, ``2 Phi(-|t| / se*)``,
+so that it can be small enough for a whole-gate Holm correction (a percentile p-value cannot go below
+``2 / (B + 1)``).
+
+Not estimable (``estimable=False`` with a ``reason``, interval and p NaN) rather than a degenerate
+interval: a group with fewer than 2 speakers, an item stratum with fewer than 2 items, or a contrast
+whose replicates never vary (all equal to the estimate).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from harness.core import require_columns
+
+DIFFERENCE = "difference"
+LOG_RATIO = "log_ratio"
+REST = "(rest)"
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossedGap:
+    """One group contrast with its two-way bootstrap interval.
+
+    ``minuend``/``subtrahend`` name the groups (``subtrahend`` may be :data:`REST`); ``estimate`` is the
+    contrast of the observed means on ``scale``; ``n_speakers``/``n_items`` count them per group.
+    ``replicates`` holds the bootstrap contrasts (NaN where a resample left a group without weight).
+    """
+
+    minuend: str
+    subtrahend: str
+    scale: str
+    estimate: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    se: float
+    means: pd.Series
+    n_speakers: pd.Series
+    n_items: pd.Series
+    n_boot: int
+    level: float
+    seed: int
+    estimable: bool
+    reason: str | None
+    replicates: np.ndarray = dataclasses.field(repr=False)
+
+    @property
+    def label(self) -> str:
+        return f"{self.minuend} - {self.subtrahend}" if self.scale == DIFFERENCE else f"log({self.minuend} / {self.subtrahend})"
+
+    @property
+    def significant(self) -> bool:
+        """The interval excludes 0 (False when not estimable)."""
+        return bool(self.estimable and (self.ci_low > 0 or self.ci_high < 0))
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossedReplicates:
+    """Observed and bootstrap group means: ``means`` (G,), ``replicates`` (B, G), columns in ``groups`` order."""
+
+    groups: list[str]
+    means: np.ndarray
+    replicates: np.ndarray
+    rest_means: np.ndarray
+    rest_replicates: np.ndarray
+    n_speakers: pd.Series
+    n_items: pd.Series
+    problems: list[str]
+    seed: int
+
+
+def _cells(table: pd.DataFrame, value: str, denominator: str | None, group: str, speaker: str, item: str):
+    require_columns(table, [value, group, speaker, item] + ([denominator] if denominator else []), "crossed", nonempty=True)
+    if table[[group, speaker, item]].isna().any().any():
+        raise ValueError("crossed: group, speaker and item must not be missing")
+    values = pd.to_numeric(table[value], errors="coerce").to_numpy(float)
+    denominators = np.ones(len(table)) if denominator is None else pd.to_numeric(table[denominator], errors="coerce").to_numpy(float)
+    if np.isnan(values).any() or np.isnan(denominators).any():
+        raise ValueError(f"crossed: {value!r} (and {denominator!r}) must be numeric and present in every row")
+    straddling = table.groupby(speaker)[group].nunique()
+    if (straddling > 1).any():
+        raise ValueError(f"crossed: speaker {straddling.index[straddling > 1][0]!r} appears in several groups")
+    return values, denominators
+
+
+def crossed_replicates(
+    table: pd.DataFrame,
+    *,
+    value: str,
+    denominator: str | None = None,
+    group: str = "group",
+    speaker: str = "speaker",
+    item: str = "item",
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> CrossedReplicates:
+    """Group means and their two-way bootstrap replicates (module docstring), vectorised.
+
+    Random-number protocol (the tests' brute force repeats it): ``rng = default_rng(seed)``; for each
+    group in sorted order ``rng.integers(0, n_g, (n_boot, n_g))`` picks speaker positions (speakers sorted);
+    then for each item stratum in sorted order of its (sorted) group tuple, ``rng.integers(0, n_k,
+    (n_boot, n_k))`` picks item positions (items sorted).
+    """
+    values, denominators = _cells(table, value, denominator, group, speaker, item)
+    groups = sorted(table[group].astype(str).unique())
+    speakers = sorted(table[speaker].astype(str).unique())
+    items = sorted(table[item].astype(str).unique())
+    s_index = {s: k for k, s in enumerate(speakers)}
+    i_index = {i: k for k, i in enumerate(items)}
+    s_codes = table[speaker].astype(str).map(s_index).to_numpy()
+    i_codes = table[item].astype(str).map(i_index).to_numpy()
+    group_of_speaker = table.groupby(table[speaker].astype(str))[group].first().astype(str).reindex(speakers).to_numpy()
+    # per (speaker, item) sums of value and denominator
+    num = np.zeros((len(speakers), len(items)))
+    den = np.zeros((len(speakers), len(items)))
+    np.add.at(num, (s_codes, i_codes), values)
+    np.add.at(den, (s_codes, i_codes), denominators)
+    groups_of_item = table.groupby(table[item].astype(str))[group].agg(lambda g: tuple(sorted(set(g.astype(str))))).reindex(items)
+    strata = sorted(set(groups_of_item))
+
+    rng = np.random.default_rng(seed)
+    a = np.zeros((n_boot, len(speakers)))
+    problems = []
+    n_speakers = {}
+    for g in groups:
+        members = np.flatnonzero(group_of_speaker == g)
+        n_speakers[g] = len(members)
+        if len(members) < 2:
+            problems.append(f"group {g!r} has {len(members)} speaker(s); speaker variation needs at least 2")
+        picks = rng.integers(0, len(members), size=(n_boot, len(members)))
+        np.add.at(a, (np.arange(n_boot)[:, None], members[picks]), 1.0)
+    b = np.zeros((n_boot, len(items)))
+    for stratum in strata:
+        members = np.flatnonzero(np.array([groups_of_item[i] == stratum for i in items]))
+        if len(members) < 2:
+            problems.append(f"the items answered by {', '.join(stratum)} number {len(members)}; item variation needs at least 2")
+        picks = rng.integers(0, len(members), size=(n_boot, len(members)))
+        np.add.at(b, (np.arange(n_boot)[:, None], members[picks]), 1.0)
+
+    n_items = pd.Series({g: int(sum(g in stratum for stratum in groups_of_item)) for g in groups}, name="items")
+    means, reps, num_g, den_g, num_bg, den_bg = [], [], [], [], [], []
+    for g in groups:
+        rows = group_of_speaker == g
+        num_g.append(num[rows].sum()); den_g.append(den[rows].sum())
+        num_bg.append(np.einsum("bs,si,bi->b", a[:, rows], num[rows], b))
+        den_bg.append(np.einsum("bs,si,bi->b", a[:, rows], den[rows], b))
+    num_g, den_g = np.array(num_g), np.array(den_g)
+    num_bg, den_bg = np.column_stack(num_bg), np.column_stack(den_bg)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = num_g / den_g
+        reps = num_bg / den_bg
+        rest_means = (num_g.sum() - num_g) / (den_g.sum() - den_g)
+        rest_reps = (num_bg.sum(axis=1, keepdims=True) - num_bg) / (den_bg.sum(axis=1, keepdims=True) - den_bg)
+    return CrossedReplicates(groups, means, reps, rest_means, rest_reps,
+                             pd.Series(n_speakers, name="speakers"), n_items, problems, seed)
+
+
+def _contrast(x: np.ndarray, y: np.ndarray, scale: str) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return x - y if scale == DIFFERENCE else np.log(x / y)
+
+
+def _summarise(estimate: float, replicates: np.ndarray, level: float) -> tuple[float, float, float, float, str | None]:
+    finite = replicates[np.isfinite(replicates)]
+    if not np.isfinite(estimate):
+        return np.nan, np.nan, np.nan, np.nan, "the contrast is undefined on the observed data (a group mean of 0 on a log scale?)"
+    if len(finite) < 0.5 * len(replicates):
+        return np.nan, np.nan, np.nan, np.nan, "most resamples leave the contrast undefined"
+    if np.ptp(finite) <= 1e-12 * max(1.0, abs(estimate)):
+        return np.nan, np.nan, np.nan, np.nan, (
+            f"every resample gives the same contrast ({estimate:.4g}): the data cannot vary under resampling, "
+            "so no interval can be estimated")
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(finite, [tail, 1.0 - tail])
+    se = float(np.std(finite, ddof=1))
+    return float(low), float(high), float(2.0 * norm.sf(abs(estimate) / se)), se, None
+
+
+def crossed_gap(
+    reps: CrossedReplicates,
+    *,
+    contrast: str | tuple[str, str] = "best-worst",
+    scale: str = DIFFERENCE,
+    level: float = 0.95,
+) -> CrossedGap:
+    """One group contrast from :func:`crossed_replicates`: estimate, percentile interval and p-value.
+
+    ``contrast``: ``"best-worst"`` (highest minus lowest observed group mean, the pair then fixed),
+    ``(a, b)`` for ``a`` against ``b``, or ``(a, REST)`` for ``a`` against the other groups pooled.
+    ``scale``: :data:`DIFFERENCE` (``m_a - m_b``) or :data:`LOG_RATIO` (``log(m_a / m_b)``).
+    """
+    if scale not in (DIFFERENCE, LOG_RATIO):
+        raise ValueError(f"crossed_gap: scale must be {DIFFERENCE!r} or {LOG_RATIO!r}, got {scale!r}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"crossed_gap: level must be in (0, 1), got {level}")
+    groups = reps.groups
+    if len(groups) < 2:
+        raise ValueError(f"crossed_gap: need at least 2 groups, got {groups}")
+    if contrast == "best-worst":
+        order = np.argsort(-reps.means, kind="stable")
+        a_name, b_name = groups[int(order[0])], groups[int(order[-1])]
+    else:
+        a_name, b_name = (str(contrast[0]), str(contrast[1]))
+        if a_name not in groups or (b_name != REST and b_name not in groups) or a_name == b_name:
+            raise ValueError(f"crossed_gap: contrast {contrast!r} must name groups among {groups} (or {REST!r})")
+    i = groups.index(a_name)
+    if b_name == REST:
+        other, other_boot = reps.rest_means[i], reps.rest_replicates[:, i]
+    else:
+        other, other_boot = reps.means[groups.index(b_name)], reps.replicates[:, groups.index(b_name)]
+    est = float(_contrast(reps.means[i], other, scale))
+    boot = np.asarray(_contrast(reps.replicates[:, i], other_boot, scale), float)
+    low, high, p, se, reason = _summarise(est, boot, level)
+    if reps.problems:
+        low, high, p, se, reason = np.nan, np.nan, np.nan, np.nan, "; ".join(reps.problems)
+    return CrossedGap(
+        minuend=a_name, subtrahend=b_name, scale=scale, estimate=est, ci_low=low, ci_high=high, p_value=p, se=se,
+        means=pd.Series(reps.means, index=groups, name="mean"), n_speakers=reps.n_speakers, n_items=reps.n_items,
+        n_boot=len(boot), level=level, seed=reps.seed, estimable=reason is None, reason=reason, replicates=boot,
+    )
+
+
+def crossed_group_gap(
+    table: pd.DataFrame,
+    *,
+    contrast: str | tuple[str, str] = "best-worst",
+    scale: str = DIFFERENCE,
+    level: float = 0.95,
+    **design,
+) -> CrossedGap:
+    """One group contrast of per-(speaker, item) scores with a two-way bootstrap interval and p-value:
+    :func:`crossed_gap` of :func:`crossed_replicates` (``design``: its ``value``, ``denominator``,
+    ``group``, ``speaker``, ``item``, ``n_boot``, ``seed``)."""
+    return crossed_gap(crossed_replicates(table, **design), contrast=contrast, scale=scale, level=level)
+
+
+def crossed_contrasts(
+    table: pd.DataFrame,
+    *,
+    kind: str = "pairwise",
+    scale: str = DIFFERENCE,
+    level: float = 0.95,
+    **design,
+) -> list[CrossedGap]:
+    """Every contrast of one case from one set of replicates: ``kind="pairwise"`` (each pair ``a - b``,
+    sorted ``a < b``) or ``"vs_rest"`` (each group against the rest). With two groups both give one
+    contrast. Combine their p-values with :func:`harness.metrics.multitest.holm` (the within-case step)."""
+    reps = crossed_replicates(table, **design)
+    groups = reps.groups
+    if len(groups) == 2 or kind == "pairwise":
+        pairs = [(a, b) for k, a in enumerate(groups) for b in groups[k + 1:]]
+    elif kind == "vs_rest":
+        pairs = [(a, REST) for a in groups]
+    else:
+        raise ValueError(f"crossed_contrasts: kind must be 'pairwise' or 'vs_rest', got {kind!r}")
+    return [crossed_gap(reps, contrast=pair, scale=scale, level=level) for pair in pairs]
+
+
+__all__ = ["CrossedGap", "CrossedReplicates", "DIFFERENCE", "LOG_RATIO", "REST", "crossed_contrasts",
+           "crossed_gap", "crossed_group_gap", "crossed_replicates"]
