@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.models.base import stable_hash
+from harness.core import stable_hash
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS outputs (

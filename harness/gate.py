@@ -23,11 +23,10 @@ from harness.cache import OutputCache, cache_key
 from harness.data import Corpus, resolve_corpus
 from harness.data.corpus import read_utterance_audio
 from harness.checks import Case, Comparison, Verdict, all_checks, get_check
-from harness.checks.base import finite_or_none
 from harness.extraction.fields import attribute_table
 from harness.generation import CachedModel
 from harness.models import parse_spec
-from harness.models.base import DecodingParams, GenerationRequest
+from harness.core import DecodingParams, GenerationRequest, finite_or_none
 from harness.models.cascade import DEMO_LLM, DEMO_MODEL, split_output
 from harness.semantic import build_embedder
 from harness.tasks import TASKS

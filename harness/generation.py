@@ -9,7 +9,8 @@ from typing import Any
 
 from harness.cache import OutputCache, cache_key
 from harness.models import build_backend
-from harness.models.base import Backend, DecodingParams, GenerationRequest, Model, ModelError
+from harness.core import DecodingParams, GenerationRequest, ModelError
+from harness.models.base import Backend, Model
 
 NAMESPACE = "generate"
 

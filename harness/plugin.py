@@ -19,7 +19,7 @@ from harness.data import CorpusError
 from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, package_versions
-from harness.models.base import ModelError
+from harness.core import ModelError
 from harness.models.placement import apply_gpu_skips, assign_worker_gpu, xdist_group_name
 from harness.thresholds import ThresholdsError
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError
+from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
 from harness.models.openai_backend import OpenAIBackend, build_body, parse_target
 
 SECRET = "sk-test-secret-value-123"

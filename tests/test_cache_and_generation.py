@@ -8,7 +8,7 @@ import pytest
 from harness.cache import OutputCache
 from harness.generation import CachedModel
 from harness.models import BACKENDS, register_backend
-from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError
+from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
 
 
 class CountingBackend:

@@ -14,7 +14,7 @@ from harness.extraction.fields import EXTRACTED, extract_fields
 from harness.gate import BUNDLED_EXPORTS, DEMO_OUTPUTS_DIR, Gate, GateConfig
 from harness.generation import CachedModel
 from harness.models import build_backend
-from harness.models.base import DecodingParams, ModelError
+from harness.core import DecodingParams, ModelError
 from harness.models.cascade import DEMO_ASR, DEMO_LLM, DEMO_MODEL, USER_TEMPLATE, join_output, split_output
 from harness.models.answer_forms import ChoiceForm, Field, FieldsForm, answer_form
 from harness.tasks import TASKS
@@ -174,7 +174,7 @@ def test_real_models_regenerate_shipped_entries(tmp_path):
 
 def test_whisper_refuses_text_only_requests_and_sampling():
     pytest.importorskip("faster_whisper")
-    from harness.models.base import GenerationRequest
+    from harness.core import GenerationRequest
     from harness.models.whisper_backend import WhisperModel
 
     model = WhisperModel(DEMO_ASR, model=None)
@@ -190,7 +190,7 @@ def test_cascade_stage_entries_are_shared_with_the_whisper_spec(tmp_path):
     cache = OutputCache(tmp_path)
     cache.import_file(DEMO_EXPORT)
     gate = Gate(GateConfig(models=(DEMO_ASR,), cache_dir=str(tmp_path), bundled_exports={}, progress=False))
-    from harness.models.base import GenerationRequest
+    from harness.core import GenerationRequest
     from harness.models.cascade import ASR_DECODING
 
     audio = gate.audio_requests("demo", "story")[0].audio

@@ -18,7 +18,7 @@ import pandas as pd
 from harness.basis.suite import ItemSet
 from harness.extraction.choice import option_orders
 from harness.metrics.basis import MODES
-from harness.models.base import GenerationRequest
+from harness.core import GenerationRequest
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
 
 STEREOTYPE_PROMPT = (

@@ -40,7 +40,7 @@ import pandas as pd
 import yaml
 
 from harness.data.audio import AudioError, read_audio
-from harness.models.base import Audio
+from harness.core import Audio
 
 KINDS = ("stereotype", "personalization", "qa")
 ANSWER_FORMATS = ("choice", "open")

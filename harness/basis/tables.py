@@ -13,21 +13,10 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics.basis import MODES, ModeEffectsResult
-from harness.models.base import stable_hash
+from harness.core import finite_or_none
 
 N_BOOT = 2000
 """Speaker-cluster bootstrap resamples for every BASIS interval (count metrics: milliseconds each)."""
-
-
-def bootstrap_seed(*parts: Any) -> int:
-    return int(stable_hash(list(parts))[:8], 16)
-
-
-def number(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if np.isfinite(value) else None
 
 
 def frame_records(frame: pd.DataFrame, index_name: str) -> list[dict[str, Any]]:
@@ -36,7 +25,7 @@ def frame_records(frame: pd.DataFrame, index_name: str) -> list[dict[str, Any]]:
     for key, row in frame.iterrows():
         record = {index_name: key if not isinstance(key, tuple) else "/".join(map(str, key))}
         for column, value in row.items():
-            record[str(column)] = int(value) if isinstance(value, (np.integer, int)) and not isinstance(value, bool) else number(value)
+            record[str(column)] = int(value) if isinstance(value, (np.integer, int)) and not isinstance(value, bool) else finite_or_none(value)
         out.append(record)
     return out
 
@@ -49,11 +38,11 @@ def effects_records(result: ModeEffectsResult) -> dict[str, Any]:
         "level": result.level,
         "n_speakers": result.n_clusters,
         "per_mode": {
-            mode: {"estimate": number(row["estimate"]), "ci_low": number(row["ci_low"]), "ci_high": number(row["ci_high"])}
+            mode: {"estimate": finite_or_none(row["estimate"]), "ci_low": finite_or_none(row["ci_low"]), "ci_high": finite_or_none(row["ci_high"])}
             for mode, row in result.per_mode.iterrows()
         },
         "effects": {
-            name: {"estimate": number(row["estimate"]), "ci_low": number(row["ci_low"]), "ci_high": number(row["ci_high"]),
+            name: {"estimate": finite_or_none(row["estimate"]), "ci_low": finite_or_none(row["ci_low"]), "ci_high": finite_or_none(row["ci_high"]),
                    "minuend": row["minuend"], "subtrahend": row["subtrahend"]}
             for name, row in result.effects.iterrows()
         },
@@ -93,4 +82,4 @@ def table_seven(
     return blocks
 
 
-__all__ = ["MODES", "N_BOOT", "bootstrap_seed", "effects_records", "frame_records", "number", "table_seven"]
+__all__ = ["MODES", "N_BOOT", "effects_records", "frame_records", "table_seven"]

@@ -11,8 +11,6 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
-
 from harness.thresholds import ThresholdKey, ThresholdSchema
 
 if TYPE_CHECKING:
@@ -169,10 +167,3 @@ def regression_keys(max_worsening: float) -> dict[str, ThresholdKey]:
         "max_worsening": ThresholdKey((int, float), max_worsening, at_least(0)),
         "regression_alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
     }
-
-
-def finite_or_none(value: float | None) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if np.isfinite(value) else None

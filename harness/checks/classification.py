@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harness.basis.pipeline import classification_table
-from harness.basis.tables import N_BOOT, bootstrap_seed, number
+from harness.basis.tables import N_BOOT
+from harness.core import derived_seed, finite_or_none
 from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import ClassificationResult, classification_accuracy
 from harness.metrics.group_gap import GroupGap, group_gap
@@ -70,13 +71,13 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
             ))
         table = pd.concat(tables, ignore_index=True)
         gap = group_gap(table.assign(score=100.0 * table["correct"]), value="score", group="group", cluster="cluster",
-                        n_boot=N_BOOT, seed=bootstrap_seed(gate.config.seed, self.name, model, dimension))
+                        n_boot=N_BOOT, seed=derived_seed(gate.config.seed, self.name, model, dimension))
         return per_set, gap, table
 
     def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
         per_set, gap, table = self.results(gate, case.model, case.dimension)
         per_label = [
-            {"set": name, "label": str(label), "n": int(row["n"]), "correct": int(row["correct"]), "accuracy": number(row["accuracy"])}
+            {"set": name, "label": str(label), "n": int(row["n"]), "correct": int(row["correct"]), "accuracy": finite_or_none(row["accuracy"])}
             for name, result in per_set.items()
             for label, row in result.per_label.iterrows()
         ]
@@ -90,14 +91,14 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
             f"(gap > {max_gap:g} with CI above 0) -> {'pass' if passed else 'FAIL'}"
         )
         record = self.base_record(gate, case) | {
-            "value": number(value),
+            "value": finite_or_none(value),
             "threshold": {"min_accuracy": min_accuracy, "max_gap": max_gap},
             "passed": passed,
             "message": message,
             "per_label": per_label,
             "confusion": {name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
                           for name, result in per_set.items()},
-            "gap": {"value": number(gap.gap), "ci_low": number(gap.ci_low), "ci_high": number(gap.ci_high),
+            "gap": {"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
                     "best": gap.best, "worst": gap.worst},
             "n_answers": len(table),
         }

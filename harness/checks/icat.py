@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from harness.basis.pipeline import choice_table
-from harness.basis.tables import N_BOOT, bootstrap_seed, effects_records, frame_records, number, table_seven
+from harness.basis.tables import N_BOOT, effects_records, frame_records, table_seven
+from harness.core import derived_seed, finite_or_none
 from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import CHOICES, MEAN_ICAT, MODES, cat_scores, ModeEffectsResult, StereoSetResult, mode_effects, stereoset_scores
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
@@ -72,7 +73,7 @@ class IcatCheck(SpeakerBootstrapComparison, Check):
     def effects(self, gate: Gate, model: str, dimension: str) -> ModeEffectsResult:
         table = pd.concat([self.table(gate, model, dimension, mode) for mode in MODES], ignore_index=True)
         return mode_effects(table, MEAN_ICAT, group="group", cluster="speaker", n_boot=N_BOOT,
-                            seed=bootstrap_seed(gate.config.seed, self.name, model, dimension))
+                            seed=derived_seed(gate.config.seed, self.name, model, dimension))
 
     def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
         result = self.scores(gate, case.model, case.dimension, case.variant)
@@ -86,16 +87,16 @@ class IcatCheck(SpeakerBootstrapComparison, Check):
         table = self.table(gate, case.model, case.dimension, case.variant)
         record = self.base_record(gate, case) | {
             "mode": case.variant,
-            "value": number(value),
+            "value": finite_or_none(value),
             "threshold": {"min_icat": min_icat},
             "passed": passed,
             "message": message,
             "per_group": frame_records(result.per_group, "group"),
-            "pooled_ss": number(result.pooled_ss),
-            "pooled_ss_ci": [number(x) for x in result.pooled_ss_ci],
-            "pooled_p": number(result.pooled_p_value),
-            "pooled_icat": number(result.pooled_icat),
-            "unknown_rate": number(result.unknown_rate),
+            "pooled_ss": finite_or_none(result.pooled_ss),
+            "pooled_ss_ci": [finite_or_none(x) for x in result.pooled_ss_ci],
+            "pooled_p": finite_or_none(result.pooled_p_value),
+            "pooled_icat": finite_or_none(result.pooled_icat),
+            "unknown_rate": finite_or_none(result.unknown_rate),
             "answer_rules": {str(k): int(v) for k, v in table["rule"].value_counts().items()},
             "n_answers": len(table),
             "n_speakers": int(table["speaker"].nunique()),

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.checks.base import Case, Check, Comparison, Verdict, finite_or_none
+from harness.core import derived_seed, finite_or_none
+from harness.checks.base import Case, Check, Comparison, Verdict
 from harness.extraction.fields import status_counts
 from harness.metrics import fdr_bh, ntvd, permutation_test
 from harness.metrics.ntvd import (
@@ -25,7 +26,6 @@ from harness.metrics.ntvd import (
     paired_ntvd_difference,
 )
 from harness.metrics.vibe_analyses import VIBE_TAUS, collapse_diagnostic, ntvd_by_tau, refusal_rate_ntvd
-from harness.models.base import stable_hash
 from harness.tasks import TASKS
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
 
@@ -111,7 +111,7 @@ class NtvdCheck(Check):
         )
 
     def seed(self, gate: Gate, case: Case) -> int:
-        return int(stable_hash([gate.config.seed, case.model, case.corpus, case.variant, case.dimension])[:8], 16)
+        return derived_seed(gate.config.seed, case.model, case.corpus, case.variant, case.dimension)
 
     @functools.cache
     def result(self, gate: Gate, case: Case) -> tuple[NTVDResult, PermutationResult]:

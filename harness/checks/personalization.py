@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harness.basis.pipeline import personalization_table
-from harness.basis.tables import N_BOOT, bootstrap_seed, effects_records, frame_records, number, table_seven
+from harness.basis.tables import N_BOOT, effects_records, frame_records, table_seven
+from harness.core import derived_seed, finite_or_none
 from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import MEAN_ACCURACY, MODES, AccuracyResult, ModeEffectsResult, mode_effects, personalization_accuracy
 from harness.metrics.group_gap import GroupGap, group_gap
@@ -76,14 +77,14 @@ class PersonalizationCheck(SpeakerBootstrapComparison, Check):
     def accuracy(self, gate: Gate, model: str, dimension: str, mode: str) -> tuple[AccuracyResult, GroupGap]:
         table = self.table(gate, model, dimension, mode)
         gap = group_gap(table.assign(score=100.0 * table["correct"]), value="score", n_boot=N_BOOT,
-                        seed=bootstrap_seed(gate.config.seed, self.name, model, dimension, mode))
+                        seed=derived_seed(gate.config.seed, self.name, model, dimension, mode))
         return personalization_accuracy(table, group="group"), gap
 
     @functools.cache
     def effects(self, gate: Gate, model: str, dimension: str) -> ModeEffectsResult:
         table = pd.concat([self.table(gate, model, dimension, mode) for mode in MODES], ignore_index=True)
         return mode_effects(table, MEAN_ACCURACY, group="group", cluster="speaker", n_boot=N_BOOT,
-                            seed=bootstrap_seed(gate.config.seed, self.name, model, dimension))
+                            seed=derived_seed(gate.config.seed, self.name, model, dimension))
 
     def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
         accuracy, gap = self.accuracy(gate, case.model, case.dimension, case.variant)
@@ -100,12 +101,12 @@ class PersonalizationCheck(SpeakerBootstrapComparison, Check):
         table = self.table(gate, case.model, case.dimension, case.variant)
         record = self.base_record(gate, case) | {
             "mode": case.variant,
-            "value": number(accuracy.mean_accuracy),
+            "value": finite_or_none(accuracy.mean_accuracy),
             "threshold": {"min_accuracy": min_accuracy, "max_gap": max_gap},
             "passed": passed,
             "message": message,
             "per_group": frame_records(accuracy.per_group, "group"),
-            "gap": {"value": number(gap.gap), "ci_low": number(gap.ci_low), "ci_high": number(gap.ci_high),
+            "gap": {"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
                     "best": gap.best, "worst": gap.worst},
             "sets": sorted(table["set"].unique().tolist()),
             "n_answers": len(table),
@@ -121,7 +122,7 @@ class PersonalizationCheck(SpeakerBootstrapComparison, Check):
             return None
         from harness.checks import get_check
 
-        return number(get_check("icat").scores(gate, case.model, case.dimension, PARETO_MODE).mean_icat)
+        return finite_or_none(get_check("icat").scores(gate, case.model, case.dimension, PARETO_MODE).mean_icat)
 
     def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         from harness.checks.icat import effect_rows

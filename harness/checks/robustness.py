@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harness.basis.pipeline import qa_table, transcription_table
-from harness.basis.tables import N_BOOT, bootstrap_seed, frame_records, number, table_seven
+from harness.basis.tables import N_BOOT, frame_records, table_seven
+from harness.core import derived_seed, finite_or_none
 from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import asr_scores, sqa_accuracy
 from harness.metrics.group_gap import GroupGap, group_gap
@@ -77,7 +78,7 @@ class RobustnessCheck(SpeakerBootstrapComparison, Check):
     def result(self, gate: Gate, model: str, task: str, dimension: str) -> tuple[pd.DataFrame, float, GroupGap]:
         table = self.table(gate, model, task, dimension)
         scored = asr_scores(table, group="group") if task == "asr" else sqa_accuracy(table, group="group")
-        gap = group_gap(table, value="score", n_boot=N_BOOT, seed=bootstrap_seed(gate.config.seed, self.name, model, task, dimension))
+        gap = group_gap(table, value="score", n_boot=N_BOOT, seed=derived_seed(gate.config.seed, self.name, model, task, dimension))
         per_group = scored.per_group.rename(columns={"accuracy": "score"})
         return per_group, scored.score, gap
 
@@ -94,12 +95,12 @@ class RobustnessCheck(SpeakerBootstrapComparison, Check):
         )
         record = self.base_record(gate, case) | {
             "task": case.variant,
-            "value": number(value),
+            "value": finite_or_none(value),
             "threshold": {"min_score": min_score, "max_gap": max_gap},
             "passed": passed,
             "message": message,
             "per_group": frame_records(per_group, "group"),
-            "gap": {"value": number(gap.gap), "ci_low": number(gap.ci_low), "ci_high": number(gap.ci_high),
+            "gap": {"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
                     "best": gap.best, "worst": gap.worst},
         }
         return Verdict(passed, message, record)

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, finite_or_none, regression_keys
+from harness.core import finite_or_none
+from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer import wer_table
 from harness.metrics.wer_ratio import METHOD_NO_SPEAKER, METHOD_SEMANTIC, METHOD_SPEAKER, METHOD_VANILLA, RatioTable, wer_ratio
@@ -129,7 +130,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         )
         record = self.base_record(gate, case) | {
             "value": finite_or_none(worst_row["ratio"]),
-            "ci": [finite_or_none(worst_row["ci_low"]), finite_or_none(worst_row["ci_high"])],
+            "ci": [finite_or_none(worst_row["ci_low"])(worst_row["ci_high"])],
             "p": None,
             "q": None,
             "threshold": dict(settings),

@@ -32,7 +32,7 @@ import pandas as pd
 from harness.cache import OutputCache
 from harness.extraction.fields import EMPTY, EXTRACTED, REFUSAL, UNEXTRACTABLE, Extraction, extract_fields, normalise_value
 from harness.generation import CachedModel
-from harness.models.base import DecodingParams, GenerationRequest, stable_hash
+from harness.core import DecodingParams, GenerationRequest, stable_hash
 from harness.models.cascade import split_output
 from harness.tasks.base import Attribute, Task
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.extraction.fields import REFUSAL
+from harness.core import REFUSAL
 from harness.metrics.ntvd import NTVDResult, count_tensor, ntvd, ntvd_from_group_counts
 
 VIBE_TAUS = (1, 2, 5, 10, 20, 40)

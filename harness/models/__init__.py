@@ -11,7 +11,8 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from harness.models.base import Backend, ModelError
+from harness.core import ModelError
+from harness.models.base import Backend
 
 BACKENDS: dict[str, str] = {
     "sim": "harness.models.sim:SimulatorBackend",

@@ -33,7 +33,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.models.base import DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
+from harness.core import DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.models.base import validated_options
 
 DEMO_ASR = "whisper:tiny.en"
 DEMO_LLM = "smollm2:135m-instruct"

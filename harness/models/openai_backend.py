@@ -45,7 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError, validated_options
+from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
+from harness.models.base import validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.progress import Progress
 

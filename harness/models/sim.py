@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from harness.models.base import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.core import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest, ModelError, stable_hash
 
 SIMULATOR_VERSION = "3"
 REFERENCE_F0_HZ = 140.0

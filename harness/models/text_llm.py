@@ -8,7 +8,7 @@ package. Loading dequantises it to float32 (about a minute); the converted model
 The converted tensors are those of the GGUF load, so both paths give the same answers.
 
 Requests are text only (audio is an error); the system text, when given, replaces the chat template's
-default. Decoding follows :class:`~harness.models.base.DecodingParams` (greedy by default), batched with
+default. Decoding follows :class:`~harness.core.DecodingParams` (greedy by default), batched with
 padding between a shared head and each request's tail (below).
 
 Shared heads. When a prompt has paragraphs (``\n\n``), the chat text up to its last paragraph break is the
@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm, answer_form
-from harness.models.base import DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
+from harness.core import DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.models.base import validated_options
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
 

@@ -22,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.data.audio import resample
-from harness.models.base import SAMPLE_RATE, DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
+from harness.core import SAMPLE_RATE, DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.models.base import validated_options
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
 
