@@ -7,9 +7,10 @@ and what more than one of them needs lives here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,11 @@ def derived_seed(*parts: Any) -> int:
     return int(stable_hash(list(parts))[:8], 16)
 
 
+# The BASIS-Bench evaluation modes (§3.4: modality x marker) and robustness tasks (§3.1), in report order.
+MODES = ("speech-implicit", "speech-explicit", "text-implicit", "text-explicit")
+ROBUSTNESS_TASKS = ("asr", "sqa")
+PARETO_MODE = "speech-implicit"  # the mode of the personalization-versus-ICAT Pareto plot (BASIS-Bench Figure 2)
+
 # The status of one answer's attribute extraction, as counted in every nTVD record.
 EXTRACTED = "extracted"
 REFUSAL = "refusal"
@@ -88,12 +94,69 @@ class Audio:
 
 
 @dataclasses.dataclass(frozen=True)
+class Field:
+    """One ``Label: ...`` line of an answer: ``options`` for a closed value, else an open value of ``items`` phrases."""
+
+    label: str
+    options: tuple[str, ...] = ()
+    items: int = 1
+
+    def placeholder(self) -> str:
+        """The line as a prompt asks for it: ``Label: ...``, ``Label: ..., ..., ...`` or ``Label: (a, b or c)``."""
+        if self.options:
+            listed = self.options[0] if len(self.options) == 1 else f"{', '.join(self.options[:-1])} or {self.options[-1]}"
+            return f"{self.label}: ({listed})"
+        return f"{self.label}: {', '.join(['...'] * self.items)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldsForm:
+    """An answer that ends with one ``Label: value`` line per field (the VIBE tasks)."""
+
+    fields: tuple[Field, ...]
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(field.label for field in self.fields)
+
+    def block(self) -> str:
+        """The placeholder lines a prompt lists, one per field."""
+        return "\n".join(field.placeholder() for field in self.fields)
+
+
+@dataclasses.dataclass(frozen=True)
+class ChoiceForm:
+    """An answer that is exactly one of ``options`` (a letter, a label, a score)."""
+
+    options: tuple[str, ...]
+
+
+JSON_KINDS = ("string", "array", "boolean")
+
+
+@dataclasses.dataclass(frozen=True)
+class JsonForm:
+    """One JSON object; ``properties``: ``(key, kind)`` in order, ``kind`` one of :data:`JSON_KINDS`."""
+
+    properties: tuple[tuple[str, str], ...]
+
+
+AnswerForm = FieldsForm | ChoiceForm | JsonForm
+
+
+@dataclasses.dataclass(frozen=True)
 class GenerationRequest:
-    """One prompt to a model: the rendered user text, optional audio, optional system text."""
+    """One prompt to a model: the rendered user text, optional audio, optional system text, and the form of
+    answer the prompt asks for, declared by whoever wrote the prompt (None: a free answer).
+
+    The cache key holds the prompt, system text and audio, not the form: a prompt's writer declares its form,
+    so equal prompts carry equal forms. Backends that cannot constrain decoding ignore the form.
+    """
 
     prompt: str
     audio: Audio | None = None
     system: str | None = None
+    answer_form: AnswerForm | None = None
 
     def cache_identity(self) -> dict[str, Any]:
         return {
@@ -128,3 +191,18 @@ class DecodingParams:
         if unknown:
             raise ValueError(f"{source}: unknown key(s) {unknown}; valid keys are {sorted(known)}")
         return cls(**dict(values))
+
+
+def memoized(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Memoize a method on its (hashable) arguments, per instance: the results live in the instance's own
+    ``__dict__`` and are freed with it (``functools.cache`` on a method would keep every instance alive)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any) -> Any:
+        store = self.__dict__.setdefault("_memoized", {})
+        key = (method.__name__, *args)
+        if key not in store:
+            store[key] = method(self, *args)
+        return store[key]
+
+    return wrapper

@@ -9,7 +9,8 @@ expensive part and is called lazily, on the first cache miss.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from harness.core import DecodingParams, GenerationRequest, ModelError
@@ -24,8 +25,31 @@ class Model(Protocol):
         ...
 
 
+@dataclasses.dataclass(frozen=True)
+class StageSpec:
+    """A component model of a composite backend, as that backend runs it: spec, decoding and option block."""
+
+    spec: str
+    decoding: DecodingParams
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class CachedStage(Protocol):
+    """A stage model behind the run's output cache (:class:`harness.generation.CachedModel`)."""
+
+    def generate(self, requests: Sequence[GenerationRequest], label: str = "") -> list[str]: ...
+
+
+StageFactory = Callable[[StageSpec, int], CachedStage]
+"""Builds a cached stage model from its :class:`StageSpec` and generation chunk size."""
+
+
 class Backend(Protocol):
-    """A model named by a spec string; cheap to build, loads weights only in :meth:`load`."""
+    """A model named by a spec string; cheap to build, loads weights only in :meth:`load`.
+
+    Backends subclass this protocol explicitly, so that they inherit the capability defaults below: a
+    plain model transcribes for itself and has no stages; a composite one (the cascade) overrides them.
+    """
 
     spec: str
 
@@ -34,6 +58,16 @@ class Backend(Protocol):
         ...
 
     def load(self) -> Model: ...
+
+    def transcription_source(self) -> StageSpec | None:
+        """The stage that transcribes for the WER checks, asked with an empty prompt; None: the model
+        itself, asked :data:`harness.tasks.asr.TRANSCRIPTION_PROMPT`."""
+        return None
+
+    def compose(self, stage: StageFactory) -> None:
+        """Receive the factory of cached stage models, so that a composite model keeps its stages' outputs
+        in the run's cache; a model without stages ignores it."""
+        return None
 
 
 def validated_options(spec: str, backend: str, options: Mapping[str, Any] | None, known: set[str] | frozenset[str]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ import numpy as np
 
 from harness.data.audio import resample
 from harness.core import DecodingParams, GenerationRequest, ModelError
-from harness.models.base import validated_options
+from harness.models.base import Backend, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
 from harness.models.progress import Progress
@@ -129,7 +129,7 @@ def generation_kwargs(params: DecodingParams, max_new_tokens: int | None = None)
     }
 
 
-class HFBackend:
+class HFBackend(Backend):
     """Cheap to build; :meth:`load` loads processor and weights."""
 
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
-from harness.models.base import validated_options
+from harness.models.base import Backend, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.progress import Progress
 
@@ -127,7 +127,7 @@ def answer_text(payload: Mapping[str, Any]) -> str:
     return str(content)
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
         self.spec = spec
         self.target = target

@@ -247,9 +247,8 @@ class KnownContent:
     demographic ones."""
 
     def __init__(self) -> None:
-        from harness.basis import resolve_suite
-
         from harness.data import resolve_corpus
+        from harness.data.basis_suite import resolve_suite
 
         self._content: dict[str, tuple[str, str | None]] = {}
         demo = resolve_corpus("demo")

@@ -43,9 +43,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm, answer_form
+from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm
 from harness.core import DecodingParams, GenerationRequest, ModelError, stable_hash
-from harness.models.base import validated_options
+from harness.models.base import Backend, validated_options
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
 
@@ -120,7 +120,7 @@ def converted_models_root() -> Path:
     return Path(os.environ.get(CONVERTED_DIR_ENV) or Path.home() / ".cache" / "lalm-fairness" / "converted")
 
 
-class TextLLMBackend:
+class TextLLMBackend(Backend):
     """Cheap to build; :meth:`load` loads (and on first use converts) the weights."""
 
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
@@ -242,7 +242,7 @@ class TextLLM:
 
     def plan(self, request: GenerationRequest) -> Plan:
         """Head and tail token ids, the assistant-turn prefill and the form program of one request."""
-        form = answer_form(request.prompt) if self.backend.answer_format == "fields" else None
+        form = request.answer_form if self.backend.answer_format == "fields" else None
         prefill = f"{form.fields[0].label}:" if isinstance(form, FieldsForm) else ""
         text = self.chat_text(request, prefill)
         cut = text.rfind("\n\n", 0, text.rfind("<|im_start|>assistant")) + 2 if "\n\n" in request.prompt else 0

@@ -55,15 +55,14 @@ def render_report(results: Mapping[str, Any]) -> str:
 
 
 def check_sections(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One report section per check that has records and a template, in registry order."""
-    from harness.checks import all_checks
+    """One report section per check that has records and a view (:data:`harness.report.views.VIEWS`), in its order."""
+    from harness.report.views import VIEWS
 
     sections = []
-    for check in all_checks():
-        records = [case for case in cases if case.get("check") == check.name]
-        if records and check.report_template:
-            sections.append({"name": check.name, "title": check.title, "template": f"checks/{check.report_template}",
-                             "context": check.report_context(records)})
+    for name, view in VIEWS.items():
+        records = [case for case in cases if case.get("check") == name]
+        if records:
+            sections.append({"name": name, "title": view.title, "template": f"checks/{view.template}", "context": view.context(records)})
     return sections
 
 
