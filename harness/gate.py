@@ -20,6 +20,7 @@ from typing import Any
 from harness.checks import Case, Comparison, Verdict, all_checks, get_check
 from harness.models import parse_spec
 from harness.models.cascade import DEMO_LLM
+from harness.records import CaseRecord, record_from_json, schema_version
 from harness.pipeline import BUNDLED_EXPORTS, DEFAULT_CACHE_DIR, DEFAULT_MODELS, DEMO_OUTPUTS_DIR, GateConfig, Pipeline
 
 __all__ = ["BUNDLED_EXPORTS", "DEFAULT_CACHE_DIR", "DEFAULT_JUDGE", "DEFAULT_MODELS", "DEMO_OUTPUTS_DIR", "Gate", "GateConfig", "merge_run_metadata"]
@@ -69,20 +70,19 @@ class Gate:
         """The check's verdict; with a baseline, the case fails only on a significant regression."""
         check = get_check(case.check)
         verdict = check.verdict(self.pipeline, case, self.family(case.check))
-        verdict.record.setdefault("paired_data", check.paired_data(self.pipeline, case))
+        record = dataclasses.replace(verdict.record, paired_data=check.paired_data(self.pipeline, case))
         if self.baseline is None:
-            return verdict
-        baseline_record = self.baseline.records.get(baseline_key(verdict.record))
+            return Verdict(verdict.passed, verdict.message, record)
+        baseline_record = self.baseline.records.get(baseline_key(record))
         if baseline_record is None:
             comparison = Comparison("new", None, None, None, False, "new check, absent from the baseline: judged by its absolute threshold")
         else:
-            comparison = check.compare(self.pipeline, case, verdict.record, baseline_record)
+            comparison = check.compare(self.pipeline, case, record, baseline_record)
         passed = not comparison.regressed if comparison.status == "compared" else verdict.passed
-        record = verdict.record | {
-            "passed": passed,
-            "absolute_passed": verdict.passed,
-            "baseline": comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},
-        }
+        record = dataclasses.replace(
+            record, passed=passed, absolute_passed=verdict.passed,
+            baseline=comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},
+        )
         return Verdict(passed, f"{verdict.message}; {comparison.message}", record)
 
     def served_keys(self) -> set[str]:
@@ -140,12 +140,12 @@ def merge_run_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 class Baseline:
     source: str
     model: str
-    records: Mapping[tuple, dict[str, Any]]
+    records: Mapping[tuple, CaseRecord]
 
 
-def baseline_key(record: Mapping[str, Any]) -> tuple:
+def baseline_key(record: CaseRecord) -> tuple:
     """Cases of two runs match on check, corpus, variant and dimension; the model is what differs."""
-    return (record.get("check"), record.get("corpus"), record.get("variant"), record.get("dimension"))
+    return (record.check, record.corpus, record.variant, record.dimension)
 
 
 def load_baseline(path: str | Path, model: str | None = None) -> Baseline:
@@ -153,17 +153,23 @@ def load_baseline(path: str | Path, model: str | None = None) -> Baseline:
     path = Path(path)
     try:
         results = json.loads(path.read_text())
-        cases = [case for case in results["cases"] if case.get("check") != "error"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a lalm-fairness results.json ({exc})") from exc
-    models = sorted({case["model"] for case in cases})
+    if not isinstance(results, dict) or not isinstance(results.get("cases"), list):
+        raise ValueError(f"{path}: not a lalm-fairness results.json (it has no list of 'cases')")
+    schema_version(results, str(path))
+    cases = [
+        record_from_json(case, f"{path}, case {index}" + (f" ({case['id']})" if isinstance(case, dict) and "id" in case else ""))
+        for index, case in enumerate(results["cases"]) if not (isinstance(case, dict) and case.get("check") == "error")
+    ]
+    models = sorted({case.model for case in cases})
     if model is None:
         if len(models) != 1:
             raise ValueError(f"{path}: the baseline holds models {models}; choose one with --baseline-model")
         model = models[0]
     elif model not in models:
         raise ValueError(f"{path}: no model {model!r} in the baseline; it holds {models}")
-    return Baseline(str(path), model, {baseline_key(case): case for case in cases if case["model"] == model})
+    return Baseline(str(path), model, {baseline_key(case): case for case in cases if case.model == model})
 
 
 def package_versions() -> dict[str, str]:

@@ -22,6 +22,7 @@ from harness.checks import Case, Verdict, all_checks
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, merge_run_metadata, package_versions
 from harness.core import ModelError
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
+from harness.records import SCHEMA_VERSION
 from harness.thresholds import ThresholdsError
 
 RECORD_KEY = "lalm_fairness"
@@ -190,7 +191,7 @@ def record_verdict(request: pytest.FixtureRequest):
     """Attach a verdict's record to the test report, whence it reaches results.json and the report."""
 
     def record(verdict: Verdict) -> None:
-        request.node.user_properties.append((RECORD_KEY, verdict.record))
+        request.node.user_properties.append((RECORD_KEY, verdict.record.to_json()))
 
     return record
 
@@ -278,6 +279,7 @@ class FairnessSession:
         metadata = self._metadata()
         failed = sum(not case["passed"] for case in cases)
         return {
+            "schema_version": SCHEMA_VERSION,
             "verdict": "fail" if failed else "pass",
             "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed},
             "metadata": metadata,

@@ -128,7 +128,7 @@ def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tm
     assert list(transcripts["hypothesis"]) == list(story["heard"])
     for check in ("icat", "personalization", "classification", "robustness"):
         for case in gate.cases(check):
-            assert gate.verdict(case).record["check"] == check
+            assert gate.verdict(case).record.check == check
     metadata = gate.run_metadata()
     assert metadata["models_loaded"] == [] and metadata["model_calls"] == 0
     assert metadata["bundled_outputs"][0]["provenance"]["command"].startswith("python scripts/build_demo_outputs.py")

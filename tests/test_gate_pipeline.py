@@ -84,13 +84,16 @@ import os
 import pytest
 
 from harness.checks import Verdict
+from harness.records import CaseRecord
 
 
 @pytest.mark.parametrize("index", range(4))
 def test_transcribe(index, fairness_gate, record_verdict):
     fairness_gate.pipeline.transcripts("staged:x", "demo")
-    record_verdict(Verdict(True, "ok", {"check": "probe", "id": str(index), "model": "staged:x", "passed": True,
-                                        "worker": os.environ["PYTEST_XDIST_WORKER"]}))
+    record = CaseRecord(check="probe", id=str(index), model="staged:x", model_fingerprint="staged:x@1", corpus="demo",
+                        dimension="none", variant=None, value=None, threshold={}, passed=True,
+                        message=os.environ["PYTEST_XDIST_WORKER"])
+    record_verdict(Verdict(True, "ok", record))
 '''
 
 
@@ -106,7 +109,7 @@ def test_xdist_workers_that_saw_different_stage_models_are_all_in_the_metadata(p
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--model", "staged:x", "--cache-dir", str(pytester.path / "cache"))
     result.assert_outcomes(passed=4)
     results = json.loads((pytester.path / "results.json").read_text())
-    assert {case["worker"] for case in results["cases"]} == {"gw0", "gw1"}
+    assert {case["message"] for case in results["cases"]} == {"gw0", "gw1"}
     assert results["metadata"]["workers"] == 2
     assert set(results["metadata"]["stage_models"]) == {"echo:gw0", "echo:gw1"}
     assert results["metadata"]["model_calls"] == 2 * 324

@@ -1,6 +1,6 @@
 """Contract tests over every registry entry: each satisfies its protocol, and what it declares resolves to it.
 
-A new check, backend, architecture, task or corpus loader is one module and one registry line; these tests
+A new check (with its record kind and report view), backend, architecture, task or corpus loader is one module and one registry line; these tests
 are what that line must satisfy.
 """
 
@@ -20,6 +20,7 @@ from harness.models.base import Backend
 from harness.models.cascade import DEMO_MODEL
 from harness.models.hf_arch import ARCHITECTURES, MODEL_TYPES, architecture_for, load_adapter
 from harness.models.hf_arch.base import AudioLMAdapter
+from harness.records import RECORD_TYPES
 from harness.report.views import VIEWS
 from harness.tasks import TASKS
 from harness.tasks.base import PROMPTS_DIR
@@ -59,6 +60,7 @@ def test_every_check_is_a_check_with_cases_a_schema_a_view_and_a_gate_test(name,
     assert cases, f"{name}: no case on the demo corpus and suite"
     assert all(isinstance(case, Case) and case.check == name and case.model == "sim:fair" for case in cases)
     assert len({case.id for case in cases}) == len(cases), f"{name}: case ids collide"
+    assert name in RECORD_TYPES, f"{name}: no record kind in harness.records.RECORD_TYPES"
     assert name in VIEWS, f"{name}: no report view in harness.report.views.VIEWS"
     assert (REPO / "harness" / "report" / "templates" / "checks" / VIEWS[name].template).is_file()
     assert any(check.fixture in fixtures and "assess" in fixtures for fixtures in gate_test_functions().values()), (
@@ -66,8 +68,8 @@ def test_every_check_is_a_check_with_cases_a_schema_a_view_and_a_gate_test(name,
     )
 
 
-def test_every_view_belongs_to_a_check():
-    assert set(VIEWS) == set(CHECKS)
+def test_every_view_and_record_kind_belongs_to_a_check():
+    assert set(VIEWS) == set(CHECKS) == set(RECORD_TYPES)
 
 
 @pytest.mark.parametrize("prefix", sorted(BACKENDS))

@@ -16,6 +16,7 @@ import pandas as pd
 
 from harness.data.basis_suite import BasisSuite, ItemSet
 from harness.data import Corpus
+from harness.records import CaseRecord
 from harness.thresholds import ThresholdKey, ThresholdSchema, Thresholds
 
 T = TypeVar("T")
@@ -105,7 +106,7 @@ class Verdict:
 
     passed: bool
     message: str
-    record: dict[str, Any]
+    record: CaseRecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,7 +153,7 @@ class Check(abc.ABC):
         """Per-speaker data stored in the record, so that a later run can compare against this one."""
         return None
 
-    def compare(self, context: CheckContext, case: Case, candidate: dict[str, Any], baseline: dict[str, Any]) -> Comparison:
+    def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         """Is ``candidate`` significantly worse than ``baseline`` (both records of this check)?"""
         return Comparison("unsupported", None, None, None, False, f"{self.name}: no baseline comparison for this check")
 
@@ -195,20 +196,18 @@ class SpeakerBootstrapComparison:
         table = self.speaker_statistics(context, case)
         return {"speaker": [str(s) for s in table.index], **{column: table[column].tolist() for column in table.columns}}
 
-    def compare(self, context: CheckContext, case: Case, candidate: dict[str, Any], baseline: dict[str, Any]) -> Comparison:
-        import pandas as pd
-
+    def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         from harness.metrics.paired import paired_speaker_bootstrap
 
-        if not baseline.get("paired_data"):
-            return Comparison("unsupported", baseline.get("value"), None, None, False, "the baseline record carries no per-speaker data")
-        tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate["paired_data"], baseline["paired_data"])]
+        if not baseline.paired_data:
+            return Comparison("unsupported", baseline.value, None, None, False, "the baseline record carries no per-speaker data")
+        tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
         settings = self.threshold_values(context, case)
         try:
             result = paired_speaker_bootstrap(*tables, self.comparison_statistic, alpha=settings["regression_alpha"],
                                               seed=context.seed)
         except ValueError as exc:
-            return Comparison("unsupported", baseline.get("value"), None, None, False, f"cannot pair with the baseline: {exc}")
+            return Comparison("unsupported", baseline.value, None, None, False, f"cannot pair with the baseline: {exc}")
         worsening = result.difference if self.worse_when == "higher" else -result.difference
         ci_on_worse_side = result.ci_low > 0 if self.worse_when == "higher" else result.ci_high < 0
         regressed = bool(worsening > settings["max_worsening"] and ci_on_worse_side)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from harness.checks.basis_records import N_BOOT
+from harness.records import ClassificationRecord
 from harness.core import derived_seed, finite_or_none
 from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import ClassificationResult, classification_accuracy
@@ -82,16 +83,18 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
             f"(95% CI {gap.ci_low:.1f} to {gap.ci_high:.1f}); threshold: accuracy >= {min_accuracy:g} and not "
             f"(gap > {max_gap:g} with CI above 0) -> {'pass' if passed else 'FAIL'}"
         )
-        record = self.base_record(context, case) | {
-            "value": finite_or_none(value),
-            "threshold": {"min_accuracy": min_accuracy, "max_gap": max_gap},
-            "passed": passed,
-            "message": message,
-            "per_label": per_label,
-            "confusion": {name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
+        record = ClassificationRecord(
+            **self.base_record(context, case),
+            value=finite_or_none(value),
+            threshold={"min_accuracy": min_accuracy, "max_gap": max_gap},
+            passed=passed,
+            message=message,
+            per_label=per_label,
+            confusion={name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
                           for name, result in per_set.items()},
-            "gap": {"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
+            gap={"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
                     "best": gap.best, "worst": gap.worst},
-            "n_answers": len(table),
-        }
+            n_answers=len(table),
+        )
+
         return Verdict(passed, message, record)

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from harness.checks.basis_records import N_BOOT, effects_records, frame_records
+from harness.records import IcatRecord
 from harness.core import derived_seed, finite_or_none
 from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import CHOICES, MEAN_ICAT, MODES, cat_scores, ModeEffectsResult, StereoSetResult, mode_effects, stereoset_scores
@@ -77,21 +78,23 @@ class IcatCheck(SpeakerBootstrapComparison, Check):
             f"unknown {result.unknown_rate:.1f}%); threshold: ICAT >= {min_icat:g} -> {'pass' if passed else 'FAIL'}"
         )
         table = self.table(context, case.model, case.dimension, case.variant)
-        record = self.base_record(context, case) | {
-            "mode": case.variant,
-            "value": finite_or_none(value),
-            "threshold": {"min_icat": min_icat},
-            "passed": passed,
-            "message": message,
-            "per_group": frame_records(result.per_group, "group"),
-            "pooled_ss": finite_or_none(result.pooled_ss),
-            "pooled_ss_ci": [finite_or_none(x) for x in result.pooled_ss_ci],
-            "pooled_p": finite_or_none(result.pooled_p_value),
-            "pooled_icat": finite_or_none(result.pooled_icat),
-            "unknown_rate": finite_or_none(result.unknown_rate),
-            "answer_rules": {str(k): int(v) for k, v in table["rule"].value_counts().items()},
-            "n_answers": len(table),
-            "n_speakers": int(table["speaker"].nunique()),
-            "mode_effects": effects_records(self.effects(context, case.model, case.dimension)),
-        }
+        record = IcatRecord(
+            **self.base_record(context, case),
+            mode=case.variant,
+            value=finite_or_none(value),
+            threshold={"min_icat": min_icat},
+            passed=passed,
+            message=message,
+            per_group=frame_records(result.per_group, "group"),
+            pooled_ss=finite_or_none(result.pooled_ss),
+            pooled_ss_ci=[finite_or_none(x) for x in result.pooled_ss_ci],
+            pooled_p=finite_or_none(result.pooled_p_value),
+            pooled_icat=finite_or_none(result.pooled_icat),
+            unknown_rate=finite_or_none(result.unknown_rate),
+            answer_rules={str(k): int(v) for k, v in table["rule"].value_counts().items()},
+            n_answers=len(table),
+            n_speakers=int(table["speaker"].nunique()),
+            mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
+        )
+
         return Verdict(passed, message, record)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.records import CaseRecord, NtvdRecord
 from harness.core import derived_seed, finite_or_none
 from harness.checks.base import Case, CheckContext, per_run, Check, Comparison, Verdict
 from harness.extraction.canonical import DEFAULT_THRESHOLD, Embedder, MergeMap, build_merge_map
@@ -127,30 +128,32 @@ class NtvdCheck(Check):
                 f"threshold: {threshold.describe()} -> {'pass' if passed else 'FAIL'}"
             )
         _, statuses = context.extraction(case.model, case.corpus, case.variant)
-        record = self.base_record(context, case) | {
-            "task": case.variant,
-            "value": finite_or_none(observed.score),
-            "p": finite_or_none(test.p_value),
-            "q": finite_or_none(q_value),
-            "threshold": dataclasses.asdict(threshold),
-            "passed": bool(passed),
-            "message": message,
-            "n_speakers": observed.n_speakers,
-            "n_groups": observed.n_groups,
-            "n_permutations": test.n_permutations,
-            "seed": test.seed,
-            "per_attribute": {name: finite_or_none(value) for name, value in observed.per_attribute.items()},
-            "dropped_attributes": list(observed.dropped_attributes),
-            "answer_status": status_counts(statuses),
-            "most_divergent": most_divergent_distribution(observed),
-            "tau_sensitivity": self.tau_sensitivity(context, case),
-            "refusal_ntvd": finite_or_none(self.refusal_ntvd(context, case)),
-            "collapsed_attributes": collapse_diagnostic(context.group_table(case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau).collapsed(),
-            "minimum_detectable_ntvd": context.minimum_detectable_ntvd(case.corpus, case.dimension),
-            "extractor": context.extractor_name,
-            "canonical": self.canonical(context, case, threshold.tau),
-            "example_pair": self.example_pair(context, case, observed.most_divergent_attribute),
-        }
+        record = NtvdRecord(
+            **self.base_record(context, case),
+            task=case.variant,
+            value=finite_or_none(observed.score),
+            p=finite_or_none(test.p_value),
+            q=finite_or_none(q_value),
+            threshold=dataclasses.asdict(threshold),
+            passed=bool(passed),
+            message=message,
+            n_speakers=observed.n_speakers,
+            n_groups=observed.n_groups,
+            n_permutations=test.n_permutations,
+            seed=test.seed,
+            per_attribute={name: finite_or_none(value) for name, value in observed.per_attribute.items()},
+            dropped_attributes=list(observed.dropped_attributes),
+            answer_status=status_counts(statuses),
+            most_divergent=most_divergent_distribution(observed),
+            tau_sensitivity=self.tau_sensitivity(context, case),
+            refusal_ntvd=finite_or_none(self.refusal_ntvd(context, case)),
+            collapsed_attributes=collapse_diagnostic(context.group_table(case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau).collapsed(),
+            minimum_detectable_ntvd=context.minimum_detectable_ntvd(case.corpus, case.dimension),
+            extractor=context.extractor_name,
+            canonical=self.canonical(context, case, threshold.tau),
+            example_pair=self.example_pair(context, case, observed.most_divergent_attribute),
+        )
+
         return Verdict(passed, message, record)
 
     def canonical(self, context: CheckContext, case: Case, tau: int) -> dict[str, Any] | None:
@@ -210,14 +213,14 @@ class NtvdCheck(Check):
     def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
         return long_table_to_counts(context.group_table(case.model, case.corpus, case.variant, case.dimension))
 
-    def compare(self, context: CheckContext, case: Case, candidate: dict[str, Any], baseline: dict[str, Any]) -> Comparison:
+    def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         """Regression when nTVD(candidate) - nTVD(baseline) > max_increase and the one-sided paired
         speaker-level permutation p < regression_alpha (:func:`harness.metrics.ntvd.paired_ntvd_difference`)."""
         threshold = self.threshold(context, case)
-        if not baseline.get("paired_data"):
-            return Comparison("unsupported", baseline.get("value"), None, None, False, "the baseline record carries no per-speaker data")
+        if not baseline.paired_data:
+            return Comparison("unsupported", baseline.value, None, None, False, "the baseline record carries no per-speaker data")
         result = paired_ntvd_difference(
-            counts_to_long_table(candidate["paired_data"]), counts_to_long_table(baseline["paired_data"]),
+            counts_to_long_table(candidate.paired_data), counts_to_long_table(baseline.paired_data),
             tau=threshold.tau, n_permutations=context.permutations, seed=self.seed(context, case),
         )
         regressed = bool(result.difference > threshold.max_increase and result.p_value < threshold.regression_alpha)

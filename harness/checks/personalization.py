@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from harness.checks.basis_records import N_BOOT, effects_records, frame_records
+from harness.records import PersonalizationRecord
 from harness.core import PARETO_MODE, derived_seed, finite_or_none
 from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import MEAN_ACCURACY, MODES, AccuracyResult, ModeEffectsResult, mode_effects, personalization_accuracy
@@ -90,21 +91,23 @@ class PersonalizationCheck(SpeakerBootstrapComparison, Check):
             f"(gap > {max_gap:g} with CI above 0) -> {'pass' if passed else 'FAIL'}"
         )
         table = self.table(context, case.model, case.dimension, case.variant)
-        record = self.base_record(context, case) | {
-            "mode": case.variant,
-            "value": finite_or_none(accuracy.mean_accuracy),
-            "threshold": {"min_accuracy": min_accuracy, "max_gap": max_gap},
-            "passed": passed,
-            "message": message,
-            "per_group": frame_records(accuracy.per_group, "group"),
-            "gap": {"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
+        record = PersonalizationRecord(
+            **self.base_record(context, case),
+            mode=case.variant,
+            value=finite_or_none(accuracy.mean_accuracy),
+            threshold={"min_accuracy": min_accuracy, "max_gap": max_gap},
+            passed=passed,
+            message=message,
+            per_group=frame_records(accuracy.per_group, "group"),
+            gap={"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
                     "best": gap.best, "worst": gap.worst},
-            "sets": sorted(table["set"].unique().tolist()),
-            "n_answers": len(table),
-            "n_speakers": int(table["speaker"].nunique()),
-            "mode_effects": effects_records(self.effects(context, case.model, case.dimension)),
-            "stereotype_icat": self.stereotype_icat(context, case),
-        }
+            sets=sorted(table["set"].unique().tolist()),
+            n_answers=len(table),
+            n_speakers=int(table["speaker"].nunique()),
+            mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
+            stereotype_icat=self.stereotype_icat(context, case),
+        )
+
         return Verdict(passed, message, record)
 
     def stereotype_icat(self, context: CheckContext, case: Case) -> float | None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from harness.checks.basis_records import N_BOOT, frame_records
+from harness.records import RobustnessRecord
 from harness.core import ROBUSTNESS_TASKS, derived_seed, finite_or_none
 from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import asr_scores, sqa_accuracy
@@ -85,14 +86,16 @@ class RobustnessCheck(SpeakerBootstrapComparison, Check):
             f"(95% CI {gap.ci_low:.1f} to {gap.ci_high:.1f}); threshold: score >= {min_score:g} and not "
             f"(gap > {max_gap:g} with CI above 0) -> {'pass' if passed else 'FAIL'}"
         )
-        record = self.base_record(context, case) | {
-            "task": case.variant,
-            "value": finite_or_none(value),
-            "threshold": {"min_score": min_score, "max_gap": max_gap},
-            "passed": passed,
-            "message": message,
-            "per_group": frame_records(per_group, "group"),
-            "gap": {"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
+        record = RobustnessRecord(
+            **self.base_record(context, case),
+            task=case.variant,
+            value=finite_or_none(value),
+            threshold={"min_score": min_score, "max_gap": max_gap},
+            passed=passed,
+            message=message,
+            per_group=frame_records(per_group, "group"),
+            gap={"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
                     "best": gap.best, "worst": gap.worst},
-        }
+        )
+
         return Verdict(passed, message, record)

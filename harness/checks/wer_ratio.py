@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.records import RatioRecord
 from harness.core import finite_or_none
 from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.paired import largest_log_ratio
@@ -121,17 +122,19 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             f"[{worst_row['ci_low']:.3f}, {worst_row['ci_high']:.3f}] by {method}{note}; "
             + ("pass" if passed else "FAIL: " + "; ".join(failures))
         )
-        record = self.base_record(context, case) | {
-            "value": finite_or_none(worst_row["ratio"]),
-            "ci": [finite_or_none(worst_row["ci_low"]), finite_or_none(worst_row["ci_high"])],
-            "p": None,
-            "q": None,
-            "threshold": dict(settings),
-            "passed": passed,
-            "message": message,
-            "comparisons": comparisons,
-            "semantics": semantics,
-        }
+        record = RatioRecord(
+            **self.base_record(context, case),
+            value=finite_or_none(worst_row["ratio"]),
+            ci=[finite_or_none(worst_row["ci_low"]), finite_or_none(worst_row["ci_high"])],
+            p=None,
+            q=None,
+            threshold=dict(settings),
+            passed=passed,
+            message=message,
+            comparisons=comparisons,
+            semantics=semantics,
+        )
+
         return Verdict(passed, message, record)
 
     @staticmethod
