@@ -88,33 +88,34 @@ class RatioRecord(CaseRecord):
 
 
 @dataclasses.dataclass(kw_only=True)
-class IcatRecord(CaseRecord):
-    checks: ClassVar[tuple[str, ...]] = ("icat",)
+class ModeRecord(CaseRecord):
+    """A BASIS case asked in one evaluation mode: per-group results and the §3.4 mode effects of its dimension."""
 
     mode: str
     per_group: list[dict[str, Any]]
-    pooled_ss: float | None
-    pooled_ss_ci: list[float | None]
-    pooled_p: float | None
-    pooled_icat: float | None
-    unknown_rate: float | None
-    answer_rules: dict[str, int]
     n_answers: int
     n_speakers: int
     mode_effects: dict[str, Any]
 
 
 @dataclasses.dataclass(kw_only=True)
-class PersonalizationRecord(CaseRecord):
+class IcatRecord(ModeRecord):
+    checks: ClassVar[tuple[str, ...]] = ("icat",)
+
+    pooled_ss: float | None
+    pooled_ss_ci: list[float | None]
+    pooled_p: float | None
+    pooled_icat: float | None
+    unknown_rate: float | None
+    answer_rules: dict[str, int]
+
+
+@dataclasses.dataclass(kw_only=True)
+class PersonalizationRecord(ModeRecord):
     checks: ClassVar[tuple[str, ...]] = ("personalization",)
 
-    mode: str
-    per_group: list[dict[str, Any]]
     gap: dict[str, Any]
     sets: list[str]
-    n_answers: int
-    n_speakers: int
-    mode_effects: dict[str, Any]
     stereotype_icat: float | None
 
 
