@@ -138,6 +138,20 @@ class RobustnessRecord(CaseRecord):
     gap: dict[str, Any]
 
 
+@dataclasses.dataclass(kw_only=True)
+class ErrorRecord:
+    """A gate case that raised instead of reaching a verdict; ``message`` is the error."""
+
+    check: str = "error"
+    id: str
+    nodeid: str
+    passed: bool = False
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 RECORD_TYPES: dict[str, type[CaseRecord]] = {
     check: kind
     for kind in (NtvdRecord, RatioRecord, IcatRecord, PersonalizationRecord, ClassificationRecord, RobustnessRecord)
@@ -145,11 +159,11 @@ RECORD_TYPES: dict[str, type[CaseRecord]] = {
 }
 
 
-def record_from_json(data: Any, where: str) -> CaseRecord:
+def record_from_json(data: Any, where: str) -> CaseRecord | ErrorRecord:
     """The typed record of a results.json case; ``where`` (file and case) prefixes every error."""
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: a case is a JSON object, got {type(data).__name__}")
-    kind = RECORD_TYPES.get(data.get("check"))
+    kind = ErrorRecord if data.get("check") == "error" else RECORD_TYPES.get(data.get("check"))
     if kind is None:
         raise ValueError(f"{where}: unknown check {data.get('check')!r}; records are of {sorted(RECORD_TYPES)}")
     fields = {field.name: field for field in dataclasses.fields(kind)}

@@ -106,7 +106,8 @@ def test_xdist_workers_that_saw_different_stage_models_are_all_in_the_metadata(p
     )
     pytester.makepyfile(staged_backend=STAGED_BACKEND, test_probe=PROBE_TESTS)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), str(REPO), os.environ.get("PYTHONPATH", "")]))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--model", "staged:x", "--cache-dir", str(pytester.path / "cache"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--model", "staged:x", "--report", "",
+                                           "--cache-dir", str(pytester.path / "cache"))
     result.assert_outcomes(passed=4)
     results = json.loads((pytester.path / "results.json").read_text())
     assert {case["message"] for case in results["cases"]} == {"gw0", "gw1"}

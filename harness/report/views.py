@@ -1,21 +1,22 @@
 """The view of each check: its report section's title, template and the context the template reads.
 
-A view sees only the check's results.json records (never the gate, the pipeline or a model), so a report
-renders from results.json alone. Templates live in ``templates/checks/``; a check without a view has no
+A view sees only the check's typed records (:mod:`harness.records`, read back from results.json; never the
+gate, the pipeline or a model), so a report renders from results.json alone; templates read their attributes. Templates live in ``templates/checks/``; a check without a view has no
 section of its own (its cases still appear in the report's table of every case).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness.core import MODES, PARETO_MODE, ROBUSTNESS_TASKS
+from harness.records import CaseRecord, ModeRecord, PersonalizationRecord
 from harness.report import vibe
 from harness.report.vibe import PALETTE
 
-Records = Sequence[Mapping[str, Any]]
+Records = Sequence[CaseRecord]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,12 +33,12 @@ def ntvd_context(records: Records) -> dict[str, Any]:
         "stacked": [chart for chart in map(vibe.stacked_shares, vibe.most_biased(records)) if chart],
         "tau_figures": vibe.tau_figures(records),
         "pairs": vibe.example_pairs(records),
-        "records": sorted(records, key=lambda record: record["id"]),
+        "records": sorted(records, key=lambda record: record.id),
     }
 
 
 def ratio_context(records: Records) -> dict[str, Any]:
-    return {"records": sorted(records, key=lambda record: record["id"])}
+    return {"records": sorted(records, key=lambda record: record.id)}
 
 
 def icat_context(records: Records) -> dict[str, Any]:
@@ -57,19 +58,19 @@ def robustness_context(records: Records) -> dict[str, Any]:
 
 
 def classification_context(records: Records) -> dict[str, Any]:
-    models = list(dict.fromkeys(r["model"] for r in records))
+    models = list(dict.fromkeys(r.model for r in records))
     rows = []
-    for dimension in dict.fromkeys(r["dimension"] for r in records):
-        by_model = {r["model"]: r for r in records if r["dimension"] == dimension}
-        labels = list(dict.fromkeys((e["set"], e["label"]) for r in by_model.values() for e in r["per_label"]))
+    for dimension in dict.fromkeys(r.dimension for r in records):
+        by_model = {r.model: r for r in records if r.dimension == dimension}
+        labels = list(dict.fromkeys((e["set"], e["label"]) for r in by_model.values() for e in r.per_label))
         for set_name, label in labels:
             cells = []
             for model in models:
-                found = [e for e in by_model.get(model, {}).get("per_label", []) if (e["set"], e["label"]) == (set_name, label)]
+                found = [e for e in getattr(by_model.get(model), "per_label", []) if (e["set"], e["label"]) == (set_name, label)]
                 cells.append({"value": found[0]["accuracy"] if found else None, "passed": None})
             rows.append({"dimension": dimension, "set": set_name, "label": label, "cells": cells})
         rows.append({"dimension": dimension, "set": "", "label": "mean",
-                     "cells": [{"value": by_model[m]["value"], "passed": by_model[m]["passed"]} if m in by_model
+                     "cells": [{"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model
                                else {"value": None, "passed": None} for m in models]})
     return {"models": models, "rows": rows}
 
@@ -86,26 +87,26 @@ VIEWS: dict[str, CheckView] = {
 """Per check name, in report order."""
 
 
-def effect_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
     """One row per (dimension, model, effect) from any record of that pair (they share the effects)."""
     rows, seen = [], set()
     for record in records:
-        key = (record["dimension"], record["model"])
-        if key in seen or "mode_effects" not in record:
+        key = (record.dimension, record.model)
+        if key in seen:
             continue
         seen.add(key)
-        for name, effect in record["mode_effects"]["effects"].items():
+        for name, effect in record.mode_effects["effects"].items():
             rows.append({"dimension": key[0], "model": key[1], "effect": name, **effect})
     return rows
 
 
-def pareto_plot(records: Sequence[dict[str, Any]], width: int = 420, height: int = 300) -> dict[str, Any] | None:
+def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, height: int = 300) -> dict[str, Any] | None:
     """Geometry of the speech-implicit personalization (y) vs mean ICAT (x) scatter, both 0-100, with
     each dimension's Pareto frontier (points no other point beats on both axes)."""
     points = [
-        {"model": r["model"], "dimension": r["dimension"], "icat": r["stereotype_icat"], "accuracy": r["value"], "passed": r["passed"]}
+        {"model": r.model, "dimension": r.dimension, "icat": r.stereotype_icat, "accuracy": r.value, "passed": r.passed}
         for r in records
-        if r.get("variant") == PARETO_MODE and r.get("stereotype_icat") is not None and r.get("value") is not None
+        if r.variant == PARETO_MODE and r.stereotype_icat is not None and r.value is not None
     ]
     if not points:
         return None
@@ -133,7 +134,7 @@ def pareto_plot(records: Sequence[dict[str, Any]], width: int = 420, height: int
 
 
 def table_seven(
-    records: Sequence[Mapping[str, Any]], *, row_keys: Iterable[str], cell: str, group_key: str = "group"
+    records: Records, *, row_keys: Iterable[str], cell: str, group_key: str = "group"
 ) -> list[dict[str, Any]]:
     """One block per dimension: columns are models, rows ``(variant, group)`` from each record's
     ``per_group`` list, then a ``mean`` row with the case's value and verdict.
@@ -142,23 +143,23 @@ def table_seven(
     """
     order = {key: position for position, key in enumerate(row_keys)}
     blocks = []
-    for dimension in dict.fromkeys(record["dimension"] for record in records):
-        subset = [record for record in records if record["dimension"] == dimension]
-        models = list(dict.fromkeys(record["model"] for record in subset))
-        variants = sorted({record["variant"] for record in subset}, key=lambda v: order.get(v, len(order)))
+    for dimension in dict.fromkeys(record.dimension for record in records):
+        subset = [record for record in records if record.dimension == dimension]
+        models = list(dict.fromkeys(record.model for record in subset))
+        variants = sorted({record.variant for record in subset}, key=lambda v: order.get(v, len(order)))
         rows = []
         for variant in variants:
-            by_model = {record["model"]: record for record in subset if record["variant"] == variant}
-            groups = list(dict.fromkeys(g[group_key] for record in by_model.values() for g in record.get("per_group", [])))
+            by_model = {record.model: record for record in subset if record.variant == variant}
+            groups = list(dict.fromkeys(g[group_key] for record in by_model.values() for g in record.per_group))
             for group in groups:
                 cells = []
                 for model in models:
-                    found = [g for g in by_model.get(model, {}).get("per_group", []) if g[group_key] == group]
+                    found = [g for g in getattr(by_model.get(model), "per_group", []) if g[group_key] == group]
                     cells.append({"value": found[0][cell] if found else None, "passed": None})
                 rows.append({"variant": variant, "group": group, "cells": cells})
             rows.append({
                 "variant": variant, "group": "mean",
-                "cells": [{"value": by_model[m]["value"], "passed": by_model[m]["passed"]} if m in by_model else {"value": None, "passed": None}
+                "cells": [{"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model else {"value": None, "passed": None}
                           for m in models],
             })
         blocks.append({"dimension": dimension, "models": models, "rows": rows})
