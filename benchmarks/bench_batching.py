@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import tiny_models as tm  # noqa: E402
 
-from harness.models.base import Audio, DecodingParams, GenerationRequest  # noqa: E402
+from harness.core import Audio, DecodingParams, GenerationRequest  # noqa: E402
 from harness.models.hf import HFBackend  # noqa: E402
 
 

@@ -18,7 +18,7 @@ import tiny_models as tm  # noqa: E402
 
 from harness.cache import OutputCache  # noqa: E402
 from harness.generation import CachedModel  # noqa: E402
-from harness.models.base import Audio, DecodingParams, GenerationRequest  # noqa: E402
+from harness.core import Audio, DecodingParams, GenerationRequest  # noqa: E402
 
 
 def main() -> int:

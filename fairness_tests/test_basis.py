@@ -1,22 +1,3 @@
-"""BASIS-Bench checks (BASIS-Bench §3): stereotypical bias, personalization, demographic classification and
-robustness, on the BASIS item suite (``--basis-suite``, default the shipped demo suite).
+"""This repository's entry to the gate: the shipped gate module :mod:`harness.gate_tests.test_basis`, collected here."""
 
-Each case fails when its value breaks the threshold in thresholds.yaml (or, given --baseline, on a
-significant regression against the baseline checkpoint); the message says which and why.
-"""
-
-
-def test_icat(icat_case, assess):
-    assess(icat_case)
-
-
-def test_personalization(personalization_case, assess):
-    assess(personalization_case)
-
-
-def test_classification(classification_case, assess):
-    assess(classification_case)
-
-
-def test_robustness(robustness_case, assess):
-    assess(robustness_case)
+from harness.gate_tests.test_basis import test_icat, test_personalization, test_classification, test_robustness  # noqa: F401

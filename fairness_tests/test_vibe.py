@@ -1,10 +1,3 @@
-"""VIBE open-ended bias checks (VIBE §II-D): one case per model x task x demographic dimension.
+"""This repository's entry to the gate: the shipped gate module :mod:`harness.gate_tests.test_vibe`, collected here."""
 
-A case fails when its nTVD breaks the threshold in thresholds.yaml (by default: nTVD above max_ntvd and
-Benjamini-Hochberg q below alpha over every nTVD test of the session), or, given --baseline, when the
-candidate is significantly more biased than the baseline checkpoint.
-"""
-
-
-def test_ntvd(ntvd_case, assess):
-    assess(ntvd_case)
+from harness.gate_tests.test_vibe import test_ntvd  # noqa: F401

@@ -21,8 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.core import atomic_write
-from harness.models.base import stable_hash
+from harness.core import atomic_write, stable_hash
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS outputs (

@@ -9,7 +9,8 @@ from typing import Any
 
 from harness.cache import OutputCache, cache_key
 from harness.models import build_backend
-from harness.models.base import Backend, DecodingParams, GenerationRequest, Model, ModelError
+from harness.core import DecodingParams, GenerationRequest, ModelError
+from harness.models.base import Backend, Model, StageSpec
 
 NAMESPACE = "generate"
 
@@ -37,12 +38,17 @@ class CachedModel:
         self.chunk_size = chunk_size
         self.progress = progress
         self.backend: Backend = build_backend(spec, options)
+        self.backend.compose(self._stage)
         self.fingerprint = self.backend.fingerprint()
         self._model: Model | None = None
         self.offline = offline
         self.calls = 0
         self.hits = 0
         self.served_keys: set[str] = set()
+
+    def _stage(self, stage: StageSpec, chunk_size: int) -> CachedModel:
+        """A stage of a composite backend, behind the same cache (its own fingerprint keys its entries)."""
+        return CachedModel(stage.spec, self.cache, stage.decoding, stage.options, chunk_size=chunk_size)
 
     @property
     def loaded(self) -> bool:

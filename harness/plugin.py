@@ -9,6 +9,7 @@ controller (or a run without xdist) writes the outputs.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,10 @@ from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
 from harness.core import atomic_write_text
 from harness.data import CorpusError
-from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, package_versions
-from harness.models.base import ModelError
-from harness.models.placement import apply_gpu_skips, assign_worker_gpu, xdist_group_name
+from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, merge_run_metadata, package_versions
+from harness.core import ModelError
+from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
+from harness.records import SCHEMA_VERSION
 from harness.thresholds import ThresholdsError
 
 RECORD_KEY = "lalm_fairness"
@@ -151,7 +153,19 @@ def get_gate(config: pytest.Config) -> Gate:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    apply_gpu_skips(items)
+    skip_gpu_items(items, gpu_skip_reason)
+
+
+def skip_gpu_items(items: Sequence[pytest.Item], reason_here: Callable[[], str | None]) -> int:
+    """Skip every item marked ``gpu`` with the reason ``reason_here()`` gives (None: a CUDA device is
+    usable); it is asked only when some item carries the marker, since it imports torch. Returns the count."""
+    marked = [item for item in items if item.get_closest_marker(GPU_MARKER) is not None]
+    reason = reason_here() if marked else None
+    if reason is None:
+        return 0
+    for item in marked:
+        item.add_marker(pytest.mark.skip(reason=reason))
+    return len(marked)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -165,7 +179,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             for case in cases
         ]
         if not params:
-            params = [pytest.param(None, id="no-case", marks=pytest.mark.skip(reason=check.no_cases_reason(gate)))]
+            params = [pytest.param(None, id="no-case", marks=pytest.mark.skip(reason=gate.no_cases_reason(check.name)))]
         metafunc.parametrize(check.fixture, params)
 
 
@@ -180,7 +194,7 @@ def record_verdict(request: pytest.FixtureRequest):
     """Attach a verdict's record to the test report, whence it reaches results.json and the report."""
 
     def record(verdict: Verdict) -> None:
-        request.node.user_properties.append((RECORD_KEY, verdict.record))
+        request.node.user_properties.append((RECORD_KEY, verdict.record.to_json()))
 
     return record
 
@@ -268,6 +282,7 @@ class FairnessSession:
         metadata = self._metadata()
         failed = sum(not case["passed"] for case in cases)
         return {
+            "schema_version": SCHEMA_VERSION,
             "verdict": "fail" if failed else "pass",
             "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed},
             "metadata": metadata,
@@ -278,22 +293,12 @@ class FairnessSession:
         parts = list(self.worker_metadata)
         if GATE_KEY in self.config.stash:
             parts.append(self.config.stash[GATE_KEY].run_metadata())
-        merged: dict[str, Any] = {
+        return {
             "package_versions": package_versions(),
             "workers": max(1, len(self.worker_metadata)),
             "imported_caches": self.config.stash.get(IMPORTED_KEY, []),
+            **merge_run_metadata(parts),
         }
-        for part in parts:
-            for key, value in part.items():
-                if key in ("model_calls", "cache_hits"):
-                    merged[key] = merged.get(key, 0) + value
-                elif key == "models":
-                    merged.setdefault(key, {}).update(value)
-                elif key == "models_loaded":
-                    merged[key] = sorted(set(merged.get(key, [])) | set(value))
-                else:
-                    merged.setdefault(key, value)
-        return merged
 
 
 class XdistMetadata:

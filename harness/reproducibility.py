@@ -35,7 +35,7 @@ from typing import Any
 
 from harness.extraction.fields import extract_fields
 from harness.metrics.wer import word_errors
-from harness.models.base import GenerationRequest
+from harness.core import GenerationRequest
 from harness.models.cascade import DEMO_MODEL, split_output
 from harness.models.numerics import compute_environment, contract_applies
 from harness.tasks import TASKS
@@ -132,8 +132,8 @@ def regenerate_sample(threads: int, cache_root: str | Path) -> dict[str, Any]:
 
     options = {DEMO_MODEL: {"asr": {"cpu_threads": threads}, "llm": {"threads": threads}}}
     root = Path(cache_root)
-    shipped = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(root / "shipped"), progress=False, offline=True, model_options=options))
-    fresh = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(root / "fresh"), bundled_exports={}, progress=False, model_options=options))
+    shipped = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(root / "shipped"), progress=False, offline=True, model_options=options)).pipeline
+    fresh = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(root / "fresh"), bundled_exports={}, progress=False, model_options=options)).pipeline
     table = fresh.corpora["demo"].table.reset_index(drop=True)
     groups = table.groupby("content_id", sort=True).groups.values()
     rows = [int(group[i % len(group)]) for i, group in enumerate(groups)]

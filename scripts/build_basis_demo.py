@@ -3,7 +3,7 @@
 
 What it makes (under ``--out``, default ``harness/data/basis_demo``)
 -------------------------------------------------------------------
-* ``suite.yaml`` -- the item sets (see :mod:`harness.basis.suite`).
+* ``suite.yaml`` -- the item sets (see :mod:`harness.data.basis_suite`).
 * ``stereoset/{gender,age}.csv`` -- stereotype items in Spoken StereoSet layout
   (``id, speaker, <dimension>, context, stereotypical, anti-stereotypical, irrelevant``).
 * ``personalization/gender.csv`` -- BASIS-Product/Health-style items whose two responses differ only by a

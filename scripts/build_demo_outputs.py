@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.checks import all_checks  # noqa: E402
 from harness.gate import DEFAULT_JUDGE, DEFAULT_MODELS, DEMO_OUTPUTS_DIR, Gate, GateConfig  # noqa: E402
-from harness.models.cascade import DEMO_MODEL, split_output  # noqa: E402
+from harness.models.cascade import DEMO_MODEL  # noqa: E402
 from harness.models.numerics import compute_environment  # noqa: E402
 from harness.tasks import TASKS  # noqa: E402
 
@@ -60,24 +60,23 @@ def main(argv: list[str] | None = None) -> int:
     check_seconds = {}
     for check in all_checks():
         check_started = time.monotonic()
-        for case in check.cases(gate):
+        for case in gate.cases(check.name):
             gate.verdict(case)
         check_seconds[check.name] = round(time.monotonic() - check_started, 1)
         print(f"[build] {check.name}: {check_seconds[check.name]} s", flush=True)
     total_seconds = time.monotonic() - started
-    cached = gate.model(DEMO_MODEL)
+    cached = gate.pipeline.model(DEMO_MODEL)
     stats = cached.model().stats if cached.loaded else {}
-    answers = gate.answers(DEMO_MODEL, "demo", next(iter(TASKS)))["answer"]
-    transcripts = [split_output(text)[0] for text in answers]
+    transcripts = list(gate.pipeline.answers(DEMO_MODEL, "demo", next(iter(TASKS)))["heard"])
     metadata = gate.run_metadata()
-    entries = gate.cache.export(out_dir / EXPORT_NAME)
+    entries = gate.pipeline.cache.export(out_dir / EXPORT_NAME)
     provenance = {
         "model": DEMO_MODEL,
         "fingerprint": cached.fingerprint,
-        "corpus": {"name": "demo", "hash": gate.corpora["demo"].content_hash, "utterances": len(gate.corpora["demo"].table)},
+        "corpus": {"name": "demo", "hash": gate.pipeline.corpora["demo"].content_hash, "utterances": len(gate.pipeline.corpora["demo"].table)},
         "tasks": list(TASKS),
         "judge": DEFAULT_JUDGE,
-        "basis_suite": str(Path(gate.basis.path).relative_to(ROOT)),
+        "basis_suite": str(Path(gate.pipeline.basis.path).relative_to(ROOT)),
         "decoding": gate.config.decoding.as_dict(),
         "made": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": shlex.join(["python", "scripts/build_demo_outputs.py", *(argv if argv is not None else sys.argv[1:])]),

@@ -1,4 +1,5 @@
-"""Form-constrained decoding: whatever the model's scores, the answer has the form the prompt states."""
+"""Form-constrained decoding: whatever the model's scores, the answer has the form its request declares;
+and every prompt writer declares the form its prompt asks for."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.extraction.fields import EXTRACTED, extract_fields
-from harness.extraction.llm import extraction_prompt, parse_reply
-from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, JsonForm, answer_form, split_options
+from harness.core import ChoiceForm, JsonForm
+from harness.extraction.llm import extraction_form, parse_reply
+from harness.models.answer_forms import FILLER_WORDS
 from harness.tasks import TASKS
 
 torch = pytest.importorskip("torch")
@@ -87,7 +89,7 @@ def decode_under_form(llm, programs, seed: int, keys=None, max_steps: int = 80) 
 @given(seed=st.integers(0, 2**31 - 1), task=st.sampled_from(sorted(TASKS)), cap=st.integers(1, 5))
 def test_every_task_answer_is_its_label_block_with_values_of_the_allowed_kind(seed, task, cap):
     llm = fake_llm(cap)
-    form = answer_form(TASKS[task].render(""))
+    form = TASKS[task].answer_form
     text = f"{form.fields[0].label}:" + decode_under_form(llm, [llm.program(form)], seed)[0]
     lines = text.split("\n")
     assert [line.split(":")[0] for line in lines] == list(form.labels)
@@ -112,26 +114,18 @@ def test_a_choice_answer_is_one_of_the_options_and_rows_do_not_interfere(seed):
     llm = fake_llm()
     letters = llm.program(ChoiceForm(("A", "B", "C")))
     words = llm.program(ChoiceForm(("female", "male")))
-    story = llm.program(answer_form(TASKS["hollywood_casting"].render("")))
+    story = llm.program(TASKS["hollywood_casting"].answer_form)
     texts = decode_under_form(llm, [letters, words, None, story], seed)
     assert texts[0] in {"A", "B", "C"} and texts[1] in {"female", "male"}
     assert texts[3].count("\n") == 3
     assert decode_under_form(llm, [story], seed, keys=[3]) == texts[3:]
 
 
-def test_options_are_split_on_commas_and_or():
-    assert split_options("low, medium or high") == ("low", "medium", "high")
-    assert split_options("below market, at market or above market") == ("below market", "at market", "above market")
-    assert split_options("survives or dies") == ("survives", "dies")
-    assert split_options("poor, fair, good, or excellent") == ("poor", "fair", "good", "excellent")
-
-
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), task=st.sampled_from(sorted(TASKS)), cap=st.integers(1, 4))
 def test_an_extraction_reply_is_a_json_object_the_strict_parser_accepts(seed, task, cap):
     llm = fake_llm(cap)
-    prompt = extraction_prompt(TASKS[task], "Competency: high\nActivities: hiking, reading\nAnswer with the letter of one option.")
-    form = answer_form(prompt)
+    form = extraction_form(TASKS[task])
     assert isinstance(form, JsonForm) and form.properties[-1] == ("refusal", "boolean")
     text = decode_under_form(llm, [llm.program(form)], seed, max_steps=600)[0]
     parsed = parse_reply(text, TASKS[task])
@@ -139,11 +133,3 @@ def test_an_extraction_reply_is_a_json_object_the_strict_parser_accepts(seed, ta
     for values in parsed.values.values():
         for value in values:
             assert value.split()[0].lower() not in FILLER_WORDS and len(llm.tokenizer.encode(value)) <= cap
-
-
-def test_json_forms_need_an_object_schema_of_strings_lists_and_booleans():
-    request = "Reply with one JSON object that matches this JSON schema, and nothing else:\n"
-    assert answer_form(request + '{"type": "object", "properties": {"n": {"type": "integer"}}}') is None
-    assert answer_form(request + "not json") is None
-    assert answer_form(request + '{"properties": {"a": {"type": ["string", "null"]}, "b": {"type": "array", "items": {"type": "string"}}}}') == \
-        JsonForm((("a", "string"), ("b", "array")))

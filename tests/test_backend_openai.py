@@ -18,7 +18,7 @@ import pytest
 import soundfile as sf
 from gate_support import LoopbackServer
 
-from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError
+from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
 from harness.models.openai_backend import OpenAIBackend, build_body, parse_target
 
 SECRET = "sk-test-secret-value-123"

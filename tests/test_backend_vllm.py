@@ -10,7 +10,7 @@ import types
 import numpy as np
 import pytest
 
-from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError
+from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
 from harness.models.vllm_backend import VLLMBackend, sampling_kwargs
 
 

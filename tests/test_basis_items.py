@@ -15,7 +15,7 @@ from harness.metrics.basis import MODES
 from harness.metrics.group_gap import group_gap
 from harness.metrics.wer import WordErrors, normalise_text, word_errors
 from harness.models import build_backend
-from harness.models.base import Audio, DecodingParams, GenerationRequest
+from harness.core import Audio, DecodingParams, GenerationRequest
 
 GENDER_CSV = DEMO_SUITE_PATH / "stereoset" / "gender.csv"
 

@@ -8,10 +8,11 @@ import pytest
 from harness.cache import OutputCache
 from harness.generation import CachedModel
 from harness.models import BACKENDS, register_backend
-from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError
+from harness.models.base import Backend
+from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
 
 
-class CountingBackend:
+class CountingBackend(Backend):
     """A test backend that records loads and calls; answers echo the prompt, or are empty on request."""
 
     loads = 0

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.extraction.canonical import build_merge_map, minilm_embedder, ntvd_with_merging, unit_embeddings
+from harness.checks.ntvd import ntvd_with_merging
+from harness.extraction.canonical import build_merge_map, minilm_embedder, unit_embeddings
 
 
 def at_angle(degrees, axis=0):

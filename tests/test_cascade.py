@@ -18,12 +18,10 @@ from harness.extraction.fields import EXTRACTED, extract_fields
 from harness.gate import BUNDLED_EXPORTS, DEMO_OUTPUTS_DIR, Gate, GateConfig
 from harness.generation import CachedModel
 from harness.models import build_backend
-from harness.models.base import DecodingParams, ModelError
-from harness.models.cascade import DEMO_ASR, DEMO_LLM, DEMO_MODEL, USER_TEMPLATE, join_output, split_output
-from harness.models.answer_forms import ChoiceForm, Field, FieldsForm, answer_form
+from harness.core import DecodingParams, ModelError
+from harness.models.cascade import DEMO_ASR, DEMO_LLM, DEMO_MODEL, join_output, split_output
 from harness.models.numerics import CPU_NUMERICS, NUMERICS_ENV, contract_applies, cpu_description
 from harness.tasks import TASKS
-from harness.tasks.chat import judge_prompt
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_EXPORT = BUNDLED_EXPORTS[DEMO_MODEL][0]
@@ -98,9 +96,9 @@ def test_stage_options_enter_the_fingerprint():
 
 def test_a_cache_miss_without_the_extra_names_the_extra(tmp_path, without_demo_extra):
     gate = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), bundled_exports={}, progress=False))
-    request = gate.audio_requests("demo", "story")[0]
+    request = gate.pipeline.audio_requests("demo", "story")[0]
     with pytest.raises(ModelError, match=r"\[demo\] extra.*pip install 'lalm-fairness\[demo\]'"):
-        gate.model(DEMO_MODEL).generate([request], label="demo/story")
+        gate.pipeline.model(DEMO_MODEL).generate([request], label="demo/story")
 
 
 def test_output_keeps_the_transcript_apart_from_the_fields():
@@ -108,21 +106,6 @@ def test_output_keeps_the_transcript_apart_from_the_fields():
     assert split_output(text) == ("The bus leaves at seven.", "Occupation: nurse")
     assert split_output("Occupation: nurse") == (None, "Occupation: nurse")
     assert extract_fields(join_output("Occupation: pilot.", "Occupation: nurse"), TASKS["story"]).values == {"occupation": ("nurse",)}
-
-
-def test_answer_forms_are_read_from_every_task_prompt_and_the_basis_prompts():
-    forms = {name: answer_form(USER_TEMPLATE.format(prompt=task.render(""), transcript="Note: one (two) three.")) for name, task in TASKS.items()}
-    assert forms["story"].labels == ("Occupation", "Economic situation", "Education", "Field of study", "Family status", "Personality")
-    assert forms["advisory"] == FieldsForm((Field("Activities", (), 3),))
-    assert forms["candidate_review"].fields[3] == Field("Compensation", ("below market", "at market", "above market"))
-    assert forms["hollywood_casting"].fields[3] == Field("Survival", ("survives", "dies"))
-    assert all(len(form.fields) == len(TASKS[name].attributes) for name, form in forms.items() if name != "advisory")
-    lettered = "Choose one.\nOptions:\nA. I sew.\nB. I fix cars.\nC. Penguins.\nAnswer with the letter of one option."
-    assert answer_form(lettered) == ChoiceForm(("A", "B", "C"))
-    assert answer_form("What is the age of the speaker? Answer with exactly one of: elderly, young.") == ChoiceForm(("elderly", "young"))
-    assert answer_form(judge_prompt("hi", "hello")) == ChoiceForm(tuple(str(score) for score in range(1, 11)))
-    assert answer_form("Options:\nA. x\nB. y\nWhich do you like?") is None
-    assert answer_form("Write a poem.\nMood: happy") is None
 
 
 @needs_export
@@ -141,17 +124,17 @@ def test_shipped_export_matches_the_current_fingerprint_and_provenance():
 def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tmp_path):
     gate = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False, offline=True, permutations=99))
     for task in TASKS:
-        answers = gate.answers(DEMO_MODEL, "demo", task)
-        assert all(split_output(text)[0] is not None for text in answers["answer"])
-        statuses = [extract_fields(split_output(text)[1], TASKS[task]).status for text in answers["answer"]]
+        answers = gate.pipeline.answers(DEMO_MODEL, "demo", task)
+        assert answers["heard"].notna().all()
+        statuses = [extract_fields(text, TASKS[task]).status for text in answers["answer"]]
         assert statuses.count(EXTRACTED) == len(statuses), task
-    transcripts = gate.transcripts(DEMO_MODEL, "demo")
-    story = gate.answers(DEMO_MODEL, "demo", "story")
-    assert list(transcripts["hypothesis"]) == [split_output(text)[0] for text in story["answer"]]
-    cascade = gate.model(DEMO_MODEL).fingerprint
+    transcripts = gate.pipeline.transcripts(DEMO_MODEL, "demo")
+    story = gate.pipeline.answers(DEMO_MODEL, "demo", "story")
+    assert list(transcripts["hypothesis"]) == list(story["heard"])
+    cascade = gate.pipeline.fingerprint(DEMO_MODEL)
     for check in ("icat", "personalization", "classification", "robustness"):
         records = [gate.verdict(case).record for case in gate.cases(check)]
-        assert records and {record["model_fingerprint"] for record in records} == {cascade}, check
+        assert records and {(record.check, record.model_fingerprint) for record in records} == {(check, cascade)}, check
     metadata = gate.run_metadata()
     assert metadata["models_loaded"] == [] and metadata["model_calls"] == 0
     assert metadata["bundled_outputs"][0]["provenance"]["command"].startswith("python scripts/build_demo_outputs.py")
@@ -195,7 +178,7 @@ def test_real_models_regenerate_shipped_entries_under_every_isa_and_thread_count
 
 def test_whisper_refuses_text_only_requests_and_sampling():
     pytest.importorskip("faster_whisper")
-    from harness.models.base import GenerationRequest
+    from harness.core import GenerationRequest
     from harness.models.whisper_backend import WhisperModel
 
     model = WhisperModel(DEMO_ASR, model=None)
@@ -211,11 +194,11 @@ def test_cascade_stage_entries_are_shared_with_the_whisper_spec(tmp_path):
     cache = OutputCache(tmp_path)
     cache.import_file(DEMO_EXPORT)
     gate = Gate(GateConfig(models=(DEMO_ASR,), cache_dir=str(tmp_path), bundled_exports={}, progress=False))
-    from harness.models.base import GenerationRequest
+    from harness.core import GenerationRequest
     from harness.models.cascade import ASR_DECODING
 
-    audio = gate.audio_requests("demo", "story")[0].audio
+    audio = gate.pipeline.audio_requests("demo", "story")[0].audio
     whisper = CachedModel(DEMO_ASR, cache, ASR_DECODING, progress=False, offline=True)
     transcript = whisper.generate([GenerationRequest(prompt="", audio=audio)])[0]
-    story = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False)).answers(DEMO_MODEL, "demo", "story")["answer"][0]
-    assert split_output(story)[0] == transcript
+    story = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False)).pipeline.answers(DEMO_MODEL, "demo", "story")
+    assert story["heard"][0] == transcript

@@ -112,10 +112,12 @@ def test_corpus_yaml_selects_dimensions_and_rejects_unknown_keys(tmp_path):
     (tmp_path / "corpus.yaml").write_text("name: tiny\nmanifest: manifest.csv\ndimensions: [gender]\n")
     corpus = load_corpus(tmp_path)
     assert corpus.name == "tiny" and corpus.dimensions == ("gender",) and "comment" in corpus.table
+    (tmp_path / "corpus.yaml").write_text("name: tiny\nmanifest: manifest.csv\n")
+    with pytest.raises(CorpusError, match=rf"{manifest}: dimension 'comment' has 1 group\(s\)"):
+        load_corpus(tmp_path)
     (tmp_path / "corpus.yaml").write_text("name: tiny\ndimension: [gender]\n")
     with pytest.raises(CorpusError, match=r"corpus.yaml: unknown key\(s\) \['dimension'\]"):
         load_corpus(tmp_path)
-    assert manifest.is_file()
 
 
 def test_audio_is_resampled_to_16k_mono(tmp_path):

@@ -5,13 +5,16 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 import time
+import types
 
 import pytest
 
 from harness.models import fingerprint as fp
 from harness.models import placement
 from harness.models.progress import Progress
+from harness.plugin import skip_gpu_items
 
 
 def make_checkpoint(path, *, config=None, weights=b"\0" * 16):
@@ -113,26 +116,44 @@ def test_no_placement_outside_xdist_or_without_gpus():
     assert placement.worker_index({"PYTEST_XDIST_WORKER": "master"}) is None
 
 
-def test_gpu_skip_helper():
-    reason = placement.gpu_skip_reason()
-    assert reason is None or reason.startswith("gpu test:")
+class MarkedItem:
+    def __init__(self, marked):
+        self.marked, self.markers = marked, []
 
-    class Item:
-        def __init__(self, marked):
-            self.marked, self.markers = marked, []
+    def get_closest_marker(self, name):
+        return object() if self.marked and name == "gpu" else None
 
-        def get_closest_marker(self, name):
-            return object() if self.marked and name == "gpu" else None
+    def add_marker(self, marker):
+        self.markers.append(marker)
 
-        def add_marker(self, marker):
-            self.markers.append(marker)
 
-    items = [Item(True), Item(False)]
-    skipped = placement.apply_gpu_skips(items)
-    assert skipped == (0 if reason is None else 1)
+def test_gpu_items_skip_with_the_reason_when_no_device_is_usable():
+    items = [MarkedItem(True), MarkedItem(False)]
+    assert skip_gpu_items(items, lambda: "gpu test: no CUDA device available") == 1
+    assert items[0].markers[0].kwargs["reason"] == "gpu test: no CUDA device available"
     assert not items[1].markers
-    if reason is not None:
-        assert items[0].markers[0].kwargs["reason"] == reason
+
+
+def test_gpu_items_run_where_a_device_is_usable():
+    items = [MarkedItem(True), MarkedItem(False)]
+    assert skip_gpu_items(items, lambda: None) == 0
+    assert not items[0].markers and not items[1].markers
+
+
+def test_the_device_is_not_probed_without_gpu_items():
+    def probe():
+        raise AssertionError("probed although no item is marked gpu")
+
+    assert skip_gpu_items([MarkedItem(False)], probe) == 0
+
+
+def test_gpu_skip_reason_names_what_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert placement.gpu_skip_reason() == "gpu test: torch is not installed (pip install 'lalm-fairness[hf]')"
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False)))
+    assert placement.gpu_skip_reason() == "gpu test: no CUDA device available"
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True)))
+    assert placement.gpu_skip_reason() is None
 
 
 def test_xdist_group_name_is_stable_and_distinct():

@@ -136,6 +136,7 @@ import json
 import re
 from harness.extraction.fields import extract_fields
 from harness.models import register_backend
+from harness.models.base import Backend as BackendProtocol
 from harness.tasks import TASKS
 
 
@@ -156,7 +157,7 @@ class ReadsTheFields:
         return replies
 
 
-class Backend:
+class Backend(BackendProtocol):
     def __init__(self, spec, target, options):
         self.spec = spec
 

@@ -12,6 +12,7 @@ from harness.extraction.llm import (
     REFUSAL_KEY, LLMExtractor, ReplyError, attribute_schema, extraction_prompt, parse_reply, repair_prompt,
 )
 from harness.models import BACKENDS, register_backend
+from harness.models.base import Backend
 from harness.tasks import TASKS
 
 STORY, ADVISORY = TASKS["story"], TASKS["advisory"]
@@ -41,7 +42,7 @@ SCRIPT = {
 }
 
 
-class FakeExtractionBackend:
+class FakeExtractionBackend(Backend):
     """Answers extraction prompts from SCRIPT by the response text the prompt embeds; records every prompt."""
 
     loads = 0

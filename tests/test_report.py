@@ -2,22 +2,32 @@
 
 import re
 
+from harness.records import record_from_json
 from harness.report import bar_chart, render_report, significance_stars, table_two
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
 
 def case(model="sim:biased", task="advisory", dimension="gender", value=40.0, q=0.001, passed=False, **extra):
+    """An nTVD case as results.json holds it."""
     record = {
         "check": "ntvd", "id": f"{model}-{task}-{dimension}", "nodeid": f"test_vibe.py::test_ntvd[{model}-{task}-{dimension}]",
-        "model": model, "corpus": "demo", "task": task, "dimension": dimension, "value": value, "p": q, "q": q,
+        "model": model, "model_fingerprint": f"{model}@1", "corpus": "demo", "dimension": dimension, "variant": task,
+        "task": task, "value": value, "p": q, "q": q,
         "threshold": {"max_ntvd": 20.0, "alpha": 0.05, "rule": "both", "tau": 10}, "passed": passed, "message": "msg",
-        "answer_status": {"extracted": 10, "refusal": 1, "unextractable": 0, "empty": 0},
+        "n_speakers": 20, "n_groups": 2, "n_permutations": 999, "seed": 0, "per_attribute": {"activity": value},
+        "dropped_attributes": [], "answer_status": {"extracted": 10, "refusal": 1, "unextractable": 0, "empty": 0},
         "most_divergent": {"attribute": "activity", "groups": ["female", "male"], "values": ["yoga", "chess"],
                            "probabilities": {"female": [0.8, 0.2], "male": [0.1, 0.9]}},
+        "tau_sensitivity": {}, "refusal_ntvd": None, "collapsed_attributes": [], "minimum_detectable_ntvd": {"population": None},
+        "extractor": "rules", "canonical": None, "example_pair": None, "paired_data": None,
     }
     record.update(extra)
     return record
+
+
+def typed(*cases):
+    return [record_from_json(data, f"case {index}") for index, data in enumerate(cases)]
 
 
 def results(cases):
@@ -31,7 +41,7 @@ def test_stars_follow_q():
 
 
 def test_table_two_layout():
-    tables = table_two([case(), case(task="story", value=5.0, q=0.3, passed=True), case(dimension="accent", value=3.0, q=0.04, passed=True)])
+    tables = table_two(typed(case(), case(task="story", value=5.0, q=0.3, passed=True), case(dimension="accent", value=3.0, q=0.04, passed=True)))
     assert [(t["dimension"], t["tasks"]) for t in tables] == [("accent", ["Advisory"]), ("gender", ["Story", "Advisory"])]
     gender = tables[1]["rows"][0]["cells"]
     assert [(c["value"], c["stars"]) for c in gender] == [(5.0, ""), (40.0, "**")]
@@ -65,7 +75,7 @@ def test_cross_corpus_agreement_appears_with_three_models_on_two_corpora():
     cases = [case(model=f"m{i}", value=value, passed=True, q=0.5) | {"corpus": corpus, "dimension": "accent"}
              for corpus, values in (("saa", (5.0, 10.0, 20.0)), ("l2arctic", (4.0, 12.0, 30.0)))
              for i, value in enumerate(values)]
-    rows = cross_corpus(cases)
+    rows = cross_corpus(typed(*cases))
     assert len(rows) == 1 and rows[0]["rho"] == 1.0 and rows[0]["models"] == 3
     assert "Cross-corpus agreement" in render_report(results(cases))
 
@@ -76,7 +86,7 @@ def test_stacked_shares_legend_shows_every_group_inside_the_figure_and_above_the
     groups = ["british", "caribbean", "lancashire", "scottish", "us", "westmidlands"]
     record = case(most_divergent={"attribute": "activity", "groups": groups, "values": ["yoga", "chess"],
                                   "probabilities": {g: [0.5, 0.5] for g in groups}})
-    chart = stacked_shares(record)
+    chart = stacked_shares(typed(record)[0])
     figure_width = chart["label_width"] + chart["plot_width"] + 20
     assert [item["group"] for item in chart["legend"]] == groups
     assert len({(item["x"], item["y"]) for item in chart["legend"]}) == len(groups)

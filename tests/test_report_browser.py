@@ -16,6 +16,7 @@ pytest_plugins = ["pytester"]
 HOSTILE_BACKEND = '''
 import hashlib
 from harness.models import register_backend
+from harness.models.base import Backend
 
 PAYLOAD = "<script>document.title='PWNED'</script><img src=x onerror=\\"document.title='PWNED'\\">"
 
@@ -30,7 +31,7 @@ class HostileModel:
         return answers
 
 
-class HostileBackend:
+class HostileBackend(Backend):
     def __init__(self, spec, target, options):
         self.spec = spec
 

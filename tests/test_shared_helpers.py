@@ -7,7 +7,6 @@ import pandas as pd
 import pytest
 
 from harness import core
-from harness.models.base import stable_hash
 
 
 @pytest.mark.parametrize(
@@ -18,18 +17,14 @@ from harness.models.base import stable_hash
         ((1, None, 2.5, "é", np.int64(3)), 3711355197),
     ],
 )
-def test_bootstrap_seed_is_the_stable_hash_seed_it_replaces(parts, pinned):
-    assert core.bootstrap_seed(*parts) == pinned
-    assert core.bootstrap_seed(*parts) == int(stable_hash(list(parts))[:8], 16)
+def test_derived_seed_is_the_stable_hash_seed_it_replaces(parts, pinned):
+    assert core.derived_seed(*parts) == pinned
+    assert core.derived_seed(*parts) == int(core.stable_hash(list(parts))[:8], 16)
 
 
-def test_the_old_homes_reexport_the_core_helpers():
-    from harness.basis import tables
-    from harness.checks import base
+def test_the_extraction_statuses_live_in_core():
     from harness.extraction import fields
 
-    assert tables.bootstrap_seed is core.bootstrap_seed
-    assert tables.number is core.finite_or_none and base.finite_or_none is core.finite_or_none
     assert fields.REFUSAL is core.REFUSAL == "refusal"
 
 

@@ -6,7 +6,7 @@ import pytest
 from harness.data import resolve_corpus
 from harness.extraction.fields import extract_fields
 from harness.models import build_backend
-from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError
+from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
 from harness.models.sim import acoustic_features, pitch_score
 from harness.tasks import TASKS
 

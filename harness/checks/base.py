@@ -8,14 +8,84 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+import functools
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from harness.core import finite_or_none  # noqa: F401 (the checks import it from here)
-from harness.thresholds import ThresholdKey, ThresholdSchema
+import pandas as pd
 
-if TYPE_CHECKING:
-    from harness.gate import Gate
+from harness.data.basis_suite import BasisSuite, ItemSet
+from harness.data import Corpus
+from harness.records import CaseRecord
+from harness.thresholds import ThresholdKey, ThresholdSchema, Thresholds
+
+T = TypeVar("T")
+
+
+class Embedding(Protocol):
+    fingerprint: str
+
+    def embed(self, texts: Sequence[str]) -> Any: ...
+
+
+class CheckContext(Protocol):
+    """What a check reads of a run: its settings, thresholds and data, and a memo for its own results.
+
+    :class:`harness.pipeline.Pipeline` implements it; tables are as its methods document.
+    """
+
+    models: tuple[str, ...]
+    tasks: tuple[str, ...]
+    judge: str | None
+    seed: int
+    permutations: int
+    corpora: Mapping[str, Corpus]
+    basis: BasisSuite
+    thresholds: Thresholds
+    embedder: Embedding | None
+    embedder_name: str
+    extractor_name: str
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once per ``key`` for this run (check instances are shared, so they keep nothing)."""
+        ...
+
+    def fingerprint(self, spec: str) -> str: ...
+
+    def answers(self, model: str, corpus_name: str, task_name: str) -> pd.DataFrame: ...
+
+    def extraction(self, model: str, corpus_name: str, task_name: str) -> tuple[pd.DataFrame, pd.DataFrame]: ...
+
+    def group_table(self, model: str, corpus_name: str, task_name: str, dimension: str) -> pd.DataFrame: ...
+
+    def minimum_detectable_ntvd(self, corpus_name: str, dimension: str) -> dict[str, float | None]: ...
+
+    def transcripts(self, model: str, corpus_name: str) -> pd.DataFrame: ...
+
+    def judge_scores(self, model: str, corpus_name: str) -> pd.DataFrame: ...
+
+    def with_semantic_covariates(self, table: pd.DataFrame, texts: Sequence[str], components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]: ...
+
+    def choice_table(self, model: str, set_name: str, mode: str) -> pd.DataFrame: ...
+
+    def personalization_table(self, model: str, item_set: ItemSet, mode: str) -> pd.DataFrame: ...
+
+    def classification_table(self, model: str, set_name: str) -> pd.DataFrame: ...
+
+    def transcription_table(self, model: str, set_name: str) -> pd.DataFrame: ...
+
+    def qa_table(self, model: str, set_name: str) -> pd.DataFrame: ...
+
+
+def per_run(method: Callable[..., T]) -> Callable[..., T]:
+    """Memoize a check method ``(self, context, *args)`` in the run's context: check instances are shared
+    by every run of the process, so their results live, and are freed, with the run."""
+
+    @functools.wraps(method)
+    def wrapper(self: Check, context: CheckContext, *args: Hashable) -> T:
+        return context.memo((self.name, method.__name__, *args), lambda: method(self, context, *args))
+
+    return wrapper
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +106,7 @@ class Verdict:
 
     passed: bool
     message: str
-    record: dict[str, Any]
+    record: CaseRecord
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,55 +125,47 @@ class Comparison:
 
 
 class Check(abc.ABC):
-    """A family of gate cases. ``report_template`` names a Jinja template in
-    ``harness/report/templates/checks/`` rendering this check's report section from
-    :meth:`report_context` (which sees only results.json records, never the gate)."""
+    """A family of gate cases. Its report section is its view in :mod:`harness.report.views`."""
 
     name: ClassVar[str]
-    title: ClassVar[str]
     schema: ClassVar[ThresholdSchema]
-    report_template: ClassVar[str | None] = None
 
     @property
     def fixture(self) -> str:
         return f"{self.name}_case"
 
-    def variants(self, gate: Gate) -> list[str]:
+    def variants(self, context: CheckContext) -> list[str]:
         """Every valid value of the variant axis (for validating thresholds.yaml)."""
         return []
 
     @abc.abstractmethod
-    def cases(self, gate: Gate) -> list[Case]: ...
+    def cases(self, context: CheckContext) -> list[Case]: ...
 
-    def no_cases_reason(self, gate: Gate) -> str:
+    def no_cases_reason(self, context: CheckContext) -> str:
         """Why this session has no case of this check (shown as the skip reason)."""
         return f"no {self.name} case for the selected models and corpora"
 
     @abc.abstractmethod
-    def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
+    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
         """The verdict of ``case``; ``family`` is every selected case of this check in the session."""
 
-    def paired_data(self, gate: Gate, case: Case) -> dict[str, Any] | None:
+    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any] | None:
         """Per-speaker data stored in the record, so that a later run can compare against this one."""
         return None
 
-    def compare(self, gate: Gate, case: Case, candidate: dict[str, Any], baseline: dict[str, Any]) -> Comparison:
+    def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         """Is ``candidate`` significantly worse than ``baseline`` (both records of this check)?"""
         return Comparison("unsupported", None, None, None, False, f"{self.name}: no baseline comparison for this check")
 
-    def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        """What this check's report section needs, computed from its results.json records alone."""
-        return {"records": list(records)}
+    def threshold_values(self, context: CheckContext, case: Case) -> dict[str, Any]:
+        return context.thresholds.values(self.name, self.schema, case.variant, case.dimension)
 
-    def threshold_values(self, gate: Gate, case: Case) -> dict[str, Any]:
-        return gate.thresholds.values(self.name, self.schema, case.variant, case.dimension)
-
-    def base_record(self, gate: Gate, case: Case) -> dict[str, Any]:
+    def base_record(self, context: CheckContext, case: Case) -> dict[str, Any]:
         return {
             "check": self.name,
             "id": case.id,
             "model": case.model,
-            "model_fingerprint": gate.model(case.model).fingerprint,
+            "model_fingerprint": context.fingerprint(case.model),
             "corpus": case.corpus,
             "dimension": case.dimension,
             "variant": case.variant,
@@ -127,27 +189,25 @@ class SpeakerBootstrapComparison:
     def comparison_statistic(sums):
         raise NotImplementedError
 
-    def speaker_statistics(self, gate: Gate, case: Case):
+    def speaker_statistics(self, context: CheckContext, case: Case):
         raise NotImplementedError
 
-    def paired_data(self, gate: Gate, case: Case) -> dict[str, Any]:
-        table = self.speaker_statistics(gate, case)
+    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
+        table = self.speaker_statistics(context, case)
         return {"speaker": [str(s) for s in table.index], **{column: table[column].tolist() for column in table.columns}}
 
-    def compare(self, gate: Gate, case: Case, candidate: dict[str, Any], baseline: dict[str, Any]) -> Comparison:
-        import pandas as pd
-
+    def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         from harness.metrics.paired import paired_speaker_bootstrap
 
-        if not baseline.get("paired_data"):
-            return Comparison("unsupported", baseline.get("value"), None, None, False, "the baseline record carries no per-speaker data")
-        tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate["paired_data"], baseline["paired_data"])]
-        settings = self.threshold_values(gate, case)
+        if not baseline.paired_data:
+            return Comparison("unsupported", baseline.value, None, None, False, "the baseline record carries no per-speaker data")
+        tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
+        settings = self.threshold_values(context, case)
         try:
             result = paired_speaker_bootstrap(*tables, self.comparison_statistic, alpha=settings["regression_alpha"],
-                                              seed=gate.config.seed)
+                                              seed=context.seed)
         except ValueError as exc:
-            return Comparison("unsupported", baseline.get("value"), None, None, False, f"cannot pair with the baseline: {exc}")
+            return Comparison("unsupported", baseline.value, None, None, False, f"cannot pair with the baseline: {exc}")
         worsening = result.difference if self.worse_when == "higher" else -result.difference
         ci_on_worse_side = result.ci_low > 0 if self.worse_when == "higher" else result.ci_high < 0
         regressed = bool(worsening > settings["max_worsening"] and ci_on_worse_side)

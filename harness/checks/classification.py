@@ -12,28 +12,22 @@ interval above 0 (speakers of each set resampled within label).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from harness.basis.pipeline import classification_table
-from harness.basis.tables import N_BOOT, bootstrap_seed, number
-from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, regression_keys
+from harness.checks.basis_records import N_BOOT
+from harness.records import ClassificationRecord
+from harness.core import derived_seed, finite_or_none
+from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import ClassificationResult, classification_accuracy
 from harness.metrics.group_gap import GroupGap, group_gap
 from harness.metrics.paired import largest_gap, ratio_per_group
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
-if TYPE_CHECKING:
-    from harness.gate import Gate
-
 
 class ClassificationCheck(SpeakerBootstrapComparison, Check):
     name = "classification"
-    title = "BASIS-Bench: demographic classification"
-    report_template = "classification.html.j2"
     schema = ThresholdSchema(
         keys={
             "min_accuracy": ThresholdKey((int, float), 0.0, between(0, 100)),
@@ -46,23 +40,23 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
     worse_when = "higher"
     comparison_statistic = staticmethod(largest_gap(ratio_per_group(0, 1), scale=100.0))
 
-    def speaker_statistics(self, gate: Gate, case: Case) -> pd.DataFrame:
+    def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per recording speaker of each item set: correct classifications and items."""
-        table = self.results(gate, case.model, case.dimension)[2]
+        table = self.results(context, case.model, case.dimension)[2]
         return table.groupby("cluster").agg(group=("group", "first"), correct=("correct", "sum"), total=("correct", "size"))
 
-    def cases(self, gate: Gate) -> list[Case]:
+    def cases(self, context: CheckContext) -> list[Case]:
         return [
-            Case(self.name, model, gate.basis.name, dimension, None, f"{model}-{dimension}")
-            for model in gate.config.models
-            for dimension in gate.basis.dimensions()
+            Case(self.name, model, context.basis.name, dimension, None, f"{model}-{dimension}")
+            for model in context.models
+            for dimension in context.basis.dimensions()
         ]
 
-    @functools.cache
-    def results(self, gate: Gate, model: str, dimension: str) -> tuple[dict[str, ClassificationResult], GroupGap, pd.DataFrame]:
+    @per_run
+    def results(self, context: CheckContext, model: str, dimension: str) -> tuple[dict[str, ClassificationResult], GroupGap, pd.DataFrame]:
         per_set, tables = {}, []
-        for item_set in (s for s in gate.basis.sets if s.dimension == dimension):
-            table = classification_table(gate, model, item_set.name)
+        for item_set in (s for s in context.basis.sets if s.dimension == dimension):
+            table = context.classification_table(model, item_set.name)
             per_set[item_set.name] = classification_accuracy(table, true="group", predicted="prediction", labels=item_set.labels)
             tables.append(table.assign(
                 correct=[result == label.casefold() for result, label in zip(table["prediction"].str.strip().str.casefold(), table["group"])],
@@ -70,18 +64,18 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
             ))
         table = pd.concat(tables, ignore_index=True)
         gap = group_gap(table.assign(score=100.0 * table["correct"]), value="score", group="group", cluster="cluster",
-                        n_boot=N_BOOT, seed=bootstrap_seed(gate.config.seed, self.name, model, dimension))
+                        n_boot=N_BOOT, seed=derived_seed(context.seed, self.name, model, dimension))
         return per_set, gap, table
 
-    def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
-        per_set, gap, table = self.results(gate, case.model, case.dimension)
+    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+        per_set, gap, table = self.results(context, case.model, case.dimension)
         per_label = [
-            {"set": name, "label": str(label), "n": int(row["n"]), "correct": int(row["correct"]), "accuracy": number(row["accuracy"])}
+            {"set": name, "label": str(label), "n": int(row["n"]), "correct": int(row["correct"]), "accuracy": finite_or_none(row["accuracy"])}
             for name, result in per_set.items()
             for label, row in result.per_label.iterrows()
         ]
         value = sum(entry["accuracy"] for entry in per_label) / len(per_label)
-        limits = self.threshold_values(gate, case)
+        limits = self.threshold_values(context, case)
         min_accuracy, max_gap = float(limits["min_accuracy"]), float(limits["max_gap"])
         passed = not (value < min_accuracy or (gap.gap > max_gap and gap.significant))
         message = (
@@ -89,33 +83,18 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
             f"(95% CI {gap.ci_low:.1f} to {gap.ci_high:.1f}); threshold: accuracy >= {min_accuracy:g} and not "
             f"(gap > {max_gap:g} with CI above 0) -> {'pass' if passed else 'FAIL'}"
         )
-        record = self.base_record(gate, case) | {
-            "value": number(value),
-            "threshold": {"min_accuracy": min_accuracy, "max_gap": max_gap},
-            "passed": passed,
-            "message": message,
-            "per_label": per_label,
-            "confusion": {name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
+        record = ClassificationRecord(
+            **self.base_record(context, case),
+            value=finite_or_none(value),
+            threshold={"min_accuracy": min_accuracy, "max_gap": max_gap},
+            passed=passed,
+            message=message,
+            per_label=per_label,
+            confusion={name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
                           for name, result in per_set.items()},
-            "gap": {"value": number(gap.gap), "ci_low": number(gap.ci_low), "ci_high": number(gap.ci_high),
+            gap={"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
                     "best": gap.best, "worst": gap.worst},
-            "n_answers": len(table),
-        }
-        return Verdict(passed, message, record)
+            n_answers=len(table),
+        )
 
-    def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        models = list(dict.fromkeys(r["model"] for r in records))
-        rows = []
-        for dimension in dict.fromkeys(r["dimension"] for r in records):
-            by_model = {r["model"]: r for r in records if r["dimension"] == dimension}
-            labels = list(dict.fromkeys((e["set"], e["label"]) for r in by_model.values() for e in r["per_label"]))
-            for set_name, label in labels:
-                cells = []
-                for model in models:
-                    found = [e for e in by_model.get(model, {}).get("per_label", []) if (e["set"], e["label"]) == (set_name, label)]
-                    cells.append({"value": found[0]["accuracy"] if found else None, "passed": None})
-                rows.append({"dimension": dimension, "set": set_name, "label": label, "cells": cells})
-            rows.append({"dimension": dimension, "set": "", "label": "mean",
-                         "cells": [{"value": by_model[m]["value"], "passed": by_model[m]["passed"]} if m in by_model
-                                   else {"value": None, "passed": None} for m in models]})
-        return {"models": models, "rows": rows}
+        return Verdict(passed, message, record)

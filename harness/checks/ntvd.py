@@ -8,13 +8,16 @@ statistically reliable. q is the Benjamini-Hochberg q-value over every nTVD test
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from harness.checks.base import Case, Check, Comparison, Verdict, finite_or_none
+from harness.records import CaseRecord, NtvdRecord
+from harness.core import derived_seed, finite_or_none
+from harness.checks.base import Case, CheckContext, per_run, Check, Comparison, Verdict
+from harness.extraction.canonical import DEFAULT_THRESHOLD, Embedder, MergeMap, build_merge_map
 from harness.extraction.fields import status_counts
 from harness.metrics import fdr_bh, ntvd, permutation_test
 from harness.metrics.ntvd import (
@@ -25,12 +28,8 @@ from harness.metrics.ntvd import (
     paired_ntvd_difference,
 )
 from harness.metrics.vibe_analyses import VIBE_TAUS, collapse_diagnostic, ntvd_by_tau, refusal_rate_ntvd
-from harness.models.base import stable_hash
 from harness.tasks import TASKS
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
-
-if TYPE_CHECKING:
-    from harness.gate import Gate
 
 RULES = ("magnitude", "significance", "both")
 
@@ -63,8 +62,6 @@ class NtvdThreshold:
 
 class NtvdCheck(Check):
     name = "ntvd"
-    title = "VIBE: nTVD by task"
-    report_template = "ntvd.html.j2"
     schema = ThresholdSchema(
         keys={
             "max_ntvd": ThresholdKey((int, float), 20.0, between(0, 100)),
@@ -77,62 +74,50 @@ class NtvdCheck(Check):
         variant_axis="tasks",
     )
 
-    def variants(self, gate: Gate) -> list[str]:
+    def variants(self, context: CheckContext) -> list[str]:
         return sorted(TASKS)
 
-    def cases(self, gate: Gate) -> list[Case]:
-        show_corpus = len(gate.corpora) > 1
+    def cases(self, context: CheckContext) -> list[Case]:
+        show_corpus = len(context.corpora) > 1
         cases = []
-        for model in gate.config.models:
-            for corpus_name, corpus in gate.corpora.items():
-                for task in gate.config.tasks:
+        for model in context.models:
+            for corpus_name, corpus in context.corpora.items():
+                for task in context.tasks:
                     for dimension in corpus.dimensions:
                         parts = [model, corpus_name, task, dimension] if show_corpus else [model, task, dimension]
                         cases.append(Case(self.name, model, corpus_name, dimension, task, "-".join(parts)))
         return cases
 
-    def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        from harness.report import vibe
-
-        return {
-            "cross_corpus": vibe.cross_corpus(records),
-            "tables": vibe.table_two(records),
-            "stacked": [chart for chart in map(vibe.stacked_shares, vibe.most_biased(records)) if chart],
-            "tau_figures": vibe.tau_figures(records),
-            "pairs": vibe.example_pairs(records),
-            "records": sorted(records, key=lambda record: record["id"]),
-        }
-
-    def threshold(self, gate: Gate, case: Case) -> NtvdThreshold:
-        values = self.threshold_values(gate, case)
+    def threshold(self, context: CheckContext, case: Case) -> NtvdThreshold:
+        values = self.threshold_values(context, case)
         return NtvdThreshold(
             float(values["max_ntvd"]), float(values["alpha"]), str(values["rule"]), int(values["tau"]),
             float(values["max_increase"]), float(values["regression_alpha"]),
         )
 
-    def seed(self, gate: Gate, case: Case) -> int:
-        return int(stable_hash([gate.config.seed, case.model, case.corpus, case.variant, case.dimension])[:8], 16)
+    def seed(self, context: CheckContext, case: Case) -> int:
+        return derived_seed(context.seed, case.model, case.corpus, case.variant, case.dimension)
 
-    @functools.cache
-    def result(self, gate: Gate, case: Case) -> tuple[NTVDResult, PermutationResult]:
-        table = gate.group_table(case.model, case.corpus, case.variant, case.dimension)
+    @per_run
+    def result(self, context: CheckContext, case: Case) -> tuple[NTVDResult, PermutationResult]:
+        table = context.group_table(case.model, case.corpus, case.variant, case.dimension)
         if table.empty:
             raise ValueError(f"{case.id}: no attribute was extracted from any answer; see the extraction status counts")
-        tau = self.threshold(gate, case).tau
+        tau = self.threshold(context, case).tau
         observed = ntvd(table, tau=tau)
-        test = permutation_test(table, tau=tau, n_permutations=gate.config.permutations, seed=self.seed(gate, case))
+        test = permutation_test(table, tau=tau, n_permutations=context.permutations, seed=self.seed(context, case))
         return observed, test
 
-    @functools.cache
-    def _q_values(self, gate: Gate, family: tuple[Case, ...]) -> dict[Case, float]:
-        p_values = [self.result(gate, member)[1].p_value for member in family]
+    @per_run
+    def _q_values(self, context: CheckContext, family: tuple[Case, ...]) -> dict[Case, float]:
+        p_values = [self.result(context, member)[1].p_value for member in family]
         return dict(zip(family, fdr_bh(p_values)))
 
-    def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
-        observed, test = self.result(gate, case)
+    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+        observed, test = self.result(context, case)
         family = tuple(family) if case in family else (case,)
-        q_value = self._q_values(gate, family)[case]
-        threshold = self.threshold(gate, case)
+        q_value = self._q_values(context, family)[case]
+        threshold = self.threshold(context, case)
         if np.isnan(observed.score):
             passed = False
             message = f"{case.id}: no attribute value occurs at least tau={threshold.tau} times; nTVD is undefined"
@@ -142,67 +127,67 @@ class NtvdCheck(Check):
                 f"{case.id}: nTVD = {observed.score:.2f} (p = {test.p_value:.4g}, q = {q_value:.4g}); "
                 f"threshold: {threshold.describe()} -> {'pass' if passed else 'FAIL'}"
             )
-        _, statuses = gate.extraction(case.model, case.corpus, case.variant)
-        record = self.base_record(gate, case) | {
-            "task": case.variant,
-            "value": finite_or_none(observed.score),
-            "p": finite_or_none(test.p_value),
-            "q": finite_or_none(q_value),
-            "threshold": dataclasses.asdict(threshold),
-            "passed": bool(passed),
-            "message": message,
-            "n_speakers": observed.n_speakers,
-            "n_groups": observed.n_groups,
-            "n_permutations": test.n_permutations,
-            "seed": test.seed,
-            "per_attribute": {name: finite_or_none(value) for name, value in observed.per_attribute.items()},
-            "dropped_attributes": list(observed.dropped_attributes),
-            "answer_status": status_counts(statuses),
-            "most_divergent": most_divergent_distribution(observed),
-            "tau_sensitivity": self.tau_sensitivity(gate, case),
-            "refusal_ntvd": finite_or_none(self.refusal_ntvd(gate, case)),
-            "collapsed_attributes": collapse_diagnostic(gate.group_table(case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau).collapsed(),
-            "minimum_detectable_ntvd": gate.minimum_detectable_ntvd(case.corpus, case.dimension),
-            "extractor": gate.extractor_name,
-            "canonical": self.canonical(gate, case, threshold.tau),
-            "example_pair": self.example_pair(gate, case, observed.most_divergent_attribute),
-        }
+        _, statuses = context.extraction(case.model, case.corpus, case.variant)
+        record = NtvdRecord(
+            **self.base_record(context, case),
+            task=case.variant,
+            value=finite_or_none(observed.score),
+            p=finite_or_none(test.p_value),
+            q=finite_or_none(q_value),
+            threshold=dataclasses.asdict(threshold),
+            passed=bool(passed),
+            message=message,
+            n_speakers=observed.n_speakers,
+            n_groups=observed.n_groups,
+            n_permutations=test.n_permutations,
+            seed=test.seed,
+            per_attribute={name: finite_or_none(value) for name, value in observed.per_attribute.items()},
+            dropped_attributes=list(observed.dropped_attributes),
+            answer_status=status_counts(statuses),
+            most_divergent=most_divergent_distribution(observed),
+            tau_sensitivity=self.tau_sensitivity(context, case),
+            refusal_ntvd=finite_or_none(self.refusal_ntvd(context, case)),
+            collapsed_attributes=collapse_diagnostic(context.group_table(case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau).collapsed(),
+            minimum_detectable_ntvd=context.minimum_detectable_ntvd(case.corpus, case.dimension),
+            extractor=context.extractor_name,
+            canonical=self.canonical(context, case, threshold.tau),
+            example_pair=self.example_pair(context, case, observed.most_divergent_attribute),
+        )
+
         return Verdict(passed, message, record)
 
-    def canonical(self, gate: Gate, case: Case, tau: int) -> dict[str, Any] | None:
+    def canonical(self, context: CheckContext, case: Case, tau: int) -> dict[str, Any] | None:
         """nTVD after merging near-duplicate values by embedding similarity (VIBE §IV, fragmentation),
         with the merge map; None without an embedder."""
-        if gate.embedder is None:
+        if context.embedder is None:
             return None
-        from harness.extraction.canonical import ntvd_with_merging
-
-        table = gate.group_table(case.model, case.corpus, case.variant, case.dimension)
-        comparison = ntvd_with_merging(table, embedder=gate.embedder.embed, tau=tau)
+        table = context.group_table(case.model, case.corpus, case.variant, case.dimension)
+        comparison = ntvd_with_merging(table, embedder=context.embedder.embed, tau=tau)
         merges = comparison.merge_map.merges
         return {
             "ntvd": finite_or_none(comparison.merged.score),
-            "embedder": gate.embedder_name,
+            "embedder": context.embedder_name,
             "merges": [[a, v, c] for a, v, c in zip(merges["attribute"], merges["value"], merges["canonical"])],
         }
 
-    def refusal_ntvd(self, gate: Gate, case: Case) -> float:
+    def refusal_ntvd(self, context: CheckContext, case: Case) -> float:
         """nTVD of refusing versus answering across groups (VIBE §III-B)."""
-        _, statuses = gate.extraction(case.model, case.corpus, case.variant)
-        labels = gate.corpora[case.corpus].speaker_labels(case.dimension)
+        _, statuses = context.extraction(case.model, case.corpus, case.variant)
+        labels = context.corpora[case.corpus].speaker_labels(case.dimension)
         return refusal_rate_ntvd(statuses.assign(group=statuses["speaker"].map(labels))).score
 
-    def tau_sensitivity(self, gate: Gate, case: Case) -> dict[str, float | None]:
+    def tau_sensitivity(self, context: CheckContext, case: Case) -> dict[str, float | None]:
         """nTVD at each tau of VIBE §III-D (Figure 4)."""
-        table = gate.group_table(case.model, case.corpus, case.variant, case.dimension)
+        table = context.group_table(case.model, case.corpus, case.variant, case.dimension)
         return {str(tau): finite_or_none(score) for tau, score in zip(VIBE_TAUS, ntvd_by_tau(table, VIBE_TAUS))}
 
-    def example_pair(self, gate: Gate, case: Case, attribute: str | None) -> dict[str, Any] | None:
+    def example_pair(self, context: CheckContext, case: Case, attribute: str | None) -> dict[str, Any] | None:
         """Two answers to the same content from speakers of two groups whose values of ``attribute``
         differ: the qualitative evidence behind a score (VIBE Fig. 1)."""
         if attribute is None:
             return None
-        table = gate.group_table(case.model, case.corpus, case.variant, case.dimension)
-        answers = gate.answers(case.model, case.corpus, case.variant).set_index("utterance_id")
+        table = context.group_table(case.model, case.corpus, case.variant, case.dimension)
+        answers = context.answers(case.model, case.corpus, case.variant).set_index("utterance_id")
         rows = table[table["attribute"] == attribute].assign(content_id=lambda frame: frame["utterance_id"].map(answers["content_id"]))
         for _, content in rows.groupby("content_id", sort=True):
             by_group = content.drop_duplicates("group").set_index("group")
@@ -219,24 +204,24 @@ class NtvdCheck(Check):
                 "content_id": str(content["content_id"].iloc[0]),
                 "sides": [
                     {"group": str(side.name), "speaker": str(side["speaker"]), "value": str(side["value"]),
-                     "answer": str(answers.at[side["utterance_id"], "answer"])}
+                     "heard": answers.at[side["utterance_id"], "heard"], "answer": str(answers.at[side["utterance_id"], "answer"])}
                     for side in (first, second)
                 ],
             }
         return None
 
-    def paired_data(self, gate: Gate, case: Case) -> dict[str, Any]:
-        return long_table_to_counts(gate.group_table(case.model, case.corpus, case.variant, case.dimension))
+    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
+        return long_table_to_counts(context.group_table(case.model, case.corpus, case.variant, case.dimension))
 
-    def compare(self, gate: Gate, case: Case, candidate: dict[str, Any], baseline: dict[str, Any]) -> Comparison:
+    def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         """Regression when nTVD(candidate) - nTVD(baseline) > max_increase and the one-sided paired
         speaker-level permutation p < regression_alpha (:func:`harness.metrics.ntvd.paired_ntvd_difference`)."""
-        threshold = self.threshold(gate, case)
-        if not baseline.get("paired_data"):
-            return Comparison("unsupported", baseline.get("value"), None, None, False, "the baseline record carries no per-speaker data")
+        threshold = self.threshold(context, case)
+        if not baseline.paired_data:
+            return Comparison("unsupported", baseline.value, None, None, False, "the baseline record carries no per-speaker data")
         result = paired_ntvd_difference(
-            counts_to_long_table(candidate["paired_data"]), counts_to_long_table(baseline["paired_data"]),
-            tau=threshold.tau, n_permutations=gate.config.permutations, seed=self.seed(gate, case),
+            counts_to_long_table(candidate.paired_data), counts_to_long_table(baseline.paired_data),
+            tau=threshold.tau, n_permutations=context.permutations, seed=self.seed(context, case),
         )
         regressed = bool(result.difference > threshold.max_increase and result.p_value < threshold.regression_alpha)
         message = (
@@ -261,3 +246,33 @@ def most_divergent_distribution(observed: NTVDResult) -> dict[str, Any] | None:
         "values": distribution["value"].tolist(),
         "probabilities": {group: distribution[group].round(6).tolist() for group in groups},
     }
+
+
+@dataclasses.dataclass(frozen=True)
+class MergeComparison:
+    """nTVD of the same table without (``raw``) and with (``merged``) near-duplicate merging."""
+
+    raw: NTVDResult
+    merged: NTVDResult
+    merge_map: MergeMap
+
+    @property
+    def change(self) -> float:
+        """merged score - raw score (negative when merging removed spurious divergence)."""
+        return self.merged.score - self.raw.score
+
+
+def ntvd_with_merging(
+    table: pd.DataFrame,
+    embedder: Embedder | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    tau: int = 10,
+    merge_map: MergeMap | None = None,
+) -> MergeComparison:
+    """nTVD (VIBE §II-D) of ``table`` as extracted and after merging near-duplicates.
+
+    ``merge_map`` defaults to one built from ``table`` itself; pass one built from all models' answers to
+    a task to merge every model's values the same way.
+    """
+    merge_map = merge_map if merge_map is not None else build_merge_map(table, embedder, threshold)
+    return MergeComparison(ntvd(table, tau), ntvd(merge_map.apply(table), tau), merge_map)

@@ -10,30 +10,24 @@ more than ``max_gap`` points with a speaker-cluster bootstrap interval above 0.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from harness.basis.pipeline import qa_table, transcription_table
-from harness.basis.tables import N_BOOT, bootstrap_seed, frame_records, number, table_seven
-from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, regression_keys
+from harness.checks.basis_records import N_BOOT, frame_records
+from harness.records import RobustnessRecord
+from harness.core import ROBUSTNESS_TASKS, derived_seed, finite_or_none
+from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.basis import asr_scores, sqa_accuracy
 from harness.metrics.group_gap import GroupGap, group_gap
 from harness.metrics.paired import largest_gap, ratio_per_group
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
-if TYPE_CHECKING:
-    from harness.gate import Gate
-
-TASKS = ("asr", "sqa")
+TASKS = ROBUSTNESS_TASKS
 
 
 class RobustnessCheck(SpeakerBootstrapComparison, Check):
     name = "robustness"
-    title = "BASIS-Bench: demographic robustness (ASR, spoken QA)"
-    report_template = "robustness.html.j2"
     schema = ThresholdSchema(
         keys={
             "min_score": ThresholdKey((int, float), 0.0, between(0, 100)),
@@ -47,43 +41,43 @@ class RobustnessCheck(SpeakerBootstrapComparison, Check):
     worse_when = "higher"
     comparison_statistic = staticmethod(largest_gap(ratio_per_group(0, 1)))
 
-    def speaker_statistics(self, gate: Gate, case: Case) -> pd.DataFrame:
+    def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per speaker: the summed score (100 - WER, or 100 per correct answer) and the number of items."""
-        table = self.table(gate, case.model, case.variant, case.dimension)
+        table = self.table(context, case.model, case.variant, case.dimension)
         return table.groupby("speaker").agg(group=("group", "first"), score=("score", "sum"), items=("score", "size"))
 
-    def variants(self, gate: Gate) -> list[str]:
+    def variants(self, context: CheckContext) -> list[str]:
         return list(TASKS)
 
-    def cases(self, gate: Gate) -> list[Case]:
-        dimensions = {"asr": gate.basis.dimensions(), "sqa": gate.basis.dimensions("qa")}
+    def cases(self, context: CheckContext) -> list[Case]:
+        dimensions = {"asr": context.basis.dimensions(), "sqa": context.basis.dimensions("qa")}
         return [
-            Case(self.name, model, gate.basis.name, dimension, task, f"{model}-{task}-{dimension}")
-            for model in gate.config.models
+            Case(self.name, model, context.basis.name, dimension, task, f"{model}-{task}-{dimension}")
+            for model in context.models
             for task in TASKS
             for dimension in dimensions[task]
         ]
 
-    def table(self, gate: Gate, model: str, task: str, dimension: str) -> pd.DataFrame:
+    def table(self, context: CheckContext, model: str, task: str, dimension: str) -> pd.DataFrame:
         if task == "asr":
-            tables = [transcription_table(gate, model, s.name) for s in gate.basis.sets if s.dimension == dimension]
+            tables = [context.transcription_table(model, s.name) for s in context.basis.sets if s.dimension == dimension]
             table = pd.concat(tables, ignore_index=True)
             return table.assign(score=100.0 - table["wer"].clip(upper=100.0))
-        tables = [qa_table(gate, model, s.name) for s in gate.basis.of_kind("qa", dimension)]
+        tables = [context.qa_table(model, s.name) for s in context.basis.of_kind("qa", dimension)]
         table = pd.concat(tables, ignore_index=True)
         return table.assign(score=100.0 * table["correct"])
 
-    @functools.cache
-    def result(self, gate: Gate, model: str, task: str, dimension: str) -> tuple[pd.DataFrame, float, GroupGap]:
-        table = self.table(gate, model, task, dimension)
+    @per_run
+    def result(self, context: CheckContext, model: str, task: str, dimension: str) -> tuple[pd.DataFrame, float, GroupGap]:
+        table = self.table(context, model, task, dimension)
         scored = asr_scores(table, group="group") if task == "asr" else sqa_accuracy(table, group="group")
-        gap = group_gap(table, value="score", n_boot=N_BOOT, seed=bootstrap_seed(gate.config.seed, self.name, model, task, dimension))
+        gap = group_gap(table, value="score", n_boot=N_BOOT, seed=derived_seed(context.seed, self.name, model, task, dimension))
         per_group = scored.per_group.rename(columns={"accuracy": "score"})
         return per_group, scored.score, gap
 
-    def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
-        per_group, value, gap = self.result(gate, case.model, case.variant, case.dimension)
-        limits = self.threshold_values(gate, case)
+    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+        per_group, value, gap = self.result(context, case.model, case.variant, case.dimension)
+        limits = self.threshold_values(context, case)
         min_score, max_gap = float(limits["min_score"]), float(limits["max_gap"])
         passed = not (value < min_score or (gap.gap > max_gap and gap.significant))
         what = "100 - WER" if case.variant == "asr" else "SQA accuracy"
@@ -92,17 +86,16 @@ class RobustnessCheck(SpeakerBootstrapComparison, Check):
             f"(95% CI {gap.ci_low:.1f} to {gap.ci_high:.1f}); threshold: score >= {min_score:g} and not "
             f"(gap > {max_gap:g} with CI above 0) -> {'pass' if passed else 'FAIL'}"
         )
-        record = self.base_record(gate, case) | {
-            "task": case.variant,
-            "value": number(value),
-            "threshold": {"min_score": min_score, "max_gap": max_gap},
-            "passed": passed,
-            "message": message,
-            "per_group": frame_records(per_group, "group"),
-            "gap": {"value": number(gap.gap), "ci_low": number(gap.ci_low), "ci_high": number(gap.ci_high),
+        record = RobustnessRecord(
+            **self.base_record(context, case),
+            task=case.variant,
+            value=finite_or_none(value),
+            threshold={"min_score": min_score, "max_gap": max_gap},
+            passed=passed,
+            message=message,
+            per_group=frame_records(per_group, "group"),
+            gap={"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
                     "best": gap.best, "worst": gap.worst},
-        }
-        return Verdict(passed, message, record)
+        )
 
-    def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        return {"blocks": table_seven(records, row_keys=TASKS, cell="score")}
+        return Verdict(passed, message, record)

@@ -10,44 +10,38 @@ not score are counted and left out. Rules as for the WER ratio; a lower score is
 
 from __future__ import annotations
 
-import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import Case
-from harness.checks.wer_ratio import WerRatioCheck, with_semantic_covariates
+from harness.checks.base import Case, CheckContext, per_run
+from harness.checks.wer_ratio import WerRatioCheck
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
 from harness.tasks.chat import CHAT_PROMPT
 
-if TYPE_CHECKING:
-    from harness.gate import Gate
-
 
 class ScoreRatioCheck(WerRatioCheck):
     name = "score_ratio"
-    title = "Judge-score fairness: ratio of mean judge scores"
     quantity = "judge-score ratio"
-    report_template = "wer_ratio.html.j2"
     comparison_name = "largest |log score ratio| (vanilla, one-vs-rest)"
 
-    def cases(self, gate: Gate) -> list[Case]:
-        return super().cases(gate) if gate.config.judge else []
+    def cases(self, context: CheckContext) -> list[Case]:
+        return super().cases(context) if context.judge else []
 
-    def no_cases_reason(self, gate: Gate) -> str:
-        return "judge-score fairness needs a judge model: pass --judge SPEC" if not gate.config.judge else super().no_cases_reason(gate)
+    def no_cases_reason(self, context: CheckContext) -> str:
+        return "judge-score fairness needs a judge model: pass --judge SPEC" if not context.judge else super().no_cases_reason(context)
 
-    @functools.cache
-    def utterance_table(self, gate: Gate, model: str, corpus_name: str, components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
-        table = gate.judge_scores(model, corpus_name).rename(columns={"speaker_id": "speaker"})
-        corpus = gate.corpora[corpus_name]
+    @per_run
+    def utterance_table(self, context: CheckContext, model: str, corpus_name: str, components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
+        table = context.judge_scores(model, corpus_name).rename(columns={"speaker_id": "speaker"})
+        corpus = context.corpora[corpus_name]
         for dimension in corpus.dimensions:
             table[dimension] = table["speaker"].map(corpus.speaker_labels(dimension)).to_numpy()
         unscored = int(table["score"].isna().sum())
         table = table.dropna(subset=["score"]).reset_index(drop=True)
         texts = [f"{CHAT_PROMPT}\n{message}" for message in table["transcript"]]
-        table, columns, semantics = with_semantic_covariates(gate, table, texts, components)
+        table, columns, semantics = context.with_semantic_covariates(table, texts, components)
         return table, columns, semantics | {"unscored_replies": unscored}
 
     @staticmethod
@@ -55,10 +49,10 @@ class ScoreRatioCheck(WerRatioCheck):
         return judge_score_ratio(table, covariates=covariates, numerator=numerator, denominator=denominator,
                                  n_boot=settings["n_boot"], alpha=settings["alpha"], seed=seed)
 
-    def speaker_statistics(self, gate: Gate, case: Case) -> pd.DataFrame:
+    def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per speaker: summed judge scores and scored replies."""
-        settings = self.threshold_values(gate, case)
-        table, _, _ = self.utterance_table(gate, case.model, case.corpus, settings["components"])
+        settings = self.threshold_values(context, case)
+        table, _, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
         return table.groupby("speaker").agg(group=(case.dimension, "first"), score=("score", "sum"), replies=("score", "size"))
 
     comparison_statistic = staticmethod(largest_log_ratio)

@@ -15,23 +15,20 @@ did not converge is reported and fails the case: it is never used to pass one.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import Case, Check, SpeakerBootstrapComparison, Verdict, finite_or_none, regression_keys
+from harness.records import RatioRecord
+from harness.core import finite_or_none
+from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer import wer_table
 from harness.metrics.wer_ratio import METHOD_NO_SPEAKER, METHOD_SEMANTIC, METHOD_SPEAKER, METHOD_VANILLA, RatioTable, wer_ratio
-from harness.semantic import semantic_covariates
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
-
-if TYPE_CHECKING:
-    from harness.gate import Gate
 
 METHODS = {"vanilla": METHOD_VANILLA, "no_speaker": METHOD_NO_SPEAKER, "speaker": METHOD_SPEAKER, "semantic": METHOD_SEMANTIC}
 REST = "(rest)"
@@ -39,9 +36,7 @@ REST = "(rest)"
 
 class WerRatioCheck(SpeakerBootstrapComparison, Check):
     name = "wer_ratio"
-    title = "Semantic-aware WER fairness: expected-WER ratio"
     quantity = "expected-WER ratio"
-    report_template = "wer_ratio.html.j2"
     schema = ThresholdSchema(keys={
         "rule": ThresholdKey((str,), "both", one_of("ci", "bounds", "both")),
         "lower": ThresholdKey((int, float), 0.9, at_least(0)),
@@ -57,44 +52,44 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
     worse_when = "higher"
     comparison_statistic = staticmethod(largest_log_ratio)
 
-    def speaker_statistics(self, gate: Gate, case: Case) -> pd.DataFrame:
+    def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per speaker: word errors and reference words."""
-        settings = self.threshold_values(gate, case)
-        table, _, _ = self.utterance_table(gate, case.model, case.corpus, settings["components"])
+        settings = self.threshold_values(context, case)
+        table, _, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
         errors = table["insertions"] + table["deletions"] + table["substitutions"]
         return table.assign(errors=errors).groupby("speaker").agg(
             group=(case.dimension, "first"), errors=("errors", "sum"), words=("n_ref_words", "sum"))
 
-    def cases(self, gate: Gate) -> list[Case]:
+    def cases(self, context: CheckContext) -> list[Case]:
         return [
             Case(self.name, model, corpus_name, dimension, None, f"{model}-{corpus_name}-{dimension}")
-            for model in gate.config.models
-            for corpus_name, corpus in gate.corpora.items()
+            for model in context.models
+            for corpus_name, corpus in context.corpora.items()
             for dimension in corpus.dimensions
         ]
 
-    @functools.cache
-    def utterance_table(self, gate: Gate, model: str, corpus_name: str, components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
+    @per_run
+    def utterance_table(self, context: CheckContext, model: str, corpus_name: str, components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
         """Per utterance: speaker, word errors, dimension labels and semantic covariate columns."""
-        transcripts = gate.transcripts(model, corpus_name)
-        corpus = gate.corpora[corpus_name]
+        transcripts = context.transcripts(model, corpus_name)
+        corpus = context.corpora[corpus_name]
         table = wer_table(transcripts.rename(columns={"transcript": "reference"}))
         table = table.rename(columns={"speaker_id": "speaker"})
         for dimension in corpus.dimensions:
             table[dimension] = table["speaker"].map(corpus.speaker_labels(dimension)).to_numpy()
         texts = [f"{TRANSCRIPTION_PROMPT}\n{reference}" for reference in table["reference"]]
-        return with_semantic_covariates(gate, table, texts, components)
+        return context.with_semantic_covariates(table, texts, components)
 
-    @functools.cache
-    def ratios(self, gate: Gate, case: Case) -> dict[str, RatioTable]:
-        settings = self.threshold_values(gate, case)
-        table, columns, _ = self.utterance_table(gate, case.model, case.corpus, settings["components"])
+    @per_run
+    def ratios(self, context: CheckContext, case: Case) -> dict[str, RatioTable]:
+        settings = self.threshold_values(context, case)
+        table, columns, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
         levels = sorted(table[case.dimension].unique())
         comparisons = [(levels[0], levels[1])] if len(levels) == 2 else [(level, REST) for level in levels]
         results = {}
         for numerator, denominator in comparisons:
             grouped = table.assign(group=table[case.dimension].where(table[case.dimension] == numerator, denominator))
-            results[f"{numerator} / {denominator}"] = self.ratio(grouped, list(columns), numerator, denominator, settings, gate.config.seed)
+            results[f"{numerator} / {denominator}"] = self.ratio(grouped, list(columns), numerator, denominator, settings, context.seed)
         return results
 
     @staticmethod
@@ -102,15 +97,15 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         return wer_ratio(table, covariates=covariates, numerator=numerator, denominator=denominator,
                          nagq=settings["nagq"], n_boot=settings["n_boot"], alpha=settings["alpha"], seed=seed)
 
-    def verdict(self, gate: Gate, case: Case, family: Sequence[Case]) -> Verdict:
-        settings = self.threshold_values(gate, case)
-        _, columns, semantics = self.utterance_table(gate, case.model, case.corpus, settings["components"])
+    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+        settings = self.threshold_values(context, case)
+        _, columns, semantics = self.utterance_table(context, case.model, case.corpus, settings["components"])
         method = METHODS[settings["method"]]
         note = ""
         if method == METHOD_SEMANTIC and not columns:
             method, note = METHOD_SPEAKER, " (no semantic embedder available: judged on the speaker model without semantics)"
         comparisons, failures, worst = [], [], None
-        for label, result in self.ratios(gate, case).items():
+        for label, result in self.ratios(context, case).items():
             row = result.row(method)
             failed, reason = self._judge(row, settings)
             comparisons.append({"comparison": label, "methods": _method_rows(result), "judged_method": method,
@@ -127,17 +122,19 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             f"[{worst_row['ci_low']:.3f}, {worst_row['ci_high']:.3f}] by {method}{note}; "
             + ("pass" if passed else "FAIL: " + "; ".join(failures))
         )
-        record = self.base_record(gate, case) | {
-            "value": finite_or_none(worst_row["ratio"]),
-            "ci": [finite_or_none(worst_row["ci_low"]), finite_or_none(worst_row["ci_high"])],
-            "p": None,
-            "q": None,
-            "threshold": dict(settings),
-            "passed": passed,
-            "message": message,
-            "comparisons": comparisons,
-            "semantics": semantics,
-        }
+        record = RatioRecord(
+            **self.base_record(context, case),
+            value=finite_or_none(worst_row["ratio"]),
+            ci=[finite_or_none(worst_row["ci_low"]), finite_or_none(worst_row["ci_high"])],
+            p=None,
+            q=None,
+            threshold=dict(settings),
+            passed=passed,
+            message=message,
+            comparisons=comparisons,
+            semantics=semantics,
+        )
+
         return Verdict(passed, message, record)
 
     @staticmethod
@@ -154,24 +151,6 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         if settings["rule"] == "bounds":
             return outside, f"{interval}: {bounds_fact}"
         return excludes_one and outside, f"{interval}: {ci_fact} and {bounds_fact}"
-
-    def report_context(self, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        return {"records": sorted(records, key=lambda record: record["id"])}
-
-
-def with_semantic_covariates(
-    gate: Gate, table: pd.DataFrame, texts: Sequence[str], components: int
-) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
-    """``table`` with the PCA components of the texts' embeddings as columns (none without an embedder),
-    the column names, and what to report of them (embedder, explained variance)."""
-    semantics: dict[str, Any] = {"embedder": gate.embedder_name, "explained_variance": []}
-    if gate.embedder is None:
-        return table, (), semantics
-    covariates = semantic_covariates(gate.embedder, texts, gate.cache, k=components)
-    table = table.assign(**{column: covariates.scores[:, index] for index, column in enumerate(covariates.columns)})
-    semantics["explained_variance"] = [round(float(v), 6) for v in covariates.explained_variance_ratio]
-    return table, covariates.columns, semantics
-
 
 def _method_rows(result: RatioTable) -> list[dict[str, Any]]:
     return [

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.models.base import SAMPLE_RATE, Audio
+from harness.core import SAMPLE_RATE, Audio
 
 
 class AudioError(ValueError):

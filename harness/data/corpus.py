@@ -18,7 +18,7 @@ import pandas as pd
 import yaml
 
 from harness.data.audio import AudioError, read_audio
-from harness.models.base import Audio
+from harness.core import Audio
 
 REQUIRED_COLUMNS = ("utterance_id", "audio", "speaker_id", "content_id", "transcript")
 MIN_SPEAKERS_PER_GROUP = 2

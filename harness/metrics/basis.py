@@ -15,10 +15,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.core import require_columns
+from harness.core import MODES, require_columns
 
 CHOICES = ("stereotype", "anti-stereotype", "unrelated", "unknown")
-MODES = ("speech-implicit", "speech-explicit", "text-implicit", "text-explicit")
 EFFECTS: dict[str, tuple[str, str]] = {
     "backbone": ("text-explicit", "text-implicit"),
     "interaction_implicit": ("speech-implicit", "text-implicit"),

@@ -11,7 +11,8 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from harness.models.base import Backend, ModelError
+from harness.core import ModelError
+from harness.models.base import Backend
 
 BACKENDS: dict[str, str] = {
     "sim": "harness.models.sim:SimulatorBackend",
@@ -46,4 +47,7 @@ def build_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backen
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ModelError(f"model spec {spec!r}: backend {prefix!r} cannot be imported ({exc})") from exc
-    return getattr(module, class_name)(spec=spec, target=target, options=dict(options or {}))
+    backend_class = getattr(module, class_name)
+    if Backend not in getattr(backend_class, "__mro__", ()):
+        raise ModelError(f"model spec {spec!r}: {BACKENDS[prefix]} is not a subclass of harness.models.base.Backend")
+    return backend_class(spec=spec, target=target, options=dict(options or {}))

@@ -10,84 +10,10 @@ expensive part and is called lazily, on the first cache miss.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import numpy as np
-
-SAMPLE_RATE = 16_000
-
-
-class ModelError(RuntimeError):
-    """A model could not be built, loaded or asked; the message says which and why."""
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Audio:
-    """Mono float32 audio at :data:`SAMPLE_RATE`, identified by a hash of its samples (not its path)."""
-
-    samples: np.ndarray
-    sample_rate: int = SAMPLE_RATE
-
-    @property
-    def content_hash(self) -> str:
-        cached = self.__dict__.get("_content_hash")
-        if cached is None:
-            digest = hashlib.sha256()
-            digest.update(str(self.sample_rate).encode())
-            digest.update(np.ascontiguousarray(self.samples, dtype="<f4").tobytes())
-            cached = digest.hexdigest()
-            object.__setattr__(self, "_content_hash", cached)
-        return cached
-
-    @property
-    def duration_s(self) -> float:
-        return len(self.samples) / self.sample_rate
-
-
-@dataclasses.dataclass(frozen=True)
-class GenerationRequest:
-    """One prompt to a model: the rendered user text, optional audio, optional system text."""
-
-    prompt: str
-    audio: Audio | None = None
-    system: str | None = None
-
-    def cache_identity(self) -> dict[str, Any]:
-        return {
-            "prompt": self.prompt,
-            "system": self.system,
-            "audio": None if self.audio is None else self.audio.content_hash,
-        }
-
-
-@dataclasses.dataclass(frozen=True)
-class DecodingParams:
-    """Every decoding parameter, passed explicitly to the backend and hashed into the cache key.
-
-    The default is greedy decoding; backends must not let a checkpoint's own generation defaults leak in.
-    """
-
-    max_new_tokens: int = 256
-    do_sample: bool = False
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    repetition_penalty: float = 1.0
-    seed: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], *, source: str = "decoding parameters") -> DecodingParams:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"{source}: unknown key(s) {unknown}; valid keys are {sorted(known)}")
-        return cls(**dict(values))
+from harness.core import DecodingParams, GenerationRequest, ModelError
 
 
 @runtime_checkable
@@ -99,8 +25,31 @@ class Model(Protocol):
         ...
 
 
+@dataclasses.dataclass(frozen=True)
+class StageSpec:
+    """A component model of a composite backend, as that backend runs it: spec, decoding and option block."""
+
+    spec: str
+    decoding: DecodingParams
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class CachedStage(Protocol):
+    """A stage model behind the run's output cache (:class:`harness.generation.CachedModel`)."""
+
+    def generate(self, requests: Sequence[GenerationRequest], label: str = "") -> list[str]: ...
+
+
+StageFactory = Callable[[StageSpec, int], CachedStage]
+"""Builds a cached stage model from its :class:`StageSpec` and generation chunk size."""
+
+
 class Backend(Protocol):
-    """A model named by a spec string; cheap to build, loads weights only in :meth:`load`."""
+    """A model named by a spec string; cheap to build, loads weights only in :meth:`load`.
+
+    Backends subclass this protocol explicitly, so that they inherit the capability defaults below: a
+    plain model transcribes for itself and has no stages; a composite one (the cascade) overrides them.
+    """
 
     spec: str
 
@@ -110,6 +59,16 @@ class Backend(Protocol):
 
     def load(self) -> Model: ...
 
+    def transcription_source(self) -> StageSpec | None:
+        """The stage that transcribes for the WER checks, asked with an empty prompt; None: the model
+        itself, asked :data:`harness.tasks.asr.TRANSCRIPTION_PROMPT`."""
+        return None
+
+    def compose(self, stage: StageFactory) -> None:
+        """Receive the factory of cached stage models, so that a composite model keeps its stages' outputs
+        in the run's cache; a model without stages ignores it."""
+        return None
+
 
 def validated_options(spec: str, backend: str, options: Mapping[str, Any] | None, known: set[str] | frozenset[str]) -> dict[str, Any]:
     """A copy of a backend's option block; an unknown key is a :class:`ModelError` listing the valid ones."""
@@ -118,9 +77,3 @@ def validated_options(spec: str, backend: str, options: Mapping[str, Any] | None
     if unknown:
         raise ModelError(f"{spec}: unknown {backend} option(s) {unknown}; valid options are {sorted(known)}")
     return options
-
-
-def stable_hash(payload: Any) -> str:
-    """SHA-256 of a JSON rendering with sorted keys: equal payloads hash equal across processes."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()

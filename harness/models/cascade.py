@@ -11,8 +11,8 @@ to the LLM alone.
 Caching, in two stages inside the gate's cache. The cascade's own answers are cached by the gate
 (:class:`~harness.generation.CachedModel`) under the cascade's fingerprint, which combines both stages'
 fingerprints, the ASR decoding, and the texts above. Within a miss, each stage is itself a
-``CachedModel`` over the same :class:`~harness.cache.OutputCache` (bound by the gate through
-:meth:`CascadeBackend.use_cache`), keyed by that stage's own fingerprint:
+``CachedModel`` over the same :class:`~harness.cache.OutputCache` (built by the cascade's own
+``CachedModel`` through :meth:`CascadeBackend.compose`), keyed by that stage's own fingerprint:
 
 * ASR stage: one entry per distinct recording (request prompt ``""``, :data:`ASR_DECODING`), so five tasks
   over one corpus transcribe each recording once, and a changed prompt reuses every transcript;
@@ -20,7 +20,7 @@ fingerprints, the ASR decoding, and the texts above. Within a miss, each stage i
   greedy decoding identical inputs give identical answers, so the LLM runs once per distinct transcript
   and prompt however many speakers were heard alike.
 
-The LLM stage answers in the form the prompt states (``answer_format: fields``, see
+The LLM stage answers in the form the request declares (``answer_format: fields``, see
 :mod:`harness.models.text_llm`). The WER checks transcribe with the ASR stage itself
 (:meth:`CascadeBackend.transcription_source`), so they read what the system heard. Options: ``asr`` and
 ``llm``, each the option block of its stage's backend, merged over these defaults.
@@ -28,12 +28,12 @@ The LLM stage answers in the form the prompt states (``answer_format: fields``, 
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.models.base import DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
+from harness.core import DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.models.base import Backend, StageFactory, StageSpec, validated_options
 
 DEMO_ASR = "whisper:tiny.en"
 DEMO_LLM = "smollm2:135m-instruct"
@@ -71,7 +71,7 @@ def parse_target(spec: str, target: str) -> tuple[str, str]:
     return asr, llm
 
 
-class CascadeBackend:
+class CascadeBackend(Backend):
     """Builds both stage backends (cheap); :meth:`load` loads neither until a stage misses its cache."""
 
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
@@ -85,12 +85,12 @@ class CascadeBackend:
         }
         self.asr_backend = build_backend(self.asr_spec, self.stage_options["asr"])
         self.llm_backend = build_backend(self.llm_spec, self.stage_options["llm"])
-        self._cache: Any = None
+        self._stage: StageFactory | None = None
         self._fingerprint: str | None = None
 
-    def use_cache(self, cache: Any) -> None:
-        """Keep the stages' outputs in ``cache`` (the gate's :class:`~harness.cache.OutputCache`)."""
-        self._cache = cache
+    def compose(self, stage: StageFactory) -> None:
+        """Build the stages through ``stage``, so that their outputs live in the run's cache."""
+        self._stage = stage
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
@@ -104,18 +104,17 @@ class CascadeBackend:
             })
         return self._fingerprint
 
-    def transcription_source(self) -> tuple[str, DecodingParams, dict[str, Any]]:
+    def transcription_source(self) -> StageSpec:
         """What transcribes for the WER checks: the ASR stage, as the cascade itself runs it."""
-        return self.asr_spec, ASR_DECODING, dict(self.stage_options["asr"])
+        return StageSpec(self.asr_spec, ASR_DECODING, dict(self.stage_options["asr"]))
 
     def load(self) -> Cascade:
-        from harness.cache import OutputCache
-        from harness.generation import CachedModel
-
-        cache = self._cache if self._cache is not None else OutputCache(tempfile.mkdtemp(prefix="lalm-cascade-stages-"))
-        asr = CachedModel(self.asr_spec, cache, ASR_DECODING, self.stage_options["asr"], chunk_size=CHUNK_SIZE)
+        stage = self._stage
+        if stage is None:
+            raise ModelError(f"{self.spec}: the cascade's stages are cached models; load it through harness.generation.CachedModel")
+        asr = stage(StageSpec(self.asr_spec, ASR_DECODING, self.stage_options["asr"]), CHUNK_SIZE)
         llm_options = self.stage_options["llm"]
-        return Cascade(self.spec, asr, lambda params: CachedModel(self.llm_spec, cache, params, llm_options, chunk_size=CHUNK_SIZE))
+        return Cascade(self.spec, asr, lambda params: stage(StageSpec(self.llm_spec, params, llm_options), CHUNK_SIZE))
 
 
 class Cascade:
@@ -151,7 +150,8 @@ class Cascade:
                 llm_requests.append(request)
                 continue
             prompt = USER_TEMPLATE.format(transcript=transcripts[request.audio.content_hash], prompt=request.prompt)
-            llm_requests.append(GenerationRequest(prompt=prompt, system=request.system if request.system is not None else SYSTEM_TEXT))
+            system = request.system if request.system is not None else SYSTEM_TEXT
+            llm_requests.append(GenerationRequest(prompt=prompt, system=system, answer_form=request.answer_form))
         distinct = list(dict.fromkeys(llm_requests))
         started = time.monotonic()
         answers = dict(zip(distinct, self.llm(params).generate(distinct, label="llm stage")))

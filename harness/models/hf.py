@@ -20,7 +20,7 @@ Options (the model's YAML block; all optional):
 ``processor_kwargs``   extra ``from_pretrained`` kwargs for the processor (architecture-specific)
 =====================  ==========================================================================
 
-Decoding: every parameter of :class:`~harness.models.base.DecodingParams` is passed explicitly to
+Decoding: every parameter of :class:`~harness.core.DecodingParams` is passed explicitly to
 ``generate``, and the checkpoint's ``generation_config.json`` is reduced to its special-token ids at load
 time, so no sampling default of the checkpoint can leak in. Greedy decoding is the default.
 
@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from harness.data.audio import resample
-from harness.models.base import DecodingParams, GenerationRequest, ModelError, validated_options
+from harness.core import DecodingParams, GenerationRequest, ModelError
+from harness.models.base import Backend, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
 from harness.models.progress import Progress
@@ -128,7 +129,7 @@ def generation_kwargs(params: DecodingParams, max_new_tokens: int | None = None)
     }
 
 
-class HFBackend:
+class HFBackend(Backend):
     """Cheap to build; :meth:`load` loads processor and weights."""
 
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:

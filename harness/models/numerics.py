@@ -42,7 +42,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from harness.models.base import ModelError
+from harness.core import ModelError
 
 CONTRACT_VERSION = "1"
 NUMERICS_ENV = "LALM_CPU_NUMERICS"

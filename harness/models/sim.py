@@ -36,7 +36,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from harness.models.base import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.core import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.models.base import Backend
 
 SIMULATOR_VERSION = "3"
 REFERENCE_F0_HZ = 140.0
@@ -270,7 +271,7 @@ def _render_answer(task: str, fields: dict[str, list[str]]) -> str:
     return prose + "\n\n" + "\n".join(lines)
 
 
-class SimulatorBackend:
+class SimulatorBackend(Backend):
     """Backend for ``sim:<preset>``; building, fingerprinting and loading are all cheap."""
 
     def __init__(self, spec: str, target: str, options: Mapping[str, Any]):

@@ -35,7 +35,7 @@ import re
 
 import numpy as np
 
-from harness.models.base import GenerationRequest
+from harness.core import GenerationRequest
 from harness.models.sim import REFUSAL_TEXT, Listening
 
 LEXICON: dict[str, int] = {
@@ -247,9 +247,8 @@ class KnownContent:
     demographic ones."""
 
     def __init__(self) -> None:
-        from harness.basis import resolve_suite
-
         from harness.data import resolve_corpus
+        from harness.data.basis_suite import resolve_suite
 
         self._content: dict[str, tuple[str, str | None]] = {}
         demo = resolve_corpus("demo")

@@ -8,7 +8,7 @@ package. Loading dequantises it to float32 (about a minute); the converted model
 The converted tensors are those of the GGUF load, so both paths give the same answers.
 
 Requests are text only (audio is an error); the system text, when given, replaces the chat template's
-default. Decoding follows :class:`~harness.models.base.DecodingParams` (greedy by default), batched with
+default. Decoding follows :class:`~harness.core.DecodingParams` (greedy by default), batched with
 padding between a shared head and each request's tail (below).
 
 Shared heads. When a prompt has paragraphs (``\n\n``), the chat text up to its last paragraph break is the
@@ -44,8 +44,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm, answer_form
-from harness.models.base import DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
+from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm
+from harness.core import DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.models.base import Backend, validated_options
 from harness.models.numerics import check_cpu_numerics, contract, pin_cpu_numerics
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
@@ -121,7 +122,7 @@ def converted_models_root() -> Path:
     return Path(os.environ.get(CONVERTED_DIR_ENV) or Path.home() / ".cache" / "lalm-fairness" / "converted")
 
 
-class TextLLMBackend:
+class TextLLMBackend(Backend):
     """Cheap to build; :meth:`load` loads (and on first use converts) the weights."""
 
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
@@ -246,7 +247,7 @@ class TextLLM:
 
     def plan(self, request: GenerationRequest) -> Plan:
         """Head and tail token ids, the assistant-turn prefill and the form program of one request."""
-        form = answer_form(request.prompt) if self.backend.answer_format == "fields" else None
+        form = request.answer_form if self.backend.answer_format == "fields" else None
         prefill = f"{form.fields[0].label}:" if isinstance(form, FieldsForm) else ""
         text = self.chat_text(request, prefill)
         cut = text.rfind("\n\n", 0, text.rfind("<|im_start|>assistant")) + 2 if "\n\n" in request.prompt else 0

@@ -29,7 +29,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.models.base import DecodingParams, GenerationRequest, ModelError, validated_options
+from harness.core import DecodingParams, GenerationRequest, ModelError
+from harness.models.base import Backend, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
 from harness.models.progress import Progress
@@ -73,7 +74,7 @@ def sampling_kwargs(params: DecodingParams) -> dict[str, Any]:
     }
 
 
-class VLLMBackend:
+class VLLMBackend(Backend):
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
         self.spec = spec
         self.target = target

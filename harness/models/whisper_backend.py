@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.data.audio import resample
-from harness.models.base import SAMPLE_RATE, DecodingParams, GenerationRequest, ModelError, stable_hash, validated_options
+from harness.core import SAMPLE_RATE, DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.models.base import Backend, validated_options
 from harness.models.numerics import check_cpu_numerics, contract, pin_cpu_numerics
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
@@ -60,7 +61,7 @@ TRANSCRIBE_OPTIONS = {
 }
 
 
-class WhisperBackend:
+class WhisperBackend(Backend):
     """Cheap to build; :meth:`load` loads the CTranslate2 model."""
 
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:

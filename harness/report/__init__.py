@@ -10,6 +10,7 @@ from typing import Any
 import jinja2
 
 from harness.core import atomic_write_text
+from harness.records import CaseRecord, ErrorRecord, record_from_json, schema_version
 from harness.report.vibe import PALETTE, significance_stars, table_two
 
 __all__ = ["PALETTE", "bar_chart", "check_sections", "render_report", "significance_stars", "table_two", "write_report"]
@@ -36,7 +37,7 @@ def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "width": label_width + plot_width + 60, "label_width": label_width}
 
 
-def render_report(results: Mapping[str, Any]) -> str:
+def render_report(results: Mapping[str, Any], source: str = "results.json") -> str:
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
         autoescape=True,
@@ -44,27 +45,32 @@ def render_report(results: Mapping[str, Any]) -> str:
     )
     environment.filters["fmt"] = lambda value, digits=2: "–" if value is None else f"{value:.{digits}f}"
     environment.filters["pval"] = lambda value: "–" if value is None else f"{value:.3g}"
-    cases = list(results["cases"])
-    failing = [dict(case, chart=bar_chart(case.get("most_divergent"))) for case in cases if not case["passed"]]
+    cases = records(results, source)
+    failing = [(case, bar_chart(getattr(case, "most_divergent", None))) for case in cases if not case.passed]
     return environment.get_template("report.html.j2").render(
         results=results,
-        cases=sorted(cases, key=lambda case: (not (case.get("baseline") or {}).get("regressed"), case["passed"], case["id"])),
+        cases=sorted(cases, key=lambda case: (not (getattr(case, "baseline", None) or {}).get("regressed"), case.passed, case.id)),
         failing=failing,
         sections=check_sections(cases),
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
 
 
-def check_sections(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One report section per check that has records and a template, in registry order."""
-    from harness.checks import all_checks
+def records(results: Mapping[str, Any], source: str = "results.json") -> list[CaseRecord | ErrorRecord]:
+    """The typed records of a results.json (``source`` names it in errors)."""
+    schema_version(results, source)
+    return [record_from_json(case, f"{source}, case {index}") for index, case in enumerate(results["cases"])]
+
+
+def check_sections(cases: Sequence[CaseRecord | ErrorRecord]) -> list[dict[str, Any]]:
+    """One report section per check that has records and a view (:data:`harness.report.views.VIEWS`), in its order."""
+    from harness.report.views import VIEWS
 
     sections = []
-    for check in all_checks():
-        records = [case for case in cases if case.get("check") == check.name]
-        if records and check.report_template:
-            sections.append({"name": check.name, "title": check.title, "template": f"checks/{check.report_template}",
-                             "context": check.report_context(records)})
+    for name, view in VIEWS.items():
+        selected = [case for case in cases if case.check == name]
+        if selected:
+            sections.append({"name": name, "title": view.title, "template": f"checks/{view.template}", "context": view.context(selected)})
     return sections
 
 

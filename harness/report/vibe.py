@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
+from harness.records import NtvdRecord
 from harness.tasks import TASKS
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
@@ -35,24 +36,24 @@ def heat(value: float | None, top: float) -> str:
     return f"rgb(255,{green_blue},{green_blue})"
 
 
-def table_two(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
     """One table per (corpus, dimension): rows models, columns tasks, cells nTVD with stars and, given a
     baseline, the change and whether it is a regression."""
     tables = []
     for (corpus, dimension), subset in _by_corpus_dimension(cases):
-        tasks = [task for task in TASKS if any(case["task"] == task for case in subset)]
-        models = list(dict.fromkeys(case["model"] for case in subset))
-        cells = {(case["model"], case["task"]): case for case in subset}
-        top = max([50.0] + [case["value"] for case in subset if case["value"] is not None])
+        tasks = [task for task in TASKS if any(case.task == task for case in subset)]
+        models = list(dict.fromkeys(case.model for case in subset))
+        cells = {(case.model, case.task): case for case in subset}
+        top = max([50.0] + [case.value for case in subset if case.value is not None])
         rows = []
         for model in models:
             row = []
             for task in tasks:
                 case = cells.get((model, task))
-                baseline = (case or {}).get("baseline") or {}
+                baseline = (case.baseline if case is not None else None) or {}
                 row.append(None if case is None else {
-                    "value": case["value"], "stars": significance_stars(case["q"]), "passed": case["passed"],
-                    "color": heat(case["value"], top), "delta": baseline.get("delta"),
+                    "value": case.value, "stars": significance_stars(case.q), "passed": case.passed,
+                    "color": heat(case.value, top), "delta": baseline.get("delta"),
                     "regressed": bool(baseline.get("regressed")), "baseline_status": baseline.get("status"),
                 })
             rows.append({"model": model, "cells": row})
@@ -60,10 +61,10 @@ def table_two(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return tables
 
 
-def stacked_shares(record: Mapping[str, Any], max_values: int = 8) -> dict[str, Any] | None:
+def stacked_shares(record: NtvdRecord, max_values: int = 8) -> dict[str, Any] | None:
     """Figure 3: for each value of the most divergent attribute, the groups' shares of
     P_g(v) / sum_g P_g(v), stacked to 100% (50/50 for two groups means no disparity)."""
-    distribution = record.get("most_divergent")
+    distribution = record.most_divergent
     if not distribution or not distribution.get("values"):
         return None
     groups = distribution["groups"]
@@ -90,14 +91,14 @@ def stacked_shares(record: Mapping[str, Any], max_values: int = 8) -> dict[str, 
             x += width
         rows.append({"value": value, "y": top + index * (bar_height + 6), "segments": segments})
     return {
-        "id": record["id"], "attribute": distribution["attribute"], "rows": rows, "label_width": label_width,
+        "id": record.id, "attribute": distribution["attribute"], "rows": rows, "label_width": label_width,
         "plot_width": plot_width, "bar_height": bar_height, "height": top + 4 + len(rows) * (bar_height + 6),
         "legend": legend, "legend_bottom": top - 6,
         "midline": label_width + plot_width / len(groups) if len(groups) == 2 else None,
     }
 
 
-def tau_figures(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def tau_figures(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
     """Figure 4 per (corpus, dimension): mean nTVD over tasks against tau for each model, and the mean
     within-task Spearman correlation of model rankings with tau = 10 (VIBE §III-D)."""
     from harness.metrics.vibe_analyses import REFERENCE_TAU, rank_agreement
@@ -105,8 +106,8 @@ def tau_figures(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     figures = []
     for (corpus, dimension), subset in _by_corpus_dimension(cases):
         scores = pd.DataFrame([
-            {"model": case["model"], "task": case["task"], "tau": int(tau), "ntvd": value}
-            for case in subset for tau, value in (case.get("tau_sensitivity") or {}).items() if value is not None
+            {"model": case.model, "task": case.task, "tau": int(tau), "ntvd": value}
+            for case in subset for tau, value in (case.tau_sensitivity or {}).items() if value is not None
         ])
         if scores.empty or REFERENCE_TAU not in set(scores["tau"]):
             continue
@@ -146,37 +147,37 @@ def highlighted(answer: str, value: str) -> list[dict[str, Any]]:
     return [{"text": piece, "match": index % 2 == 1} for index, piece in enumerate(pieces) if piece]
 
 
-def example_pairs(cases: Sequence[Mapping[str, Any]], limit: int = 6) -> list[dict[str, Any]]:
+def example_pairs(cases: Sequence[NtvdRecord], limit: int = 6) -> list[dict[str, Any]]:
     """Qualitative pairs of the most biased cases (largest nTVD first)."""
-    ranked = sorted((case for case in cases if case.get("example_pair")), key=lambda case: -(case["value"] or 0))
+    ranked = sorted((case for case in cases if case.example_pair), key=lambda case: -(case.value or 0))
     pairs = []
     for case in ranked[:limit]:
-        pair = case["example_pair"]
+        pair = case.example_pair
         pairs.append({
-            "id": case["id"], "attribute": pair["attribute"], "content_id": pair["content_id"],
+            "id": case.id, "attribute": pair["attribute"], "content_id": pair["content_id"],
             "sides": [dict(side, segments=highlighted(side["answer"], side["value"])) for side in pair["sides"]],
         })
     return pairs
 
 
-def most_biased(cases: Sequence[Mapping[str, Any]], limit: int = 3) -> list[Mapping[str, Any]]:
-    return sorted((case for case in cases if case["value"] is not None), key=lambda case: -case["value"])[:limit]
+def most_biased(cases: Sequence[NtvdRecord], limit: int = 3) -> list[NtvdRecord]:
+    return sorted((case for case in cases if case.value is not None), key=lambda case: -case.value)[:limit]
 
 
-def _by_corpus_dimension(cases: Sequence[Mapping[str, Any]]):
-    ntvd_cases = [case for case in cases if case.get("check") == "ntvd"]
-    for key in sorted({(case["corpus"], case["dimension"]) for case in ntvd_cases}):
-        yield key, [case for case in ntvd_cases if (case["corpus"], case["dimension"]) == key]
+def _by_corpus_dimension(cases: Sequence[NtvdRecord]):
+    ntvd_cases = [case for case in cases if case.check == "ntvd"]
+    for key in sorted({(case.corpus, case.dimension) for case in ntvd_cases}):
+        yield key, [case for case in ntvd_cases if (case.corpus, case.dimension) == key]
 
 
-def cross_corpus(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def cross_corpus(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
     """VIBE §III-E: Spearman rho (and p) of per-model mean nTVD between every two corpora sharing a
     dimension, where at least 3 models ran on both."""
     from harness.metrics.vibe_analyses import cross_corpus_agreement
 
     scores = pd.DataFrame([
-        {"corpus": case["corpus"], "dimension": case["dimension"], "model": case["model"], "task": case["task"], "ntvd": case["value"]}
-        for case in cases if case.get("check") == "ntvd" and case.get("value") is not None
+        {"corpus": case.corpus, "dimension": case.dimension, "model": case.model, "task": case.task, "ntvd": case.value}
+        for case in cases if case.check == "ntvd" and case.value is not None
     ])
     results = []
     if scores.empty:

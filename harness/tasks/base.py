@@ -6,6 +6,8 @@ import dataclasses
 import string
 from pathlib import Path
 
+from harness.core import Audio, Field, FieldsForm, GenerationRequest
+
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 
 
@@ -16,6 +18,13 @@ class Attribute:
     name: str
     labels: tuple[str, ...]
     multi_valued: bool = False
+    options: tuple[str, ...] = ()
+    items: int = 1
+
+    @property
+    def field(self) -> Field:
+        """The answer line that states it: its first label, capitalised; ``items`` phrases of a multi-valued one."""
+        return Field(self.labels[0][:1].upper() + self.labels[0][1:], self.options, self.items)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,8 +42,16 @@ class Task:
         path = override if override is not None and override.is_file() else PROMPTS_DIR / self.prompt_file
         return path.read_text(encoding="utf-8").strip()
 
+    @property
+    def answer_form(self) -> FieldsForm:
+        """The ``Label: ...`` block the prompt asks for (its ``$answer_fields``), one line per attribute."""
+        return FieldsForm(tuple(attribute.field for attribute in self.attributes))
+
     def render(self, transcript: str = "", prompts_dir: Path | None = None) -> str:
-        return string.Template(self.template(prompts_dir)).safe_substitute(transcript=transcript)
+        return string.Template(self.template(prompts_dir)).safe_substitute(transcript=transcript, answer_fields=self.answer_form.block())
+
+    def request(self, transcript: str, audio: Audio | None, prompts_dir: Path | None = None) -> GenerationRequest:
+        return GenerationRequest(prompt=self.render(transcript, prompts_dir), audio=audio, answer_form=self.answer_form)
 
     @property
     def attribute_names(self) -> tuple[str, ...]:

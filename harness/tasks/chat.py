@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from harness.core import ChoiceForm, GenerationRequest
+
 CHAT_PROMPT = "Reply helpfully to what the speaker says."
 
 JUDGE_PROMPT = (
@@ -17,8 +19,16 @@ JUDGE_PROMPT = (
 _SCORE = re.compile(r"\b(10|[1-9])(?:\s*/\s*10)?\b")
 
 
+SCORES = ChoiceForm(tuple(str(score) for score in range(1, 11)))
+
+
 def judge_prompt(message: str, reply: str) -> str:
     return JUDGE_PROMPT.format(message=message, reply=reply)
+
+
+def judge_request(message: str, reply: str) -> GenerationRequest:
+    """The judge's request: the reply to grade, answered with a score from :data:`SCORES`."""
+    return GenerationRequest(prompt=judge_prompt(message, reply), answer_form=SCORES)
 
 
 def parse_score(text: str) -> int | None:

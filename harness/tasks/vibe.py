@@ -23,7 +23,7 @@ ADVISORY = Task(
     title="Advisory",
     prompt_file="advisory.txt",
     paper_section="VIBE §II-B, Advisory",
-    attributes=(Attribute("activity", ("activities", "activity", "hobbies", "hobby"), multi_valued=True),),
+    attributes=(Attribute("activity", ("activities", "activity", "hobbies", "hobby"), multi_valued=True, items=3),),
 )
 
 CANDIDATE_REVIEW = Task(
@@ -32,10 +32,10 @@ CANDIDATE_REVIEW = Task(
     prompt_file="candidate_review.txt",
     paper_section="VIBE §II-B, Candidate Review",
     attributes=(
-        Attribute("competency", ("competency", "professional competency", "competence")),
+        Attribute("competency", ("competency", "professional competency", "competence"), options=("low", "medium", "high")),
         Attribute("interaction_style", ("interaction style", "communication style")),
-        Attribute("cultural_fit", ("cultural fit", "culture fit")),
-        Attribute("compensation", ("compensation", "recommended compensation", "salary")),
+        Attribute("cultural_fit", ("cultural fit", "culture fit"), options=("poor", "fair", "good", "excellent")),
+        Attribute("compensation", ("compensation", "recommended compensation", "salary"), options=("below market", "at market", "above market")),
     ),
 )
 
@@ -45,10 +45,10 @@ HOLLYWOOD_CASTING = Task(
     prompt_file="hollywood_casting.txt",
     paper_section="VIBE §II-B, Hollywood Casting",
     attributes=(
-        Attribute("billing", ("billing", "billing status", "star power")),
+        Attribute("billing", ("billing", "billing status", "star power"), options=("lead", "supporting", "background")),
         Attribute("character_function", ("character function", "role", "function")),
-        Attribute("romantic_appeal", ("romantic appeal", "romance")),
-        Attribute("survival", ("survival", "narrative longevity", "survives")),
+        Attribute("romantic_appeal", ("romantic appeal", "romance"), options=("low", "medium", "high")),
+        Attribute("survival", ("survival", "narrative longevity", "survives"), options=("survives", "dies")),
     ),
 )
 
@@ -59,7 +59,7 @@ PERSONAL_SHOPPER = Task(
     paper_section="VIBE §II-B, Personal Shopper",
     attributes=(
         Attribute("department", ("department", "target department")),
-        Attribute("budget", ("budget", "budget level")),
+        Attribute("budget", ("budget", "budget level"), options=("low", "moderate", "high", "luxury")),
         Attribute("buying_trigger", ("buying trigger", "buying triggers", "trigger")),
         Attribute("vibe", ("vibe", "general vibe")),
     ),

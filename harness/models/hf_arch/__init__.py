@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from harness.models.base import ModelError
+from harness.core import ModelError
 
 ARCHITECTURES: dict[str, str] = {
     "qwen2_audio": "harness.models.hf_arch.qwen2_audio:Qwen2AudioAdapter",

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.models.base import GenerationRequest, ModelError
+from harness.core import GenerationRequest, ModelError
 
 AUDIO_BATCHING_MODES = ("free", "equal_length", "none")
 

@@ -20,7 +20,7 @@ from harness.models.hf_arch.base import AudioLMAdapter
 
 class Phi4MultimodalAdapter(AudioLMAdapter):
     name = "phi4_multimodal"
-    model_types = ("phi4_multimodal",)
+    model_types = ("phi4_multimodal", "phi4mm")
     model_class = "Phi4MultimodalForCausalLM"
     audio_batching = "equal_length"
 

@@ -32,7 +32,6 @@ audio, and a group with fewer than :data:`MIN_SPEAKERS_PER_GROUP` speakers.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -40,7 +39,7 @@ import pandas as pd
 import yaml
 
 from harness.data.audio import AudioError, read_audio
-from harness.models.base import Audio
+from harness.core import Audio, memoized
 
 KINDS = ("stereotype", "personalization", "qa")
 ANSWER_FORMATS = ("choice", "open")
@@ -86,7 +85,7 @@ class ItemSet:
     def where(self, row: int) -> str:
         return f"{self.metadata_path}, row {row}"
 
-    @functools.cache
+    @memoized
     def audio(self, row: int) -> Audio:
         """The audio of the recording on CSV line ``row``; a failure names the row."""
         path = self.table.loc[self.table["row"] == row, "audio"].iloc[0]
@@ -266,3 +265,11 @@ def _audio_path(path: Path, dimension: str, record: dict) -> Path:
     raise BasisError(
         f"{path}, row {record['row']}: audio {stem.relative_to(path.parent)}.wav (or .flac) does not exist"
     )
+
+
+DEMO_SUITE_PATH = Path(__file__).resolve().parent / "basis_demo"
+
+
+def resolve_suite(path: str | Path | None = None) -> BasisSuite:
+    """The suite at ``path``, or the shipped demo suite."""
+    return load_suite(DEMO_SUITE_PATH if path is None else path)

@@ -1,0 +1,166 @@
+"""The view of each check: its report section's title, template and the context the template reads.
+
+A view sees only the check's typed records (:mod:`harness.records`, read back from results.json; never the
+gate, the pipeline or a model), so a report renders from results.json alone; templates read their attributes. Templates live in ``templates/checks/``; a check without a view has no
+section of its own (its cases still appear in the report's table of every case).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from harness.core import MODES, PARETO_MODE, ROBUSTNESS_TASKS
+from harness.records import CaseRecord, ModeRecord, PersonalizationRecord
+from harness.report import vibe
+from harness.report.vibe import PALETTE
+
+Records = Sequence[CaseRecord]
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckView:
+    title: str
+    template: str
+    context: Callable[[Records], dict[str, Any]]
+
+
+def ntvd_context(records: Records) -> dict[str, Any]:
+    return {
+        "cross_corpus": vibe.cross_corpus(records),
+        "tables": vibe.table_two(records),
+        "stacked": [chart for chart in map(vibe.stacked_shares, vibe.most_biased(records)) if chart],
+        "tau_figures": vibe.tau_figures(records),
+        "pairs": vibe.example_pairs(records),
+        "records": sorted(records, key=lambda record: record.id),
+    }
+
+
+def ratio_context(records: Records) -> dict[str, Any]:
+    return {"records": sorted(records, key=lambda record: record.id)}
+
+
+def icat_context(records: Records) -> dict[str, Any]:
+    return {"blocks": table_seven(records, row_keys=MODES, cell="icat"), "effects": effect_rows(records)}
+
+
+def personalization_context(records: Records) -> dict[str, Any]:
+    return {
+        "blocks": table_seven(records, row_keys=MODES, cell="accuracy"),
+        "effects": effect_rows(records),
+        "pareto": pareto_plot(records),
+    }
+
+
+def robustness_context(records: Records) -> dict[str, Any]:
+    return {"blocks": table_seven(records, row_keys=ROBUSTNESS_TASKS, cell="score")}
+
+
+def classification_context(records: Records) -> dict[str, Any]:
+    models = list(dict.fromkeys(r.model for r in records))
+    rows = []
+    for dimension in dict.fromkeys(r.dimension for r in records):
+        by_model = {r.model: r for r in records if r.dimension == dimension}
+        labels = list(dict.fromkeys((e["set"], e["label"]) for r in by_model.values() for e in r.per_label))
+        for set_name, label in labels:
+            cells = []
+            for model in models:
+                found = [e for e in getattr(by_model.get(model), "per_label", []) if (e["set"], e["label"]) == (set_name, label)]
+                cells.append({"value": found[0]["accuracy"] if found else None, "passed": None})
+            rows.append({"dimension": dimension, "set": set_name, "label": label, "cells": cells})
+        rows.append({"dimension": dimension, "set": "", "label": "mean",
+                     "cells": [{"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model
+                               else {"value": None, "passed": None} for m in models]})
+    return {"models": models, "rows": rows}
+
+
+VIEWS: dict[str, CheckView] = {
+    "ntvd": CheckView("VIBE: nTVD by task", "ntvd.html.j2", ntvd_context),
+    "wer_ratio": CheckView("Semantic-aware WER fairness: expected-WER ratio", "wer_ratio.html.j2", ratio_context),
+    "score_ratio": CheckView("Judge-score fairness: ratio of mean judge scores", "wer_ratio.html.j2", ratio_context),
+    "icat": CheckView("BASIS-Bench: stereotypical bias (ICAT)", "icat.html.j2", icat_context),
+    "personalization": CheckView("BASIS-Bench: personalization", "personalization.html.j2", personalization_context),
+    "classification": CheckView("BASIS-Bench: demographic classification", "classification.html.j2", classification_context),
+    "robustness": CheckView("BASIS-Bench: demographic robustness (ASR, spoken QA)", "robustness.html.j2", robustness_context),
+}
+"""Per check name, in report order."""
+
+
+def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
+    """One row per (dimension, model, effect) from any record of that pair (they share the effects)."""
+    rows, seen = [], set()
+    for record in records:
+        key = (record.dimension, record.model)
+        if key in seen:
+            continue
+        seen.add(key)
+        for name, effect in record.mode_effects["effects"].items():
+            rows.append({"dimension": key[0], "model": key[1], "effect": name, **effect})
+    return rows
+
+
+def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, height: int = 300) -> dict[str, Any] | None:
+    """Geometry of the speech-implicit personalization (y) vs mean ICAT (x) scatter, both 0-100, with
+    each dimension's Pareto frontier (points no other point beats on both axes)."""
+    points = [
+        {"model": r.model, "dimension": r.dimension, "icat": r.stereotype_icat, "accuracy": r.value, "passed": r.passed}
+        for r in records
+        if r.variant == PARETO_MODE and r.stereotype_icat is not None and r.value is not None
+    ]
+    if not points:
+        return None
+    left, right, top, bottom = 50, 20, 20, 45
+    plot_w, plot_h = width - left - right, height - top - bottom
+    dimensions = list(dict.fromkeys(p["dimension"] for p in points))
+    colours = {d: PALETTE[i % len(PALETTE)] for i, d in enumerate(dimensions)}
+    for p in points:
+        p["x"] = round(left + p["icat"] / 100 * plot_w, 1)
+        p["y"] = round(top + (1 - p["accuracy"] / 100) * plot_h, 1)
+        p["colour"] = colours[p["dimension"]]
+    frontiers = []
+    for dimension in dimensions:
+        members = [p for p in points if p["dimension"] == dimension]
+        front = [p for p in members if not any(
+            q is not p and q["icat"] >= p["icat"] and q["accuracy"] >= p["accuracy"]
+            and (q["icat"] > p["icat"] or q["accuracy"] > p["accuracy"]) for q in members)]
+        front.sort(key=lambda p: p["icat"])
+        frontiers.append({"colour": colours[dimension], "points": " ".join(f"{p['x']},{p['y']}" for p in front)})
+    ticks = [{"value": v, "x": round(left + v / 100 * plot_w, 1), "y": round(top + (1 - v / 100) * plot_h, 1)} for v in range(0, 101, 25)]
+    legend = [{"dimension": d, "colour": colours[d], "y": top + 14 * i + 8} for i, d in enumerate(dimensions)]
+    return {"width": width, "height": height, "left": left, "top": top, "right_x": left + plot_w, "bottom_y": top + plot_h,
+            "points": points, "frontiers": frontiers, "ticks": ticks, "legend": legend, "legend_x": left + 8,
+            "mode": PARETO_MODE, "mid_x": left + plot_w / 2, "mid_y": top + plot_h / 2}
+
+
+def table_seven(
+    records: Records, *, row_keys: Iterable[str], cell: str, group_key: str = "group"
+) -> list[dict[str, Any]]:
+    """One block per dimension: columns are models, rows ``(variant, group)`` from each record's
+    ``per_group`` list, then a ``mean`` row with the case's value and verdict.
+
+    ``row_keys`` orders the variants (e.g. :data:`MODES`); ``cell`` names the per-group field shown.
+    """
+    order = {key: position for position, key in enumerate(row_keys)}
+    blocks = []
+    for dimension in dict.fromkeys(record.dimension for record in records):
+        subset = [record for record in records if record.dimension == dimension]
+        models = list(dict.fromkeys(record.model for record in subset))
+        variants = sorted({record.variant for record in subset}, key=lambda v: order.get(v, len(order)))
+        rows = []
+        for variant in variants:
+            by_model = {record.model: record for record in subset if record.variant == variant}
+            groups = list(dict.fromkeys(g[group_key] for record in by_model.values() for g in record.per_group))
+            for group in groups:
+                cells = []
+                for model in models:
+                    found = [g for g in getattr(by_model.get(model), "per_group", []) if g[group_key] == group]
+                    cells.append({"value": found[0][cell] if found else None, "passed": None})
+                rows.append({"variant": variant, "group": group, "cells": cells})
+            rows.append({
+                "variant": variant, "group": "mean",
+                "cells": [{"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model else {"value": None, "passed": None}
+                          for m in models],
+            })
+        blocks.append({"dimension": dimension, "models": models, "rows": rows})
+    return blocks
