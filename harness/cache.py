@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import fcntl
 import gzip
+import io
 import json
 import sqlite3
 import time
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.core import atomic_write
 from harness.models.base import stable_hash
 
 SCHEMA = """
@@ -99,7 +101,9 @@ class OutputCache:
         if keys is not None:
             wanted = set(keys)
             rows = [row for row in rows if row[0] in wanted]
-        with gzip.open(path, "wt", encoding="utf-8") as handle:
+        # written to a temporary file beside ``path`` and renamed: a kill leaves the old export or the new one
+        with atomic_write(path, "wb") as raw, gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw) as packed, \
+                io.TextIOWrapper(packed, encoding="utf-8") as handle:  # fmt: skip
             handle.write(json.dumps({"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "entries": len(rows)}) + "\n")
             for row in rows:
                 handle.write(json.dumps(dict(zip(EXPORT_FIELDS, row)), ensure_ascii=False) + "\n")

@@ -6,9 +6,15 @@ and what more than one of them needs lives here.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import hashlib
 import json
+import os
+import re
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -49,3 +55,154 @@ def bootstrap_seed(*parts: Any) -> int:
     the same digest as ``stable_hash(list(parts))``, so equal parts seed equally across processes and runs."""
     text = json.dumps(list(parts), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Atomic output files
+
+
+_TEMP_SUFFIX = ".lalm-tmp"
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None = None):
+    """Write ``path`` all at once: yield a file object on a temporary file in the same folder, then flush,
+    ``fsync``, ``os.replace`` it onto ``path`` and ``fsync`` the folder.
+
+    A process killed at any point (``kill -9``) leaves either the previous file or the complete new one, never
+    a partial file under ``path``. The temporary file is ``.<name>.<pid>.<random>.lalm-tmp``; when the block
+    raises it is removed and ``path`` is untouched; one left by a killed process is removed by the next
+    successful write of the same ``path`` (its pid is no longer running). ``mode`` is ``"wb"`` or ``"w"``
+    (text, ``encoding`` default UTF-8).
+    """
+    if mode not in ("wb", "w"):
+        raise ValueError(f"atomic_write: mode must be 'wb' or 'w', got {mode!r}")
+    target = Path(path)
+    temp = temporary_path(target)
+    try:
+        with open(temp, mode, encoding=(encoding or "utf-8") if mode == "w" else None) as handle:
+            yield handle
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    commit_temporary(temp, target)
+
+
+def temporary_path(target: str | os.PathLike) -> Path:
+    """A new empty temporary file beside ``target`` (``.<name>.<pid>.<random>.lalm-tmp``), for
+    :func:`commit_temporary` (writers that insist on a path of their own, e.g. pytest's junit XML)."""
+    target = Path(target)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=_TEMP_SUFFIX, dir=target.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def commit_temporary(temp: str | os.PathLike, target: str | os.PathLike) -> None:
+    """``fsync`` the finished ``temp``, rename it onto ``target`` (keeping ``target``'s permissions, else the
+    umask's), ``fsync`` the folder and remove temporaries that killed writers of ``target`` left behind. On
+    failure ``temp`` is removed and the error raised; ``target`` is then untouched."""
+    temp, target = Path(temp), Path(target)
+    try:
+        with open(temp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+        os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    _fsync_folder(target.parent)
+    _remove_stale_temporaries(target)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Replace ``path`` by ``data`` atomically (:func:`atomic_write`); returns the path."""
+    with atomic_write(path, "wb") as handle:
+        handle.write(data)
+    return Path(path)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+    """Replace ``path`` by ``text`` atomically (:func:`atomic_write`); returns the path."""
+    return atomic_write_bytes(path, text.encode(encoding))
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # not every platform opens folders
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Remove ``.<name>.<pid>.*.lalm-tmp`` beside ``target`` whose writing process is gone."""
+    for temp in target.parent.glob(f".{glob.escape(target.name)}.*{_TEMP_SUFFIX}"):
+        pid_text = temp.name[len(target.name) + 2 :].split(".", 1)[0]
+        if not pid_text.isdigit() or _process_alive(int(pid_text)):
+            continue
+        with contextlib.suppress(OSError):
+            temp.unlink()
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+# --------------------------------------------------------------------------------------------------------
+# Secrets
+
+
+REDACTED = "[REDACTED]"
+_SECRET_PATTERNS = (
+    # "Authorization: Bearer <token>", "'Authorization': 'Basic <token>'", JSON or header form
+    re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)(?:(bearer|basic|token)\s+)?[^\s\"',;}]+"),
+    re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-]+"),
+    # api-key / api_key / x-api-key headers and fields
+    re.compile(r"(?i)((?:x-)?api[-_ ]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]+"),
+    # OpenAI-style secret keys: sk-..., sk-proj-..., sess-...
+    re.compile(r"\b((?:sk|sess|rk|pk)-)[A-Za-z0-9_\-]{8,}"),
+)
+
+
+def redact(text: Any, secrets: Sequence[str | None] = ()) -> str:
+    """``str(text)`` with credentials replaced by ``[REDACTED]``: every non-empty value of ``secrets`` (e.g. the
+    API key itself, however the server echoed it), then ``Authorization: <scheme> <token>``, ``Bearer <token>``,
+    ``api-key``/``x-api-key``/``api_key`` headers or fields, and ``sk-``/``sess-``-like tokens (8+ characters
+    after the prefix). Redacting twice changes nothing."""
+    out = str(text)
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        out = out.replace(secret, REDACTED)
+    for pattern in _SECRET_PATTERNS:
+        out = pattern.sub(_redaction, out)
+    return out
+
+
+def _redaction(match: re.Match) -> str:
+    prefix = match.group(1) or ""
+    scheme = match.group(2) if (match.re.groups >= 2 and match.group(2)) else ""
+    token = match.group(0)[len(prefix) :]
+    if token.strip() == REDACTED or token.endswith(REDACTED):
+        return match.group(0)
+    return f"{prefix}{scheme + ' ' if scheme else ''}{REDACTED}"

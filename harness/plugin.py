@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
+from harness.atomic_junit import AtomicJunitXml
+from harness.core import atomic_write_text
 from harness.data import CorpusError
 from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
@@ -68,6 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         import_caches(config)
     config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
+    config.pluginmanager.register(AtomicJunitXml(config), "lalm_fairness_atomic_junit")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
 
@@ -239,7 +242,7 @@ class FairnessSession:
         results = self.results()
         results_path = self.config.getoption("--results-json")
         if results_path:
-            Path(results_path).write_text(json.dumps(results, indent=2, sort_keys=False))
+            atomic_write_text(results_path, json.dumps(results, indent=2, sort_keys=False))
         report_path = self.config.getoption("--report")
         if report_path:
             from harness.report import write_report

@@ -9,6 +9,7 @@ from typing import Any
 
 import jinja2
 
+from harness.core import atomic_write_text
 from harness.report.vibe import PALETTE, significance_stars, table_two
 
 __all__ = ["PALETTE", "bar_chart", "check_sections", "render_report", "significance_stars", "table_two", "write_report"]
@@ -69,5 +70,5 @@ def check_sections(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def write_report(results: Mapping[str, Any], path: str | Path) -> Path:
     path = Path(path)
-    path.write_text(render_report(results), encoding="utf-8")
+    atomic_write_text(path, render_report(results))
     return path
