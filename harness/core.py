@@ -188,12 +188,17 @@ _SECRET_PATTERNS = (
 
 def redact(text: Any, secrets: Sequence[str | None] = ()) -> str:
     """``str(text)`` with credentials replaced by ``[REDACTED]``: every non-empty value of ``secrets`` (e.g. the
-    API key itself, however the server echoed it), then ``Authorization: <scheme> <token>``, ``Bearer <token>``,
+    API key itself, however the server echoed it, and its first 6+ characters at the very end, where a body was cut
+    short), then ``Authorization: <scheme> <token>``, ``Bearer <token>``,
     ``api-key``/``x-api-key``/``api_key`` headers or fields, and ``sk-``/``sess-``-like tokens (8+ characters
     after the prefix). Redacting twice changes nothing."""
     out = str(text)
     for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
         out = out.replace(secret, REDACTED)
+        for k in range(len(secret) - 1, 5, -1):  # a body cut short inside the key: its leading 6+ characters
+            if out.endswith(secret[:k]):
+                out = out[:-k] + REDACTED
+                break
     for pattern in _SECRET_PATTERNS:
         out = pattern.sub(_redaction, out)
     return out

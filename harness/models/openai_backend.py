@@ -11,7 +11,9 @@ Options:
 =======================  =======================================================================
 ``api_key_env``          environment variable holding the API key (default ``OPENAI_API_KEY``);
                          read at load time, sent only as the ``Authorization`` header, never
-                         stored in the fingerprint, the cache, reports or error messages
+                         stored in the fingerprint, the cache, reports or error messages (server
+                         error bodies and exception texts pass :func:`harness.core.redact`: the
+                         key, ``Bearer``/``Authorization``/``api-key`` values and ``sk-`` tokens)
 ``concurrency``          requests in flight (default 8)
 ``timeout_s``            per-request timeout (default 120)
 ``max_retries``          retries on 429 / 5xx / connection errors / timeouts (default 5)
@@ -45,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.core import redact
 from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.progress import Progress
@@ -118,7 +121,7 @@ def answer_text(payload: Mapping[str, Any]) -> str:
     try:
         content = payload["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError) as exc:
-        raise ModelError(f"openai: response has no choices[0].message.content ({str(payload)[:200]})") from exc
+        raise ModelError(f"openai: response has no choices[0].message.content ({redact(str(payload)[:200])})") from exc
     if content is None:
         return ""
     if isinstance(content, list):  # content parts
@@ -209,18 +212,25 @@ class OpenAIModel:
             retry_after = None
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    return answer_text(json.loads(resp.read().decode("utf-8")))
+                    payload = json.loads(resp.read().decode("utf-8"))
+                try:
+                    return answer_text(payload)
+                except ModelError as error:  # its excerpt of the payload may echo the key
+                    message = redact(error, [self._api_key])
+                del payload  # a traceback that shows locals (pytest -l) must not show the echoed key either
+                raise ModelError(message) from None
             except urllib.error.HTTPError as exc:
-                detail = exc.read(300).decode("utf-8", "replace") if exc.fp is not None else ""
-                last_error = f"HTTP {exc.code} from {url}: {detail}"
+                # redacted before it is cut short or kept in any variable (a traceback with locals shows them)
+                detail = redact(exc.read(8192).decode("utf-8", "replace"), [self._api_key]) if exc.fp is not None else ""
+                last_error = f"HTTP {exc.code} from {url}: {detail[:300]}"
                 if exc.code not in RETRY_STATUS:
                     raise ModelError(f"{self.spec}: request {index} failed: {last_error}") from None
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
             except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
-                last_error = f"{type(exc).__name__} from {url}: {reason}"
+                last_error = redact(f"{type(exc).__name__} from {url}: {reason}", [self._api_key])
             except ValueError as exc:  # malformed JSON
-                last_error = f"bad response from {url}: {exc}"
+                last_error = redact(f"bad response from {url}: {exc}", [self._api_key])
             if attempt < self.max_retries:
                 self._sleep(self._delay(attempt, retry_after))
         raise ModelError(f"{self.spec}: request {index} failed after {self.max_retries + 1} attempts: {last_error}")
