@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from gate_support import gate_project as make_gate_project
 
 from harness.core import atomic_write, atomic_write_text
 
@@ -72,10 +72,9 @@ def test_kill_during_a_slow_write_leaves_the_old_file_and_the_next_write_cleans_
 def test_a_failing_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
     target = tmp_path / "report.html"
     target.write_text("old report")
-    with pytest.raises(RuntimeError, match="renderer broke"):
-        with atomic_write(target, "w") as handle:
-            handle.write("half a rep")
-            raise RuntimeError("renderer broke")
+    with pytest.raises(RuntimeError, match="renderer broke"), atomic_write(target, "w") as handle:
+        handle.write("half a rep")
+        raise RuntimeError("renderer broke")
     assert target.read_text() == "old report"
     assert temporaries(tmp_path) == []
 
@@ -90,10 +89,7 @@ def test_a_write_keeps_the_permissions_of_the_file_it_replaces(tmp_path):
 
 @pytest.fixture
 def gate_project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
-    shutil.copy(REPO / "fairness_tests" / "test_vibe.py", pytester.path / "test_vibe.py")
-    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
-    return pytester
+    return make_gate_project(pytester, "test_vibe.py")
 
 
 GATE_ARGS = ("-p", "no:cacheprovider", "--permutations", "99", "--model", "sim:fair", "-k", "advisory and gender")

@@ -11,11 +11,12 @@ import io
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
 import soundfile as sf
+from gate_support import LoopbackServer
 
 from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError
 from harness.models.openai_backend import OpenAIBackend, build_body, parse_target
@@ -66,15 +67,11 @@ class Server:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.loopback = LoopbackServer(Handler)
+        self.url = self.loopback.url
 
     def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.loopback.close()
 
 
 @pytest.fixture
@@ -189,7 +186,7 @@ def test_failover_to_the_other_url(servers):
 def test_bounded_concurrency(servers):
     server = servers(script=[(200, {}, 0.15)] * 8)
     active, peak, lock = [0], [0], threading.Lock()
-    original = server.httpd.RequestHandlerClass.do_POST
+    original = server.loopback.httpd.RequestHandlerClass.do_POST
 
     def counting(self):
         with lock:
@@ -201,7 +198,7 @@ def test_bounded_concurrency(servers):
             with lock:
                 active[0] -= 1
 
-    server.httpd.RequestHandlerClass.do_POST = counting
+    server.loopback.httpd.RequestHandlerClass.do_POST = counting
     backend([server.url], concurrency=3).load().generate([GenerationRequest(f"q{i}") for i in range(8)], DecodingParams())
     # Counted on the server, a finished handler may not have left `counting` when the client, already
     # answered, sends its next request: one extra overlap is that handover, not a fourth client slot.

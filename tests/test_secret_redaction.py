@@ -4,16 +4,14 @@ results.json, report.html, the junit XML or stdout. The servers run on 127.0.0.1
 from __future__ import annotations
 
 import json
-import shutil
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from gate_support import LoopbackServer
+from gate_support import gate_project as make_gate_project
 
 from harness.core import REDACTED, redact
 
-REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-echo-9f8e7d6c5b4a39281706"
 pytest_plugins = ["pytester"]
 
@@ -48,24 +46,16 @@ class EchoServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        self.loopback = LoopbackServer(Handler)
+        self.url = self.loopback.url
 
     def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
+        self.loopback.close()
 
 
 @pytest.fixture
 def gate_project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
-    shutil.copy(REPO / "fairness_tests" / "test_vibe.py", pytester.path / "test_vibe.py")
-    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
-    return pytester
+    return make_gate_project(pytester, "test_vibe.py")
 
 
 @pytest.mark.parametrize("status, body", [(401, "error"), (200, "no-choices")])
