@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.baseline import check_baseline_cases
 from harness.basis import BasisSuite, resolve_suite
 from harness.cache import OutputCache, cache_key
 from harness.data import Corpus, resolve_corpus
@@ -299,7 +300,7 @@ class Gate:
             "cache_hits": sum(model.hits for model in self._all_models()),
             "models_loaded": sorted(model.spec for model in self._all_models() if model.loaded),
             "corpora": {name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table)} for name, c in self.corpora.items()},
-            "thresholds": {"source": self.thresholds.source, "hash": self.thresholds.digest},
+            "thresholds": {"source": self.thresholds.source, "hash": self.thresholds.digest, "notes": list(self.thresholds.notes)},
             "permutations": self.config.permutations,
             "seed": self.config.seed,
             "decoding": self.config.decoding.as_dict(),
@@ -346,9 +347,11 @@ def load_baseline(path: str | Path, model: str | None = None) -> Baseline:
     path = Path(path)
     try:
         results = json.loads(path.read_text())
-        cases = [case for case in results["cases"] if case.get("check") != "error"]
+        all_cases = results["cases"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{path}: not a lalm-fairness results.json ({exc})") from exc
+    check_baseline_cases(path, all_cases)
+    cases = [case for case in all_cases if case.get("check") != "error"]
     models = sorted({case["model"] for case in cases})
     if model is None:
         if len(models) != 1:

@@ -12,12 +12,24 @@ ones::
           dimensions: {gender: {max_ntvd: 10.0}}
 
 Each check declares its keys (type, default, allowed range) in a :class:`ThresholdSchema`.
+
+Loading rejects, naming the file: a file that is not UTF-8, invalid YAML, a key given twice in one mapping
+(YAML would keep the last silently; the message gives both lines) and, in any layer or any merged case,
+``lower > upper``. A ``dimensions`` override may name a dimension that this session's corpora and BASIS suite
+lack, so that one file serves every corpus: such an override is *unused*, reported (a warning and
+``Thresholds.notes``, which reach results.json's metadata) and never fatal. A name that is no dimension of any
+known kind stays an error; the known dimensions are those of the session's corpora and suite, those any
+registered corpus loader writes (``harness.data.loaders.LOADER_DIMENSIONS``: CREMA-D's gender, age_group,
+race; accent and gender of SAA and L2-ARCTIC; LibriSpeech's gender) and those of the shipped demo corpus and
+demo BASIS suite (:func:`known_dimensions`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +39,52 @@ import yaml
 
 class ThresholdsError(ValueError):
     """The thresholds file is invalid; the message names the file and the key path."""
+
+
+# Keys that bound one interval: in every layer and every merged case, the first may not exceed the second.
+ORDERED_KEYS: tuple[tuple[str, str], ...] = (("lower", "upper"),)
+
+
+@functools.cache
+def known_dimensions() -> frozenset[str]:
+    """Every dimension name a thresholds file may use whatever the session's corpora: the dimensions the
+    registered corpus loaders write, and those of the shipped demo corpus and demo BASIS suite."""
+    from harness.data.loaders import LOADER_DIMENSIONS
+
+    names = {dimension for dimensions in LOADER_DIMENSIONS.values() for dimension in dimensions}
+    data = Path(__file__).parent / "data"
+    demo = yaml.safe_load((data / "demo" / "corpus.yaml").read_text(encoding="utf-8")) or {}
+    names.update(demo.get("dimensions", []))
+    suite = yaml.safe_load((data / "basis_demo" / "suite.yaml").read_text(encoding="utf-8")) or {}
+    names.update(entry["dimension"] for entry in suite.get("sets", []) if isinstance(entry, Mapping) and "dimension" in entry)
+    return frozenset(names)
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (plain YAML keeps the last one)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: construct_mapping below says so
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first on line {first + 1})", key_node.start_mark
+                )
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, UniqueKeyLoader.construct_mapping)
+
+
+def load_yaml_unique(text: str):
+    """``yaml.safe_load`` that raises ``yaml.YAMLError`` on a duplicate key (:class:`UniqueKeyLoader`)."""
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +126,8 @@ class Thresholds:
     source: str
     raw: Mapping[str, Any]
     digest: str
+    notes: list[str] = dataclasses.field(default_factory=list, compare=False)
+    """What :meth:`validate` reported without failing (overrides of dimensions the session lacks)."""
 
     def values(self, check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> dict[str, Any]:
         """The merged settings of one case: defaults < dimension < variant < variant x dimension."""
@@ -83,8 +143,12 @@ class Thresholds:
         return merged
 
     def validate(self, schemas: Mapping[str, ThresholdSchema], variants: Mapping[str, Iterable[str]], dimensions: Iterable[str]) -> None:
-        """Raise :class:`ThresholdsError` for an unknown check, variant, dimension or key, listing the valid ones."""
-        dimensions = sorted(set(dimensions))
+        """Raise :class:`ThresholdsError` for an unknown check, variant, dimension or key, listing the valid ones,
+        and for ``lower > upper`` in a layer or in a merged case. ``dimensions`` are the session's; an override of
+        a :func:`known_dimensions` name that the session lacks is recorded in :attr:`notes` and warned about."""
+        self.notes.clear()
+        session = sorted(set(dimensions))
+        dimensions = sorted(set(dimensions) | known_dimensions())
         unknown = sorted(set(self.raw) - set(schemas))
         if unknown:
             self._fail(f"unknown section(s) {unknown}", sorted(schemas))
@@ -97,7 +161,7 @@ class Thresholds:
             if unknown:
                 self._fail(f"{check}: unknown key(s) {unknown}", layers)
             self._check_values(section.get("defaults", {}) or {}, f"{check}.defaults", schema)
-            self._check_dimension_block(section.get("dimensions", {}) or {}, f"{check}.dimensions", dimensions, schema)
+            self._check_dimension_block(section.get("dimensions", {}) or {}, f"{check}.dimensions", dimensions, session, schema)
             if schema.variant_axis:
                 valid_variants = sorted(set(variants.get(check, ())))
                 variant_section = section.get(schema.variant_axis, {}) or {}
@@ -109,14 +173,37 @@ class Thresholds:
                     block = block or {}
                     self._expect_mapping(block, f"{path}.{variant}")
                     block = dict(block)
-                    self._check_dimension_block(block.pop("dimensions", {}) or {}, f"{path}.{variant}.dimensions", dimensions, schema)
+                    self._check_dimension_block(block.pop("dimensions", {}) or {}, f"{path}.{variant}.dimensions", dimensions, session, schema)
                     self._check_values(block, f"{path}.{variant}", schema)
+            self._check_merged_order(check, schema, variants.get(check, ()), session)
+        for note in self.notes:
+            warnings.warn(f"{self.source}: {note}", UserWarning, stacklevel=2)
 
-    def _check_dimension_block(self, block: Any, path: str, dimensions: list[str], schema: ThresholdSchema) -> None:
+    def _check_merged_order(self, check: str, schema: ThresholdSchema, variants: Iterable[str], session: list[str]) -> None:
+        """``lower <= upper`` (:data:`ORDERED_KEYS`) in every case the layers merge to."""
+        pairs = [(low, high) for low, high in ORDERED_KEYS if low in schema.keys and high in schema.keys]
+        if not pairs:
+            return
+        axis = list(variants) if schema.variant_axis else []
+        for variant in axis or [None]:
+            for dimension in session or [None]:
+                merged = self.values(check, schema, variant, dimension)
+                for low, high in pairs:
+                    if merged[low] > merged[high]:
+                        where = " x ".join(str(part) for part in (variant, dimension) if part is not None)
+                        raise ThresholdsError(
+                            f"{self.source}: {check}: {low} = {merged[low]!r} exceeds {high} = {merged[high]!r} "
+                            f"once the layers are merged ({where or 'defaults'})"
+                        )
+
+    def _check_dimension_block(self, block: Any, path: str, dimensions: list[str], session: list[str], schema: ThresholdSchema) -> None:
         self._expect_mapping(block, path)
         for dimension, values in block.items():
             if dimension not in dimensions:
                 self._fail(f"{path}: unknown dimension {dimension!r}", dimensions)
+            if dimension not in session:
+                self.notes.append(f"{path}.{dimension} is unused: no corpus or suite of this session has dimension "
+                                  f"{dimension!r} (it has {', '.join(session) or 'none'})")  # fmt: skip
             self._check_values(values or {}, f"{path}.{dimension}", schema)
 
     def _check_values(self, block: Any, path: str, schema: ThresholdSchema) -> None:
@@ -130,6 +217,9 @@ class Thresholds:
             problem = key.problem(value)
             if problem:
                 raise ThresholdsError(f"{self.source}: {path}.{name} = {value!r} {problem}")
+        for low, high in ORDERED_KEYS:
+            if low in block and high in block and block[low] > block[high]:
+                raise ThresholdsError(f"{self.source}: {path}: {low} = {block[low]!r} exceeds {high} = {block[high]!r}")
 
     def _expect_mapping(self, block: Any, path: str) -> None:
         if not isinstance(block, Mapping):
@@ -146,9 +236,13 @@ def load_thresholds(path: str | Path | None) -> Thresholds:
     path = Path(path)
     if not path.is_file():
         raise ThresholdsError(f"{path}: thresholds file does not exist")
-    text = path.read_text(encoding="utf-8")
+    data = path.read_bytes()
     try:
-        raw = yaml.safe_load(text) or {}
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ThresholdsError(f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); save it as UTF-8") from None
+    try:
+        raw = load_yaml_unique(text) or {}
     except yaml.YAMLError as exc:
         raise ThresholdsError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(raw, Mapping):

@@ -60,13 +60,13 @@ def test_rules(rule, score, q, fails):
 
 @pytest.mark.parametrize("text, message", [
     ("ntvd:\n  tasks:\n    advisroy: {}\n", "ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review"),
-    ("ntvd:\n  dimensions:\n    race: {}\n", "ntvd.dimensions: unknown dimension 'race'; valid: accent, gender"),
+    ("ntvd:\n  dimensions:\n    religion: {}\n", "ntvd.dimensions: unknown dimension 'religion'; valid: accent, age, age_group, gender, race"),
     ("ntvd:\n  defaults: {max_tvd: 3}\n", "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_increase, max_ntvd, regression_alpha, rule, tau"),
     ("ntvd:\n  defaults: {rule: sometimes}\n", "rule = 'sometimes' is not one of magnitude, significance, both"),
     ("ntvd:\n  defaults: {alpha: 1.5}\n", "alpha = 1.5 must lie in (0, 1)"),
     ("ntvd:\n  defaults: {tau: ten}\n", "tau = 'ten' is not a int"),
     ("wer:\n  x: 1\n", "unknown section(s) ['wer']; valid: ntvd"),
-    ("ntvd:\n  tasks:\n    story:\n      dimensions: {age: {}}\n", "ntvd.tasks.story.dimensions: unknown dimension 'age'"),
+    ("ntvd:\n  tasks:\n    story:\n      dimensions: {agee: {}}\n", "ntvd.tasks.story.dimensions: unknown dimension 'agee'"),
 ])
 def test_invalid_files_name_the_file_key_and_valid_choices(tmp_path, text, message):
     with pytest.raises(ThresholdsError) as error:

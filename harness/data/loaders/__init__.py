@@ -23,6 +23,15 @@ LOADERS: dict[str, Callable[..., Path]] = {
     librispeech.NAME: librispeech.build,
 }
 
+# The dimensions each loader can write (CREMA-D: a choice of them): with the shipped demo corpus and BASIS suite,
+# the dimensions a thresholds file may name whatever the session's corpora (harness.thresholds.known_dimensions).
+LOADER_DIMENSIONS: dict[str, tuple[str, ...]] = {
+    crema_d.NAME: tuple(crema_d.DIMENSIONS),
+    speech_accent_archive.NAME: tuple(speech_accent_archive.DIMENSIONS),
+    l2_arctic.NAME: tuple(l2_arctic.DIMENSIONS),
+    librispeech.NAME: tuple(librispeech.DIMENSIONS),
+}
+
 
 def build_corpus(name: str, source: str | Path, output: str | Path, **options: Any) -> Path:
     """Run the loader registered as ``name``; returns the folder holding the new corpus.yaml."""
@@ -31,4 +40,4 @@ def build_corpus(name: str, source: str | Path, output: str | Path, **options: A
     return LOADERS[name](source, output, **options)
 
 
-__all__ = ["LOADERS", "LoaderError", "build_corpus"]
+__all__ = ["LOADERS", "LOADER_DIMENSIONS", "LoaderError", "build_corpus"]

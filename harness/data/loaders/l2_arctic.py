@@ -24,6 +24,7 @@ import pandas as pd
 from harness.data.loaders._common import LoaderError, audio_reference, check_audio_files, write_corpus
 
 NAME = "l2-arctic"
+DIMENSIONS = ("accent", "gender")
 # Speaker code -> (first language, gender), from the L2-ARCTIC README (v5.0).
 SPEAKERS: dict[str, tuple[str, str]] = {
     "ABA": ("arabic", "male"), "SKA": ("arabic", "female"), "YBAA": ("arabic", "male"), "ZHAA": ("arabic", "female"),
@@ -115,7 +116,7 @@ def build(
         + (f", then {n_sentences} drawn with seed {seed}." if n_sentences is not None else ".")
         + " License: CC BY-NC 4.0."
     )
-    return write_corpus(output, table, name=NAME, dimensions=["accent", "gender"], description=description)
+    return write_corpus(output, table, name=NAME, dimensions=list(DIMENSIONS), description=description)
 
 
 def _speaker_recordings(source: Path, code: str) -> dict[str, Path]:

@@ -23,6 +23,7 @@ import pandas as pd
 from harness.data.loaders._common import LoaderError, audio_reference, check_audio_files, require_file, write_corpus
 
 NAME = "librispeech"
+DIMENSIONS = ("gender",)
 SEXES = {"F": "female", "M": "male"}
 _UTTERANCE = re.compile(r"^(?P<speaker>\d+)-(?P<chapter>\d+)-(?P<index>\d+)$")
 
@@ -109,7 +110,7 @@ def build(
         f"(subsets {', '.join(sorted(table['subset'].unique()))}). Not content-controlled: every utterance has its own "
         "text (content_id = utterance_id). License: CC BY 4.0."
     )
-    return write_corpus(output, table.reset_index(drop=True), name=NAME, dimensions=["gender"], description=description)
+    return write_corpus(output, table.reset_index(drop=True), name=NAME, dimensions=list(DIMENSIONS), description=description)
 
 
 def _at_most_per_speaker(table: pd.DataFrame, limit: int, seed: int) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from harness.data.loaders._common import (
 )
 
 NAME = "speech-accent-archive"
+DIMENSIONS = ("accent", "gender")
 CONTENT_ID = "please_call_stella"
 PARAGRAPH = (
     "Please call Stella. Ask her to bring these things with her from the store: Six spoons of fresh snow peas, "
@@ -99,7 +100,7 @@ def build(
         f"{len(table)} speakers reading the same paragraph once each "
         f"({', '.join(f'{language} {count}' for language, count in per_language.items())}); seed {seed}."
     )
-    return write_corpus(output, table, name=NAME, dimensions=["accent", "gender"], description=description)
+    return write_corpus(output, table, name=NAME, dimensions=list(DIMENSIONS), description=description)
 
 
 def _available_speakers(speakers: pd.DataFrame, csv_path: Path, audio_dir: Path) -> pd.DataFrame:

@@ -1,0 +1,131 @@
+"""Thresholds and baselines (issue 13, part 7): duplicate YAML keys, ``lower > upper``, files that are not
+UTF-8, overrides of dimensions the session lacks (reported, not fatal), unknown dimensions (an error) and
+malformed baselines, each one clear error naming the file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from gate_support import gate_project as make_gate_project
+
+from harness.checks.ntvd import NtvdCheck
+from harness.checks.wer_ratio import WerRatioCheck
+from harness.tasks import TASKS
+from harness.thresholds import ThresholdsError, known_dimensions, load_thresholds
+
+pytest_plugins = ["pytester"]
+SCHEMAS = {"ntvd": NtvdCheck.schema, "wer_ratio": WerRatioCheck.schema}
+VARIANTS = {"ntvd": sorted(TASKS), "wer_ratio": []}
+
+
+def validated(tmp_path, text, dimensions=("gender", "accent")):
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(text)
+    thresholds = load_thresholds(path)
+    thresholds.validate(SCHEMAS, VARIANTS, dimensions)
+    return thresholds
+
+
+@pytest.mark.parametrize("text, message", [
+    ("ntvd:\n  defaults: {max_ntvd: 20.0}\nntvd:\n  defaults: {max_ntvd: 5.0}\n", "duplicate key 'ntvd' (first on line 1)"),
+    ("ntvd:\n  defaults:\n    alpha: 0.05\n    max_ntvd: 20.0\n    max_ntvd: 40.0\n", "duplicate key 'max_ntvd' (first on line 4)"),
+    ("ntvd:\n  dimensions: {gender: {}, gender: {max_ntvd: 1.0}}\n", "duplicate key 'gender'"),
+])  # fmt: skip
+def test_a_key_given_twice_is_refused_with_the_file_and_both_lines(tmp_path, text, message):
+    with pytest.raises(ThresholdsError) as error:
+        validated(tmp_path, text)
+    assert str(tmp_path / "thresholds.yaml") in str(error.value) and message in str(error.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("wer_ratio:\n  defaults: {lower: 0.95, upper: 1.0, rule: bounds}\n", None),
+    ("wer_ratio:\n  defaults: {lower: 1.2, upper: 1.1}\n", "wer_ratio.defaults: lower = 1.2 exceeds upper = 1.1"),
+    ("wer_ratio:\n  dimensions: {accent: {lower: 1.5, upper: 1.4}}\n", "wer_ratio.dimensions.accent: lower = 1.5 exceeds upper = 1.4"),
+    # each layer is fine alone; the merged gender case is not
+    ("wer_ratio:\n  defaults: {upper: 1.3}\n  dimensions: {gender: {lower: 1.4}}\n",
+     "wer_ratio: lower = 1.4 exceeds upper = 1.3 once the layers are merged (gender)"),
+])  # fmt: skip
+def test_lower_above_upper_is_refused_in_a_layer_and_once_merged(tmp_path, text, message):
+    if message is None:
+        validated(tmp_path, text)
+        return
+    with pytest.raises(ThresholdsError) as error:
+        validated(tmp_path, text)
+    assert str(tmp_path / "thresholds.yaml") in str(error.value) and message in str(error.value)
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("# seuils de l'équipe\nntvd:\n  defaults: {max_ntvd: 20.0}\n".encode("latin-1"))
+    with pytest.raises(ThresholdsError) as error:
+        load_thresholds(path)
+    assert str(error.value).startswith(f"{path}: not UTF-8 text (byte 14: b'\\xe9')")
+
+
+def test_an_override_of_a_dimension_the_session_lacks_is_reported_not_fatal(tmp_path):
+    text = "ntvd:\n  dimensions:\n    accent: {max_ntvd: 30.0}\n  tasks:\n    story:\n      dimensions: {race: {max_ntvd: 5.0}}\n"
+    with pytest.warns(UserWarning, match="ntvd.dimensions.accent is unused"):
+        thresholds = validated(tmp_path, text, dimensions=("gender", "age_group"))
+    assert thresholds.notes == [
+        "ntvd.dimensions.accent is unused: no corpus or suite of this session has dimension 'accent' (it has age_group, gender)",
+        "ntvd.tasks.story.dimensions.race is unused: no corpus or suite of this session has dimension 'race' (it has age_group, gender)",
+    ]
+    assert validated(tmp_path, text, dimensions=("gender", "accent", "race")).notes == []
+
+
+def test_known_dimensions_are_the_loaders_and_the_shipped_demo_data():
+    assert known_dimensions() == {"gender", "accent", "age", "age_group", "race"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Through the real plugin
+
+
+@pytest.fixture
+def gate_project(pytester):
+    return make_gate_project(pytester, "test_vibe.py")
+
+
+def run(project, *args):
+    return project.runpytest_subprocess("-p", "no:cacheprovider", "--permutations", "99", "--model", "sim:fair",
+                                        "--cache-dir", str(project.path / "cache"), "-k", "story and gender", *args)  # fmt: skip
+
+
+def test_gate_runs_with_an_override_for_a_missing_dimension_and_says_so(gate_project):
+    (gate_project.path / "shared.yaml").write_text("ntvd:\n  dimensions:\n    age_group: {max_ntvd: 25.0}\n    accent: {max_ntvd: 30.0}\n")
+    result = run(gate_project, "--thresholds", "shared.yaml", "--corpus", "demo")
+    result.assert_outcomes(passed=1)
+    notes = json.loads((gate_project.path / "results.json").read_text())["metadata"]["thresholds"]["notes"]
+    assert notes == ["ntvd.dimensions.age_group is unused: no corpus or suite of this session has dimension 'age_group' "
+                     "(it has accent, age, gender)"]  # fmt: skip
+    assert "ntvd.dimensions.age_group is unused" in result.stdout.str()
+
+
+def test_gate_refuses_a_dimension_of_no_known_kind_and_a_duplicate_key(gate_project):
+    (gate_project.path / "typo.yaml").write_text("ntvd:\n  dimensions:\n    gendre: {max_ntvd: 25.0}\n")
+    result = run(gate_project, "--thresholds", "typo.yaml")
+    assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # a setup problem, never a verdict
+    output = result.stdout.str() + result.stderr.str()
+    assert "typo.yaml: ntvd.dimensions: unknown dimension 'gendre'; valid: accent, age, age_group, gender, race" in output
+    (gate_project.path / "twice.yaml").write_text("ntvd:\n  defaults: {max_ntvd: 20.0}\n  defaults: {max_ntvd: 90.0}\n")
+    result = run(gate_project, "--thresholds", "twice.yaml")
+    assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # a setup problem, never a verdict
+    assert "duplicate key 'defaults' (first on line 2)" in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda cases: cases[0].pop("model"), "case 0 (sim:fair-story-gender): 'model' is missing"),
+    (lambda cases: cases[0].update(paired_data="speaker,count"), "case 0 (sim:fair-story-gender): 'paired_data' is a str, expected a mapping"),
+    (lambda cases: cases[0].update(paired_data={"speaker": ["a", "b"], "count": 3}), "case 0 (sim:fair-story-gender): 'paired_data.count' is a int, expected a list"),
+])  # fmt: skip
+def test_a_malformed_baseline_is_one_error_naming_the_file_and_the_first_bad_case(gate_project, damage, message):
+    run(gate_project, "--results-json", "released.json").assert_outcomes(passed=1)
+    released = json.loads((gate_project.path / "released.json").read_text())
+    damage(released["cases"])
+    (gate_project.path / "damaged.json").write_text(json.dumps(released))
+    result = run(gate_project, "--baseline", "damaged.json")
+    assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # a setup problem, never a verdict
+    output = result.stdout.str() + result.stderr.str()
+    assert f"damaged.json: not a usable baseline: {message}" in output
+    assert "KeyError" not in output and "DataFrame constructor" not in output
