@@ -20,20 +20,9 @@ from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
 from harness.core import atomic_write_text
 from harness.data import CorpusError
-from harness.gate import (
-    DEFAULT_CACHE_DIR,
-    DEFAULT_JUDGE,
-    DEFAULT_MODELS,
-    Gate,
-    GateConfig,
-    package_versions,
-)
+from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, package_versions
 from harness.models.base import ModelError
-from harness.models.placement import (
-    apply_gpu_skips,
-    assign_worker_gpu,
-    xdist_group_name,
-)
+from harness.models.placement import apply_gpu_skips, assign_worker_gpu, xdist_group_name
 from harness.thresholds import ThresholdsError
 
 RECORD_KEY = "lalm_fairness"
