@@ -48,13 +48,7 @@ from typing import Any
 import numpy as np
 
 from harness.core import redact
-from harness.models.base import (
-    Audio,
-    DecodingParams,
-    GenerationRequest,
-    ModelError,
-    validated_options,
-)
+from harness.models.base import Audio, DecodingParams, GenerationRequest, ModelError, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.progress import Progress
 
