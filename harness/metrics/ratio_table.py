@@ -37,6 +37,17 @@ RESULT_COLUMNS = (
 
 _INTERCEPT = "(Intercept)"
 
+SINGULAR_NOTE = "boundary (singular) fit: speaker SD estimated at 0 (lme4 isSingular, tolerance 1e-4)"
+"""What every ratio row whose mixed model hit the boundary says, in lme4's words (``boundary (singular) fit``):
+the expected-WER rows and the judge-score rows alike."""
+
+
+def _failed_row(message: str) -> dict[str, object]:
+    """A method row that could not be computed: NaN numbers, ``converged = False``, ``message`` says why."""
+    row = _row(np.nan, np.nan, np.nan, False, "none", np.nan, np.nan, np.nan)
+    row["message"] = message
+    return row
+
 
 @dataclasses.dataclass(frozen=True)
 class RatioTable:

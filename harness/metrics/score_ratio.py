@@ -22,6 +22,7 @@ from harness.core import require_columns
 from harness.metrics.glmm import fit_linear_mixed
 from harness.metrics.ratio_table import (
     _INTERCEPT,
+    SINGULAR_NOTE,
     METHOD_NO_SPEAKER,
     METHOD_NO_SPEAKER_SEMANTIC,
     METHOD_SEMANTIC,
@@ -139,7 +140,7 @@ def _linear_ratio_row(
         fit = fit_linear_mixed(score, design, speakers.to_numpy())
         converged, message = fit.converged, fit.message
         if fit.singular:
-            message += " (speaker variance estimated at 0)"
+            message += f"; {SINGULAR_NOTE}"
         beta, cov = fit.coef.to_numpy(), fit.cov.to_numpy()
         frame = pd.DataFrame({"speaker": speakers.to_numpy()})
         df = float(fit.n_clusters - _speaker_level_columns(frame, design))

@@ -24,7 +24,7 @@ from scipy import special, stats
 
 from harness.core import normal_quantile
 from harness.metrics.glmm import fit_joint_wer_model, fit_random_intercept
-from harness.metrics.ratio_table import _INTERCEPT, _row, _speaker_level_columns
+from harness.metrics.ratio_table import _INTERCEPT, SINGULAR_NOTE, _row, _speaker_level_columns
 
 _QUADRATURE_NODES = 40
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(_QUADRATURE_NODES)
@@ -35,7 +35,11 @@ class _WERModel:
     """A fitted pair of components in a common parameter vector with its covariance.
 
     ``unpack(params) -> (theta_ins, theta_del, s_ins, s_del)``; ``columns`` are the design columns shared
-    by both components; ``refit`` rebuilds the model on a resampled table (bootstrap).
+    by both components; ``refit`` rebuilds the model on a resampled table (bootstrap). The ``*-delsub`` kinds
+    (``glm-delsub``, ``joint-delsub``) fit the deletion+substitution component alone (``theta_ins = None``:
+    no insertion term in the expected WER), for a group without insertions, whose insertion coefficient has no
+    finite estimate (perfect separation); ``note`` says so in the row. ``singular`` is true when the speaker
+    SD was estimated at 0 (the row then carries :data:`SINGULAR_NOTE`).
     """
 
     kind: str
@@ -47,9 +51,16 @@ class _WERModel:
     fit: object
     nagq: int = 10
     estimate_loading: bool = False
+    singular: bool = False
+    n_obs: int = 0
+    note: str = ""
 
     def unpack(self, params: np.ndarray):
         p = len(self.columns)
+        if self.kind == "glm-delsub":
+            return None, params[:p], 0.0, 0.0
+        if self.kind == "joint-delsub":
+            return None, params[:p], 0.0, params[p]
         if self.kind == "glm":
             return params[:p], params[p : 2 * p], 0.0, 0.0
         if self.kind == "separate":
@@ -85,7 +96,28 @@ class _WERModel:
             converged=converged,
             message="converged" if converged else "IRLS did not converge",
             fit=(ins_fit, del_fit),
+            n_obs=len(data),
         )
+
+    @classmethod
+    def fit_delsub(cls, data: pd.DataFrame, numerator: str, covariates: Sequence[str], nagq: int, mixed: bool,
+                   note: str, start: object | None = None) -> _WERModel:  # fmt: skip
+        """The deletion+substitution component alone (Binomial(N) GLM, or GLMM with the speaker intercept)."""
+        design = _design(data, numerator, covariates)
+        words = data["n_ref_words"].to_numpy(float)
+        delsub = (data["deletions"] + data["substitutions"]).to_numpy(float)
+        if not mixed:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit = sm.GLM(np.column_stack([delsub, words - delsub]), design.to_numpy(float), family=sm.families.Binomial()).fit()
+            converged = bool(fit.converged)
+            return cls(kind="glm-delsub", columns=tuple(design.columns), params=np.asarray(fit.params, float),
+                       cov=np.asarray(fit.cov_params(), float), converged=converged,
+                       message="converged" if converged else "IRLS did not converge", fit=fit, n_obs=len(data), note=note)  # fmt: skip
+        fit = fit_random_intercept(delsub, design, data["speaker"].to_numpy(), "binomial", trials=words, nagq=nagq)
+        return cls(kind="joint-delsub", columns=tuple(design.columns), params=np.concatenate([fit.coef, [fit.sigma]]),
+                   cov=fit.cov.to_numpy(float), converged=fit.converged, message=fit.message, fit=fit, nagq=nagq,
+                   singular=fit.singular, n_obs=len(data), note=note)  # fmt: skip
 
     @classmethod
     def fit_mixed(
@@ -124,6 +156,8 @@ class _WERModel:
                 fit=fit,
                 nagq=nagq,
                 estimate_loading=estimate_loading,
+                singular=fit.singular,
+                n_obs=len(data),
             )
         ins_fit = fit_random_intercept(
             data["insertions"].to_numpy(float), design, speakers, "poisson", offset=np.log(words), nagq=nagq
@@ -144,12 +178,14 @@ class _WERModel:
             message="; ".join({ins_fit.message, del_fit.message}),
             fit=(ins_fit, del_fit),
             nagq=nagq,
+            singular=bool(ins_fit.singular or del_fit.singular),
+            n_obs=len(data),
         )
 
     def log_ratio(self, params: np.ndarray, pooled: _PooledDesign) -> float:
         theta_ins, theta_del, s_ins, s_del = self.unpack(params)
         wer = [
-            _expected_wer_from_parts(design @ theta_ins, design @ theta_del, s_ins, s_del, pooled.n_words)
+            _expected_wer_from_parts(_eta(design, theta_ins), design @ theta_del, s_ins, s_del, pooled.n_words)
             for design in (pooled.numerator, pooled.denominator)
         ]
         return float(np.log(wer[0]) - np.log(wer[1]))
@@ -175,11 +211,16 @@ class _WERModel:
         se = self.delta_se(pooled)
         theta_ins, theta_del, s_ins, s_del = self.unpack(self.params)
         values = [
-            _expected_wer_from_parts(design @ theta_ins, design @ theta_del, s_ins, s_del, pooled.n_words)
+            _expected_wer_from_parts(_eta(design, theta_ins), design @ theta_del, s_ins, s_del, pooled.n_words)
             for design in (pooled.numerator, pooled.denominator)
         ]
         half_width, df = normal_quantile(alpha) * se, np.nan
-        if small_sample and self.kind != "glm":
+        if small_sample and self.singular:
+            # speaker SD at 0: the fit is its GLM, whose utterances are independent; df = n - fixed effects
+            n_fixed = len(self.columns) * (1 if self.kind.endswith("-delsub") else 2)
+            df = self.n_obs - n_fixed
+            half_width = stats.t.ppf(1.0 - alpha / 2.0, df) * se
+        elif small_sample and not self.kind.startswith("glm"):
             n_speakers = int(data["speaker"].nunique())
             speaker_level = _speaker_level_columns(data, _design(data, numerator, self.columns[2:]))
             df = n_speakers - speaker_level
@@ -198,7 +239,7 @@ class _WERModel:
             values[1],
         )
         row["df"] = float(df)
-        row["message"] = self.message
+        row["message"] = "; ".join(part for part in (self.message, SINGULAR_NOTE if self.singular else "", self.note) if part)
         return row
 
     def bootstrap(
@@ -232,6 +273,8 @@ class _WERModel:
         return float(np.exp(low)), float(np.exp(high)), failed
 
     def _refit(self, sample: pd.DataFrame, numerator: str, covariates: tuple[str, ...]) -> _WERModel:
+        if self.kind.endswith("-delsub"):
+            return _WERModel.fit_delsub(sample, numerator, covariates, self.nagq, self.kind == "joint-delsub", self.note)
         if self.kind == "glm":
             return _WERModel.fit_glm(sample, numerator)
         start = self.fit if self.kind == "joint" else None
@@ -259,11 +302,16 @@ class _PooledDesign:
         )
 
 
+def _eta(design: np.ndarray, theta: np.ndarray | None) -> np.ndarray | None:
+    return None if theta is None else design @ theta
+
+
 def _expected_wer_from_parts(
-    eta_ins: np.ndarray, eta_del: np.ndarray, s_ins: float, s_del: float, n_words: np.ndarray
+    eta_ins: np.ndarray | None, eta_del: np.ndarray, s_ins: float, s_del: float, n_words: np.ndarray
 ) -> float:
+    """Module docstring formula; ``eta_ins = None`` leaves the insertion term out (a ``*-delsub`` model)."""
     nodes, weights = _HERMITE_NODES, _HERMITE_WEIGHTS
-    insertion_rate = np.exp(eta_ins + 0.5 * s_ins**2)
+    insertion_rate = 0.0 if eta_ins is None else np.exp(eta_ins + 0.5 * s_ins**2)
     delsub_prob = special.expit(eta_del[:, None] + np.sqrt(2.0) * s_del * nodes[None, :]) @ weights / np.sqrt(np.pi)
     return float(np.sum(n_words * (insertion_rate + delsub_prob)) / np.sum(n_words))
 
