@@ -37,7 +37,8 @@ from harness.semantic import Embedder, build_embedder, semantic_covariates
 from harness.tasks import TASKS
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.tasks.chat import CHAT_PROMPT, judge_request, parse_score
-from harness.thresholds import Thresholds
+from harness.metrics.multitest import DecisionRule
+from harness.thresholds import GATE_SCHEMA, GATE_SECTION, Thresholds
 
 DEFAULT_CACHE_DIR = ".lalm_cache"
 # The embedded default: a real speech-in, text-out system, served from its shipped outputs (below) on a fresh
@@ -91,6 +92,8 @@ class Pipeline:
         self.bundled_outputs: list[dict[str, Any]] = []
         self._cache: OutputCache | None = None
         self._results: dict[Hashable, Any] = {}
+        self.family_sizes: Callable[[], Mapping[str, int]] = lambda: {}
+        """Per model, the number of its bias cases in the session (the :class:`Gate` sets it)."""
 
     # settings the checks read
     @property
@@ -112,6 +115,12 @@ class Pipeline:
     @property
     def judge(self) -> str | None:
         return self.config.judge
+
+    def decision_rule(self, model: str) -> DecisionRule:
+        """The whole gate's decision rule for ``model``'s cases (thresholds.yaml ``gate``; m = its cases)."""
+        settings = self.thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "")
+        return DecisionRule(alpha=float(settings["alpha"]), family_size=max(1, self.family_sizes().get(model, 1)),
+                            correction=settings["correction"])
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` once per ``key`` for this pipeline (the checks' own intermediate results)."""

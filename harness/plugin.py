@@ -230,8 +230,9 @@ class FairnessSession:
             for value in getattr(getattr(item, "callspec", None), "params", {}).values():
                 if isinstance(value, Case):
                     selected.setdefault(value.check, []).append(value)
-        for check, cases in selected.items():
-            get_gate(self.config).set_family(check, cases)
+        if selected:
+            for check in all_checks():
+                get_gate(self.config).set_family(check.name, selected.get(check.name, []))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:

@@ -229,6 +229,15 @@ class Thresholds:
         raise ThresholdsError(f"{self.source}: {message}; valid: {', '.join(valid)}")
 
 
+GATE_SECTION = "gate"
+GATE_SCHEMA = ThresholdSchema(keys={
+    "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
+    "correction": ThresholdKey((str,), "bonferroni", one_of("bonferroni", "none")),
+})
+"""The ``gate`` section: the family-wise false-fail probability ``alpha`` of one model's run and the
+across-case ``correction`` (:class:`harness.metrics.multitest.DecisionRule`). Only ``defaults`` apply."""
+
+
 def load_thresholds(path: str | Path | None) -> Thresholds:
     """Read a thresholds file (``None``: the built-in defaults). Structure is checked by :meth:`validate`."""
     if path is None:
