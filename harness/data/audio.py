@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from math import gcd
 from pathlib import Path
 
@@ -177,7 +177,8 @@ class AudioChecks:
     The memo holds measurements, not verdicts, so changing :data:`SILENT_PEAK_DBFS` or :data:`MIN_DURATION_S`
     needs no re-decode. A memo that cannot be parsed or has another version is ignored and rewritten (it is
     only a speed-up); :meth:`save` merges with what other processes saved meanwhile, writes atomically, and
-    skips a folder it cannot write (the output cache names that problem itself)."""
+    skips a folder it cannot write (the output cache names that problem itself). ``decoded`` counts the
+    files this instance had to decode."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = None if path is None else Path(path)
@@ -225,6 +226,29 @@ class AudioChecks:
             return {}
         fields = {field.name for field in dataclasses.fields(AudioInspection)}
         return {key: entry for key, entry in content["entries"].items() if isinstance(entry, dict) and set(entry) == fields}
+
+
+def inspect_audio_files(
+    places: Iterable[tuple[str, Path, str]], audio_checks: AudioChecks, error: type[ValueError]
+) -> list[str]:
+    """Inspect every file of ``places`` (``where`` for an error, e.g. "manifest.csv, row 3"; the path; a
+    short label for a warning) through ``audio_checks``, raise ``error`` naming ``where`` and the file on the
+    first one missing or unusable, save the memo in any case, and return :func:`audio_warnings` of the rest."""
+    findings = []
+    try:
+        for where, path, label in places:
+            if not Path(path).is_file():
+                raise error(f"{where}: audio file {path} does not exist")
+            try:
+                inspection = audio_checks.inspect(path)
+            except AudioError as exc:
+                raise error(f"{where}: {exc}") from exc
+            if inspection.problem is not None:
+                raise error(f"{where}: audio file {path} {inspection.problem}")
+            findings.append((label, inspection))
+    finally:
+        audio_checks.save()
+    return audio_warnings(findings)
 
 
 def audio_warnings(findings: Sequence[tuple[str, AudioInspection]], shown: int = 5) -> list[str]:

@@ -40,7 +40,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from harness.data.audio import AudioChecks, AudioError, audio_warnings, read_audio
+from harness.data.audio import AudioChecks, AudioError, inspect_audio_files, read_audio
 from harness.core import Audio, memoized
 
 KINDS = ("stereotype", "personalization", "qa")
@@ -154,22 +154,12 @@ def load_suite(path: str | Path, audio_checks: AudioChecks | None = None, check_
 
 
 def _check_audio(sets: list[ItemSet], audio_checks: AudioChecks) -> list[str]:
-    """Decode every recording of every set; raise on the first unusable one, return the warnings."""
+    """Decode every recording of every set (memoized by content); raise on the first unusable one, return
+    the warnings."""
     warnings = []
-    try:
-        for item_set in sets:
-            findings = []
-            for row, audio_path in zip(item_set.table["row"], item_set.table["audio"]):
-                try:
-                    inspection = audio_checks.inspect(audio_path)
-                except AudioError as exc:
-                    raise BasisError(f"{item_set.where(row)}: {exc}") from exc
-                if inspection.problem is not None:
-                    raise BasisError(f"{item_set.where(row)}: audio file {audio_path} {inspection.problem}")
-                findings.append((f"row {row} ({Path(audio_path).name})", inspection))
-            warnings += [f"{item_set.metadata_path}: {line}" for line in audio_warnings(findings)]
-    finally:
-        audio_checks.save()
+    for item_set in sets:
+        places = ((item_set.where(row), path, f"row {row} ({Path(path).name})") for row, path in zip(item_set.table["row"], item_set.table["audio"]))
+        warnings += [f"{item_set.metadata_path}: {line}" for line in inspect_audio_files(places, audio_checks, BasisError)]
     return warnings
 
 

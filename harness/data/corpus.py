@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from harness.data.audio import AudioChecks, AudioError, audio_warnings, read_audio
+from harness.data.audio import AudioChecks, AudioError, inspect_audio_files, read_audio
 from harness.core import Audio
 
 REQUIRED_COLUMNS = ("utterance_id", "audio", "speaker_id", "content_id", "transcript")
@@ -245,23 +245,11 @@ def _validate_audio_locations(table: pd.DataFrame, manifest_path: Path, folders:
 
 def _validate_audio(table: pd.DataFrame, manifest_path: Path, audio_checks: AudioChecks) -> list[str]:
     """Decode every audio file (memoized by content); raise on the first unusable one, return the warnings."""
-    root = manifest_path.parent
-    findings = []
-    try:
-        for index, relative in table["audio"].items():
-            audio_path = root / relative
-            if not audio_path.is_file():
-                raise CorpusError(f"{_row_label(manifest_path, index)}: audio file {audio_path} does not exist")
-            try:
-                inspection = audio_checks.inspect(audio_path)
-            except AudioError as exc:
-                raise CorpusError(f"{_row_label(manifest_path, index)}: {exc}") from exc
-            if inspection.problem is not None:
-                raise CorpusError(f"{_row_label(manifest_path, index)}: audio file {audio_path} {inspection.problem}")
-            findings.append((f"{_row_label(manifest_path, index).rsplit(', ', 1)[1]} ({relative})", inspection))
-    finally:
-        audio_checks.save()
-    return [f"{manifest_path}: {line}" for line in audio_warnings(findings)]
+    places = (
+        (_row_label(manifest_path, index), manifest_path.parent / relative, f"{_row_label(manifest_path, index).rsplit(', ', 1)[1]} ({relative})")
+        for index, relative in table["audio"].items()
+    )
+    return [f"{manifest_path}: {line}" for line in inspect_audio_files(places, audio_checks, CorpusError)]
 
 
 def read_utterance_audio(corpus: Corpus, utterance_id: str) -> Audio:
