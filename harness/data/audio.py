@@ -122,7 +122,7 @@ def inspect_audio(path: str | Path) -> AudioInspection:
             failure = exc
     channels = int(sound.channels)
     if failure is not None:
-        problem = f"is truncated or corrupt: decoding failed after {decoded} of the {announced} frames its header announces ({failure})"
+        problem = f"is truncated or corrupt: decoding fails before the end of the {announced} frames its header announces ({failure})"
     elif decoded < announced:
         problem = f"is truncated: it decodes to {decoded} of the {announced} frames its header announces"
     elif (missing := _wav_missing_bytes(path)) is not None:
