@@ -26,7 +26,7 @@ from harness.models.numerics import compute_environment
 from harness.records import CaseRecord, record_from_json, schema_version
 from harness.pipeline import BUNDLED_EXPORTS, DEFAULT_CACHE_DIR, DEFAULT_MODELS, DEMO_OUTPUTS_DIR, GateConfig, Pipeline
 
-__all__ = ["BUNDLED_EXPORTS", "DEFAULT_CACHE_DIR", "DEFAULT_JUDGE", "DEFAULT_MODELS", "DEMO_OUTPUTS_DIR", "Gate", "GateConfig", "merge_run_metadata"]
+__all__ = ["BUNDLED_EXPORTS", "DEFAULT_CACHE_DIR", "DEFAULT_JUDGE", "DEFAULT_MODELS", "DEMO_OUTPUTS_DIR", "Gate", "GateConfig", "audio_warnings", "merge_run_metadata"]
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
 
@@ -118,7 +118,11 @@ class Gate:
             "model_calls": sum(model.calls for model in models),
             "cache_hits": sum(model.hits for model in models),
             "models_loaded": sorted(model.spec for model in models if model.loaded),
-            "corpora": {name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table)} for name, c in pipeline.corpora.items()},
+            "corpora": {
+                name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table), "audio_warnings": list(c.audio_warnings)}
+                for name, c in pipeline.corpora.items()
+            },
+            "basis_suite": {"path": str(pipeline.basis.path), "audio_warnings": list(pipeline.basis.audio_warnings)},
             "thresholds": {"source": self.thresholds.source, "hash": self.thresholds.digest, "notes": list(self.thresholds.notes)},
             "permutations": self.config.permutations,
             "seed": self.config.seed,
@@ -131,6 +135,14 @@ class Gate:
             "bundled_outputs": pipeline.bundled_outputs,
             "compute_environment": compute_environment(),
         }
+
+
+def audio_warnings(metadata: Mapping[str, Any]) -> list[str]:
+    """The silent and very short clips that the corpora and the BASIS suite reported at load (run metadata
+    ``corpora.*.audio_warnings`` and ``basis_suite.audio_warnings``; absent in older files)."""
+    corpora = metadata.get("corpora") or {}
+    lines = [line for corpus in corpora.values() for line in corpus.get("audio_warnings", [])]
+    return lines + list((metadata.get("basis_suite") or {}).get("audio_warnings", []))
 
 
 def merge_run_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from harness.data.basis_suite import CHOICE_OF_OPTION, BasisSuite, ItemSet, reso
 from harness.cache import OutputCache, cache_key
 from harness.core import DecodingParams, GenerationRequest, finite_or_none, memoized
 from harness.data import Corpus, resolve_corpus
+from harness.data.audio import AUDIO_CHECKS_FILE, AudioChecks
 from harness.data.corpus import read_utterance_audio
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
 from harness.extraction.fields import attribute_table
@@ -85,8 +86,9 @@ class Pipeline:
     def __init__(self, config: GateConfig, thresholds: Thresholds):
         self.config = config
         self.thresholds = thresholds
-        self.corpora: dict[str, Corpus] = {name: resolve_corpus(name, path) for name, path in config.corpora.items()}
-        self.basis: BasisSuite = resolve_suite(config.basis_suite)
+        audio_checks = AudioChecks(Path(config.cache_dir) / AUDIO_CHECKS_FILE)
+        self.corpora: dict[str, Corpus] = {name: resolve_corpus(name, path, audio_checks) for name, path in config.corpora.items()}
+        self.basis: BasisSuite = resolve_suite(config.basis_suite, audio_checks)
         self._models: dict[str, CachedModel] = {}
         self._stages: dict[str, CachedModel] = {}
         self.bundled_outputs: list[dict[str, Any]] = []

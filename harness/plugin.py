@@ -21,7 +21,7 @@ from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
 from harness.core import atomic_write_text
 from harness.data import CorpusError
-from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, merge_run_metadata, package_versions
+from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, audio_warnings, merge_run_metadata, package_versions
 from harness.core import ModelError
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
 from harness.records import SCHEMA_VERSION
@@ -263,6 +263,12 @@ class FairnessSession:
             from harness.report import write_report
 
             write_report(results, report_path)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        for line in audio_warnings(self._metadata()):
+            terminalreporter.write_line(f"lalm-fairness: warning: {line}")
 
     def export_cache(self) -> None:
         path = self.config.getoption("--export-cache")

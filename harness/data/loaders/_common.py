@@ -9,10 +9,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from harness.data.audio import unreadable_audio_problem
 from harness.data.corpus import REQUIRED_COLUMNS, CorpusError, load_corpus
-
-
-GIT_LFS_POINTER = b"version https://git-lfs"
 
 
 class LoaderError(CorpusError):
@@ -66,12 +64,23 @@ def check_audio_files(paths: Iterable[Path]) -> None:
         try:
             info = soundfile.info(str(path))
         except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError or TypeError by format
-            with open(path, "rb") as handle:
-                is_pointer = handle.read(len(GIT_LFS_POINTER)) == GIT_LFS_POINTER
-            hint = "; it is a git-lfs pointer, not audio: run `git lfs pull` in the corpus clone" if is_pointer else ""
-            raise LoaderError(f"{path}: audio file cannot be read ({exc}){hint}") from exc
+            raise LoaderError(f"{path}: audio file {unreadable_audio_problem(path, exc)}") from exc
         if info.frames == 0:
             raise LoaderError(f"{path}: audio file has no samples")
+
+
+def outside_audio_folder(references: Iterable[str], output: Path) -> str | None:
+    """The deepest folder holding every referenced audio file that lies outside ``output`` (the corpus
+    folder), as ``corpus.yaml``'s ``audio_folders`` entry: relative to ``output`` when the references are,
+    else absolute; None when all lie inside."""
+    root = output.resolve()
+    references = list(references)
+    parents = [Path(os.path.normpath(root / reference)).parent for reference in references]
+    outside = [str(parent) for parent in parents if not parent.is_relative_to(root)]
+    if not outside:
+        return None
+    common = os.path.commonpath(outside)
+    return common if any(os.path.isabs(reference) for reference in references) else os.path.relpath(common, root)
 
 
 def write_corpus(
@@ -89,6 +98,9 @@ def write_corpus(
     columns = [*REQUIRED_COLUMNS, *dimensions, *[c for c in table.columns if c not in (*REQUIRED_COLUMNS, *dimensions)]]
     table[columns].to_csv(output / "manifest.csv", index=False)
     config = {"name": name, "manifest": "manifest.csv", "dimensions": list(dimensions), "description": description}
+    outside = outside_audio_folder(table["audio"], output)
+    if outside is not None:
+        config["audio_folders"] = [outside]
     (output / "corpus.yaml").write_text(yaml.safe_dump(config, sort_keys=False, width=100, allow_unicode=True), encoding="utf-8")
     load_corpus(output, name=name, check_audio=False)
     return output
