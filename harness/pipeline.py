@@ -28,6 +28,7 @@ from harness.cache import OutputCache, cache_key
 from harness.core import DecodingParams, GenerationRequest, finite_or_none, memoized
 from harness.data import Corpus, resolve_corpus
 from harness.data.corpus import read_utterance_audio
+from harness.data.loaders import prepared_source, prepared_suite
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
 from harness.extraction.fields import attribute_table
 from harness.generation import CachedModel
@@ -84,8 +85,10 @@ class Pipeline:
     def __init__(self, config: GateConfig, thresholds: Thresholds):
         self.config = config
         self.thresholds = thresholds
-        self.corpora: dict[str, Corpus] = {name: resolve_corpus(name, path) for name, path in config.corpora.items()}
-        self.basis: BasisSuite = resolve_suite(config.basis_suite)
+        self.corpora: dict[str, Corpus] = {
+            name: resolve_corpus(name, prepared_source(name, path, config.cache_dir)) for name, path in config.corpora.items()
+        }
+        self.basis: BasisSuite = resolve_suite(prepared_suite(config.basis_suite, config.cache_dir))
         self._models: dict[str, CachedModel] = {}
         self._stages: dict[str, CachedModel] = {}
         self.bundled_outputs: list[dict[str, Any]] = []
