@@ -44,8 +44,7 @@ ENGLISH = "english"
 
 def metadata_file(source: Path) -> Path:
     """The one ``*.tsv`` at the top of ``source`` whose header has ``hash_name``."""
-    candidates = [path for path in sorted(source.glob("*.tsv"))
-                  if "hash_name" in path.open(encoding="utf-8", errors="replace").readline().split("\t")]
+    candidates = [path for path in sorted(source.glob("*.tsv")) if "hash_name" in _header(path)]
     if len(candidates) != 1:
         found = f"found {[path.name for path in candidates]}" if candidates else "found none"
         raise LoaderError(f"{source}: expected one Fair-Speech metadata .tsv with a hash_name column, {found}")
@@ -111,6 +110,11 @@ def build(
         "recorded about 45 commands)." + dropped_groups_note(dropped) + " License: Meta's Fair-Speech terms."
     )
     return write_corpus(output, table.reset_index(drop=True), name=NAME, dimensions=dimensions, description=description)
+
+
+def _header(path: Path) -> list[str]:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        return handle.readline().rstrip("\r\n").split("\t")
 
 
 def _dimension_of(column: str) -> str:

@@ -35,7 +35,7 @@ import yaml
 from harness.core import atomic_write_text
 from harness.data.basis_suite import STEREOTYPE_OPTIONS, load_suite
 from harness.data.corpus import MIN_SPEAKERS_PER_GROUP
-from harness.data.loaders._common import LoaderError, read_table, require_dir
+from harness.data.loaders._common import LoaderError, csv_line, read_table, require_dir
 
 NAME = "spoken-stereoset"
 DIMENSIONS = ("gender", "age")
@@ -68,7 +68,8 @@ def build(
     """Write a BASIS suite (``suite.yaml``, one stereotype set per dimension) into ``output``; returns it.
 
     ``relative_audio`` makes the ``speech`` link relative to ``output`` (else absolute); ``check_audio``
-    lets the suite loader read every file's header, as loading the suite does anyway.
+    loads the written suite with :func:`~harness.data.basis_suite.load_suite`, which checks every row and
+    that its audio file exists.
     """
     source, output = Path(source), Path(output)
     files = metadata_files(source)
@@ -103,7 +104,7 @@ def _item_table(path: Path, speech: Path, dimension: str) -> tuple[pd.DataFrame,
     table = table.apply(lambda column: column.str.strip())
     bad_id = table.index[~table["id"].str.isdigit()]
     if len(bad_id):
-        raise LoaderError(f"{path}, line {bad_id[0] + 2}: id {table.at[bad_id[0], 'id']!r} is not a recording number")
+        raise LoaderError(f"{path}, line {csv_line(bad_id[0])}: id {table.at[bad_id[0], 'id']!r} is not a recording number")
     has_audio = [(speech / dimension / f"{int(record_id):05d}_{speaker}.wav").is_file()
                  for record_id, speaker in zip(table["id"], table["speaker"])]
     without_audio = table.loc[[not found for found in has_audio], "id"].tolist()
