@@ -29,6 +29,7 @@ from harness.core import DecodingParams, GenerationRequest, finite_or_none, memo
 from harness.data import Corpus, resolve_corpus
 from harness.data.audio import AUDIO_CHECKS_FILE, AudioChecks
 from harness.data.corpus import read_utterance_audio
+from harness.data.loaders import prepared_source, prepared_suite
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
 from harness.extraction.fields import attribute_table
 from harness.generation import CachedModel
@@ -87,8 +88,10 @@ class Pipeline:
         self.config = config
         self.thresholds = thresholds
         audio_checks = AudioChecks(Path(config.cache_dir) / AUDIO_CHECKS_FILE)
-        self.corpora: dict[str, Corpus] = {name: resolve_corpus(name, path, audio_checks) for name, path in config.corpora.items()}
-        self.basis: BasisSuite = resolve_suite(config.basis_suite, audio_checks)
+        self.corpora: dict[str, Corpus] = {
+            name: resolve_corpus(name, prepared_source(name, path, config.cache_dir), audio_checks) for name, path in config.corpora.items()
+        }
+        self.basis: BasisSuite = resolve_suite(prepared_suite(config.basis_suite, config.cache_dir), audio_checks)
         self._models: dict[str, CachedModel] = {}
         self._stages: dict[str, CachedModel] = {}
         self.bundled_outputs: list[dict[str, Any]] = []

@@ -39,9 +39,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--model", action="append", default=None, metavar="SPEC",
                     help=f"model spec, repeatable (sim:fair, sim:biased, hf:..., ...); default: {' '.join(DEFAULT_MODELS)}")
     group.addoption("--corpus", action="append", default=None, metavar="NAME[=PATH]",
-                    help="corpus NAME=PATH (folder with corpus.yaml, or a manifest), repeatable; default: the demo corpus")
+                    help="corpus NAME=PATH (folder with corpus.yaml, or a manifest, or an unpacked distribution when NAME "
+                         "is a loader: built once into the cache folder), repeatable; default: the demo corpus")
     group.addoption("--basis-suite", default=None, metavar="PATH",
-                    help="BASIS-Bench item suite (a folder with suite.yaml); default: the shipped demo suite")
+                    help="BASIS-Bench item suite (a folder with suite.yaml, or spoken-stereoset=DIR: the release built "
+                         "once into the cache folder); default: the shipped demo suite")
     group.addoption("--thresholds", default=None, metavar="FILE", help="thresholds file (default: thresholds.yaml in the rootdir)")
     group.addoption("--cache-dir", default=None, metavar="DIR", help=f"output cache folder (default {DEFAULT_CACHE_DIR} in the rootdir)")
     group.addoption("--permutations", type=int, default=10_000, metavar="B", help="speaker-level permutations per nTVD test")

@@ -63,7 +63,7 @@ def test_rules(rule, score, p, fails):
 
 @pytest.mark.parametrize("text, message", [
     ("ntvd:\n  tasks:\n    advisroy: {}\n", "ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review"),
-    ("ntvd:\n  dimensions:\n    religion: {}\n", "ntvd.dimensions: unknown dimension 'religion'; valid: accent, age, age_group, gender, race"),
+    ("ntvd:\n  dimensions:\n    religion: {}\n", "ntvd.dimensions: unknown dimension 'religion'; valid: accent, age, age_group, ethnicity, first_language, gender, race, socioeconomic"),
     ("ntvd:\n  defaults: {max_tvd: 3}\n", "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_increase, max_ntvd, regression_alpha, rule, tau"),
     ("ntvd:\n  defaults: {rule: sometimes}\n", "rule = 'sometimes' is not one of magnitude, significance, both"),
     ("ntvd:\n  defaults: {alpha: 1.5}\n", "alpha = 1.5 must lie in (0, 1)"),
