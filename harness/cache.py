@@ -36,7 +36,11 @@ CREATE TABLE IF NOT EXISTS outputs (
 
 
 class CacheError(ValueError):
-    """A cache file cannot be used; the message names the file and line."""
+    """A cache file or folder cannot be used; the message names the file (and line), ``source`` the path."""
+
+    def __init__(self, message: str, *, source: str | None = None):
+        super().__init__(message)
+        self.source = source
 
 
 EXPORT_FORMAT = "lalm-fairness-cache"
@@ -49,26 +53,76 @@ def cache_key(namespace: str, model_fingerprint: str, params: Mapping[str, Any],
 
 
 class OutputCache:
-    """SQLite store of model outputs under ``directory/outputs.sqlite``."""
+    """SQLite store of model outputs under ``directory/outputs.sqlite``.
+
+    A folder that is not one (a regular file in its place) is refused with a :class:`CacheError` naming it.
+    A database that SQLite reports as corrupt or as no database at all (``PRAGMA quick_check``, run once on
+    opening) is set aside, renamed ``outputs.sqlite.corrupt-<UTC time>`` (:attr:`set_aside`), and the cache
+    starts empty; any other SQLite error later is a :class:`CacheError` naming the database.
+    """
 
     def __init__(self, directory: str | Path):
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise CacheError(f"cache folder {self.directory} is a file, not a folder; remove it or choose another --cache-dir",
+                             source=str(self.directory))  # fmt: skip
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(f"cache folder {self.directory} cannot be made ({exc})", source=str(self.directory)) from exc
         self.path = self.directory / "outputs.sqlite"
-        self._connection = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
-        self._connection.execute("PRAGMA journal_mode=WAL")
-        self._connection.execute("PRAGMA synchronous=NORMAL")
-        self._connection.execute("PRAGMA busy_timeout=60000")
+        self.set_aside: Path | None = None
         with self.lock("schema"):
-            self._connection.executescript(SCHEMA)
+            self._connection = self._open()
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+        try:
+            connection.execute("PRAGMA busy_timeout=60000")
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            problems = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
+            if problems != ["ok"]:
+                raise sqlite3.DatabaseError(f"quick_check: {'; '.join(map(str, problems[:3]))}")
+            connection.executescript(SCHEMA)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _open(self) -> sqlite3.Connection:
+        """The checked connection; a corrupt database is set aside and replaced by an empty one."""
+        try:
+            return self._connect()
+        except sqlite3.OperationalError as exc:  # locked, read-only, out of space: refused, nothing is moved
+            raise CacheError(f"cache database {self.path} cannot be opened ({exc})", source=str(self.path)) from exc
+        except sqlite3.DatabaseError:
+            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+            self.set_aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+            for suffix in ("", "-wal", "-shm"):
+                damaged = Path(f"{self.path}{suffix}")
+                if damaged.exists():
+                    damaged.rename(f"{self.set_aside}{suffix}")
+        try:
+            return self._connect()
+        except sqlite3.Error as exc:
+            raise CacheError(f"cache database {self.path} cannot be rebuilt ({exc})", source=str(self.path)) from exc
+
+    @contextlib.contextmanager
+    def _named_errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise CacheError(f"cache database {self.path}: {exc}", source=str(self.path)) from exc
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
-        for start in range(0, len(keys), 500):
-            chunk = list(keys[start:start + 500])
-            placeholders = ",".join("?" * len(chunk))
-            rows = self._connection.execute(f"SELECT key, text FROM outputs WHERE key IN ({placeholders})", chunk)
-            found.update(rows.fetchall())
+        with self._named_errors():
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start:start + 500])
+                placeholders = ",".join("?" * len(chunk))
+                rows = self._connection.execute(f"SELECT key, text FROM outputs WHERE key IN ({placeholders})", chunk)
+                found.update(rows.fetchall())
         return found
 
     def put_many(self, entries: Sequence[tuple[str, str, str, str, Mapping[str, Any]]]) -> int:
@@ -84,13 +138,14 @@ class OutputCache:
     def _insert(self, rows: Sequence[tuple]) -> None:
         if not rows:
             return
-        self._connection.execute("BEGIN IMMEDIATE")
-        try:
-            self._connection.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?, ?, ?, ?, ?)", rows)
-        except BaseException:
-            self._connection.execute("ROLLBACK")
-            raise
-        self._connection.execute("COMMIT")
+        with self._named_errors():
+            self._connection.execute("BEGIN IMMEDIATE")
+            try:
+                self._connection.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?, ?, ?, ?, ?)", rows)
+            except BaseException:
+                self._connection.execute("ROLLBACK")
+                raise
+            self._connection.execute("COMMIT")
 
     def export(self, path: str | Path, keys: Iterable[str] | None = None) -> int:
         """Write the entries (all, or those of ``keys``) to one gzip JSON-lines file; returns the count."""

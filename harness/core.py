@@ -231,7 +231,24 @@ SAMPLE_RATE = 16_000
 
 
 class ModelError(RuntimeError):
-    """A model could not be built, loaded or asked; the message says which and why."""
+    """A model could not be built, loaded or asked; the message says which and why, ``source`` (when known)
+    names what failed: a server URL, a file, an option key."""
+
+    def __init__(self, message: str = "", *, source: str | None = None):
+        super().__init__(message)
+        self.source = source
+
+
+class ServerError(ModelError):
+    """A model server could not be reached or answered with an error; ``source`` is its URL."""
+
+
+class PartialGenerationError(ServerError):
+    """Some requests of a batch failed; ``answers`` maps the position of each request that succeeded to its answer."""
+
+    def __init__(self, message: str, answers: Mapping[int, str], *, source: str | None = None):
+        super().__init__(message, source=source)
+        self.answers = dict(answers)
 
 
 class CaseNotMeasured(RuntimeError):

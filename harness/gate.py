@@ -19,14 +19,15 @@ from typing import Any
 
 from harness.baseline import check_baseline_cases
 from harness.checks import Case, Comparison, Verdict, all_checks, get_check
-from harness.core import CaseNotMeasured
-from harness.models import parse_spec
+from harness.core import CaseNotMeasured, ModelError
+from harness.models import build_backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
-from harness.records import CaseRecord, record_from_json, schema_version
-from harness.pipeline import BUNDLED_EXPORTS, DEFAULT_CACHE_DIR, DEFAULT_MODELS, DEMO_OUTPUTS_DIR, GateConfig, Pipeline
+from harness.outcomes import Cause, cause_of
+from harness.records import CaseRecord, ErrorRecord, record_from_json, schema_version
+from harness.pipeline import BUNDLED_EXPORTS, DEFAULT_CACHE_DIR, DEFAULT_MODELS, DEMO_OUTPUTS_DIR, GateConfig, Pipeline, model_settings
 
-__all__ = ["BUNDLED_EXPORTS", "DEFAULT_CACHE_DIR", "DEFAULT_JUDGE", "DEFAULT_MODELS", "DEMO_OUTPUTS_DIR", "Gate", "GateConfig", "audio_warnings", "merge_run_metadata"]
+__all__ = ["BUNDLED_EXPORTS", "DEFAULT_CACHE_DIR", "DEFAULT_JUDGE", "DEFAULT_MODELS", "DEMO_OUTPUTS_DIR", "Gate", "GateConfig", "Unmeasured", "audio_warnings", "merge_run_metadata"]
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
 
@@ -49,11 +50,23 @@ class Gate:
             {check.name: check.variants(self.pipeline) for check in checks},
             {dimension for corpus in self.pipeline.corpora.values() for dimension in corpus.dimensions} | set(self.pipeline.basis.dimensions()),
         )
-        for spec in config.models:
-            parse_spec(spec)
+        validate_models(config)
         self._families: dict[str, tuple[Case, ...]] = {}
         self.pipeline.family_sizes = self._family_sizes
+        self._causes: dict[tuple[str, str], str] = {}
         self.baseline = load_baseline(config.baseline_path, config.baseline_model) if config.baseline_path else None
+        self.pipeline.cache  # opened now: a cache that cannot be used stops the run before any case
+
+    def outcome(self, case: Case) -> Verdict | Unmeasured:
+        """The case's :meth:`verdict`, or :class:`Unmeasured` when it could not be measured: any exception but
+        an interrupt, with its :class:`~harness.outcomes.Cause`. The first case of each cause gives it in full;
+        later cases with the same cause (:attr:`Cause.key`) name that first case instead."""
+        try:
+            return self.verdict(case)
+        except Exception as error:
+            cause = cause_of(error, case.model)
+            first = self._causes.setdefault(cause.key, case.id)
+            return Unmeasured(case, cause, None if first == case.id else first, error)
 
     def cases(self, check: str) -> list[Case]:
         return get_check(check).cases(self.pipeline)
@@ -133,6 +146,7 @@ class Gate:
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
             "baseline": None if self.baseline is None else {"source": self.baseline.source, "model": self.baseline.model},
             "bundled_outputs": pipeline.bundled_outputs,
+            "cache_set_aside": None if pipeline.cache.set_aside is None else str(pipeline.cache.set_aside),
             "compute_environment": compute_environment(),
         }
 
@@ -143,6 +157,41 @@ def audio_warnings(metadata: Mapping[str, Any]) -> list[str]:
     corpora = metadata.get("corpora") or {}
     lines = [line for corpus in corpora.values() for line in corpus.get("audio_warnings", [])]
     return lines + list((metadata.get("basis_suite") or {}).get("audio_warnings", []))
+
+
+@dataclasses.dataclass(frozen=True)
+class Unmeasured:
+    """A case that could not be measured; ``first_case`` is the earlier case with the same cause, if any."""
+
+    case: Case
+    cause: Cause
+    first_case: str | None
+    error: Exception
+
+    @property
+    def message(self) -> str:
+        where = f"{self.cause.kind}" + (f", {self.cause.source}" if self.cause.source else "")
+        if self.first_case is not None:
+            return f"not measured ({where}): same cause as case {self.first_case}"
+        return f"not measured ({where}): {self.cause.message}"
+
+    def record(self, nodeid: str) -> ErrorRecord:
+        case = self.case
+        return ErrorRecord(id=case.id, nodeid=nodeid, message=self.message, cause=self.cause.as_dict(),
+                           model=case.model, corpus=case.corpus, dimension=case.dimension, variant=case.variant)  # fmt: skip
+
+
+def validate_models(config: GateConfig) -> None:
+    """Build (without loading) the backend of every model the run names, with its option block: a bad spec,
+    URL, option, decoding parameter or ``chunk_size`` stops the run before any case, naming the spec and the
+    ``--model-config`` file."""
+    for spec in dict.fromkeys([*config.models, *(spec for spec in (config.judge, config.extractor) if spec)]):
+        try:
+            options, _, _ = model_settings(config, spec)
+            build_backend(spec, options)
+        except ModelError as error:
+            where = f"{config.model_options_source}: " if config.model_options_source and spec in config.model_options else ""
+            raise ModelError(f"{where}{error}", source=error.source) from None
 
 
 def merge_run_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

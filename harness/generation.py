@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.cache import OutputCache, cache_key
 from harness.models import build_backend
-from harness.core import DecodingParams, GenerationRequest, ModelError
+from harness.core import DecodingParams, GenerationRequest, ModelError, PartialGenerationError
 from harness.models.base import Backend, Model, StageSpec
 
 NAMESPACE = "generate"
@@ -19,7 +19,10 @@ class CachedModel:
     """A model spec behind the output cache.
 
     Misses are generated in chunks of ``chunk_size`` and each chunk is stored as soon as it is done, so
-    an interrupted run loses at most one chunk. Empty answers are returned but never stored.
+    an interrupted run loses at most one chunk. Empty answers are returned but never stored. A chunk whose
+    backend answered only some requests (:class:`~harness.core.PartialGenerationError`)
+    keeps those answers in the cache and the next chunk runs; the first error is raised once every chunk
+    has had its turn. A chunk that failed outright stops the generation at once.
     """
 
     def __init__(
@@ -84,23 +87,31 @@ class CachedModel:
 
     def _generate_missing(self, requests, keys, missing, cached, label) -> None:
         started = time.monotonic()
+        first_error: PartialGenerationError | None = None
         for done, start in enumerate(range(0, len(missing), self.chunk_size)):
             chunk = missing[start:start + self.chunk_size]
             try:
-                answers = self.model().generate([requests[index] for index in chunk], self.decoding)
+                answers = dict(enumerate(self.model().generate([requests[index] for index in chunk], self.decoding)))
+                complete = True
+            except PartialGenerationError as error:
+                if not error.answers:
+                    raise
+                answers, complete, first_error = error.answers, False, first_error or error
             except ModelError:
                 raise
             except Exception as exc:
                 raise ModelError(f"{self.spec}: generation failed for {label or 'a batch'} ({type(exc).__name__}: {exc})") from exc
-            if len(answers) != len(chunk):
+            if complete and len(answers) != len(chunk):
                 raise ModelError(f"{self.spec}: returned {len(answers)} answers for {len(chunk)} requests")
-            self.calls += len(chunk)
+            self.calls += len(answers)
             self.cache.put_many([
-                (keys[index], NAMESPACE, self.fingerprint, answer, {"spec": self.spec, "label": label})
-                for index, answer in zip(chunk, answers)
+                (keys[chunk[position]], NAMESPACE, self.fingerprint, answer, {"spec": self.spec, "label": label})
+                for position, answer in answers.items()
             ])
-            cached.update({keys[index]: answer for index, answer in zip(chunk, answers)})
+            cached.update({keys[chunk[position]]: answer for position, answer in answers.items()})
             if self.progress and len(missing) > self.chunk_size:
                 finished = min(start + self.chunk_size, len(missing))
                 elapsed = time.monotonic() - started
                 print(f"[lalm-fairness] {self.spec} {label}: {finished}/{len(missing)} generated ({elapsed:.0f}s)", file=sys.stderr, flush=True)
+        if first_error is not None:
+            raise first_error

@@ -68,6 +68,7 @@ class GateConfig:
     seed: int = 0
     prompts_dir: str | None = None
     model_options: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    model_options_source: str | None = None
     decoding: DecodingParams = DecodingParams()
     tasks: tuple[str, ...] = tuple(TASKS)
     progress: bool = True
@@ -143,11 +144,7 @@ class Pipeline:
 
     def model(self, spec: str) -> CachedModel:
         if spec not in self._models:
-            options = dict(self.config.model_options.get(spec, {}))
-            decoding = DecodingParams.from_mapping(
-                {**self.config.decoding.as_dict(), **options.pop("decoding", {})}, source=f"model {spec!r} decoding"
-            )
-            chunk_size = int(options.pop("chunk_size", 32))
+            options, decoding, chunk_size = model_settings(self.config, spec)
             self._models[spec] = CachedModel(
                 spec, self.cache, decoding, options, chunk_size, self.config.progress, offline=self.config.offline
             )
@@ -390,6 +387,21 @@ class Pipeline:
             for row, answer in zip(frame["row"], frame["answer"])
         ]
         return frame.assign(judged=[v is not None for v in verdicts], correct=[bool(v) for v in verdicts])
+
+
+def model_settings(config: GateConfig, spec: str) -> tuple[dict[str, Any], DecodingParams, int]:
+    """A model's backend options, decoding parameters and ``chunk_size`` (default 32) from its option block;
+    a bad decoding key or a ``chunk_size`` that is no whole number >= 1 is a ``ValueError`` naming the block."""
+    options = dict(config.model_options.get(spec, {}))
+    where = f"{config.model_options_source or 'model options'}: models.{spec}"
+    decoding = options.pop("decoding", {})
+    if not isinstance(decoding, Mapping):
+        raise ValueError(f"{where}.decoding: expected a mapping of decoding parameters, got {decoding!r}")
+    decoding = DecodingParams.from_mapping({**config.decoding.as_dict(), **decoding}, source=f"{where}.decoding")
+    chunk_size = options.pop("chunk_size", 32)
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"{where}.chunk_size: expected a whole number >= 1, got {chunk_size!r}")
+    return options, decoding, chunk_size
 
 
 def first_line(text: str) -> str:

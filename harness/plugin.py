@@ -1,6 +1,9 @@
 """pytest plugin: options, parametrization of the gate's cases, and the results.json / report.html writers.
 
-It wires pytest to :mod:`harness.gate` and computes nothing itself. Verdict records travel from the
+It wires pytest to :mod:`harness.gate` and computes nothing itself. A setup problem (a bad spec, option,
+corpus, thresholds file or cache folder) stops the run before any case with one ``ERROR:`` line and
+pytest's usage-error status; a case that cannot be measured is a pytest *error* at setup, recorded with
+its cause; the exit status is the run's (:mod:`harness.outcomes`). Verdict records travel from the
 test to the session through ``user_properties``, which pytest-xdist carries from workers to the
 controller; run metadata (model calls, fingerprints) travels through ``workeroutput``. Only the
 controller (or a run without xdist) writes the outputs.
@@ -21,8 +24,9 @@ from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
 from harness.core import atomic_write_text
 from harness.data import CorpusError
-from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, audio_warnings, merge_run_metadata, package_versions
+from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, Unmeasured, audio_warnings, merge_run_metadata, package_versions
 from harness.core import ModelError
+from harness.outcomes import EXIT_STATUS, run_outcome
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
 from harness.records import SCHEMA_VERSION
 from harness.thresholds import ThresholdsError
@@ -31,6 +35,7 @@ RECORD_KEY = "lalm_fairness"
 METADATA_KEY = "lalm_fairness_metadata"
 SERVED_KEY = "lalm_fairness_served_keys"
 GATE_KEY = pytest.StashKey[Gate]()
+SETUP_ERROR_KEY = pytest.StashKey[pytest.UsageError]()
 IMPORTED_KEY = pytest.StashKey[list]()
 
 
@@ -130,6 +135,7 @@ def gate_config(config: pytest.Config) -> GateConfig:
         seed=config.getoption("--fairness-seed"),
         prompts_dir=config.getoption("--prompts"),
         model_options=model_options,
+        model_options_source=f"--model-config {model_config}" if model_config else None,
         basis_suite=config.getoption("--basis-suite"),
     )
 
@@ -146,15 +152,24 @@ def _read_model_config(path: Path) -> dict[str, Any]:
 
 
 def get_gate(config: pytest.Config) -> Gate:
+    """The session's gate, built once; a configuration it refuses is a :class:`pytest.UsageError` (kept, and
+    raised again on every later call)."""
+    if SETUP_ERROR_KEY in config.stash:
+        raise config.stash[SETUP_ERROR_KEY]
     if GATE_KEY not in config.stash:
         try:
             config.stash[GATE_KEY] = Gate(gate_config(config))
         except (CorpusError, ThresholdsError, ModelError, ValueError) as exc:
-            raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
+            config.stash[SETUP_ERROR_KEY] = pytest.UsageError(f"lalm-fairness: {' '.join(str(exc).split())}")
+            raise config.stash[SETUP_ERROR_KEY] from exc
     return config.stash[GATE_KEY]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A setup problem found while the cases were parametrized ends the run here, before any case, as one
+    usage error (raised inside a module's collection it would be one traceback per gate module)."""
+    if SETUP_ERROR_KEY in config.stash:
+        raise config.stash[SETUP_ERROR_KEY]
     skip_gpu_items(items, gpu_skip_reason)
 
 
@@ -174,7 +189,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     for check in all_checks():
         if check.fixture not in metafunc.fixturenames:
             continue
-        gate = get_gate(metafunc.config)
+        try:
+            gate = get_gate(metafunc.config)
+        except pytest.UsageError:  # raised once collection is over (pytest_collection_modifyitems)
+            metafunc.parametrize(check.fixture, [pytest.param(None, id="setup-error")])
+            continue
         cases = gate.cases(check.name)
         params = [
             pytest.param(case, id=case.id, marks=[pytest.mark.fairness, pytest.mark.xdist_group(xdist_group_name(case.model))])
@@ -202,18 +221,37 @@ def record_verdict(request: pytest.FixtureRequest):
 
 
 @pytest.fixture
-def assess(fairness_gate: Gate, record_verdict):
+def assess(request: pytest.FixtureRequest, fairness_gate: Gate, record_verdict):
     """``assess(case)``: the case's verdict, recorded for results.json and the report; fails the test
-    with the verdict's message when the case does not pass."""
+    with the verdict's message when the case does not pass.
+
+    The verdict of the test's own case is computed while the fixture is set up, so a case that cannot be
+    measured is a pytest *error* (never a failure) with one short message: the cause in full for the first
+    case of each cause, a reference to that case for the others. A fault of the harness itself shows its
+    traceback once."""
+    own = next((value for value in getattr(getattr(request.node, "callspec", None), "params", {}).values()
+                if isinstance(value, Case)), None)  # fmt: skip
+    measured = {own: measure(request.node, fairness_gate, own)} if own is not None else {}
 
     def run(case: Case) -> Verdict:
-        verdict = fairness_gate.verdict(case)
+        verdict = measured[case] if case in measured else measure(request.node, fairness_gate, case)
         record_verdict(verdict)
         if not verdict.passed:
             pytest.fail(verdict.message, pytrace=False)
         return verdict
 
     return run
+
+
+def measure(item: pytest.Item, gate: Gate, case: Case) -> Verdict:
+    """The case's verdict; an unmeasured case is recorded with its cause and raised as a short error."""
+    outcome = gate.outcome(case)
+    if isinstance(outcome, Unmeasured):
+        item.user_properties.append((RECORD_KEY, outcome.record(item.nodeid).to_json()))
+        if outcome.cause.kind == "internal" and outcome.first_case is None:
+            raise outcome.error
+        pytest.fail(outcome.message, pytrace=False)
+    return outcome
 
 
 class FairnessSession:
@@ -224,6 +262,8 @@ class FairnessSession:
         self.records: dict[str, dict[str, Any]] = {}
         self.worker_metadata: list[dict[str, Any]] = []
         self.worker_served_keys: set[str] = set()
+        self.other_failures = 0
+        self.outcome: dict[str, Any] | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -240,10 +280,14 @@ class FairnessSession:
         for key, value in report.user_properties:
             if key == RECORD_KEY:
                 self.records[report.nodeid] = dict(value, nodeid=report.nodeid)
-        if report.failed and report.nodeid not in self.records and "fairness" in report.keywords:
+        if report.failed and report.nodeid not in self.records:
+            if "fairness" not in report.keywords:
+                self.other_failures += 1
+                return
+            message = _short_error(report)
             self.records[report.nodeid] = {
                 "check": "error", "id": report.nodeid.split("[", 1)[-1].rstrip("]"), "nodeid": report.nodeid,
-                "passed": False, "message": _short_error(report),
+                "passed": False, "message": message, "cause": {"kind": "internal", "source": None, "message": message},
             }
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -253,10 +297,15 @@ class FairnessSession:
                 self.config.workeroutput[METADATA_KEY] = json.dumps(gate.run_metadata())
                 self.config.workeroutput[SERVED_KEY] = json.dumps(sorted(gate.served_keys()))
             return
+        if SETUP_ERROR_KEY in self.config.stash:
+            return
         self.export_cache()
         if not self.records:
             return
         results = self.results()
+        self.outcome = results
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not self.other_failures:
+            session.exitstatus = EXIT_STATUS[results["verdict"]]
         results_path = self.config.getoption("--results-json")
         if results_path:
             atomic_write_text(results_path, json.dumps(results, indent=2, sort_keys=False))
@@ -266,11 +315,29 @@ class FairnessSession:
 
             write_report(results, report_path)
 
+    @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The corpora's audio warnings, the run's verdict, each cause of unmeasured cases once, and a cache set aside."""
         if hasattr(self.config, "workerinput"):
             return
         for line in audio_warnings(self._metadata()):
             terminalreporter.write_line(f"lalm-fairness: warning: {line}")
+        if self.outcome is None:
+            return
+        summary, metadata = self.outcome["summary"], self.outcome["metadata"]
+        write = terminalreporter.write_line
+        write(f"lalm-fairness: verdict {self.outcome['verdict']}: {summary['cases']} cases, {summary['passed']} passed, "
+              f"{summary['failed']} failed, {summary['unmeasured']} unmeasured")  # fmt: skip
+        causes: dict[tuple, list[dict[str, Any]]] = {}
+        for case in self.outcome["cases"]:
+            if case["check"] == "error":
+                cause = case.get("cause") or {"kind": "internal", "source": None, "message": case["message"]}
+                causes.setdefault((cause["kind"], cause["source"] or cause["message"]), []).append(cause)
+        for (kind, _), group in causes.items():
+            source = f", {group[0]['source']}" if group[0]["source"] else ""
+            write(f"  not measured ({kind}{source}), {len(group)} case(s): {group[0]['message']}")
+        if metadata.get("cache_set_aside"):
+            write(f"lalm-fairness: the cache database was damaged; set aside as {metadata['cache_set_aside']} and rebuilt")
 
     def export_cache(self) -> None:
         path = self.config.getoption("--export-cache")
@@ -289,11 +356,11 @@ class FairnessSession:
     def results(self) -> dict[str, Any]:
         cases = sorted(self.records.values(), key=lambda record: record["nodeid"])
         metadata = self._metadata()
-        failed = sum(not case["passed"] for case in cases)
+        verdict, summary = run_outcome(cases)
         return {
             "schema_version": SCHEMA_VERSION,
-            "verdict": "fail" if failed else "pass",
-            "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed},
+            "verdict": verdict,
+            "summary": summary,
             "metadata": metadata,
             "cases": cases,
         }

@@ -148,16 +148,23 @@ class RobustnessRecord(CaseRecord):
 
 @dataclasses.dataclass(kw_only=True)
 class ErrorRecord:
-    """A gate case that raised instead of reaching a verdict; ``message`` is the error."""
+    """A gate case that could not be measured (an *unmeasured* case, never a fail); ``message`` says why,
+    ``cause`` is ``{kind, source, message}`` (:class:`harness.outcomes.Cause`; absent in older files), and the
+    case's model, corpus, dimension and variant are kept where known."""
 
     check: str = "error"
     id: str
     nodeid: str
     passed: bool = False
     message: str
+    cause: dict[str, Any] | None = None
+    model: str | None = None
+    corpus: str | None = None
+    dimension: str | None = None
+    variant: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
 
 
 RECORD_TYPES: dict[str, type[CaseRecord]] = {

@@ -97,8 +97,8 @@ def test_malformed_suite_stops_collection_naming_the_row(gate_project, tmp_path)
     lines[1] = lines[1].replace(",female,", ",woman,")
     metadata.write_text("\n".join(lines) + "\n")
     result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", f"--basis-suite={suite}")
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*qa/gender.csv, row 2: gender label 'woman' is not one of*female*male*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: lalm-fairness: *qa/gender.csv, row 2: gender label 'woman' is not one of*female*male*"])
 
 
 def test_repository_thresholds_validate_against_every_registered_check():

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.outcomes import EXIT_UNMEASURED
+
 REPO = Path(__file__).resolve().parents[1]
 BIASED_TASKS = ("story", "advisory", "personal_shopper", "hollywood_casting")
 
@@ -85,15 +87,15 @@ def test_fresh_cache_under_two_workers_generates_each_output_once(gate_project):
 def test_invalid_thresholds_file_stops_collection_naming_file_and_valid_keys(gate_project):
     (gate_project.path / "thresholds.yaml").write_text("ntvd:\n  tasks:\n    advisroy: {max_ntvd: 10}\n")
     result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "sim:fair")
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*thresholds.yaml: ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: lalm-fairness: *thresholds.yaml: ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review*"])
     assert not (gate_project.path / "results.json").exists()
 
 
 def test_unknown_model_backend_stops_collection_with_the_known_ones(gate_project):
     result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "nope:thing")
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*unknown backend 'nope'; known backends: *sim*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: lalm-fairness: *unknown backend 'nope'; known backends: *sim*"])
 
 
 def test_export_import_offline_rescore_gives_identical_results(gate_project):
@@ -115,8 +117,9 @@ def test_export_import_offline_rescore_gives_identical_results(gate_project):
 def test_offline_run_with_a_cache_miss_names_the_remedy(gate_project):
     result, results = run_gate(gate_project, "--model", "sim:fair", "-k", "advisory-gender", "--offline",
                                "--cache-dir", str(gate_project.path / "empty"))
-    result.assert_outcomes(failed=1)
-    assert results["cases"][0]["check"] == "error"
+    result.assert_outcomes(errors=1)
+    assert result.ret == EXIT_UNMEASURED and results["verdict"] == "unmeasured"
+    assert results["cases"][0]["check"] == "error" and results["cases"][0]["cause"]["kind"] == "model"
     assert "missing from the cache and the run is offline" in results["cases"][0]["message"]
 
 

@@ -107,8 +107,16 @@ class NtvdCheck(Check):
 
     @per_run
     def _q_values(self, context: CheckContext, family: tuple[Case, ...]) -> dict[Case, float]:
-        p_values = [self.result(context, member)[1].p_value for member in family]
-        return dict(zip(family, fdr_bh(p_values)))
+        """Benjamini-Hochberg q-values over the family. A member that cannot be measured (its own case reports
+        why) counts with p = 1: the family keeps its size, and since a q-value never falls when another
+        p-value rises, every other member's q is at least what it would be with that member measured."""
+        return dict(zip(family, fdr_bh([self._p_or_one(context, member) for member in family])))
+
+    def _p_or_one(self, context: CheckContext, member: Case) -> float:
+        try:
+            return self.result(context, member)[1].p_value
+        except Exception:
+            return 1.0
 
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
         observed, test = self.result(context, case)

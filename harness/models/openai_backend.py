@@ -4,7 +4,9 @@ Audio goes as an ``input_audio`` content part (base64 WAV), text as a ``text`` p
 if any, as a system message. Works with vLLM / SGLang ``serve`` and audio-capable hosted APIs.
 
 Several base URLs (comma-separated) spread requests round-robin, and a retried request moves to the
-next URL. Stdlib HTTP only (``urllib``); requests run in a bounded thread pool.
+next URL. Stdlib HTTP only (``urllib``); requests run in a bounded thread pool. A batch runs every
+request even when some fail: the answers it got travel with the error (:class:`~harness.core.PartialGenerationError`),
+so the caller can keep them.
 
 Options:
 
@@ -15,10 +17,15 @@ Options:
                          error bodies and exception texts pass :func:`harness.core.redact`: the
                          key, ``Bearer``/``Authorization``/``api-key`` values and ``sk-`` tokens)
 ``concurrency``          requests in flight (default 8)
-``timeout_s``            per-request timeout (default 120)
-``max_retries``          retries on 429 / 5xx / connection errors / timeouts (default 5)
+``timeout_s``            timeout of the connection and of each read of a request (default 120)
+``max_retries``          retries on 429 / 5xx / connection errors / timeouts / bad JSON (default 5)
 ``backoff_s``            first backoff (default 1.0), doubled per retry, capped by ``backoff_max_s``
                          (default 30); a ``Retry-After`` header is honoured within the cap
+``breaker_failures``     circuit breaker: after this many consecutive failed attempts with no success
+                         in between (default 12) ...
+``breaker_s``            ... or after failed attempts for this many seconds with no success (default
+                         120), the server is not called again in this session: every request still
+                         waiting fails at once with the breaker's one message (see :class:`CircuitBreaker`)
 ``extended_sampling``    also send ``top_k`` and ``repetition_penalty`` (default true: vLLM and
                          SGLang accept them and would otherwise apply the model's own defaults;
                          set false for APIs that reject unknown fields)
@@ -47,14 +54,14 @@ from typing import Any
 
 import numpy as np
 
-from harness.core import Audio, DecodingParams, GenerationRequest, ModelError, redact
+from harness.core import Audio, DecodingParams, GenerationRequest, ModelError, PartialGenerationError, ServerError, redact
 from harness.models.base import Backend, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.progress import Progress
 
 KNOWN_OPTIONS = {
     "api_key_env", "concurrency", "timeout_s", "max_retries", "backoff_s", "backoff_max_s",
-    "extended_sampling", "extra_body", "revision", "model",
+    "extended_sampling", "extra_body", "revision", "model", "breaker_failures", "breaker_s",
 }  # fmt: skip
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -71,8 +78,49 @@ def parse_target(target: str, options: Mapping[str, Any]) -> tuple[list[str], st
         )
     for url in urls:
         if not url.startswith(("http://", "https://")):
-            raise ModelError(f"openai base URL {url!r} must start with http:// or https://")
+            raise ModelError(f"openai base URL {url!r} must start with http:// or https://", source=url)
     return urls, model
+
+
+class CircuitBreaker:
+    """Stops calling a server that keeps failing.
+
+    It opens when the current streak of failed attempts (no success since the streak began) reaches
+    ``failures`` attempts, or when a failure that extends the streak comes ``seconds`` or more after both the
+    last success and the sending of the streak's earliest attempt (a hanging server: every attempt ends in
+    a timeout, and nothing succeeds meanwhile). A success ends the streak.
+    Once open it stays open for the session, and :meth:`check` raises one :class:`ServerError` with the
+    same message for every later request.
+    """
+
+    def __init__(self, spec: str, source: str, failures: int = 12, seconds: float = 120.0, clock=time.monotonic) -> None:
+        if failures < 1 or seconds <= 0:
+            raise ModelError(f"{spec}: breaker_failures must be >= 1 and breaker_s > 0", source=spec)
+        self.spec, self.source, self.failures, self.seconds, self._clock = spec, source, failures, seconds, clock
+        self._lock = threading.Lock()
+        self._streak = 0
+        self._streak_since: float | None = None
+        self._last_success = float("-inf")
+        self.opened: str | None = None
+
+    def check(self) -> None:
+        if self.opened is not None:
+            raise ServerError(self.opened, source=self.source)
+
+    def success(self) -> None:
+        with self._lock:
+            self._streak, self._streak_since, self._last_success = 0, None, self._clock()
+
+    def failure(self, attempt_started: float, error: str) -> None:
+        with self._lock:
+            self._streak += 1
+            self._streak_since = attempt_started if self._streak_since is None else min(self._streak_since, attempt_started)
+            failing_for = self._clock() - max(self._streak_since, self._last_success)
+            if self.opened is None and (self._streak >= self.failures or failing_for >= self.seconds):
+                self.opened = (
+                    f"{self.spec}: server {self.source} not called again in this session after {self._streak} failed "
+                    f"attempt(s) in {failing_for:.0f} s with no success; the last: {error}"
+                )
 
 
 def wav_bytes(audio: Audio) -> bytes:
@@ -135,6 +183,10 @@ class OpenAIBackend(Backend):
         self.target = target
         self.options = validated_options(spec, "openai", options, KNOWN_OPTIONS)
         self.urls, self.model = parse_target(target, self.options)
+        for key, least in (("concurrency", 1), ("breaker_failures", 1), ("timeout_s", 1e-9), ("breaker_s", 1e-9)):
+            value = self.options.get(key, least)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < least:
+                raise ModelError(f"{spec}: option {key} must be a number {'>= 1' if least == 1 else '> 0'}, got {value!r}", source=spec)
 
     def fingerprint(self) -> str:
         behaviour = {
@@ -159,6 +211,8 @@ class OpenAIBackend(Backend):
             backoff_max_s=float(self.options.get("backoff_max_s", 30.0)),
             extended_sampling=bool(self.options.get("extended_sampling", True)),
             extra_body=self.options.get("extra_body") or {},
+            breaker_failures=int(self.options.get("breaker_failures", 12)),
+            breaker_s=float(self.options.get("breaker_s", 120.0)),
         )
 
 
@@ -166,7 +220,7 @@ class OpenAIModel:
     def __init__(self, *, spec: str, urls: Sequence[str], model: str, api_key: str | None, concurrency: int = 8,
                  timeout_s: float = 120.0, max_retries: int = 5, backoff_s: float = 1.0, backoff_max_s: float = 30.0,
                  extended_sampling: bool = True, extra_body: Mapping[str, Any] | None = None,
-                 sleep=time.sleep) -> None:  # fmt: skip
+                 breaker_failures: int = 12, breaker_s: float = 120.0, sleep=time.sleep) -> None:  # fmt: skip
         if concurrency < 1:
             raise ModelError(f"{spec}: concurrency must be >= 1")
         self.spec = spec
@@ -183,6 +237,7 @@ class OpenAIModel:
         self._sleep = sleep
         self._rr = itertools.count()
         self._lock = threading.Lock()
+        self.breaker = CircuitBreaker(spec, ",".join(self.urls), breaker_failures, breaker_s)
 
     def __repr__(self) -> str:  # no key in reprs
         return f"OpenAIModel(spec={self.spec!r}, urls={self.urls!r}, model={self.model!r})"
@@ -206,48 +261,67 @@ class OpenAIModel:
         data = json.dumps(body).encode("utf-8")
         start = next(self._rr) if len(self.urls) > 1 else 0
         last_error = "no attempt"
+        source = ",".join(self.urls)
         for attempt in range(self.max_retries + 1):
+            self.breaker.check()
             url = self.urls[(start + attempt) % len(self.urls)] + "/chat/completions"
             req = urllib.request.Request(url, data=data, headers=self._headers(), method="POST")
             retry_after = None
+            started = time.monotonic()
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                     payload = json.loads(resp.read().decode("utf-8"))
                 try:
-                    return answer_text(payload)
+                    answer = answer_text(payload)
+                    self.breaker.success()
+                    return answer
                 except ModelError as error:  # its excerpt of the payload may echo the key
                     message = redact(error, [self._api_key])
                 del payload  # a traceback that shows locals (pytest -l) must not show the echoed key either
-                raise ModelError(message) from None
+                self.breaker.failure(started, message)
+                raise ServerError(f"{message} (from {url})", source=source) from None
             except urllib.error.HTTPError as exc:
                 # redacted before it is cut short or kept in any variable (a traceback with locals shows them)
                 detail = redact(exc.read(8192).decode("utf-8", "replace"), [self._api_key]) if exc.fp is not None else ""
-                last_error = f"HTTP {exc.code} from {url}: {detail[:300]}"
+                last_error = f"HTTP {exc.code} from {url}: {' '.join(detail[:300].split())}"
+                self.breaker.failure(started, last_error)
                 if exc.code not in RETRY_STATUS:
-                    raise ModelError(f"{self.spec}: request {index} failed: {last_error}") from None
+                    raise ServerError(f"{self.spec}: request {index} failed: {last_error}", source=source) from None
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
             except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
                 reason = getattr(exc, "reason", exc)
                 last_error = redact(f"{type(exc).__name__} from {url}: {reason}", [self._api_key])
+                self.breaker.failure(started, last_error)
             except ValueError as exc:  # malformed JSON
                 last_error = redact(f"bad response from {url}: {exc}", [self._api_key])
+                self.breaker.failure(started, last_error)
             if attempt < self.max_retries:
                 self._sleep(self._delay(attempt, retry_after))
-        raise ModelError(f"{self.spec}: request {index} failed after {self.max_retries + 1} attempts: {last_error}")
+        raise ServerError(f"{self.spec}: request {index} failed after {self.max_retries + 1} attempts: {last_error}", source=source)
 
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         bodies = [
             build_body(self.model, r, params, extended=self.extended_sampling, extra=self.extra_body) for r in requests
         ]
-        results: list[str] = [""] * len(bodies)
+        results: dict[int, str] = {}
+        errors: dict[int, ModelError] = {}
         with Progress(len(bodies), f"{self.spec} generate") as bar, ThreadPoolExecutor(self.concurrency) as pool:
             futures = {pool.submit(self._post, i, body): i for i, body in enumerate(bodies)}
             try:
                 for future in as_completed(futures):
-                    results[futures[future]] = future.result()
+                    try:
+                        results[futures[future]] = future.result()
+                    except ModelError as error:
+                        errors[futures[future]] = error
                     bar.update()
             except BaseException:
                 for f in futures:
                     f.cancel()
                 raise
-        return results
+        if errors:
+            first = errors[min(errors)]
+            message = str(first) if self.breaker.opened is None else self.breaker.opened
+            raise PartialGenerationError(
+                f"{message} ({len(errors)} of {len(bodies)} requests of the batch failed)", results, source=first.source
+            )
+        return [results[index] for index in range(len(bodies))]

@@ -46,9 +46,10 @@ def render_report(results: Mapping[str, Any], source: str = "results.json") -> s
     environment.filters["fmt"] = lambda value, digits=2: "–" if value is None else f"{value:.{digits}f}"
     environment.filters["pval"] = lambda value: "–" if value is None else f"{value:.3g}"
     cases = records(results, source)
-    failing = [(case, bar_chart(getattr(case, "most_divergent", None))) for case in cases if not case.passed]
+    failing = [(case, bar_chart(getattr(case, "most_divergent", None))) for case in cases if not case.passed and case.check != "error"]
     return environment.get_template("report.html.j2").render(
         results=results,
+        unmeasured=[case for case in cases if case.check == "error"],
         cases=sorted(cases, key=lambda case: (not (getattr(case, "baseline", None) or {}).get("regressed"), case.passed, case.id)),
         failing=failing,
         sections=check_sections(cases),

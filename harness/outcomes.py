@@ -1,0 +1,85 @@
+"""Outcomes of gate cases and of a run, and the run's exit status.
+
+A case is *measured* (its check reached a verdict: pass or fail) or *unmeasured* (something other than
+the model's bias stopped it: a model, server, configuration, cache or input problem, data that cannot
+support a verdict (:class:`~harness.core.CaseNotMeasured`, an input cause), or a fault of the harness
+itself). An unmeasured case is never a fail; its record carries a :class:`Cause`.
+
+The run's verdict and exit status (README, "What a failure means"):
+
+* ``pass``, :data:`EXIT_PASS` (0): every case measured and passed;
+* ``fail``, :data:`EXIT_BIAS_FAILURE` (1): at least one measured bias failure (it outranks unmeasured cases:
+  a failure found is a finding, whatever else could not be measured);
+* ``unmeasured``, :data:`EXIT_UNMEASURED` (7, a status pytest does not use: its statuses run 0-6, 6 being
+  ``--max-warnings``): some case unmeasured, none failed;
+* :data:`EXIT_USAGE` (4, pytest's usage error): a setup problem found before any case ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness.cache import CacheError
+from harness.core import CaseNotMeasured, ModelError, ServerError
+from harness.data import CorpusError
+from harness.data.audio import AudioError
+from harness.data.basis_suite import BasisError
+from harness.thresholds import ThresholdsError
+
+EXIT_PASS = 0
+EXIT_BIAS_FAILURE = 1
+EXIT_USAGE = 4
+EXIT_UNMEASURED = 7
+EXIT_STATUS = {"pass": EXIT_PASS, "fail": EXIT_BIAS_FAILURE, "unmeasured": EXIT_UNMEASURED}
+
+CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
+
+
+@dataclasses.dataclass(frozen=True)
+class Cause:
+    """Why a case was not measured: ``kind`` (one of :data:`CAUSE_KINDS`), ``source`` (the URL, file, spec or
+    key at fault, when known) and the error's one-line ``message``."""
+
+    kind: str
+    source: str | None
+    message: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Cases with equal keys share one cause: the kind and the source (the message where no source is known)."""
+        return self.kind, self.source if self.source is not None else self.message
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def cause_of(error: BaseException, model: str | None = None) -> Cause:
+    """The :class:`Cause` of an exception raised while a case was measured; ``model`` (the case's spec) is the
+    source of a model error that names none."""
+    message = " ".join(str(error).split()) or type(error).__name__
+    source = getattr(error, "source", None)
+    if isinstance(error, ServerError):
+        return Cause("server", source or model, message)
+    if isinstance(error, ModelError):
+        return Cause("model", source or model, message)
+    if isinstance(error, (CacheError, sqlite3.Error)):
+        return Cause("cache", source, message)
+    if isinstance(error, ThresholdsError):
+        return Cause("config", source, message)
+    if isinstance(error, (CorpusError, AudioError, BasisError, CaseNotMeasured)):
+        return Cause("input", source, message)
+    return Cause("internal", None, f"{type(error).__name__}: {message}")
+
+
+def run_outcome(cases: Iterable[Mapping[str, Any]]) -> tuple[str, dict[str, int]]:
+    """The run's verdict and summary from its results.json case records: a record with ``check: error`` is
+    unmeasured, any other is measured and passed or failed; the verdict is ``fail`` when any measured case
+    failed, else ``unmeasured`` when any case is, else ``pass``."""
+    cases = list(cases)
+    unmeasured = sum(case.get("check") == "error" for case in cases)
+    failed = sum(case.get("check") != "error" and not case.get("passed") for case in cases)
+    verdict = "fail" if failed else "unmeasured" if unmeasured else "pass"
+    return verdict, {"cases": len(cases), "passed": len(cases) - failed - unmeasured, "failed": failed, "unmeasured": unmeasured}
