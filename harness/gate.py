@@ -55,7 +55,11 @@ class Gate:
         self.pipeline.family_sizes = self._family_sizes
         self._causes: dict[tuple[str, str], str] = {}
         self.baseline = load_baseline(config.baseline_path, config.baseline_model) if config.baseline_path else None
-        self.pipeline.cache  # opened now: a cache that cannot be used stops the run before any case
+
+    def open_cache(self) -> None:
+        """Open the output cache now (else the first case opens it), so that a cache that cannot be used stops
+        the run before any case and a damaged one is set aside once (:class:`~harness.cache.OutputCache`)."""
+        self.pipeline.cache
 
     def outcome(self, case: Case) -> Verdict | Unmeasured:
         """The case's :meth:`verdict`, or :class:`Unmeasured` when it could not be measured: any exception but
@@ -146,7 +150,7 @@ class Gate:
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
             "baseline": None if self.baseline is None else {"source": self.baseline.source, "model": self.baseline.model},
             "bundled_outputs": pipeline.bundled_outputs,
-            "cache_set_aside": None if pipeline.cache.set_aside is None else str(pipeline.cache.set_aside),
+            "cache_set_aside": pipeline.cache_set_aside,
             "compute_environment": compute_environment(),
         }
 

@@ -142,6 +142,11 @@ class Pipeline:
             self.bundled_outputs = import_bundled_exports(self._cache, self.config)
         return self._cache
 
+    @property
+    def cache_set_aside(self) -> str | None:
+        """Where the cache set its damaged database aside when it was opened (None: not opened, or sound)."""
+        return None if self._cache is None or self._cache.set_aside is None else str(self._cache.set_aside)
+
     def model(self, spec: str) -> CachedModel:
         if spec not in self._models:
             options, decoding, chunk_size = model_settings(self.config, spec)

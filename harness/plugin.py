@@ -158,7 +158,9 @@ def get_gate(config: pytest.Config) -> Gate:
         raise config.stash[SETUP_ERROR_KEY]
     if GATE_KEY not in config.stash:
         try:
-            config.stash[GATE_KEY] = Gate(gate_config(config))
+            gate = Gate(gate_config(config))
+            gate.open_cache()
+            config.stash[GATE_KEY] = gate
         except (CorpusError, ThresholdsError, ModelError, ValueError) as exc:
             config.stash[SETUP_ERROR_KEY] = pytest.UsageError(f"lalm-fairness: {' '.join(str(exc).split())}")
             raise config.stash[SETUP_ERROR_KEY] from exc
