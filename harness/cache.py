@@ -16,6 +16,7 @@ import gzip
 import io
 import json
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -151,7 +152,8 @@ class OutputCache:
         """Write the entries (all, or those of ``keys``) to one gzip JSON-lines file; returns the count."""
         path = Path(path)
         query = "SELECT key, namespace, model_fingerprint, text, metadata, created FROM outputs ORDER BY key"
-        rows = self._connection.execute(query).fetchall()
+        with self._named_errors():
+            rows = self._connection.execute(query).fetchall()
         if keys is not None:
             wanted = set(keys)
             rows = [row for row in rows if row[0] in wanted]
@@ -191,7 +193,8 @@ class OutputCache:
         return len(rows)
 
     def __len__(self) -> int:
-        return int(self._connection.execute("SELECT COUNT(*) FROM outputs").fetchone()[0])
+        with self._named_errors():
+            return int(self._connection.execute("SELECT COUNT(*) FROM outputs").fetchone()[0])
 
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:
@@ -215,16 +218,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=".lalm_cache")
     parser.add_argument("--file", help="the export file (gzip JSON lines)")
     args = parser.parse_args(argv)
-    cache = OutputCache(args.cache_dir)
-    if args.command == "stats":
-        print(f"{cache.path}: {len(cache)} entries")
-        return 0
-    if not args.file:
+    if args.command != "stats" and not args.file:
         parser.error(f"{args.command} needs --file")
-    if args.command == "export":
-        print(f"exported {cache.export(args.file)} entries to {args.file}")
-    else:
-        print(f"imported {cache.import_file(args.file)} entries into {cache.path}")
+    try:
+        cache = OutputCache(args.cache_dir)
+        if cache.set_aside is not None:
+            print(f"{cache.path} was damaged: set aside as {cache.set_aside}; the cache starts empty", file=sys.stderr)
+        if args.command == "stats":
+            print(f"{cache.path}: {len(cache)} entries")
+        elif args.command == "export":
+            print(f"exported {cache.export(args.file)} entries to {args.file}")
+        else:
+            print(f"imported {cache.import_file(args.file)} entries into {cache.path}")
+    except CacheError as exc:
+        print(f"lalm-fairness-cache: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -309,3 +309,15 @@ def test_a_cache_folder_that_is_a_file_is_refused_by_name_before_any_case(gate_p
     result.stderr.fnmatch_lines([f"ERROR: lalm-fairness: cache folder {gate_project.path / 'not-a-folder'} is a file, not a folder*"])
     with pytest.raises(CacheError, match="is a file, not a folder"):
         OutputCache(gate_project.path / "not-a-folder")
+
+
+def test_the_cache_command_names_a_damaged_database_and_a_folder_that_is_a_file(tmp_path, capsys):
+    from harness.cache import main
+
+    damaged_database(tmp_path / "cache", "garbage")
+    assert main(["stats", "--cache-dir", str(tmp_path / "cache")]) == 0
+    captured = capsys.readouterr()
+    assert "was damaged: set aside as" in captured.err and "outputs.sqlite: 0 entries" in captured.out
+    (tmp_path / "file").write_text("x")
+    assert main(["stats", "--cache-dir", str(tmp_path / "file")]) == 2
+    assert capsys.readouterr().err.startswith(f"lalm-fairness-cache: cache folder {tmp_path / 'file'} is a file")
