@@ -34,6 +34,7 @@ from harness.thresholds import ThresholdsError
 RECORD_KEY = "lalm_fairness"
 METADATA_KEY = "lalm_fairness_metadata"
 SERVED_KEY = "lalm_fairness_served_keys"
+SETUP_ERROR_OUTPUT = "lalm_fairness_setup_error"
 GATE_KEY = pytest.StashKey[Gate]()
 SETUP_ERROR_KEY = pytest.StashKey[pytest.UsageError]()
 IMPORTED_KEY = pytest.StashKey[list]()
@@ -169,8 +170,13 @@ def get_gate(config: pytest.Config) -> Gate:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A setup problem found while the cases were parametrized ends the run here, before any case, as one
-    usage error (raised inside a module's collection it would be one traceback per gate module)."""
+    usage error (raised inside a module's collection it would be one traceback per gate module). An xdist
+    worker cannot raise it: it runs nothing and hands the message to the controller, which reports it."""
     if SETUP_ERROR_KEY in config.stash:
+        if hasattr(config, "workerinput"):
+            config.hook.pytest_deselected(items=list(items))
+            items.clear()
+            return
         raise config.stash[SETUP_ERROR_KEY]
     skip_gpu_items(items, gpu_skip_reason)
 
@@ -266,6 +272,7 @@ class FairnessSession:
         self.worker_served_keys: set[str] = set()
         self.other_failures = 0
         self.outcome: dict[str, Any] | None = None
+        self.worker_setup_error: str | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -298,6 +305,12 @@ class FairnessSession:
                 gate = self.config.stash[GATE_KEY]
                 self.config.workeroutput[METADATA_KEY] = json.dumps(gate.run_metadata())
                 self.config.workeroutput[SERVED_KEY] = json.dumps(sorted(gate.served_keys()))
+            if SETUP_ERROR_KEY in self.config.stash:
+                self.config.workeroutput[SETUP_ERROR_OUTPUT] = str(self.config.stash[SETUP_ERROR_KEY])
+            return
+        if self.worker_setup_error is not None:
+            self.config.get_terminal_writer().line(f"ERROR: {self.worker_setup_error}", red=True)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
         if SETUP_ERROR_KEY in self.config.stash:
             return
@@ -392,6 +405,8 @@ class XdistMetadata:
             session.worker_metadata.append(json.loads(output[METADATA_KEY]))
         if output.get(SERVED_KEY):
             session.worker_served_keys.update(json.loads(output[SERVED_KEY]))
+        if output.get(SETUP_ERROR_OUTPUT):
+            session.worker_setup_error = output[SETUP_ERROR_OUTPUT]
 
 
 def _short_error(report: pytest.TestReport) -> str:

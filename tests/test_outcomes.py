@@ -155,6 +155,14 @@ def test_a_setup_problem_is_one_usage_error_line_before_any_case(gate_project, a
     assert not (gate_project.path / "results.json").exists()
 
 
+def test_under_xdist_a_setup_problem_is_the_same_one_line_from_the_controller(gate_project):
+    result, _ = run_gate(gate_project, "--model", "sim:nonexistent", "-n", "2")
+    assert result.ret == EXIT_USAGE
+    output = result.stdout.str() + result.stderr.str()
+    assert output.count("ERROR: lalm-fairness: model spec 'sim:nonexistent': unknown simulator preset") == 1
+    assert "INTERNALERROR" not in output and "Traceback" not in output
+
+
 def test_unmeasured_cases_are_errors_with_their_cause_and_a_measured_failure_still_fails_the_run(gate_project, server):
     dead = server("500")
     spec = f"openai:{dead.url}#m"
