@@ -300,6 +300,7 @@ class OpenAIModel:
         raise ServerError(f"{self.spec}: request {index} failed after {self.max_retries + 1} attempts: {last_error}", source=source)
 
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
+        self.breaker.check()
         bodies = [
             build_body(self.model, r, params, extended=self.extended_sampling, extra=self.extra_body) for r in requests
         ]
