@@ -108,7 +108,7 @@ def test_case_missing_from_the_baseline_is_reported_as_new(project):
 def test_baseline_with_several_models_needs_a_choice(project):
     gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--results-json", "two.json")
     result = gate(project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json")
-    assert "two.json: the baseline holds models ['sim:biased', 'sim:fair']; choose one with --baseline-model" in result.stdout.str()
+    assert "two.json: the baseline holds models ['sim:biased', 'sim:fair']; choose one with --baseline-model" in result.stderr.str()
     result = gate(project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--baseline-model", "sim:fair")
     result.assert_outcomes(passed=1, failed=1)
 

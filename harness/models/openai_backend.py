@@ -321,8 +321,6 @@ class OpenAIModel:
                 raise
         if errors:
             first = errors[min(errors)]
-            message = str(first) if self.breaker.opened is None else self.breaker.opened
-            raise PartialGenerationError(
-                f"{message} ({len(errors)} of {len(bodies)} requests of the batch failed)", results, source=first.source
-            )
+            message = f"{first} ({len(errors)} of {len(bodies)} requests of the batch failed)"
+            raise PartialGenerationError(self.breaker.opened or message, results, source=first.source)
         return [results[index] for index in range(len(bodies))]
