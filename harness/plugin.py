@@ -8,6 +8,7 @@ controller (or a run without xdist) writes the outputs.
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,6 +64,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"judge model for the judge-score ratio (score_ratio cases run only with a judge); without --model, the demo's judge {DEFAULT_JUDGE}")
     group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
     group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
+    group.addoption("--summary-md", default=None, metavar="FILE",
+                    help="also write a short Markdown summary (verdict, failed/unmeasured/regressed cases) for a CI page")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -262,6 +265,11 @@ class FairnessSession:
             from harness.report import write_report
 
             write_report(results, report_path)
+        summary_path = self.config.getoption("--summary-md")
+        if summary_path:
+            from harness.report.summary import write_summary
+
+            write_summary(results, summary_path, report_path or None, results_path or None)
 
     def export_cache(self) -> None:
         path = self.config.getoption("--export-cache")
@@ -294,6 +302,7 @@ class FairnessSession:
         if GATE_KEY in self.config.stash:
             parts.append(self.config.stash[GATE_KEY].run_metadata())
         return {
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "package_versions": package_versions(),
             "workers": max(1, len(self.worker_metadata)),
             "imported_caches": self.config.stash.get(IMPORTED_KEY, []),
