@@ -37,7 +37,8 @@ def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "width": label_width + plot_width + 60, "label_width": label_width}
 
 
-def render_report(results: Mapping[str, Any], source: str = "results.json") -> str:
+def render_report(results: Mapping[str, Any], source: str = "results.json", trend: Mapping[str, Any] | None = None) -> str:
+    """The report of one run; ``trend`` (:func:`harness.report.trend.trend_view`) adds the trend section over a series."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
         autoescape=True,
@@ -52,6 +53,7 @@ def render_report(results: Mapping[str, Any], source: str = "results.json") -> s
         cases=sorted(cases, key=lambda case: (not (getattr(case, "baseline", None) or {}).get("regressed"), case.passed, case.id)),
         failing=failing,
         sections=check_sections(cases),
+        trend=trend,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
 
@@ -74,7 +76,7 @@ def check_sections(cases: Sequence[CaseRecord | ErrorRecord]) -> list[dict[str, 
     return sections
 
 
-def write_report(results: Mapping[str, Any], path: str | Path) -> Path:
+def write_report(results: Mapping[str, Any], path: str | Path, trend: Mapping[str, Any] | None = None) -> Path:
     path = Path(path)
-    atomic_write_text(path, render_report(results))
+    atomic_write_text(path, render_report(results, trend=trend))
     return path

@@ -1,0 +1,60 @@
+"""``lalm-fairness-report``: the HTML report from results.json files, with no pytest run and no model.
+
+One file: its report, as the gate writes it. Several (nights, or checkpoints in release order): the report
+of the last run plus the trend section over all of them (:mod:`harness.report.trend`), whose regressions are
+the checks' own baseline tests between neighbouring runs (:mod:`harness.series`). ``--summary-md`` also
+writes the CI summary of the last run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.core import atomic_write_text
+from harness.report import render_report
+from harness.report.summary import write_summary
+from harness.report.trend import trend_view
+from harness.series import Run, load_series, neighbour_comparisons
+from harness.thresholds import ThresholdsError, load_thresholds
+
+
+def render_series(runs: Sequence[Run], thresholds_path: str | None = None, permutations: int | None = None) -> str:
+    """The report of the last run, with the trend section when there are several."""
+    trend = None
+    if len(runs) > 1:
+        thresholds = load_thresholds(thresholds_path) if thresholds_path else None
+        comparisons = neighbour_comparisons(runs, thresholds, permutations)
+        trend = trend_view([run.label for run in runs], [run.results for run in runs], comparisons)
+    return render_report(runs[-1].results, runs[-1].source, trend=trend)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lalm-fairness-report", description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="+", metavar="RESULTS_JSON", help="one results.json, or a series of them")
+    parser.add_argument("-o", "--output", default="report.html", metavar="FILE", help="report path (default report.html)")
+    parser.add_argument("--order", choices=("time", "given"), default="time",
+                        help="order the series by each run's recorded time (default) or as given (checkpoints in release order)")
+    parser.add_argument("--thresholds", metavar="FILE",
+                        help="judge the neighbour comparisons with this thresholds file (default: each record's own settings)")
+    parser.add_argument("--permutations", type=int, metavar="B",
+                        help="permutations of the nTVD paired test between neighbours (default: each run's own)")
+    parser.add_argument("--summary-md", metavar="FILE", help="also write the CI summary of the last run")
+    args = parser.parse_args(argv)
+    try:
+        runs = load_series(args.results, "given" if len(args.results) == 1 else args.order)
+        html = render_series(runs, args.thresholds, args.permutations)
+    except (ValueError, ThresholdsError) as exc:
+        print(f"lalm-fairness-report: {exc}", file=sys.stderr)
+        return 2
+    atomic_write_text(args.output, html)
+    if args.summary_md:
+        write_summary(runs[-1].results, args.summary_md, args.output, runs[-1].source)
+    print(f"lalm-fairness-report: {args.output} from {len(runs)} run(s)" + (f"; summary {args.summary_md}" if args.summary_md else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
