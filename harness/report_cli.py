@@ -11,22 +11,25 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+import json
+from typing import Any
 
 from harness.core import atomic_write_text
 from harness.report import render_report
 from harness.report.summary import write_summary
 from harness.report.trend import trend_view
-from harness.series import Run, load_series, neighbour_comparisons
+from harness.series import Run, load_series, neighbour_comparisons, read_memo
 from harness.thresholds import ThresholdsError, load_thresholds
 
 
-def render_series(runs: Sequence[Run], thresholds_path: str | None = None, permutations: int | None = None) -> str:
-    """The report of the last run, with the trend section when there are several."""
+def render_series(runs: Sequence[Run], thresholds_path: str | None = None, permutations: int | None = None,
+                  memo: dict[str, Any] | None = None) -> str:
+    """The report of the last run, with the trend section when there are several (``memo``: see
+    :func:`harness.series.neighbour_comparisons`)."""
     trend = None
     if len(runs) > 1:
         thresholds = load_thresholds(thresholds_path) if thresholds_path else None
-        comparisons = neighbour_comparisons(runs, thresholds, permutations)
+        comparisons = neighbour_comparisons(runs, thresholds, permutations, memo)
         trend = trend_view([run.label for run in runs], [run.results for run in runs], comparisons)
     return render_report(runs[-1].results, runs[-1].source, trend=trend)
 
@@ -41,15 +44,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="judge the neighbour comparisons with this thresholds file (default: each record's own settings)")
     parser.add_argument("--permutations", type=int, metavar="B",
                         help="permutations of the nTVD paired test between neighbours (default: each run's own)")
+    parser.add_argument("--memo", metavar="FILE",
+                        help="keep the neighbour comparisons in this JSON file and reuse them (a nightly render then compares only the newest pair)")
     parser.add_argument("--summary-md", metavar="FILE", help="also write the CI summary of the last run")
     args = parser.parse_args(argv)
     try:
         runs = load_series(args.results, "given" if len(args.results) == 1 else args.order)
-        html = render_series(runs, args.thresholds, args.permutations)
+        memo = read_memo(args.memo) if args.memo else None
+        html = render_series(runs, args.thresholds, args.permutations, memo)
     except (ValueError, ThresholdsError) as exc:
         print(f"lalm-fairness-report: {exc}", file=sys.stderr)
         return 2
     atomic_write_text(args.output, html)
+    if args.memo:
+        atomic_write_text(args.memo, json.dumps(memo))
     if args.summary_md:
         write_summary(runs[-1].results, args.summary_md, args.output, runs[-1].source)
     print(f"lalm-fairness-report: {args.output} from {len(runs)} run(s)" + (f"; summary {args.summary_md}" if args.summary_md else ""))

@@ -12,12 +12,14 @@ its seed and its number of permutations.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.checks import Case, get_check
+from harness.core import stable_hash
 from harness.records import CaseRecord, record_from_json, schema_version
 from harness.thresholds import ThresholdSchema, Thresholds
 
@@ -28,12 +30,14 @@ model, corpus, variant and dimension)."""
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-    """One results.json of a series; ``label`` names it in the report (its file name without ``.json``)."""
+    """One results.json of a series; ``label`` names it in the report (its file name without ``.json``);
+    ``digest`` is the SHA-256 of the file's bytes."""
 
     source: str
     label: str
     created: str | None
     results: Mapping[str, Any]
+    digest: str
 
 
 def case_key(case: Mapping[str, Any]) -> CaseKey:
@@ -58,7 +62,8 @@ def load_series(paths: Sequence[str | Path], order: str = "time") -> list[Run]:
 
 def read_run(path: Path) -> Run:
     try:
-        results = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        results = json.loads(data.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: not a lalm-fairness results.json ({exc})") from exc
     if not isinstance(results, dict) or not isinstance(results.get("cases"), list):
@@ -72,7 +77,8 @@ def read_run(path: Path) -> Run:
             if missing:
                 raise ValueError(f"{path}, case {index}: lacks key(s) {missing}")
     created = (results.get("metadata") or {}).get("created")
-    return Run(str(path), path.name.removesuffix(".json"), created if isinstance(created, str) else None, results)
+    return Run(str(path), path.name.removesuffix(".json"), created if isinstance(created, str) else None, results,
+               hashlib.sha256(data).hexdigest())
 
 
 class RecordThresholds:
@@ -99,25 +105,56 @@ class RecordContext:
 
 
 def neighbour_comparisons(
-    runs: Sequence[Run], thresholds: Thresholds | None = None, permutations: int | None = None
+    runs: Sequence[Run], thresholds: Thresholds | None = None, permutations: int | None = None,
+    memo: MutableMapping[str, dict[str, Any]] | None = None,
 ) -> dict[tuple[int, CaseKey], dict[str, Any]]:
     """``(i, case key) -> Comparison.as_dict()`` of each case of run ``i >= 1`` present in run ``i - 1``.
 
-    ``permutations`` overrides the candidate run's own count for the nTVD permutation test."""
+    ``permutations`` overrides the candidate run's own count for the nTVD permutation test. ``memo`` (e.g. read
+    from and written back to a file, :func:`read_memo`) keeps each comparison under :func:`memo_key`, so that a
+    nightly render compares only the newest pair of runs; entries this series does not use are dropped from it."""
+    memo = {} if memo is None else memo
+    settings = {"thresholds": None if thresholds is None else thresholds.digest, "permutations": permutations}
     comparisons: dict[tuple[int, CaseKey], dict[str, Any]] = {}
+    used: set[str] = set()
     for index in range(1, len(runs)):
         previous = {case_key(case): case for case in runs[index - 1].results["cases"] if case["check"] != "error"}
         metadata = runs[index].results.get("metadata") or {}
         for position, case in enumerate(runs[index].results["cases"]):
             if case["check"] == "error" or case_key(case) not in previous:
                 continue
-            where = f"{runs[index].source}, case {position}"
-            comparisons[(index, case_key(case))] = compare_records(
-                record_from_json(case, where), record_from_json(previous[case_key(case)], f"{runs[index - 1].source} ({case['id']})"),
-                RecordContext(RecordThresholds(case.get("threshold") or {}, thresholds), int(metadata.get("seed", 0)),
-                              int(permutations or metadata.get("permutations") or 10_000)),
-            )
+            key = memo_key(runs[index], runs[index - 1], case_key(case), settings)
+            if key not in memo:
+                memo[key] = compare_records(
+                    record_from_json(case, f"{runs[index].source}, case {position}"),
+                    record_from_json(previous[case_key(case)], f"{runs[index - 1].source} ({case['id']})"),
+                    RecordContext(RecordThresholds(case.get("threshold") or {}, thresholds), int(metadata.get("seed", 0)),
+                                  int(permutations or metadata.get("permutations") or 10_000)),
+                )
+            comparisons[(index, case_key(case))] = memo[key]
+            used.add(key)
+    for stale in set(memo) - used:
+        del memo[stale]
     return comparisons
+
+
+def memo_key(candidate: Run, baseline: Run, key: CaseKey, settings: Mapping[str, Any]) -> str:
+    """What a neighbour comparison depends on: both files' bytes, the case, and the settings given here."""
+    return stable_hash([candidate.digest, baseline.digest, list(key), dict(settings)])
+
+
+def read_memo(path: str | Path) -> dict[str, dict[str, Any]]:
+    """A memo file of :func:`neighbour_comparisons` (none yet: empty); a damaged one is a ``ValueError`` naming it."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        memo = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a comparison memo ({exc}); delete it to recompute") from exc
+    if not isinstance(memo, dict) or not all(isinstance(value, dict) for value in memo.values()):
+        raise ValueError(f"{path}: not a comparison memo (expected an object of comparisons); delete it to recompute")
+    return memo
 
 
 def compare_records(candidate: CaseRecord, baseline: CaseRecord, context: RecordContext) -> dict[str, Any]:

@@ -127,3 +127,19 @@ def test_trend_in_chromium_marks_the_injected_regression_first(series_report, tm
     assert panels[0][1].count('class="regression"') == 2  # the ring and the mark above it
     assert all('class="regression"' not in body for _, body in panels[1:])
     assert 'panel regressed" data-case="classification:sim:b-age"' in dom and "night-20: vs baseline" in dom
+
+
+def test_memo_reuses_neighbour_comparisons_and_drops_stale_ones(nights, tmp_path, monkeypatch):
+    import harness.series as series
+
+    runs = load_series(nights)
+    memo = {"stale": {"regressed": True}}
+    first = neighbour_comparisons(runs[:-1], memo=memo)
+    assert "stale" not in memo and len(memo) == len(first)
+    calls = []
+    monkeypatch.setattr(series, "compare_records", lambda *args: calls.append(args) or {"status": "compared", "regressed": False})
+    second = neighbour_comparisons(runs, memo=memo)
+    assert len(calls) == len(second) - len(first) == len(runs[-1].results["cases"])
+    (tmp_path / "memo.json").write_text("[")
+    with pytest.raises(ValueError, match=r"memo\.json: not a comparison memo"):
+        series.read_memo(tmp_path / "memo.json")
