@@ -101,6 +101,7 @@ class Gate:
             "stage_models": pipeline.fingerprints(stages=True),
             "model_calls": sum(model.calls for model in models),
             "cache_hits": sum(model.hits for model in models),
+            "outputs": {model.spec: model.output_counts() for model in models},
             "models_loaded": sorted(model.spec for model in models if model.loaded),
             "corpora": {name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table)} for name, c in pipeline.corpora.items()},
             "thresholds": {"source": self.thresholds.source, "hash": self.thresholds.digest, "notes": list(self.thresholds.notes)},
@@ -117,16 +118,25 @@ class Gate:
         }
 
 
-def merge_run_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def merge_run_metadata(parts: Sequence[Mapping[str, Any]], imported_caches: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """One run's metadata from the :meth:`Gate.run_metadata` of each process that ran (xdist workers and
-    the controller): counts are summed, the models, stage models, loaded models and bundled exports of
-    every part are united, and settings every part shares (thresholds, seed, judge...) come from the first
-    part that states them."""
+    the controller): counts are summed (``outputs`` per model and count), the models, stage models, loaded
+    models and bundled exports of every part are united, and settings every part shares (thresholds, seed,
+    judge...) come from the first part that states them. Each model's ``outputs`` then gains ``imported``: the
+    entries of it that the run's imports read, the bundled exports (once, whichever processes imported them)
+    and the ``imported_caches`` (``--import-cache`` files, with their ``per_model`` counts); entries of
+    models the run did not use (and of non-model namespaces such as embeddings) are not listed."""
     merged: dict[str, Any] = {}
     for part in parts:
         for key, value in part.items():
             if key in ("model_calls", "cache_hits"):
                 merged[key] = merged.get(key, 0) + value
+            elif key == "outputs":
+                outputs = merged.setdefault(key, {})
+                for model, counts in value.items():
+                    totals = outputs.setdefault(model, {})
+                    for name, count in counts.items():
+                        totals[name] = totals.get(name, 0) + count
             elif key in ("models", "stage_models"):
                 merged[key] = {**merged.get(key, {}), **value}
             elif key == "models_loaded":
@@ -136,6 +146,14 @@ def merge_run_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 merged[key] = [*merged.get(key, []), *(entry for entry in value if (entry["model"], entry["file"]) not in known)]
             elif merged.get(key) is None:
                 merged[key] = value
+    if "outputs" in merged:
+        outputs = merged["outputs"]
+        for source in (*merged.get("bundled_outputs", []), *imported_caches):
+            for model, count in source.get("per_model", {}).items():
+                if model in outputs:
+                    outputs[model]["imported"] = outputs[model].get("imported", 0) + count
+        for totals in outputs.values():
+            totals.setdefault("imported", 0)
     return merged
 
 

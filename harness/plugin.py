@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from harness.core import atomic_write_text
 from harness.data import CorpusError
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, merge_run_metadata, package_versions
 from harness.core import ModelError
+from harness.models.progress import attach_terminal, detach_terminal
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
 from harness.records import SCHEMA_VERSION
 from harness.thresholds import ThresholdsError
@@ -74,10 +76,20 @@ def pytest_configure(config: pytest.Config) -> None:
     assign_worker_gpu()
     if not hasattr(config, "workerinput"):
         import_caches(config)
+        attach_progress_terminal(config)
     config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
     config.pluginmanager.register(AtomicJunitXml(config), "lalm_fairness_atomic_junit")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
+
+
+def attach_progress_terminal(config: pytest.Config) -> None:
+    """Progress bars of generation on this terminal, drawn with pytest's capture suspended; only in the
+    process that owns the terminal (never an xdist worker) and only when stderr is a terminal."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if sys.stderr.isatty() and capture is not None:
+        attach_terminal(sys.stderr, capture.global_and_fixture_disabled)
+        config.add_cleanup(detach_terminal)
 
 
 def import_caches(config: pytest.Config) -> None:
@@ -87,7 +99,10 @@ def import_caches(config: pytest.Config) -> None:
         return
     cache = OutputCache(cache_dir(config))
     try:
-        config.stash[IMPORTED_KEY] = [{"file": str(path), "entries": cache.import_file(path)} for path in files]
+        config.stash[IMPORTED_KEY] = [
+            {"file": str(path), "entries": sum(counts.values()), "per_model": counts}
+            for path, counts in ((path, cache.import_counts(path)) for path in files)
+        ]
     except CacheError as exc:
         raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
     finally:
@@ -306,7 +321,7 @@ class FairnessSession:
             "package_versions": package_versions(),
             "workers": max(1, len(self.worker_metadata)),
             "imported_caches": self.config.stash.get(IMPORTED_KEY, []),
-            **merge_run_metadata(parts),
+            **merge_run_metadata(parts, self.config.stash.get(IMPORTED_KEY, [])),
         }
 
 
