@@ -15,28 +15,13 @@ from harness.core import DecodingParams, GenerationRequest
 from harness.gate import merge_run_metadata
 from harness.generation import NAMESPACE, CachedModel
 from harness.models import BACKENDS, register_backend
-from harness.models.base import Backend
 
 pytest_plugins = ["pytester"]
 
 
-class EchoBackend(Backend):
-    def __init__(self, spec, target, options):
-        self.spec = spec
-
-    def fingerprint(self):
-        return "echo:1"
-
-    def load(self):
-        return self
-
-    def generate(self, requests, params):
-        return [f"echo {request.prompt}" for request in requests]
-
-
 @pytest.fixture(autouse=True)
 def echo_backend():
-    register_backend("echo", f"{__name__}:EchoBackend")
+    register_backend("echo", "gate_support:EchoBackend")
     yield
     BACKENDS.pop("echo")
 

@@ -13,7 +13,6 @@ import pytest
 
 from gate_support import gate_project
 from harness.models import BACKENDS, progress, register_backend
-from harness.models.base import Backend
 from harness.models.progress import Progress
 
 pytest_plugins = ["pytester"]
@@ -70,30 +69,12 @@ def test_attached_terminal_receives_the_bar_inside_the_uncaptured_context():
     assert "16/16" in terminal.getvalue() and entered
 
 
-class EchoBackend(Backend):
-    """Answers echo the prompt, with the backend's own progress bar around each batch (as the hf backend's)."""
-
-    def __init__(self, spec, target, options):
-        self.spec = spec
-
-    def fingerprint(self):
-        return "echo:1"
-
-    def load(self):
-        return self
-
-    def generate(self, requests, params):
-        with Progress(len(requests), f"{self.spec} generate") as bar:
-            bar.update(len(requests))
-        return [f"echo {request.prompt}" for request in requests]
-
-
 def test_cached_model_shows_one_bar_per_model_and_task(tmp_path):
     from harness.cache import OutputCache
     from harness.core import DecodingParams, GenerationRequest
     from harness.generation import CachedModel
 
-    register_backend("echo", f"{__name__}:EchoBackend")
+    register_backend("echo", "gate_support:EchoBackend")
     terminal = Tty()
     progress.attach_terminal(terminal)
     try:
