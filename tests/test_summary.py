@@ -34,9 +34,17 @@ def test_lists_failed_unmeasured_and_regressed_cases_only_with_their_figures():
     rows = table_rows(markdown)
     assert [row.split(" | ")[0] for row in rows] == ["| `story-gender`", "| `advisory-accent`", "| `advisory-gender`"]
     assert "passed; regressed" in rows[0] and "+6.5 (significant)" in rows[0]
-    assert "unmeasured" in rows[1] and "server error: connection refused" in rows[1]
+    assert "| unmeasured (server error: connection refused) |" in rows[1]
     assert "| 31 | max_ntvd ≤ 20 | q = 0.01 | – |" in rows[2]
     assert markdown.rstrip().endswith("Details: [report](report.html) · [results.json](results.json)")
+
+
+def test_floors_are_named_when_unmet_but_left_out_of_the_bias_threshold():
+    floored = record("m-age-speech-explicit", check="personalization", passed=False, value=33.3,
+                     threshold={"min_accuracy": 75.0, "max_gap": 30.0}, gap={"value": 66.7, "ci_low": 50.0, "ci_high": 83.3},
+                     floors=[{"key": "min_accuracy", "value": 33.3, "threshold": 75.0, "met": False}], q=None)
+    (row,) = table_rows(render_summary(results(floored)))
+    assert "| failed; floor min_accuracy 75 not met | 33.3; gap 66.7 | max_gap ≤ 30 | gap CI [50, 83.3] |" in row
 
 
 def test_a_passing_run_has_no_table_and_the_file_summary_wins_when_complete():

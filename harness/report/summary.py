@@ -1,14 +1,16 @@
 """A short Markdown summary of a results.json, for a CI job page or a pull-request comment.
 
 :func:`render_summary` is a pure function of the results dict: the verdict and counts, one table row per
-failed, unmeasured or regressed case (its value and, where judged, its group gap; the threshold's bounds; its q-value, adjusted
-p, CI or gap CI, and the delta against the baseline), and a line linking the report. It states nothing that
-results.json does not hold.
+failed, unmeasured or regressed case (its value and, where judged, its group gap; the threshold's bounds, and
+the quality floors it does not meet, which never fail a case; its q-value, adjusted p, CI or gap CI; the delta
+against the baseline; for an unmeasured case, its cause), and a line linking the report. It states nothing
+that results.json does not hold.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,8 +70,10 @@ def outcome_counts(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]
     return {"cases": len(cases), "passed": passed, "failed": len(cases) - passed - unmeasured, "unmeasured": unmeasured}
 
 
-def threshold_text(threshold: Mapping[str, Any] | None) -> str:
-    """The bounds of a record's ``threshold`` (``max_ntvd ≤ 30``, ``[0.9, 1.11]``); settings such as ``alpha`` are left out."""
+def threshold_text(threshold: Mapping[str, Any] | None, floors: Sequence[str] = ()) -> str:
+    """The bounds of a record's ``threshold`` (``max_ntvd ≤ 30``, ``[0.9, 1.11]``); settings such as ``alpha``
+    and the quality ``floors`` (keys reported apart from the bias verdict) are left out."""
+    threshold = {key: value for key, value in (threshold or {}).items() if key not in floors}
     if not threshold:
         return ""
     if isinstance(threshold.get("lower"), (int, float)) and isinstance(threshold.get("upper"), (int, float)):
@@ -116,13 +120,17 @@ def _row(case: Mapping[str, Any], prefix: str) -> list[str]:
         cause = case.get("cause") if isinstance(case.get("cause"), Mapping) else {}
         message = str(cause.get("message") or case.get("message") or "")
         kind = f"{cause['kind']} error" if cause.get("kind") else "error"
-        return [f"`{name}`", "–", "unmeasured", "–", "–", "–", f"{kind}: {_shorten(message)}"]
+        check = re.search(r"::test_(\w+)\[", str(case.get("nodeid", "")))
+        message = message.replace(f"{case.get('id')}: ", "")
+        return [f"`{name}`", check.group(1) if check else "–", f"unmeasured ({kind}: {_shorten(message)})", "–", "–", "–", "–"]
     baseline = case.get("baseline") if isinstance(case.get("baseline"), Mapping) else {}
-    outcome = ("failed" if not case.get("passed") else "passed") + ("; regressed" if _regressed(case) else "")
+    floors = [floor for floor in case.get("floors") or [] if isinstance(floor, Mapping) and "key" in floor]
+    outcome = ("failed" if not case.get("passed") else "passed") + ("; regressed" if _regressed(case) else "") + "".join(
+        f"; floor {floor['key']} {_number(floor.get('threshold'))} not met" for floor in floors if floor.get("met") is False)
     delta = baseline.get("delta")
     return [
         f"`{name}`", str(case.get("check", "")), outcome,
-        value_text(case), threshold_text(case.get("threshold")), uncertainty_text(case),
+        value_text(case), threshold_text(case.get("threshold"), [floor["key"] for floor in floors]), uncertainty_text(case),
         "–" if not isinstance(delta, (int, float)) else f"{delta:+.3g}" + (" (significant)" if baseline.get("regressed") else ""),
     ]
 
