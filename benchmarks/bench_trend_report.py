@@ -45,7 +45,7 @@ def demo_results(folder: Path) -> dict:
 def night(template: dict, index: int, models: int, injected_from: int) -> dict:
     """``template`` under ``models`` model names, values jittered; from ``injected_from`` on, model 3's first
     WER-ratio case has three times the errors in its worst group."""
-    source_model = template["cases"][0]["model"]
+    source_model = next(case["model"] for case in template["cases"] if "model" in case)
     cases = []
     for number in range(models):
         model = f"{source_model}#{number:02d}"

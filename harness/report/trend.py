@@ -22,7 +22,8 @@ SeriesKey = tuple[str, str]
 """(check, id): one case across runs (an id is unique within its check in a run)."""
 
 VALUE_BOUNDS = {"max_ntvd": "upper", "upper": "upper", "lower": "lower", "min_icat": "lower", "min_accuracy": "lower", "min_score": "lower"}
-"""Threshold keys that bound a record's ``value`` itself (other keys bound a gap, an increase, or set a test)."""
+"""Threshold keys that bound a record's ``value`` itself, bias thresholds or quality floors (other keys bound a
+gap, an increase, or set a test)."""
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 300, 100, 42, 8, 12, 18
 
