@@ -158,7 +158,7 @@ def _number(value: Any) -> str:
     return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
 
 
-def _shorten(text: str, limit: int = 120) -> str:
+def _shorten(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
