@@ -10,7 +10,7 @@ pairs is filled by computing each distinct comparison once (the nights' paired d
 inputs are compared once and their result reused); a cold render of the whole series costs about
 (nights - 1) times the newest pair, printed as an estimate.
 
-    .venv/bin/python benchmarks/bench_trend_report.py [--nights 60] [--models 12] [--permutations 999] [--template results.json]
+    .venv/bin/python benchmarks/bench_trend_report.py [--nights 60] [--models 12] [--permutations 999] [--template results.json] [--output trend.html]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from harness.report import render_report
 from harness.report.trend import trend_view
-from harness.core import stable_hash
+from harness.core import atomic_write_text, stable_hash
 from harness.series import case_key, load_series, memo_key, neighbour_comparisons
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,6 +108,7 @@ def main() -> int:
     parser.add_argument("--models", type=int, default=12)
     parser.add_argument("--permutations", type=int, default=999, help="nTVD paired-test permutations between neighbours")
     parser.add_argument("--template", help="a results.json to copy (default: run the demo gate)")
+    parser.add_argument("--output", help="also keep the trend report here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -133,6 +134,8 @@ def main() -> int:
         _, view_s = timed(trend_view, labels, results, comparisons)
         _, render_s = timed(lambda: render_report(results[-1], runs[-1].source, trend=view))
         single, single_s = timed(render_report, results[-1], runs[-1].source)
+    if args.output:
+        atomic_write_text(args.output, html)
     regressions = sorted((runs[index].label, key[1]) for (index, key), comparison in comparisons.items() if comparison["regressed"])
     cases = len(results[-1]["cases"])
     print(f"{args.nights} nights x {args.models} models = {cases} cases a night, {len(comparisons)} neighbour comparisons "
