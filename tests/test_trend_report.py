@@ -81,6 +81,12 @@ def test_trend_orders_regressed_then_failing_then_changed_and_folds_the_rest(nig
     assert view["counts"] == {"cases": 6, "regressed": 1, "failing": 0, "changed": 3}
 
 
+def test_a_case_never_measured_takes_the_check_its_test_names():
+    runs = [night_results(night, ["m"], ["age"], unmeasured=["m-age"]) for night in range(2)]
+    view = trend_view(["n0", "n1"], runs, {})
+    assert [(item["check"], item["id"], item["latest"]) for item in view["shown"]] == [("classification", "m-age", "unmeasured")]
+
+
 def test_threshold_line_steps_where_the_thresholds_changed():
     runs = [night_results(night, ["m"], ["age"]) for night in range(3)]
     runs[2]["cases"][0]["threshold"]["min_accuracy"] = 70.0
