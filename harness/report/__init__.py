@@ -1,4 +1,8 @@
-"""The self-contained HTML report (Jinja, autoescaped, no external assets) rendered from results.json."""
+"""The self-contained HTML report (Jinja, autoescaped, no external assets, no script) rendered from results.json.
+
+The first screen answers "may we release, and if not, why" (:mod:`harness.report.summary`); each check's
+section follows with its plots (:mod:`harness.report.plots`, inline SVG) and its tables folded below them.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import jinja2
 
 from harness.core import atomic_write_text
 from harness.records import CaseRecord, ErrorRecord, record_from_json, schema_version
+from harness.report.plots import interval_text
+from harness.report.summary import case_anchor, cause_text, decision_text, first_screen, floor_lines
 from harness.report.vibe import PALETTE, significance_stars, table_two
 
 __all__ = ["PALETTE", "bar_chart", "check_sections", "render_report", "significance_stars", "table_two", "write_report"]
@@ -45,15 +51,22 @@ def render_report(results: Mapping[str, Any], source: str = "results.json") -> s
     )
     environment.filters["fmt"] = lambda value, digits=2: "–" if value is None else f"{value:.{digits}f}"
     environment.filters["pval"] = lambda value: "–" if value is None else f"{value:.3g}"
+    environment.filters["interval"] = interval_text
     cases = records(results, source)
-    failing = [(case, bar_chart(getattr(case, "most_divergent", None))) for case in cases if not case.passed]
+    failing = [(case, bar_chart(getattr(case, "most_divergent", None))) for case in cases
+               if not case.passed and not isinstance(case, ErrorRecord)]
     return environment.get_template("report.html.j2").render(
         results=results,
-        cases=sorted(cases, key=lambda case: (not (getattr(case, "baseline", None) or {}).get("regressed"), case.passed, case.id)),
+        screen=first_screen(cases, results),
+        cases=[{"record": case, "anchor": case_anchor(case), "decision": decision_text(getattr(case, "decision", None)),
+                "floors": floor_lines(getattr(case, "floors", None)), "cause": cause_text(case) if isinstance(case, ErrorRecord) else None}
+               for case in sorted(cases, key=lambda case: (not (getattr(case, "baseline", None) or {}).get("regressed"), case.passed, case.id))],
+        unmeasured=[{"record": case, "anchor": case_anchor(case), "cause": cause_text(case)} for case in cases if isinstance(case, ErrorRecord)],
         failing=failing,
         sections=check_sections(cases),
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
+
 
 
 def records(results: Mapping[str, Any], source: str = "results.json") -> list[CaseRecord | ErrorRecord]:

@@ -1,0 +1,220 @@
+"""The report's first screen: may we release, and if not, why.
+
+One line per failed, regressed or unmeasured case (check, model, dimension, value, threshold, q or interval,
+a link to the case in its section), what was compared with what, and for a passing run the closest calls:
+the passing cases whose value lies nearest its threshold, measured by :func:`margin`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.records import CaseRecord, ErrorRecord
+from harness.report.plots import interval_estimable, interval_text
+
+CHECK_LABELS = {
+    "ntvd": "VIBE nTVD", "wer_ratio": "WER ratio", "score_ratio": "judge-score ratio", "icat": "BASIS ICAT",
+    "personalization": "BASIS personalization", "classification": "BASIS classification",
+    "robustness": "BASIS robustness", "error": "unmeasured",
+}
+RATIO_QUANTITY = {"wer_ratio": "expected-WER ratio", "score_ratio": "judge-score ratio"}
+GAP_UNITS = "points"
+
+
+def case_anchor(record: CaseRecord | ErrorRecord) -> str:
+    """A stable HTML id for a case (``case-`` and 12 hex digits of its check and id), safe whatever the id holds."""
+    return "case-" + hashlib.sha256(f"{record.check}\0{record.id}".encode()).hexdigest()[:12]
+
+
+def _deciding_comparison(record: CaseRecord) -> dict[str, Any] | None:
+    """The comparison whose judged ratio is the record's value (the failing one first)."""
+    comparisons = sorted(record.comparisons, key=lambda c: not c.get("failed"))
+    for comparison in comparisons:
+        for method in comparison["methods"]:
+            if method["method"] == comparison.get("judged_method") and method.get("ratio") == record.value:
+                return comparison | {"row": method}
+    return None
+
+
+def ci_words(entry: Mapping[str, Any] | None, digits: int = 1) -> str:
+    """"95% CI a to b", or "interval not estimable" (:func:`harness.report.plots.interval_estimable`)."""
+    return interval_text(entry, digits, "95% CI {0} to {1}")
+
+
+def gap_text(gap: Mapping[str, Any] | None) -> str:
+    """"gap best − worst v points (95% CI a to b)" of a BASIS case's best and worst group."""
+    if not gap or gap.get("value") is None:
+        return "gap not estimable"
+    return f"gap {gap.get('best')} − {gap.get('worst')} {gap['value']:.1f} {GAP_UNITS} ({ci_words(gap)})"
+
+
+def headline(record: CaseRecord) -> dict[str, str]:
+    """``value``, ``threshold`` and ``uncertainty`` (q or interval) of a case in words and units of its check."""
+    threshold, value = record.threshold, record.value
+    if record.check == "ntvd":
+        rule, limit, alpha = threshold.get("rule"), threshold.get("max_ntvd"), threshold.get("alpha")
+        text = {"magnitude": f"fails when nTVD > {limit:g}", "significance": f"fails when q < {alpha:g}"}.get(
+            rule, f"fails when nTVD > {limit:g} and q < {alpha:g}")
+        return {"value": f"nTVD {fmt_number(value, 1)} (0–100)", "threshold": text,
+                "uncertainty": f"q = {_p(record.q)}" + ("" if record.p is None else f" (p = {_p(record.p)})")}
+    if record.check in RATIO_QUANTITY:
+        comparison = _deciding_comparison(record)
+        row = (comparison or {}).get("row") or {"ci_low": record.ci[0] if record.ci else None, "ci_high": record.ci[1] if record.ci else None}
+        where = f" ({comparison['comparison']}, {comparison['judged_method']})" if comparison else ""
+        rule = threshold.get("rule")
+        bounds = f"[{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
+        text = {"ci": "fails when the 95% CI excludes 1", "bounds": f"fails when the ratio lies outside {bounds}"}.get(
+            rule, f"fails when the 95% CI excludes 1 and the ratio lies outside {bounds}")
+        return {"value": f"{RATIO_QUANTITY[record.check]} {fmt_number(value, 3)}{where}", "threshold": text,
+                "uncertainty": ci_words(row, 3)}
+    if record.check == "icat":
+        per_mode = (record.mode_effects.get("per_mode") or {}).get(record.mode)
+        return {"value": f"mean ICAT {fmt_number(value, 1)} (0–100, 100 = balanced)",
+                "threshold": f"fails when ICAT < {threshold.get('min_icat'):g}",
+                "uncertainty": ci_words(per_mode)}
+    if record.check == "robustness":
+        return {"value": f"{record.task} score {fmt_number(value, 1)} (0–100)",
+                "threshold": _accuracy_gap_rule("score", threshold.get("min_score"), threshold.get("max_gap"), ""),
+                "uncertainty": gap_text(record.gap)}
+    noun = "accuracy"
+    return {"value": f"mean {noun} {fmt_number(value, 1)}%",
+            "threshold": _accuracy_gap_rule(noun, threshold.get("min_accuracy"), threshold.get("max_gap"), "%"),
+            "uncertainty": gap_text(getattr(record, "gap", None))}
+
+
+def _accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, unit: str) -> str:
+    parts = [] if not minimum else [f"{noun} < {minimum:g}{unit}"]
+    if max_gap is not None:
+        parts.append(f"gap > {max_gap:g} {GAP_UNITS} with its CI above 0")
+    return "fails when " + " or ".join(parts)
+
+
+def margin(record: CaseRecord) -> float | None:
+    """How far a passing case lies from failing, as a share of its threshold (0 = on it; smaller = closer).
+
+    nTVD: (max_ntvd − nTVD)/max_ntvd and (q − alpha)/alpha, the larger under rule ``both`` (both must cross);
+    ratios: ln distance of the ratio to the nearer bound and of the nearer CI end to 1, over ln(upper), likewise;
+    ICAT: (ICAT − min_icat)/min_icat; BASIS accuracy and robustness: the smaller of (value − min)/min and
+    (max_gap − gap)/max_gap. None when the case has no value to measure.
+    """
+    threshold, value = record.threshold, record.value
+    if value is None:
+        return None
+    if record.check == "ntvd":
+        size = (threshold["max_ntvd"] - value) / threshold["max_ntvd"]
+        significance = math.inf if record.q is None else (record.q - threshold["alpha"]) / threshold["alpha"]
+        return {"magnitude": size, "significance": significance}.get(threshold.get("rule"), max(size, significance))
+    if record.check in RATIO_QUANTITY:
+        if value <= 0:
+            return None
+        scale = math.log(threshold["upper"]) or 1.0
+        bounds = min(math.log(value / threshold["lower"]), math.log(threshold["upper"] / value)) / scale
+        low, high = (record.ci or [None, None]) + [None] * (2 - len(record.ci or []))
+        interval = math.inf if low is None or high is None or low <= 0 else max(-math.log(low), math.log(high)) / scale
+        return {"bounds": bounds, "ci": interval}.get(threshold.get("rule"), max(bounds, interval))
+    if record.check == "icat":
+        minimum = threshold.get("min_icat") or 0
+        return (value - minimum) / minimum if minimum else None
+    candidates = []
+    minimum = threshold.get("min_accuracy", threshold.get("min_score")) or 0
+    if minimum:
+        candidates.append((value - minimum) / minimum)
+    gap = getattr(record, "gap", None) or {}
+    if threshold.get("max_gap") and gap.get("value") is not None:
+        candidates.append((threshold["max_gap"] - gap["value"]) / threshold["max_gap"])
+    return min(candidates) if candidates else None
+
+
+def decision_text(decision: Mapping[str, Any] | None) -> str | None:
+    """The case's multiple-testing decision in words: correction, adjusted p, relevance (None without one)."""
+    if not decision:
+        return None
+    parts = []
+    if decision.get("p_adjusted") is not None:
+        parts.append(f"adjusted p = {_p(decision['p_adjusted'])} (α = {decision.get('alpha', 0.05):g})")
+    elif decision.get("p") is not None:
+        parts.append(f"p = {_p(decision['p'])}")
+    if decision.get("correction"):
+        parts.append(str(decision["correction"]))
+    if decision.get("estimable") is False:
+        parts.append("not estimable" + (f": {decision['reason']}" if decision.get("reason") else ""))
+    else:
+        flags = [("significant" if decision.get("significant") else "not significant") if "significant" in decision else None,
+                 ("beyond the practical threshold" if decision.get("relevant") else "within the practical threshold")
+                 if "relevant" in decision else None]
+        parts += [flag for flag in flags if flag]
+    return "; ".join(parts) or None
+
+
+def floor_lines(floors: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Quality floors as lines; a floor not met is reported "below floor", which is not a bias fail."""
+    return [{"key": floor.get("key"), "met": bool(floor.get("met")),
+             "text": f"{floor.get('key')} {fmt_number(floor.get('value'), 1)} vs floor {fmt_number(floor.get('threshold'), 1)}: "
+                     + ("met" if floor.get("met") else "below floor (quality, not a bias fail)")}
+            for floor in floors or []]
+
+
+def cause_text(record: ErrorRecord) -> str:
+    cause = getattr(record, "cause", None) or {}
+    if not cause:
+        return record.message
+    source = f" ({cause['source']})" if cause.get("source") else ""
+    return f"{cause.get('kind', 'unknown')} error{source}: {cause.get('message') or record.message}"
+
+
+def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
+    """One first-screen line: status (failed, regressed, unmeasured, closest), check, model, dimension,
+    variant, value, threshold, q or interval, decision, floors and the link to the case."""
+    line = {"status": status, "check": CHECK_LABELS.get(record.check, record.check), "id": record.id,
+            "anchor": case_anchor(record), "model": getattr(record, "model", None),
+            "dimension": getattr(record, "dimension", None), "variant": getattr(record, "variant", None)}
+    if isinstance(record, ErrorRecord):
+        return line | {"value": None, "threshold": None, "uncertainty": None, "cause": cause_text(record),
+                       "decision": None, "floors": []}
+    baseline = record.baseline or {}
+    regression = None
+    if baseline.get("status") == "compared":
+        regression = f"Δ {baseline.get('delta'):+.3g} vs baseline {fmt_number(baseline.get('baseline_value'), 3)}" + (
+            "" if baseline.get("p_value") is None else f", p = {_p(baseline['p_value'])}")
+    return line | headline(record) | {"cause": None, "regression": regression,
+                                      "decision": decision_text(record.decision), "floors": floor_lines(record.floors)}
+
+
+def first_screen(records: Sequence[CaseRecord | ErrorRecord], results: Mapping[str, Any], closest: int = 3) -> dict[str, Any]:
+    """What the top of the report shows: verdict, counts, the lines of failed / regressed / unmeasured cases
+    (unmeasured first, then regressions, then other failures), what was compared, and for a run without
+    failures the ``closest`` passing cases by :func:`margin`."""
+    unmeasured = [r for r in records if isinstance(r, ErrorRecord)]
+    measured = [r for r in records if not isinstance(r, ErrorRecord)]
+    regressed = [r for r in measured if (r.baseline or {}).get("regressed")]
+    failed = [r for r in measured if not r.passed and r not in regressed]
+    lines = ([case_line(r, "unmeasured") for r in unmeasured] + [case_line(r, "regressed") for r in regressed]
+             + [case_line(r, "failed") for r in sorted(failed, key=lambda r: (r.check, r.model, r.dimension, str(r.variant)))])
+    ranked = sorted(((margin(r), r) for r in measured if r.passed), key=lambda pair: (pair[0] is None, pair[0] if pair[0] is not None else 0))
+    closest_lines = [case_line(r, "closest") | {"margin": m} for m, r in ranked[:closest] if m is not None] if not lines else []
+    metadata = results.get("metadata") or {}
+    summary = results.get("summary") or {}
+    verdict = results.get("verdict") or ("fail" if lines else "pass")
+    return {
+        "verdict": verdict, "lines": lines, "closest": closest_lines,
+        "counts": {key: summary.get(key, default) for key, default in
+                   (("cases", len(records)), ("passed", len(measured) - len(failed) - len(regressed)),
+                    ("failed", len(failed) + len(regressed)), ("unmeasured", len(unmeasured)))},
+        "models": list(metadata.get("models", {}) or dict.fromkeys(getattr(r, "model", None) for r in measured)),
+        "baseline": metadata.get("baseline"),
+        "corpora": list(metadata.get("corpora", {})),
+    }
+
+
+def fmt_number(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+__all__ = ["case_anchor", "case_line", "first_screen", "headline", "interval_estimable", "margin"]
