@@ -96,7 +96,8 @@ def margin(record: CaseRecord) -> float | None:
     """How far a passing case lies from failing, as a share of its threshold (0 = on it; smaller = closer).
 
     nTVD: (max_ntvd − nTVD)/max_ntvd and (q − alpha)/alpha, the larger under rule ``both`` (both must cross);
-    ratios: ln distance of the ratio to the nearer bound and of the nearer CI end to 1, over ln(upper), likewise;
+    ratios: ln distance of the ratio to the nearer bound and of the CI end nearer 1 to 1 (how far the CI must move
+    to exclude 1), each over ln(upper), combined likewise;
     ICAT: (ICAT − min_icat)/min_icat; BASIS accuracy and robustness: the smaller of (value − min)/min and
     (max_gap − gap)/max_gap. None when the case has no value to measure.
     """
@@ -113,7 +114,7 @@ def margin(record: CaseRecord) -> float | None:
         scale = math.log(threshold["upper"]) or 1.0
         bounds = min(math.log(value / threshold["lower"]), math.log(threshold["upper"] / value)) / scale
         low, high = (record.ci or [None, None]) + [None] * (2 - len(record.ci or []))
-        interval = math.inf if low is None or high is None or low <= 0 else max(-math.log(low), math.log(high)) / scale
+        interval = math.inf if low is None or high is None or low <= 0 else min(-math.log(low), math.log(high)) / scale
         return {"bounds": bounds, "ci": interval}.get(threshold.get("rule"), max(bounds, interval))
     if record.check == "icat":
         minimum = threshold.get("min_icat") or 0
