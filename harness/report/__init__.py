@@ -7,6 +7,7 @@ section follows with its plots (:mod:`harness.report.plots`, inline SVG) and its
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,9 @@ def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "width": label_width + plot_width + 60, "label_width": label_width}
 
 
-def render_report(results: Mapping[str, Any], source: str = "results.json") -> str:
+@functools.cache
+def template_environment() -> jinja2.Environment:
+    """The report's Jinja environment (autoescaped, strict), built once per process so templates compile once."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
         autoescape=True,
@@ -52,6 +55,11 @@ def render_report(results: Mapping[str, Any], source: str = "results.json") -> s
     environment.filters["fmt"] = lambda value, digits=2: "–" if value is None else f"{value:.{digits}f}"
     environment.filters["pval"] = lambda value: "–" if value is None else f"{value:.3g}"
     environment.filters["interval"] = interval_text
+    return environment
+
+
+def render_report(results: Mapping[str, Any], source: str = "results.json") -> str:
+    environment = template_environment()
     cases = records(results, source)
     failing = [(case, bar_chart(getattr(case, "most_divergent", None))) for case in cases
                if not case.passed and not isinstance(case, ErrorRecord)]
