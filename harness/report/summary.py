@@ -187,7 +187,8 @@ def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
 def first_screen(records: Sequence[CaseRecord | ErrorRecord], results: Mapping[str, Any], closest: int = 3) -> dict[str, Any]:
     """What the top of the report shows: verdict, counts, the lines of failed / regressed / unmeasured cases
     (unmeasured first, then regressions, then other failures), what was compared, and for a run without
-    failures the ``closest`` passing cases by :func:`margin`."""
+    failures the ``closest`` passing cases by :func:`margin`. ``models`` are the models under test (those of
+    the cases); ``judge`` the judge's spec, when the run had one."""
     unmeasured = [r for r in records if isinstance(r, ErrorRecord)]
     measured = [r for r in records if not isinstance(r, ErrorRecord)]
     regressed = [r for r in measured if (r.baseline or {}).get("regressed")]
@@ -204,7 +205,9 @@ def first_screen(records: Sequence[CaseRecord | ErrorRecord], results: Mapping[s
         "counts": {key: summary.get(key, default) for key, default in
                    (("cases", len(records)), ("passed", len(measured) - len(failed) - len(regressed)),
                     ("failed", len(failed) + len(regressed)), ("unmeasured", len(unmeasured)))},
-        "models": list(metadata.get("models", {}) or dict.fromkeys(getattr(r, "model", None) for r in measured)),
+        "models": [model for model in dict.fromkeys(getattr(r, "model", None) for r in records) if model],
+        "judge": next((spec for spec, fingerprint in (metadata.get("models") or {}).items()
+                       if metadata.get("judge") and fingerprint == metadata["judge"]), None),
         "baseline": metadata.get("baseline"),
         "corpora": list(metadata.get("corpora", {})),
     }
