@@ -1,6 +1,7 @@
 """The report's first screen, forest and dot-and-interval plots, labels and units (issue 18), from hand-made records."""
 
 import math
+from pathlib import Path
 import re
 
 import pytest
@@ -178,3 +179,25 @@ def test_hostile_strings_in_comparisons_groups_and_causes_stay_inert():
     html = render_report(results([ratio_case(model=HOSTILE, comparison=HOSTILE, decision=decision), icat, error]))
     assert "<script>alert" not in html and "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in first_screen_html(html)
+
+
+def test_dot_plot_legend_wraps_inside_the_figure_above_the_rows():
+    groups = [f"group {i}" for i in range(8)]
+    figure = dot_interval_plot([{"label": "m", "dots": [{"label": g, "value": 10.0 * i} for i, g in enumerate(groups)], "estimate": None}],
+                               axis_label="points", limits=(0.0, 100.0))
+    assert [item["label"] for item in figure["legend"]] == groups
+    assert all(item["x"] + 12 + 7 * len(item["label"]) <= figure["width"] for item in figure["legend"])
+    assert max(item["y"] for item in figure["legend"]) + 8 < min(row["y"] for row in figure["rows"]) - 8
+
+
+CHECK_WORDS = {"wer_ratio": ("WER",), "score_ratio": ("judge",), "icat": ("ICAT", "StereoSet"), "ntvd": ("nTVD",),
+               "personalization": ("personaliz",), "robustness": ("asr", "sqa"), "classification": ("classification",)}
+
+
+@pytest.mark.parametrize("template", sorted(p.name for p in (Path(__file__).parents[1] / "harness/report/templates").rglob("_*.j2")))
+def test_no_shared_template_carries_a_checks_words(template):
+    """Templates whose name starts with ``_`` serve several checks: the words they show (outside Jinja tags)
+    name no check; those come from the including template."""
+    path = next((Path(__file__).parents[1] / "harness/report/templates").rglob(template))
+    words_shown = re.sub(r"\{#.*?#\}|\{\{.*?\}\}|\{%.*?%\}", " ", path.read_text(), flags=re.S)
+    assert not [word for words in CHECK_WORDS.values() for word in words if re.search(rf"\b{word}", words_shown, re.I)]

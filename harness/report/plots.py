@@ -146,7 +146,10 @@ def dot_interval_plot(rows: Sequence[Mapping[str, Any]], *, axis_label: str, ref
     """
     if not rows:
         return None
-    label_width, plot_width, value_width, row_height, top = 230, 380, 190, 20, 30
+    label_width, plot_width, value_width, row_height, legend_width = 230, 380, 190, 20, 110
+    per_line = (plot_width + value_width) // legend_width
+    names = list(dict.fromkeys(d["label"] for row in rows for d in row.get("dots", [])))
+    top = 12 + 16 * -(-len(names) // per_line) if names else 16
     values = [] if limits is None else list(limits)
     for row in rows:
         values += [d["value"] for d in row.get("dots", []) if d["value"] is not None]
@@ -158,7 +161,6 @@ def dot_interval_plot(rows: Sequence[Mapping[str, Any]], *, axis_label: str, ref
     if not values:
         return None
     axis = LinearAxis(values, label_width, plot_width, pad=0.0 if limits else 0.05)
-    names = list(dict.fromkeys(d["label"] for row in rows for d in row.get("dots", [])))
     colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(names)}
     drawn = []
     for index, row in enumerate(rows):
@@ -180,7 +182,8 @@ def dot_interval_plot(rows: Sequence[Mapping[str, Any]], *, axis_label: str, ref
             item["text"] = row["text"]
         drawn.append(item)
     bottom = top + len(rows) * row_height
-    legend = [{"label": name, "colour": colours[name], "x": label_width + i * 110} for i, name in enumerate(names)]
+    legend = [{"label": name, "colour": colours[name], "x": label_width + (i % per_line) * legend_width, "y": 9 + 16 * (i // per_line)}
+              for i, name in enumerate(names)]
     return {
         "width": label_width + plot_width + value_width, "height": bottom + 36, "top": top - 4, "bottom": bottom,
         "left": label_width, "right": label_width + plot_width, "value_x": label_width + plot_width + 8,
