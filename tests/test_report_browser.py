@@ -150,5 +150,7 @@ def test_failing_report_is_self_contained_and_renders_without_console_errors(bia
     page = (biased_run / "report.html").read_text()
     assert "<script" not in page and not re.search(r"""(src|href)=["']?(https?:)?//""", page)
     assert page.count("<svg") >= 8  # forest plots of both WER cases, BASIS group and mode-effect plots
+    targets = set(re.findall(r' id="([^"]+)"', page))
+    assert set(re.findall(r'href="#([^"]+)"', page)) <= targets  # every first-screen and section link lands
     run = chromium(f"--screenshot={tmp_path / 'full.png'}", "--window-size=1200,4000", (biased_run / "report.html").as_uri())
     assert "CONSOLE" not in run.stderr

@@ -116,6 +116,12 @@ def test_dot_plot_draws_a_hollow_marker_for_a_non_estimable_interval():
     assert estimated["estimable"] and estimated["x_low"] < estimated["estimate_x"] < estimated["x_high"]
 
 
+def test_dot_plot_is_wide_enough_for_its_longest_text():
+    text = "90.3; gap young − child 29.2 points (95% CI 28.2 to 30.2)"
+    figure = dot_interval_plot([{"label": "m", "dots": [], "estimate": {"value": 90.3}, "text": text}], axis_label="score", limits=(0.0, 100.0))
+    assert figure["value_x"] + 6.5 * len(text) <= figure["width"]
+
+
 def test_the_judge_score_section_speaks_of_scores_and_the_wer_section_of_wer():
     html = render_report(results([ratio_case(), ratio_case(check="score_ratio", ratio=0.8, low=0.7, high=0.9)]))
     score, wer = section(html, "score_ratio"), section(html, "wer_ratio")

@@ -182,6 +182,7 @@ def dot_interval_plot(rows: Sequence[Mapping[str, Any]], *, axis_label: str, ref
             item["text"] = row["text"]
         drawn.append(item)
     bottom = top + len(rows) * row_height
+    value_width = max([value_width] + [round(6.5 * len(item.get("text", ""))) + 16 for item in drawn])
     legend = [{"label": name, "colour": colours[name], "x": label_width + (i % per_line) * legend_width, "y": 9 + 16 * (i // per_line)}
               for i, name in enumerate(names)]
     return {

@@ -79,12 +79,14 @@ def classification_context(records: Records) -> dict[str, Any]:
             cells = []
             for model in models:
                 found = [e for e in getattr(by_model.get(model), "per_label", []) if (e["set"], e["label"]) == (set_name, label)]
-                cells.append({"value": found[0]["accuracy"] if found else None, "passed": None, "anchor": None})
+                cells.append({"value": found[0]["accuracy"] if found else None, "passed": None})
             rows.append({"dimension": dimension, "set": set_name, "label": label, "cells": cells})
         rows.append({"dimension": dimension, "set": "", "label": "mean",
-                     "cells": [{"value": by_model[m].value, "passed": by_model[m].passed, "anchor": case_anchor(by_model[m])} if m in by_model
-                               else {"value": None, "passed": None, "anchor": None} for m in models]})
-    return {"models": models, "rows": rows}
+                     "cells": [{"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model
+                               else {"value": None, "passed": None} for m in models]})
+    plots_by_label = group_plots(records, row_keys=(), cell="accuracy", threshold_key="min_accuracy", axis_label="accuracy (%)",
+                                 gap=True, groups="per_label", group_key="label")
+    return {"models": models, "rows": rows, "group_plots": plots_by_label}
 
 
 VIEWS: dict[str, CheckView] = {
@@ -129,11 +131,11 @@ def effect_plots(records: Sequence[ModeRecord], unit: str) -> list[dict[str, Any
 
 
 def group_plots(records: Sequence[CaseRecord], *, row_keys: Iterable[str], cell: str, threshold_key: str, axis_label: str,
-                gap: bool = False) -> list[dict[str, Any]]:
-    """Per dimension, a dot-and-interval plot with one row per model and variant: a dot per group's ``cell``,
-    the case's value (a square) with the mode's bootstrap interval from the mode effects (with ``gap``: no
-    interval of the value; the best-worst group gap and its interval in words) and the threshold's minimum
-    as a tick. Axis 0-100."""
+                gap: bool = False, groups: str = "per_group", group_key: str = "group") -> list[dict[str, Any]]:
+    """Per dimension, a dot-and-interval plot with one row per model and variant: a dot per entry of the
+    record's ``groups`` list (named by ``group_key``, at its ``cell``), the case's value (a square) with the
+    mode's bootstrap interval from the mode effects (with ``gap``: no interval of the value; the best-worst
+    group gap and its interval in words) and the threshold's minimum as a tick. Axis 0-100."""
     order = {key: position for position, key in enumerate(row_keys)}
     figures = []
     for dimension in dict.fromkeys(record.dimension for record in records):
@@ -148,8 +150,9 @@ def group_plots(records: Sequence[CaseRecord], *, row_keys: Iterable[str], cell:
                 estimate, text = {"value": record.value, "ci_low": per_mode.get("ci_low"), "ci_high": per_mode.get("ci_high")}, None
                 if "estimable" in per_mode:
                     estimate["estimable"] = per_mode["estimable"]
-            rows.append({"label": f"{record.model} · {record.variant}", "failed": not record.passed, "anchor": case_anchor(record),
-                         "dots": [{"label": g["group"], "value": g.get(cell)} for g in record.per_group],
+            label = record.model if record.variant is None else f"{record.model} · {record.variant}"
+            rows.append({"label": label, "failed": not record.passed, "anchor": case_anchor(record),
+                         "dots": [{"label": g[group_key], "value": g.get(cell)} for g in getattr(record, groups)],
                          "estimate": estimate, "text": text, "threshold": record.threshold.get(threshold_key) or None})
         figure = plots.dot_interval_plot(rows, axis_label=axis_label, limits=(0.0, 100.0))
         if figure:
