@@ -21,7 +21,7 @@ from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
 from harness.core import atomic_write_text
 from harness.data import CorpusError
-from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, merge_run_metadata, package_versions
+from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, audio_warnings, merge_run_metadata, package_versions
 from harness.core import ModelError
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
 from harness.records import SCHEMA_VERSION
@@ -39,9 +39,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--model", action="append", default=None, metavar="SPEC",
                     help=f"model spec, repeatable (sim:fair, sim:biased, hf:..., ...); default: {' '.join(DEFAULT_MODELS)}")
     group.addoption("--corpus", action="append", default=None, metavar="NAME[=PATH]",
-                    help="corpus NAME=PATH (folder with corpus.yaml, or a manifest), repeatable; default: the demo corpus")
+                    help="corpus NAME=PATH (folder with corpus.yaml, or a manifest, or an unpacked distribution when NAME "
+                         "is a loader: built once into the cache folder), repeatable; default: the demo corpus")
     group.addoption("--basis-suite", default=None, metavar="PATH",
-                    help="BASIS-Bench item suite (a folder with suite.yaml); default: the shipped demo suite")
+                    help="BASIS-Bench item suite (a folder with suite.yaml, or spoken-stereoset=DIR: the release built "
+                         "once into the cache folder); default: the shipped demo suite")
     group.addoption("--thresholds", default=None, metavar="FILE", help="thresholds file (default: thresholds.yaml in the rootdir)")
     group.addoption("--cache-dir", default=None, metavar="DIR", help=f"output cache folder (default {DEFAULT_CACHE_DIR} in the rootdir)")
     group.addoption("--permutations", type=int, default=10_000, metavar="B", help="speaker-level permutations per nTVD test")
@@ -230,8 +232,9 @@ class FairnessSession:
             for value in getattr(getattr(item, "callspec", None), "params", {}).values():
                 if isinstance(value, Case):
                     selected.setdefault(value.check, []).append(value)
-        for check, cases in selected.items():
-            get_gate(self.config).set_family(check, cases)
+        if selected:
+            for check in all_checks():
+                get_gate(self.config).set_family(check.name, selected.get(check.name, []))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
@@ -262,6 +265,12 @@ class FairnessSession:
             from harness.report import write_report
 
             write_report(results, report_path)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        for line in audio_warnings(self._metadata()):
+            terminalreporter.write_line(f"lalm-fairness: warning: {line}")
 
     def export_cache(self) -> None:
         path = self.config.getoption("--export-cache")
