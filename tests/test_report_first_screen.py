@@ -132,7 +132,7 @@ def test_the_judge_score_section_speaks_of_scores_and_the_wer_section_of_wer():
 def test_first_screen_names_every_failed_regressed_and_unmeasured_case_before_the_run_table():
     regressed = ratio_case(model="m2", passed=False, baseline={"status": "compared", "baseline_value": 1.0, "delta": 1.0,
                                                               "p_value": 0.001, "regressed": True, "message": "m"})
-    error = {"check": "error", "id": "m1-broken", "nodeid": "t::x", "passed": False, "message": "boom", "model": "m1",
+    error = {"check": "error", "id": "m1-broken", "nodeid": "fairness_tests/test_basis.py::test_classification[m1-accent]", "passed": False, "message": "boom", "model": "m1",
              "dimension": "accent", "cause": {"kind": "server", "source": "http://127.0.0.1:9/v1", "message": "connection refused"}}
     cases = [ratio_case(), regressed, icat_case(), icat_case(mode="speech-explicit", value=70.0, passed=True), error]
     html = render_report(results(cases))
@@ -141,8 +141,9 @@ def test_first_screen_names_every_failed_regressed_and_unmeasured_case_before_th
     lines = re.findall(r'<tr class="line-(\w+)" data-case="([^"]+)"', top)
     assert lines == [("unmeasured", "m1-broken"), ("regressed", "m2-demo-gender"), ("failed", "m1-age-text-explicit"), ("failed", "m1-demo-gender")]
     assert "server error (http://127.0.0.1:9/v1): connection refused" in top
+    assert re.search(r'data-case="m1-broken">\s*<td class="fail"><a [^>]*>unmeasured</a></td><td>BASIS classification</td>', top)  # check from the nodeid
     assert "expected-WER ratio 2.000 (female / male, regression w/ speaker w/ semantics)" in top and "95% CI 1.500 to 2.700" in top
-    assert "mean ICAT 27.8" in top and "fails when ICAT &lt; 60" in top and NOT_ESTIMABLE in top
+    assert "mean ICAT 27.8" in top and "<td>ICAT &lt; 60</td>" in top and NOT_ESTIMABLE in top
     for record in map(lambda c: record_from_json(c, "case"), cases):
         assert html.count(f'id="{case_anchor(record)}"') == 1  # every link of the first screen lands once
 
@@ -207,3 +208,33 @@ def test_no_shared_template_carries_a_checks_words(template):
     path = next((Path(__file__).parents[1] / "harness/report/templates").rglob(template))
     words_shown = re.sub(r"\{#.*?#\}|\{\{.*?\}\}|\{%.*?%\}", " ", path.read_text(), flags=re.S)
     assert not [word for words in CHECK_WORDS.values() for word in words if re.search(rf"\b{word}", words_shown, re.I)]
+
+
+def schema_two_decision(estimate, low, high, p, p_adjusted, label="share choosing elderly's stereotype: elderly - young", rule="both"):
+    contrast = {"label": label, "estimate": estimate, "ci_low": low, "ci_high": high, "p": p, "relevant": abs(estimate) > 20, "reason": None}
+    return {"p": p, "comparisons": 1, "family_size": 33, "p_adjusted": p_adjusted, "alpha": 0.05, "relevant": contrast["relevant"],
+            "significant": p_adjusted < 0.05, "estimable": True, "reason": None, "rule": rule,
+            "correction": "within the case one comparison; Bonferroni across the model's 33 selected bias cases; family-wise alpha = 0.05",
+            "statistic": "difference between groups in the share choosing one group's stereotype (points)",
+            "contrasts": [contrast], "untestable": [], "label": label, "estimate": estimate, "ci_low": low, "ci_high": high}
+
+
+def test_a_schema_two_case_is_headed_by_its_deciding_contrast_rule_and_adjusted_p():
+    failing = icat_case(threshold={"min_icat": 60.0, "max_gap": 20.0}, decision=schema_two_decision(74.2, 53.5, 92.3, 1.2e-13, 4.0e-12),
+                        floors=[{"key": "min_icat", "value": 27.8, "threshold": 60.0, "met": False}])
+    top = first_screen_html(render_report(results([failing])))
+    assert 'title="difference between groups in the share choosing one group&#39;s stereotype (points)">share choosing elderly&#39;s stereotype: elderly - young = 74.2 points</td>' in top
+    assert "<td>|difference| &gt; 20 points and adjusted p &lt; 0.05</td>" in top
+    assert "<td>95% CI 53.5 to 92.3; adjusted p = 4e-12</td>" in top
+    assert "1 case(s) below a quality floor" in top
+    assert "ICAT &lt; 60" not in top  # the schema-1 rule is not shown for a schema-2 case
+
+
+def test_a_schema_two_closest_call_is_measured_on_its_contrast_and_adjusted_p():
+    threshold = {"min_icat": 60.0, "max_gap": 20.0}
+    near_size = record_from_json(icat_case(passed=True, threshold=threshold, decision=schema_two_decision(19.0, 7.1, 32.5, 0.002, 0.066)), "case")
+    small = record_from_json(icat_case(passed=True, threshold=threshold, decision=schema_two_decision(5.0, -3.0, 13.0, 0.3, 1.0)), "case")
+    # rule both: the larger of (20 - 19)/20 = 0.05 and (0.066 - 0.05)/0.05 = 0.32; of 0.75 and 19
+    assert margin(near_size) == pytest.approx(0.32) and margin(small) == pytest.approx(19.0)
+    magnitude_only = record_from_json(icat_case(passed=True, threshold=threshold, decision=schema_two_decision(19.0, 7.1, 32.5, 0.002, 0.066, rule="magnitude")), "case")
+    assert margin(magnitude_only) == pytest.approx(0.05)

@@ -135,12 +135,12 @@ def forest_plot(record: Any, value_name: str) -> dict[str, Any]:
 
 
 def dot_interval_plot(rows: Sequence[Mapping[str, Any]], *, axis_label: str, reference: float | None = None,
-                      limits: tuple[float, float] | None = None) -> dict[str, Any] | None:
+                      limits: tuple[float, float] | None = None, threshold_label: str = "threshold") -> dict[str, Any] | None:
     """Rows of group dots and an estimate with its interval on a linear axis.
 
     Each row: ``label``, ``dots`` (``[{"label", "value"}]``, coloured by label across the plot), ``estimate``
     (``{"value", "ci_low", "ci_high", "estimable"?}``; without ``ci_low`` a point that claims no interval; or None),
-    optional ``threshold`` (a tick mark) and ``text`` (replaces the printed estimate). An interval
+    optional ``threshold`` (a tick mark, titled ``threshold_label``) and ``text`` (replaces the printed estimate). An interval
     :func:`interval_estimable` rejects is drawn as a hollow marker labelled :data:`NOT_ESTIMABLE`.
     ``reference`` draws a dashed line (e.g. 0 for differences); ``limits`` fixes the axis range.
     """
@@ -189,5 +189,5 @@ def dot_interval_plot(rows: Sequence[Mapping[str, Any]], *, axis_label: str, ref
         "width": label_width + plot_width + value_width, "height": bottom + 36, "top": top - 4, "bottom": bottom,
         "left": label_width, "right": label_width + plot_width, "value_x": label_width + plot_width + 8,
         "reference_x": None if reference is None else axis.x(reference), "ticks": axis.ticks(), "rows": drawn,
-        "legend": legend, "axis_label": axis_label, "mid_x": label_width + plot_width / 2,
+        "legend": legend, "axis_label": axis_label, "mid_x": label_width + plot_width / 2, "threshold_label": threshold_label,
     }

@@ -51,13 +51,46 @@ def gap_text(gap: Mapping[str, Any] | None) -> str:
     return f"gap {gap.get('best')} − {gap.get('worst')} {gap['value']:.1f} {GAP_UNITS} ({ci_words(gap)})"
 
 
+def magnitude_rule(record: CaseRecord) -> str:
+    """The effect size a case must exceed to fail, in its check's words (schema 2: ``max_gap`` for BASIS)."""
+    threshold = record.threshold
+    if record.check == "ntvd":
+        return f"nTVD > {threshold.get('max_ntvd'):g}"
+    if record.check in RATIO_QUANTITY:
+        return f"ratio outside [{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
+    return f"|difference| > {threshold.get('max_gap'):g} {GAP_UNITS}"
+
+
+def decided_headline(record: CaseRecord) -> dict[str, str]:
+    """The headline of a case with a ``decision`` (results.json schema 2): the deciding contrast and its
+    interval, the rule (effect beyond the threshold and/or adjusted p below alpha) and the adjusted p;
+    ``statistic`` names what the contrast measures (the report shows it on hover)."""
+    decision = record.decision
+    digits = 3 if record.check in RATIO_QUANTITY else 1
+    significant = f"adjusted p < {decision.get('alpha', 0.05):g}"
+    magnitude = magnitude_rule(record)
+    rule = {"magnitude": magnitude, "bounds": magnitude, "significance": significant, "ci": significant}.get(
+        decision.get("rule"), f"{magnitude} and {significant}")
+    estimate = decision.get("estimate")
+    unit = f" {GAP_UNITS}" if record.check not in RATIO_QUANTITY and record.check != "ntvd" else ""
+    value = decision.get("statistic") or record.check
+    if decision.get("label") and estimate is not None:
+        value = f"{decision['label']} = {estimate:.{digits}f}{unit}"
+    pieces = [] if decision.get("ci_low") is None and decision.get("ci_high") is None else [ci_words(decision, digits)]
+    if decision.get("p_adjusted") is not None:
+        pieces.append(f"adjusted p = {_p(decision['p_adjusted'])}")
+    return {"value": value, "threshold": rule, "uncertainty": "; ".join(pieces) or "–", "statistic": decision.get("statistic")}
+
+
 def headline(record: CaseRecord) -> dict[str, str]:
-    """``value``, ``threshold`` and ``uncertainty`` (q or interval) of a case in words and units of its check."""
+    """``value``, ``threshold`` (when it fails) and ``uncertainty`` (q or interval) of a case in words and units of its check:
+    from its ``decision`` when it has one (:func:`decided_headline`), else by the schema-1 rules."""
+    if record.decision and "statistic" in record.decision:
+        return decided_headline(record)
     threshold, value = record.threshold, record.value
     if record.check == "ntvd":
         rule, limit, alpha = threshold.get("rule"), threshold.get("max_ntvd"), threshold.get("alpha")
-        text = {"magnitude": f"fails when nTVD > {limit:g}", "significance": f"fails when q < {alpha:g}"}.get(
-            rule, f"fails when nTVD > {limit:g} and q < {alpha:g}")
+        text = {"magnitude": f"nTVD > {limit:g}", "significance": f"q < {alpha:g}"}.get(rule, f"nTVD > {limit:g} and q < {alpha:g}")
         return {"value": f"nTVD {fmt_number(value, 1)} (0–100)", "threshold": text,
                 "uncertainty": f"q = {_p(record.q)}" + ("" if record.p is None else f" (p = {_p(record.p)})")}
     if record.check in RATIO_QUANTITY:
@@ -66,14 +99,14 @@ def headline(record: CaseRecord) -> dict[str, str]:
         where = f" ({comparison['comparison']}, {comparison['judged_method']})" if comparison else ""
         rule = threshold.get("rule")
         bounds = f"[{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
-        text = {"ci": "fails when the 95% CI excludes 1", "bounds": f"fails when the ratio lies outside {bounds}"}.get(
-            rule, f"fails when the 95% CI excludes 1 and the ratio lies outside {bounds}")
+        text = {"ci": "the 95% CI excludes 1", "bounds": f"the ratio lies outside {bounds}"}.get(
+            rule, f"the 95% CI excludes 1 and the ratio lies outside {bounds}")
         return {"value": f"{RATIO_QUANTITY[record.check]} {fmt_number(value, 3)}{where}", "threshold": text,
                 "uncertainty": ci_words(row, 3)}
     if record.check == "icat":
         per_mode = (record.mode_effects.get("per_mode") or {}).get(record.mode)
         return {"value": f"mean ICAT {fmt_number(value, 1)} (0–100, 100 = balanced)",
-                "threshold": f"fails when ICAT < {threshold.get('min_icat'):g}",
+                "threshold": f"ICAT < {threshold.get('min_icat'):g}",
                 "uncertainty": ci_words(per_mode)}
     if record.check == "robustness":
         return {"value": f"{record.task} score {fmt_number(value, 1)} (0–100)",
@@ -89,7 +122,7 @@ def _accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, 
     parts = [] if not minimum else [f"{noun} < {minimum:g}{unit}"]
     if max_gap is not None:
         parts.append(f"gap > {max_gap:g} {GAP_UNITS} with its CI above 0")
-    return "fails when " + " or ".join(parts)
+    return " or ".join(parts)
 
 
 def margin(record: CaseRecord) -> float | None:
@@ -99,11 +132,16 @@ def margin(record: CaseRecord) -> float | None:
     ratios: ln distance of the ratio to the nearer bound and of the CI end nearer 1 to 1 (how far the CI must move
     to exclude 1), each over ln(upper), combined likewise;
     ICAT: (ICAT − min_icat)/min_icat; BASIS accuracy and robustness: the smaller of (value − min)/min and
-    (max_gap − gap)/max_gap. None when the case has no value to measure.
+    (max_gap − gap)/max_gap. With a ``decision`` (schema 2) from its deciding contrast: the magnitude part as
+    above on the contrast's estimate (BASIS: (max_gap − |estimate|)/max_gap), the significance part
+    (p_adjusted − alpha)/alpha, combined by the decision's rule. None when the case has no value to measure.
     """
     threshold, value = record.threshold, record.value
     if value is None:
         return None
+    decision = record.decision or {}
+    if "statistic" in decision:
+        return _decided_margin(record, decision)
     if record.check == "ntvd":
         size = (threshold["max_ntvd"] - value) / threshold["max_ntvd"]
         significance = math.inf if record.q is None else (record.q - threshold["alpha"]) / threshold["alpha"]
@@ -127,6 +165,25 @@ def margin(record: CaseRecord) -> float | None:
     if threshold.get("max_gap") and gap.get("value") is not None:
         candidates.append((threshold["max_gap"] - gap["value"]) / threshold["max_gap"])
     return min(candidates) if candidates else None
+
+
+def _decided_margin(record: CaseRecord, decision: Mapping[str, Any]) -> float | None:
+    estimate, alpha, threshold = decision.get("estimate"), decision.get("alpha", 0.05), record.threshold
+    significance = math.inf if decision.get("p_adjusted") is None else (decision["p_adjusted"] - alpha) / alpha
+    if estimate is None:
+        magnitude = None
+    elif record.check == "ntvd":
+        magnitude = (threshold["max_ntvd"] - estimate) / threshold["max_ntvd"]
+    elif record.check in RATIO_QUANTITY:
+        magnitude = None if estimate <= 0 else min(math.log(estimate / threshold["lower"]), math.log(threshold["upper"] / estimate)) / (math.log(threshold["upper"]) or 1.0)
+    else:
+        magnitude = (threshold["max_gap"] - abs(estimate)) / threshold["max_gap"] if threshold.get("max_gap") else None
+    rule = decision.get("rule")
+    if rule in ("significance", "ci"):
+        return significance
+    if rule in ("magnitude", "bounds") or magnitude is None:
+        return magnitude
+    return max(magnitude, significance)
 
 
 def decision_text(decision: Mapping[str, Any] | None) -> str | None:
@@ -167,11 +224,15 @@ def cause_text(record: ErrorRecord) -> str:
 
 
 def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
-    """One first-screen line: status (failed, regressed, unmeasured, closest), check, model, dimension,
-    variant, value, threshold, q or interval, decision, floors and the link to the case."""
-    line = {"status": status, "check": CHECK_LABELS.get(record.check, record.check), "id": record.id,
+    """One first-screen line: status (failed, regressed, unmeasured, closest), check (of an unmeasured case:
+    its test function's name), model, dimension, variant, value, threshold, q or interval, decision, floors
+    and the link to the case."""
+    check = record.check
+    if isinstance(record, ErrorRecord):
+        check = record.nodeid.rsplit("::", 1)[-1].split("[", 1)[0].removeprefix("test_")
+    line = {"status": status, "check": CHECK_LABELS.get(check, check), "id": record.id,
             "anchor": case_anchor(record), "model": getattr(record, "model", None),
-            "dimension": getattr(record, "dimension", None), "variant": getattr(record, "variant", None)}
+            "dimension": getattr(record, "dimension", None), "variant": getattr(record, "variant", None), "statistic": None}
     if isinstance(record, ErrorRecord):
         return line | {"value": None, "threshold": None, "uncertainty": None, "cause": cause_text(record),
                        "decision": None, "floors": []}
@@ -180,8 +241,9 @@ def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
     if baseline.get("status") == "compared":
         regression = f"Δ {baseline.get('delta'):+.3g} vs baseline {fmt_number(baseline.get('baseline_value'), 3)}" + (
             "" if baseline.get("p_value") is None else f", p = {_p(baseline['p_value'])}")
-    return line | headline(record) | {"cause": None, "regression": regression,
-                                      "decision": decision_text(record.decision), "floors": floor_lines(record.floors)}
+    decided = bool(record.decision) and "statistic" in record.decision
+    return line | headline(record) | {"cause": None, "regression": regression, "floors": floor_lines(record.floors),
+                                      "decision": None if decided else decision_text(record.decision)}
 
 
 def first_screen(records: Sequence[CaseRecord | ErrorRecord], results: Mapping[str, Any], closest: int = 3) -> dict[str, Any]:
@@ -197,14 +259,13 @@ def first_screen(records: Sequence[CaseRecord | ErrorRecord], results: Mapping[s
              + [case_line(r, "failed") for r in sorted(failed, key=lambda r: (r.check, r.model, r.dimension, str(r.variant)))])
     ranked = sorted(((margin(r), r) for r in measured if r.passed), key=lambda pair: (pair[0] is None, pair[0] if pair[0] is not None else 0))
     closest_lines = [case_line(r, "closest") | {"margin": m} for m, r in ranked[:closest] if m is not None] if not lines else []
+    below_floor = [r for r in measured if any(not floor.get("met") for floor in r.floors or [])]
     metadata = results.get("metadata") or {}
-    summary = results.get("summary") or {}
     verdict = results.get("verdict") or ("fail" if lines else "pass")
     return {
-        "verdict": verdict, "lines": lines, "closest": closest_lines,
-        "counts": {key: summary.get(key, default) for key, default in
-                   (("cases", len(records)), ("passed", len(measured) - len(failed) - len(regressed)),
-                    ("failed", len(failed) + len(regressed)), ("unmeasured", len(unmeasured)))},
+        "verdict": verdict, "lines": lines, "closest": closest_lines, "below_floor": len(below_floor),
+        "counts": {"cases": len(records), "passed": len(measured) - len(failed) - len(regressed),
+                   "failed": len(failed) + len(regressed), "unmeasured": len(unmeasured)},
         "models": [model for model in dict.fromkeys(getattr(r, "model", None) for r in records) if model],
         "judge": next((spec for spec, fingerprint in (metadata.get("models") or {}).items()
                        if metadata.get("judge") and fingerprint == metadata["judge"]), None),

@@ -135,7 +135,8 @@ def group_plots(records: Sequence[CaseRecord], *, row_keys: Iterable[str], cell:
     """Per dimension, a dot-and-interval plot with one row per model and variant: a dot per entry of the
     record's ``groups`` list (named by ``group_key``, at its ``cell``), the case's value (a square) with the
     mode's bootstrap interval from the mode effects (with ``gap``: no interval of the value; the best-worst
-    group gap and its interval in words) and the threshold's minimum as a tick. Axis 0-100."""
+    group gap and its interval in words) and the quality floor (``threshold_key``, schema 2: never a bias fail)
+    as a tick. Axis 0-100."""
     order = {key: position for position, key in enumerate(row_keys)}
     figures = []
     for dimension in dict.fromkeys(record.dimension for record in records):
@@ -154,7 +155,8 @@ def group_plots(records: Sequence[CaseRecord], *, row_keys: Iterable[str], cell:
             rows.append({"label": label, "failed": not record.passed, "anchor": case_anchor(record),
                          "dots": [{"label": g[group_key], "value": g.get(cell)} for g in getattr(record, groups)],
                          "estimate": estimate, "text": text, "threshold": record.threshold.get(threshold_key) or None})
-        figure = plots.dot_interval_plot(rows, axis_label=axis_label, limits=(0.0, 100.0))
+        figure = plots.dot_interval_plot(rows, axis_label=axis_label, limits=(0.0, 100.0),
+                                         threshold_label=f"{threshold_key}: quality floor (reported, never a bias fail)")
         if figure:
             figures.append({"dimension": dimension, "figure": figure})
     return figures
