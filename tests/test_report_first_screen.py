@@ -238,3 +238,11 @@ def test_a_schema_two_closest_call_is_measured_on_its_contrast_and_adjusted_p():
     assert margin(near_size) == pytest.approx(0.32) and margin(small) == pytest.approx(19.0)
     magnitude_only = record_from_json(icat_case(passed=True, threshold=threshold, decision=schema_two_decision(19.0, 7.1, 32.5, 0.002, 0.066, rule="magnitude")), "case")
     assert margin(magnitude_only) == pytest.approx(0.05)
+
+
+def test_closest_calls_tied_on_an_adjusted_p_of_one_are_ranked_by_effect_size():
+    threshold = {"min_icat": 60.0, "max_gap": 20.0}
+    cases = [icat_case(mode=mode, passed=True, threshold=threshold, decision=schema_two_decision(estimate, estimate - 5, estimate + 5, 0.4, 1.0))
+             for mode, estimate in (("speech-explicit", 3.0), ("text-explicit", -18.0), ("speech-implicit", 11.0))]
+    top = first_screen_html(render_report(results(cases)))
+    assert re.findall(r'data-case="([^"]+)"', top) == ["m1-age-text-explicit", "m1-age-speech-implicit", "m1-age-speech-explicit"]

@@ -167,8 +167,13 @@ def margin(record: CaseRecord) -> float | None:
     return min(candidates) if candidates else None
 
 
-def _decided_margin(record: CaseRecord, decision: Mapping[str, Any]) -> float | None:
-    estimate, alpha, threshold = decision.get("estimate"), decision.get("alpha", 0.05), record.threshold
+def margin_parts(record: CaseRecord) -> tuple[float | None, float | None]:
+    """(magnitude, significance) distances of a case with a ``decision`` from failing (see :func:`margin`);
+    (None, None) without one."""
+    decision, threshold = record.decision or {}, record.threshold
+    if "statistic" not in decision:
+        return None, None
+    estimate, alpha = decision.get("estimate"), decision.get("alpha", 0.05)
     significance = math.inf if decision.get("p_adjusted") is None else (decision["p_adjusted"] - alpha) / alpha
     if estimate is None:
         magnitude = None
@@ -178,12 +183,25 @@ def _decided_margin(record: CaseRecord, decision: Mapping[str, Any]) -> float | 
         magnitude = None if estimate <= 0 else min(math.log(estimate / threshold["lower"]), math.log(threshold["upper"] / estimate)) / (math.log(threshold["upper"]) or 1.0)
     else:
         magnitude = (threshold["max_gap"] - abs(estimate)) / threshold["max_gap"] if threshold.get("max_gap") else None
+    return magnitude, significance
+
+
+def _decided_margin(record: CaseRecord, decision: Mapping[str, Any]) -> float | None:
+    magnitude, significance = margin_parts(record)
     rule = decision.get("rule")
     if rule in ("significance", "ci"):
         return significance
     if rule in ("magnitude", "bounds") or magnitude is None:
         return magnitude
     return max(magnitude, significance)
+
+
+def closeness(record: CaseRecord) -> tuple[bool, float, float]:
+    """Sort key of the closest calls: :func:`margin`, ties (e.g. every adjusted p at 1) broken by the nearer
+    of the two parts of :func:`margin_parts`; cases without a margin last."""
+    value = margin(record)
+    parts = [part for part in margin_parts(record) if part is not None]
+    return value is None, value if value is not None else 0.0, min(parts) if parts else 0.0
 
 
 def decision_text(decision: Mapping[str, Any] | None) -> str | None:
@@ -257,8 +275,8 @@ def first_screen(records: Sequence[CaseRecord | ErrorRecord], results: Mapping[s
     failed = [r for r in measured if not r.passed and r not in regressed]
     lines = ([case_line(r, "unmeasured") for r in unmeasured] + [case_line(r, "regressed") for r in regressed]
              + [case_line(r, "failed") for r in sorted(failed, key=lambda r: (r.check, r.model, r.dimension, str(r.variant)))])
-    ranked = sorted(((margin(r), r) for r in measured if r.passed), key=lambda pair: (pair[0] is None, pair[0] if pair[0] is not None else 0))
-    closest_lines = [case_line(r, "closest") | {"margin": m} for m, r in ranked[:closest] if m is not None] if not lines else []
+    ranked = sorted((r for r in measured if r.passed), key=closeness)
+    closest_lines = [case_line(r, "closest") | {"margin": margin(r)} for r in ranked[:closest] if margin(r) is not None] if not lines else []
     below_floor = [r for r in measured if any(not floor.get("met") for floor in r.floors or [])]
     metadata = results.get("metadata") or {}
     verdict = results.get("verdict") or ("fail" if lines else "pass")
