@@ -85,10 +85,10 @@ class Gate:
         record = dataclasses.replace(verdict.record, paired_data=check.paired_data(self.pipeline, case))
         untestable = (record.decision or {}).get("untestable")
         if untestable:
-            reasons = {c["reason"] for c in record.decision["contrasts"] if c["label"] in untestable and c["reason"]}
+            reasons = sorted({c["reason"] for c in record.decision["contrasts"] if c["label"] in untestable and c["reason"]})
             raise CaseNotMeasured(
-                f"{case.id}: {', '.join(untestable)} beyond the threshold but cannot be tested "
-                f"({'; '.join(sorted(reasons)) or 'no p-value'}): unmeasured, add speakers or items", record)
+                f"{case.id}: {', '.join(untestable)} beyond the threshold but untestable "
+                f"({reasons[0] if reasons else 'no p-value'}): unmeasured, add speakers or items", record)
         if self.baseline is None:
             return Verdict(verdict.passed, verdict.message, record)
         baseline_record = self.baseline.records.get(baseline_key(record))

@@ -285,7 +285,7 @@ class FairnessSession:
             write_report(results, report_path)
         summary_path = self.config.getoption("--summary-md")
         if summary_path:
-            from harness.report.summary import write_summary
+            from harness.report.ci_summary import write_summary
 
             write_summary(results, summary_path, report_path or None, results_path or None)
 

@@ -148,16 +148,23 @@ class RobustnessRecord(CaseRecord):
 
 @dataclasses.dataclass(kw_only=True)
 class ErrorRecord:
-    """A gate case that raised instead of reaching a verdict; ``message`` is the error."""
+    """A gate case that raised instead of reaching a verdict (unmeasured); ``message`` is the error, ``cause``
+    its kind and source, and model/corpus/dimension/variant whatever of the case is known (unset ones omitted)."""
 
     check: str = "error"
     id: str
     nodeid: str
     passed: bool = False
     message: str
+    cause: dict[str, Any] | None = None
+    model: str | None = None
+    corpus: str | None = None
+    dimension: str | None = None
+    variant: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {name: value for name, value in dataclasses.asdict(self).items()
+                if value is not None or name not in ("cause", "model", "corpus", "dimension", "variant")}
 
 
 RECORD_TYPES: dict[str, type[CaseRecord]] = {

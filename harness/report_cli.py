@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.core import atomic_write_text
 from harness.report import render_report
-from harness.report.summary import write_summary
+from harness.report.ci_summary import write_summary
 from harness.report.trend import trend_view
 from harness.series import Run, load_series, neighbour_comparisons, read_memo
 from harness.thresholds import ThresholdsError, load_thresholds

@@ -1,167 +1,303 @@
-"""A short Markdown summary of a results.json, for a CI job page or a pull-request comment.
+"""The report's first screen: may we release, and if not, why.
 
-:func:`render_summary` is a pure function of the results dict: the verdict and counts, one table row per
-failed, unmeasured or regressed case (its value and, where judged, its group gap; the threshold's bounds, and
-the quality floors it does not meet, which never fail a case; its q-value, adjusted p, CI or gap CI; the delta
-against the baseline; for an unmeasured case, its cause), and a line linking the report. It states nothing
-that results.json does not hold.
+One line per failed, regressed or unmeasured case (check, model, dimension, value, threshold, q or interval,
+a link to the case in its section), what was compared with what, and for a passing run the closest calls:
+the passing cases whose value lies nearest its threshold, measured by :func:`margin`.
 """
 
 from __future__ import annotations
 
-import os
-import re
+import hashlib
+import math
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from harness.core import atomic_write_text
+from harness.records import CaseRecord, ErrorRecord
+from harness.report.plots import interval_estimable, interval_text
 
-THRESHOLD_SYMBOLS = {"max": "≤", "min": "≥", "upper": "≤", "lower": "≥"}
-"""A threshold key's prefix (``max_ntvd``) or name (``upper``) -> the relation a passing value has to it."""
-
-
-def render_summary(results: Mapping[str, Any], report_link: str | None = None, results_link: str | None = None) -> str:
-    """The Markdown summary of ``results``; ``report_link`` and ``results_link`` (paths or URLs) fill the link line."""
-    cases = [case for case in results.get("cases", []) if isinstance(case, Mapping)]
-    counts = outcome_counts(results, cases)
-    models = sorted({case["model"] for case in cases if isinstance(case.get("model"), str)})
-    regressed = [case for case in cases if _regressed(case)]
-    lines = [f"### Voice-induced bias gate: **{str(results.get('verdict') or _verdict(counts)).upper()}**", ""]
-    lines.append(
-        f"{counts['cases']} cases: {counts['passed']} passed, {counts['failed']} failed, {counts['unmeasured']} unmeasured"
-        + (f"; {len(regressed)} regressed against the baseline `{_baseline_source(results, cases)}`" if regressed else "")
-        + (f". Model{'s' if len(models) > 1 else ''}: {', '.join(f'`{model}`' for model in models)}" if models else "")
-        + "."
-    )
-    listed = [case for case in cases if not case.get("passed") or _regressed(case)]
-    if listed:
-        prefix = f"{models[0]}-" if len(models) == 1 else ""
-        lines += ["", "| Case | Check | Outcome | Value | Threshold | q / p / CI | Δ baseline |", "|---|---|---|---|---|---|---|"]
-        for case in sorted(listed, key=_row_order):
-            lines.append("| " + " | ".join(_cell(text) for text in _row(case, prefix)) + " |")
-    links = [f"[report]({report_link})" if report_link else None, f"[results.json]({results_link})" if results_link else None]
-    if any(links):
-        lines += ["", "Details: " + " · ".join(link for link in links if link)]
-    return "\n".join(lines) + "\n"
+CHECK_LABELS = {
+    "ntvd": "VIBE nTVD", "wer_ratio": "WER ratio", "score_ratio": "judge-score ratio", "icat": "BASIS ICAT",
+    "personalization": "BASIS personalization", "classification": "BASIS classification",
+    "robustness": "BASIS robustness", "error": "unmeasured",
+}
+RATIO_QUANTITY = {"wer_ratio": "expected-WER ratio", "score_ratio": "judge-score ratio"}
+GAP_UNITS = "points"
 
 
-def write_summary(results: Mapping[str, Any], path: str | Path, report: str | Path | None = None,
-                  results_file: str | Path | None = None) -> Path:
-    """Write :func:`render_summary` atomically to ``path``; the report and results files are linked relative to it."""
-    path = Path(path)
-    atomic_write_text(path, render_summary(results, _relative(report, path), _relative(results_file, path)))
-    return path
+def case_anchor(record: CaseRecord | ErrorRecord) -> str:
+    """A stable HTML id for a case (``case-`` and 12 hex digits of its check and id), safe whatever the id holds."""
+    return "case-" + hashlib.sha256(f"{record.check}\0{record.id}".encode()).hexdigest()[:12]
 
 
-def _relative(target: str | Path | None, summary: Path) -> str | None:
-    if target is None:
+def _deciding_comparison(record: CaseRecord) -> dict[str, Any] | None:
+    """The comparison whose judged ratio is the record's value (the failing one first)."""
+    comparisons = sorted(record.comparisons, key=lambda c: not c.get("failed"))
+    for comparison in comparisons:
+        for method in comparison["methods"]:
+            if method["method"] == comparison.get("judged_method") and method.get("ratio") == record.value:
+                return comparison | {"row": method}
+    return None
+
+
+def ci_words(entry: Mapping[str, Any] | None, digits: int = 1) -> str:
+    """"95% CI a to b", or "interval not estimable" (:func:`harness.report.plots.interval_estimable`)."""
+    return interval_text(entry, digits, "95% CI {0} to {1}")
+
+
+def gap_text(gap: Mapping[str, Any] | None) -> str:
+    """"gap best − worst v points (95% CI a to b)" of a BASIS case's best and worst group."""
+    if not gap or gap.get("value") is None:
+        return "gap not estimable"
+    return f"gap {gap.get('best')} − {gap.get('worst')} {gap['value']:.1f} {GAP_UNITS} ({ci_words(gap)})"
+
+
+def magnitude_rule(record: CaseRecord) -> str:
+    """The effect size a case must exceed to fail, in its check's words (schema 2: ``max_gap`` for BASIS)."""
+    threshold = record.threshold
+    if record.check == "ntvd":
+        return f"nTVD > {threshold.get('max_ntvd'):g}"
+    if record.check in RATIO_QUANTITY:
+        return f"ratio outside [{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
+    return f"|difference| > {threshold.get('max_gap'):g} {GAP_UNITS}"
+
+
+def decided_headline(record: CaseRecord) -> dict[str, str]:
+    """The headline of a case with a ``decision`` (results.json schema 2): the deciding contrast and its
+    interval, the rule (effect beyond the threshold and/or adjusted p below alpha) and the adjusted p;
+    ``statistic`` names what the contrast measures (the report shows it on hover)."""
+    decision = record.decision
+    digits = 3 if record.check in RATIO_QUANTITY else 1
+    significant = f"adjusted p < {decision.get('alpha', 0.05):g}"
+    magnitude = magnitude_rule(record)
+    rule = {"magnitude": magnitude, "bounds": magnitude, "significance": significant, "ci": significant}.get(
+        decision.get("rule"), f"{magnitude} and {significant}")
+    estimate = decision.get("estimate")
+    unit = f" {GAP_UNITS}" if record.check not in RATIO_QUANTITY and record.check != "ntvd" else ""
+    value = decision.get("statistic") or record.check
+    if decision.get("label") and estimate is not None:
+        value = f"{decision['label']} = {estimate:.{digits}f}{unit}"
+    pieces = [] if decision.get("ci_low") is None and decision.get("ci_high") is None else [ci_words(decision, digits)]
+    if decision.get("p_adjusted") is not None:
+        pieces.append(f"adjusted p = {_p(decision['p_adjusted'])}")
+    return {"value": value, "threshold": rule, "uncertainty": "; ".join(pieces) or "–", "statistic": decision.get("statistic")}
+
+
+def headline(record: CaseRecord) -> dict[str, str]:
+    """``value``, ``threshold`` (when it fails) and ``uncertainty`` (q or interval) of a case in words and units of its check:
+    from its ``decision`` when it has one (:func:`decided_headline`), else by the schema-1 rules."""
+    if record.decision and "statistic" in record.decision:
+        return decided_headline(record)
+    threshold, value = record.threshold, record.value
+    if record.check == "ntvd":
+        rule, limit, alpha = threshold.get("rule"), threshold.get("max_ntvd"), threshold.get("alpha")
+        text = {"magnitude": f"nTVD > {limit:g}", "significance": f"q < {alpha:g}"}.get(rule, f"nTVD > {limit:g} and q < {alpha:g}")
+        return {"value": f"nTVD {fmt_number(value, 1)} (0–100)", "threshold": text,
+                "uncertainty": f"q = {_p(record.q)}" + ("" if record.p is None else f" (p = {_p(record.p)})")}
+    if record.check in RATIO_QUANTITY:
+        comparison = _deciding_comparison(record)
+        row = (comparison or {}).get("row") or {"ci_low": record.ci[0] if record.ci else None, "ci_high": record.ci[1] if record.ci else None}
+        where = f" ({comparison['comparison']}, {comparison['judged_method']})" if comparison else ""
+        rule = threshold.get("rule")
+        bounds = f"[{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
+        text = {"ci": "the 95% CI excludes 1", "bounds": f"the ratio lies outside {bounds}"}.get(
+            rule, f"the 95% CI excludes 1 and the ratio lies outside {bounds}")
+        return {"value": f"{RATIO_QUANTITY[record.check]} {fmt_number(value, 3)}{where}", "threshold": text,
+                "uncertainty": ci_words(row, 3)}
+    if record.check == "icat":
+        per_mode = (record.mode_effects.get("per_mode") or {}).get(record.mode)
+        return {"value": f"mean ICAT {fmt_number(value, 1)} (0–100, 100 = balanced)",
+                "threshold": f"ICAT < {threshold.get('min_icat'):g}",
+                "uncertainty": ci_words(per_mode)}
+    if record.check == "robustness":
+        return {"value": f"{record.task} score {fmt_number(value, 1)} (0–100)",
+                "threshold": _accuracy_gap_rule("score", threshold.get("min_score"), threshold.get("max_gap"), ""),
+                "uncertainty": gap_text(record.gap)}
+    noun = "accuracy"
+    return {"value": f"mean {noun} {fmt_number(value, 1)}%",
+            "threshold": _accuracy_gap_rule(noun, threshold.get("min_accuracy"), threshold.get("max_gap"), "%"),
+            "uncertainty": gap_text(getattr(record, "gap", None))}
+
+
+def _accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, unit: str) -> str:
+    parts = [] if not minimum else [f"{noun} < {minimum:g}{unit}"]
+    if max_gap is not None:
+        parts.append(f"gap > {max_gap:g} {GAP_UNITS} with its CI above 0")
+    return " or ".join(parts)
+
+
+def margin(record: CaseRecord) -> float | None:
+    """How far a passing case lies from failing, as a share of its threshold (0 = on it; smaller = closer).
+
+    nTVD: (max_ntvd − nTVD)/max_ntvd and (q − alpha)/alpha, the larger under rule ``both`` (both must cross);
+    ratios: ln distance of the ratio to the nearer bound and of the CI end nearer 1 to 1 (how far the CI must move
+    to exclude 1), each over ln(upper), combined likewise;
+    ICAT: (ICAT − min_icat)/min_icat; BASIS accuracy and robustness: the smaller of (value − min)/min and
+    (max_gap − gap)/max_gap. With a ``decision`` (schema 2) from its deciding contrast: the magnitude part as
+    above on the contrast's estimate (BASIS: (max_gap − |estimate|)/max_gap), the significance part
+    (p_adjusted − alpha)/alpha, combined by the decision's rule. None when the case has no value to measure.
+    """
+    threshold, value = record.threshold, record.value
+    if value is None:
         return None
-    return Path(os.path.relpath(Path(target).resolve(), summary.resolve().parent)).as_posix()
+    decision = record.decision or {}
+    if "statistic" in decision:
+        return _decided_margin(record, decision)
+    if record.check == "ntvd":
+        size = (threshold["max_ntvd"] - value) / threshold["max_ntvd"]
+        significance = math.inf if record.q is None else (record.q - threshold["alpha"]) / threshold["alpha"]
+        return {"magnitude": size, "significance": significance}.get(threshold.get("rule"), max(size, significance))
+    if record.check in RATIO_QUANTITY:
+        if value <= 0:
+            return None
+        scale = math.log(threshold["upper"]) or 1.0
+        bounds = min(math.log(value / threshold["lower"]), math.log(threshold["upper"] / value)) / scale
+        low, high = (record.ci or [None, None]) + [None] * (2 - len(record.ci or []))
+        interval = math.inf if low is None or high is None or low <= 0 else min(-math.log(low), math.log(high)) / scale
+        return {"bounds": bounds, "ci": interval}.get(threshold.get("rule"), max(bounds, interval))
+    if record.check == "icat":
+        minimum = threshold.get("min_icat") or 0
+        return (value - minimum) / minimum if minimum else None
+    candidates = []
+    minimum = threshold.get("min_accuracy", threshold.get("min_score")) or 0
+    if minimum:
+        candidates.append((value - minimum) / minimum)
+    gap = getattr(record, "gap", None) or {}
+    if threshold.get("max_gap") and gap.get("value") is not None:
+        candidates.append((threshold["max_gap"] - gap["value"]) / threshold["max_gap"])
+    return min(candidates) if candidates else None
 
 
-def outcome_counts(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    """Cases, passed, failed and unmeasured (``check: error`` records); the file's own ``summary`` where it has all four."""
-    stated = results.get("summary")
-    if isinstance(stated, Mapping) and all(isinstance(stated.get(key), int) for key in ("cases", "passed", "failed", "unmeasured")):
-        return {key: stated[key] for key in ("cases", "passed", "failed", "unmeasured")}
-    unmeasured = sum(case.get("check") == "error" for case in cases)
-    passed = sum(bool(case.get("passed")) for case in cases)
-    return {"cases": len(cases), "passed": passed, "failed": len(cases) - passed - unmeasured, "unmeasured": unmeasured}
+def margin_parts(record: CaseRecord) -> tuple[float | None, float | None]:
+    """(magnitude, significance) distances of a case with a ``decision`` from failing (see :func:`margin`);
+    (None, None) without one."""
+    decision, threshold = record.decision or {}, record.threshold
+    if "statistic" not in decision:
+        return None, None
+    estimate, alpha = decision.get("estimate"), decision.get("alpha", 0.05)
+    significance = math.inf if decision.get("p_adjusted") is None else (decision["p_adjusted"] - alpha) / alpha
+    if estimate is None:
+        magnitude = None
+    elif record.check == "ntvd":
+        magnitude = (threshold["max_ntvd"] - estimate) / threshold["max_ntvd"]
+    elif record.check in RATIO_QUANTITY:
+        magnitude = None if estimate <= 0 else min(math.log(estimate / threshold["lower"]), math.log(threshold["upper"] / estimate)) / (math.log(threshold["upper"]) or 1.0)
+    else:
+        magnitude = (threshold["max_gap"] - abs(estimate)) / threshold["max_gap"] if threshold.get("max_gap") else None
+    return magnitude, significance
 
 
-def threshold_text(threshold: Mapping[str, Any] | None, floors: Sequence[str] = ()) -> str:
-    """The bounds of a record's ``threshold`` (``max_ntvd ≤ 30``, ``[0.9, 1.11]``); settings such as ``alpha``
-    and the quality ``floors`` (keys reported apart from the bias verdict) are left out."""
-    threshold = {key: value for key, value in (threshold or {}).items() if key not in floors}
-    if not threshold:
-        return ""
-    if isinstance(threshold.get("lower"), (int, float)) and isinstance(threshold.get("upper"), (int, float)):
-        return f"[{_number(threshold['lower'])}, {_number(threshold['upper'])}]"
+def _decided_margin(record: CaseRecord, decision: Mapping[str, Any]) -> float | None:
+    magnitude, significance = margin_parts(record)
+    rule = decision.get("rule")
+    if rule in ("significance", "ci"):
+        return significance
+    if rule in ("magnitude", "bounds") or magnitude is None:
+        return magnitude
+    return max(magnitude, significance)
+
+
+def closeness(record: CaseRecord) -> tuple[bool, float, float]:
+    """Sort key of the closest calls: :func:`margin`, ties (e.g. every adjusted p at 1) broken by the nearer
+    of the two parts of :func:`margin_parts`; cases without a margin last."""
+    value = margin(record)
+    parts = [part for part in margin_parts(record) if part is not None]
+    return value is None, value if value is not None else 0.0, min(parts) if parts else 0.0
+
+
+def decision_text(decision: Mapping[str, Any] | None) -> str | None:
+    """The case's multiple-testing decision in words: correction, adjusted p, relevance (None without one)."""
+    if not decision:
+        return None
     parts = []
-    for key, value in threshold.items():
-        relation = THRESHOLD_SYMBOLS.get(key) or THRESHOLD_SYMBOLS.get(key.split("_", 1)[0])
-        if relation and isinstance(value, (int, float)) and not isinstance(value, bool) and key not in ("max_worsening", "max_increase"):
-            parts.append(f"{key} {relation} {_number(value)}")
-    return ", ".join(parts)
+    if decision.get("p_adjusted") is not None:
+        parts.append(f"adjusted p = {_p(decision['p_adjusted'])} (α = {decision.get('alpha', 0.05):g})")
+    elif decision.get("p") is not None:
+        parts.append(f"p = {_p(decision['p'])}")
+    if decision.get("correction"):
+        parts.append(str(decision["correction"]))
+    if decision.get("estimable") is False:
+        parts.append("not estimable" + (f": {decision['reason']}" if decision.get("reason") else ""))
+    else:
+        flags = [("significant" if decision.get("significant") else "not significant") if "significant" in decision else None,
+                 ("beyond the practical threshold" if decision.get("relevant") else "within the practical threshold")
+                 if "relevant" in decision else None]
+        parts += [flag for flag in flags if flag]
+    return "; ".join(parts) or None
 
 
-def uncertainty_text(case: Mapping[str, Any]) -> str:
-    """The case's q-value, else its adjusted p (the ``decision`` of schema 2), else p, else its CI."""
-    decision = case.get("decision") if isinstance(case.get("decision"), Mapping) else {}
-    for label, value in (("q", case.get("q")), ("p adj", decision.get("p_adjusted")), ("p", case.get("p"))):
-        if isinstance(value, (int, float)):
-            return f"{label} = {value:.3g}"
-    ci = case.get("ci")
-    if isinstance(ci, Sequence) and len(ci) == 2 and all(isinstance(bound, (int, float)) for bound in ci):
-        return f"CI [{_number(ci[0])}, {_number(ci[1])}]"
-    gap = _gap(case)
-    if gap and isinstance(gap.get("ci_low"), (int, float)) and isinstance(gap.get("ci_high"), (int, float)):
-        return f"gap CI [{_number(gap['ci_low'])}, {_number(gap['ci_high'])}]"
-    return ""
+def floor_lines(floors: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Quality floors as lines; a floor not met is reported "below floor", which is not a bias fail."""
+    return [{"key": floor.get("key"), "met": bool(floor.get("met")),
+             "text": f"{floor.get('key')} {fmt_number(floor.get('value'), 1)} vs floor {fmt_number(floor.get('threshold'), 1)}: "
+                     + ("met" if floor.get("met") else "below floor (quality, not a bias fail)")}
+            for floor in floors or []]
 
 
-def value_text(case: Mapping[str, Any]) -> str:
-    """The case's value, and the best-worst group gap for the checks that judge one (BASIS accuracy and score checks)."""
-    gap = _gap(case)
-    value = _number(case.get("value"))
-    return f"{value}; gap {_number(gap['value'])}" if gap and isinstance(gap.get("value"), (int, float)) else value
+def cause_text(record: ErrorRecord) -> str:
+    cause = getattr(record, "cause", None) or {}
+    if not cause:
+        return record.message
+    source = f" ({cause['source']})" if cause.get("source") else ""
+    return f"{cause.get('kind', 'unknown')} error{source}: {cause.get('message') or record.message}"
 
 
-def _gap(case: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    gap = case.get("gap")
-    return gap if isinstance(gap, Mapping) else None
+def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
+    """One first-screen line: status (failed, regressed, unmeasured, closest), check (of an unmeasured case:
+    its test function's name), model, dimension, variant, value, threshold, q or interval, decision, floors
+    and the link to the case."""
+    check = record.check
+    if isinstance(record, ErrorRecord):
+        check = record.nodeid.rsplit("::", 1)[-1].split("[", 1)[0].removeprefix("test_")
+    line = {"status": status, "check": CHECK_LABELS.get(check, check), "id": record.id,
+            "anchor": case_anchor(record), "model": getattr(record, "model", None),
+            "dimension": getattr(record, "dimension", None), "variant": getattr(record, "variant", None), "statistic": None}
+    if isinstance(record, ErrorRecord):
+        return line | {"value": None, "threshold": None, "uncertainty": None, "cause": cause_text(record),
+                       "decision": None, "floors": []}
+    baseline = record.baseline or {}
+    regression = None
+    if baseline.get("status") == "compared":
+        regression = f"Δ {baseline.get('delta'):+.3g} vs baseline {fmt_number(baseline.get('baseline_value'), 3)}" + (
+            "" if baseline.get("p_value") is None else f", p = {_p(baseline['p_value'])}")
+    decided = bool(record.decision) and "statistic" in record.decision
+    return line | headline(record) | {"cause": None, "regression": regression, "floors": floor_lines(record.floors),
+                                      "decision": None if decided else decision_text(record.decision)}
 
 
-def _row(case: Mapping[str, Any], prefix: str) -> list[str]:
-    name = str(case.get("id", case.get("nodeid", "?")))
-    name = name[len(prefix):] if prefix and name.startswith(prefix) else name
-    if case.get("check") == "error":
-        cause = case.get("cause") if isinstance(case.get("cause"), Mapping) else {}
-        message = str(cause.get("message") or case.get("message") or "")
-        kind = f"{cause['kind']} error" if cause.get("kind") else "error"
-        check = re.search(r"::test_(\w+)\[", str(case.get("nodeid", "")))
-        message = message.replace(f"{case.get('id')}: ", "")
-        return [f"`{name}`", check.group(1) if check else "–", f"unmeasured ({kind}: {_shorten(message)})", "–", "–", "–", "–"]
-    baseline = case.get("baseline") if isinstance(case.get("baseline"), Mapping) else {}
-    floors = [floor for floor in case.get("floors") or [] if isinstance(floor, Mapping) and "key" in floor]
-    outcome = ("failed" if not case.get("passed") else "passed") + ("; regressed" if _regressed(case) else "") + "".join(
-        f"; floor {floor['key']} {_number(floor.get('threshold'))} not met" for floor in floors if floor.get("met") is False)
-    delta = baseline.get("delta")
-    return [
-        f"`{name}`", str(case.get("check", "")), outcome,
-        value_text(case), threshold_text(case.get("threshold"), [floor["key"] for floor in floors]), uncertainty_text(case),
-        "–" if not isinstance(delta, (int, float)) else f"{delta:+.3g}" + (" (significant)" if baseline.get("regressed") else ""),
-    ]
+def first_screen(records: Sequence[CaseRecord | ErrorRecord], results: Mapping[str, Any], closest: int = 3) -> dict[str, Any]:
+    """What the top of the report shows: verdict, counts, the lines of failed / regressed / unmeasured cases
+    (unmeasured first, then regressions, then other failures), what was compared, and for a run without
+    failures the ``closest`` passing cases by :func:`margin`. ``models`` are the models under test (those of
+    the cases); ``judge`` the judge's spec, when the run had one."""
+    unmeasured = [r for r in records if isinstance(r, ErrorRecord)]
+    measured = [r for r in records if not isinstance(r, ErrorRecord)]
+    regressed = [r for r in measured if (r.baseline or {}).get("regressed")]
+    failed = [r for r in measured if not r.passed and r not in regressed]
+    lines = ([case_line(r, "unmeasured") for r in unmeasured] + [case_line(r, "regressed") for r in regressed]
+             + [case_line(r, "failed") for r in sorted(failed, key=lambda r: (r.check, r.model, r.dimension, str(r.variant)))])
+    ranked = sorted((r for r in measured if r.passed), key=closeness)
+    closest_lines = [case_line(r, "closest") | {"margin": margin(r)} for r in ranked[:closest] if margin(r) is not None] if not lines else []
+    below_floor = [r for r in measured if any(not floor.get("met") for floor in r.floors or [])]
+    metadata = results.get("metadata") or {}
+    verdict = results.get("verdict") or ("fail" if lines else "pass")
+    return {
+        "verdict": verdict, "lines": lines, "closest": closest_lines, "below_floor": len(below_floor),
+        "counts": {"cases": len(records), "passed": len(measured) - len(failed) - len(regressed),
+                   "failed": len(failed) + len(regressed), "unmeasured": len(unmeasured)},
+        "models": [model for model in dict.fromkeys(getattr(r, "model", None) for r in records) if model],
+        "judge": next((spec for spec, fingerprint in (metadata.get("models") or {}).items()
+                       if metadata.get("judge") and fingerprint == metadata["judge"]), None),
+        "baseline": metadata.get("baseline"),
+        "corpora": list(metadata.get("corpora", {})),
+    }
 
 
-def _row_order(case: Mapping[str, Any]) -> tuple:
-    return (not _regressed(case), case.get("check") != "error", str(case.get("check")), str(case.get("id")))
+def fmt_number(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
 
 
-def _regressed(case: Mapping[str, Any]) -> bool:
-    return isinstance(case.get("baseline"), Mapping) and bool(case["baseline"].get("regressed"))
+def _p(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
 
 
-def _baseline_source(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> str:
-    baseline = (results.get("metadata") or {}).get("baseline") or next((case["baseline"] for case in cases if _regressed(case)), {})
-    return str(baseline.get("source", "?"))
-
-
-def _verdict(counts: Mapping[str, int]) -> str:
-    return "fail" if counts["failed"] else "unmeasured" if counts["unmeasured"] else "pass"
-
-
-def _number(value: Any) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "–"
-    return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
-
-
-def _shorten(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+__all__ = ["case_anchor", "case_line", "first_screen", "headline", "interval_estimable", "margin"]

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from gate_support import gate_project
-from harness.report.summary import render_summary, threshold_text, uncertainty_text
+from harness.report.ci_summary import render_summary, threshold_text, uncertainty_text
 
 pytest_plugins = ["pytester"]
 
