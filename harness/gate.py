@@ -101,6 +101,7 @@ class Gate:
             "stage_models": pipeline.fingerprints(stages=True),
             "model_calls": sum(model.calls for model in models),
             "cache_hits": sum(model.hits for model in models),
+            "duplicate_requests": sum(model.duplicates for model in models),
             "models_loaded": sorted(model.spec for model in models if model.loaded),
             "corpora": {name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table)} for name, c in pipeline.corpora.items()},
             "thresholds": {"source": self.thresholds.source, "hash": self.thresholds.digest, "notes": list(self.thresholds.notes)},
@@ -125,7 +126,7 @@ def merge_run_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for part in parts:
         for key, value in part.items():
-            if key in ("model_calls", "cache_hits"):
+            if key in ("model_calls", "cache_hits", "duplicate_requests"):
                 merged[key] = merged.get(key, 0) + value
             elif key in ("models", "stage_models"):
                 merged[key] = {**merged.get(key, {}), **value}

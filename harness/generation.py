@@ -19,7 +19,13 @@ class CachedModel:
     """A model spec behind the output cache.
 
     Misses are generated in chunks of ``chunk_size`` and each chunk is stored as soon as it is done, so
-    an interrupted run loses at most one chunk. Empty answers are returned but never stored.
+    an interrupted run loses at most one chunk. Requests of one batch that share a cache key are generated
+    once and that answer is given to each of them. Empty answers are returned but never stored.
+
+    Counters of this process: ``calls``, the requests sent to the model; ``hits``, the requests answered by
+    an entry already in the cache, whoever wrote it (another process included, found once this one holds
+    the generation lock); ``duplicates``, the requests answered by the generation of an identical request
+    of the same batch.
     """
 
     def __init__(
@@ -44,6 +50,7 @@ class CachedModel:
         self.offline = offline
         self.calls = 0
         self.hits = 0
+        self.duplicates = 0
         self.served_keys: set[str] = set()
 
     def _stage(self, stage: StageSpec, chunk_size: int) -> CachedModel:
@@ -72,13 +79,15 @@ class CachedModel:
         keys = self.keys(requests)
         self.served_keys.update(keys)
         cached = self.cache.get_many(keys)
-        self.hits += sum(key in cached for key in keys)
-        missing = [index for index, key in enumerate(keys) if key not in cached]
-        if not missing:
+        if all(key in cached for key in keys):
+            self.hits += len(keys)
             return [cached[key] for key in keys]
         with self.cache.lock(f"{self.fingerprint}|{label}"):
-            cached.update(self.cache.get_many([keys[index] for index in missing]))
-            missing = [index for index in missing if keys[index] not in cached]
+            cached.update(self.cache.get_many([key for key in keys if key not in cached]))
+            self.hits += sum(key in cached for key in keys)
+            first_of_key = {key: index for index, key in reversed(list(enumerate(keys))) if key not in cached}
+            missing = sorted(first_of_key.values())
+            self.duplicates += sum(key not in cached for key in keys) - len(missing)
             self._generate_missing(requests, keys, missing, cached, label)
         return [cached.get(key, "") for key in keys]
 

@@ -110,6 +110,58 @@ def test_chunks_already_generated_survive_a_later_failure(tmp_path):
         BACKENDS.pop("flaky")
 
 
+def test_identical_requests_of_a_batch_are_generated_once(tmp_path):
+    sent = []
+
+    class Recording(CountingBackend):
+        def generate(self, requests, params):
+            sent.extend(r.prompt for r in requests)
+            return super().generate(requests, params)
+
+    globals()["Recording"] = Recording
+    register_backend("recording", f"{__name__}:Recording")
+    try:
+        cached = CachedModel("recording:m", OutputCache(tmp_path), DecodingParams(), {}, chunk_size=1, progress=False)
+        prompts = ["p1", "p2", "p1", "EMPTY", "p1", "EMPTY", "p2"]
+        answers = cached.generate([GenerationRequest(p, tone(200)) for p in prompts])
+        assert sent == ["p1", "p2", "EMPTY"]
+        assert answers == ["answer to p1 (256)", "answer to p2 (256)", "answer to p1 (256)", "",
+                           "answer to p1 (256)", "", "answer to p2 (256)"]
+        assert (cached.calls, cached.duplicates, cached.hits) == (3, 4, 0)
+        again = cached.generate([GenerationRequest(p, tone(200)) for p in ["p2", "p2", "EMPTY", "EMPTY"]])
+        assert again == ["answer to p2 (256)", "answer to p2 (256)", "", ""]
+        assert sent == ["p1", "p2", "EMPTY", "EMPTY"]
+        assert (cached.calls, cached.duplicates, cached.hits) == (4, 5, 2)
+    finally:
+        BACKENDS.pop("recording")
+
+
+def test_hits_credit_entries_another_process_wrote_while_this_one_waited(tmp_path):
+    import threading
+
+    cached = model(tmp_path)
+    requests = [GenerationRequest(f"p{i}", tone(200 + i)) for i in range(3)]
+    other = OutputCache(tmp_path)
+    first_lookup_done = threading.Event()
+    get_many = cached.cache.get_many
+
+    def get_many_then_signal(keys):
+        found = get_many(keys)
+        first_lookup_done.set()
+        return found
+
+    cached.cache.get_many = get_many_then_signal
+    results = []
+    with other.lock(f"{cached.fingerprint}|demo"):
+        worker = threading.Thread(target=lambda: results.append(cached.generate(requests, label="demo")))
+        worker.start()
+        assert first_lookup_done.wait(30)
+        other.put_many([(key, "generate", cached.fingerprint, f"written elsewhere {i}", {}) for i, key in enumerate(cached.keys(requests))])
+    worker.join(30)
+    assert results == [[f"written elsewhere {i}" for i in range(3)]]
+    assert (cached.hits, cached.calls, cached.loaded) == (3, 0, False)
+
+
 def _writer(args):
     directory, worker = args
     cache = OutputCache(directory)
