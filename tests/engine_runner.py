@@ -33,6 +33,8 @@ def main() -> int:
     parser.add_argument("--decoding", default="{}")
     parser.add_argument("--options", default="{}")
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--raw-rounds", type=int, default=0,
+                        help="also time N rounds each of the backend's generate and of a raw LLM.generate on its prompts")
     args = parser.parse_args()
     requests = read_requests(Path(args.requests))
     decoding = DecodingParams.from_mapping(json.loads(args.decoding), source="--decoding")
@@ -48,8 +50,26 @@ def main() -> int:
         loaded = time.monotonic()
         answers = model.generate(requests, decoding)
         report = {"answers": answers, "seconds": {"load": loaded - started, "generate": time.monotonic() - loaded}}
+        if args.raw_rounds:
+            report["overhead"] = time_against_raw(model, requests, decoding, args.raw_rounds)
     atomic_write_text(Path(args.out), json.dumps(report))
     return 0
+
+
+def time_against_raw(model, requests, decoding, rounds: int) -> dict:
+    """Seconds of the ``vllm:`` model's ``generate`` and of a raw ``LLM.generate`` on prompts rendered
+    beforehand (the same inputs and sampling parameters), alternated, best of ``rounds`` each."""
+    prompts = [model.prompt(request) for request in requests]
+    sampling = model.sampling_params(decoding)
+    harness_s, raw_s = [], []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        model.generate(requests, decoding)
+        harness_s.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        model.llm.generate(prompts, sampling, use_tqdm=False)
+        raw_s.append(time.perf_counter() - started)
+    return {"harness": min(harness_s), "raw": min(raw_s)}
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ def read_requests(path: Path) -> list[GenerationRequest]:
 
 def run_offline(spec: str, requests: Sequence[GenerationRequest], decoding: Mapping[str, Any], *,
                 options: Mapping[str, Any] | None = None, cache_dir: str | os.PathLike | None = None,
-                timeout: float = 900) -> dict[str, Any]:  # fmt: skip
+                raw_rounds: int = 0, timeout: float = 900) -> dict[str, Any]:  # fmt: skip
     """``spec`` (a ``vllm:`` spec) run by ``engine_runner.py`` in the engine's venv, directly or (with
     ``cache_dir``) behind the gate's output cache; returns the runner's report."""
     with tempfile.TemporaryDirectory(prefix="lalm-engine-") as tmp:
@@ -133,6 +133,8 @@ def run_offline(spec: str, requests: Sequence[GenerationRequest], decoding: Mapp
                    "--decoding", json.dumps(dict(decoding)), "--options", json.dumps(dict(options or {}))]  # fmt: skip
         if cache_dir is not None:
             command += ["--cache-dir", str(cache_dir)]
+        if raw_rounds:
+            command += ["--raw-rounds", str(raw_rounds)]
         done = subprocess.run(command, capture_output=True, text=True, env=engine_env(), timeout=timeout)
         if done.returncode != 0:
             raise RuntimeError(f"engine runner failed ({done.returncode}):\n{done.stderr[-4000:]}")
@@ -276,3 +278,46 @@ def hf_divergence(checkpoint: str | os.PathLike, request: GenerationRequest, oth
             return {"step": step, "hf_token": tokenizer.convert_ids_to_tokens(tokens[step]),
                     "margin": float(top.values[0] - top.values[1]), "hf_prefix": prefix}  # fmt: skip
     return {"step": None, "hf_token": None, "margin": None, "hf_prefix": tokenizer.decode(tokens, skip_special_tokens=True)}
+
+
+def small_corpus(directory: Path, sentences: int = 3) -> Path:
+    """The demo corpus restricted to its first ``sentences`` sentences (every speaker), as corpus ``small``."""
+    from harness.data import DEMO_CORPUS_PATH
+
+    directory.mkdir(parents=True, exist_ok=True)
+    manifest = (DEMO_CORPUS_PATH / "manifest.csv").read_text().splitlines()
+    keep = {f"s{index:02d}" for index in range(1, sentences + 1)}
+    rows = [manifest[0], *(line for line in manifest[1:] if line.split(",")[3] in keep)]
+    (directory / "manifest.csv").write_text("\n".join(rows) + "\n")
+    (directory / "corpus.yaml").write_text("name: small\nmanifest: manifest.csv\ndimensions: [gender, accent]\n")
+    (directory / "audio").symlink_to(DEMO_CORPUS_PATH / "audio")
+    return directory
+
+
+def run_gate(python: str | os.PathLike, spec: str, options: Mapping[str, Any], corpus: Path, workdir: Path,
+             env: Mapping[str, str], task: str = "story") -> dict[str, Any]:  # fmt: skip
+    """The VIBE gate (``fairness_tests/test_vibe.py``, one task) on ``corpus`` for ``spec``, run by
+    ``python``; returns its results.json. Exit 0 or 1 (cases failed) is a run; any other is an error."""
+    import yaml
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "models.yaml"
+    config.write_text(yaml.safe_dump({spec: dict(options)}))
+    results = workdir / "results.json"
+    command = [
+        str(python), "-m", "pytest", str(ROOT / "fairness_tests" / "test_vibe.py"), "-q", "-p", "no:cacheprovider",
+        "-k", task, "--model", spec, "--corpus", f"small={corpus}", "--embedder", "none", "--model-config", str(config),
+        "--permutations", "200", "--cache-dir", str(workdir / "cache"), "--results-json", str(results), "--report", "",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, env=dict(env), cwd=ROOT, timeout=1800)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"gate run for {spec} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return json.loads(results.read_text())
+
+
+def verdicts(results: Mapping[str, Any]) -> dict[tuple, tuple]:
+    """(check, corpus, dimension, variant) -> (passed, value) of every case of a results.json."""
+    return {
+        (case["check"], case.get("corpus"), case.get("dimension"), case.get("variant")): (case.get("passed"), case.get("value"))
+        for case in results["cases"]
+    }
