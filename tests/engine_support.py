@@ -15,6 +15,7 @@ are small and shared.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import socket
@@ -295,18 +296,19 @@ def small_corpus(directory: Path, sentences: int = 3) -> Path:
 
 
 def run_gate(python: str | os.PathLike, spec: str, options: Mapping[str, Any], corpus: Path, workdir: Path,
-             env: Mapping[str, str], task: str = "story") -> dict[str, Any]:  # fmt: skip
-    """The VIBE gate (``fairness_tests/test_vibe.py``, one task) on ``corpus`` for ``spec``, run by
-    ``python``; returns its results.json. Exit 0 or 1 (cases failed) is a run; any other is an error."""
+             env: Mapping[str, str], selection: str = "test_wer_ratio") -> dict[str, Any]:  # fmt: skip
+    """The WER-ratio gate (``fairness_tests/test_wer.py``: the model transcribes, so even a random
+    checkpoint's answers give values) on ``corpus`` for ``spec``, run by ``python``; returns its
+    results.json. Exit 0 or 1 (cases failed) is a run; any other is an error."""
     import yaml
 
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "models.yaml"
-    config.write_text(yaml.safe_dump({spec: dict(options)}))
+    config.write_text(yaml.safe_dump({"models": {spec: dict(options)}}))
     results = workdir / "results.json"
     command = [
-        str(python), "-m", "pytest", str(ROOT / "fairness_tests" / "test_vibe.py"), "-q", "-p", "no:cacheprovider",
-        "-k", task, "--model", spec, "--corpus", f"small={corpus}", "--embedder", "none", "--model-config", str(config),
+        str(python), "-m", "pytest", str(ROOT / "fairness_tests" / "test_wer.py"), "-q", "-p", "no:cacheprovider",
+        "-k", selection, "--model", spec, "--corpus", f"small={corpus}", "--embedder", "none", "--model-config", str(config),
         "--permutations", "200", "--cache-dir", str(workdir / "cache"), "--results-json", str(results), "--report", "",
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=dict(env), cwd=ROOT, timeout=1800)
@@ -316,8 +318,10 @@ def run_gate(python: str | os.PathLike, spec: str, options: Mapping[str, Any], c
 
 
 def verdicts(results: Mapping[str, Any]) -> dict[tuple, tuple]:
-    """(check, corpus, dimension, variant) -> (passed, value) of every case of a results.json."""
+    """(check, corpus, dimension, variant) -> (passed, value) of every case of a results.json (a NaN value
+    as None, so that equal verdicts compare equal)."""
     return {
-        (case["check"], case.get("corpus"), case.get("dimension"), case.get("variant")): (case.get("passed"), case.get("value"))
+        (case["check"], case.get("corpus"), case.get("dimension"), case.get("variant")):
+            (case.get("passed"), None if case.get("value") is None or math.isnan(case["value"]) else case["value"])
         for case in results["cases"]
-    }
+    }  # fmt: skip

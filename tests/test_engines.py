@@ -120,9 +120,9 @@ def test_a_served_run_survives_a_server_restart_and_generates_nothing_twice(serv
 
 
 def test_the_gate_gives_the_same_verdicts_on_every_road_and_a_cached_rerun_starts_no_engine(checkpoint, server, tmp_path):
-    """The VIBE gate (story task) on a small corpus (the demo's first 3 sentences of every speaker) through
-    each road: the same cases, values and verdicts; the offline engine's second run is served from its
-    cache without starting the engine."""
+    """The WER-ratio gate on a small corpus (the demo's first 3 sentences of every speaker) through each
+    road: the same cases, values and verdicts; the offline engine's second run is served from its cache
+    without starting the engine."""
     corpus = es.small_corpus(tmp_path / "corpus")
     here = {**os.environ, "PYTHONPATH": str(es.ROOT)}
     decoding = {"decoding": DECODING}
@@ -134,7 +134,7 @@ def test_the_gate_gives_the_same_verdicts_on_every_road_and_a_cached_rerun_start
     }  # fmt: skip
     assert runs["vllm"]["metadata"]["models_loaded"] and runs["vllm"]["metadata"]["model_calls"] > 0
     table = {road: es.verdicts(results) for road, results in runs.items()}
-    print("\n" + "\n".join(f"{road}: {sorted((key[3], key[2], passed) for key, (passed, _) in cases.items())}" for road, cases in table.items()))
+    print("\n" + "\n".join(f"{road}: {sorted((key[0], key[2], verdict) for key, verdict in cases.items())}" for road, cases in table.items()))
     assert table["hf"] and table["hf"] == table["vllm"] == table["openai"]
     rerun = es.run_gate(es.engine_python(), f"vllm:{checkpoint}", {**es.OFFLINE_OPTIONS, **decoding}, corpus, tmp_path / "vllm",
                         es.engine_env())  # fmt: skip
