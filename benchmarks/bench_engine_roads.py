@@ -53,10 +53,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=4, help="the agreement requests repeated N times for the overhead timing")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    reason = es.engine_unavailable()
-    if reason:
-        print(reason)
-        return 2
+    es.require_engine()
     import harness
 
     print(f"harness: {Path(harness.__file__).parent}")

@@ -43,10 +43,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-new-tokens", type=int, default=32)
     args = parser.parse_args()
-    reason = es.engine_unavailable()
-    if reason:
-        print(reason)
-        return 2
+    es.require_engine()
     requests = [GenerationRequest(prompt, system=system) for prompt in PROMPTS for system in SYSTEMS]
     decoding = DecodingParams(max_new_tokens=args.max_new_tokens)
     backend = build_backend("smollm2:135m-instruct", {"answer_format": "free", "threads": 1})

@@ -68,6 +68,14 @@ def engine_unavailable() -> str | None:
     return None
 
 
+def require_engine() -> None:
+    """Exit (status 2, saying why) where the engine cannot run: for the benchmark scripts."""
+    reason = engine_unavailable()
+    if reason:
+        print(reason, file=sys.stderr)
+        raise SystemExit(2)
+
+
 def engine_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The engine's environment; its ``harness`` is the one this process imported."""
     import harness
