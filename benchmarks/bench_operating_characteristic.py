@@ -23,10 +23,12 @@ Rules compared, per case and for the whole gate:
 * ``proposed``: every case's contrast by :func:`harness.metrics.crossed.crossed_contrasts` (two-way
   speaker x item bootstrap; ICAT: the difference between groups in the share choosing one group's
   stereotype, i.e. pooled ss - 50 twice, its quality floor reported apart), ``relevant`` when the
-  magnitude exceeds today's ``max_gap`` / ratio bounds, then :func:`harness.metrics.multitest.gate_decision`
-  (Bonferroni within a case, Holm across the cases, alpha 0.05). The gate's 10 nTVD cases enter the Holm
-  family as uniform p-values (their permutation p-values are exact under the null), so the family is the
-  whole gate's.
+  magnitude exceeds today's ``max_gap`` / ratio bounds, then the gate's own
+  :class:`harness.metrics.multitest.DecisionRule` (Bonferroni within a case and across the 33 cases,
+  alpha 0.05: the whole gate fails exactly when Holm would). The gate's 10 nTVD cases enter the family as
+  uniform p-values under every preset (their permutation p-values are exact under the null): they widen the
+  correction but detect nothing here, so the biased presets' detection rates are those of the BASIS and WER
+  cases alone (a lower bound: end to end, ``bench_gate_seeds.py``, the nTVD cases catch ``sim:biased`` too).
 
 Usage: ``python benchmarks/bench_operating_characteristic.py --seeds 10 --n-boot 200``
 """
@@ -39,10 +41,11 @@ import time
 
 import numpy as np
 import pandas as pd
+from scipy.stats import beta
 
 from harness.metrics.crossed import LOG_RATIO, REST, crossed_contrasts
 from harness.metrics.group_gap import group_gap
-from harness.metrics.multitest import gate_decision
+from harness.metrics.multitest import DecisionRule
 from harness.models.sim import PRESETS
 from harness.models.sim_basis import COMPLIANCE, LABEL_POSITIONS, RELEVANCE_WEIGHT, _relevance, loading
 
@@ -302,12 +305,13 @@ def run(designs, presets, seeds, n_boot) -> pd.DataFrame:
     records = []
     for design, preset, seed in itertools.product(designs, presets, range(1, seeds + 1)):
         verdicts, comps = seed_cases(design, preset, seed, n_boot, sets)
-        decision = gate_decision(comps, relevant="relevant")
+        rule = DecisionRule(alpha=0.05, family_size=int(comps["case"].nunique()))
+        failed = {case: rule.decide(rows["p"].tolist(), rows["relevant"].tolist()).failed for case, rows in comps.groupby("case", sort=False)}
         for v in verdicts:
             records.append({"design": design, "preset": preset, "seed": seed, "case": v["case"], "today": v["today"],
-                            "proposed": bool(decision.cases.loc[v["case"], "failed"])})
-        records.append({"design": design, "preset": preset, "seed": seed, "case": "(whole gate, BASIS+WER)",
-                        "today": any(v["today"] for v in verdicts), "proposed": decision.failed})
+                            "proposed": failed[v["case"]]})
+        records.append({"design": design, "preset": preset, "seed": seed, "case": "(whole gate)",
+                        "today": any(v["today"] for v in verdicts), "proposed": any(failed.values())})
     return pd.DataFrame(records)
 
 
@@ -325,6 +329,13 @@ def main() -> None:
     with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_rows", 80):
         print(f"fail rate per case (fair: false-fail; half, biased: detection) over {args.seeds} seeds, n_boot {args.n_boot}")
         print((100 * table).round(0).astype(int).to_string())
+    whole = frame[frame["case"] == "(whole gate)"].groupby(["design", "preset"])["proposed"].agg(["sum", "count"])
+    print("\nwhole gate under the gate's decision rule (fair: false-fail rate, target <= 5%; biased: detection, target >= 95%):")
+    for (design, preset), row in whole.iterrows():
+        k, n = int(row["sum"]), int(row["count"])
+        low = beta.ppf(0.025, k, n - k + 1) if k else 0.0
+        high = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+        print(f"  {design:7s} {preset:7s} {k:3d}/{n} = {100 * k / n:5.1f}%  (95% CI {100 * low:.1f}% to {100 * high:.1f}%)")
     runs = len(args.designs) * len(args.presets) * args.seeds
     print(f"\n{runs} simulated gate runs in {elapsed:.0f} s ({elapsed / runs:.1f} s each; 100 seeds x "
           f"{len(args.designs)} designs x {len(args.presets)} presets ~ {elapsed / args.seeds * 100 / 60:.0f} min)")

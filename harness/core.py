@@ -234,6 +234,16 @@ class ModelError(RuntimeError):
     """A model could not be built, loaded or asked; the message says which and why."""
 
 
+class CaseNotMeasured(RuntimeError):
+    """A case's data cannot support a bias verdict (e.g. nTVD undefined, no ratio fit converged, a large gap
+    the design cannot test): the case is unmeasured, never a pass and never a bias fail; the message says
+    why, and ``record`` (the case's results.json entry, where one was made) keeps what was computed."""
+
+    def __init__(self, message: str, record: object | None = None):
+        super().__init__(message)
+        self.record = record
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Audio:
     """Mono float32 audio at :data:`SAMPLE_RATE`, identified by a hash of its samples (not its path)."""

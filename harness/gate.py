@@ -19,15 +19,16 @@ from typing import Any
 
 from harness.baseline import check_baseline_cases
 from harness.checks import Case, Comparison, Verdict, all_checks, get_check
+from harness.core import CaseNotMeasured
 from harness.models import parse_spec
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
 from harness.records import CaseRecord, record_from_json, schema_version
 from harness.pipeline import BUNDLED_EXPORTS, DEFAULT_CACHE_DIR, DEFAULT_MODELS, DEMO_OUTPUTS_DIR, GateConfig, Pipeline
 
-__all__ = ["BUNDLED_EXPORTS", "DEFAULT_CACHE_DIR", "DEFAULT_JUDGE", "DEFAULT_MODELS", "DEMO_OUTPUTS_DIR", "Gate", "GateConfig", "merge_run_metadata"]
+__all__ = ["BUNDLED_EXPORTS", "DEFAULT_CACHE_DIR", "DEFAULT_JUDGE", "DEFAULT_MODELS", "DEMO_OUTPUTS_DIR", "Gate", "GateConfig", "audio_warnings", "merge_run_metadata"]
 from harness.tasks import TASKS
-from harness.thresholds import load_thresholds
+from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
 
 # The judge of the embedded default (the cascade's own LLM): used when the models are the default ones and no
 # judge is named; a gate run on other models judges only with --judge.
@@ -44,13 +45,14 @@ class Gate:
         self.pipeline = Pipeline(config, self.thresholds)
         checks = all_checks()
         self.thresholds.validate(
-            {check.name: check.schema for check in checks},
+            {check.name: check.schema for check in checks} | {GATE_SECTION: GATE_SCHEMA},
             {check.name: check.variants(self.pipeline) for check in checks},
             {dimension for corpus in self.pipeline.corpora.values() for dimension in corpus.dimensions} | set(self.pipeline.basis.dimensions()),
         )
         for spec in config.models:
             parse_spec(spec)
         self._families: dict[str, tuple[Case, ...]] = {}
+        self.pipeline.family_sizes = self._family_sizes
         self.baseline = load_baseline(config.baseline_path, config.baseline_model) if config.baseline_path else None
 
     def cases(self, check: str) -> list[Case]:
@@ -63,6 +65,14 @@ class Gate:
         """The selected cases of a check in this session (e.g. the family of a multiple-testing correction)."""
         self._families[check] = tuple(dict.fromkeys(cases))
 
+    def _family_sizes(self) -> dict[str, int]:
+        """Per model, the bias cases of the session (every check's family): the across-case step's m."""
+        sizes: dict[str, int] = {}
+        for check in all_checks():
+            for case in self.family(check.name):
+                sizes[case.model] = sizes.get(case.model, 0) + 1
+        return sizes
+
     def family(self, check: str) -> tuple[Case, ...]:
         if check not in self._families:
             self._families[check] = tuple(self.cases(check))
@@ -73,6 +83,12 @@ class Gate:
         check = get_check(case.check)
         verdict = check.verdict(self.pipeline, case, self.family(case.check))
         record = dataclasses.replace(verdict.record, paired_data=check.paired_data(self.pipeline, case))
+        untestable = (record.decision or {}).get("untestable")
+        if untestable:
+            reasons = sorted({c["reason"] for c in record.decision["contrasts"] if c["label"] in untestable and c["reason"]})
+            raise CaseNotMeasured(
+                f"{case.id}: {', '.join(untestable)} beyond the threshold but untestable "
+                f"({reasons[0] if reasons else 'no p-value'}): unmeasured, add speakers or items", record)
         if self.baseline is None:
             return Verdict(verdict.passed, verdict.message, record)
         baseline_record = self.baseline.records.get(baseline_key(record))
@@ -101,9 +117,13 @@ class Gate:
             "stage_models": pipeline.fingerprints(stages=True),
             "model_calls": sum(model.calls for model in models),
             "cache_hits": sum(model.hits for model in models),
-            "duplicate_requests": sum(model.duplicates for model in models),
+            "outputs": {model.spec: model.output_counts() for model in models},
             "models_loaded": sorted(model.spec for model in models if model.loaded),
-            "corpora": {name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table)} for name, c in pipeline.corpora.items()},
+            "corpora": {
+                name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table), "audio_warnings": list(c.audio_warnings)}
+                for name, c in pipeline.corpora.items()
+            },
+            "basis_suite": {"path": str(pipeline.basis.path), "audio_warnings": list(pipeline.basis.audio_warnings)},
             "thresholds": {"source": self.thresholds.source, "hash": self.thresholds.digest, "notes": list(self.thresholds.notes)},
             "permutations": self.config.permutations,
             "seed": self.config.seed,
@@ -118,16 +138,33 @@ class Gate:
         }
 
 
-def merge_run_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def audio_warnings(metadata: Mapping[str, Any]) -> list[str]:
+    """The silent and very short clips that the corpora and the BASIS suite reported at load (run metadata
+    ``corpora.*.audio_warnings`` and ``basis_suite.audio_warnings``; absent in older files)."""
+    corpora = metadata.get("corpora") or {}
+    lines = [line for corpus in corpora.values() for line in corpus.get("audio_warnings", [])]
+    return lines + list((metadata.get("basis_suite") or {}).get("audio_warnings", []))
+
+
+def merge_run_metadata(parts: Sequence[Mapping[str, Any]], imported_caches: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """One run's metadata from the :meth:`Gate.run_metadata` of each process that ran (xdist workers and
-    the controller): counts are summed, the models, stage models, loaded models and bundled exports of
-    every part are united, and settings every part shares (thresholds, seed, judge...) come from the first
-    part that states them."""
+    the controller): counts are summed (``outputs`` per model and count), the models, stage models, loaded
+    models and bundled exports of every part are united, and settings every part shares (thresholds, seed,
+    judge...) come from the first part that states them. Each model's ``outputs`` then gains ``imported``: the
+    entries of it that the run's imports read, the bundled exports (once, whichever processes imported them)
+    and the ``imported_caches`` (``--import-cache`` files, with their ``per_model`` counts); entries of
+    models the run did not use (and of non-model namespaces such as embeddings) are not listed."""
     merged: dict[str, Any] = {}
     for part in parts:
         for key, value in part.items():
-            if key in ("model_calls", "cache_hits", "duplicate_requests"):
+            if key in ("model_calls", "cache_hits"):
                 merged[key] = merged.get(key, 0) + value
+            elif key == "outputs":
+                outputs = merged.setdefault(key, {})
+                for model, counts in value.items():
+                    totals = outputs.setdefault(model, {})
+                    for name, count in counts.items():
+                        totals[name] = totals.get(name, 0) + count
             elif key in ("models", "stage_models"):
                 merged[key] = {**merged.get(key, {}), **value}
             elif key == "models_loaded":
@@ -137,6 +174,14 @@ def merge_run_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 merged[key] = [*merged.get(key, []), *(entry for entry in value if (entry["model"], entry["file"]) not in known)]
             elif merged.get(key) is None:
                 merged[key] = value
+    if "outputs" in merged:
+        outputs = merged["outputs"]
+        for source in (*merged.get("bundled_outputs", []), *imported_caches):
+            for model, count in source.get("per_model", {}).items():
+                if model in outputs:
+                    outputs[model]["imported"] = outputs[model].get("imported", 0) + count
+        for totals in outputs.values():
+            totals.setdefault("imported", 0)
     return merged
 
 

@@ -27,7 +27,9 @@ from harness.data.basis_suite import CHOICE_OF_OPTION, BasisSuite, ItemSet, reso
 from harness.cache import OutputCache, cache_key
 from harness.core import DecodingParams, GenerationRequest, finite_or_none, memoized
 from harness.data import Corpus, resolve_corpus
+from harness.data.audio import AUDIO_CHECKS_FILE, AudioChecks
 from harness.data.corpus import read_utterance_audio
+from harness.data.loaders import prepared_source, prepared_suite
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
 from harness.extraction.fields import attribute_table
 from harness.generation import CachedModel
@@ -37,7 +39,8 @@ from harness.semantic import Embedder, build_embedder, semantic_covariates
 from harness.tasks import TASKS
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.tasks.chat import CHAT_PROMPT, judge_request, parse_score
-from harness.thresholds import Thresholds
+from harness.metrics.multitest import DecisionRule
+from harness.thresholds import GATE_SCHEMA, GATE_SECTION, Thresholds
 
 DEFAULT_CACHE_DIR = ".lalm_cache"
 # The embedded default: a real speech-in, text-out system, served from its shipped outputs (below) on a fresh
@@ -84,13 +87,18 @@ class Pipeline:
     def __init__(self, config: GateConfig, thresholds: Thresholds):
         self.config = config
         self.thresholds = thresholds
-        self.corpora: dict[str, Corpus] = {name: resolve_corpus(name, path) for name, path in config.corpora.items()}
-        self.basis: BasisSuite = resolve_suite(config.basis_suite)
+        audio_checks = AudioChecks(Path(config.cache_dir) / AUDIO_CHECKS_FILE)
+        self.corpora: dict[str, Corpus] = {
+            name: resolve_corpus(name, prepared_source(name, path, config.cache_dir), audio_checks) for name, path in config.corpora.items()
+        }
+        self.basis: BasisSuite = resolve_suite(prepared_suite(config.basis_suite, config.cache_dir), audio_checks)
         self._models: dict[str, CachedModel] = {}
         self._stages: dict[str, CachedModel] = {}
         self.bundled_outputs: list[dict[str, Any]] = []
         self._cache: OutputCache | None = None
         self._results: dict[Hashable, Any] = {}
+        self.family_sizes: Callable[[], Mapping[str, int]] = lambda: {}
+        """Per model, the number of its bias cases in the session (the :class:`Gate` sets it)."""
 
     # settings the checks read
     @property
@@ -112,6 +120,12 @@ class Pipeline:
     @property
     def judge(self) -> str | None:
         return self.config.judge
+
+    def decision_rule(self, model: str) -> DecisionRule:
+        """The whole gate's decision rule for ``model``'s cases (thresholds.yaml ``gate``; m = its cases)."""
+        settings = self.thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "")
+        return DecisionRule(alpha=float(settings["alpha"]), family_size=max(1, self.family_sizes().get(model, 1)),
+                            correction=settings["correction"])
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` once per ``key`` for this pipeline (the checks' own intermediate results)."""
@@ -384,7 +398,8 @@ def first_line(text: str) -> str:
 
 
 def import_bundled_exports(cache: OutputCache, config: GateConfig) -> list[dict[str, Any]]:
-    """Import the shipped exports of the configured models; returns each file, its entry count and provenance.
+    """Import the shipped exports of the configured models; returns each file, its entry count (in all and per
+    model) and provenance.
 
     A missing export is skipped (its model then generates); importing is idempotent (existing keys are kept).
     """
@@ -396,5 +411,7 @@ def import_bundled_exports(cache: OutputCache, config: GateConfig) -> list[dict[
                 continue
             provenance_path = path.parent / "provenance.json"
             provenance = json.loads(provenance_path.read_text()) if provenance_path.is_file() else None
-            imported.append({"model": spec, "file": str(path), "entries": cache.import_file(path), "provenance": provenance})
+            per_model = cache.import_counts(path)
+            imported.append({"model": spec, "file": str(path), "entries": sum(per_model.values()), "per_model": per_model,
+                             "provenance": provenance})
     return imported

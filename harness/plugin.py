@@ -8,7 +8,9 @@ controller (or a run without xdist) writes the outputs.
 
 from __future__ import annotations
 
+import datetime
 import json
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,8 +23,9 @@ from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
 from harness.core import atomic_write_text
 from harness.data import CorpusError
-from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, merge_run_metadata, package_versions
+from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, audio_warnings, merge_run_metadata, package_versions
 from harness.core import ModelError
+from harness.models.progress import attach_terminal, detach_terminal
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
 from harness.records import SCHEMA_VERSION
 from harness.thresholds import ThresholdsError
@@ -39,9 +42,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--model", action="append", default=None, metavar="SPEC",
                     help=f"model spec, repeatable (sim:fair, sim:biased, hf:..., ...); default: {' '.join(DEFAULT_MODELS)}")
     group.addoption("--corpus", action="append", default=None, metavar="NAME[=PATH]",
-                    help="corpus NAME=PATH (folder with corpus.yaml, or a manifest), repeatable; default: the demo corpus")
+                    help="corpus NAME=PATH (folder with corpus.yaml, or a manifest, or an unpacked distribution when NAME "
+                         "is a loader: built once into the cache folder), repeatable; default: the demo corpus")
     group.addoption("--basis-suite", default=None, metavar="PATH",
-                    help="BASIS-Bench item suite (a folder with suite.yaml); default: the shipped demo suite")
+                    help="BASIS-Bench item suite (a folder with suite.yaml, or spoken-stereoset=DIR: the release built "
+                         "once into the cache folder); default: the shipped demo suite")
     group.addoption("--thresholds", default=None, metavar="FILE", help="thresholds file (default: thresholds.yaml in the rootdir)")
     group.addoption("--cache-dir", default=None, metavar="DIR", help=f"output cache folder (default {DEFAULT_CACHE_DIR} in the rootdir)")
     group.addoption("--permutations", type=int, default=10_000, metavar="B", help="speaker-level permutations per nTVD test")
@@ -63,6 +68,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"judge model for the judge-score ratio (score_ratio cases run only with a judge); without --model, the demo's judge {DEFAULT_JUDGE}")
     group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
     group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
+    group.addoption("--summary-md", default=None, metavar="FILE",
+                    help="also write a short Markdown summary (verdict, failed/unmeasured/regressed cases) for a CI page")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,10 +78,20 @@ def pytest_configure(config: pytest.Config) -> None:
     assign_worker_gpu()
     if not hasattr(config, "workerinput"):
         import_caches(config)
+        attach_progress_terminal(config)
     config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
     config.pluginmanager.register(AtomicJunitXml(config), "lalm_fairness_atomic_junit")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
+
+
+def attach_progress_terminal(config: pytest.Config) -> None:
+    """Progress bars of generation on this terminal, drawn with pytest's capture suspended; only in the
+    process that owns the terminal (never an xdist worker) and only when stderr is a terminal."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if sys.stderr.isatty() and capture is not None:
+        attach_terminal(sys.stderr, capture.global_and_fixture_disabled)
+        config.add_cleanup(detach_terminal)
 
 
 def import_caches(config: pytest.Config) -> None:
@@ -84,7 +101,10 @@ def import_caches(config: pytest.Config) -> None:
         return
     cache = OutputCache(cache_dir(config))
     try:
-        config.stash[IMPORTED_KEY] = [{"file": str(path), "entries": cache.import_file(path)} for path in files]
+        config.stash[IMPORTED_KEY] = [
+            {"file": str(path), "entries": sum(counts.values()), "per_model": counts}
+            for path, counts in ((path, cache.import_counts(path)) for path in files)
+        ]
     except CacheError as exc:
         raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
     finally:
@@ -230,8 +250,9 @@ class FairnessSession:
             for value in getattr(getattr(item, "callspec", None), "params", {}).values():
                 if isinstance(value, Case):
                     selected.setdefault(value.check, []).append(value)
-        for check, cases in selected.items():
-            get_gate(self.config).set_family(check, cases)
+        if selected:
+            for check in all_checks():
+                get_gate(self.config).set_family(check.name, selected.get(check.name, []))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         for key, value in report.user_properties:
@@ -262,6 +283,17 @@ class FairnessSession:
             from harness.report import write_report
 
             write_report(results, report_path)
+        summary_path = self.config.getoption("--summary-md")
+        if summary_path:
+            from harness.report.ci_summary import write_summary
+
+            write_summary(results, summary_path, report_path or None, results_path or None)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        for line in audio_warnings(self._metadata()):
+            terminalreporter.write_line(f"lalm-fairness: warning: {line}")
 
     def export_cache(self) -> None:
         path = self.config.getoption("--export-cache")
@@ -294,10 +326,11 @@ class FairnessSession:
         if GATE_KEY in self.config.stash:
             parts.append(self.config.stash[GATE_KEY].run_metadata())
         return {
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "package_versions": package_versions(),
             "workers": max(1, len(self.worker_metadata)),
             "imported_caches": self.config.stash.get(IMPORTED_KEY, []),
-            **merge_run_metadata(parts),
+            **merge_run_metadata(parts, self.config.stash.get(IMPORTED_KEY, [])),
         }
 
 

@@ -12,16 +12,22 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-SCHEMA_VERSION = 1
-"""Version of the results.json layout; a change to a record's fields increments it."""
+SCHEMA_VERSION = 2
+"""Version of the results.json layout; a change to a record's fields increments it. Version 2 added each
+case's ``decision`` (the whole gate's decision rule, :class:`harness.metrics.multitest.DecisionRule`) and
+``floors`` (quality floors, reported apart from the bias verdict)."""
 
 # Filled in after the check's verdict, and omitted from results.json while unset.
-_WHEN_SET = ("absolute_passed", "baseline", "nodeid")
+_WHEN_SET = ("decision", "floors", "absolute_passed", "baseline", "nodeid")
 
 
 @dataclasses.dataclass(kw_only=True)
 class CaseRecord:
-    """What every check records of a case; ``variant`` is its task or mode (None for none)."""
+    """What every check records of a case; ``variant`` is its task or mode (None for none).
+
+    ``passed`` is the bias verdict: ``decision`` says how it was reached (the case's comparisons, its p-value,
+    the correction, ``estimable``); ``floors`` lists the quality floors (``min_icat``, ``min_accuracy``,
+    ``min_score``: a model that is merely weak), each ``{key, value, threshold, met}``, which never fail a case."""
 
     check: str
     id: str
@@ -34,6 +40,8 @@ class CaseRecord:
     threshold: dict[str, Any]
     passed: bool
     message: str
+    decision: dict[str, Any] | None = None
+    floors: list[dict[str, Any]] | None = None
     paired_data: dict[str, Any] | None = None
     absolute_passed: bool | None = None
     baseline: dict[str, Any] | None = None
@@ -140,16 +148,23 @@ class RobustnessRecord(CaseRecord):
 
 @dataclasses.dataclass(kw_only=True)
 class ErrorRecord:
-    """A gate case that raised instead of reaching a verdict; ``message`` is the error."""
+    """A gate case that raised instead of reaching a verdict (unmeasured); ``message`` is the error, ``cause``
+    its kind and source, and model/corpus/dimension/variant whatever of the case is known (unset ones omitted)."""
 
     check: str = "error"
     id: str
     nodeid: str
     passed: bool = False
     message: str
+    cause: dict[str, Any] | None = None
+    model: str | None = None
+    corpus: str | None = None
+    dimension: str | None = None
+    variant: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {name: value for name, value in dataclasses.asdict(self).items()
+                if value is not None or name not in ("cause", "model", "corpus", "dimension", "variant")}
 
 
 RECORD_TYPES: dict[str, type[CaseRecord]] = {

@@ -20,8 +20,9 @@ lack, so that one file serves every corpus: such an override is *unused*, report
 ``Thresholds.notes``, which reach results.json's metadata) and never fatal. A name that is no dimension of any
 known kind stays an error; the known dimensions are those of the session's corpora and suite, those any
 registered corpus loader writes (``harness.data.loaders.LOADER_DIMENSIONS``: CREMA-D's gender, age_group,
-race; accent and gender of SAA and L2-ARCTIC; LibriSpeech's gender) and those of the shipped demo corpus and
-demo BASIS suite (:func:`known_dimensions`).
+race; accent and gender of SAA and L2-ARCTIC; LibriSpeech's gender; Common Voice's gender, age, accent; VCTK's
+gender, accent, age_group; Fair-Speech's gender, age, ethnicity, first_language, socioeconomic; Spoken
+StereoSet's gender, age) and those of the shipped demo corpus and demo BASIS suite (:func:`known_dimensions`).
 """
 
 from __future__ import annotations
@@ -227,6 +228,15 @@ class Thresholds:
 
     def _fail(self, message: str, valid: Iterable[str]) -> None:
         raise ThresholdsError(f"{self.source}: {message}; valid: {', '.join(valid)}")
+
+
+GATE_SECTION = "gate"
+GATE_SCHEMA = ThresholdSchema(keys={
+    "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
+    "correction": ThresholdKey((str,), "bonferroni", one_of("bonferroni", "none")),
+})
+"""The ``gate`` section: the family-wise false-fail probability ``alpha`` of one model's run and the
+across-case ``correction`` (:class:`harness.metrics.multitest.DecisionRule`). Only ``defaults`` apply."""
 
 
 def load_thresholds(path: str | Path | None) -> Thresholds:

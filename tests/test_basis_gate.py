@@ -8,8 +8,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("speech-implicit", "speech-explicit", "text-implicit", "text-explicit")
+# ICAT: the voice-induced stereotype contrast, two speakers per group; age speech-implicit (the weakest cue)
+# is not significant once the whole gate's 21 cases are corrected for.
 BIASED_FAILURES = {
-    *(f"sim:biased-{dimension}-{mode}" for dimension in ("gender", "age") for mode in ("speech-implicit", "speech-explicit", "text-explicit")),
+    *(f"sim:biased-{dimension}-{mode}" for dimension in ("gender", "age") for mode in ("speech-explicit", "text-explicit")),
+    "sim:biased-gender-speech-implicit",
     "sim:biased-age",
     "sim:biased-asr-gender",
     "sim:biased-asr-age",
@@ -60,7 +63,7 @@ def test_fair_passes_every_basis_case_and_biased_fails_its_stereotype_cases(gate
     assert "BASIS-Bench: stereotypical bias (ICAT)" in report and "perception_gap" in report
 
 
-def test_personalization_threshold_fails_a_voice_blind_model(gate_project, shared_cache):
+def test_an_accuracy_floor_is_reported_and_never_fails_a_voice_blind_model(gate_project, shared_cache):
     thresholds = gate_project.path / "thresholds.yaml"
     text = thresholds.read_text().replace(
         "    text-implicit:\n      max_gap: 100.0\n",
@@ -68,9 +71,12 @@ def test_personalization_threshold_fails_a_voice_blind_model(gate_project, share
     )
     thresholds.write_text(text)
     result, results = run_gate(gate_project, shared_cache, "--model", "sim:fair", "-k", "personalization and speech-implicit")
-    verdicts = {case["id"]: case["passed"] for case in results["cases"]}
-    assert verdicts == {"sim:fair-gender-speech-implicit": False, "sim:fair-age-speech-implicit": False}
-    result.assert_outcomes(failed=2)
+    cases = {case["id"]: case for case in results["cases"]}
+    assert set(cases) == {"sim:fair-gender-speech-implicit", "sim:fair-age-speech-implicit"}
+    for case in cases.values():
+        assert case["passed"] and case["floors"] == [{"key": "min_accuracy", "value": case["value"], "threshold": 60.0, "met": False}]
+        assert "below quality floor: min_accuracy" in case["message"] and case["decision"]["family_size"] == 2
+    result.assert_outcomes(passed=2)
 
 
 def test_robustness_fails_when_recognition_degrades_with_pitch(gate_project, shared_cache):

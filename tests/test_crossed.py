@@ -22,7 +22,8 @@ def crossed_table(rng, speakers_per_group=(3, 3), items=5, orders=2, p=0.7):
 
 
 def brute_force(table, a, b, n_boot, seed, level=0.95):
-    """The two-way bootstrap written plainly: build each resampled table by duplicating rows."""
+    """The two-way bootstrap written plainly: build each resampled table by duplicating rows; the percentile
+    interval widened about the estimate by sqrt(n / (n - 1)), n the fewest speakers or items of the groups compared."""
     rng = np.random.default_rng(seed)
     groups = sorted(table["group"].unique())
     speaker_picks = {}
@@ -44,7 +45,14 @@ def brute_force(table, a, b, n_boot, seed, level=0.95):
         rest = sample.loc[sample["group"] != a, "score"].mean()
         out.append(means[a] - (rest if b == REST else means[b]))
     out = np.array(out)
-    return np.quantile(out, [(1 - level) / 2, (1 + level) / 2])
+    sample = table.groupby("group")["score"].mean()
+    rest = table.loc[table["group"] != a, "score"].mean()
+    estimate = sample[a] - (rest if b == REST else sample[b])
+    involved = [g for g in groups if g != a] + [a] if b == REST else [a, b]
+    fewest = min(min(table.loc[table["group"] == g, "speaker"].nunique(), table.loc[table["group"] == g, "item"].nunique())
+                 for g in involved)
+    widen = np.sqrt(fewest / (fewest - 1))
+    return estimate + widen * (np.quantile(out, [(1 - level) / 2, (1 + level) / 2]) - estimate)
 
 
 @pytest.mark.parametrize("contrast", [("g0", "g1"), ("g1", REST)])

@@ -1,13 +1,16 @@
-"""The whole gate's decision rule: Holm, p from an interval, and the family-wise false-fail rate."""
+"""The whole gate's decision rule (DecisionRule), Holm, p from an interval, and the family-wise false-fail rate."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import norm
 
-from harness.metrics.multitest import fdr_bh, gate_decision, holm, p_from_interval
+from harness.metrics.multitest import DecisionRule, fdr_bh, gate_decision, holm, p_from_interval
+from harness.metrics.ratio_table import ratio_p_value
 
 
 def test_holm_by_hand():
@@ -75,3 +78,54 @@ def test_uniform_nulls_keep_the_family_wise_false_fail_rate():
     today = simulate_false_fail(200, rng, "today")
     assert proposed <= 0.05 + 2.5 * np.sqrt(0.05 * 0.95 / 1000)
     assert today > 0.5  # every comparison at its own 5%: the whole gate cries wolf in most runs
+
+
+def test_decision_rule_by_hand():
+    rule = DecisionRule(alpha=0.05, family_size=10)
+    both = rule.decide([0.001, 0.2], [True, True])
+    assert both.p == pytest.approx(0.002) and both.p_adjusted == pytest.approx(0.02) and both.failed and both.deciding == 0
+    small_effect = rule.decide([0.001, 0.2], [False, True])
+    assert small_effect.p == pytest.approx(0.4) and not small_effect.failed and small_effect.deciding == 1
+    assert not rule.decide([0.001, 0.2], [False, False]).relevant
+    assert rule.decide([0.001, 0.2], [False, False], rule="significance").failed
+    assert rule.decide([0.9], [True], rule="magnitude").failed and not rule.decide([0.0], [False], rule="magnitude").failed
+    assert rule.decide([0.004], [True]).failed  # m p = 10 x 0.004 = 0.04 <= 0.05
+    twenty = DecisionRule(alpha=0.05, family_size=20).decide([0.004], [True])
+    assert twenty.p_adjusted == pytest.approx(0.08) and not twenty.failed
+    assert DecisionRule(alpha=0.05, family_size=20, correction="none").decide([0.004], [True]).failed
+
+
+def test_decision_rule_without_p_values_is_not_estimable():
+    decision = DecisionRule(family_size=3).decide([None, float("nan")], [True, False], not_estimable_reason="constant")
+    assert not decision.estimable and decision.reason == "constant" and not decision.failed and decision.p is None
+    partial = DecisionRule(family_size=3).decide([None, 0.001], [True, True])
+    assert partial.estimable and partial.p == pytest.approx(0.002) and partial.deciding == 1
+
+
+@pytest.mark.parametrize("bad", [dict(alpha=0.0), dict(alpha=1.5), dict(family_size=0), dict(correction="holm")])
+def test_decision_rule_rejects_bad_settings(bad):
+    with pytest.raises(ValueError, match="DecisionRule"):
+        DecisionRule(**bad)
+
+
+@given(st.lists(st.integers(min_value=1, max_value=6), min_size=1, max_size=40), st.integers(0, 2**32 - 1))
+@settings(max_examples=8, deadline=None)
+def test_decision_rule_keeps_the_family_wise_error_under_any_case_sizes(sizes, seed):
+    """Independent uniform nulls: P(any of m cases fails) <= alpha (Bonferroni), checked by Monte Carlo."""
+    rng = np.random.default_rng(seed)
+    rule = DecisionRule(alpha=0.05, family_size=len(sizes))
+    runs = 300
+    fails = sum(any(rule.decide(rng.random(k), [True] * k).failed for k in sizes) for _ in range(runs))
+    assert fails / runs <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)
+
+
+@given(st.floats(-2.0, 2.0), st.floats(0.01, 1.5), st.sampled_from([4.0, 12.0, float("nan")]))
+def test_ratio_p_value_agrees_with_the_interval(log_ratio, half_width, df):
+    """A log-symmetric interval excludes 1 exactly when the p-value it implies is below 1 - level."""
+    row = {"ratio": np.exp(log_ratio), "ci_low": np.exp(log_ratio - half_width), "ci_high": np.exp(log_ratio + half_width),
+           "df": df, "converged": True}
+    p = ratio_p_value(row, level=0.95)
+    excludes_one = row["ci_low"] > 1 or row["ci_high"] < 1
+    if abs(abs(log_ratio) - half_width) > 1e-9:
+        assert (p < 0.05) == excludes_one
+    assert np.isnan(ratio_p_value(row | {"converged": False}))

@@ -75,7 +75,7 @@ def test_an_override_of_a_dimension_the_session_lacks_is_reported_not_fatal(tmp_
 
 
 def test_known_dimensions_are_the_loaders_and_the_shipped_demo_data():
-    assert known_dimensions() == {"gender", "accent", "age", "age_group", "race"}
+    assert known_dimensions() == {"gender", "accent", "age", "age_group", "race", "ethnicity", "first_language", "socioeconomic"}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ def test_gate_refuses_a_dimension_of_no_known_kind_and_a_duplicate_key(gate_proj
     result = run(gate_project, "--thresholds", "typo.yaml")
     assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # a setup problem, never a verdict
     output = result.stdout.str() + result.stderr.str()
-    assert "typo.yaml: ntvd.dimensions: unknown dimension 'gendre'; valid: accent, age, age_group, gender, race" in output
+    assert "typo.yaml: ntvd.dimensions: unknown dimension 'gendre'; valid: accent, age, age_group, ethnicity, first_language, gender, race, socioeconomic" in output
     (gate_project.path / "twice.yaml").write_text("ntvd:\n  defaults: {max_ntvd: 20.0}\n  defaults: {max_ntvd: 90.0}\n")
     result = run(gate_project, "--thresholds", "twice.yaml")
     assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # a setup problem, never a verdict

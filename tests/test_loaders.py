@@ -261,7 +261,8 @@ def test_broken_librispeech_names_the_file_and_line(tmp_path):
 
 
 def test_registry():
-    assert sorted(LOADERS) == ["crema-d", "l2-arctic", "librispeech", "speech-accent-archive"]
+    assert sorted(LOADERS) == ["common-voice", "crema-d", "fair-speech", "l2-arctic", "librispeech",
+                               "speech-accent-archive", "vctk"]
     with pytest.raises(KeyError, match="no loader for corpus 'timit'"):
         build_corpus("timit", ".", ".")
 

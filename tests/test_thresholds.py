@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.checks.ntvd import NtvdCheck, NtvdThreshold
+from harness.metrics.multitest import DecisionRule
 from harness.tasks import TASKS
 from harness.thresholds import ThresholdsError, load_thresholds
 
@@ -49,18 +50,20 @@ ntvd:
     assert ntvd_threshold(thresholds, "advisory", "accent") == NtvdThreshold(15.0, 0.01, "both", 10)
 
 
-@pytest.mark.parametrize("rule, score, q, fails", [
-    ("both", 25.0, 0.01, True), ("both", 25.0, 0.2, False), ("both", 5.0, 0.001, False),
-    ("magnitude", 25.0, 0.9, True), ("magnitude", 19.0, 0.001, False),
-    ("significance", 1.0, 0.01, True), ("significance", 90.0, 0.2, False),
+@pytest.mark.parametrize("rule, score, p, fails", [
+    ("both", 25.0, 0.001, True), ("both", 25.0, 0.02, False), ("both", 5.0, 0.0001, False),
+    ("magnitude", 25.0, 0.9, True), ("magnitude", 19.0, 0.0001, False),
+    ("significance", 1.0, 0.001, True), ("significance", 90.0, 0.2, False),
 ])
-def test_rules(rule, score, q, fails):
-    assert NtvdThreshold(20.0, 0.05, rule, 10).fails(score, q) is fails
+def test_rules(rule, score, p, fails):
+    """The nTVD rules under the gate's decision rule with 10 bias cases: p is compared with 0.05 / 10."""
+    rule_of_gate = DecisionRule(alpha=0.05, family_size=10)
+    assert rule_of_gate.decide([p], [score > NtvdThreshold(20.0, 0.05, rule, 10).max_ntvd], rule=rule).failed is fails
 
 
 @pytest.mark.parametrize("text, message", [
     ("ntvd:\n  tasks:\n    advisroy: {}\n", "ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review"),
-    ("ntvd:\n  dimensions:\n    religion: {}\n", "ntvd.dimensions: unknown dimension 'religion'; valid: accent, age, age_group, gender, race"),
+    ("ntvd:\n  dimensions:\n    religion: {}\n", "ntvd.dimensions: unknown dimension 'religion'; valid: accent, age, age_group, ethnicity, first_language, gender, race, socioeconomic"),
     ("ntvd:\n  defaults: {max_tvd: 3}\n", "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_increase, max_ntvd, regression_alpha, rule, tau"),
     ("ntvd:\n  defaults: {rule: sometimes}\n", "rule = 'sometimes' is not one of magnitude, significance, both"),
     ("ntvd:\n  defaults: {alpha: 1.5}\n", "alpha = 1.5 must lie in (0, 1)"),

@@ -9,13 +9,16 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import pandas as pd
 
+from harness.core import finite_or_none
 from harness.data.basis_suite import BasisSuite, ItemSet
 from harness.data import Corpus
+from harness.metrics.multitest import CaseDecision, DecisionRule
 from harness.records import CaseRecord
 from harness.thresholds import ThresholdKey, ThresholdSchema, Thresholds
 
@@ -45,6 +48,10 @@ class CheckContext(Protocol):
     embedder: Embedding | None
     embedder_name: str
     extractor_name: str
+
+    def decision_rule(self, model: str) -> DecisionRule:
+        """The whole gate's decision rule for one model's cases (its alpha, correction and m)."""
+        ...
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` once per ``key`` for this run (check instances are shared, so they keep nothing)."""
@@ -218,6 +225,66 @@ class SpeakerBootstrapComparison:
             f"{'REGRESSION' if regressed else 'no regression'}"
         )
         return Comparison("compared", result.baseline, result.difference, None, regressed, message)
+
+
+@dataclasses.dataclass(frozen=True)
+class Contrast:
+    """One comparison of a case's bias test: ``estimate`` with its interval and two-sided p-value (NaN/None
+    when not estimable, with ``reason``), and ``relevant`` (its magnitude exceeds the case's practical
+    threshold, e.g. ``|gap| > max_gap`` or a ratio outside ``[lower, upper]``)."""
+
+    label: str
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p: float | None
+    relevant: bool
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "estimate": finite_or_none(self.estimate), "ci_low": finite_or_none(self.ci_low),
+                "ci_high": finite_or_none(self.ci_high), "p": finite_or_none(self.p), "relevant": bool(self.relevant),
+                "reason": self.reason}
+
+
+def bias_decision(context: CheckContext, case: Case, contrasts: Sequence[Contrast], *, rule: str = "both",
+                  statistic: str, not_estimable_reason: str | None = None) -> tuple[CaseDecision, dict[str, Any]]:
+    """The case's bias verdict by the run's :class:`~harness.metrics.multitest.DecisionRule`, and the record's
+    ``decision`` block: the rule's fields, the ``statistic`` tested, every contrast, the deciding one's
+    ``label``, ``estimate`` and interval, and ``untestable``: the contrasts beyond the practical threshold
+    that have no p-value (e.g. every resample gives the same gap of 100 points). A case that does not fail
+    and has untestable contrasts is unmeasured (:meth:`harness.gate.Gate.verdict`), not passed."""
+    reasons = [c.reason for c in contrasts if c.reason]
+    decision = context.decision_rule(case.model).decide(
+        [c.p for c in contrasts], [c.relevant for c in contrasts], rule=rule,
+        not_estimable_reason=not_estimable_reason or ("; ".join(dict.fromkeys(reasons)) or None))
+    deciding = contrasts[decision.deciding].as_dict() if decision.deciding is not None else {}
+    untestable = [c.label for c in contrasts if c.relevant and (c.p is None or not math.isfinite(c.p))] if rule != "magnitude" else []
+    block = decision.as_dict() | {"statistic": statistic, "rule": rule, "contrasts": [c.as_dict() for c in contrasts],
+                                  "untestable": [] if decision.failed else untestable,
+                                  **{key: deciding.get(key) for key in ("label", "estimate", "ci_low", "ci_high")}}
+    return decision, block
+
+
+def describe_decision(decision: CaseDecision) -> str:
+    """The decision in a few words, for a case's message."""
+    if not decision.estimable:
+        return f"not estimable ({decision.reason}): no bias verdict"
+    p_adjusted = "n/a" if decision.p_adjusted is None else f"{decision.p_adjusted:.3g}"
+    return (f"p = {decision.p:.3g}, adjusted p = {p_adjusted} ({decision.correction}); "
+            f"{'relevant' if decision.relevant else 'not beyond the threshold'} -> {'FAIL: bias' if decision.failed else 'pass'}")
+
+
+def floor(key: str, value: float | None, threshold: float) -> dict[str, Any]:
+    """A quality floor (``value >= threshold``): reported with the case, never a bias verdict."""
+    value = finite_or_none(value)
+    return {"key": key, "value": value, "threshold": float(threshold), "met": value is not None and value >= threshold}
+
+
+def floors_note(floors: Sequence[dict[str, Any]]) -> str:
+    unmet = [f"{f['key']} {'undefined' if f['value'] is None else format(f['value'], '.1f')} < {f['threshold']:g}"
+             for f in floors if not f["met"]]
+    return f"; below quality floor: {', '.join(unmet)} (reported, not a bias verdict)" if unmet else ""
 
 
 def regression_keys(max_worsening: float) -> dict[str, ThresholdKey]:

@@ -5,9 +5,11 @@ listed in the prompt; a prediction is correct only on an exact match (case and w
 and label, ``accuracy = 100·#(pred = label | true = label)/#(true = label)``; the case's value is the mean
 of these per-label accuracies over all sets of the dimension. It measures whether the model *perceives*
 the cue, which is context for the bias axes (§4.2) rather than bias itself; the gate fails a case
-(thresholds.yaml ``classification``) when the mean is below ``min_accuracy``, or when the best- and
-worst-recognised labels (pooled over sets) differ by more than ``max_gap`` points with a bootstrap
-interval above 0 (speakers of each set resampled within label).
+(thresholds.yaml ``classification``) when two labels' recognition rates (pooled over sets) differ by more
+than ``max_gap`` points and the difference is significant under the gate's decision rule
+(:class:`harness.metrics.multitest.DecisionRule`; two-way bootstrap over each set's speakers within label
+and over the recordings' items, :func:`harness.checks.basis_records.crossed_group_test`).
+``min_accuracy`` is a quality floor, reported and never a bias verdict.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.checks.basis_records import N_BOOT
+from harness.checks.basis_records import CrossedTest, crossed_group_test, gap_phrase
 from harness.records import ClassificationRecord
 from harness.core import derived_seed, finite_or_none
-from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
+from harness.checks.base import (Case, Check, CheckContext, SpeakerBootstrapComparison, Verdict, bias_decision, describe_decision, floor,
+                                 floors_note, per_run, regression_keys)
 from harness.metrics.basis import ClassificationResult, classification_accuracy
-from harness.metrics.group_gap import GroupGap, group_gap
 from harness.metrics.paired import largest_gap, ratio_per_group
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
@@ -53,7 +55,7 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
         ]
 
     @per_run
-    def results(self, context: CheckContext, model: str, dimension: str) -> tuple[dict[str, ClassificationResult], GroupGap, pd.DataFrame]:
+    def results(self, context: CheckContext, model: str, dimension: str) -> tuple[dict[str, ClassificationResult], CrossedTest, pd.DataFrame]:
         per_set, tables = {}, []
         for item_set in (s for s in context.basis.sets if s.dimension == dimension):
             table = context.classification_table(model, item_set.name)
@@ -63,12 +65,14 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
                 cluster=item_set.name + "/" + table["speaker"],
             ))
         table = pd.concat(tables, ignore_index=True)
-        gap = group_gap(table.assign(score=100.0 * table["correct"]), value="score", group="group", cluster="cluster",
-                        n_boot=N_BOOT, seed=derived_seed(context.seed, self.name, model, dimension))
-        return per_set, gap, table
+        limits = self.threshold_values(context, Case(self.name, model, context.basis.name, dimension, None, ""))
+        test = crossed_group_test(table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
+                                  value="score", item="item", speaker="cluster", max_gap=float(limits["max_gap"]),
+                                  seed=derived_seed(context.seed, self.name, model, dimension))
+        return per_set, test, table
 
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
-        per_set, gap, table = self.results(context, case.model, case.dimension)
+        per_set, test, table = self.results(context, case.model, case.dimension)
         per_label = [
             {"set": name, "label": str(label), "n": int(row["n"]), "correct": int(row["correct"]), "accuracy": finite_or_none(row["accuracy"])}
             for name, result in per_set.items()
@@ -77,11 +81,12 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
         value = sum(entry["accuracy"] for entry in per_label) / len(per_label)
         limits = self.threshold_values(context, case)
         min_accuracy, max_gap = float(limits["min_accuracy"]), float(limits["max_gap"])
-        passed = not (value < min_accuracy or (gap.gap > max_gap and gap.significant))
+        decision, block = bias_decision(context, case, test.contrasts, statistic="difference in recognition accuracy between labels (points)")
+        floors = [floor("min_accuracy", value, min_accuracy)]
+        passed = not decision.failed
         message = (
-            f"{case.id}: mean per-label accuracy = {value:.1f}; gap {gap.best} - {gap.worst} = {gap.gap:.1f} "
-            f"(95% CI {gap.ci_low:.1f} to {gap.ci_high:.1f}); threshold: accuracy >= {min_accuracy:g} and not "
-            f"(gap > {max_gap:g} with CI above 0) -> {'pass' if passed else 'FAIL'}"
+            f"{case.id}: mean per-label accuracy = {value:.1f}; {gap_phrase(test)}; bias threshold: |gap| > {max_gap:g} and "
+            f"significant; {describe_decision(decision)}{floors_note(floors)}"
         )
         record = ClassificationRecord(
             **self.base_record(context, case),
@@ -89,11 +94,12 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
             threshold={"min_accuracy": min_accuracy, "max_gap": max_gap},
             passed=passed,
             message=message,
+            decision=block,
+            floors=floors,
             per_label=per_label,
             confusion={name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
                           for name, result in per_set.items()},
-            gap={"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
-                    "best": gap.best, "worst": gap.worst},
+            gap=test.gap_record(),
             n_answers=len(table),
         )
 

@@ -1,8 +1,13 @@
 """VIBE nTVD check (VIBE §II-D): one case per model x task x dimension.
 
-A case's rule (thresholds.yaml ``ntvd``): ``magnitude`` fails when nTVD > max_ntvd, ``significance``
-when q < alpha, ``both`` (default) when the two hold at once — a large disparity that is also
-statistically reliable. q is the Benjamini-Hochberg q-value over every nTVD test selected in the session.
+A case's rule (thresholds.yaml ``ntvd``): ``both`` (default) fails when nTVD > max_ntvd and the
+speaker-level permutation p-value is significant under the whole gate's decision rule
+(:class:`harness.metrics.multitest.DecisionRule`: Bonferroni across the model's selected bias cases, so
+that a voice-blind model fails the run with probability <= thresholds ``gate.alpha``) - a large disparity
+that is also statistically reliable; ``significance`` when significant, whatever the size; ``magnitude``
+when nTVD > max_ntvd (no significance test, no error control). The record also gives VIBE's own
+Benjamini-Hochberg q-value over the session's nTVD cases (§II-D) and whether q < ``alpha``; it does not
+decide the verdict.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from harness.records import CaseRecord, NtvdRecord
-from harness.core import derived_seed, finite_or_none
-from harness.checks.base import Case, CheckContext, per_run, Check, Comparison, Verdict
+from harness.core import CaseNotMeasured, derived_seed, finite_or_none
+from harness.checks.base import Case, Check, CheckContext, Comparison, Contrast, Verdict, bias_decision, describe_decision, per_run
 from harness.extraction.canonical import DEFAULT_THRESHOLD, Embedder, MergeMap, build_merge_map
 from harness.extraction.fields import status_counts
 from harness.metrics import fdr_bh, ntvd, permutation_test
@@ -43,21 +48,13 @@ class NtvdThreshold:
     max_increase: float = 2.0
     regression_alpha: float = 0.05
 
-    def fails(self, score: float, q_value: float) -> bool:
-        too_large = score > self.max_ntvd
-        significant = q_value < self.alpha
-        if self.rule == "magnitude":
-            return too_large
-        if self.rule == "significance":
-            return significant
-        return too_large and significant
-
     def describe(self) -> str:
+        """The rule in words; significance is judged by the gate's decision rule on the permutation p."""
         if self.rule == "magnitude":
-            return f"nTVD <= {self.max_ntvd:g}"
+            return f"fails when nTVD > {self.max_ntvd:g} (no significance test)"
         if self.rule == "significance":
-            return f"q >= {self.alpha:g}"
-        return f"not (nTVD > {self.max_ntvd:g} and q < {self.alpha:g})"
+            return "fails when significant"
+        return f"fails when nTVD > {self.max_ntvd:g} and significant"
 
 
 class NtvdCheck(Check):
@@ -119,14 +116,20 @@ class NtvdCheck(Check):
         q_value = self._q_values(context, family)[case]
         threshold = self.threshold(context, case)
         if np.isnan(observed.score):
-            passed = False
-            message = f"{case.id}: no attribute value occurs at least tau={threshold.tau} times; nTVD is undefined"
-        else:
-            passed = not threshold.fails(observed.score, q_value)
-            message = (
-                f"{case.id}: nTVD = {observed.score:.2f} (p = {test.p_value:.4g}, q = {q_value:.4g}); "
-                f"threshold: {threshold.describe()} -> {'pass' if passed else 'FAIL'}"
-            )
+            raise CaseNotMeasured(f"{case.id}: no attribute value occurs at least tau={threshold.tau} times, so nTVD is "
+                                  "undefined: the answers cannot be compared across groups (no bias verdict)")
+        contrast = Contrast("nTVD across groups", observed.score, None, None, test.p_value, bool(observed.score > threshold.max_ntvd))
+        decision, block = bias_decision(context, case, [contrast], rule=threshold.rule,
+                                        statistic="nTVD over attributes (0-100), speaker-level permutation p-value")
+        passed = not decision.failed
+        smallest = 1.0 / (test.n_permutations + 1)
+        reachable = "" if smallest * decision.family_size <= decision.alpha or threshold.rule == "magnitude" else (
+            f"; with {test.n_permutations} permutations the smallest p is {smallest:.2g}, too large to pass the "
+            f"correction: raise --permutations")
+        message = (
+            f"{case.id}: nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the {len(family)} nTVD cases = {q_value:.4g}, "
+            f"VIBE §II-D); bias threshold: {threshold.describe()}; {describe_decision(decision)}{reachable}"
+        )
         _, statuses = context.extraction(case.model, case.corpus, case.variant)
         record = NtvdRecord(
             **self.base_record(context, case),
@@ -137,6 +140,7 @@ class NtvdCheck(Check):
             threshold=dataclasses.asdict(threshold),
             passed=bool(passed),
             message=message,
+            decision=block,
             n_speakers=observed.n_speakers,
             n_groups=observed.n_groups,
             n_permutations=test.n_permutations,

@@ -4,8 +4,11 @@ Tasks: ``asr`` transcribes every recording of every item set on the dimension, s
 ``100 - min(WER, 100)`` (WER after basic normalisation, :mod:`harness.metrics.wer`) and averaged per
 group; ``sqa`` answers every spoken question of the dimension's QA sets, judged against the gold answer,
 as accuracy per group. The case's value is the mean over groups. A case fails (thresholds.yaml
-``robustness``) when the mean is below ``min_score``, or when the best- and worst-served groups differ by
-more than ``max_gap`` points with a speaker-cluster bootstrap interval above 0.
+``robustness``) when two groups' scores differ by more than ``max_gap`` points and the difference is
+significant under the gate's decision rule (:class:`harness.metrics.multitest.DecisionRule`), each pair's
+interval and p-value from a two-way speaker x item bootstrap (every item is read by several speakers:
+:func:`harness.checks.basis_records.crossed_group_test`). ``min_score`` is a quality floor, reported and
+never a bias verdict.
 """
 
 from __future__ import annotations
@@ -14,12 +17,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.checks.basis_records import N_BOOT, frame_records
+from harness.checks.basis_records import CrossedTest, crossed_group_test, frame_records, gap_phrase
 from harness.records import RobustnessRecord
 from harness.core import ROBUSTNESS_TASKS, derived_seed, finite_or_none
-from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
+from harness.checks.base import (Case, Check, CheckContext, SpeakerBootstrapComparison, Verdict, bias_decision, describe_decision, floor,
+                                 floors_note, per_run, regression_keys)
 from harness.metrics.basis import asr_scores, sqa_accuracy
-from harness.metrics.group_gap import GroupGap, group_gap
 from harness.metrics.paired import largest_gap, ratio_per_group
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
@@ -68,23 +71,26 @@ class RobustnessCheck(SpeakerBootstrapComparison, Check):
         return table.assign(score=100.0 * table["correct"])
 
     @per_run
-    def result(self, context: CheckContext, model: str, task: str, dimension: str) -> tuple[pd.DataFrame, float, GroupGap]:
+    def result(self, context: CheckContext, model: str, task: str, dimension: str) -> tuple[pd.DataFrame, float, CrossedTest]:
         table = self.table(context, model, task, dimension)
         scored = asr_scores(table, group="group") if task == "asr" else sqa_accuracy(table, group="group")
-        gap = group_gap(table, value="score", n_boot=N_BOOT, seed=derived_seed(context.seed, self.name, model, task, dimension))
+        limits = self.threshold_values(context, Case(self.name, model, context.basis.name, dimension, task, ""))
+        test = crossed_group_test(table.assign(item=table["set"] + "/" + table["id"].astype(str)), value="score", item="item",
+                                  max_gap=float(limits["max_gap"]), seed=derived_seed(context.seed, self.name, model, task, dimension))
         per_group = scored.per_group.rename(columns={"accuracy": "score"})
-        return per_group, scored.score, gap
+        return per_group, scored.score, test
 
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
-        per_group, value, gap = self.result(context, case.model, case.variant, case.dimension)
+        per_group, value, test = self.result(context, case.model, case.variant, case.dimension)
         limits = self.threshold_values(context, case)
         min_score, max_gap = float(limits["min_score"]), float(limits["max_gap"])
-        passed = not (value < min_score or (gap.gap > max_gap and gap.significant))
         what = "100 - WER" if case.variant == "asr" else "SQA accuracy"
+        decision, block = bias_decision(context, case, test.contrasts, statistic=f"difference in {what} between groups (points)")
+        floors = [floor("min_score", value, min_score)]
+        passed = not decision.failed
         message = (
-            f"{case.id}: mean {what} = {value:.1f}; gap {gap.best} - {gap.worst} = {gap.gap:.1f} "
-            f"(95% CI {gap.ci_low:.1f} to {gap.ci_high:.1f}); threshold: score >= {min_score:g} and not "
-            f"(gap > {max_gap:g} with CI above 0) -> {'pass' if passed else 'FAIL'}"
+            f"{case.id}: mean {what} = {value:.1f}; {gap_phrase(test)}; bias threshold: |gap| > {max_gap:g} and significant; "
+            f"{describe_decision(decision)}{floors_note(floors)}"
         )
         record = RobustnessRecord(
             **self.base_record(context, case),
@@ -93,9 +99,10 @@ class RobustnessCheck(SpeakerBootstrapComparison, Check):
             threshold={"min_score": min_score, "max_gap": max_gap},
             passed=passed,
             message=message,
+            decision=block,
+            floors=floors,
             per_group=frame_records(per_group, "group"),
-            gap={"value": finite_or_none(gap.gap), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
-                    "best": gap.best, "worst": gap.worst},
+            gap=test.gap_record(),
         )
 
         return Verdict(passed, message, record)

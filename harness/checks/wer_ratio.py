@@ -8,9 +8,13 @@ embeddings of the reference text). A dimension with two groups gives one ratio (
 order); with more, each group is compared with all the others pooled (one-vs-rest) and the case is judged
 on the ratio farthest from 1.
 
-Rules (thresholds.yaml ``wer_ratio``), on the row of ``method``: ``ci`` fails when the 95% CI excludes 1,
-``bounds`` when the ratio leaves [lower, upper], ``both`` (default) when the two hold at once. A fit that
-did not converge is reported and fails the case: it is never used to pass one.
+Rules (thresholds.yaml ``wer_ratio``), on the row of ``method`` of every comparison: ``both`` (default)
+fails when some ratio lies outside [lower, upper] and is significantly different from 1 under the whole
+gate's decision rule (:class:`harness.metrics.multitest.DecisionRule`: Bonferroni over the case's
+comparisons and across the model's bias cases; each comparison's p-value is the one its interval implies,
+:func:`harness.metrics.ratio_table.ratio_p_value`); ``ci`` when significant, whatever the size; ``bounds``
+when outside the bounds (no significance test, no error control). A fit that did not converge is
+reported and never used to pass or fail: when no comparison could be fitted the case is unmeasured.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from typing import Any
 import pandas as pd
 
 from harness.records import RatioRecord
-from harness.core import finite_or_none
-from harness.checks.base import Case, CheckContext, per_run, Check, SpeakerBootstrapComparison, Verdict, regression_keys
+from harness.core import CaseNotMeasured, finite_or_none
+from harness.checks.base import (Case, Check, CheckContext, Contrast, SpeakerBootstrapComparison, Verdict, bias_decision, describe_decision,
+                                 per_run, regression_keys)
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer import wer_table
+from harness.metrics.ratio_table import ratio_p_value
 from harness.metrics.wer_ratio import METHOD_NO_SPEAKER, METHOD_SEMANTIC, METHOD_SPEAKER, METHOD_VANILLA, RatioTable, wer_ratio
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
@@ -104,33 +110,35 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         note = ""
         if method == METHOD_SEMANTIC and not columns:
             method, note = METHOD_SPEAKER, " (no semantic embedder available: judged on the speaker model without semantics)"
-        comparisons, failures, worst = [], [], None
+        comparisons, contrasts = [], []
         for label, result in self.ratios(context, case).items():
             row = result.row(method)
-            failed, reason = self._judge(row, settings)
-            comparisons.append({"comparison": label, "methods": _method_rows(result), "judged_method": method,
-                                "failed": failed, "reason": reason})
-            if failed:
-                failures.append(f"{label}: {reason}")
-            distance = abs(math.log(row["ratio"])) if row["ratio"] and row["ratio"] > 0 else math.inf
-            if worst is None or distance > worst[0]:
-                worst = (distance, label, row)
-        _, worst_label, worst_row = worst
-        passed = not failures
+            contrast = self._contrast(label, row, settings)
+            contrasts.append(contrast)
+            comparisons.append({"comparison": label, "methods": _method_rows(result, 1.0 - settings["alpha"]), "judged_method": method,
+                                "relevant": contrast.relevant, "p": finite_or_none(contrast.p), "reason": contrast.reason})
+        if all(contrast.p is None or not math.isfinite(contrast.p) for contrast in contrasts):
+            reasons = "; ".join(f"{c.label}: {c.reason}" for c in contrasts)
+            raise CaseNotMeasured(f"{case.id}: no {self.quantity} could be estimated by {method} ({reasons})")
+        decision, block = bias_decision(context, case, contrasts, rule=RULES[settings["rule"]], statistic=f"{self.quantity} by {method}")
+        for index, entry in enumerate(comparisons):
+            entry["failed"] = decision.failed and index == decision.deciding
+        passed = not decision.failed
         message = (
-            f"{case.id}: {self.quantity} {worst_label} = {worst_row['ratio']:.3f} "
-            f"[{worst_row['ci_low']:.3f}, {worst_row['ci_high']:.3f}] by {method}{note}; "
-            + ("pass" if passed else "FAIL: " + "; ".join(failures))
+            f"{case.id}: {self.quantity} {block['label']} = {_number(block['estimate'])} "
+            f"[{_number(block['ci_low'])}, {_number(block['ci_high'])}] by {method}{note}; bias threshold: outside "
+            f"[{settings['lower']:g}, {settings['upper']:g}] and significant; {describe_decision(decision)}"
         )
         record = RatioRecord(
             **self.base_record(context, case),
-            value=finite_or_none(worst_row["ratio"]),
-            ci=[finite_or_none(worst_row["ci_low"]), finite_or_none(worst_row["ci_high"])],
-            p=None,
-            q=None,
+            value=block["estimate"],
+            ci=[block["ci_low"], block["ci_high"]],
+            p=decision.p,
+            q=decision.p_adjusted,
             threshold=dict(settings),
             passed=passed,
             message=message,
+            decision=block,
             comparisons=comparisons,
             semantics=semantics,
         )
@@ -138,23 +146,27 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         return Verdict(passed, message, record)
 
     @staticmethod
-    def _judge(row: pd.Series, settings: dict[str, Any]) -> tuple[bool, str]:
+    def _contrast(label: str, row: pd.Series, settings: dict[str, Any]) -> Contrast:
+        ratio = float(row["ratio"])
+        relevant = bool(math.isfinite(ratio) and not settings["lower"] <= ratio <= settings["upper"])
         if not bool(row["converged"]):
-            return True, f"the fit did not converge ({row['message']}); a non-converged fit cannot pass the gate"
-        excludes_one = bool(row["significant"])
-        outside = not settings["lower"] <= row["ratio"] <= settings["upper"]
-        interval = f"ratio {row['ratio']:.3f}, CI [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
-        ci_fact = f"the CI {'excludes' if excludes_one else 'includes'} 1"
-        bounds_fact = f"the ratio lies {'outside' if outside else 'inside'} [{settings['lower']:g}, {settings['upper']:g}]"
-        if settings["rule"] == "ci":
-            return excludes_one, f"{interval}: {ci_fact}"
-        if settings["rule"] == "bounds":
-            return outside, f"{interval}: {bounds_fact}"
-        return excludes_one and outside, f"{interval}: {ci_fact} and {bounds_fact}"
+            return Contrast(label, ratio, None, None, None, relevant, f"the fit did not converge ({row['message']})")
+        p = ratio_p_value(row, 1.0 - settings["alpha"])
+        return Contrast(label, ratio, float(row["ci_low"]), float(row["ci_high"]), p, relevant,
+                        None if math.isfinite(p) else "no interval")
 
-def _method_rows(result: RatioTable) -> list[dict[str, Any]]:
+
+RULES = {"both": "both", "ci": "significance", "bounds": "magnitude"}
+"""thresholds.yaml's WER rule names -> :meth:`DecisionRule.decide`'s."""
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _method_rows(result: RatioTable, level: float) -> list[dict[str, Any]]:
     return [
-        {"method": method, "ratio": finite_or_none(row["ratio"]), "ci_low": finite_or_none(row["ci_low"]),
+        {"method": method, "ratio": finite_or_none(row["ratio"]), "ci_low": finite_or_none(row["ci_low"]), "p": finite_or_none(ratio_p_value(row, level)),
          "ci_high": finite_or_none(row["ci_high"]), "significant": None if row["significant"] is None else bool(row["significant"]),
          "converged": bool(row["converged"]), "wer_numerator": finite_or_none(row["value_numerator"]),
          "wer_denominator": finite_or_none(row["value_denominator"])}

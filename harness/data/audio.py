@@ -1,13 +1,33 @@
-"""Audio reading: any file soundfile reads, as float32 mono at 16 kHz."""
+"""Audio reading: any file soundfile reads, as float32 mono at 16 kHz; and the load-time check of a file.
+
+:func:`inspect_audio` decodes a file completely and says what makes it unusable (unreadable, no samples,
+truncated, non-finite samples) or merely doubtful (silent, very short); :class:`AudioChecks` memoizes its
+results by the file's content (SHA-256 of its bytes) in a small JSON file, so a re-run decodes nothing.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
 from math import gcd
 from pathlib import Path
 
 import numpy as np
 
-from harness.core import SAMPLE_RATE, Audio
+from harness.core import SAMPLE_RATE, Audio, atomic_write_text
+
+SILENT_PEAK_DBFS = -60.0
+"""A clip whose largest sample stays below this level (dB relative to full scale, 1.0) is reported as silent."""
+MIN_DURATION_S = 0.5
+"""A clip shorter than this (seconds) is reported as very short."""
+AUDIO_CHECKS_FILE = "audio_checks.json"
+"""Name of the :class:`AudioChecks` memo inside the output cache folder."""
+AUDIO_CHECKS_VERSION = 1
+_DECODE_BLOCK_FRAMES = 65536
+_GIT_LFS_POINTER = b"version https://git-lfs"
+_UNKNOWN_RIFF_SIZES = (0, 0xFFFFFFFF)
 
 
 class AudioError(ValueError):
@@ -15,7 +35,8 @@ class AudioError(ValueError):
 
 
 def read_audio(path: str | Path, target_rate: int = SAMPLE_RATE) -> Audio:
-    """Read ``path``, mix down to mono (mean of channels) and resample to ``target_rate`` (polyphase)."""
+    """Read ``path``, mix down to mono (mean of channels) and resample to ``target_rate`` (polyphase).
+    Samples that are not finite (NaN, infinity) are an error: no backend could send them faithfully."""
     import soundfile
 
     path = Path(path)
@@ -27,6 +48,9 @@ def read_audio(path: str | Path, target_rate: int = SAMPLE_RATE) -> Audio:
         raise AudioError(f"{path}: audio file cannot be read ({exc})") from exc
     if samples.size == 0:
         raise AudioError(f"{path}: audio file has no samples")
+    non_finite = samples.size - int(np.count_nonzero(np.isfinite(samples)))
+    if non_finite:
+        raise AudioError(f"{path}: audio file {_non_finite_problem(non_finite, samples.size)}")
     mono = samples.mean(axis=1, dtype=np.float32)
     return Audio(resample(mono, rate, target_rate), target_rate)
 
@@ -38,3 +62,206 @@ def resample(samples: np.ndarray, source_rate: int, target_rate: int) -> np.ndar
 
     divisor = gcd(int(source_rate), int(target_rate))
     return resample_poly(samples, target_rate // divisor, source_rate // divisor).astype(np.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class AudioInspection:
+    """What a complete decode of one file found. ``problem`` (None when usable) completes the sentence
+    "audio file X ..."; ``peak`` is the largest absolute finite sample over all channels."""
+
+    frames: int
+    sample_rate: int
+    peak: float
+    problem: str | None = None
+
+    @property
+    def duration_s(self) -> float:
+        return self.frames / self.sample_rate if self.sample_rate else 0.0
+
+    @property
+    def silent(self) -> bool:
+        """Every sample below :data:`SILENT_PEAK_DBFS`, i.e. ``peak < 10 ** (SILENT_PEAK_DBFS / 20)``."""
+        return self.problem is None and self.peak < 10 ** (SILENT_PEAK_DBFS / 20)
+
+    @property
+    def short(self) -> bool:
+        """Shorter than :data:`MIN_DURATION_S` seconds."""
+        return self.problem is None and self.duration_s < MIN_DURATION_S
+
+
+def inspect_audio(path: str | Path) -> AudioInspection:
+    """Decode ``path`` completely (in blocks) and return what :class:`AudioInspection` records.
+
+    Problems: the header cannot be read (with a hint when the file is a git-lfs pointer); no samples;
+    truncated, when decoding stops with an error or yields fewer frames than the header announces, or when
+    a WAV's ``data`` chunk announces more bytes than the file holds (libsndfile silently shortens such a
+    file); samples that are NaN or infinite. A missing file raises :class:`AudioError`.
+    """
+    import soundfile
+
+    path = Path(path)
+    if not path.is_file():
+        raise AudioError(f"{path}: audio file does not exist")
+    try:
+        sound = soundfile.SoundFile(str(path))
+    except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError or TypeError by format
+        return AudioInspection(0, 0, 0.0, unreadable_audio_problem(path, exc))
+    with sound:
+        announced, rate = int(sound.frames), int(sound.samplerate)
+        if announced == 0:
+            return AudioInspection(0, rate, 0.0, "has no samples")
+        decoded, peak, non_finite, failure = 0, 0.0, 0, None
+        try:
+            for block in sound.blocks(_DECODE_BLOCK_FRAMES, dtype="float32", always_2d=True):
+                decoded += len(block)
+                finite = np.isfinite(block)
+                non_finite += block.size - int(np.count_nonzero(finite))
+                if block.size:
+                    peak = max(peak, float(np.max(np.abs(block, where=finite, out=np.zeros_like(block)))))
+        except Exception as exc:  # libsndfile reports a cut FLAC as a lost sync or a failed seek
+            failure = exc
+    channels = int(sound.channels)
+    if failure is not None:
+        problem = f"is truncated or corrupt: decoding fails before the end of the {announced} frames its header announces ({failure})"
+    elif decoded < announced:
+        problem = f"is truncated: it decodes to {decoded} of the {announced} frames its header announces"
+    elif (missing := _wav_missing_bytes(path)) is not None:
+        problem = f"is truncated: its WAV data chunk announces {missing} more bytes than the file holds"
+    elif non_finite:
+        problem = _non_finite_problem(non_finite, decoded * channels)
+    else:
+        problem = None
+    return AudioInspection(decoded, rate, peak, problem)
+
+
+def _non_finite_problem(count: int, total: int) -> str:
+    return f"has {count} of {total} samples that are not finite (NaN or infinity)"
+
+
+def unreadable_audio_problem(path: Path, error: Exception) -> str:
+    """The problem text "cannot be read (error)", with the remedy when the file is a git-lfs pointer (a
+    clone made without ``git lfs pull``) rather than the audio it stands for."""
+    with open(path, "rb") as handle:
+        is_pointer = handle.read(len(_GIT_LFS_POINTER)) == _GIT_LFS_POINTER
+    hint = "; it is a git-lfs pointer, not audio: run `git lfs pull` in the corpus clone" if is_pointer else ""
+    return f"cannot be read ({error}){hint}"
+
+
+def _wav_missing_bytes(path: Path) -> int | None:
+    """For a RIFF/RIFX WAVE file: how many bytes its ``data`` chunk announces beyond the end of the file
+    (None when none are missing, the file is no WAV, or the size is the 0 / 0xFFFFFFFF of a streaming writer)."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        header = handle.read(12)
+        if len(header) < 12 or header[:4] not in (b"RIFF", b"RIFX") or header[8:12] != b"WAVE":
+            return None
+        byteorder = "big" if header[:4] == b"RIFX" else "little"
+        offset = 12
+        while offset + 8 <= size:
+            handle.seek(offset)
+            chunk = handle.read(8)
+            length = int.from_bytes(chunk[4:8], byteorder)
+            if chunk[:4] == b"data":
+                present = size - offset - 8
+                if length in _UNKNOWN_RIFF_SIZES or length <= present:
+                    return None
+                return length - present
+            offset += 8 + length + (length & 1)
+    return None
+
+
+class AudioChecks:
+    """:func:`inspect_audio` memoized by file content (SHA-256 of the bytes) in the JSON file ``path``
+    (``{"version": 1, "entries": {sha256: {frames, sample_rate, peak, problem}}}``); None keeps it in memory.
+
+    The memo holds measurements, not verdicts, so changing :data:`SILENT_PEAK_DBFS` or :data:`MIN_DURATION_S`
+    needs no re-decode. A memo that cannot be parsed or has another version is ignored and rewritten (it is
+    only a speed-up); :meth:`save` merges with what other processes saved meanwhile, writes atomically, and
+    skips a folder it cannot write (the output cache names that problem itself). ``decoded`` counts the
+    files this instance had to decode."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = None if path is None else Path(path)
+        self._entries: dict[str, dict] = self._read()
+        self._new: dict[str, dict] = {}
+        self.decoded = 0
+
+    def inspect(self, path: str | Path) -> AudioInspection:
+        """:func:`inspect_audio` of ``path``, decoded only when no file of the same bytes was; a file that
+        is missing or cannot be opened raises :class:`AudioError`."""
+        path = Path(path)
+        if not path.is_file():
+            raise AudioError(f"{path}: audio file does not exist")
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError as exc:
+            raise AudioError(f"{path}: audio file cannot be read ({exc})") from exc
+        entry = self._entries.get(digest)
+        if entry is None:
+            self.decoded += 1
+            entry = dataclasses.asdict(inspect_audio(path))
+            self._entries[digest] = self._new[digest] = entry
+        return AudioInspection(**entry)
+
+    def save(self) -> None:
+        if self.path is None or not self._new:
+            return
+        merged = {**self._read(), **self._new}
+        text = json.dumps({"version": AUDIO_CHECKS_VERSION, "entries": merged}, sort_keys=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.path, text)
+        except OSError:
+            return
+        self._new = {}
+
+    def _read(self) -> dict[str, dict]:
+        if self.path is None or not self.path.is_file():
+            return {}
+        try:
+            content = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(content, dict) or content.get("version") != AUDIO_CHECKS_VERSION or not isinstance(content.get("entries"), dict):
+            return {}
+        fields = {field.name for field in dataclasses.fields(AudioInspection)}
+        return {key: entry for key, entry in content["entries"].items() if isinstance(entry, dict) and set(entry) == fields}
+
+
+def inspect_audio_files(
+    places: Iterable[tuple[str, Path, str]], audio_checks: AudioChecks, error: type[ValueError]
+) -> list[str]:
+    """Inspect every file of ``places`` (``where`` for an error, e.g. "manifest.csv, row 3"; the path; a
+    short label for a warning) through ``audio_checks``, raise ``error`` naming ``where`` and the file on the
+    first one missing or unusable, save the memo in any case, and return :func:`audio_warnings` of the rest."""
+    findings = []
+    try:
+        for where, path, label in places:
+            if not Path(path).is_file():
+                raise error(f"{where}: audio file {path} does not exist")
+            try:
+                inspection = audio_checks.inspect(path)
+            except AudioError as exc:
+                raise error(f"{where}: {exc}") from exc
+            if inspection.problem is not None:
+                raise error(f"{where}: audio file {path} {inspection.problem}")
+            findings.append((label, inspection))
+    finally:
+        audio_checks.save()
+    return audio_warnings(findings)
+
+
+def audio_warnings(findings: Sequence[tuple[str, AudioInspection]], shown: int = 5) -> list[str]:
+    """One line per kind of doubtful clip (silent, very short) among ``findings`` (where, inspection),
+    naming the first ``shown`` places and counting the rest; the thresholds are stated in the line."""
+    kinds = (
+        ("silent", lambda i: i.silent, f"peak below {SILENT_PEAK_DBFS:g} dBFS"),
+        ("very short", lambda i: i.short, f"shorter than {MIN_DURATION_S:g} s"),
+    )
+    lines = []
+    for label, applies, rule in kinds:
+        places = [where for where, inspection in findings if applies(inspection)]
+        if places:
+            more = f" and {len(places) - shown} more" if len(places) > shown else ""
+            lines.append(f"{len(places)} {label} clip(s) ({rule}): {'; '.join(places[:shown])}{more}")
+    return lines

@@ -26,7 +26,9 @@ label in a column named after the dimension, and the columns of its kind:
 Audio is at ``<metadata folder>/speech/<dimension>/<id:05d>_<speaker>.wav`` (``.flac`` is accepted too).
 Loading rejects, naming the file and row: a missing column or empty cell (e.g. a missing continuation),
 a label outside ``labels``, a speaker with two labels, duplicate recordings, options that repeat, missing
-audio, and a group with fewer than :data:`MIN_SPEAKERS_PER_GROUP` speakers.
+audio, and a group with fewer than :data:`MIN_SPEAKERS_PER_GROUP` speakers. Every recording is decoded once,
+as a corpus's audio is (:func:`harness.data.audio.inspect_audio`): unreadable, empty, truncated or
+non-finite audio is rejected, silent and very short clips are listed in :attr:`BasisSuite.audio_warnings`.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from harness.data.audio import AudioError, read_audio
+from harness.data.audio import AudioChecks, AudioError, inspect_audio_files, read_audio
 from harness.core import Audio, memoized
 
 KINDS = ("stereotype", "personalization", "qa")
@@ -101,6 +103,8 @@ class BasisSuite:
     path: Path
     description: str
     sets: tuple[ItemSet, ...]
+    audio_warnings: tuple[str, ...] = ()
+    """Silent and very short recordings (not fatal), one line per set and kind, naming the metadata rows."""
 
     def of_kind(self, kind: str, dimension: str | None = None) -> list[ItemSet]:
         return [s for s in self.sets if s.kind == kind and (dimension is None or s.dimension == dimension)]
@@ -116,8 +120,9 @@ class BasisSuite:
         raise KeyError(f"{self.path}: no item set {name!r}; sets: {[s.name for s in self.sets]}")
 
 
-def load_suite(path: str | Path) -> BasisSuite:
-    """Load a suite folder (or its ``suite.yaml``) and validate every item set and its audio files."""
+def load_suite(path: str | Path, audio_checks: AudioChecks | None = None, check_audio: bool = True) -> BasisSuite:
+    """Load a suite folder (or its ``suite.yaml``) and validate every item set and, with ``check_audio``, its
+    audio files (decoded once each; ``audio_checks`` memoizes the decode by file content)."""
     path = Path(path)
     config_path = path / "suite.yaml" if path.is_dir() else path
     if not config_path.is_file():
@@ -144,7 +149,18 @@ def load_suite(path: str | Path) -> BasisSuite:
         path=config_path.resolve(),
         description=str(config.get("description", "")).strip(),
         sets=tuple(sets),
+        audio_warnings=tuple(_check_audio(sets, audio_checks or AudioChecks()) if check_audio else ()),
     )
+
+
+def _check_audio(sets: list[ItemSet], audio_checks: AudioChecks) -> list[str]:
+    """Decode every recording of every set (memoized by content); raise on the first unusable one, return
+    the warnings."""
+    warnings = []
+    for item_set in sets:
+        places = ((item_set.where(row), path, f"row {row} ({Path(path).name})") for row, path in zip(item_set.table["row"], item_set.table["audio"]))
+        warnings += [f"{item_set.metadata_path}: {line}" for line in inspect_audio_files(places, audio_checks, BasisError)]
+    return warnings
 
 
 def _load_set(config_path: Path, index: int, entry: object) -> ItemSet:
@@ -270,6 +286,6 @@ def _audio_path(path: Path, dimension: str, record: dict) -> Path:
 DEMO_SUITE_PATH = Path(__file__).resolve().parent / "basis_demo"
 
 
-def resolve_suite(path: str | Path | None = None) -> BasisSuite:
+def resolve_suite(path: str | Path | None = None, audio_checks: AudioChecks | None = None) -> BasisSuite:
     """The suite at ``path``, or the shipped demo suite."""
-    return load_suite(DEMO_SUITE_PATH if path is None else path)
+    return load_suite(DEMO_SUITE_PATH if path is None else path, audio_checks)

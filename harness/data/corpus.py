@@ -3,7 +3,14 @@
 Required columns: ``utterance_id, audio, speaker_id, content_id, transcript``. Every other column is a
 demographic dimension (``gender``, ``accent``, ``age``...) unless a ``corpus.yaml`` beside the manifest
 lists the dimensions explicitly (``dimensions: [gender, accent]``); then the other columns are kept as
-information. ``audio`` paths are relative to the manifest's folder.
+information. ``audio`` paths are relative to the manifest's folder (the corpus folder) and must lie inside
+it, unless ``corpus.yaml`` lists further folders under ``audio_folders`` (absolute, or relative to
+``corpus.yaml``), as the corpus loaders do for audio left where a distribution unpacked. The check is on
+the path as written (``..`` resolved); symbolic links inside the corpus folder are followed.
+
+Loading decodes every audio file completely (:func:`harness.data.audio.inspect_audio`, memoized by file
+content when an :class:`~harness.data.audio.AudioChecks` file is given) and rejects truncated files and
+non-finite samples; silent and very short clips are kept and listed in :attr:`Corpus.audio_warnings`.
 """
 
 from __future__ import annotations
@@ -11,18 +18,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
-from harness.data.audio import AudioError, read_audio
+from harness.data.audio import AudioChecks, AudioError, inspect_audio_files, read_audio
 from harness.core import Audio
 
 REQUIRED_COLUMNS = ("utterance_id", "audio", "speaker_id", "content_id", "transcript")
 MIN_SPEAKERS_PER_GROUP = 2
 MIN_GROUPS = 2
+CONFIG_KEYS = ("audio_folders", "description", "dimensions", "manifest", "name")
 
 
 class CorpusError(ValueError):
@@ -38,6 +47,8 @@ class Corpus:
     table: pd.DataFrame
     dimensions: tuple[str, ...]
     description: str = ""
+    audio_warnings: tuple[str, ...] = ()
+    """Silent and very short clips (not fatal), one line per kind, naming the manifest rows."""
 
     @property
     def root(self) -> Path:
@@ -65,15 +76,20 @@ class Corpus:
         return sorted(self.speaker_labels(dimension).unique())
 
 
-def load_corpus(path: str | Path, name: str | None = None, check_audio: bool = True) -> Corpus:
+def load_corpus(
+    path: str | Path, name: str | None = None, check_audio: bool = True, audio_checks: AudioChecks | None = None
+) -> Corpus:
     """Load and validate a corpus from a manifest file or a folder holding ``corpus.yaml``.
 
     Errors (each a :class:`CorpusError` naming the file and row): missing columns, duplicate utterance
-    ids, missing or unreadable audio, a speaker with two labels on one dimension, a dimension with fewer
-    than 2 groups, a group with fewer than 2 speakers.
+    ids, an audio path outside the corpus folder and ``audio_folders``, a speaker with two labels on one
+    dimension, a dimension with fewer than 2 groups, a group with fewer than 2 speakers; with
+    ``check_audio``, audio that is missing, unreadable, empty, truncated or not finite, found by decoding
+    every file once (``audio_checks`` memoizes the decode by file content; default: in memory only).
     """
     path = Path(path)
     config: dict = {}
+    config_path: Path | None = None
     if path.is_dir():
         config_path = path / "corpus.yaml"
         if not config_path.is_file():
@@ -84,21 +100,23 @@ def load_corpus(path: str | Path, name: str | None = None, check_audio: bool = T
         manifest_path = path
         sidecar = path.parent / "corpus.yaml"
         if sidecar.is_file():
+            config_path = sidecar
             config = _read_corpus_config(sidecar)
     if not manifest_path.is_file():
         raise CorpusError(f"{manifest_path}: manifest file does not exist")
     table = _read_manifest(manifest_path)
     dimensions = _dimensions(table, config, manifest_path)
     _validate_rows(table, manifest_path)
+    _validate_audio_locations(table, manifest_path, _audio_folders(config, config_path, manifest_path))
     _validate_dimensions(table, dimensions, manifest_path)
-    if check_audio:
-        _validate_audio(table, manifest_path)
+    warnings = _validate_audio(table, manifest_path, audio_checks or AudioChecks()) if check_audio else []
     return Corpus(
         name=name or str(config.get("name") or manifest_path.parent.name),
         manifest_path=manifest_path.resolve(),
         table=table.set_index("utterance_id", drop=False),
         dimensions=dimensions,
         description=str(config.get("description", "")).strip(),
+        audio_warnings=tuple(warnings),
     )
 
 
@@ -109,9 +127,12 @@ def _read_corpus_config(config_path: Path) -> dict:
         raise CorpusError(f"{config_path}: not valid YAML ({exc})") from exc
     if not isinstance(config, dict):
         raise CorpusError(f"{config_path}: expected a mapping with keys name, manifest, dimensions")
-    unknown = sorted(set(config) - {"name", "manifest", "dimensions", "description"})
+    unknown = sorted(set(config) - set(CONFIG_KEYS))
     if unknown:
-        raise CorpusError(f"{config_path}: unknown key(s) {unknown}; valid: description, dimensions, manifest, name")
+        raise CorpusError(f"{config_path}: unknown key(s) {unknown}; valid: {', '.join(CONFIG_KEYS)}")
+    folders = config.get("audio_folders", [])
+    if not isinstance(folders, list) or not all(isinstance(folder, str) and folder.strip() for folder in folders):
+        raise CorpusError(f"{config_path}: audio_folders must be a list of folder paths (absolute, or relative to corpus.yaml)")
     return config
 
 
@@ -204,20 +225,31 @@ def _validate_dimensions(table: pd.DataFrame, dimensions: tuple[str, ...], manif
             )
 
 
-def _validate_audio(table: pd.DataFrame, manifest_path: Path) -> None:
-    import soundfile
+def _audio_folders(config: dict, config_path: Path | None, manifest_path: Path) -> tuple[Path, ...]:
+    """The corpus folder (the manifest's) and the ``audio_folders`` of ``corpus.yaml``, absolute."""
+    listed = [Path(os.path.normpath(config_path.parent.resolve() / folder)) for folder in config.get("audio_folders", [])]
+    return (manifest_path.resolve().parent, *listed)
 
-    root = manifest_path.parent
-    for index, relative in table["audio"].items():
-        audio_path = root / relative
-        if not audio_path.is_file():
-            raise CorpusError(f"{_row_label(manifest_path, index)}: audio file {audio_path} does not exist")
-        try:
-            info = soundfile.info(str(audio_path))
-        except Exception as exc:
-            raise CorpusError(f"{_row_label(manifest_path, index)}: audio file {audio_path} cannot be read ({exc})") from exc
-        if info.frames == 0:
-            raise CorpusError(f"{_row_label(manifest_path, index)}: audio file {audio_path} has no samples")
+
+def _validate_audio_locations(table: pd.DataFrame, manifest_path: Path, folders: tuple[Path, ...]) -> None:
+    root = folders[0]
+    for index, reference in table["audio"].items():
+        location = Path(os.path.normpath(root / reference))
+        if not any(location.is_relative_to(folder) for folder in folders):
+            allowed = ", ".join(str(folder) for folder in folders)
+            raise CorpusError(
+                f"{_row_label(manifest_path, index)}: audio path {reference!r} lies outside the corpus folder ({allowed}); "
+                f"list its folder under audio_folders in corpus.yaml to allow it"
+            )
+
+
+def _validate_audio(table: pd.DataFrame, manifest_path: Path, audio_checks: AudioChecks) -> list[str]:
+    """Decode every audio file (memoized by content); raise on the first unusable one, return the warnings."""
+    places = (
+        (_row_label(manifest_path, index), manifest_path.parent / relative, f"{_row_label(manifest_path, index).rsplit(', ', 1)[1]} ({relative})")
+        for index, relative in table["audio"].items()
+    )
+    return [f"{manifest_path}: {line}" for line in inspect_audio_files(places, audio_checks, CorpusError)]
 
 
 def read_utterance_audio(corpus: Corpus, utterance_id: str) -> Audio:

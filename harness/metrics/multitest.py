@@ -150,3 +150,102 @@ class GateDecision:
     across: str
     correction: str
     not_estimable: list[str]
+
+
+CORRECTIONS = ("bonferroni", "none")
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseDecision:
+    """A case's bias decision by :meth:`DecisionRule.decide` (the ``decision`` block of its record).
+
+    ``p``: the case's p-value after the within-case step; ``p_adjusted``: after the across-case step;
+    ``significant``: ``p_adjusted <= alpha``; ``relevant``: some comparison's magnitude exceeds the case's
+    practical threshold; ``failed``: the bias verdict; ``deciding``: index of the comparison the case
+    is judged on (the relevant one with the smallest p, else the smallest p), or None."""
+
+    p: float | None
+    comparisons: int
+    family_size: int
+    p_adjusted: float | None
+    alpha: float
+    relevant: bool
+    significant: bool
+    estimable: bool
+    reason: str | None
+    correction: str
+    failed: bool
+    deciding: int | None
+
+    def as_dict(self) -> dict[str, object]:
+        return {name: value for name, value in dataclasses.asdict(self).items() if name not in ("failed", "deciding")}
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisionRule:
+    """The whole gate's decision rule, applied to one case at a time: its false-fail probability over the
+    run is at most ``alpha`` (thresholds.yaml ``gate``).
+
+    A case has k comparisons (groups one-vs-rest, pairs, or one omnibus test) with two-sided p-values
+    ``p_j`` and relevance flags ``r_j`` (``|effect_j|`` beyond the case's practical threshold). Within the
+    case, Bonferroni: ``p_case = min(1, k * min_{j: r_j} p_j)`` (k counts every comparison, relevant or
+    not; 1 when none is relevant). Across the gate, with ``correction="bonferroni"``,
+    ``p_adjusted = min(1, m * p_case)`` where m (``family_size``) is the number of bias cases of the same
+    model selected in the run; ``correction="none"`` keeps ``p_adjusted = p_case`` (each case at ``alpha``:
+    for a spot check of one case). The case fails when ``p_adjusted <= alpha`` (a relevant comparison is
+    significant). By Bonferroni's inequality P(any case of a voice-blind model fails) <= alpha whatever the
+    dependence between comparisons and cases; the whole gate fails exactly when Holm's procedure
+    (:func:`holm`) would reject at least one case, so its whole-gate error and detection rates are Holm's.
+    A case whose comparisons have no p-value is not estimable and never fails on them.
+
+    ``rule`` as in thresholds.yaml: ``both`` (significant and relevant), ``significance`` (every
+    comparison counts as relevant), ``magnitude`` (fails when relevant, p ignored: no error control).
+    """
+
+    alpha: float = 0.05
+    family_size: int = 1
+    correction: str = "bonferroni"
+
+    def __post_init__(self) -> None:
+        if self.correction not in CORRECTIONS:
+            raise ValueError(f"DecisionRule: correction must be one of {CORRECTIONS}, got {self.correction!r}")
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"DecisionRule: alpha must be in (0, 1), got {self.alpha}")
+        if self.family_size < 1:
+            raise ValueError(f"DecisionRule: family_size must be >= 1, got {self.family_size}")
+
+    def describe(self, comparisons: int) -> str:
+        within = f"Bonferroni over its {comparisons} comparisons" if comparisons > 1 else "one comparison"
+        across = (f"Bonferroni across the model's {self.family_size} selected bias cases"
+                  if self.correction == "bonferroni" else "no correction across cases")
+        return f"within the case {within}; {across}; family-wise alpha = {self.alpha:g}"
+
+    def decide(self, p_values: Sequence[float | None], relevant: Sequence[bool], *, rule: str = "both",
+               not_estimable_reason: str | None = None) -> CaseDecision:
+        p = np.array([np.nan if value is None else value for value in p_values], dtype=float)
+        flags = np.asarray(relevant, dtype=bool)
+        if p.shape != flags.shape or p.ndim != 1 or len(p) == 0:
+            raise ValueError(f"DecisionRule.decide: {len(p)} p-values and {len(flags)} relevance flags (need the same, >= 1)")
+        if rule not in ("both", "significance", "magnitude"):
+            raise ValueError(f"DecisionRule.decide: rule must be both, significance or magnitude, got {rule!r}")
+        _checked(p)
+        k = len(p)
+        counted = flags if rule == "both" else np.ones(k, dtype=bool)
+        estimable = bool(np.isfinite(p).any())
+        reason = None if estimable else (not_estimable_reason or "no comparison of the case has a p-value")
+        candidates = np.where(counted & np.isfinite(p), p, np.inf)
+        if np.isfinite(candidates).any():
+            deciding = int(np.argmin(candidates))
+            p_case = min(1.0, k * float(p[deciding]))
+        else:
+            deciding = int(np.nanargmin(p)) if estimable else (int(np.argmax(flags)) if flags.any() else None)
+            p_case = 1.0 if estimable else None
+        factor = self.family_size if self.correction == "bonferroni" else 1
+        p_adjusted = None if p_case is None else min(1.0, factor * p_case)
+        significant = p_adjusted is not None and p_adjusted <= self.alpha
+        any_relevant = bool(flags.any())
+        failed = any_relevant if rule == "magnitude" else significant
+        return CaseDecision(p=p_case, comparisons=k, family_size=self.family_size, p_adjusted=p_adjusted, alpha=self.alpha,
+                            relevant=any_relevant, significant=significant, estimable=estimable, reason=reason,
+                            correction=self.describe(k) + ("" if rule != "magnitude" else "; rule magnitude: p not used"),
+                            failed=bool(failed), deciding=deciding)

@@ -73,6 +73,26 @@ class RatioTable:
         return self.methods.loc[method]
 
 
+def ratio_p_value(row: Mapping[str, object], level: float = 0.95) -> float:
+    """Two-sided p-value of ``ratio = 1`` for one method row, consistent with its ``level`` interval.
+
+    The interval is taken as symmetric on the log scale with the row's reference distribution (Student's
+    t with ``df``, the normal where ``df`` is NaN): ``se = (log hi - log lo) / (2 q)`` with
+    ``q = quantile(0.5 + level / 2)``, ``t = |log ratio| / se`` and ``p = 2 P(T > t)``. So the rows whose
+    interval excludes 1 are those with ``p < 1 - level`` (up to the interval's asymmetry). NaN for a row
+    that did not converge or has no interval (not estimable)."""
+    from scipy.stats import norm, t as student_t
+
+    if not bool(row["converged"]):
+        return float("nan")
+    ratio, low, high, df = (float(row[key]) for key in ("ratio", "ci_low", "ci_high", "df"))
+    if not all(np.isfinite(x) and x > 0 for x in (ratio, low, high)) or high <= low:
+        return float("nan")
+    reference = student_t(df) if np.isfinite(df) and df > 0 else norm()
+    se = (np.log(high) - np.log(low)) / (2.0 * reference.ppf(0.5 + level / 2.0))
+    return float(2.0 * reference.sf(abs(np.log(ratio)) / se))
+
+
 def _row(ratio, low, high, converged, ci_method, se, value_num, value_den) -> dict[str, object]:
     significant = None
     if converged and np.isfinite(low) and np.isfinite(high):

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
-from harness.data.corpus import REQUIRED_COLUMNS, CorpusError, load_corpus
-
-
-GIT_LFS_POINTER = b"version https://git-lfs"
+from harness.core import atomic_write_text
+from harness.data.audio import unreadable_audio_problem
+from harness.data.corpus import MIN_SPEAKERS_PER_GROUP, REQUIRED_COLUMNS, CorpusError, load_corpus
 
 
 class LoaderError(CorpusError):
@@ -66,12 +68,23 @@ def check_audio_files(paths: Iterable[Path]) -> None:
         try:
             info = soundfile.info(str(path))
         except Exception as exc:  # soundfile raises LibsndfileError, RuntimeError or TypeError by format
-            with open(path, "rb") as handle:
-                is_pointer = handle.read(len(GIT_LFS_POINTER)) == GIT_LFS_POINTER
-            hint = "; it is a git-lfs pointer, not audio: run `git lfs pull` in the corpus clone" if is_pointer else ""
-            raise LoaderError(f"{path}: audio file cannot be read ({exc}){hint}") from exc
+            raise LoaderError(f"{path}: audio file {unreadable_audio_problem(path, exc)}") from exc
         if info.frames == 0:
             raise LoaderError(f"{path}: audio file has no samples")
+
+
+def outside_audio_folder(references: Iterable[str], output: Path) -> str | None:
+    """The deepest folder holding every referenced audio file that lies outside ``output`` (the corpus
+    folder), as ``corpus.yaml``'s ``audio_folders`` entry: relative to ``output`` when the references are,
+    else absolute; None when all lie inside."""
+    root = output.resolve()
+    references = list(references)
+    parents = [Path(os.path.normpath(root / reference)).parent for reference in references]
+    outside = [str(parent) for parent in parents if not parent.is_relative_to(root)]
+    if not outside:
+        return None
+    common = os.path.commonpath(outside)
+    return common if any(os.path.isabs(reference) for reference in references) else os.path.relpath(common, root)
 
 
 def write_corpus(
@@ -87,8 +100,75 @@ def write_corpus(
         raise LoaderError(f"{output}: no utterance is left for corpus {name!r} after selection")
     output.mkdir(parents=True, exist_ok=True)
     columns = [*REQUIRED_COLUMNS, *dimensions, *[c for c in table.columns if c not in (*REQUIRED_COLUMNS, *dimensions)]]
-    table[columns].to_csv(output / "manifest.csv", index=False)
+    atomic_write_text(output / "manifest.csv", table[columns].to_csv(index=False))
     config = {"name": name, "manifest": "manifest.csv", "dimensions": list(dimensions), "description": description}
-    (output / "corpus.yaml").write_text(yaml.safe_dump(config, sort_keys=False, width=100, allow_unicode=True), encoding="utf-8")
+    outside = outside_audio_folder(table["audio"], output)
+    if outside is not None:
+        config["audio_folders"] = [outside]
+    atomic_write_text(output / "corpus.yaml", yaml.safe_dump(config, sort_keys=False, width=100, allow_unicode=True))
     load_corpus(output, name=name, check_audio=False)
     return output
+
+
+def age_group(ages: np.ndarray, edges: Sequence[int]) -> np.ndarray:
+    """Age buckets ``<e0``, ``e0-(e1-1)``, ..., ``ek+``; e.g. edges (30, 40) give <30, 30-39, 40+."""
+    labels = [f"<{edges[0]}", *(f"{low}-{high - 1}" for low, high in zip(edges[:-1], edges[1:])), f"{edges[-1]}+"]
+    return np.asarray(labels, dtype=object)[np.searchsorted(np.asarray(edges), ages, side="right")]
+
+
+_NOT_A_WORD = re.compile(r"[^\w']+")
+
+
+def content_key(text: str) -> str:
+    """A ``content_id`` shared by every reading of the same sentence: the first 12 hex digits of the SHA-256
+    of the text case-folded, with punctuation dropped and whitespace collapsed."""
+    normalized = " ".join(_NOT_A_WORD.sub(" ", text.casefold()).split())
+    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()[:12]
+
+
+def keep_testable_groups(
+    table: pd.DataFrame, dimensions: Sequence[str], minimum: int = MIN_SPEAKERS_PER_GROUP
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """Drop the rows of every group (on any of ``dimensions``) with fewer than ``minimum`` speakers, repeating
+    until none is left, since dropping a speaker for one dimension can shrink a group of another.
+    Returns the kept rows and, per dimension, the groups dropped (the corpus loader would refuse them)."""
+    dropped: dict[str, list[str]] = {dimension: [] for dimension in dimensions}
+    while True:
+        small = {
+            dimension: [group for group, n in table.groupby(dimension)["speaker_id"].nunique().items() if n < minimum]
+            for dimension in dimensions
+        }
+        if not any(small.values()):
+            return table, {dimension: sorted(groups) for dimension, groups in dropped.items() if groups}
+        for dimension, groups in small.items():
+            dropped[dimension].extend(groups)
+            table = table[~table[dimension].isin(groups)]
+
+
+def testable_rows_with_audio(
+    table: pd.DataFrame, dimensions: Sequence[str], output: Path, *, relative_audio: bool, check_audio: bool
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """The rows :func:`keep_testable_groups` keeps, their ``_path`` audio checked (``check_audio``) and
+    replaced by the manifest's ``audio`` reference; with the groups dropped."""
+    table, dropped = keep_testable_groups(table, dimensions)
+    if check_audio:
+        check_audio_files(table["_path"])
+    audio = [audio_reference(path, output, relative_audio) for path in table["_path"]]
+    return table.assign(audio=audio).drop(columns="_path"), dropped
+
+
+def dropped_groups_note(dropped: dict[str, list[str]]) -> str:
+    """`` Groups with fewer than 2 speakers left out: accent (welsh).`` or an empty string."""
+    if not dropped:
+        return ""
+    listed = "; ".join(f"{dimension} ({', '.join(groups)})" for dimension, groups in dropped.items())
+    return f" Groups with fewer than {MIN_SPEAKERS_PER_GROUP} speakers left out: {listed}."
+
+
+def at_most_per_speaker(table: pd.DataFrame, limit: int, seed: int, *, speaker: str, order: str) -> pd.DataFrame:
+    """At most ``limit`` rows per ``speaker``, drawn with ``seed`` from the rows sorted by ``order`` (so the
+    draw does not depend on the order the files were listed in)."""
+    rng = np.random.default_rng(seed)
+    kept = [rows.iloc[np.sort(rng.choice(len(rows), size=min(limit, len(rows)), replace=False))]
+            for _, rows in table.sort_values(order).groupby(speaker, sort=True)]
+    return pd.concat(kept) if kept else table

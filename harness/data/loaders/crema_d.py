@@ -15,11 +15,10 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from harness.data.loaders._common import (
-    LoaderError, audio_reference, check_audio_files, csv_line, read_table, require_dir, write_corpus,
+    LoaderError, age_group, audio_reference, check_audio_files, csv_line, read_table, require_dir, write_corpus,
 )
 
 NAME = "crema-d"
@@ -43,12 +42,6 @@ SEXES = {"female": "female", "male": "male"}
 DIMENSIONS = ("gender", "age_group", "race")
 DEFAULT_AGE_EDGES = (30, 40, 50, 60)
 _CLIP_NAME = re.compile(r"^(?P<actor>\d{4})_(?P<sentence>[A-Z]{3})_(?P<emotion>[A-Z]{3})_(?P<level>[A-Z]{1,2})$")
-
-
-def age_group(ages: np.ndarray, edges: Sequence[int]) -> np.ndarray:
-    """Age buckets ``<e0``, ``e0-(e1-1)``, ..., ``ek+``; e.g. edges (30, 40) give <30, 30-39, 40+."""
-    labels = [f"<{edges[0]}", *(f"{low}-{high - 1}" for low, high in zip(edges[:-1], edges[1:])), f"{edges[-1]}+"]
-    return np.asarray(labels, dtype=object)[np.searchsorted(np.asarray(edges), ages, side="right")]
 
 
 def parse_clip_name(path: Path) -> dict[str, str]:

@@ -17,10 +17,9 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from harness.data.loaders._common import LoaderError, audio_reference, check_audio_files, require_file, write_corpus
+from harness.data.loaders._common import LoaderError, at_most_per_speaker, audio_reference, check_audio_files, require_file, write_corpus
 
 NAME = "librispeech"
 DIMENSIONS = ("gender",)
@@ -98,7 +97,7 @@ def build(
     if subsets is not None:
         table = table[table["subset"].isin(list(subsets))]
     if max_utterances_per_speaker is not None:
-        table = _at_most_per_speaker(table, max_utterances_per_speaker, seed)
+        table = at_most_per_speaker(table, max_utterances_per_speaker, seed, speaker="speaker_id", order="utterance_id")
     if check_audio:
         check_audio_files(table["_path"])
     table = table.assign(
@@ -112,10 +111,3 @@ def build(
     )
     return write_corpus(output, table.reset_index(drop=True), name=NAME, dimensions=list(DIMENSIONS), description=description)
 
-
-def _at_most_per_speaker(table: pd.DataFrame, limit: int, seed: int) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    kept = []
-    for _, rows in table.sort_values("utterance_id").groupby("speaker_id", sort=True):
-        kept.append(rows.iloc[np.sort(rng.choice(len(rows), size=min(limit, len(rows)), replace=False))])
-    return pd.concat(kept) if kept else table

@@ -1,0 +1,88 @@
+"""The real gate as a decision rule over decoding seeds (issue 16): how often it fails a simulator.
+
+Each seed s builds the whole gate in-process (:class:`harness.gate.Gate`, every check, the repository's
+thresholds.yaml) for one simulator with the model-config block ``decoding: {seed: s}`` and
+``--fairness-seed s``, so each run is a fresh draw of the model, and records every case's outcome: pass,
+fail (bias) or unmeasured. For ``sim:fair`` (no voice-induced bias) every failing run is a false fail; for
+``sim:biased`` (``--strength-scale`` scales every strength of the preset) a failing run is a detection.
+Prints, per check and for the whole gate, the share of runs failing with a 95% Clopper-Pearson interval.
+This is the end-to-end counterpart of ``bench_operating_characteristic.py`` (statistics only, both designs,
+100 seeds): about a minute per seed on one core, as every output is generated anew.
+
+Usage: ``python benchmarks/bench_gate_seeds.py --model sim:fair --seeds 1 20``
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import tempfile
+import time
+from pathlib import Path
+
+from scipy.stats import beta
+
+from harness.checks import all_checks
+from harness.core import CaseNotMeasured
+from harness.gate import Gate, GateConfig
+from harness.models.sim import PRESETS
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    low = beta.ppf(0.025, k, n - k + 1) if k else 0.0
+    high = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    return float(low), float(high)
+
+
+def run_seed(model: str, seed: int, scale: float, cache_dir: str, permutations: int) -> dict[str, str]:
+    options: dict = {"decoding": {"seed": seed}}
+    preset = model.split(":", 1)[1]
+    if scale != 1.0:
+        options["strengths"] = {task: value * scale for task, value in PRESETS[preset]["strengths"].items()}
+    gate = Gate(GateConfig(models=(model,), model_options={model: options}, seed=seed, permutations=permutations,
+                           cache_dir=cache_dir, progress=False, thresholds_path=str(REPO / "thresholds.yaml")))
+    outcomes = {}
+    for check in all_checks():
+        for case in gate.cases(check.name):
+            try:
+                outcomes[f"{check.name}[{case.id.removeprefix(model + '-')}]"] = "pass" if gate.verdict(case).passed else "fail"
+            except CaseNotMeasured:
+                outcomes[f"{check.name}[{case.id.removeprefix(model + '-')}]"] = "unmeasured"
+    return outcomes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="sim:fair")
+    parser.add_argument("--seeds", type=int, nargs=2, default=(1, 20), metavar=("FIRST", "LAST"))
+    parser.add_argument("--strength-scale", type=float, default=1.0)
+    parser.add_argument("--permutations", type=int, default=999)
+    args = parser.parse_args()
+    seeds = range(args.seeds[0], args.seeds[1] + 1)
+    failures: collections.Counter[str] = collections.Counter()
+    unmeasured: collections.Counter[str] = collections.Counter()
+    gate_failures = gate_unmeasured = 0
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as cache_dir:
+        for seed in seeds:
+            outcomes = run_seed(args.model, seed, args.strength_scale, cache_dir, args.permutations)
+            failed = sorted(case for case, outcome in outcomes.items() if outcome == "fail")
+            missing = sorted(case for case, outcome in outcomes.items() if outcome == "unmeasured")
+            failures.update(failed)
+            unmeasured.update(missing)
+            gate_failures += bool(failed)
+            gate_unmeasured += bool(missing) and not failed
+            print(f"seed {seed}: {len(outcomes)} cases, failed {failed or '-'}, unmeasured {missing or '-'}", flush=True)
+    n = len(seeds)
+    print(f"\n{args.model} (strength x{args.strength_scale:g}), {n} seeds, {time.perf_counter() - start:.0f} s")
+    for case in sorted(set(failures) | set(unmeasured)):
+        print(f"  {case:55s} failed {failures[case]:3d}/{n}   unmeasured {unmeasured[case]:3d}/{n}")
+    low, high = clopper_pearson(gate_failures, n)
+    print(f"whole gate: failed {gate_failures}/{n} = {100 * gate_failures / n:.0f}% (95% CI {100 * low:.0f}% to {100 * high:.0f}%); "
+          f"unmeasured without a failure {gate_unmeasured}/{n}")
+
+
+if __name__ == "__main__":
+    main()
