@@ -19,7 +19,9 @@ class CachedModel:
     """A model spec behind the output cache.
 
     Misses are generated in chunks of ``chunk_size`` and each chunk is stored as soon as it is done, so
-    an interrupted run loses at most one chunk. Empty answers are returned but never stored.
+    an interrupted run loses at most one chunk. Requests of one batch that share a cache key are asked once
+    (generated once, or read once) and that answer is given to each of them. Empty answers are returned but
+    never stored.
     """
 
     def __init__(
@@ -45,6 +47,7 @@ class CachedModel:
         self.calls = 0
         self.hits = 0
         self.hits_imported = 0
+        self.duplicates = 0
         self.served_keys: set[str] = set()
 
     def _stage(self, stage: StageSpec, chunk_size: int) -> CachedModel:
@@ -72,8 +75,10 @@ class CachedModel:
     def generate(self, requests: Sequence[GenerationRequest], label: str = "") -> list[str]:
         keys = self.keys(requests)
         self.served_keys.update(keys)
-        cached = self._read(keys)
-        missing = [index for index, key in enumerate(keys) if key not in cached]
+        first_of_key = {key: index for index, key in reversed(list(enumerate(keys)))}
+        self.duplicates += len(keys) - len(first_of_key)
+        cached = self._read(list(first_of_key))
+        missing = sorted(index for key, index in first_of_key.items() if key not in cached)
         if not missing:
             return [cached[key] for key in keys]
         with self.cache.lock(f"{self.fingerprint}|{label}"):
@@ -90,8 +95,9 @@ class CachedModel:
         return {key: text for key, (text, _) in found.items()}
 
     def output_counts(self) -> dict[str, int]:
-        """This process's outputs of the model: generated, read from the cache, and of those read, imported entries."""
-        return {"generated": self.calls, "read": self.hits, "read_imported": self.hits_imported}
+        """This process's outputs of the model: generated, read from the cache, of those read the imported
+        entries, and the requests answered by an identical request of the same batch (``duplicates``)."""
+        return {"generated": self.calls, "read": self.hits, "read_imported": self.hits_imported, "duplicates": self.duplicates}
 
     def _generate_missing(self, requests, keys, missing, cached, label) -> None:
         """Generate the ``missing`` requests chunk by chunk, storing each chunk; with ``progress``, one bar (or
