@@ -226,7 +226,7 @@ def satterthwaite_df(speaker_replicates: np.ndarray, item_replicates: np.ndarray
 
     (Satterthwaite 1946). A component that cannot vary (e.g. identical answers of a group's speakers)
     gives the other's df; NaN when neither varies."""
-    components = [(np.nanvar(r, ddof=1) if np.isfinite(r).sum() > 1 else 0.0, df)
+    components = [(float(np.var(r[np.isfinite(r)], ddof=1)) if np.isfinite(r).sum() > 1 else 0.0, df)
                   for r, df in ((speaker_replicates, speaker_df), (item_replicates, item_df))]
     components = [(v, df) for v, df in components if v > 0 and df > 0]
     if not components:
