@@ -5,6 +5,10 @@ the audio's *content* hash — and a namespace such as ``generate``). The same a
 entry; a changed decoding parameter, prompt or checkpoint is a different one. Errors and empty outputs
 are never stored as answers. Several processes (pytest-xdist workers) may read and write at once: WAL
 mode, a busy timeout, and ``INSERT OR IGNORE`` (two writers of one key wrote the same answer).
+
+Each entry records its ``origin``: ``generated`` (stored by a run that made it) or ``imported`` (added from a
+cache export); entries of caches older than the column read as generated. ``lalm-fairness-cache stats``
+counts the entries per model and origin and, given a results.json, that run's outputs per model.
 """
 
 from __future__ import annotations
@@ -31,9 +35,12 @@ CREATE TABLE IF NOT EXISTS outputs (
     model_fingerprint TEXT NOT NULL,
     text TEXT NOT NULL,
     metadata TEXT NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    origin TEXT NOT NULL DEFAULT 'generated'
 );
 """
+COLUMNS = "key, namespace, model_fingerprint, text, metadata, created, origin"
+GENERATED, IMPORTED = "generated", "imported"
 
 
 class CacheError(ValueError):
@@ -86,6 +93,9 @@ class OutputCache:
             if problems != ["ok"]:
                 raise sqlite3.DatabaseError(f"quick_check: {'; '.join(map(str, problems[:3]))}")
             connection.executescript(SCHEMA)
+            columns = {row[1] for row in connection.execute("PRAGMA table_info(outputs)")}
+            if "origin" not in columns:
+                connection.execute(f"ALTER TABLE outputs ADD COLUMN origin TEXT NOT NULL DEFAULT '{GENERATED}'")
         except BaseException:
             connection.close()
             raise
@@ -117,19 +127,23 @@ class OutputCache:
             raise CacheError(f"cache database {self.path}: {exc}", source=str(self.path)) from exc
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        found: dict[str, str] = {}
+        return {key: text for key, (text, _) in self.lookup(keys).items()}
+
+    def lookup(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """Key -> (text, origin) of the stored ``keys``."""
+        found: dict[str, tuple[str, str]] = {}
         with self._named_errors():
             for start in range(0, len(keys), 500):
                 chunk = list(keys[start:start + 500])
                 placeholders = ",".join("?" * len(chunk))
-                rows = self._connection.execute(f"SELECT key, text FROM outputs WHERE key IN ({placeholders})", chunk)
-                found.update(rows.fetchall())
+                rows = self._connection.execute(f"SELECT key, text, origin FROM outputs WHERE key IN ({placeholders})", chunk)
+                found.update((key, (text, origin)) for key, text, origin in rows.fetchall())
         return found
 
     def put_many(self, entries: Sequence[tuple[str, str, str, str, Mapping[str, Any]]]) -> int:
         """Store (key, namespace, model_fingerprint, text, metadata) rows; empty texts are skipped."""
         rows = [
-            (key, namespace, fingerprint, text, json.dumps(dict(metadata), sort_keys=True), time.time())
+            (key, namespace, fingerprint, text, json.dumps(dict(metadata), sort_keys=True), time.time(), GENERATED)
             for key, namespace, fingerprint, text, metadata in entries
             if text is not None and text.strip()
         ]
@@ -142,7 +156,7 @@ class OutputCache:
         with self._named_errors():
             self._connection.execute("BEGIN IMMEDIATE")
             try:
-                self._connection.executemany("INSERT OR IGNORE INTO outputs VALUES (?, ?, ?, ?, ?, ?)", rows)
+                self._connection.executemany(f"INSERT OR IGNORE INTO outputs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             except BaseException:
                 self._connection.execute("ROLLBACK")
                 raise
@@ -166,10 +180,16 @@ class OutputCache:
         return len(rows)
 
     def import_file(self, path: str | Path) -> int:
-        """Add the entries of an exported file (existing keys are kept); returns the number read.
+        """Add the entries of an exported file (existing keys are kept) as ``imported``; returns the number read.
 
-        The whole file is validated before anything is written, so a damaged file adds nothing.
+        The whole file is validated before anything is written, so a damaged file adds nothing. The count per
+        model is :meth:`import_counts`.
         """
+        return sum(self.import_counts(path).values())
+
+    def import_counts(self, path: str | Path) -> dict[str, int]:
+        """:meth:`import_file`, returning the number of entries read per model (the spec that generated each
+        entry, from its metadata; else its model fingerprint)."""
         path = Path(path)
         if not path.is_file():
             raise CacheError(f"{path}: cache export does not exist")
@@ -184,13 +204,27 @@ class OutputCache:
                     missing = [field for field in EXPORT_FIELDS if field not in entry]
                     if missing:
                         raise CacheError(f"{path}, line {line_number}: entry lacks {missing}")
-                    rows.append(tuple(entry[field] for field in EXPORT_FIELDS))
+                    rows.append((*(entry[field] for field in EXPORT_FIELDS), IMPORTED))
         except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise CacheError(f"{path}: cannot be read as a cache export ({exc})") from exc
         if len(rows) != header.get("entries"):
             raise CacheError(f"{path}: header announces {header.get('entries')} entries, file holds {len(rows)} (truncated?)")
         self._insert(rows)
-        return len(rows)
+        counts: dict[str, int] = {}
+        for row in rows:
+            model = entry_model(row[4], row[2])
+            counts[model] = counts.get(model, 0) + 1
+        return counts
+
+    def stats(self) -> list[dict[str, Any]]:
+        """Per model (spec, else fingerprint) and namespace: entries generated, imported, and in all."""
+        rows = self._connection.execute("SELECT namespace, model_fingerprint, metadata, origin FROM outputs").fetchall()
+        table: dict[tuple[str, str], dict[str, Any]] = {}
+        for namespace, fingerprint, metadata, origin in rows:
+            row = table.setdefault((entry_model(metadata, fingerprint), namespace),
+                                   {"model": entry_model(metadata, fingerprint), "namespace": namespace, GENERATED: 0, IMPORTED: 0})
+            row[IMPORTED if origin == IMPORTED else GENERATED] += 1
+        return [row | {"entries": row[GENERATED] + row[IMPORTED]} for _, row in sorted(table.items())]
 
     def __len__(self) -> int:
         with self._named_errors():
@@ -211,12 +245,36 @@ class OutputCache:
         self._connection.close()
 
 
+def entry_model(metadata: str, fingerprint: str) -> str:
+    """The spec an entry's metadata names (``{"spec": ...}``), else its model fingerprint."""
+    try:
+        spec = json.loads(metadata).get("spec")
+    except (ValueError, AttributeError):
+        spec = None
+    return spec if isinstance(spec, str) and spec else fingerprint
+
+
+def run_output_lines(results: Mapping[str, Any], source: str) -> list[str]:
+    """A results.json's outputs per model (``metadata.outputs``): generated by the run, read from the cache
+    (of which imported entries), and imported into the cache by the run."""
+    metadata = results.get("metadata") if isinstance(results, Mapping) else None
+    outputs = metadata.get("outputs") if isinstance(metadata, Mapping) else None
+    if not isinstance(outputs, Mapping):
+        raise CacheError(f"{source}: records no outputs per model (metadata.outputs; written since issue 15)")
+    lines = [f"{source}: outputs per model"]
+    for model, counts in sorted(outputs.items()):
+        lines.append(f"  {model}: {counts.get('generated', 0)} generated by the run, {counts.get('read', 0)} read from the cache "
+                     f"({counts.get('read_imported', 0)} of them imported entries), {counts.get('imported', 0)} imported by the run")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``lalm-fairness-cache export|import|stats``: move a run's outputs between machines."""
     parser = argparse.ArgumentParser(prog="lalm-fairness-cache", description=main.__doc__)
     parser.add_argument("command", choices=["export", "import", "stats"])
     parser.add_argument("--cache-dir", default=".lalm_cache")
     parser.add_argument("--file", help="the export file (gzip JSON lines)")
+    parser.add_argument("--results", metavar="RESULTS_JSON", help="stats: also the outputs per model of this run")
     args = parser.parse_args(argv)
     if args.command != "stats" and not args.file:
         parser.error(f"{args.command} needs --file")
@@ -226,6 +284,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{cache.path} was damaged: set aside as {cache.set_aside}; the cache starts empty", file=sys.stderr)
         if args.command == "stats":
             print(f"{cache.path}: {len(cache)} entries")
+            for row in cache.stats():
+                print(f"  {row['model']} [{row['namespace']}]: {row['entries']} entries, {row[GENERATED]} generated, {row[IMPORTED]} imported")
+            if args.results:
+                try:
+                    results = json.loads(Path(args.results).read_text(encoding="utf-8"))
+                    print("\n".join(run_output_lines(results, args.results)))
+                except (OSError, ValueError) as exc:
+                    parser.exit(2, f"lalm-fairness-cache: {exc}\n")
         elif args.command == "export":
             print(f"exported {cache.export(args.file)} entries to {args.file}")
         else:

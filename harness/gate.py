@@ -102,10 +102,10 @@ class Gate:
         record = dataclasses.replace(verdict.record, paired_data=check.paired_data(self.pipeline, case))
         untestable = (record.decision or {}).get("untestable")
         if untestable:
-            reasons = {c["reason"] for c in record.decision["contrasts"] if c["label"] in untestable and c["reason"]}
+            reasons = sorted({c["reason"] for c in record.decision["contrasts"] if c["label"] in untestable and c["reason"]})
             raise CaseNotMeasured(
-                f"{case.id}: {', '.join(untestable)} beyond the threshold but cannot be tested "
-                f"({'; '.join(sorted(reasons)) or 'no p-value'}): unmeasured, add speakers or items", record)
+                f"{case.id}: {', '.join(untestable)} beyond the threshold but untestable "
+                f"({reasons[0] if reasons else 'no p-value'}): unmeasured, add speakers or items", record)
         if self.baseline is None:
             return Verdict(verdict.passed, verdict.message, record)
         baseline_record = self.baseline.records.get(baseline_key(record))
@@ -134,6 +134,7 @@ class Gate:
             "stage_models": pipeline.fingerprints(stages=True),
             "model_calls": sum(model.calls for model in models),
             "cache_hits": sum(model.hits for model in models),
+            "outputs": {model.spec: model.output_counts() for model in models},
             "models_loaded": sorted(model.spec for model in models if model.loaded),
             "corpora": {
                 name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table), "audio_warnings": list(c.audio_warnings)}
@@ -198,16 +199,25 @@ def validate_models(config: GateConfig) -> None:
             raise ModelError(f"{where}{error}", source=error.source) from None
 
 
-def merge_run_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def merge_run_metadata(parts: Sequence[Mapping[str, Any]], imported_caches: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """One run's metadata from the :meth:`Gate.run_metadata` of each process that ran (xdist workers and
-    the controller): counts are summed, the models, stage models, loaded models and bundled exports of
-    every part are united, and settings every part shares (thresholds, seed, judge...) come from the first
-    part that states them."""
+    the controller): counts are summed (``outputs`` per model and count), the models, stage models, loaded
+    models and bundled exports of every part are united, and settings every part shares (thresholds, seed,
+    judge...) come from the first part that states them. Each model's ``outputs`` then gains ``imported``: the
+    entries of it that the run's imports read, the bundled exports (once, whichever processes imported them)
+    and the ``imported_caches`` (``--import-cache`` files, with their ``per_model`` counts); entries of
+    models the run did not use (and of non-model namespaces such as embeddings) are not listed."""
     merged: dict[str, Any] = {}
     for part in parts:
         for key, value in part.items():
             if key in ("model_calls", "cache_hits"):
                 merged[key] = merged.get(key, 0) + value
+            elif key == "outputs":
+                outputs = merged.setdefault(key, {})
+                for model, counts in value.items():
+                    totals = outputs.setdefault(model, {})
+                    for name, count in counts.items():
+                        totals[name] = totals.get(name, 0) + count
             elif key in ("models", "stage_models"):
                 merged[key] = {**merged.get(key, {}), **value}
             elif key == "models_loaded":
@@ -217,6 +227,14 @@ def merge_run_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 merged[key] = [*merged.get(key, []), *(entry for entry in value if (entry["model"], entry["file"]) not in known)]
             elif merged.get(key) is None:
                 merged[key] = value
+    if "outputs" in merged:
+        outputs = merged["outputs"]
+        for source in (*merged.get("bundled_outputs", []), *imported_caches):
+            for model, count in source.get("per_model", {}).items():
+                if model in outputs:
+                    outputs[model]["imported"] = outputs[model].get("imported", 0) + count
+        for totals in outputs.values():
+            totals.setdefault("imported", 0)
     return merged
 
 

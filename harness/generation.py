@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import sys
-import time
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.cache import OutputCache, cache_key
+from harness.cache import IMPORTED, OutputCache, cache_key
 from harness.models import build_backend
 from harness.core import DecodingParams, GenerationRequest, ModelError, PartialGenerationError
 from harness.models.base import Backend, Model, StageSpec
+from harness.models.progress import Progress
 
 NAMESPACE = "generate"
 
@@ -19,8 +19,9 @@ class CachedModel:
     """A model spec behind the output cache.
 
     Misses are generated in chunks of ``chunk_size`` and each chunk is stored as soon as it is done, so
-    an interrupted run loses at most one chunk. Empty answers are returned but never stored. A chunk whose
-    backend answered only some requests (:class:`~harness.core.PartialGenerationError`)
+    an interrupted run loses at most one chunk. Requests of one batch that share a cache key are asked once
+    (generated once, or read once) and that answer is given to each of them. Empty answers are returned but
+    never stored. A chunk whose backend answered only some requests (:class:`~harness.core.PartialGenerationError`)
     keeps those answers in the cache and the next chunk runs; the first error is raised once every chunk
     has had its turn. A chunk that failed outright stops the generation at once.
     """
@@ -47,6 +48,8 @@ class CachedModel:
         self.offline = offline
         self.calls = 0
         self.hits = 0
+        self.hits_imported = 0
+        self.duplicates = 0
         self.served_keys: set[str] = set()
 
     def _stage(self, stage: StageSpec, chunk_size: int) -> CachedModel:
@@ -74,44 +77,59 @@ class CachedModel:
     def generate(self, requests: Sequence[GenerationRequest], label: str = "") -> list[str]:
         keys = self.keys(requests)
         self.served_keys.update(keys)
-        cached = self.cache.get_many(keys)
-        self.hits += sum(key in cached for key in keys)
-        missing = [index for index, key in enumerate(keys) if key not in cached]
+        first_of_key = {key: index for index, key in reversed(list(enumerate(keys)))}
+        self.duplicates += len(keys) - len(first_of_key)
+        cached = self._read(list(first_of_key))
+        missing = sorted(index for key, index in first_of_key.items() if key not in cached)
         if not missing:
             return [cached[key] for key in keys]
         with self.cache.lock(f"{self.fingerprint}|{label}"):
-            cached.update(self.cache.get_many([keys[index] for index in missing]))
+            cached.update(self._read([keys[index] for index in missing]))  # what another process wrote meanwhile
             missing = [index for index in missing if keys[index] not in cached]
             self._generate_missing(requests, keys, missing, cached, label)
         return [cached.get(key, "") for key in keys]
 
+    def _read(self, keys: Sequence[str]) -> dict[str, str]:
+        """The stored answers of ``keys``, counted as read (``hits``; ``hits_imported`` of them imported entries)."""
+        found = self.cache.lookup(keys)
+        self.hits += len(found)
+        self.hits_imported += sum(origin == IMPORTED for _, origin in found.values())
+        return {key: text for key, (text, _) in found.items()}
+
+    def output_counts(self) -> dict[str, int]:
+        """This process's outputs of the model: generated, read from the cache, of those read the imported
+        entries, and the requests answered by an identical request of the same batch (``duplicates``)."""
+        return {"generated": self.calls, "read": self.hits, "read_imported": self.hits_imported, "duplicates": self.duplicates}
+
     def _generate_missing(self, requests, keys, missing, cached, label) -> None:
-        started = time.monotonic()
+        """Generate the ``missing`` requests chunk by chunk, storing each chunk; with ``progress``, one bar (or
+        plain lines off a terminal, :mod:`harness.models.progress`) per model x task, advanced per chunk (the
+        backend's and the stages' own bars stay silent inside it)."""
+        bar = Progress(len(missing), f"{self.spec} {label}".rstrip(), min_items=self.chunk_size) if self.progress else contextlib.nullcontext()
         first_error: PartialGenerationError | None = None
-        for done, start in enumerate(range(0, len(missing), self.chunk_size)):
-            chunk = missing[start:start + self.chunk_size]
-            try:
-                answers = dict(enumerate(self.model().generate([requests[index] for index in chunk], self.decoding)))
-                complete = True
-            except PartialGenerationError as error:
-                if not error.answers:
+        with bar:
+            for start in range(0, len(missing), self.chunk_size):
+                chunk = missing[start:start + self.chunk_size]
+                try:
+                    answers = dict(enumerate(self.model().generate([requests[index] for index in chunk], self.decoding)))
+                    complete = True
+                except PartialGenerationError as error:
+                    if not error.answers:
+                        raise
+                    answers, complete, first_error = error.answers, False, first_error or error
+                except ModelError:
                     raise
-                answers, complete, first_error = error.answers, False, first_error or error
-            except ModelError:
-                raise
-            except Exception as exc:
-                raise ModelError(f"{self.spec}: generation failed for {label or 'a batch'} ({type(exc).__name__}: {exc})") from exc
-            if complete and len(answers) != len(chunk):
-                raise ModelError(f"{self.spec}: returned {len(answers)} answers for {len(chunk)} requests")
-            self.calls += len(answers)
-            self.cache.put_many([
-                (keys[chunk[position]], NAMESPACE, self.fingerprint, answer, {"spec": self.spec, "label": label})
-                for position, answer in answers.items()
-            ])
-            cached.update({keys[chunk[position]]: answer for position, answer in answers.items()})
-            if self.progress and len(missing) > self.chunk_size:
-                finished = min(start + self.chunk_size, len(missing))
-                elapsed = time.monotonic() - started
-                print(f"[lalm-fairness] {self.spec} {label}: {finished}/{len(missing)} generated ({elapsed:.0f}s)", file=sys.stderr, flush=True)
+                except Exception as exc:
+                    raise ModelError(f"{self.spec}: generation failed for {label or 'a batch'} ({type(exc).__name__}: {exc})") from exc
+                if complete and len(answers) != len(chunk):
+                    raise ModelError(f"{self.spec}: returned {len(answers)} answers for {len(chunk)} requests")
+                self.calls += len(answers)
+                self.cache.put_many([
+                    (keys[chunk[position]], NAMESPACE, self.fingerprint, answer, {"spec": self.spec, "label": label})
+                    for position, answer in answers.items()
+                ])
+                cached.update({keys[chunk[position]]: answer for position, answer in answers.items()})
+                if self.progress:
+                    bar.advance_to(start + len(chunk))
         if first_error is not None:
             raise first_error

@@ -415,7 +415,8 @@ def first_line(text: str) -> str:
 
 
 def import_bundled_exports(cache: OutputCache, config: GateConfig) -> list[dict[str, Any]]:
-    """Import the shipped exports of the configured models; returns each file, its entry count and provenance.
+    """Import the shipped exports of the configured models; returns each file, its entry count (in all and per
+    model) and provenance.
 
     A missing export is skipped (its model then generates); importing is idempotent (existing keys are kept).
     """
@@ -427,5 +428,7 @@ def import_bundled_exports(cache: OutputCache, config: GateConfig) -> list[dict[
                 continue
             provenance_path = path.parent / "provenance.json"
             provenance = json.loads(provenance_path.read_text()) if provenance_path.is_file() else None
-            imported.append({"model": spec, "file": str(path), "entries": cache.import_file(path), "provenance": provenance})
+            per_model = cache.import_counts(path)
+            imported.append({"model": spec, "file": str(path), "entries": sum(per_model.values()), "per_model": per_model,
+                             "provenance": provenance})
     return imported

@@ -11,7 +11,9 @@ controller (or a run without xdist) writes the outputs.
 
 from __future__ import annotations
 
+import datetime
 import json
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from harness.data import CorpusError
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, Unmeasured, audio_warnings, merge_run_metadata, package_versions
 from harness.core import ModelError
 from harness.outcomes import EXIT_STATUS, run_outcome
+from harness.models.progress import attach_terminal, detach_terminal
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
 from harness.records import SCHEMA_VERSION
 from harness.thresholds import ThresholdsError
@@ -71,6 +74,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"judge model for the judge-score ratio (score_ratio cases run only with a judge); without --model, the demo's judge {DEFAULT_JUDGE}")
     group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
     group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
+    group.addoption("--summary-md", default=None, metavar="FILE",
+                    help="also write a short Markdown summary (verdict, failed/unmeasured/regressed cases) for a CI page")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -79,10 +84,20 @@ def pytest_configure(config: pytest.Config) -> None:
     assign_worker_gpu()
     if not hasattr(config, "workerinput"):
         import_caches(config)
+        attach_progress_terminal(config)
     config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
     config.pluginmanager.register(AtomicJunitXml(config), "lalm_fairness_atomic_junit")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
+
+
+def attach_progress_terminal(config: pytest.Config) -> None:
+    """Progress bars of generation on this terminal, drawn with pytest's capture suspended; only in the
+    process that owns the terminal (never an xdist worker) and only when stderr is a terminal."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if sys.stderr.isatty() and capture is not None:
+        attach_terminal(sys.stderr, capture.global_and_fixture_disabled)
+        config.add_cleanup(detach_terminal)
 
 
 def import_caches(config: pytest.Config) -> None:
@@ -92,7 +107,10 @@ def import_caches(config: pytest.Config) -> None:
         return
     cache = OutputCache(cache_dir(config))
     try:
-        config.stash[IMPORTED_KEY] = [{"file": str(path), "entries": cache.import_file(path)} for path in files]
+        config.stash[IMPORTED_KEY] = [
+            {"file": str(path), "entries": sum(counts.values()), "per_model": counts}
+            for path, counts in ((path, cache.import_counts(path)) for path in files)
+        ]
     except CacheError as exc:
         raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
     finally:
@@ -329,6 +347,11 @@ class FairnessSession:
             from harness.report import write_report
 
             write_report(results, report_path)
+        summary_path = self.config.getoption("--summary-md")
+        if summary_path:
+            from harness.report.ci_summary import write_summary
+
+            write_summary(results, summary_path, report_path or None, results_path or None)
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -385,10 +408,11 @@ class FairnessSession:
         if GATE_KEY in self.config.stash:
             parts.append(self.config.stash[GATE_KEY].run_metadata())
         return {
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "package_versions": package_versions(),
             "workers": max(1, len(self.worker_metadata)),
             "imported_caches": self.config.stash.get(IMPORTED_KEY, []),
-            **merge_run_metadata(parts),
+            **merge_run_metadata(parts, self.config.stash.get(IMPORTED_KEY, [])),
         }
 
 

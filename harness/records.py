@@ -148,9 +148,8 @@ class RobustnessRecord(CaseRecord):
 
 @dataclasses.dataclass(kw_only=True)
 class ErrorRecord:
-    """A gate case that could not be measured (an *unmeasured* case, never a fail); ``message`` says why,
-    ``cause`` is ``{kind, source, message}`` (:class:`harness.outcomes.Cause`; absent in older files), and the
-    case's model, corpus, dimension and variant are kept where known."""
+    """A gate case that raised instead of reaching a verdict (unmeasured); ``message`` is the error, ``cause``
+    its kind and source, and model/corpus/dimension/variant whatever of the case is known (unset ones omitted)."""
 
     check: str = "error"
     id: str
@@ -164,7 +163,8 @@ class ErrorRecord:
     variant: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {key: value for key, value in dataclasses.asdict(self).items() if value is not None}
+        return {name: value for name, value in dataclasses.asdict(self).items()
+                if value is not None or name not in ("cause", "model", "corpus", "dimension", "variant")}
 
 
 RECORD_TYPES: dict[str, type[CaseRecord]] = {

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.models.base import Backend
+from harness.models.progress import Progress
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -20,6 +23,25 @@ def gate_project(pytester: pytest.Pytester, *gate_modules: str) -> pytest.Pytest
         shutil.copy(REPO / "fairness_tests" / name, pytester.path / name)
     shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
     return pytester
+
+
+class EchoBackend(Backend):
+    """A test backend (register it as ``echo``): answers echo the prompt, with the backend's own progress around
+    each batch, as the hf backend's."""
+
+    def __init__(self, spec, target, options):
+        self.spec = spec
+
+    def fingerprint(self):
+        return "echo:1"
+
+    def load(self):
+        return self
+
+    def generate(self, requests, params):
+        with Progress(len(requests), f"{self.spec} generate") as bar:
+            bar.update(len(requests))
+        return [f"echo {request.prompt}" for request in requests]
 
 
 class LoopbackServer:

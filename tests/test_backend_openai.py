@@ -226,3 +226,13 @@ def test_sampling_body_and_plain_openai_mode():
     assert (body["temperature"], body["top_p"], body["top_k"], body["repetition_penalty"], body["seed"]) == (0.8, 0.9, 40, 1.1, 5)
     plain = build_body("m", GenerationRequest("x"), params, extended=False, extra={"max_completion_tokens": 9})
     assert "top_k" not in plain and "repetition_penalty" not in plain and plain["max_completion_tokens"] == 9
+
+
+def test_served_text_is_finished_as_transformers_and_offline_vllm_finish_it():
+    from harness.models.base import finished_answer
+    from harness.models.openai_backend import answer_text
+
+    assert answer_text({"choices": [{"message": {"content": " leading space kept by the server\n"}}]}) == "leading space kept by the server"
+    assert finished_answer("cut at the token limit \ufffd\ufffd") == "cut at the token limit"
+    assert finished_answer("an invalid byte \ufffd inside stays") == "an invalid byte \ufffd inside stays"
+    assert answer_text({"choices": [{"message": {"content": [{"type": "text", "text": " parts \ufffd"}]}}]}) == "parts"

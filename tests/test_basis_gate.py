@@ -8,15 +8,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("speech-implicit", "speech-explicit", "text-implicit", "text-explicit")
-# ICAT: the voice-induced stereotype contrast, two speakers per group; age speech-implicit (the weakest cue)
-# is not significant once the whole gate's 21 cases are corrected for.
-BIASED_FAILURES = {
-    *(f"sim:biased-{dimension}-{mode}" for dimension in ("gender", "age") for mode in ("speech-explicit", "text-explicit")),
-    "sim:biased-gender-speech-implicit",
-    "sim:biased-age",
-    "sim:biased-asr-gender",
-    "sim:biased-asr-age",
-}
+# ICAT: the voice-induced stereotype contrast. The demo suite has two speakers per group, so a group gap
+# is judged against speaker and item variation with 2-5 degrees of freedom and the whole gate's 21 cases:
+# classification and ASR robustness are not significant there, and the age cases are borderline.
+BIASED_FAILURES = {"sim:biased-gender-speech-implicit", "sim:biased-gender-speech-explicit", "sim:biased-gender-text-explicit",
+                   "sim:biased-age-speech-explicit"}
+BIASED_MAY_FAIL = {f"sim:biased-{dimension}-{mode}" for dimension in ("gender", "age") for mode in MODES if mode != "text-implicit"}
 
 pytest_plugins = ["pytester"]
 
@@ -46,8 +43,8 @@ def test_fair_passes_every_basis_case_and_biased_fails_its_stereotype_cases(gate
     fair = [case for case in results["cases"] if case["model"] == "sim:fair"]
     assert len(fair) == 21 and all(case["passed"] for case in fair)
     failed = {case["id"] for case in results["cases"] if not case["passed"]}
-    assert failed == BIASED_FAILURES
-    result.assert_outcomes(passed=42 - len(BIASED_FAILURES), failed=len(BIASED_FAILURES))
+    assert BIASED_FAILURES <= failed <= BIASED_MAY_FAIL
+    result.assert_outcomes(passed=42 - len(failed), failed=len(failed))
 
     icat = next(c for c in results["cases"] if c["check"] == "icat" and c["id"] == "sim:biased-gender-speech-implicit")
     assert icat["value"] < icat["threshold"]["min_icat"] and icat["pooled_ss"] > 50 and icat["pooled_p"] < 0.05
@@ -79,14 +76,15 @@ def test_an_accuracy_floor_is_reported_and_never_fails_a_voice_blind_model(gate_
     result.assert_outcomes(passed=2)
 
 
-def test_robustness_fails_when_recognition_degrades_with_pitch(gate_project, shared_cache):
+def test_robustness_sees_recognition_degrade_with_pitch_but_two_speakers_per_group_cannot_prove_it(gate_project, shared_cache):
     result, results = run_gate(gate_project, shared_cache, "--model", "sim:biased", "-k", "robustness")
     verdicts = {case["id"]: case for case in results["cases"]}
     asr = verdicts["sim:biased-asr-gender"]
-    assert not asr["passed"] and asr["gap"]["best"] == "male"
-    assert asr["gap"]["value"] > asr["threshold"]["max_gap"] and asr["gap"]["ci_low"] > 0
-    assert not verdicts["sim:biased-asr-age"]["passed"] and verdicts["sim:biased-sqa-gender"]["passed"]
-    result.assert_outcomes(passed=1, failed=2)
+    assert asr["gap"]["best"] == "male" and asr["gap"]["value"] > asr["threshold"]["max_gap"]
+    decision = asr["decision"]
+    assert decision["relevant"] and decision["p"] < 0.1 and decision["family_size"] == 3 and not decision["significant"]
+    assert asr["gap"]["ci_low"] < 0 < asr["gap"]["ci_high"]  # t with about 2 df from 2 speakers per group
+    result.assert_outcomes(passed=3)
 
 
 def test_malformed_suite_stops_collection_naming_the_row(gate_project, tmp_path):

@@ -110,6 +110,33 @@ def test_chunks_already_generated_survive_a_later_failure(tmp_path):
         BACKENDS.pop("flaky")
 
 
+def test_identical_requests_of_a_batch_are_generated_once(tmp_path):
+    sent = []
+
+    class Recording(CountingBackend):
+        def generate(self, requests, params):
+            sent.extend(r.prompt for r in requests)
+            return super().generate(requests, params)
+
+    globals()["Recording"] = Recording
+    register_backend("recording", f"{__name__}:Recording")
+    try:
+        cached = CachedModel("recording:m", OutputCache(tmp_path), DecodingParams(), {}, chunk_size=1, progress=False)
+        prompts = ["p1", "p2", "p1", "EMPTY", "p1", "EMPTY", "p2"]
+        answers = cached.generate([GenerationRequest(p, tone(200)) for p in prompts])
+        assert sent == ["p1", "p2", "EMPTY"]
+        assert answers == ["answer to p1 (256)", "answer to p2 (256)", "answer to p1 (256)", "",
+                           "answer to p1 (256)", "", "answer to p2 (256)"]
+        assert (cached.calls, cached.duplicates, cached.hits) == (3, 4, 0)
+        again = cached.generate([GenerationRequest(p, tone(200)) for p in ["p2", "p2", "EMPTY", "EMPTY"]])
+        assert again == ["answer to p2 (256)", "answer to p2 (256)", "", ""]
+        assert sent == ["p1", "p2", "EMPTY", "EMPTY"]
+        assert (cached.calls, cached.duplicates, cached.hits) == (4, 6, 1)
+        assert cached.output_counts()["duplicates"] == 6
+    finally:
+        BACKENDS.pop("recording")
+
+
 def _writer(args):
     directory, worker = args
     cache = OutputCache(directory)

@@ -43,15 +43,19 @@ def brute_force(table, a, b, n_boot, seed, level=0.95):
         means = sample.groupby("group")["score"].mean()
         rest = sample.loc[sample["group"] != a, "score"].mean()
         out.append(means[a] - (rest if b == REST else means[b]))
-    out = np.array(out)
-    return np.quantile(out, [(1 - level) / 2, (1 + level) / 2])
+    return np.quantile(np.array(out), [(1 - level) / 2, (1 + level) / 2])
+
+
+def widened(result, low, high):
+    """The brute-force percentile interval widened about the estimate as the library widens its own."""
+    return result.estimate + result.widen * (low - result.estimate), result.estimate + result.widen * (high - result.estimate)
 
 
 @pytest.mark.parametrize("contrast", [("g0", "g1"), ("g1", REST)])
 def test_matches_brute_force(contrast):
     table = crossed_table(np.random.default_rng(3), speakers_per_group=(2, 3, 2), items=4)
     result = crossed_group_gap(table, value="score", contrast=contrast, n_boot=60, seed=11)
-    low, high = brute_force(table, *contrast, n_boot=60, seed=11)
+    low, high = widened(result, *brute_force(table, *contrast, n_boot=60, seed=11))
     assert result.estimable
     assert result.ci_low == pytest.approx(low) and result.ci_high == pytest.approx(high)
 
@@ -62,9 +66,27 @@ def test_items_differing_between_groups_match_brute_force():
     shared = crossed_table(np.random.default_rng(6), items=2).assign(item=lambda t: "shared" + t["item"])
     table = pd.concat([table, shared], ignore_index=True)
     result = crossed_group_gap(table, value="score", contrast=("g0", "g1"), n_boot=40, seed=2)
-    low, high = brute_force(table, "g0", "g1", n_boot=40, seed=2)
+    low, high = widened(result, *brute_force(table, "g0", "g1", n_boot=40, seed=2))
     assert (result.ci_low, result.ci_high) == (pytest.approx(low), pytest.approx(high))
     assert dict(result.n_items) == {"g0": 6, "g1": 6} and dict(result.n_speakers) == {"g0": 3, "g1": 3}
+
+
+def test_small_sample_widening_and_degrees_of_freedom():
+    """Two speakers per group and 6 items: widen sqrt(2) for the speaker draw's (n-1)/n, times t/z at the
+    Satterthwaite df, at least the speaker df (2) and at most the sum of both (2 + 5)."""
+    from scipy.stats import norm, t
+
+    from harness.metrics.crossed import satterthwaite_df, small_sample_factor
+
+    table = crossed_table(np.random.default_rng(9), speakers_per_group=(2, 2), items=6, orders=3)
+    result = crossed_group_gap(table, value="score", contrast=("g0", "g1"), n_boot=400, seed=1)
+    assert small_sample_factor(2) == pytest.approx(np.sqrt(2)) and small_sample_factor(10) == pytest.approx(np.sqrt(10 / 9))
+    assert 2 <= result.df <= 2 + 5
+    assert result.widen == pytest.approx(np.sqrt(2) * t.ppf(0.975, result.df) / norm.ppf(0.975))
+    assert result.p_value == pytest.approx(2 * t.sf(abs(result.estimate) / result.se, result.df))
+    assert satterthwaite_df(np.array([1.0, -1.0, 0.0]), np.zeros(3), 2, 5) == pytest.approx(2)
+    assert satterthwaite_df(np.array([1.0, -1.0]), np.array([1.0, -1.0]), 2, 2) == pytest.approx(4)
+    assert np.isnan(satterthwaite_df(np.zeros(3), np.zeros(3), 2, 5))
 
 
 def test_the_issue_16_sqa_case_is_no_longer_degenerate():

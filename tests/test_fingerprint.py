@@ -196,8 +196,9 @@ def test_progress_silent_for_few_items_and_when_disabled(monkeypatch):
     assert out.getvalue() == ""
 
 
-def test_progress_tty_redraws_one_line(monkeypatch):
+def test_progress_tty_draws_a_tqdm_bar_with_count_rate_and_eta(monkeypatch):
     monkeypatch.delenv("LALM_PROGRESS", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
 
     class Tty(io.StringIO):
         def isatty(self):
@@ -208,7 +209,9 @@ def test_progress_tty_redraws_one_line(monkeypatch):
         for _ in range(10):
             bar.update()
     text = out.getvalue()
-    assert text.count("\r") == 10 and text.endswith("\n") and text.count("\n") == 1
+    assert text.startswith("\r") and text.endswith("\n") and text.count("\n") == 1
+    final = text.rstrip("\n").split("\r")[-1]
+    assert final.startswith("[lalm] x: 100%") and "10/10 [" in final and "item/s]" in final and "<00:00" in final
 
 
 def test_progress_close_after_error_ends_the_line(monkeypatch):

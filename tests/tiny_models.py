@@ -100,8 +100,17 @@ LEAKY_GENERATION = dict(do_sample=True, temperature=1.7, top_k=5, top_p=0.5, rep
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
-def build_qwen2_audio(directory: str | os.PathLike, *, seed: int = 0, generation: dict | None = None) -> Path:
-    """Qwen2-Audio with its real processor (Whisper features + ChatML template)."""
+# A text decoder that vLLM's CPU attention accepts (head_dim = 128 / 2 = 64; it rejects 16).
+ENGINE_TEXT = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
+
+
+def build_qwen2_audio(directory: str | os.PathLike, *, seed: int = 0, generation: dict | None = None,
+                      text: dict | None = None, initializer_range: float = 0.02) -> Path:  # fmt: skip
+    """Qwen2-Audio with its real processor (Whisper features + ChatML template).
+
+    ``text`` replaces the text decoder's sizes (default :data:`TEXT`); a larger ``initializer_range``
+    gives weights large enough that the answers depend on the audio and the prompt (at the default the
+    logits are nearly flat and every input gets much the same answer)."""
     from transformers import (
         Qwen2AudioConfig,
         Qwen2AudioForConditionalGeneration,
@@ -117,8 +126,10 @@ def build_qwen2_audio(directory: str | os.PathLike, *, seed: int = 0, generation
     proc.save_pretrained(directory)
     cfg = Qwen2AudioConfig(
         audio_config=dict(d_model=32, encoder_attention_heads=2, encoder_ffn_dim=64, encoder_layers=2, num_mel_bins=128),
-        text_config=dict(model_type="qwen2", vocab_size=len(tok), max_position_embeddings=4096, **TEXT),
+        text_config=dict(model_type="qwen2", vocab_size=len(tok), max_position_embeddings=4096,
+                         initializer_range=initializer_range, **(text or TEXT)),
         audio_token_index=tok.convert_tokens_to_ids("<|AUDIO|>"),
+        initializer_range=initializer_range,
     )
     _seed(seed)
     _save(Qwen2AudioForConditionalGeneration(cfg).eval(), directory, {"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **(generation or {})})

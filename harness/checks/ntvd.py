@@ -99,7 +99,7 @@ class NtvdCheck(Check):
     def result(self, context: CheckContext, case: Case) -> tuple[NTVDResult, PermutationResult]:
         table = context.group_table(case.model, case.corpus, case.variant, case.dimension)
         if table.empty:
-            raise ValueError(f"{case.id}: no attribute was extracted from any answer; see the extraction status counts")
+            raise CaseNotMeasured(f"{case.id}: no attribute was extracted from any answer; see the extraction status counts")
         tau = self.threshold(context, case).tau
         observed = ntvd(table, tau=tau)
         test = permutation_test(table, tau=tau, n_permutations=context.permutations, seed=self.seed(context, case))

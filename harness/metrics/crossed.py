@@ -22,10 +22,19 @@ crossed random-effects model ``v_si = mu + A_s + B_i + E_si`` the variance of a 
 and ``C`` items is ``sigma_A^2/R + sigma_B^2/C + sigma_E^2/(RC)``, and the product bootstrap's expected
 variance is about ``sigma_A^2/R + sigma_B^2/C + 3 sigma_E^2/(RC)`` (the residual is counted by the speaker
 draw, the item draw and their product): mildly conservative, by at most ``2 sigma_E^2/(RC)``, and no
-two-way bootstrap is exactly unbiased (McCullagh 2000). Intervals are percentile intervals; the two-sided
-p-value of ``contrast = 0`` is the normal one from the bootstrap standard error, ``2 Phi(-|t| / se*)``,
-so that it can be small enough for a whole-gate Holm correction (a percentile p-value cannot go below
-``2 / (B + 1)``).
+two-way bootstrap is exactly unbiased (McCullagh 2000). With few speakers per group the speaker draw
+underestimates: the bootstrap variance of a mean over ``n`` resampled units is ``(n - 1)/n`` times the
+unbiased one, half of it at 2 speakers per group, the demo's design. So every interval and standard error
+is widened about the estimate by ``sqrt(n / (n - 1))`` with ``n`` the fewest speakers or items of the
+groups compared (:func:`small_sample_factor`: 1.41 at 2, 1.05 at 10, 1.01 at 45; the item draw has the
+same bias). Intervals are these
+widened percentile intervals ``est + f (q - est)``; the two-sided p-value of ``contrast = 0`` is the normal
+one from the widened bootstrap standard error, ``2 Phi(-|est| / (f se*))``, so that it can be small enough
+for a whole-gate correction (a percentile p-value cannot go below ``2 / (B + 1)``), referred to Student's
+t with Welch-Satterthwaite degrees of freedom from the speaker-only and item-only bootstrap variances
+(:func:`satterthwaite_df`), since with a handful of speakers or items the standard error is itself
+uncertain; the interval is widened by the same ``t / z`` quantile ratio. ``CrossedGap.widen`` is the total
+factor applied to the percentile interval about the estimate, ``CrossedGap.df`` the degrees of freedom.
 
 Not estimable (``estimable=False`` with a ``reason``, interval and p NaN) rather than a degenerate
 interval: a group with fewer than 2 speakers, an item stratum with fewer than 2 items, or a contrast
@@ -40,6 +49,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from harness.core import require_columns
 
@@ -74,6 +84,8 @@ class CrossedGap:
     estimable: bool
     reason: str | None
     replicates: np.ndarray = dataclasses.field(repr=False)
+    df: float = float("nan")
+    widen: float = 1.0
 
     @property
     def label(self) -> str:
@@ -98,6 +110,10 @@ class CrossedReplicates:
     n_items: pd.Series
     problems: list[str]
     seed: int
+    speaker_replicates: np.ndarray | None = None
+    item_replicates: np.ndarray | None = None
+    rest_speaker_replicates: np.ndarray | None = None
+    rest_item_replicates: np.ndarray | None = None
 
 
 def _cells(table: pd.DataFrame, value: str, denominator: str | None, group: str, speaker: str, item: str):
@@ -169,21 +185,25 @@ def crossed_replicates(
         np.add.at(b, (np.arange(n_boot)[:, None], members[picks]), 1.0)
 
     n_items = pd.Series({g: int(sum(g in stratum for stratum in groups_of_item)) for g in groups}, name="items")
-    means, reps, num_g, den_g, num_bg, den_bg = [], [], [], [], [], []
-    for g in groups:
-        rows = group_of_speaker == g
-        num_g.append(num[rows].sum()); den_g.append(den[rows].sum())
-        num_bg.append(np.einsum("bs,si,bi->b", a[:, rows], num[rows], b))
-        den_bg.append(np.einsum("bs,si,bi->b", a[:, rows], den[rows], b))
-    num_g, den_g = np.array(num_g), np.array(den_g)
-    num_bg, den_bg = np.column_stack(num_bg), np.column_stack(den_bg)
+    num_g = np.array([num[group_of_speaker == g].sum() for g in groups])
+    den_g = np.array([den[group_of_speaker == g].sum() for g in groups])
+
+    def resampled(speaker_weights: np.ndarray, item_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        sums = [(np.einsum("bs,si,bi->b", speaker_weights[:, rows], num[rows], item_weights),
+                 np.einsum("bs,si,bi->b", speaker_weights[:, rows], den[rows], item_weights))
+                for rows in (group_of_speaker == g for g in groups)]
+        num_bg, den_bg = np.column_stack([n for n, _ in sums]), np.column_stack([d for _, d in sums])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return num_bg / den_bg, (num_bg.sum(axis=1, keepdims=True) - num_bg) / (den_bg.sum(axis=1, keepdims=True) - den_bg)
+
     with np.errstate(invalid="ignore", divide="ignore"):
         means = num_g / den_g
-        reps = num_bg / den_bg
         rest_means = (num_g.sum() - num_g) / (den_g.sum() - den_g)
-        rest_reps = (num_bg.sum(axis=1, keepdims=True) - num_bg) / (den_bg.sum(axis=1, keepdims=True) - den_bg)
-    return CrossedReplicates(groups, means, reps, rest_means, rest_reps,
-                             pd.Series(n_speakers, name="speakers"), n_items, problems, seed)
+    reps, rest_reps = resampled(a, b)
+    speaker_reps, rest_speaker_reps = resampled(a, np.ones_like(b))
+    item_reps, rest_item_reps = resampled(np.ones_like(a), b)
+    return CrossedReplicates(groups, means, reps, rest_means, rest_reps, pd.Series(n_speakers, name="speakers"), n_items,
+                             problems, seed, speaker_reps, item_reps, rest_speaker_reps, rest_item_reps)
 
 
 def _contrast(x: np.ndarray, y: np.ndarray, scale: str) -> np.ndarray:
@@ -191,7 +211,38 @@ def _contrast(x: np.ndarray, y: np.ndarray, scale: str) -> np.ndarray:
         return x - y if scale == DIFFERENCE else np.log(x / y)
 
 
-def _summarise(estimate: float, replicates: np.ndarray, level: float) -> tuple[float, float, float, float, str | None]:
+def small_sample_factor(n_speakers: int) -> float:
+    """``sqrt(n / (n - 1))``: the bootstrap variance of a mean over ``n`` resampled speakers is
+    ``(n - 1) / n`` times the unbiased one (Efron & Tibshirani 1993, §5.2), half of it at 2 speakers."""
+    return float(np.sqrt(n_speakers / (n_speakers - 1))) if n_speakers > 1 else float("nan")
+
+
+def satterthwaite_df(speaker_replicates: np.ndarray, item_replicates: np.ndarray, speaker_df: int, item_df: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of the contrast's variance ``V_s + V_i``, with ``V_s`` and
+    ``V_i`` the variances of its speaker-only and item-only bootstrap replicates and ``speaker_df =
+    sum_g (n_g - 1)``, ``item_df = n_items - 1`` their own degrees of freedom::
+
+        df = (V_s + V_i)^2 / (V_s^2 / speaker_df + V_i^2 / item_df)
+
+    (Satterthwaite 1946). A component that cannot vary (e.g. identical answers of a group's speakers)
+    gives the other's df; NaN when neither varies."""
+    components = [(float(np.var(r[np.isfinite(r)], ddof=1)) if np.isfinite(r).sum() > 1 else 0.0, df)
+                  for r, df in ((speaker_replicates, speaker_df), (item_replicates, item_df))]
+    components = [(v, df) for v, df in components if v > 0 and df > 0]
+    if not components:
+        return float("nan")
+    total = sum(v for v, _ in components)
+    return float(total**2 / sum(v**2 / df for v, df in components))
+
+
+def _t_over_normal(level: float, df: float) -> float:
+    """How much wider a Student-t interval with ``df`` is than the normal one (1 for an unknown df)."""
+    if not np.isfinite(df):
+        return 1.0
+    return float(student_t.ppf(0.5 + level / 2.0, df) / norm.ppf(0.5 + level / 2.0))
+
+
+def _summarise(estimate: float, replicates: np.ndarray, level: float, widen: float = 1.0, df: float = float("nan")) -> tuple[float, float, float, float, str | None]:
     finite = replicates[np.isfinite(replicates)]
     if not np.isfinite(estimate):
         return np.nan, np.nan, np.nan, np.nan, "the contrast is undefined on the observed data (a group mean of 0 on a log scale?)"
@@ -202,9 +253,10 @@ def _summarise(estimate: float, replicates: np.ndarray, level: float) -> tuple[f
             f"every resample gives the same contrast ({estimate:.4g}): the data cannot vary under resampling, "
             "so no interval can be estimated")
     tail = (1.0 - level) / 2.0
-    low, high = np.quantile(finite, [tail, 1.0 - tail])
-    se = float(np.std(finite, ddof=1))
-    return float(low), float(high), float(2.0 * norm.sf(abs(estimate) / se)), se, None
+    low, high = estimate + widen * _t_over_normal(level, df) * (np.quantile(finite, [tail, 1.0 - tail]) - estimate)
+    se = widen * float(np.std(finite, ddof=1))
+    reference = student_t(df) if np.isfinite(df) else norm
+    return float(low), float(high), float(2.0 * reference.sf(abs(estimate) / se)), se, None
 
 
 def crossed_gap(
@@ -241,13 +293,23 @@ def crossed_gap(
         other, other_boot = reps.means[groups.index(b_name)], reps.replicates[:, groups.index(b_name)]
     est = float(_contrast(reps.means[i], other, scale))
     boot = np.asarray(_contrast(reps.replicates[:, i], other_boot, scale), float)
-    low, high, p, se, reason = _summarise(est, boot, level)
+    involved = [a_name] + ([g for g in groups if g != a_name] if b_name == REST else [b_name])
+    one_way = {}
+    for name, group_reps, rest_reps in (("speaker", reps.speaker_replicates, reps.rest_speaker_replicates),
+                                        ("item", reps.item_replicates, reps.rest_item_replicates)):
+        other_one_way = rest_reps[:, i] if b_name == REST else group_reps[:, groups.index(b_name)]
+        one_way[name] = np.asarray(_contrast(group_reps[:, i], other_one_way, scale), float)
+    df = satterthwaite_df(one_way["speaker"], one_way["item"], int(reps.n_speakers[involved].sum()) - len(involved),
+                          int(reps.n_items[involved].max()) - 1)
+    widen = small_sample_factor(int(min(reps.n_speakers[involved].min(), reps.n_items[involved].min())))
+    low, high, p, se, reason = _summarise(est, boot, level, widen, df)
     if reps.problems:
         low, high, p, se, reason = np.nan, np.nan, np.nan, np.nan, "; ".join(reps.problems)
     return CrossedGap(
         minuend=a_name, subtrahend=b_name, scale=scale, estimate=est, ci_low=low, ci_high=high, p_value=p, se=se,
         means=pd.Series(reps.means, index=groups, name="mean"), n_speakers=reps.n_speakers, n_items=reps.n_items,
-        n_boot=len(boot), level=level, seed=reps.seed, estimable=reason is None, reason=reason, replicates=boot,
+        n_boot=len(boot), level=level, seed=reps.seed, estimable=reason is None, reason=reason, replicates=boot, df=df,
+        widen=widen * _t_over_normal(level, df),
     )
 
 

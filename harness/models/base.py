@@ -70,6 +70,18 @@ class Backend(Protocol):
         return None
 
 
+def finished_answer(text: str) -> str:
+    """The answer text every generating backend returns for a decoded completion.
+
+    Trailing U+FFFD characters are dropped first: they are the decoding of a UTF-8 sequence that the token
+    limit cut short, which vLLM's incremental detokeniser withholds (offline and served alike) while
+    ``tokenizer.decode`` renders it; then surrounding whitespace (``str.strip``) is removed. So the same
+    tokens give the same text through ``hf:``, ``vllm:`` and ``openai:`` (a server's raw reply may keep a
+    leading space that transformers' decoding of the same tokens shows too).
+    """
+    return text.rstrip("\ufffd").strip()
+
+
 def validated_options(spec: str, backend: str, options: Mapping[str, Any] | None, known: set[str] | frozenset[str]) -> dict[str, Any]:
     """A copy of a backend's option block; an unknown key is a :class:`ModelError` listing the valid ones."""
     options = dict(options or {})

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from harness.core import Audio, DecodingParams, GenerationRequest, ModelError, PartialGenerationError, ServerError, redact
-from harness.models.base import Backend, validated_options
+from harness.models.base import Backend, finished_answer, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.progress import Progress
 
@@ -173,8 +173,8 @@ def answer_text(payload: Mapping[str, Any]) -> str:
     if content is None:
         return ""
     if isinstance(content, list):  # content parts
-        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
-    return str(content)
+        return finished_answer("".join(p.get("text", "") for p in content if isinstance(p, Mapping)))
+    return finished_answer(str(content))
 
 
 class OpenAIBackend(Backend):

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core import DecodingParams, GenerationRequest, ModelError
-from harness.models.base import Backend, validated_options
+from harness.models.base import Backend, finished_answer, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
 from harness.models.progress import Progress
@@ -165,6 +165,6 @@ class VLLMModel:
                     results = self.llm.generate(chunk, sp, use_tqdm=False)
                 except Exception as exc:  # noqa: BLE001
                     raise ModelError(f"{self.spec}: vLLM generation failed: {type(exc).__name__}: {exc}") from exc
-                out.extend(r.outputs[0].text.strip() for r in results)
+                out.extend(finished_answer(r.outputs[0].text) for r in results)
                 bar.update(len(chunk))
         return out

@@ -1,8 +1,13 @@
-"""The self-contained HTML report (Jinja, autoescaped, no external assets) rendered from results.json."""
+"""The self-contained HTML report (Jinja, autoescaped, no external assets, no script) rendered from results.json.
+
+The first screen answers "may we release, and if not, why" (:mod:`harness.report.summary`); each check's
+section follows with its plots (:mod:`harness.report.plots`, inline SVG) and its tables folded below them.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +16,8 @@ import jinja2
 
 from harness.core import atomic_write_text
 from harness.records import CaseRecord, ErrorRecord, record_from_json, schema_version
+from harness.report.plots import interval_text
+from harness.report.summary import case_anchor, cause_text, decision_text, first_screen, floor_lines
 from harness.report.vibe import PALETTE, significance_stars, table_two
 
 __all__ = ["PALETTE", "bar_chart", "check_sections", "render_report", "significance_stars", "table_two", "write_report"]
@@ -37,7 +44,9 @@ def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
             "width": label_width + plot_width + 60, "label_width": label_width}
 
 
-def render_report(results: Mapping[str, Any], source: str = "results.json") -> str:
+@functools.cache
+def template_environment() -> jinja2.Environment:
+    """The report's Jinja environment (autoescaped, strict), built once per process so templates compile once."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
         autoescape=True,
@@ -45,16 +54,29 @@ def render_report(results: Mapping[str, Any], source: str = "results.json") -> s
     )
     environment.filters["fmt"] = lambda value, digits=2: "–" if value is None else f"{value:.{digits}f}"
     environment.filters["pval"] = lambda value: "–" if value is None else f"{value:.3g}"
+    environment.filters["interval"] = interval_text
+    return environment
+
+
+def render_report(results: Mapping[str, Any], source: str = "results.json", trend: Mapping[str, Any] | None = None) -> str:
+    """The report of one run; ``trend`` (:func:`harness.report.trend.trend_view`) adds the trend section over a series."""
+    environment = template_environment()
     cases = records(results, source)
-    failing = [(case, bar_chart(getattr(case, "most_divergent", None))) for case in cases if not case.passed and case.check != "error"]
+    failing = [(case, bar_chart(getattr(case, "most_divergent", None))) for case in cases
+               if not case.passed and not isinstance(case, ErrorRecord)]
     return environment.get_template("report.html.j2").render(
         results=results,
-        unmeasured=[case for case in cases if case.check == "error"],
-        cases=sorted(cases, key=lambda case: (not (getattr(case, "baseline", None) or {}).get("regressed"), case.passed, case.id)),
+        screen=first_screen(cases, results),
+        cases=[{"record": case, "anchor": case_anchor(case), "decision": decision_text(getattr(case, "decision", None)),
+                "floors": floor_lines(getattr(case, "floors", None)), "cause": cause_text(case) if isinstance(case, ErrorRecord) else None}
+               for case in sorted(cases, key=lambda case: (not (getattr(case, "baseline", None) or {}).get("regressed"), case.passed, case.id))],
+        unmeasured=[{"record": case, "anchor": case_anchor(case), "cause": cause_text(case)} for case in cases if isinstance(case, ErrorRecord)],
         failing=failing,
         sections=check_sections(cases),
+        trend=trend,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
     )
+
 
 
 def records(results: Mapping[str, Any], source: str = "results.json") -> list[CaseRecord | ErrorRecord]:
@@ -75,7 +97,7 @@ def check_sections(cases: Sequence[CaseRecord | ErrorRecord]) -> list[dict[str, 
     return sections
 
 
-def write_report(results: Mapping[str, Any], path: str | Path) -> Path:
+def write_report(results: Mapping[str, Any], path: str | Path, trend: Mapping[str, Any] | None = None) -> Path:
     path = Path(path)
-    atomic_write_text(path, render_report(results))
+    atomic_write_text(path, render_report(results, trend=trend))
     return path

@@ -15,9 +15,10 @@ from typing import Any
 import pandas as pd
 
 from harness.records import NtvdRecord
+from harness.report.plots import PALETTE
+from harness.report.summary import case_anchor
 from harness.tasks import TASKS
 
-PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 
 
 def significance_stars(q_value: float | None) -> str:
@@ -55,6 +56,7 @@ def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
                     "value": case.value, "stars": significance_stars(case.q), "passed": case.passed,
                     "color": heat(case.value, top), "delta": baseline.get("delta"),
                     "regressed": bool(baseline.get("regressed")), "baseline_status": baseline.get("status"),
+                    "anchor": case_anchor(case),
                 })
             rows.append({"model": model, "cells": row})
         tables.append({"corpus": corpus, "dimension": dimension, "tasks": [TASKS[t].title for t in tasks], "rows": rows})

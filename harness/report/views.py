@@ -8,12 +8,15 @@ section of its own (its cases still appear in the report's table of every case).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness.core import MODES, PARETO_MODE, ROBUSTNESS_TASKS
 from harness.records import CaseRecord, ModeRecord, PersonalizationRecord
-from harness.report import vibe
+from harness.report import plots, vibe
+from harness.report.plots import forest_plot
+from harness.report.summary import case_anchor, decision_text, floor_lines, fmt_number, gap_text
 from harness.report.vibe import PALETTE
 
 Records = Sequence[CaseRecord]
@@ -37,24 +40,33 @@ def ntvd_context(records: Records) -> dict[str, Any]:
     }
 
 
-def ratio_context(records: Records) -> dict[str, Any]:
-    return {"records": sorted(records, key=lambda record: record.id)}
+def ratio_context(records: Records, value_name: str) -> dict[str, Any]:
+    """Per case (by id): its forest plot (:func:`harness.report.plots.forest_plot`), anchor and decision."""
+    return {"cases": [{"record": record, "anchor": case_anchor(record), "forest": forest_plot(record, value_name),
+                       "decision": decision_text(record.decision), "floors": floor_lines(record.floors)}
+                      for record in sorted(records, key=lambda record: record.id)]}
 
 
 def icat_context(records: Records) -> dict[str, Any]:
-    return {"blocks": table_seven(records, row_keys=MODES, cell="icat"), "effects": effect_rows(records)}
+    return {"blocks": table_seven(records, row_keys=MODES, cell="icat"), "effects": effect_rows(records),
+            "group_plots": group_plots(records, row_keys=MODES, cell="icat", threshold_key="min_icat", axis_label="ICAT (0–100, 100 = balanced)"),
+            "effect_plots": effect_plots(records, "ICAT points"), "unit": "ICAT points"}
 
 
 def personalization_context(records: Records) -> dict[str, Any]:
     return {
         "blocks": table_seven(records, row_keys=MODES, cell="accuracy"),
         "effects": effect_rows(records),
+        "group_plots": group_plots(records, row_keys=MODES, cell="accuracy", threshold_key="min_accuracy", axis_label="accuracy (%)"),
+        "effect_plots": effect_plots(records, "percentage points"), "unit": "percentage points",
         "pareto": pareto_plot(records),
     }
 
 
 def robustness_context(records: Records) -> dict[str, Any]:
-    return {"blocks": table_seven(records, row_keys=ROBUSTNESS_TASKS, cell="score")}
+    return {"blocks": table_seven(records, row_keys=ROBUSTNESS_TASKS, cell="score"),
+            "group_plots": group_plots(records, row_keys=ROBUSTNESS_TASKS, cell="score", threshold_key="min_score",
+                                       axis_label="score (0–100; asr: 100 − WER, sqa: accuracy %)", gap=True)}
 
 
 def classification_context(records: Records) -> dict[str, Any]:
@@ -72,13 +84,17 @@ def classification_context(records: Records) -> dict[str, Any]:
         rows.append({"dimension": dimension, "set": "", "label": "mean",
                      "cells": [{"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model
                                else {"value": None, "passed": None} for m in models]})
-    return {"models": models, "rows": rows}
+    plots_by_label = group_plots(records, row_keys=(), cell="accuracy", threshold_key="min_accuracy", axis_label="accuracy (%)",
+                                 gap=True, groups="per_label", group_key="label")
+    return {"models": models, "rows": rows, "group_plots": plots_by_label}
 
 
 VIEWS: dict[str, CheckView] = {
     "ntvd": CheckView("VIBE: nTVD by task", "ntvd.html.j2", ntvd_context),
-    "wer_ratio": CheckView("Semantic-aware WER fairness: expected-WER ratio", "wer_ratio.html.j2", ratio_context),
-    "score_ratio": CheckView("Judge-score fairness: ratio of mean judge scores", "wer_ratio.html.j2", ratio_context),
+    "wer_ratio": CheckView("Semantic-aware WER fairness: expected-WER ratio", "wer_ratio.html.j2",
+                           functools.partial(ratio_context, value_name="expected-WER ratio")),
+    "score_ratio": CheckView("Judge-score fairness: ratio of mean judge scores", "score_ratio.html.j2",
+                             functools.partial(ratio_context, value_name="judge-score ratio")),
     "icat": CheckView("BASIS-Bench: stereotypical bias (ICAT)", "icat.html.j2", icat_context),
     "personalization": CheckView("BASIS-Bench: personalization", "personalization.html.j2", personalization_context),
     "classification": CheckView("BASIS-Bench: demographic classification", "classification.html.j2", classification_context),
@@ -88,7 +104,8 @@ VIEWS: dict[str, CheckView] = {
 
 
 def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
-    """One row per (dimension, model, effect) from any record of that pair (they share the effects)."""
+    """One row per (dimension, model, effect) from any record of that pair (they share the effects), with
+    ``interval``: "a to b", or :data:`harness.report.plots.NOT_ESTIMABLE`."""
     rows, seen = [], set()
     for record in records:
         key = (record.dimension, record.model)
@@ -96,8 +113,53 @@ def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
             continue
         seen.add(key)
         for name, effect in record.mode_effects["effects"].items():
-            rows.append({"dimension": key[0], "model": key[1], "effect": name, **effect})
+            rows.append({"dimension": key[0], "model": key[1], "effect": name, **effect,
+                         "interval": plots.interval_text(effect), "estimable": plots.interval_estimable(effect)})
     return rows
+
+
+def effect_plots(records: Sequence[ModeRecord], unit: str) -> list[dict[str, Any]]:
+    """Per dimension, a dot-and-interval plot of the §3.4 mode effects (one row per model and effect; line at 0)."""
+    figures = []
+    for dimension in dict.fromkeys(record.dimension for record in records):
+        rows = [{"label": f"{row['model']} · {row['effect'].replace('_', ' ')}", "estimate": {"value": row["estimate"], **row}}
+                for row in effect_rows([r for r in records if r.dimension == dimension])]
+        figure = plots.dot_interval_plot(rows, axis_label=f"mode effect ({unit}); 0 = no effect", reference=0.0)
+        if figure:
+            figures.append({"dimension": dimension, "figure": figure})
+    return figures
+
+
+def group_plots(records: Sequence[CaseRecord], *, row_keys: Iterable[str], cell: str, threshold_key: str, axis_label: str,
+                gap: bool = False, groups: str = "per_group", group_key: str = "group") -> list[dict[str, Any]]:
+    """Per dimension, a dot-and-interval plot with one row per model and variant: a dot per entry of the
+    record's ``groups`` list (named by ``group_key``, at its ``cell``), the case's value (a square) with the
+    mode's bootstrap interval from the mode effects (with ``gap``: no interval of the value; the best-worst
+    group gap and its interval in words) and the quality floor (``threshold_key``, schema 2: never a bias fail)
+    as a tick. Axis 0-100."""
+    order = {key: position for position, key in enumerate(row_keys)}
+    figures = []
+    for dimension in dict.fromkeys(record.dimension for record in records):
+        subset = sorted((r for r in records if r.dimension == dimension),
+                        key=lambda r: (r.model, order.get(r.variant, len(order))))
+        rows = []
+        for record in subset:
+            if gap:
+                estimate, text = {"value": record.value}, f"{fmt_number(record.value, 1)}; {gap_text(record.gap)}"
+            else:
+                per_mode = (getattr(record, "mode_effects", None) or {}).get("per_mode", {}).get(record.variant) or {}
+                estimate, text = {"value": record.value, "ci_low": per_mode.get("ci_low"), "ci_high": per_mode.get("ci_high")}, None
+                if "estimable" in per_mode:
+                    estimate["estimable"] = per_mode["estimable"]
+            label = record.model if record.variant is None else f"{record.model} · {record.variant}"
+            rows.append({"label": label, "failed": not record.passed, "anchor": case_anchor(record),
+                         "dots": [{"label": g[group_key], "value": g.get(cell)} for g in getattr(record, groups)],
+                         "estimate": estimate, "text": text, "threshold": record.threshold.get(threshold_key) or None})
+        figure = plots.dot_interval_plot(rows, axis_label=axis_label, limits=(0.0, 100.0),
+                                         threshold_label=f"{threshold_key}: quality floor (reported, never a bias fail)")
+        if figure:
+            figures.append({"dimension": dimension, "figure": figure})
+    return figures
 
 
 def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, height: int = 300) -> dict[str, Any] | None:

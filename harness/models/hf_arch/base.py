@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from harness.core import GenerationRequest, ModelError
+from harness.models.base import finished_answer
 
 AUDIO_BATCHING_MODES = ("free", "equal_length", "none")
 
@@ -160,7 +161,7 @@ class AudioLMAdapter:
 
     def decode(self, processor: Any, token_ids: Any) -> list[str]:
         tok = self.tokenizer(processor)
-        return [t.strip() for t in tok.batch_decode(token_ids, skip_special_tokens=True)]
+        return [finished_answer(t) for t in tok.batch_decode(token_ids, skip_special_tokens=True)]
 
     # ----------------------------------------------------------------------------------- model access
     def special_token_ids(self, model: Any, processor: Any) -> dict[str, Any]:

@@ -1,0 +1,204 @@
+"""The trend section: each case's value over a series of runs (nights, or checkpoints in release order).
+
+:func:`trend_view` is a pure function of the runs' results dicts, their labels and the neighbour comparisons
+(``(i, (check, id)) -> Comparison.as_dict()``: run ``i`` against run ``i - 1`` by the check's baseline test,
+computed by :mod:`harness.series`, never here). One small multiple per case (inline SVG): the value at each
+run, its CI as a whisker where the record has one, a filled point where its own test was significant (q, else
+the adjusted p, else p below the record's alpha) and a hollow one otherwise, red where the case failed, the
+threshold bounding the value as a dashed line (stepping where the thresholds changed), a ring and a mark
+above it where the regression against the previous run was significant, and on the axis a tick where the
+case was absent and a cross where it was unmeasured. Cases that regressed come first (latest regression
+first), then those failing or unmeasured in the last run, then those absent or unmeasured in some run (appeared,
+disappeared, or with gaps); the rest are folded per model and drawn without per-point detail, so 60 runs x 12 models stay readable and small.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+SeriesKey = tuple[str, str]
+"""(check, id): one case across runs (an id is unique within its check in a run)."""
+
+VALUE_BOUNDS = {"max_ntvd": "upper", "upper": "upper", "lower": "lower", "min_icat": "lower", "min_accuracy": "lower", "min_score": "lower"}
+"""Threshold keys that bound a record's ``value`` itself, bias thresholds or quality floors (other keys bound a
+gap, an increase, or set a test)."""
+
+WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 300, 100, 42, 8, 12, 18
+
+
+def series_key(case: Mapping[str, Any]) -> SeriesKey:
+    return (str(case["check"]), str(case["id"]))
+
+
+def unmeasured_key(case: Mapping[str, Any], checks_of_id: Mapping[str, Sequence[str]]) -> SeriesKey:
+    """The series of an unmeasured case (``check: error``, which names no check): the one check measuring its id in
+    other runs, or among several the one whose gate test (``test_<check>[``) its nodeid names; a case never measured
+    takes the check its nodeid names; else it is its own series."""
+    candidates = checks_of_id.get(str(case["id"]), [])
+    named = [check for check in candidates if f"test_{check}[" in str(case.get("nodeid", ""))]
+    chosen = candidates if len(candidates) == 1 else named
+    if len(chosen) == 1:
+        return (chosen[0], str(case["id"]))
+    test = re.search(r"::test_(\w+)\[", str(case.get("nodeid", "")))
+    return (test.group(1), str(case["id"])) if test and not candidates else series_key(case)
+
+
+def trend_view(
+    labels: Sequence[str], runs: Sequence[Mapping[str, Any]], comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]]
+) -> dict[str, Any]:
+    """The trend section's context: the runs, the panels shown first, and the rest folded per model."""
+    if len(labels) != len(runs):
+        raise ValueError(f"{len(labels)} labels for {len(runs)} runs")
+    cases: dict[SeriesKey, list[Mapping[str, Any] | None]] = {}
+    for index, results in enumerate(runs):
+        for case in results["cases"]:
+            if case["check"] != "error":
+                cases.setdefault(series_key(case), [None] * len(runs))[index] = case
+    checks_of_id: dict[str, list[str]] = {}
+    for check, case_id in cases:
+        checks_of_id.setdefault(case_id, []).append(check)
+    for index, results in enumerate(runs):
+        for case in results["cases"]:
+            if case["check"] == "error":
+                cases.setdefault(unmeasured_key(case, checks_of_id), [None] * len(runs))[index] = case
+    panels = [panel(key, points, labels, comparisons) for key, points in cases.items()]
+    panels.sort(key=lambda item: item["rank"])
+    shown = [item for item in panels if item["rank"][0] < 3]
+    folded: dict[str, list[dict[str, Any]]] = {}
+    for item in panels:
+        if item["rank"][0] == 3:
+            folded.setdefault(item["model"], []).append(item)
+    return {
+        "runs": [{"label": label, "created": (results.get("metadata") or {}).get("created"), "verdict": results.get("verdict")}
+                 for label, results in zip(labels, runs)],
+        "shown": shown,
+        "folded": [{"model": model, "panels": items} for model, items in sorted(folded.items())],
+        "counts": {
+            "cases": len(panels),
+            "regressed": sum(bool(item["regressions"]) for item in panels),
+            "failing": sum(item["latest"] in ("failed", "unmeasured") for item in panels),
+            "changed": sum(item["rank"][0] == 2 for item in panels),
+        },
+    }
+
+
+def panel(key: SeriesKey, points: Sequence[Mapping[str, Any] | None], labels: Sequence[str],
+          comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]]) -> dict[str, Any]:
+    """One case's small multiple and its place in the order (see the module docstring)."""
+    present = [index for index, point in enumerate(points) if point is not None]
+    regressions = [index for index in present if (comparisons.get((index, key)) or {}).get("regressed")]
+    last = points[-1]
+    latest = "absent" if last is None else "unmeasured" if last["check"] == "error" else "passed" if last.get("passed") else "failed"
+    appeared = labels[present[0]] if present[0] > 0 else None
+    disappeared = labels[present[-1] + 1] if present[-1] < len(points) - 1 else None
+    gaps = any(point is None or point["check"] == "error" for point in points)
+    group = 0 if regressions else 1 if latest in ("failed", "unmeasured") else 2 if gaps else 3
+    known = next((point for point in reversed(points) if point is not None and point["check"] != "error"), points[present[-1]])
+    return {
+        "check": key[0], "id": key[1], "model": str(known.get("model", "")),
+        "latest": latest, "appeared": appeared, "disappeared": disappeared,
+        "regressions": [{"label": labels[index], "message": comparisons[(index, key)].get("message", "")} for index in regressions],
+        "rank": (group, -(regressions[-1] if regressions else 0), key),
+        "chart": chart(points, labels, regressions, comparisons, key, detailed=group < 3),
+    }
+
+
+def chart(points: Sequence[Mapping[str, Any] | None], labels: Sequence[str], regressions: Sequence[int],
+          comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]], key: SeriesKey, *, detailed: bool) -> dict[str, Any]:
+    """Geometry of one small multiple; ``detailed`` adds a tooltip point per run (the folded panels draw only
+    failed and regressed points)."""
+    count = len(points)
+    measured = {index: point for index, point in enumerate(points) if point is not None and point["check"] != "error"}
+    values = {index: float(point["value"]) for index, point in measured.items() if _finite(point.get("value"))}
+    intervals = {index: _interval(point) for index, point in measured.items() if _interval(point)}
+    bounds = {name: {index: float(point["threshold"][name]) for index, point in measured.items()
+                     if _finite((point.get("threshold") or {}).get(name))} for name in VALUE_BOUNDS}
+    bounds = {name: series for name, series in bounds.items() if series}
+    span = [*values.values(), *(bound for interval in intervals.values() for bound in interval),
+            *(value for series in bounds.values() for value in series.values())]
+    low, high = (min(span), max(span)) if span else (0.0, 1.0)
+    pad = (high - low) * 0.08 or max(abs(high) * 0.1, 0.5)
+    low, high = low - pad, high + pad
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(index: int) -> float:
+        return round(LEFT + (index / (count - 1) if count > 1 else 0.5) * plot_w, 1)
+
+    def y(value: float) -> float:
+        return round(TOP + (high - value) / (high - low) * plot_h, 1)
+
+    runs_of_values = _consecutive(sorted(values))
+    dots = []
+    for index, value in values.items():
+        failed = not measured[index].get("passed")
+        if detailed or failed or index in regressions:
+            significant = _significant(measured[index])
+            dots.append({"x": x(index), "y": y(value), "failed": failed, "filled": significant is True,
+                         "title": _tooltip(labels[index], measured[index], significant, comparisons.get((index, key))) if detailed else None})
+    axis = TOP + plot_h
+    return {
+        "width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT, "top": TOP, "axis": axis,
+        "lines": [" ".join(f"{x(i)},{y(values[i])}" for i in run) for run in runs_of_values if len(run) > 1],
+        "whiskers": " ".join(f"M{x(i)} {y(hi)}V{y(lo)}" for i, (lo, hi) in intervals.items()),
+        "thresholds": [{"name": name, "points": " ".join(f"{x(i)},{y(v)}" for i, v in sorted(series.items())) if len(series) > 1
+                        else f"{LEFT},{y(next(iter(series.values())))} {WIDTH - RIGHT},{y(next(iter(series.values())))}"}
+                       for name, series in bounds.items()],
+        "dots": dots,
+        "regressions": [{"x": x(index), "y": y(values[index]) if index in values else axis} for index in regressions],
+        "absent": " ".join(f"M{x(i)} {axis}v-5" for i, point in enumerate(points) if point is None),
+        "unmeasured": [{"x": x(i), "y": axis} for i, point in enumerate(points) if point is not None and point["check"] == "error"],
+        "y_high": _tick(high), "y_low": _tick(low), "first": labels[0], "last": labels[-1],
+    }
+
+
+def _interval(point: Mapping[str, Any]) -> tuple[float, float] | None:
+    ci = point.get("ci")
+    if isinstance(ci, Sequence) and len(ci) == 2 and all(_finite(bound) for bound in ci):
+        return float(ci[0]), float(ci[1])
+    return None
+
+
+def _significant(point: Mapping[str, Any]) -> bool | None:
+    """Whether the case's own test rejected: q, else the adjusted p of its decision, else p, against alpha; None without a test."""
+    decision = point.get("decision") if isinstance(point.get("decision"), Mapping) else {}
+    if isinstance(decision.get("significant"), bool):
+        return decision["significant"]
+    alpha = (point.get("threshold") or {}).get("alpha", 0.05)
+    for value in (point.get("q"), decision.get("p_adjusted"), point.get("p")):
+        if _finite(value):
+            return float(value) < alpha
+    return None
+
+
+def _tooltip(label: str, point: Mapping[str, Any], significant: bool | None, comparison: Mapping[str, Any] | None) -> str:
+    parts = [f"{label}: {point['value']:.4g}", "passed" if point.get("passed") else "FAILED"]
+    interval = _interval(point)
+    if interval:
+        parts.append(f"CI [{interval[0]:.3g}, {interval[1]:.3g}]")
+    q = point.get("q") if _finite(point.get("q")) else point.get("p")
+    if _finite(q):
+        parts.append(f"{'q' if _finite(point.get('q')) else 'p'} = {q:.3g}" + (" (significant)" if significant else ""))
+    if comparison and comparison.get("status") == "compared":
+        parts.append(f"vs previous: delta {comparison['delta']:+.3g}" + (" REGRESSION" if comparison.get("regressed") else ""))
+    return "; ".join(parts)
+
+
+def _consecutive(indices: Sequence[int]) -> list[list[int]]:
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and runs[-1][-1] == index - 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return runs
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _tick(value: float) -> str:
+    return f"{value:.3g}"
