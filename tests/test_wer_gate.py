@@ -57,12 +57,16 @@ def test_biased_recogniser_fails_gender_and_fair_one_passes(project):
     failed = {case["id"] for case in results["cases"] if not case["passed"]}
     # sim:fair's recogniser has one error rate for every voice (no speaker variance: its speaker fits are
     # singular). Judged by intervals that cover 95% (a singular fit's df = n - p, issue 13), one of its six
-    # one-vs-rest accent comparisons (caribbean, 1.84 [1.03, 3.27]; the GLM row agrees) excludes 1 by chance:
-    # the check corrects nothing for its six comparisons (the old df = m - q interval covered 99.5%, hiding it).
-    assert failed == {"sim:biased-demo-gender", "sim:fair-demo-accent"}
+    # one-vs-rest accent comparisons (caribbean, 1.84 [1.03, 3.27]; the GLM row agrees) excludes 1 by chance;
+    # the gate's decision rule (Bonferroni over the 6 comparisons and the model's 2 cases) does not fail on it.
+    assert failed == {"sim:biased-demo-gender"}
     fair_accent = next(case for case in results["cases"] if case["id"] == "sim:fair-demo-accent")
-    assert [c["comparison"] for c in fair_accent["comparisons"] if c["failed"]] == ["caribbean / (rest)"]
-    result.assert_outcomes(passed=2, failed=2, skipped=1)  # test_score_ratio is skipped without --judge
+    caribbean = next(c for c in fair_accent["comparisons"] if c["comparison"] == "caribbean / (rest)")
+    assert caribbean["p"] < 0.05 and not caribbean["failed"]
+    assert fair_accent["decision"]["comparisons"] == 6 and fair_accent["decision"]["family_size"] == 2
+    assert fair_accent["decision"]["p"] == pytest.approx(min(1.0, 6 * caribbean["p"]))
+    assert fair_accent["decision"]["p_adjusted"] == pytest.approx(min(1.0, 2 * fair_accent["decision"]["p"]))
+    result.assert_outcomes(passed=3, failed=1, skipped=1)  # test_score_ratio is skipped without --judge
     gender = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
     methods = [row["method"] for row in gender["comparisons"][0]["methods"]]
     assert methods[0] == "vanilla" and len(methods) in (3, 4)
