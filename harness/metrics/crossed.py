@@ -33,7 +33,9 @@ one from the widened bootstrap standard error, ``2 Phi(-|est| / (f se*))``, so t
 for a whole-gate correction (a percentile p-value cannot go below ``2 / (B + 1)``), referred to Student's
 t with Welch-Satterthwaite degrees of freedom from the speaker-only and item-only bootstrap variances
 (:func:`satterthwaite_df`), since with a handful of speakers or items the standard error is itself
-uncertain; the interval is widened by the same ``t / z`` quantile ratio. ``CrossedGap.widen`` is the total
+uncertain; the interval is widened by the same ``t / z`` quantile ratio, and a difference's interval is
+cut to the range a difference of two means can take (``±(max - min)`` of the row values: ±100 points for
+percentages). ``CrossedGap.widen`` is the total
 factor applied to the percentile interval about the estimate, ``CrossedGap.df`` the degrees of freedom.
 
 Not estimable (``estimable=False`` with a ``reason``, interval and p NaN) rather than a degenerate
@@ -114,6 +116,8 @@ class CrossedReplicates:
     item_replicates: np.ndarray | None = None
     rest_speaker_replicates: np.ndarray | None = None
     rest_item_replicates: np.ndarray | None = None
+    value_range: tuple[float, float] = (float("nan"), float("nan"))
+    """The smallest and largest row value (``value / denominator``): every group mean lies between them."""
 
 
 def _cells(table: pd.DataFrame, value: str, denominator: str | None, group: str, speaker: str, item: str):
@@ -202,8 +206,12 @@ def crossed_replicates(
     reps, rest_reps = resampled(a, b)
     speaker_reps, rest_speaker_reps = resampled(a, np.ones_like(b))
     item_reps, rest_item_reps = resampled(np.ones_like(a), b)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = values / denominators
+    rates = rates[np.isfinite(rates)]
+    value_range = (float(rates.min()), float(rates.max())) if len(rates) else (np.nan, np.nan)
     return CrossedReplicates(groups, means, reps, rest_means, rest_reps, pd.Series(n_speakers, name="speakers"), n_items,
-                             problems, seed, speaker_reps, item_reps, rest_speaker_reps, rest_item_reps)
+                             problems, seed, speaker_reps, item_reps, rest_speaker_reps, rest_item_reps, value_range)
 
 
 def _contrast(x: np.ndarray, y: np.ndarray, scale: str) -> np.ndarray:
@@ -303,6 +311,9 @@ def crossed_gap(
                           int(reps.n_items[involved].max()) - 1)
     widen = small_sample_factor(int(min(reps.n_speakers[involved].min(), reps.n_items[involved].min())))
     low, high, p, se, reason = _summarise(est, boot, level, widen, df)
+    if scale == DIFFERENCE and np.isfinite(low):
+        span = reps.value_range[1] - reps.value_range[0]
+        low, high = max(low, -span), min(high, span)
     if reps.problems:
         low, high, p, se, reason = np.nan, np.nan, np.nan, np.nan, "; ".join(reps.problems)
     return CrossedGap(
