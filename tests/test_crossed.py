@@ -187,6 +187,6 @@ def test_coverage_with_crossed_speaker_and_item_effects():
 def test_a_difference_interval_stays_within_what_a_difference_of_means_can_be():
     rng = np.random.default_rng(4)
     table = crossed_table(rng, speakers_per_group=(2, 2), items=6, orders=2)
-    table["score"] = np.where(table["group"] == "g0", 100.0, 100.0 * (rng.random(len(table)) < 0.05))
+    table["score"] = np.where(table["group"] == "g0", 100.0, 100.0 * (rng.random(len(table)) < 0.15))
     result = crossed_group_gap(table, value="score", contrast=("g0", "g1"), n_boot=300, seed=0)
-    assert result.estimable and result.estimate > 90 and result.ci_high <= 100.0
+    assert result.estimable and result.estimate > 70 and result.ci_high <= 100.0
