@@ -121,12 +121,16 @@ def test_gate_replaces_every_output_through_a_temporary_file(gate_project):
 
 def test_kill_while_the_gate_writes_its_outputs_leaves_the_old_files(gate_project):
     """The gate is killed at the first fsync of an output (its bytes written, not yet renamed): every output
-    still holds its previous content, and the next run replaces them all and clears the killed run's files."""
+    still holds its previous content, and the next run replaces them all and clears the killed run's files.
+    Files written atomically elsewhere (the cache folder's audio-check memo) are fsynced as usual."""
     gate_project.makeconftest(
         'pytest_plugins = ["harness.plugin"]\n'
         "import os, sys, time, harness.core\n"
         "if os.environ.get('HANG_AT_FSYNC'):\n"
+        "    real_fsync = os.fsync\n"
         "    def hang(fd):\n"
+        "        if not os.readlink(f'/proc/self/fd/{fd}').startswith(os.environ['HANG_IN']):\n"
+        "            return real_fsync(fd)\n"
         "        open(os.environ['HANG_AT_FSYNC'], 'w').close(); time.sleep(120)\n"
         "    harness.core.os = type('os', (), {**{k: getattr(os, k) for k in dir(os) if not k.startswith('__')}, 'fsync': staticmethod(hang)})\n"
     )
@@ -136,7 +140,7 @@ def test_kill_while_the_gate_writes_its_outputs_leaves_the_old_files(gate_projec
         (out / name).write_text("OLD")
     command = [sys.executable, "-m", "pytest", *GATE_ARGS, *output_args(out)]
     marker = gate_project.path / "fsync-reached"
-    env = dict(os.environ, HANG_AT_FSYNC=str(marker))
+    env = dict(os.environ, HANG_AT_FSYNC=str(marker), HANG_IN=str(out.resolve()))
     process = subprocess.Popen(command, cwd=gate_project.path, env=env, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 240
