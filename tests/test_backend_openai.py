@@ -18,7 +18,7 @@ import pytest
 import soundfile as sf
 from gate_support import LoopbackServer
 
-from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
+from harness.core import Audio, ChoiceForm, DecodingParams, FieldsForm, GenerationRequest, ModelError
 from harness.models.openai_backend import OpenAIBackend, build_body, parse_target
 
 SECRET = "sk-test-secret-value-123"
@@ -226,6 +226,17 @@ def test_sampling_body_and_plain_openai_mode():
     assert (body["temperature"], body["top_p"], body["top_k"], body["repetition_penalty"], body["seed"]) == (0.8, 0.9, 40, 1.1, 5)
     plain = build_body("m", GenerationRequest("x"), params, extended=False, extra={"max_completion_tokens": 9})
     assert "top_k" not in plain and "repetition_penalty" not in plain and plain["max_completion_tokens"] == 9
+
+
+def test_a_declared_choice_goes_to_the_server_as_structured_outputs_only_when_asked():
+    scores = GenerationRequest("Rate it 1-10.", answer_form=ChoiceForm(("1", "2", "10")))
+    greedy = DecodingParams()
+    assert "structured_outputs" not in build_body("m", scores, greedy)
+    assert build_body("m", scores, greedy, structured_choice=True)["structured_outputs"] == {"choice": ["1", "2", "10"]}
+    assert "structured_outputs" not in build_body("m", GenerationRequest("Tell me."), greedy, structured_choice=True)
+    assert "structured_outputs" not in build_body("m", GenerationRequest("x", answer_form=FieldsForm(())), greedy, structured_choice=True)
+    url = ["http://127.0.0.1:1/v1"]
+    assert backend(url, structured_choice=True).fingerprint() != backend(url).fingerprint() == backend(url, structured_choice=False).fingerprint()
 
 
 def test_served_text_is_finished_as_transformers_and_offline_vllm_finish_it():

@@ -30,6 +30,11 @@ Options:
                          SGLang accept them and would otherwise apply the model's own defaults;
                          set false for APIs that reject unknown fields)
 ``extra_body``           dict merged into every request body (server-specific fields)
+``structured_choice``    send a request's declared choice form (:class:`~harness.core.ChoiceForm`: a
+                         score, a letter, a label) as vLLM's ``structured_outputs: {"choice": [...]}``,
+                         so the server answers exactly one option, greedily, as the in-process
+                         ``smollm2:`` backend's ``fields`` format does (default false: servers that do
+                         not know the field reject it; other forms are always answered freely)
 ``revision``             a label for the served weights: the server is opaque, so the fingerprint
                          is the model name plus this (bump it when the server's model changes)
 ``model``                the model name when the spec has no ``#model`` part
@@ -54,14 +59,14 @@ from typing import Any
 
 import numpy as np
 
-from harness.core import Audio, DecodingParams, GenerationRequest, ModelError, PartialGenerationError, ServerError, redact
+from harness.core import Audio, ChoiceForm, DecodingParams, GenerationRequest, ModelError, PartialGenerationError, ServerError, redact
 from harness.models.base import Backend, finished_answer, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.progress import Progress
 
 KNOWN_OPTIONS = {
     "api_key_env", "concurrency", "timeout_s", "max_retries", "backoff_s", "backoff_max_s",
-    "extended_sampling", "extra_body", "revision", "model", "breaker_failures", "breaker_s",
+    "extended_sampling", "extra_body", "revision", "model", "breaker_failures", "breaker_s", "structured_choice",
 }  # fmt: skip
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -133,7 +138,7 @@ def wav_bytes(audio: Audio) -> bytes:
 
 
 def build_body(model: str, request: GenerationRequest, params: DecodingParams, *, extended: bool = True,
-               extra: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+               extra: Mapping[str, Any] | None = None, structured_choice: bool = False) -> dict[str, Any]:  # fmt: skip
     messages: list[dict[str, Any]] = []
     if request.system is not None:
         messages.append({"role": "system", "content": request.system})
@@ -161,6 +166,8 @@ def build_body(model: str, request: GenerationRequest, params: DecodingParams, *
     if extended:
         body["top_k"] = int(params.top_k) if sampling and params.top_k > 0 else -1
         body["repetition_penalty"] = float(params.repetition_penalty)
+    if structured_choice and isinstance(request.answer_form, ChoiceForm):
+        body["structured_outputs"] = {"choice": list(request.answer_form.options)}
     body.update(dict(extra or {}))
     return body
 
@@ -193,6 +200,7 @@ class OpenAIBackend(Backend):
             "model": self.model,
             "extended_sampling": bool(self.options.get("extended_sampling", True)),
             "extra_body": self.options.get("extra_body") or {},
+            **({"structured_choice": True} if self.options.get("structured_choice") else {}),
         }
         identity = {"kind": "remote", "model": self.model, "revision": self.options.get("revision")}
         return model_fingerprint("openai", self.model, options=behaviour, identity=identity)
@@ -211,6 +219,7 @@ class OpenAIBackend(Backend):
             backoff_max_s=float(self.options.get("backoff_max_s", 30.0)),
             extended_sampling=bool(self.options.get("extended_sampling", True)),
             extra_body=self.options.get("extra_body") or {},
+            structured_choice=bool(self.options.get("structured_choice", False)),
             breaker_failures=int(self.options.get("breaker_failures", 12)),
             breaker_s=float(self.options.get("breaker_s", 120.0)),
         )
@@ -219,7 +228,7 @@ class OpenAIBackend(Backend):
 class OpenAIModel:
     def __init__(self, *, spec: str, urls: Sequence[str], model: str, api_key: str | None, concurrency: int = 8,
                  timeout_s: float = 120.0, max_retries: int = 5, backoff_s: float = 1.0, backoff_max_s: float = 30.0,
-                 extended_sampling: bool = True, extra_body: Mapping[str, Any] | None = None,
+                 extended_sampling: bool = True, extra_body: Mapping[str, Any] | None = None, structured_choice: bool = False,
                  breaker_failures: int = 12, breaker_s: float = 120.0, sleep=time.sleep) -> None:  # fmt: skip
         if concurrency < 1:
             raise ModelError(f"{spec}: concurrency must be >= 1")
@@ -234,6 +243,7 @@ class OpenAIModel:
         self.backoff_max_s = backoff_max_s
         self.extended_sampling = extended_sampling
         self.extra_body = dict(extra_body or {})
+        self.structured_choice = structured_choice
         self._sleep = sleep
         self._rr = itertools.count()
         self._lock = threading.Lock()
@@ -302,7 +312,9 @@ class OpenAIModel:
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         self.breaker.check()
         bodies = [
-            build_body(self.model, r, params, extended=self.extended_sampling, extra=self.extra_body) for r in requests
+            build_body(self.model, r, params, extended=self.extended_sampling, extra=self.extra_body,
+                       structured_choice=self.structured_choice)
+            for r in requests
         ]
         results: dict[int, str] = {}
         errors: dict[int, ModelError] = {}
