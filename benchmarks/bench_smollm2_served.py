@@ -22,21 +22,8 @@ sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
 
 import engine_support as es  # noqa: E402
 
-from harness.core import DecodingParams, GenerationRequest  # noqa: E402
+from harness.core import DecodingParams  # noqa: E402
 from harness.models import build_backend  # noqa: E402
-
-SERVED_NAME = "smollm2-135m-instruct"
-PROMPTS = (
-    "What is the capital of France?",
-    "Name three colours of the rainbow.",
-    "Write one sentence about the sea.",
-    "Is a tomato a fruit or a vegetable? Answer briefly.",
-    "Give a synonym for 'happy'.",
-    "What do bees make?",
-    "Describe a cat in five words.",
-    "What is two plus three?",
-)
-SYSTEMS = (None, "You are a helpful assistant. Answer briefly.")
 
 
 def main() -> int:
@@ -44,12 +31,12 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=32)
     args = parser.parse_args()
     es.require_engine()
-    requests = [GenerationRequest(prompt, system=system) for prompt in PROMPTS for system in SYSTEMS]
+    requests = es.smollm2_free_requests()
     decoding = DecodingParams(max_new_tokens=args.max_new_tokens)
     backend = build_backend("smollm2:135m-instruct", {"answer_format": "free", "threads": 1})
     in_process = backend.load()
     answers = {"transformers": in_process.generate(requests, decoding)}
-    with es.VLLMServer(backend.converted_directory(), served_name=SERVED_NAME) as server:
+    with es.VLLMServer(backend.converted_directory(), served_name=es.SMOLLM2_SERVED_NAME) as server:
         answers["vllm server"] = build_backend(server.spec, {"concurrency": 4}).load().generate(requests, decoding)
         start = server.start_seconds
     same = sum(a == b for a, b in zip(answers["transformers"], answers["vllm server"]))
@@ -58,7 +45,7 @@ def main() -> int:
     for request, a, b in zip(requests, answers["transformers"], answers["vllm server"]):
         if a != b:
             print(f"  differs: {request.prompt!r} (system {request.system!r}):\n    transformers {a!r}\n    vLLM         {b!r}")
-    print(f"server start: {start:.1f} s; as a judge: --judge 'openai:http://127.0.0.1:PORT/v1#{SERVED_NAME}'")
+    print(f"server start: {start:.1f} s; as a judge: --judge 'openai:http://127.0.0.1:PORT/v1#{es.SMOLLM2_SERVED_NAME}' --model-config FILE (structured_choice: true)")
     return 0
 
 

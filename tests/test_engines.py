@@ -92,8 +92,11 @@ def test_offline_answers_are_cached_and_a_second_run_starts_no_engine(checkpoint
 def test_a_served_run_survives_a_server_restart_and_generates_nothing_twice(server, requests, answers, tmp_path):
     """The server is killed (SIGKILL) once the first chunk is cached, and restarted on its port: the run
     completes through the client's retries, every answer is the one the server gave before, and each
-    request was sent by the cache once (what was stored before the kill is not asked again)."""
-    options = {"concurrency": 2, "max_retries": 200, "backoff_s": 0.5, "backoff_max_s": 3.0}
+    request was sent by the cache once (what was stored before the kill is not asked again). The circuit
+    breaker, which ends a run against a dead server in about two minutes by default, is told to wait out
+    a restart: what a user sets for a server they restart on purpose."""
+    options = {"concurrency": 2, "max_retries": 200, "backoff_s": 0.5, "backoff_max_s": 3.0,
+               "breaker_failures": 10_000, "breaker_s": 600}  # fmt: skip
     cached = CachedModel(server.spec, OutputCache(tmp_path), DecodingParams.from_mapping(DECODING), options,
                          chunk_size=4, progress=False)  # fmt: skip
     result: dict = {}
@@ -120,9 +123,10 @@ def test_a_served_run_survives_a_server_restart_and_generates_nothing_twice(serv
 
 
 def test_the_gate_gives_the_same_verdicts_on_every_road_and_a_cached_rerun_starts_no_engine(checkpoint, server, tmp_path):
-    """The WER-ratio gate on a small corpus (the demo's first 3 sentences of every speaker) through each
-    road: the same cases, values and verdicts; the offline engine's second run is served from its cache
-    without starting the engine."""
+    """The WER-ratio gate on a small corpus (the demo's first 3 sentences of every speaker, 81 recordings)
+    through each road: the same cases, values and verdicts, every case measured, and the same 81 answer
+    texts in each road's cache; the offline engine's second run is served from its cache without starting
+    the engine."""
     corpus = es.small_corpus(tmp_path / "corpus")
     here = {**os.environ, "PYTHONPATH": str(es.ROOT)}
     decoding = {"decoding": DECODING}
@@ -136,7 +140,11 @@ def test_the_gate_gives_the_same_verdicts_on_every_road_and_a_cached_rerun_start
     table = {road: es.verdicts(results) for road, results in runs.items()}
     print("\n" + "\n".join(f"{road}: {sorted((key[0], key[2], verdict) for key, verdict in cases.items())}" for road, cases in table.items()))
     assert table["hf"] and table["hf"] == table["vllm"] == table["openai"]
+    assert {key[0] for key in table["hf"]} == {"wer_ratio"} and all(passed is not None for passed, _ in table["hf"].values())
+    stored = {road: es.stored_answers(tmp_path / road / "cache") for road in runs}
+    assert len(stored["hf"]) == 81 and stored["hf"] == stored["vllm"] == stored["openai"]
     rerun = es.run_gate(es.engine_python(), f"vllm:{checkpoint}", {**es.OFFLINE_OPTIONS, **decoding}, corpus, tmp_path / "vllm",
                         es.engine_env())  # fmt: skip
     assert rerun["metadata"]["models_loaded"] == [] and rerun["metadata"]["model_calls"] == 0
     assert es.verdicts(rerun) == table["vllm"]
+
