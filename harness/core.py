@@ -120,6 +120,22 @@ def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8
     return atomic_write_bytes(path, text.encode(encoding))
 
 
+def ensure_writable(path: str | os.PathLike) -> Path:
+    """Make ``path``'s folder (and its parents) when missing and check that a file can be written there, so
+    that an output path is refused before any work rather than after it; raises :class:`OSError` (naming
+    the path) where it cannot."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():
+        raise IsADirectoryError(f"{target} is a folder")
+    probe = target.parent / f".{target.name}.{os.getpid()}.probe.lalm-tmp"
+    try:
+        probe.write_bytes(b"")
+    finally:
+        probe.unlink(missing_ok=True)
+    return target
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -42,6 +42,7 @@ class Gate:
         unknown_tasks = sorted(set(config.tasks) - set(TASKS))
         if unknown_tasks:
             raise ValueError(f"unknown task(s) {unknown_tasks}; known tasks: {sorted(TASKS)}")
+        validate_run_settings(config)
         self.thresholds = load_thresholds(config.thresholds_path)
         self.pipeline = Pipeline(config, self.thresholds)
         checks = all_checks()
@@ -54,7 +55,7 @@ class Gate:
         self._families: dict[str, tuple[Case, ...]] = {}
         self.pipeline.family_sizes = self._family_sizes
         self._causes: dict[tuple[str, str], str] = {}
-        self.baseline = load_baseline(config.baseline_path, config.baseline_model) if config.baseline_path else None
+        self.baseline = load_baseline(config.baseline_path, config.baseline_model, config.models) if config.baseline_path else None
 
     def open_cache(self) -> None:
         """Open the output cache now (else the first case opens it), so that a cache that cannot be used stops
@@ -132,6 +133,7 @@ class Gate:
             "offline": self.config.offline,
             "models": pipeline.fingerprints(),
             "stage_models": pipeline.fingerprints(stages=True),
+            "resolved_settings": {model.spec: model.backend.resolved_settings() for model in models},
             "model_calls": sum(model.calls for model in models),
             "cache_hits": sum(model.hits for model in models),
             "outputs": {model.spec: model.output_counts() for model in models},
@@ -186,6 +188,17 @@ class Unmeasured:
                            model=case.model, corpus=case.corpus, dimension=case.dimension, variant=case.variant)  # fmt: skip
 
 
+def validate_run_settings(config: GateConfig) -> None:
+    """The run's own numbers, before anything is loaded: ``--permutations`` at least 1, ``--fairness-seed`` at
+    least 0 (numpy's generators take no negative seed), ``--baseline-model`` only with ``--baseline``."""
+    if not isinstance(config.permutations, int) or config.permutations < 1:
+        raise ValueError(f"--permutations {config.permutations}: the permutation tests need at least 1 permutation (default 10000)")
+    if not isinstance(config.seed, int) or config.seed < 0:
+        raise ValueError(f"--fairness-seed {config.seed}: a seed is a whole number >= 0")
+    if config.baseline_model and not config.baseline_path:
+        raise ValueError(f"--baseline-model {config.baseline_model}: names a model of a --baseline file, and no --baseline was given")
+
+
 def validate_models(config: GateConfig) -> None:
     """Build (without loading) the backend of every model the run names, with its option block: a bad spec,
     URL, option, decoding parameter or ``chunk_size`` stops the run before any case, naming the spec and the
@@ -218,7 +231,7 @@ def merge_run_metadata(parts: Sequence[Mapping[str, Any]], imported_caches: Sequ
                     totals = outputs.setdefault(model, {})
                     for name, count in counts.items():
                         totals[name] = totals.get(name, 0) + count
-            elif key in ("models", "stage_models"):
+            elif key in ("models", "stage_models", "resolved_settings"):
                 merged[key] = {**merged.get(key, {}), **value}
             elif key == "models_loaded":
                 merged[key] = sorted(set(merged.get(key, [])) | set(value))
@@ -250,8 +263,9 @@ def baseline_key(record: CaseRecord) -> tuple:
     return (record.check, record.corpus, record.variant, record.dimension)
 
 
-def load_baseline(path: str | Path, model: str | None = None) -> Baseline:
-    """The records of one model from a previous run's results.json."""
+def load_baseline(path: str | Path, model: str | None = None, candidates: Sequence[str] = ()) -> Baseline:
+    """The records of one model from a previous run's results.json: ``model``, else the file's only model,
+    else the one candidate model of this run that the file holds."""
     path = Path(path)
     try:
         results = json.loads(path.read_text())
@@ -260,6 +274,8 @@ def load_baseline(path: str | Path, model: str | None = None) -> Baseline:
     if not isinstance(results, dict) or not isinstance(results.get("cases"), list):
         raise ValueError(f"{path}: not a lalm-fairness results.json (it has no list of 'cases')")
     schema_version(results, str(path))
+    if results.get("verdict") == "incomplete":
+        raise ValueError(f"{path}: an incomplete run (it was stopped before every case ran) is not a baseline; gate against a complete results.json")
     check_baseline_cases(path, results["cases"])
     cases = [
         record_from_json(case, f"{path}, case {index}" + (f" ({case['id']})" if isinstance(case, dict) and "id" in case else ""))
@@ -267,9 +283,10 @@ def load_baseline(path: str | Path, model: str | None = None) -> Baseline:
     ]
     models = sorted({case.model for case in cases})
     if model is None:
-        if len(models) != 1:
+        held = [spec for spec in dict.fromkeys(candidates) if spec in models]
+        if len(models) != 1 and len(held) != 1:
             raise ValueError(f"{path}: the baseline holds models {models}; choose one with --baseline-model")
-        model = models[0]
+        model = models[0] if len(models) == 1 else held[0]
     elif model not in models:
         raise ValueError(f"{path}: no model {model!r} in the baseline; it holds {models}")
     return Baseline(str(path), model, {baseline_key(case): case for case in cases if case.model == model})

@@ -12,6 +12,9 @@ The run's verdict and exit status (README, "What a failure means"):
   a failure found is a finding, whatever else could not be measured);
 * ``unmeasured``, :data:`EXIT_UNMEASURED` (7, a status pytest does not use: its statuses run 0-6, 6 being
   ``--max-warnings``): some case unmeasured, none failed;
+* ``incomplete``, :data:`EXIT_INCOMPLETE` (2, pytest's "interrupted"): the run stopped before every selected
+  case ran (Ctrl-C, SIGTERM, ``-x`` or ``--maxfail``); whatever the cases that ran say, it is no verdict on
+  the model, and results.json, the report and the summary say INCOMPLETE;
 * :data:`EXIT_USAGE` (4, pytest's usage error): a setup problem found before any case ran.
 """
 
@@ -31,9 +34,11 @@ from harness.thresholds import ThresholdsError
 
 EXIT_PASS = 0
 EXIT_BIAS_FAILURE = 1
+EXIT_INCOMPLETE = 2
 EXIT_USAGE = 4
 EXIT_UNMEASURED = 7
-EXIT_STATUS = {"pass": EXIT_PASS, "fail": EXIT_BIAS_FAILURE, "unmeasured": EXIT_UNMEASURED}
+EXIT_STATUS = {"pass": EXIT_PASS, "fail": EXIT_BIAS_FAILURE, "unmeasured": EXIT_UNMEASURED, "incomplete": EXIT_INCOMPLETE}
+VERDICTS = tuple(EXIT_STATUS)
 
 CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
 
@@ -74,12 +79,14 @@ def cause_of(error: BaseException, model: str | None = None) -> Cause:
     return Cause("internal", None, f"{type(error).__name__}: {message}")
 
 
-def run_outcome(cases: Iterable[Mapping[str, Any]]) -> tuple[str, dict[str, int]]:
+def run_outcome(cases: Iterable[Mapping[str, Any]], not_run: int = 0, interrupted: bool = False) -> tuple[str, dict[str, int]]:
     """The run's verdict and summary from its results.json case records: a record with ``check: error`` is
-    unmeasured, any other is measured and passed or failed; the verdict is ``fail`` when any measured case
-    failed, else ``unmeasured`` when any case is, else ``pass``."""
+    unmeasured, any other is measured and passed or failed; the verdict is ``incomplete`` when the run was
+    ``interrupted`` or ``not_run`` selected tests never finished, else ``fail`` when any measured case failed,
+    else ``unmeasured`` when any case is, else ``pass``."""
     cases = list(cases)
     unmeasured = sum(case.get("check") == "error" for case in cases)
     failed = sum(case.get("check") != "error" and not case.get("passed") for case in cases)
-    verdict = "fail" if failed else "unmeasured" if unmeasured else "pass"
-    return verdict, {"cases": len(cases), "passed": len(cases) - failed - unmeasured, "failed": failed, "unmeasured": unmeasured}
+    verdict = "incomplete" if not_run or interrupted else "fail" if failed else "unmeasured" if unmeasured else "pass"
+    summary = {"cases": len(cases), "passed": len(cases) - failed - unmeasured, "failed": failed, "unmeasured": unmeasured}
+    return verdict, summary | ({"not_run": not_run} if not_run else {})

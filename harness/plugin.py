@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +27,11 @@ import yaml
 from harness.atomic_junit import AtomicJunitXml
 from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
-from harness.core import atomic_write_text
+from harness.core import atomic_write_text, ensure_writable
 from harness.data import CorpusError
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, Unmeasured, audio_warnings, merge_run_metadata, package_versions
 from harness.core import ModelError
-from harness.outcomes import EXIT_STATUS, run_outcome
+from harness.outcomes import EXIT_INCOMPLETE, EXIT_STATUS, run_outcome
 from harness.models.progress import attach_terminal, detach_terminal
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
 from harness.records import SCHEMA_VERSION
@@ -41,6 +44,11 @@ SETUP_ERROR_OUTPUT = "lalm_fairness_setup_error"
 GATE_KEY = pytest.StashKey[Gate]()
 SETUP_ERROR_KEY = pytest.StashKey[pytest.UsageError]()
 IMPORTED_KEY = pytest.StashKey[list]()
+SET_ASIDE_KEY = pytest.StashKey[bool]()
+OUTPUT_OPTIONS = ("--results-json", "--report", "--summary-md")
+# The defaults, in the folder pytest runs in, are checked only when written: a run of other tests never needs them.
+OUTPUT_DEFAULTS = {"--results-json": "results.json", "--report": "report.html"}
+PREVIOUS_SUFFIX = ".previous"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,8 +80,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="semantic embedder for the WER checks: minilm, embed-agg:<hf spec>, embed-eowl:<hf spec>, none (auto: minilm if installed)")
     group.addoption("--judge", default=None, metavar="SPEC",
                     help=f"judge model for the judge-score ratio (score_ratio cases run only with a judge); without --model, the demo's judge {DEFAULT_JUDGE}")
-    group.addoption("--report", default="report.html", metavar="FILE", help="HTML report path ('' for none)")
-    group.addoption("--results-json", default="results.json", metavar="FILE", help="results.json path ('' for none)")
+    group.addoption("--report", default=OUTPUT_DEFAULTS["--report"], metavar="FILE", help="HTML report path ('' for none)")
+    group.addoption("--results-json", default=OUTPUT_DEFAULTS["--results-json"], metavar="FILE", help="results.json path ('' for none)")
     group.addoption("--summary-md", default=None, metavar="FILE",
                     help="also write a short Markdown summary (verdict, failed/unmeasured/regressed cases) for a CI page")
 
@@ -83,12 +91,61 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a CUDA device; skipped with a reason without one")
     assign_worker_gpu()
     if not hasattr(config, "workerinput"):
+        prepare_outputs(config)
+        interrupt_on_sigterm(config)
         import_caches(config)
         attach_progress_terminal(config)
     config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
     config.pluginmanager.register(AtomicJunitXml(config), "lalm_fairness_atomic_junit")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
+
+
+
+
+def prepare_outputs(config: pytest.Config) -> None:
+    """Before any case runs: the folder of each output named on the command line exists (made when missing)
+    and can be written, else one ``ERROR:`` line and exit 4."""
+    for option in OUTPUT_OPTIONS:
+        value = config.getoption(option)
+        if value and value != OUTPUT_DEFAULTS.get(option):
+            try:
+                ensure_writable(value)
+            except OSError as exc:
+                raise pytest.UsageError(f"lalm-fairness: {option} {value}: cannot be written ({type(exc).__name__}: {exc})") from exc
+
+
+def set_aside_previous_outputs(config: pytest.Config) -> None:
+    """Once a run is known to be a gate run (its gate tests collected, or a setup error found), move an output
+    that an earlier run left at this run's paths to ``<file>.previous`` (the ``--baseline`` file excepted: it is
+    read, then replaced at the end), so that whatever stops this run, no file there is mistaken for its result.
+    ``--export-cache`` and ``--junitxml`` are among them. A run that runs no test (``--collect-only``) moves nothing."""
+    if config.stash.get(SET_ASIDE_KEY, False) or not runs_tests(config):
+        return
+    config.stash[SET_ASIDE_KEY] = True
+    baseline = config.getoption("--baseline")
+    baseline_path = Path(baseline).resolve() if baseline else None
+    for value in [*(config.getoption(option) for option in (*OUTPUT_OPTIONS, "--export-cache")), getattr(config.option, "xmlpath", None)]:
+        if value and Path(value).is_file() and Path(value).resolve() != baseline_path:
+            os.replace(value, f"{value}{PREVIOUS_SUFFIX}")
+
+
+def runs_tests(config: pytest.Config) -> bool:
+    """False for ``--collect-only``, ``--setup-only`` and ``--setup-plan``: runs that run no test by design."""
+    return not (config.option.collectonly or config.option.setuponly or config.option.setupplan)
+
+
+def interrupt_on_sigterm(config: pytest.Config) -> None:
+    """SIGTERM (a CI job cancelled, ``timeout``, ``kill``) stops the run as Ctrl-C does, so that the session
+    ends and writes its INCOMPLETE outputs; a handler someone else installed is left alone."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, interrupt)
+    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
 
 
 def attach_progress_terminal(config: pytest.Config) -> None:
@@ -112,9 +169,26 @@ def import_caches(config: pytest.Config) -> None:
             for path, counts in ((path, cache.import_counts(path)) for path in files)
         ]
     except CacheError as exc:
+        set_aside_previous_outputs(config)
         raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
     finally:
         cache.close()
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Which thresholds file and cache folder a gate run uses, said before any case (results.json records both)."""
+    if hasattr(config, "workerinput"):
+        return None
+    thresholds = thresholds_path(config) or "<built-in defaults> (no thresholds.yaml in the rootdir, no --thresholds)"
+    return f"lalm-fairness: thresholds {thresholds}; cache {Path(cache_dir(config)).resolve()}"
+
+
+def thresholds_path(config: pytest.Config) -> str | None:
+    """``--thresholds``, else ``thresholds.yaml`` in pytest's rootdir when there is one, else None (built-in defaults)."""
+    chosen = config.getoption("--thresholds")
+    if chosen is None and (Path(config.rootpath) / "thresholds.yaml").is_file():
+        chosen = str(Path(config.rootpath) / "thresholds.yaml")
+    return chosen
 
 
 def cache_dir(config: pytest.Config) -> str:
@@ -122,10 +196,7 @@ def cache_dir(config: pytest.Config) -> str:
 
 
 def gate_config(config: pytest.Config) -> GateConfig:
-    root = Path(config.rootpath)
-    thresholds = config.getoption("--thresholds")
-    if thresholds is None and (root / "thresholds.yaml").is_file():
-        thresholds = str(root / "thresholds.yaml")
+    thresholds = thresholds_path(config)
     corpora: dict[str, str | None] = {}
     for entry in config.getoption("--corpus") or ["demo"]:
         name, sep, path = entry.partition("=")
@@ -195,6 +266,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             config.hook.pytest_deselected(items=list(items))
             items.clear()
             return
+        set_aside_previous_outputs(config)
         raise config.stash[SETUP_ERROR_KEY]
     skip_gpu_items(items, gpu_skip_reason)
 
@@ -291,9 +363,15 @@ class FairnessSession:
         self.other_failures = 0
         self.outcome: dict[str, Any] | None = None
         self.worker_setup_error: str | None = None
+        self.selected: list[str] | None = None
+        self.finished: set[str] = set()
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not self.config.pluginmanager.hasplugin("dsession"):  # under xdist, the workers' collection reports it
+            self.selected = gate_nodeids(item.nodeid for item in session.items)
+            if self.selected and not hasattr(self.config, "workerinput"):
+                set_aside_previous_outputs(self.config)
         selected: dict[str, list[Case]] = {}
         for item in session.items:
             for value in getattr(getattr(item, "callspec", None), "params", {}).values():
@@ -304,6 +382,8 @@ class FairnessSession:
                 get_gate(self.config).set_family(check.name, selected.get(check.name, []))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self.finished.add(report.nodeid)
         for key, value in report.user_properties:
             if key == RECORD_KEY:
                 self.records[report.nodeid] = dict(value, nodeid=report.nodeid)
@@ -327,17 +407,22 @@ class FairnessSession:
                 self.config.workeroutput[SETUP_ERROR_OUTPUT] = str(self.config.stash[SETUP_ERROR_KEY])
             return
         if self.worker_setup_error is not None:
+            set_aside_previous_outputs(self.config)
             self.config.get_terminal_writer().line(f"ERROR: {self.worker_setup_error}", red=True)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
         if SETUP_ERROR_KEY in self.config.stash:
             return
         self.export_cache()
-        if not self.records:
+        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
+        not_run = [nodeid for nodeid in self.selected or () if nodeid not in self.finished] if runs_tests(self.config) else []
+        if not self.records and not (self.selected and (interrupted or not_run)):  # not a gate run
             return
-        results = self.results()
+        results = self.results(not_run, interrupted)
         self.outcome = results
-        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not self.other_failures:
+        if results["verdict"] == "incomplete":
+            session.exitstatus = EXIT_INCOMPLETE
+        elif session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not self.other_failures:
             session.exitstatus = EXIT_STATUS[results["verdict"]]
         results_path = self.config.getoption("--results-json")
         if results_path:
@@ -366,6 +451,10 @@ class FairnessSession:
         write = terminalreporter.write_line
         write(f"lalm-fairness: verdict {self.outcome['verdict']}: {summary['cases']} cases, {summary['passed']} passed, "
               f"{summary['failed']} failed, {summary['unmeasured']} unmeasured")  # fmt: skip
+        if "incomplete" in self.outcome:
+            stopped = self.outcome["incomplete"]
+            write(f"lalm-fairness: INCOMPLETE, do not release: the run was stopped by {stopped['stopped_by']}; "
+                  f"{len(stopped['not_run'])} of {stopped['selected']} selected tests did not run")
         causes: dict[tuple, list[dict[str, Any]]] = {}
         for case in self.outcome["cases"]:
             if case["check"] == "error":
@@ -391,17 +480,25 @@ class FairnessSession:
             cache.close()
         self.config.get_terminal_writer().line(f"lalm-fairness: exported {count} cached outputs to {path}")
 
-    def results(self) -> dict[str, Any]:
+    def results(self, not_run: Sequence[str] = (), interrupted: bool = False) -> dict[str, Any]:
         cases = sorted(self.records.values(), key=lambda record: record["nodeid"])
         metadata = self._metadata()
-        verdict, summary = run_outcome(cases)
-        return {
+        verdict, summary = run_outcome(cases, len(not_run), interrupted)
+        results = {
             "schema_version": SCHEMA_VERSION,
             "verdict": verdict,
             "summary": summary,
             "metadata": metadata,
             "cases": cases,
         }
+        if verdict == "incomplete":
+            results["incomplete"] = {
+                "stopped_by": "an interruption (Ctrl-C or SIGTERM)" if interrupted else "-x / --maxfail, before every selected test ran",
+                "selected": len(self.selected) if self.selected is not None else None,
+                "finished": len(self.selected or ()) - len(not_run),
+                "not_run": list(not_run),
+            }
+        return results
 
     def _metadata(self) -> dict[str, Any]:
         parts = list(self.worker_metadata)
@@ -422,6 +519,13 @@ class XdistMetadata:
     def __init__(self, config: pytest.Config):
         self.config = config
 
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        session = self.config.pluginmanager.get_plugin("lalm_fairness_session")
+        if session.selected is None:
+            session.selected = gate_nodeids(ids)
+            if session.selected:
+                set_aside_previous_outputs(self.config)
+
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", {})
         session = self.config.pluginmanager.get_plugin("lalm_fairness_session")
@@ -431,6 +535,19 @@ class XdistMetadata:
             session.worker_served_keys.update(json.loads(output[SERVED_KEY]))
         if output.get(SETUP_ERROR_OUTPUT):
             session.worker_setup_error = output[SETUP_ERROR_OUTPUT]
+
+
+def gate_nodeids(nodeids: Iterable[str]) -> list[str]:
+    """The node ids of gate tests (the functions of :mod:`harness.gate_tests`, wherever a gate module collects
+    them): what a run selected, to tell a finished run from a stopped one. An xdist controller knows only ids."""
+    import importlib
+    import pkgutil
+
+    import harness.gate_tests as package
+
+    modules = [importlib.import_module(f"{package.__name__}.{info.name}") for info in pkgutil.iter_modules(package.__path__)]
+    names = {name for module in modules for name in vars(module) if name.startswith("test_")}
+    return [nodeid for nodeid in nodeids if nodeid.rpartition("::")[2].partition("[")[0] in names]
 
 
 def _short_error(report: pytest.TestReport) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import json
 from typing import Any
 
-from harness.core import atomic_write_text
+from harness.core import atomic_write_text, ensure_writable
 from harness.report import render_report
 from harness.report.ci_summary import write_summary
 from harness.report.trend import trend_view
@@ -48,6 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="keep the neighbour comparisons in this JSON file and reuse them (a nightly render then compares only the newest pair)")
     parser.add_argument("--summary-md", metavar="FILE", help="also write the CI summary of the last run")
     args = parser.parse_args(argv)
+    for option, value in (("-o", args.output), ("--summary-md", args.summary_md), ("--memo", args.memo)):
+        try:
+            if value:
+                ensure_writable(value)
+        except OSError as exc:
+            print(f"lalm-fairness-report: {option} {value}: cannot be written ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return 2
     try:
         runs = load_series(args.results, "given" if len(args.results) == 1 else args.order)
         memo = read_memo(args.memo) if args.memo else None

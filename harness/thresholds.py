@@ -28,6 +28,7 @@ StereoSet's gender, age) and those of the shipped demo corpus and demo BASIS sui
 from __future__ import annotations
 
 import dataclasses
+import re
 import functools
 import hashlib
 import warnings
@@ -81,6 +82,10 @@ class UniqueKeyLoader(yaml.SafeLoader):
 
 
 UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, UniqueKeyLoader.construct_mapping)
+# YAML 1.2's floats without a dot (``1e-3``, ``5E2``), which YAML 1.1 and so PyYAML read as strings.
+UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9]+(?:\.[0-9]*)?[eE][-+]?[0-9]+$"), list("-+0123456789")
+)
 
 
 def load_yaml_unique(text: str):

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     for check in all_checks():
         check_started = time.monotonic()
         for case in gate.cases(check.name):
-            gate.verdict(case)
+            gate.outcome(case)  # a case the data cannot support is unmeasured; its outputs are made all the same
         check_seconds[check.name] = round(time.monotonic() - check_started, 1)
         print(f"[build] {check.name}: {check_seconds[check.name]} s", flush=True)
     total_seconds = time.monotonic() - started

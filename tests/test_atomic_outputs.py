@@ -120,9 +120,11 @@ def test_gate_replaces_every_output_through_a_temporary_file(gate_project):
 
 
 def test_kill_while_the_gate_writes_its_outputs_leaves_the_old_files(gate_project):
-    """The gate is killed at the first fsync of an output (its bytes written, not yet renamed): every output
-    still holds its previous content, and the next run replaces them all and clears the killed run's files.
-    Files written atomically elsewhere (the cache folder's audio-check memo) are fsynced as usual."""
+    """The gate is killed at the first fsync of an output (its bytes written, not yet renamed): no output is
+    half written, the previous run's are kept whole beside their paths as ``*.previous`` (moved aside when the
+    run began, so that nothing at the paths passes for this run's result), and the next run writes them all and
+    clears the killed run's files. Files written atomically elsewhere (the cache folder's audio-check memo)
+    are fsynced as usual."""
     gate_project.makeconftest(
         'pytest_plugins = ["harness.plugin"]\n'
         "import os, sys, time, harness.core\n"
@@ -151,7 +153,7 @@ def test_kill_while_the_gate_writes_its_outputs_leaves_the_old_files(gate_projec
     finally:
         process.kill()
         process.wait(10)
-    assert all((out / name).read_text() == "OLD" for name in OUTPUTS)
+    assert all((out / f"{name}.previous").read_text() == "OLD" and not (out / name).exists() for name in OUTPUTS)
     assert temporaries(out)  # the killed run's partial file
     result = gate_project.runpytest_subprocess(*GATE_ARGS, *output_args(out))
     result.assert_outcomes(passed=1)

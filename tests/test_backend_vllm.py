@@ -85,6 +85,20 @@ def test_engine_options_pass_through(fake_vllm, qwen2_audio_dir):
     assert kw["limit_mm_per_prompt"] == {"audio": 1} and kw["enable_prefix_caching"] is True
 
 
+def test_auto_dtype_is_resolved_by_the_harness_recorded_and_handed_to_the_engine(fake_vllm, qwen2_audio_dir, monkeypatch):
+    """vLLM's own ``auto`` picks bfloat16 on an AVX512_BF16 CPU: the engine never sees ``auto``."""
+    import harness.models.vllm_backend as vllm_backend
+
+    monkeypatch.setattr(vllm_backend, "cuda_available", lambda: False)
+    auto = VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={})
+    auto.load()
+    assert FakeLLM.instances[-1].kwargs["dtype"] == "float32"
+    assert auto.fingerprint() == VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"dtype": "float32"}).fingerprint()
+    assert auto.fingerprint() != VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"dtype": "bfloat16"}).fingerprint()
+    with pytest.raises(ModelError, match=r"vllm:q: dtype must be one of"):
+        VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"dtype": "bf16"})
+
+
 def test_requests_carry_rendered_prompt_audio_and_explicit_sampling(fake_vllm, qwen2_audio_dir):
     model = VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"batch_size": 2}).load()
     samples = np.linspace(-0.5, 0.5, 8000, dtype=np.float32)

@@ -105,12 +105,34 @@ def test_case_missing_from_the_baseline_is_reported_as_new(project):
     assert cases["sim:biased-advisory-accent"]["baseline"]["status"] == "new"
 
 
-def test_baseline_with_several_models_needs_a_choice(project):
+def test_baseline_with_several_models_needs_a_choice_unless_it_holds_the_one_candidate(project):
     gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--results-json", "two.json")
-    result = gate(project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json")
+    result = gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--baseline", "two.json")
     assert "two.json: the baseline holds models ['sim:biased', 'sim:fair']; choose one with --baseline-model" in result.stderr.str()
     result = gate(project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--baseline-model", "sim:fair")
     result.assert_outcomes(passed=1, failed=1)
+    result = gate(project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--results-json", "same.json")
+    result.assert_outcomes(passed=2)
+    assert json.loads((project.path / "same.json").read_text())["metadata"]["baseline"]["model"] == "sim:biased"
+
+
+def test_a_paired_contrast_that_cannot_vary_is_not_estimable_never_a_regression(pytester):
+    """In a text mode every speaker of a group hears the same text, so resampling speakers cannot move the
+    difference between two fair checkpoints' mean ICAT (issue 23: "CI [-8.33, -8.33] -> REGRESSION")."""
+    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
+    shutil.copy(REPO / "fairness_tests" / "test_basis.py", pytester.path / "test_basis.py")
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    statuses = {}
+    for seed in (1, 2, 3):
+        (pytester.path / "models.yaml").write_text(f"models:\n  sim:fair: {{decoding: {{seed: {seed}}}}}\n")
+        args = ("--model", "sim:fair", "--model-config", "models.yaml", "-k", "icat and text", "--results-json", f"seed{seed}.json")
+        gate(pytester, *args, *(("--baseline", "seed1.json") if seed > 1 else ()))
+        if seed > 1:
+            cases = json.loads((pytester.path / f"seed{seed}.json").read_text())["cases"]
+            statuses.update({(seed, case["id"]): case["baseline"] for case in cases})
+    assert statuses and not any(baseline["regressed"] for baseline in statuses.values())
+    flat = [baseline for baseline in statuses.values() if baseline["status"] == "not estimable"]
+    assert flat and all("not judged a regression" in baseline["message"] for baseline in flat)
 
 
 def speaker_counts(rng, rate_by_group, n_speakers=12, items=30):

@@ -129,3 +129,40 @@ def test_a_malformed_baseline_is_one_error_naming_the_file_and_the_first_bad_cas
     output = result.stdout.str() + result.stderr.str()
     assert f"damaged.json: not a usable baseline: {message}" in output
     assert "KeyError" not in output and "DataFrame constructor" not in output
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--permutations", "0"), "--permutations 0: the permutation tests need at least 1 permutation"),
+    (("--permutations", "-5"), "--permutations -5: the permutation tests need at least 1 permutation"),
+    (("--fairness-seed", "-1"), "--fairness-seed -1: a seed is a whole number >= 0"),
+    (("--baseline-model", "sim:fair"), "--baseline-model sim:fair: names a model of a --baseline file, and no --baseline was given"),
+])  # fmt: skip
+def test_bad_run_settings_are_one_setup_error_before_any_case(gate_project, args, message):
+    result = run(gate_project, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    assert f"ERROR: lalm-fairness: {message}" in output and "not measured" not in output
+
+
+def test_yaml_1_2_floats_without_a_dot_are_numbers(tmp_path):
+    thresholds = validated(tmp_path, "ntvd:\n  defaults: {alpha: 1e-3}\n  dimensions:\n    accent: {alpha: 5E-2}\n")
+    assert thresholds.values("ntvd", NtvdCheck.schema, "story", "gender")["alpha"] == 0.001
+    assert thresholds.values("ntvd", NtvdCheck.schema, "story", "accent")["alpha"] == 0.05
+
+
+def test_a_baseline_of_several_models_is_read_for_the_candidate_it_holds(gate_project):
+    run(gate_project, "--model", "sim:biased", "--results-json", "released.json")
+    released = json.loads((gate_project.path / "released.json").read_text())
+    assert {case["model"] for case in released["cases"]} == {"sim:fair", "sim:biased"}
+    result = run(gate_project, "--baseline", "released.json")
+    result.assert_outcomes(passed=1)
+    assert json.loads((gate_project.path / "results.json").read_text())["metadata"]["baseline"]["model"] == "sim:fair"
+
+
+def test_a_manifest_that_is_not_utf8_is_refused_naming_the_line(tmp_path):
+    from harness.data import CorpusError, load_corpus
+
+    (tmp_path / "manifest.csv").write_bytes("utterance_id,audio,speaker_id,transcript,gender\n"
+                                            "u1,a.wav,s1,caf\xe9 au lait,female\n".encode("latin-1"))
+    with pytest.raises(CorpusError, match=r"manifest.csv: line 2, column 16: byte 0xe9 is not UTF-8"):
+        load_corpus(tmp_path / "manifest.csv")

@@ -6,13 +6,17 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
-from harness.models import build_backend
+from harness.models import build_backend, numerics
 from harness.models.cascade import DEMO_ASR, DEMO_LLM, DEMO_MODEL, join_output
-from harness.models.numerics import CPU_NUMERICS, NUMERICS_ENV, compute_environment, contract_applies, pin_cpu_numerics
+from harness.models.numerics import (
+    CPU_NUMERICS, EXPECTED_IN_FORCE, NUMERICS_ENV, UNVERIFIED, VERIFIED, compute_environment, contract_applies, cpu_description,
+    pin_cpu_numerics,
+)
 from harness.reproducibility import TOLERANCE, output_drift
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,17 +51,94 @@ def test_the_contract_enters_both_demo_fingerprints_and_native_numerics_change_t
 
 
 @needs_contract
-def test_mkl_reports_the_pinned_branch_in_a_fresh_process():
+def test_each_engine_reports_the_contract_or_runs_unverified_with_a_warning_in_a_fresh_process():
+    """Whatever this CPU is, the demo models load and say the truth: CTranslate2's own report of oneDNN at
+    AVX2 and torch's MKL on the COMPATIBLE branch with AVX2 kernels, or one warning naming the CPU and an
+    ``unverified`` fingerprint. Never a refusal."""
     pytest.importorskip("torch")
+    pytest.importorskip("ctranslate2")
     code = (
-        "import json, warnings; from harness.models import build_backend; build_backend('smollm2:135m-instruct');"
-        "import torch; from harness.models.numerics import engines_in_force; print(json.dumps(engines_in_force()))"
+        "import json, warnings; warnings.simplefilter('always')\n"
+        "from harness.models import build_backend; from harness.models import numerics\n"
+        "backends = [build_backend(spec) for spec in ('whisper:tiny.en', 'smollm2:135m-instruct')]\n"
+        "prints = [backend.fingerprint() for backend in backends]; loaded = [backend.load() for backend in backends]\n"
+        "print(json.dumps({'states': {e: numerics.engine_numerics(e) for e in numerics.ENGINES}, "
+        "'contracts': {e: numerics.contract(e) for e in numerics.ENGINES}}))"
     )
     finished = run_python(code, MKL_CBWR="AVX512")
     assert finished.returncode == 0, finished.stderr
-    in_force = json.loads(finished.stdout.strip().splitlines()[-1])
-    assert in_force["torch_mkl_branch"] == "AVX2,STRICT"
-    assert in_force["torch_cpu_capability"] == "AVX2"
+    report = json.loads(finished.stdout.strip().splitlines()[-1])
+    vendor = cpu_description().get("vendor")
+    for engine, state in report["states"].items():
+        expected = EXPECTED_IN_FORCE[engine]
+        if state["status"] == VERIFIED:
+            assert {key: state["in_force"][key] for key in expected} == expected
+            assert "unverified" not in report["contracts"][engine]
+            assert f"{engine}: the demo models' CPU numerics contract" not in finished.stderr
+        else:
+            assert state["status"] == UNVERIFIED, state
+            assert report["contracts"][engine]["unverified"]["vendor"] == vendor
+            assert finished.stderr.count(f"{engine}: the demo models' CPU numerics contract") == 1
+            assert str(vendor) in finished.stderr and "own fingerprint" in finished.stderr
+    assert EXPECTED_IN_FORCE["torch"]["torch_mkl_branch"] == CPU_NUMERICS["MKL_CBWR"] == "COMPATIBLE"
+    assert "[ctranslate2]" not in finished.stderr  # its report is read, not shown
+
+
+@needs_contract
+def test_a_cpu_that_cannot_give_the_contract_runs_warned_once_under_its_own_fingerprint(monkeypatch):
+    """An MKL that ignores the pinned branch (as contract 1's AVX2 branch was ignored on AMD): the model is
+    built, one warning names the CPU and what is in force, the load is not refused, and the fingerprint
+    differs from the contract's, so its outputs never mix with the shipped ones."""
+    pytest.importorskip("torch")
+    verified = build_backend(DEMO_LLM).fingerprint()
+    in_force = {"torch_mkl_branch": "AUTO", "torch_cpu_capability": "AVX2"}
+    monkeypatch.setattr(numerics, "_engine_numerics", {})
+    monkeypatch.setattr(numerics, "_imported_before_pin", set())
+    monkeypatch.setattr(numerics, "engine_in_force", lambda engine: dict(in_force))
+    with pytest.warns(UserWarning, match=r"torch: the demo models' CPU numerics contract 2 .* cannot be had here") as caught:
+        unverified = build_backend(DEMO_LLM).fingerprint()
+    assert str(cpu_description().get("vendor")) in str(caught[0].message) and "AUTO" in str(caught[0].message)
+    assert unverified != verified
+    assert numerics.contract("torch")["unverified"]["in_force"] == in_force
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert build_backend(DEMO_LLM).fingerprint() == unverified
+        numerics.check_cpu_numerics(DEMO_LLM, "torch")
+        with numerics.as_shipped():
+            assert build_backend(DEMO_LLM).fingerprint() == verified
+    assert numerics.compute_environment()["engines"]["torch"]["status"] == UNVERIFIED
+
+
+@needs_contract
+@pytest.mark.parametrize("early", [True, False], ids=["imported-before-the-pin", "settings-ignored"])
+def test_ctranslate2_reporting_another_path_than_the_contract_is_refused_with_the_cause(monkeypatch, early):
+    """CTranslate2's own report (AVX-512 and MKL instead of oneDNN at AVX2) contradicts a verified
+    fingerprint: the load is refused, saying whether the process imported it before the pin."""
+    report = {"ctranslate2_isa": "AVX512", "ctranslate2_uses_mkl": "true", "ctranslate2_sgemm": "MKL", "ctranslate2_gemm_s8": "MKL"}
+    monkeypatch.setattr(numerics, "_engine_numerics", {})
+    monkeypatch.setattr(numerics, "_imported_before_pin", {"ctranslate2"} if early else set())
+    assert numerics.engine_numerics("ctranslate2")["status"] == VERIFIED
+    numerics.record_ctranslate2_report(report)
+    cause = "initialised ctranslate2 before the CPU numerics contract was set" if early else "ctranslate2 did not take"
+    with pytest.raises(Exception, match=cause) as refused:
+        numerics.check_cpu_numerics(DEMO_ASR, "ctranslate2")
+    assert "'ctranslate2_isa': 'AVX512'" in str(refused.value)
+    numerics.record_ctranslate2_report(dict(EXPECTED_IN_FORCE["ctranslate2"]))
+    numerics.check_cpu_numerics(DEMO_ASR, "ctranslate2")
+
+
+def test_ctranslate2_report_is_parsed_from_its_log_and_other_output_passes_through(capfd):
+    ctranslate2 = pytest.importorskip("ctranslate2")
+    before = ctranslate2.get_log_level()
+    with numerics.ctranslate2_report() as report:
+        os.write(2, b"[2026-12-01 13:45:17.792] [ctranslate2] [thread 1] [info]  - Selected ISA: AVX2\n"
+                    b"[2026-12-01 13:45:17.792] [ctranslate2] [thread 1] [info]  - SGEMM backend: DNNL (packed: false)\n"
+                    b"[2026-12-01 13:45:17.792] [ctranslate2] [thread 1] [info]  - GEMM_S8 backend: DNNL (packed: false, u8s8 preferred: true)\n"
+                    b"something else\n")
+        level = ctranslate2.get_log_level()
+    assert report == {"ctranslate2_isa": "AVX2", "ctranslate2_sgemm": "DNNL", "ctranslate2_gemm_s8": "DNNL"}
+    assert level == 20 and ctranslate2.get_log_level() == before
+    assert capfd.readouterr().err == "something else\n"
 
 
 @needs_contract

@@ -101,14 +101,20 @@ def test_run_table_states_the_compute_environment_and_the_numerics_in_force():
     run = results([case()])
     run["metadata"]["compute_environment"] = {
         "cpu": {"machine": "x86_64", "cpus": 2, "vendor": "AuthenticAMD", "model_name": "AMD EPYC 9B14", "flags": ["avx2", "avx512f"]},
-        "contract": {"version": "1", "settings": dict(CPU_NUMERICS)}, "contract_applies": True,
-        "environment": {}, "in_force": {"torch_mkl_branch": "AVX2,STRICT"},
+        "contract": {"version": "2", "settings": dict(CPU_NUMERICS)}, "contract_applies": True,
+        "engines": {"ctranslate2": {"status": "verified", "in_force": {}, "reason": "x86-64 with AVX2"},
+                    "torch": {"status": "unverified", "in_force": {}, "reason": "this CPU (AuthenticAMD, AMD EPYC 9B14) does not give the contract"}},
+        "environment": {}, "in_force": {"torch_mkl_branch": "AUTO"},
         "gpu": {"devices": [{"name": "NVIDIA H200", "capability": "9.0", "memory_gib": 139.8}], "cuda": "12.8", "cudnn": 90800,
                 "driver": "570.1", "torch": "2.13.0", "tf32_matmul": False, "cudnn_benchmark": False},
     }
+    run["metadata"]["resolved_settings"] = {"vllm:/ckpts/1.3": {"dtype": "float32", "device": "cpu"}, "sim:fair": {}}
     html = render_report(run)
+    assert "As run: vllm:/ckpts/1.3: dtype float32, device cpu<" in html and "sim:fair:" not in html
     assert "AMD EPYC 9B14 (AuthenticAMD, 2 CPUs; avx2, avx512f)" in html
-    assert "MKL_CBWR=AVX2,STRICT" in html and "in force: torch_mkl_branch AVX2,STRICT" in html
+    assert "MKL_CBWR=COMPATIBLE" in html and "in force: torch_mkl_branch AUTO" in html and "ctranslate2 verified" in html
+    assert ("torch <strong>unverified</strong> (this CPU (AuthenticAMD, AMD EPYC 9B14) does not give the contract: its outputs have "
+            "their own fingerprint") in html
     assert "NVIDIA H200 (sm 9.0), driver 570.1, CUDA 12.8" in html
     run["metadata"]["compute_environment"]["contract"]["settings"] = "native"
     assert "native (the engines&#39; own choices)" in render_report(run) or "native (the engines' own choices)" in render_report(run)

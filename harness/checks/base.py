@@ -118,7 +118,8 @@ class Verdict:
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-    """Candidate versus baseline on one case. ``status``: compared, new (no baseline case), unsupported."""
+    """Candidate versus baseline on one case. ``status``: compared, new (no baseline case), unsupported, not
+    estimable (the paired interval has no width: every replicate gives the same difference)."""
 
     status: str
     baseline_value: float | None
@@ -215,6 +216,11 @@ class SpeakerBootstrapComparison:
                                               seed=context.seed)
         except ValueError as exc:
             return Comparison("unsupported", baseline.value, None, None, False, f"cannot pair with the baseline: {exc}")
+        if result.ci_low == result.ci_high:
+            return Comparison("not estimable", result.baseline, result.difference, None, False,
+                              f"vs baseline: {self.comparison_name} {result.baseline:.3g} -> {result.candidate:.3g}: the paired "
+                              f"speaker bootstrap gives every replicate the same difference ({result.difference:+.3g}), so its "
+                              "uncertainty is not estimable from speakers alone; not judged a regression")
         worsening = result.difference if self.worse_when == "higher" else -result.difference
         ci_on_worse_side = result.ci_low > 0 if self.worse_when == "higher" else result.ci_high < 0
         regressed = bool(worsening > settings["max_worsening"] and ci_on_worse_side)

@@ -138,6 +138,7 @@ def _read_corpus_config(config_path: Path) -> dict:
 
 def _read_manifest(manifest_path: Path) -> pd.DataFrame:
     suffix = manifest_path.suffix.lower()
+    _check_utf8(manifest_path)
     try:
         if suffix == ".csv":
             table = pd.read_csv(manifest_path, dtype=str, keep_default_na=False)
@@ -154,6 +155,23 @@ def _read_manifest(manifest_path: Path) -> pd.DataFrame:
     if missing:
         raise CorpusError(f"{manifest_path}: missing column(s) {missing}; required: {list(REQUIRED_COLUMNS)}")
     return table.reset_index(drop=True)
+
+
+def _check_utf8(manifest_path: Path) -> None:
+    """A manifest is UTF-8: one that is not is refused naming the line and the column of the first bad byte."""
+    try:
+        data = manifest_path.read_bytes()
+    except OSError as exc:
+        raise CorpusError(f"{manifest_path}: manifest cannot be read ({exc})") from exc
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CorpusError(
+            f"{manifest_path}: line {line}, column {column}: byte 0x{data[exc.start]:02x} is not UTF-8; "
+            "save the manifest as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        ) from exc
 
 
 def _row_label(manifest_path: Path, index: int) -> str:

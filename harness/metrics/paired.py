@@ -61,7 +61,8 @@ def paired_speaker_bootstrap(
     """Difference ``statistic(candidate) - statistic(baseline)`` with its paired speaker-bootstrap CI.
 
     Both tables are indexed by speaker with a ``group`` column and the same numeric columns; they must
-    hold the same speakers in the same groups.
+    hold the same speakers in the same groups. Replicates whose statistic is undefined (a group left
+    without data) are dropped; a ``ValueError`` says so when none is left.
     """
     candidate, baseline = candidate.sort_index(), baseline.sort_index()
     if not candidate.index.equals(baseline.index) or not candidate["group"].equals(baseline["group"]):
@@ -71,7 +72,10 @@ def paired_speaker_bootstrap(
     observed_baseline = float(statistic(group_sums(baseline, ones))[0])
     draws = speaker_draws(candidate["group"].to_numpy(), n_boot, seed)
     differences = statistic(group_sums(candidate, draws)) - statistic(group_sums(baseline, draws))
-    low, high = np.nanquantile(differences, [alpha / 2, 1 - alpha / 2])
+    differences = differences[np.isfinite(differences)]
+    if differences.size == 0:
+        raise ValueError("the difference is not estimable: no bootstrap replicate gives a finite value")
+    low, high = np.quantile(differences, [alpha / 2, 1 - alpha / 2])
     return PairedBootstrapResult(observed_candidate, observed_baseline, observed_candidate - observed_baseline,
                                  float(low), float(high), n_boot, seed)
 

@@ -16,6 +16,41 @@ from typing import Any, Protocol, runtime_checkable
 from harness.core import DecodingParams, GenerationRequest, ModelError
 
 
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def resolve_dtype(spec: str, requested: Any, on_gpu: bool) -> str:
+    """The dtype a backend runs: ``requested``, or for ``auto`` bfloat16 on a bf16-capable CUDA device,
+    float16 on another CUDA device, float32 on a CPU.
+
+    The harness resolves ``auto`` itself and hands the engine the result, so that no engine chooses per
+    machine (vLLM's own ``auto`` picks bfloat16 on an AVX512_BF16 CPU and float32 on others), and the
+    fingerprint records what ran.
+    """
+    if requested not in DTYPES:
+        raise ModelError(f"{spec}: dtype must be one of {DTYPES}, got {requested!r}")
+    if requested != "auto":
+        return str(requested)
+    if on_gpu:
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+        except ImportError:
+            pass
+    return "float32"
+
+
+def cuda_available() -> bool:
+    """Whether torch is installed and sees a CUDA device (without torch, nothing runs on a GPU)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
 @runtime_checkable
 class Model(Protocol):
     """A loaded model: batched text generation from (audio +) text requests."""
@@ -58,6 +93,11 @@ class Backend(Protocol):
         ...
 
     def load(self) -> Model: ...
+
+    def resolved_settings(self) -> dict[str, Any]:
+        """The settings this backend runs with where an option left the choice open (``auto``): the values
+        its fingerprint records, for the run metadata and the report's Compute row."""
+        return {}
 
     def transcription_source(self) -> StageSpec | None:
         """The stage that transcribes for the WER checks, asked with an empty prompt; None: the model

@@ -40,7 +40,7 @@ import numpy as np
 
 from harness.data.audio import resample
 from harness.core import DecodingParams, GenerationRequest, ModelError
-from harness.models.base import Backend, validated_options
+from harness.models.base import Backend, resolve_dtype, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
 from harness.models.progress import Progress
@@ -52,7 +52,6 @@ KNOWN_OPTIONS = {
 }  # fmt: skip
 # Options that can change outputs, hence enter the fingerprint (device / batch size do not, by design).
 BEHAVIOUR_OPTIONS = ("architecture", "trust_remote_code", "attn_implementation", "max_new_tokens", "model_kwargs", "processor_kwargs")
-DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def _require_torch() -> Any:
@@ -136,9 +135,7 @@ class HFBackend(Backend):
         self.spec = spec
         self.target = target
         self.options = validated_options(spec, "hf", options, KNOWN_OPTIONS)
-        dtype = self.options.get("dtype", "auto")
-        if dtype not in DTYPES:
-            raise ModelError(f"{spec}: dtype must be one of {DTYPES}, got {dtype!r}")
+        resolve_dtype(spec, self.options.get("dtype", "auto"), on_gpu=False)
         self.batch_size = int(self.options.get("batch_size", 8))
         if self.batch_size < 1:
             raise ModelError(f"{spec}: batch_size must be >= 1")
@@ -167,25 +164,17 @@ class HFBackend(Backend):
         return "cuda" if torch.cuda.is_available() else "cpu"
 
     def resolved_dtype(self) -> str:
-        dtype = self.options.get("dtype", "auto")
-        if dtype != "auto":
-            return dtype
-        if self.options.get("device_map") is not None or self.resolved_device().startswith("cuda"):
-            try:
-                import torch
+        on_gpu = self.options.get("device_map") is not None or self.resolved_device().startswith("cuda")
+        return resolve_dtype(self.spec, self.options.get("dtype", "auto"), on_gpu)
 
-                if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-                    return "bfloat16"
-                if torch.cuda.is_available():
-                    return "float16"
-            except ImportError:
-                pass
-        return "float32"
+    def resolved_settings(self) -> dict[str, Any]:
+        on_gpu = self.options.get("device_map") is not None or self.resolved_device().startswith("cuda")
+        return {"dtype": self.resolved_dtype(), "device": "cuda" if on_gpu else "cpu"}
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
             behaviour = {k: self.options[k] for k in BEHAVIOUR_OPTIONS if k in self.options}
-            behaviour["dtype"] = self.resolved_dtype()
+            behaviour.update(self.resolved_settings())
             self._fingerprint = model_fingerprint(
                 "hf",
                 self.path if self.is_local else self.target,

@@ -5,62 +5,100 @@ kernels for the processor it finds, and kernels for different instruction sets r
 
 * CTranslate2 (Whisper) picks a kernel ISA (AVX, AVX2 or AVX-512, ``CT2_FORCE_CPU_ISA``) and a GEMM
   library by CPU vendor: Intel MKL on Intel, oneDNN elsewhere (``CT2_USE_MKL``);
-* Intel MKL, inside both CTranslate2 and torch, picks a code branch per processor (AVX2; AVX-512 with
-  VNNI, whose int8 products do not saturate as AVX2's do; AMX), unless conditional numerical
-  reproducibility fixes one (``MKL_CBWR``, with ``STRICT``: the same bits for any thread count);
+* Intel MKL, inside both CTranslate2 and torch, picks a code branch per processor, unless conditional
+  numerical reproducibility fixes one (``MKL_CBWR``);
 * torch picks its vectorised kernels (softmax, norms, activations) by CPU capability (``ATEN_CPU_CAPABILITY``).
 
 Measured on one Intel Xeon (AVX-512, AMX) over 36 demo recordings: Whisper tiny.en int8 wrote a different
-transcript for 10 of them on MKL's AVX2 branch than on its default branch, and oneDNN agreed with MKL's
-default; one transcript read "half past heaven" on one branch and "half past 7" on another. A different
-transcript changes SmolLM2's answer, so the demo's findings moved with the machine.
+transcript for 10 of them on MKL's AVX2 branch than on its default branch; one transcript read "half past
+heaven" on one branch and "half past 7" on another. A different transcript changes SmolLM2's answer, so the
+demo's findings moved with the machine.
 
-:data:`CPU_NUMERICS` fixes every one of those choices to the AVX2 variant, which every x86-64 machine of
-this project's kind (Intel Xeon or AMD EPYC, all with AVX2) can run: the same code path on each, with
-MKL's reductions independent of the thread count. The backends of the demo models (``whisper:``,
-``smollm2:``) call :func:`pin_cpu_numerics` when they are built, before any kernel runs, and
-:func:`check_cpu_numerics` when they load, which reads back from MKL itself which branch is in force
-(``mkl_serv_cbwr_get``) and from torch which capability: a process whose engines were initialised before
-the pin (torch used by another model first, say) is refused with a clear error instead of silently
-writing other text. The contract enters both backends' fingerprints, so outputs made under another
-contract are never served as these. :func:`compute_environment` describes the machine and what is in
-force; it goes into the run metadata and into the shipped outputs' provenance.
+Contract 1 pinned MKL's ``AVX2,STRICT`` branch in both engines. MKL honours the ``AVX2`` branch on Intel
+processors only (its developer guide: on non-Intel CPUs "the AUTO branch is used instead"): on an AMD EPYC
+(AVX-512, AVX512_BF16) both copies of MKL reported ``AUTO,STRICT``, and 2 of 20 sampled outputs differed
+from the Intel-made shipped ones. :data:`CPU_NUMERICS`, contract 2, takes for each engine a path that
+does not depend on the vendor:
 
-The cost: Whisper's int8 GEMMs on the AVX2 branch instead of AVX-512 VNNI/AMX, and torch's float32 GEMMs
-on MKL's strict AVX2 branch (figures in the README, "The demo model").
+* **CTranslate2 on oneDNN at AVX2** (``CT2_USE_MKL=0``, ``ONEDNN_MAX_CPU_ISA=AVX2``, ``CT2_FORCE_CPU_ISA=AVX2``):
+  CTranslate2's own choice on AMD. oneDNN dispatches its JIT kernels by instruction set, not by vendor,
+  and the cap makes every AVX2 machine run the same ones; the int8 GEMMs accumulate in integers, so their
+  results do not depend on blocking or threads. On the AMD EPYC it was 6.6 times faster than MKL's
+  ``COMPATIBLE`` branch and 3.6 times faster than contract 1's MKL (8 recordings: 3.5 s, 23.3 s, 12.6 s).
+* **torch on MKL's ``COMPATIBLE`` branch** (``MKL_CBWR=COMPATIBLE``, ``ATEN_CPU_CAPABILITY=avx2``): the one
+  branch MKL defines as the same code on Intel and on non-Intel x86-64 processors (SSE2 without the
+  approximate ``rcpps``/``rsqrtps``), with deterministic reductions and fixed cache sizes. It is not a
+  *strict* branch, so MKL promises the same bits for a fixed thread count only; that 1 and 2 threads agree
+  is measured (``tests/test_cascade.py`` regenerates shipped entries under both). It cost SmolLM2 1.7 times
+  the time of MKL's own choice on the AMD EPYC (8 answers of 64 tokens: 8.5 s against 4.9 s).
+
+The backends of the demo models (``whisper:``, ``smollm2:``) call :func:`pin_cpu_numerics` when they are
+built, before any kernel runs. :func:`engine_numerics` judges, once per process, whether each engine runs
+the contract here: torch is asked which MKL branch (``mkl_serv_cbwr_get``) and capability are in force, and
+CTranslate2's settings hold on any x86-64 CPU with AVX2, what it selected being read from its own system
+report when the model loads:
+
+* **verified**: the contract is in force; the backend's fingerprint carries the contract, and its outputs
+  are interchangeable with the shipped ones;
+* **unverified**: the environment was set in time and this processor does not give the contract (another
+  architecture, or an MKL that ignores the branch). The run goes on, with one warning naming the CPU and
+  what is in force, and the fingerprint carries both, so those outputs never mix with the shipped ones;
+* an engine initialised *before* the pin (torch used by another model first, say) and not in the
+  contract's state is refused at load with a clear error: that is a process problem, not a CPU one.
+
+Where the engine is not installed, nothing can be generated here and the fingerprint is the contract's
+(the shipped outputs are served as they are). :func:`compute_environment` describes the machine and what
+is in force; it goes into the run metadata, the report's Compute row and the shipped outputs' provenance.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import glob
+import importlib.util
 import os
 import platform
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from harness.core import ModelError
 
-CONTRACT_VERSION = "1"
+CONTRACT_VERSION = "2"
 NUMERICS_ENV = "LALM_CPU_NUMERICS"
 CPU_NUMERICS: dict[str, str] = {
     "CT2_FORCE_CPU_ISA": "AVX2",
-    "CT2_USE_MKL": "1",
-    "MKL_CBWR": "AVX2,STRICT",
+    "CT2_USE_MKL": "0",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "MKL_CBWR": "COMPATIBLE",
     "ATEN_CPU_CAPABILITY": "avx2",
 }
-# mkl_cbwr_get's codes: the branch (MKL_CBWR_AVX2 = 10) and the strict flag.
+ENGINES = ("ctranslate2", "torch")
+# What each engine reports when the contract is in force: torch through its MKL and capability, read at
+# any time; CTranslate2 through the system report it logs when it loads its first model.
+EXPECTED_IN_FORCE: dict[str, dict[str, str]] = {
+    "ctranslate2": {"ctranslate2_isa": "AVX2", "ctranslate2_uses_mkl": "false", "ctranslate2_sgemm": "DNNL", "ctranslate2_gemm_s8": "DNNL"},
+    "torch": {"torch_mkl_branch": CPU_NUMERICS["MKL_CBWR"], "torch_cpu_capability": CPU_NUMERICS["ATEN_CPU_CAPABILITY"].upper()},
+}
+CT2_REPORT_LINES = {"Selected ISA": "ctranslate2_isa", "Use Intel MKL": "ctranslate2_uses_mkl", "SGEMM backend": "ctranslate2_sgemm", "GEMM_S8 backend": "ctranslate2_gemm_s8"}
+# mkl_cbwr_get's codes: the branch and the strict flag.
 MKL_CBWR_ALL = -1
 MKL_CBWR_BRANCH_CODES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 8: "SSE4_2", 9: "AVX", 10: "AVX2", 12: "AVX512", 14: "AVX512_E1"}
 MKL_CBWR_STRICT = 0x10000
-CPU_FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "amx_bf16")
+CPU_FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_int8", "amx_bf16")
 GPU_ENVIRONMENT = (
     "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE", "VLLM_ATTENTION_BACKEND",
     "VLLM_USE_V1", "TORCH_CUDNN_V8_API_ENABLED",
 )
+
+VERIFIED, UNVERIFIED, NOT_INSTALLED, NATIVE = "verified", "unverified", "not installed", "native"
+_imported_before_pin: set[str] | None = None
+_engine_numerics: dict[str, dict[str, Any]] = {}
+_as_shipped = False
 
 
 def native_numerics() -> bool:
@@ -71,9 +109,40 @@ def native_numerics() -> bool:
     return value == "native"
 
 
-def contract() -> dict[str, Any]:
-    """What enters the demo backends' fingerprints: the contract, or ``native`` when it is switched off."""
-    return {"version": CONTRACT_VERSION, "settings": "native" if native_numerics() else dict(CPU_NUMERICS)}
+def contract(engine: str | None = None) -> dict[str, Any]:
+    """What enters a demo backend's fingerprint: the contract; ``native``; or the contract and, where
+    ``engine`` runs unverified on this CPU (:func:`engine_numerics`), the CPU and what is in force."""
+    if native_numerics():
+        return {"version": CONTRACT_VERSION, "settings": "native"}
+    pinned: dict[str, Any] = {"version": CONTRACT_VERSION, "settings": dict(CPU_NUMERICS)}
+    if engine is not None and not _as_shipped:
+        state = engine_numerics(engine)
+        if state["status"] == UNVERIFIED:
+            cpu = cpu_description()
+            pinned["unverified"] = {"vendor": cpu.get("vendor"), "model_name": cpu.get("model_name"),
+                                    "machine": cpu.get("machine"),
+                                    "in_force": {key: state["in_force"].get(key) for key in EXPECTED_IN_FORCE[engine]}}
+    return pinned
+
+
+def numerics_status(engine: str) -> str:
+    """``contract 2 (verified)``, ``contract 2 (unverified: ...)``, ``native``: what a backend's fingerprint records."""
+    state = engine_numerics(engine)
+    if state["status"] == NATIVE:
+        return NATIVE
+    return f"contract {CONTRACT_VERSION} ({state['status']}" + (f": {state['reason']})" if state["status"] == UNVERIFIED else ")")
+
+
+@contextlib.contextmanager
+def as_shipped() -> Iterator[None]:
+    """Fingerprints made inside are the verified contract's whatever this CPU gives: to *read* shipped
+    outputs (``harness.reproducibility``), never to store new ones."""
+    global _as_shipped
+    previous, _as_shipped = _as_shipped, True
+    try:
+        yield
+    finally:
+        _as_shipped = previous
 
 
 def contract_applies() -> bool:
@@ -82,9 +151,16 @@ def contract_applies() -> bool:
 
 
 def pin_cpu_numerics(owner: str) -> None:
-    """Set :data:`CPU_NUMERICS` in this process's environment; warn when it overrides another value."""
+    """Set :data:`CPU_NUMERICS` in this process's environment; warn when it overrides another value.
+
+    The first call also notes which engines this process imported before it: only those can be in
+    another state because they were initialised too early.
+    """
+    global _imported_before_pin
     if native_numerics() or not contract_applies():
         return
+    if _imported_before_pin is None:
+        _imported_before_pin = {engine for engine in ENGINES if engine in sys.modules}
     for name, value in CPU_NUMERICS.items():
         current = os.environ.get(name)
         if current is not None and current != value:
@@ -96,8 +172,99 @@ def pin_cpu_numerics(owner: str) -> None:
         os.environ[name] = value
 
 
+def engine_numerics(engine: str) -> dict[str, Any]:
+    """Whether ``engine`` (``"ctranslate2"`` or ``"torch"``) runs under the contract on this CPU, judged once.
+
+    Returns ``{"status", "in_force", "reason"}``; status is ``verified``, ``unverified`` (see the module
+    docstring), ``not installed`` or ``native``. torch is asked (imported, after :func:`pin_cpu_numerics`)
+    which MKL branch and capability are in force: MKL may ignore a branch on some processors. CTranslate2's
+    settings (its kernel ISA, its GEMM library, oneDNN's ISA cap) are honoured on any x86-64 CPU with AVX2;
+    what it really selected is read from its own report when the model loads (:func:`check_cpu_numerics`).
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine_numerics: unknown engine {engine!r}; known: {ENGINES}")
+    if native_numerics():
+        return {"status": NATIVE, "in_force": {}, "reason": f"{NUMERICS_ENV}=native"}
+    if engine in _engine_numerics:
+        return _engine_numerics[engine]
+    state: dict[str, Any]
+    if importlib.util.find_spec(engine) is None:
+        state = {"status": NOT_INSTALLED, "in_force": {}, "reason": f"{engine} is not installed: nothing is generated here"}
+    elif not contract_applies():
+        state = {"status": UNVERIFIED, "in_force": {}, "reason": f"the contract's settings need x86-64 with AVX2; this is {platform.machine()}"}
+    elif engine == "ctranslate2":
+        state = {"status": VERIFIED, "in_force": {}, "reason": "x86-64 with AVX2 (CTranslate2's report is checked at load)"}
+    else:
+        pin_cpu_numerics("harness.models.numerics")
+        import torch  # noqa: F401 - MKL and the capability are read from the loaded library
+
+        in_force = engine_in_force(engine)
+        wrong = {key: in_force.get(key) for key, value in EXPECTED_IN_FORCE[engine].items() if in_force.get(key) != value}
+        if not wrong:
+            state = {"status": VERIFIED, "in_force": in_force, "reason": "in force as pinned"}
+        elif engine in (_imported_before_pin or set()):
+            # Initialised before the pin: nothing is known of this CPU; check_cpu_numerics refuses the load.
+            state = {"status": VERIFIED, "in_force": in_force, "reason": "imported before the pin (checked at load)"}
+        else:
+            cpu = cpu_description()
+            state = {"status": UNVERIFIED, "in_force": in_force,
+                     "reason": f"this CPU ({cpu.get('vendor')}, {cpu.get('model_name')}) does not give the contract"}
+    if state["status"] == UNVERIFIED:
+        warnings.warn(
+            f"{engine}: the demo models' CPU numerics contract {CONTRACT_VERSION} ({CPU_NUMERICS}) cannot be had here: "
+            f"{state['reason']} (in force: {state['in_force'] or 'the engine' + chr(39) + 's own choices'}). The run goes on; "
+            "its outputs get their own fingerprint, never mixed with the shipped ones; "
+            "`python -m harness.reproducibility` measures their drift from them.",
+            stacklevel=2,
+        )
+    _engine_numerics[engine] = state
+    return state
+
+
+@contextlib.contextmanager
+def ctranslate2_report() -> Iterator[dict[str, str]]:
+    """Around CTranslate2's first model load: capture the system report it logs (CPU, selected ISA, MKL or
+    not, GEMM backends) from file descriptor 2, parse it into the dict yielded, and pass on everything else
+    that was written there meanwhile. CTranslate2 logs it once per process."""
+    import tempfile
+
+    import ctranslate2
+
+    report: dict[str, str] = {}
+    previous = ctranslate2.get_log_level()
+    ctranslate2.set_log_level(20)  # logging.INFO
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield report
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            ctranslate2.set_log_level(previous)
+            sink.seek(0)
+            text = sink.read().decode("utf-8", errors="replace")
+            passed_on = []
+            for line in text.splitlines():
+                label, _, value = line.partition("] ")[2].rpartition("] ")[2].strip(" -").partition(": ")
+                if "[ctranslate2]" in line and label in CT2_REPORT_LINES:
+                    report[CT2_REPORT_LINES[label]] = value.split(" (")[0].strip()
+                elif "[ctranslate2]" not in line:
+                    passed_on.append(line)
+            if passed_on:
+                sys.stderr.write("\n".join(passed_on) + "\n")
+
+
+def record_ctranslate2_report(report: dict[str, str]) -> None:
+    """Keep what CTranslate2 reported (once per process) beside its state, for the check and the run metadata."""
+    if report and "ctranslate2" in _engine_numerics:
+        _engine_numerics["ctranslate2"]["in_force"] = {**_engine_numerics["ctranslate2"]["in_force"], **report}
+
+
 def mkl_branch(library: str | Path) -> str | None:
-    """The MKL code branch in force in the MKL linked into ``library`` (``"AVX2,STRICT"``, ``"OFF"``, ...)."""
+    """The MKL code branch in force in the MKL linked into ``library`` (``"COMPATIBLE"``, ``"AVX2,STRICT"``, ...)."""
     try:
         code = int(ctypes.CDLL(str(library)).mkl_serv_cbwr_get(MKL_CBWR_ALL))
     except (OSError, AttributeError):
@@ -107,8 +274,6 @@ def mkl_branch(library: str | Path) -> str | None:
 
 
 def ctranslate2_library() -> Path | None:
-    import importlib.util
-
     spec = importlib.util.find_spec("ctranslate2")
     if spec is None or spec.origin is None:
         return None
@@ -125,12 +290,15 @@ def torch_library() -> Path | None:
     return path if path.is_file() else None
 
 
-def engines_in_force() -> dict[str, Any]:
-    """What the engines loaded in this process actually use (only engines already imported are asked)."""
+def engine_in_force(engine: str) -> dict[str, Any]:
+    """What ``engine`` uses now: torch's MKL branch, capability and threads (when imported); CTranslate2's
+    report as captured at its first load, with its MKL copy's branch (unused under the contract)."""
     found: dict[str, Any] = {}
-    if "ctranslate2" in sys.modules and (library := ctranslate2_library()) is not None:
-        found["ctranslate2_mkl_branch"] = mkl_branch(library)
-    if (library := torch_library()) is not None:
+    if engine == "ctranslate2":
+        found.update(_engine_numerics.get("ctranslate2", {}).get("in_force", {}))
+        if "ctranslate2" in sys.modules and (library := ctranslate2_library()) is not None:
+            found["ctranslate2_mkl_branch"] = mkl_branch(library)
+    if engine == "torch" and (library := torch_library()) is not None:
         import torch
 
         found["torch_mkl_branch"] = mkl_branch(library)
@@ -139,22 +307,39 @@ def engines_in_force() -> dict[str, Any]:
     return found
 
 
+def engines_in_force() -> dict[str, Any]:
+    """What the engines loaded in this process actually use (only engines already imported are asked)."""
+    return {key: value for engine in ENGINES if engine in sys.modules for key, value in engine_in_force(engine).items()}
+
+
 def check_cpu_numerics(owner: str, engine: str) -> None:
-    """Refuse to run ``engine`` (``"ctranslate2"`` or ``"torch"``) where the contract is not in force."""
+    """At load, after the engine is initialised: refuse it where it is not in the contract's state though the
+    fingerprint says it is (:func:`engine_numerics`), which happens when it was initialised before the pin.
+
+    Where this CPU cannot give the contract, :func:`engine_numerics` has warned and the fingerprint says so.
+    """
     pin_cpu_numerics(owner)
-    if native_numerics() or not contract_applies():
+    state = engine_numerics(engine)
+    if state["status"] != VERIFIED:
         return
-    found = engines_in_force()
-    expected = {"ctranslate2_mkl_branch": CPU_NUMERICS["MKL_CBWR"]}
-    if engine == "torch":
-        expected = {"torch_mkl_branch": CPU_NUMERICS["MKL_CBWR"], "torch_cpu_capability": CPU_NUMERICS["ATEN_CPU_CAPABILITY"].upper()}
-    wrong = {key: found.get(key) for key, value in expected.items() if found.get(key) not in (value, None)}
-    if wrong:
-        raise ModelError(
-            f"{owner}: this process initialised {engine} before the CPU numerics contract was set "
-            f"(in force: {wrong}; the contract: {CPU_NUMERICS}); its answers would not be the demo model's. "
-            "Run it in a fresh process, or set these environment variables before anything imports torch or ctranslate2."
-        )
+    found = engine_in_force(engine)
+    expected = EXPECTED_IN_FORCE[engine]
+    if engine == "ctranslate2" and not any(key in found for key in expected):
+        if "ctranslate2" in (_imported_before_pin or set()):
+            found = {key: "not reported (a model was loaded before the pin)" for key in expected}
+        else:
+            return
+    wrong = {key: found.get(key) for key, value in expected.items() if found.get(key) != value}
+    if not wrong:
+        return
+    early = engine in (_imported_before_pin or set())
+    cause = (f"this process initialised {engine} before the CPU numerics contract was set" if early
+             else f"{engine} did not take the CPU numerics contract's settings")
+    raise ModelError(
+        f"{owner}: {cause} (in force: {wrong}; the contract: {CPU_NUMERICS}); its answers would not be the demo model's. "
+        + ("Run it in a fresh process, or set these environment variables before anything imports torch or ctranslate2."
+           if early else "Report this with `python -m harness.reproducibility --out drift.json`; LALM_CPU_NUMERICS=native runs it unpinned.")
+    )
 
 
 @functools.cache
@@ -233,6 +418,7 @@ def compute_environment() -> dict[str, Any]:
         "cpu": dict(cpu_description()),
         "contract": contract(),
         "contract_applies": contract_applies(),
+        "engines": {engine: dict(state) for engine, state in _engine_numerics.items()},
         "environment": {name: os.environ.get(name) for name in (*CPU_NUMERICS, NUMERICS_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS")},
         "in_force": engines_in_force(),
         "gpu": gpu_description(),

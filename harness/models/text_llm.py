@@ -47,7 +47,7 @@ from typing import Any
 from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm
 from harness.core import DecodingParams, GenerationRequest, ModelError, stable_hash
 from harness.models.base import Backend, validated_options
-from harness.models.numerics import check_cpu_numerics, contract, pin_cpu_numerics
+from harness.models.numerics import check_cpu_numerics, contract, numerics_status, pin_cpu_numerics
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
 
@@ -155,9 +155,12 @@ class TextLLMBackend(Backend):
                 "device": "cpu",
                 "dtype": "float32",
                 "behaviour": behaviour,
-                "cpu_numerics": contract(),
+                "cpu_numerics": contract("torch"),
             })
         return self._fingerprint
+
+    def resolved_settings(self) -> dict[str, Any]:
+        return {"device": "cpu", "dtype": "float32", "cpu_numerics": numerics_status("torch")}
 
     def converted_directory(self) -> Path:
         key = stable_hash({"weights": self.weights.identity(), "engine": engine_versions(ENGINE_PINS)})[:16]

@@ -12,7 +12,8 @@ the others), then set ``distributed_executor_backend: ray`` with TP x PP equal t
 the harness does not manage Ray itself.
 
 Options: ``tensor_parallel_size``, ``pipeline_parallel_size``, ``distributed_executor_backend``,
-``dtype`` (default ``auto``), ``max_model_len``, ``gpu_memory_utilization``, ``revision``,
+``dtype`` (default ``auto``: resolved by the harness, float32 on a CPU, bfloat16 or float16 on CUDA;
+vLLM receives the result and the fingerprint records it), ``max_model_len``, ``gpu_memory_utilization``, ``revision``,
 ``trust_remote_code``, ``enforce_eager``, ``quantization``, ``seed``, ``max_num_seqs``,
 ``limit_mm_per_prompt`` (default ``{"audio": 1}``), ``architecture`` (adapter override),
 ``batch_size`` (requests per ``generate`` call, for progress; default 64), ``engine_kwargs`` (any other
@@ -30,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core import DecodingParams, GenerationRequest, ModelError
-from harness.models.base import Backend, finished_answer, validated_options
+from harness.models.base import Backend, cuda_available, finished_answer, resolve_dtype, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
 from harness.models.progress import Progress
@@ -82,9 +83,15 @@ class VLLMBackend(Backend):
         self.path = os.path.expanduser(target)
         self.is_local = os.path.isdir(self.path)
         self.batch_size = int(self.options.get("batch_size", 64))
+        self.device = "cuda" if cuda_available() else "cpu"
+        self.dtype = resolve_dtype(spec, self.options.get("dtype", "auto"), on_gpu=self.device == "cuda")
+
+    def resolved_settings(self) -> dict[str, Any]:
+        return {"dtype": self.dtype, "device": self.device}
 
     def fingerprint(self) -> str:
         behaviour = {k: self.options[k] for k in BEHAVIOUR_OPTIONS if k in self.options}
+        behaviour.update(self.resolved_settings())
         return model_fingerprint(
             "vllm",
             self.path if self.is_local else self.target,
@@ -102,6 +109,7 @@ class VLLMBackend(Backend):
         for key in ENGINE_OPTIONS:
             if key in self.options:
                 kw[key] = self.options[key]
+        kw["dtype"] = self.dtype
         kw.update(self.options.get("engine_kwargs") or {})
         return kw
 

@@ -14,7 +14,8 @@ own feature extraction is what the measured WERs used).
 
 Options: ``compute_type`` (default ``int8``; enters the fingerprint), ``cpu_threads`` (default 2;
 does not: under the CPU numerics contract of :mod:`harness.models.numerics`, which the backend pins when
-it is built, the transcripts are the same for any thread count and on any x86-64 machine with AVX2).
+it is built, CTranslate2 runs oneDNN's AVX2 kernels on every x86-64 vendor, and the transcripts of 1 and 2
+threads are the same, as the regeneration tests measure).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from typing import Any
 from harness.data.audio import resample
 from harness.core import SAMPLE_RATE, DecodingParams, GenerationRequest, ModelError, stable_hash
 from harness.models.base import Backend, validated_options
-from harness.models.numerics import check_cpu_numerics, contract, pin_cpu_numerics
+from harness.models.numerics import (
+    check_cpu_numerics, contract, ctranslate2_report, engine_numerics, numerics_status, pin_cpu_numerics, record_ctranslate2_report,
+)
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
 
@@ -88,9 +91,12 @@ class WhisperBackend(Backend):
                 "device": "cpu",
                 "compute_type": self.compute_type,
                 "transcribe": TRANSCRIBE_OPTIONS,
-                "cpu_numerics": contract(),
+                "cpu_numerics": contract("ctranslate2"),
             })
         return self._fingerprint
+
+    def resolved_settings(self) -> dict[str, Any]:
+        return {"device": "cpu", "compute_type": self.compute_type, "cpu_numerics": numerics_status("ctranslate2")}
 
     def load(self) -> WhisperModel:
         require_modules(self.spec, ("faster_whisper", "ctranslate2"))
@@ -99,9 +105,12 @@ class WhisperBackend(Backend):
         from faster_whisper import WhisperModel as FasterWhisperModel
 
         try:
-            model = FasterWhisperModel(str(root / "model"), device="cpu", compute_type=self.compute_type, cpu_threads=self.cpu_threads)
+            with ctranslate2_report() as report:
+                model = FasterWhisperModel(str(root / "model"), device="cpu", compute_type=self.compute_type, cpu_threads=self.cpu_threads)
         except Exception as exc:  # noqa: BLE001 - any load failure is reported as the model's
             raise ModelError(f"{self.spec}: loading Whisper failed: {type(exc).__name__}: {exc}") from exc
+        engine_numerics("ctranslate2")
+        record_ctranslate2_report(report)
         check_cpu_numerics(self.spec, "ctranslate2")
         return WhisperModel(self.spec, model)
 

@@ -28,6 +28,10 @@ def render_summary(results: Mapping[str, Any], report_link: str | None = None, r
     models = sorted({case["model"] for case in cases if isinstance(case.get("model"), str)})
     regressed = [case for case in cases if _regressed(case)]
     lines = [f"### Voice-induced bias gate: **{str(results.get('verdict') or _verdict(counts)).upper()}**", ""]
+    stopped = results.get("incomplete")
+    if isinstance(stopped, Mapping):
+        lines += [f"**Do not release: the run was stopped by {stopped.get('stopped_by')}; {len(stopped.get('not_run') or [])} of "
+                  f"{stopped.get('selected')} selected tests did not run.** The counts below are of the cases that finished.", ""]
     lines.append(
         f"{counts['cases']} cases: {counts['passed']} passed, {counts['failed']} failed, {counts['unmeasured']} unmeasured"
         + (f"; {len(regressed)} regressed against the baseline `{_baseline_source(results, cases)}`" if regressed else "")
