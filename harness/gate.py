@@ -114,7 +114,8 @@ class Gate:
             comparison = Comparison("new", None, None, None, False, "new check, absent from the baseline: judged by its absolute threshold")
         else:
             comparison = check.compare(self.pipeline, case, record, baseline_record)
-        passed = not comparison.regressed if comparison.status == "compared" else verdict.passed
+        # A contrast that cannot vary is never a regression (issue 23); a new or unsupported case keeps its absolute verdict.
+        passed = not comparison.regressed if comparison.status in ("compared", "not estimable") else verdict.passed
         record = dataclasses.replace(
             record, passed=passed, absolute_passed=verdict.passed,
             baseline=comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},

@@ -133,6 +133,8 @@ def test_a_paired_contrast_that_cannot_vary_is_not_estimable_never_a_regression(
     assert statuses and not any(baseline["regressed"] for baseline in statuses.values())
     flat = [baseline for baseline in statuses.values() if baseline["status"] == "not estimable"]
     assert flat and all("not judged a regression" in baseline["message"] for baseline in flat)
+    results = json.loads((pytester.path / "seed3.json").read_text())
+    assert all(case["passed"] for case in results["cases"] if case["baseline"]["status"] == "not estimable")
 
 
 def speaker_counts(rng, rate_by_group, n_speakers=12, items=30):
