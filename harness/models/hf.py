@@ -163,13 +163,14 @@ class HFBackend(Backend):
             return "cpu"
         return "cuda" if torch.cuda.is_available() else "cpu"
 
+    def on_gpu(self) -> bool:
+        return self.options.get("device_map") is not None or self.resolved_device().startswith("cuda")
+
     def resolved_dtype(self) -> str:
-        on_gpu = self.options.get("device_map") is not None or self.resolved_device().startswith("cuda")
-        return resolve_dtype(self.spec, self.options.get("dtype", "auto"), on_gpu)
+        return resolve_dtype(self.spec, self.options.get("dtype", "auto"), self.on_gpu())
 
     def resolved_settings(self) -> dict[str, Any]:
-        on_gpu = self.options.get("device_map") is not None or self.resolved_device().startswith("cuda")
-        return {"dtype": self.resolved_dtype(), "device": "cuda" if on_gpu else "cpu"}
+        return {"dtype": self.resolved_dtype(), "device": "cuda" if self.on_gpu() else "cpu"}
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
