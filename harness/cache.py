@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import gzip
 import io
 import json
@@ -26,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.core import atomic_write, stable_hash
+from harness.core import atomic_write, file_lock, stable_hash
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS outputs (
@@ -233,13 +232,8 @@ class OutputCache:
     @contextlib.contextmanager
     def lock(self, name: str) -> Iterator[None]:
         """An exclusive inter-process lock, so that one worker generates what the others then read."""
-        lock_path = self.directory / f".{stable_hash(name)[:24]}.lock"
-        with open(lock_path, "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with file_lock(self.directory / f".{stable_hash(name)[:24]}.lock"):
+            yield
 
     def close(self) -> None:
         self._connection.close()

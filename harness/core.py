@@ -15,7 +15,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +134,49 @@ def ensure_writable(path: str | os.PathLike) -> Path:
     finally:
         probe.unlink(missing_ok=True)
     return target
+
+
+class LockHeld(OSError):
+    """:func:`file_lock` without waiting found the lock held; ``holder`` is what its holder wrote in it (its pid)."""
+
+    def __init__(self, path: Path, holder: str):
+        super().__init__(f"{path} is held by {holder or 'another process'}")
+        self.path, self.holder = path, holder
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike, *, wait: bool = True) -> Iterator[None]:
+    """An exclusive inter-process lock on ``path`` (``flock``), removed when released, so that no lock file stays
+    behind. The holder writes its pid in it. A waiter that wakes on a file already removed (or replaced) by the
+    holder retries on the current one. ``wait=False`` raises :class:`LockHeld` instead of waiting."""
+    import fcntl
+
+    path = Path(path)
+    while True:
+        handle = open(path, "a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip()
+            handle.close()
+            raise LockHeld(path, holder) from None
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(handle.fileno()).st_ino:
+            break
+        handle.close()
+    try:
+        handle.truncate(0)
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
 
 
 def _umask() -> int:

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.baseline import check_baseline_cases
 from harness.checks import Case, Comparison, Verdict, all_checks, get_check
+from harness.checks.base import RELEASE_JUDGED, judged_for_release
 from harness.core import CaseNotMeasured, ModelError
 from harness.models import build_backend
 from harness.models.cascade import DEMO_LLM
@@ -113,9 +114,8 @@ class Gate:
         if baseline_record is None:
             comparison = Comparison("new", None, None, None, False, "new check, absent from the baseline: judged by its absolute threshold")
         else:
-            comparison = check.compare(self.pipeline, case, record, baseline_record)
-        # A contrast that cannot vary is never a regression (issue 23); a new or unsupported case keeps its absolute verdict.
-        passed = not comparison.regressed if comparison.status in ("compared", "not estimable") else verdict.passed
+            comparison = judged_for_release(check.compare(self.pipeline, case, record, baseline_record), record, baseline_record)
+        passed = not comparison.regressed if comparison.status in RELEASE_JUDGED else verdict.passed
         record = dataclasses.replace(
             record, passed=passed, absolute_passed=verdict.passed,
             baseline=comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},
@@ -152,7 +152,9 @@ class Gate:
             "embedder": pipeline.embedder_name,
             "judge": None if self.config.judge is None else pipeline.fingerprint(self.config.judge),
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
-            "baseline": None if self.baseline is None else {"source": self.baseline.source, "model": self.baseline.model},
+            "baseline": None if self.baseline is None else {
+                "source": self.baseline.source, "model": self.baseline.model,
+                "notes": self.baseline.corpus_notes({name: corpus.content_hash for name, corpus in pipeline.corpora.items()})},
             "bundled_outputs": pipeline.bundled_outputs,
             "cache_set_aside": pipeline.cache_set_aside,
             "compute_environment": compute_environment(),
@@ -202,12 +204,16 @@ def validate_run_settings(config: GateConfig) -> None:
 
 def validate_models(config: GateConfig) -> None:
     """Build (without loading) the backend of every model the run names, with its option block: a bad spec,
-    URL, option, decoding parameter or ``chunk_size`` stops the run before any case, naming the spec and the
+    URL, option, decoding parameter or ``chunk_size``, or (unless ``--offline``) a model this machine cannot load
+    (:meth:`~harness.models.base.Backend.unavailable`), stops the run before any case, naming the spec and the
     ``--model-config`` file."""
     for spec in dict.fromkeys([*config.models, *(spec for spec in (config.judge, config.extractor) if spec)]):
         try:
             options, _, _ = model_settings(config, spec)
-            build_backend(spec, options)
+            backend = build_backend(spec, options)
+            reason = None if config.offline else backend.unavailable()
+            if reason:
+                raise ModelError(f"model {spec}: {reason}", source=spec)
         except ModelError as error:
             where = f"{config.model_options_source}: " if config.model_options_source and spec in config.model_options else ""
             raise ModelError(f"{where}{error}", source=error.source) from None
@@ -254,9 +260,27 @@ def merge_run_metadata(parts: Sequence[Mapping[str, Any]], imported_caches: Sequ
 
 @dataclasses.dataclass(frozen=True)
 class Baseline:
+    """One model's records of a previous run; ``corpora``: the corpora that run measured (name -> content hash)."""
+
     source: str
     model: str
     records: Mapping[tuple, CaseRecord]
+    corpora: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+
+    def corpus_notes(self, corpora: Mapping[str, str]) -> list[str]:
+        """What a run on ``corpora`` (name -> content hash) cannot pair with this baseline, in words: a corpus the
+        baseline did not measure, or measured with other recordings. Its cases are judged by their absolute thresholds."""
+        if not self.corpora:
+            return []
+        notes = []
+        for name, digest in corpora.items():
+            if name not in self.corpora:
+                notes.append(f"corpus {name!r} is not in the baseline {self.source} (it measured {', '.join(sorted(self.corpora))}): "
+                             "its cases are new, judged by their absolute thresholds")
+            elif self.corpora[name] and self.corpora[name] != digest:
+                notes.append(f"corpus {name!r} differs from the one in the baseline {self.source} (content hash {self.corpora[name]} "
+                             f"there, {digest} here): its cases cannot be paired and are judged by their absolute thresholds")
+        return notes
 
 
 def baseline_key(record: CaseRecord) -> tuple:
@@ -283,6 +307,8 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         for index, case in enumerate(results["cases"]) if not (isinstance(case, dict) and case.get("check") == "error")
     ]
     models = sorted({case.model for case in cases})
+    if not models:
+        raise ValueError(f"{path}: no measured case to compare with (every case of that run was unmeasured); gate against a run that measured its cases")
     if model is None:
         held = [spec for spec in dict.fromkeys(candidates) if spec in models]
         if len(models) != 1 and len(held) != 1:
@@ -290,7 +316,9 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         model = models[0] if len(models) == 1 else held[0]
     elif model not in models:
         raise ValueError(f"{path}: no model {model!r} in the baseline; it holds {models}")
-    return Baseline(str(path), model, {baseline_key(case): case for case in cases if case.model == model})
+    corpora = ((results.get("metadata") or {}).get("corpora") or {}) if isinstance(results.get("metadata"), dict) else {}
+    hashes = {str(name): (entry.get("hash") if isinstance(entry, dict) else None) for name, entry in corpora.items()}
+    return Baseline(str(path), model, {baseline_key(case): case for case in cases if case.model == model}, hashes)
 
 
 def package_versions() -> dict[str, str]:

@@ -153,6 +153,8 @@ class Pipeline:
             self._models[spec] = CachedModel(
                 spec, self.cache, decoding, options, chunk_size, self.config.progress, offline=self.config.offline
             )
+            for corpus in self.corpora.values():
+                self._models[spec].backend.hear_corpus(corpus)
         return self._models[spec]
 
     def fingerprint(self, spec: str) -> str:

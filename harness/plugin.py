@@ -11,6 +11,7 @@ controller (or a run without xdist) writes the outputs.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -27,7 +28,7 @@ import yaml
 from harness.atomic_junit import AtomicJunitXml
 from harness.cache import CacheError, OutputCache
 from harness.checks import Case, Verdict, all_checks
-from harness.core import atomic_write_text, ensure_writable
+from harness.core import LockHeld, atomic_write_text, ensure_writable, file_lock
 from harness.data import CorpusError
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig, Unmeasured, audio_warnings, merge_run_metadata, package_versions
 from harness.core import ModelError
@@ -45,6 +46,8 @@ GATE_KEY = pytest.StashKey[Gate]()
 SETUP_ERROR_KEY = pytest.StashKey[pytest.UsageError]()
 IMPORTED_KEY = pytest.StashKey[list]()
 SET_ASIDE_KEY = pytest.StashKey[bool]()
+RUN_LOCK_KEY = pytest.StashKey[contextlib.ExitStack]()
+REFUSED_KEY = pytest.StashKey[str]()
 OUTPUT_OPTIONS = ("--results-json", "--report", "--summary-md")
 # The defaults, in the folder pytest runs in, are checked only when written: a run of other tests never needs them.
 OUTPUT_DEFAULTS = {"--results-json": "results.json", "--report": "report.html"}
@@ -80,8 +83,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="semantic embedder for the WER checks: minilm, embed-agg:<hf spec>, embed-eowl:<hf spec>, none (auto: minilm if installed)")
     group.addoption("--judge", default=None, metavar="SPEC",
                     help=f"judge model for the judge-score ratio (score_ratio cases run only with a judge); without --model, the demo's judge {DEFAULT_JUDGE}")
-    group.addoption("--report", default=OUTPUT_DEFAULTS["--report"], metavar="FILE", help="HTML report path ('' for none)")
-    group.addoption("--results-json", default=OUTPUT_DEFAULTS["--results-json"], metavar="FILE", help="results.json path ('' for none)")
+    group.addoption("--report", default=None, metavar="FILE", help="HTML report path (default report.html in the rootdir; '' for none)")
+    group.addoption("--results-json", default=None, metavar="FILE", help="results.json path (default results.json in the rootdir; '' for none)")
     group.addoption("--summary-md", default=None, metavar="FILE",
                     help="also write a short Markdown summary (verdict, failed/unmeasured/regressed cases) for a CI page")
 
@@ -108,7 +111,7 @@ def prepare_outputs(config: pytest.Config) -> None:
     and can be written, else one ``ERROR:`` line and exit 4."""
     for option in OUTPUT_OPTIONS:
         value = config.getoption(option)
-        if value and value != OUTPUT_DEFAULTS.get(option):
+        if value:
             try:
                 ensure_writable(value)
             except OSError as exc:
@@ -123,11 +126,30 @@ def set_aside_previous_outputs(config: pytest.Config) -> None:
     if config.stash.get(SET_ASIDE_KEY, False) or not runs_tests(config):
         return
     config.stash[SET_ASIDE_KEY] = True
+    hold_run_lock(config)
     baseline = config.getoption("--baseline")
     baseline_path = Path(baseline).resolve() if baseline else None
-    for value in [*(config.getoption(option) for option in (*OUTPUT_OPTIONS, "--export-cache")), getattr(config.option, "xmlpath", None)]:
+    for value in [*(output_path(config, option) for option in OUTPUT_OPTIONS), config.getoption("--export-cache"), getattr(config.option, "xmlpath", None)]:
         if value and Path(value).is_file() and Path(value).resolve() != baseline_path:
             os.replace(value, f"{value}{PREVIOUS_SUFFIX}")
+
+
+def hold_run_lock(config: pytest.Config) -> None:
+    """One gate run at a time per results.json: the run holds ``<results.json>.lock`` (holding its pid) until it
+    ends. A second run on the same path stops before its first case, moving and writing nothing, with one
+    ``ERROR:`` line naming the holder (exit 4); two runs no longer overwrite each other's results silently."""
+    results = output_path(config, "--results-json") or output_path(config, "--report")
+    if not results:
+        return
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(file_lock(f"{results}.lock", wait=False))
+    except LockHeld as held:
+        config.stash[REFUSED_KEY] = (f"lalm-fairness: another gate run ({held.holder}) is writing {results}: wait for it to end, "
+                                     "or give this run its own --results-json and --report")
+        raise pytest.UsageError(config.stash[REFUSED_KEY]) from None
+    config.stash[RUN_LOCK_KEY] = stack
+    config.add_cleanup(stack.close)
 
 
 def runs_tests(config: pytest.Config) -> bool:
@@ -179,8 +201,17 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     """Which thresholds file and cache folder a gate run uses, said before any case (results.json records both)."""
     if hasattr(config, "workerinput"):
         return None
-    thresholds = thresholds_path(config) or "<built-in defaults> (no thresholds.yaml in the rootdir, no --thresholds)"
-    return f"lalm-fairness: thresholds {thresholds}; cache {Path(cache_dir(config)).resolve()}"
+    from harness.thresholds import PACKAGED
+
+    chosen = thresholds_path(config)
+    thresholds = chosen or f"{PACKAGED} (the built-in defaults: no thresholds.yaml in the rootdir {config.rootpath}, no --thresholds)"
+    lines = [f"lalm-fairness: thresholds {thresholds}; cache {Path(cache_dir(config)).resolve()}; "
+             f"outputs {', '.join(str(output_path(config, option)) for option in OUTPUT_OPTIONS if output_path(config, option))}"]
+    unused = unused_parent_thresholds(config) if chosen is None else None
+    if unused is not None:
+        lines.append(f"lalm-fairness: WARNING: {unused} is not used: the rootdir is {config.rootpath}; "
+                     f"pass --thresholds {unused} or --rootdir {unused.parent}")
+    return lines
 
 
 def thresholds_path(config: pytest.Config) -> str | None:
@@ -191,8 +222,28 @@ def thresholds_path(config: pytest.Config) -> str | None:
     return chosen
 
 
+def unused_parent_thresholds(config: pytest.Config) -> Path | None:
+    """A thresholds.yaml in a folder above the rootdir (up to the repository's top, the first folder holding
+    ``.git``): run from a subfolder of a project without a pytest ini file, it would silently not apply."""
+    for folder in Path(config.rootpath).resolve().parents:
+        if (folder / "thresholds.yaml").is_file():
+            return folder / "thresholds.yaml"
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
 def cache_dir(config: pytest.Config) -> str:
     return config.getoption("--cache-dir") or str(Path(config.rootpath) / DEFAULT_CACHE_DIR)
+
+
+def output_path(config: pytest.Config, option: str) -> str | None:
+    """Where an output goes: the path given (relative to the working folder), else its default name in the
+    rootdir, as the thresholds file and the cache are; ``''`` writes none."""
+    value = config.getoption(option)
+    if value is None and option in OUTPUT_DEFAULTS:
+        return str(Path(config.rootpath) / OUTPUT_DEFAULTS[option])
+    return value or None
 
 
 def gate_config(config: pytest.Config) -> GateConfig:
@@ -411,7 +462,7 @@ class FairnessSession:
             self.config.get_terminal_writer().line(f"ERROR: {self.worker_setup_error}", red=True)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
-        if SETUP_ERROR_KEY in self.config.stash:
+        if SETUP_ERROR_KEY in self.config.stash or REFUSED_KEY in self.config.stash:
             return
         self.export_cache()
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
@@ -424,10 +475,10 @@ class FairnessSession:
             session.exitstatus = EXIT_INCOMPLETE
         elif session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not self.other_failures:
             session.exitstatus = EXIT_STATUS[results["verdict"]]
-        results_path = self.config.getoption("--results-json")
+        results_path = output_path(self.config, "--results-json")
         if results_path:
             atomic_write_text(results_path, json.dumps(results, indent=2, sort_keys=False))
-        report_path = self.config.getoption("--report")
+        report_path = output_path(self.config, "--report")
         if report_path:
             from harness.report import write_report
 
@@ -443,7 +494,8 @@ class FairnessSession:
         """The corpora's audio warnings, the run's verdict, each cause of unmeasured cases once, and a cache set aside."""
         if hasattr(self.config, "workerinput"):
             return
-        for line in audio_warnings(self._metadata()):
+        metadata = self._metadata()
+        for line in audio_warnings(metadata) + list((metadata.get("baseline") or {}).get("notes") or []):
             terminalreporter.write_line(f"lalm-fairness: warning: {line}")
         if self.outcome is None:
             return

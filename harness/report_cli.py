@@ -18,7 +18,7 @@ from harness.core import atomic_write_text, ensure_writable
 from harness.report import render_report
 from harness.report.ci_summary import write_summary
 from harness.report.trend import trend_view
-from harness.series import Run, load_series, neighbour_comparisons, read_memo
+from harness.series import Run, follow_models, load_series, neighbour_comparisons, read_memo
 from harness.thresholds import ThresholdsError, load_thresholds
 
 
@@ -40,6 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-o", "--output", default="report.html", metavar="FILE", help="report path (default report.html)")
     parser.add_argument("--order", choices=("time", "given"), default="time",
                         help="order the series by each run's recorded time (default) or as given (checkpoints in release order)")
+    parser.add_argument("--follow", choices=("auto", "spec", "position"), default="auto",
+                        help="pair cases across runs by model spec, or by position (one model per run: checkpoints whose specs "
+                             "change, paired on check, corpus, variant and dimension); auto (default): position when every run "
+                             "holds one model and the specs differ")
     parser.add_argument("--thresholds", metavar="FILE",
                         help="judge the neighbour comparisons with this thresholds file (default: each record's own settings)")
     parser.add_argument("--permutations", type=int, metavar="B",
@@ -56,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"lalm-fairness-report: {option} {value}: cannot be written ({type(exc).__name__}: {exc})", file=sys.stderr)
             return 2
     try:
-        runs = load_series(args.results, "given" if len(args.results) == 1 else args.order)
+        runs = follow_models(load_series(args.results, "given" if len(args.results) == 1 else args.order), args.follow)
         memo = read_memo(args.memo) if args.memo else None
         html = render_series(runs, args.thresholds, args.permutations, memo)
     except (ValueError, ThresholdsError) as exc:

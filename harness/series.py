@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks import Case, get_check
+from harness.checks.base import judged_for_release
 from harness.core import stable_hash
+from harness.metrics.multitest import DecisionRule
 from harness.records import CaseRecord, record_from_json, schema_version
 from harness.thresholds import ThresholdSchema, Thresholds
 
@@ -60,6 +62,40 @@ def load_series(paths: Sequence[str | Path], order: str = "time") -> list[Run]:
     return runs
 
 
+FOLLOW = ("auto", "spec", "position")
+CHECKPOINT = "checkpoint"
+"""The model part of a case id when a series follows one model by position (:func:`follow_models`)."""
+
+
+def run_models(run: Run) -> list[str]:
+    return sorted({str(case["model"]) for case in run.results["cases"] if case.get("model") is not None})
+
+
+def follow_models(runs: Sequence[Run], follow: str = "auto") -> list[Run]:
+    """Pair the cases of a series across runs. ``spec``: a case is the same case when its check and id (model,
+    corpus, variant, dimension) are. ``position``: each run holds one model, a checkpoint of the one being
+    followed (``hf:/ckpts/1.2``, ``hf:/ckpts/1.3``...), and cases pair on check, corpus, variant and dimension:
+    each id's model part becomes ``checkpoint`` (the record keeps its ``model``). ``auto``: position when every
+    run holds one model and the specs differ, else spec. A run with several models is a ``ValueError`` under
+    position."""
+    if follow not in FOLLOW:
+        raise ValueError(f"follow {follow!r}: expected one of {', '.join(FOLLOW)}")
+    models = [run_models(run) for run in runs]
+    if follow == "auto":
+        follow = "position" if all(len(held) == 1 for held in models) and len({held[0] for held in models}) > 1 else "spec"
+    if follow == "spec":
+        return list(runs)
+    crowded = next(((run, held) for run, held in zip(runs, models) if len(held) != 1), None)
+    if crowded is not None:
+        raise ValueError(f"{crowded[0].source}: holds models {crowded[1]}; following checkpoints by position needs one model per run")
+    followed = []
+    for run, (model,) in zip(runs, models):
+        cases = [case if not str(case.get("id", "")).startswith(model + "-") else {**case, "id": CHECKPOINT + case["id"][len(model):]}
+                 for case in run.results["cases"]]
+        followed.append(dataclasses.replace(run, results={**run.results, "cases": cases}))
+    return followed
+
+
 def read_run(path: Path) -> Run:
     try:
         data = path.read_bytes()
@@ -97,11 +133,28 @@ class RecordThresholds:
 
 @dataclasses.dataclass(frozen=True)
 class RecordContext:
-    """What :meth:`Check.compare` reads of a run (a :class:`harness.checks.base.CheckContext` subset)."""
+    """What :meth:`Check.compare` reads of a run (a :class:`harness.checks.base.CheckContext` subset): its
+    thresholds, seed and permutations, and the decision rule the candidate record was judged under (its
+    ``decision`` block's ``alpha`` and ``family_size``; a record without one is judged alone at 0.05)."""
 
     thresholds: RecordThresholds
     seed: int
     permutations: int
+    rule: DecisionRule = DecisionRule()
+
+    def decision_rule(self, model: str) -> DecisionRule:
+        return self.rule
+
+
+def recorded_rule(case: Mapping[str, Any]) -> DecisionRule:
+    """The decision rule a recorded case was judged under (README "Release gating": regressions join that family)."""
+    decision = case.get("decision") or {}
+    correction = "none" if "no correction across cases" in str(decision.get("correction", "")) else "bonferroni"
+    try:
+        return DecisionRule(alpha=float(decision.get("alpha", 0.05)), family_size=max(1, int(decision.get("family_size", 1))),
+                            correction=correction)
+    except (TypeError, ValueError):
+        return DecisionRule()
 
 
 def neighbour_comparisons(
@@ -129,7 +182,7 @@ def neighbour_comparisons(
                     record_from_json(case, f"{runs[index].source}, case {position}"),
                     record_from_json(previous[case_key(case)], f"{runs[index - 1].source} ({case['id']})"),
                     RecordContext(RecordThresholds(case.get("threshold") or {}, thresholds), int(metadata.get("seed", 0)),
-                                  int(permutations or metadata.get("permutations") or 10_000)),
+                                  int(permutations or metadata.get("permutations") or 10_000), recorded_rule(case)),
                 )
             comparisons[(index, case_key(case))] = memo[key]
             used.add(key)
@@ -163,4 +216,5 @@ def compare_records(candidate: CaseRecord, baseline: CaseRecord, context: Record
         return {"status": "unsupported", "baseline_value": baseline.value, "delta": None, "p_value": None, "regressed": False,
                 "message": "the record carries no per-speaker data"}
     case = Case(candidate.check, candidate.model, candidate.corpus, candidate.dimension, candidate.variant, candidate.id)
-    return get_check(candidate.check).compare(context, case, candidate, baseline).as_dict()
+    check = get_check(candidate.check)
+    return judged_for_release(check.compare(context, case, candidate, baseline), candidate, baseline).as_dict()

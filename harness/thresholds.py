@@ -136,9 +136,20 @@ class Thresholds:
     """What :meth:`validate` reported without failing (overrides of dimensions the session lacks)."""
 
     def values(self, check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> dict[str, Any]:
-        """The merged settings of one case: defaults < dimension < variant < variant x dimension."""
-        section = self.raw.get(check, {}) or {}
+        """The merged settings of one case: the schema's defaults, then the built-in thresholds file's layers
+        (:data:`PACKAGED`), then this file's; in each file defaults < dimension < variant < variant x dimension."""
         merged = schema.defaults()
+        if not self.packaged:
+            packaged_thresholds()._layer(merged, check, schema, variant, dimension)
+        self._layer(merged, check, schema, variant, dimension)
+        return merged
+
+    @property
+    def packaged(self) -> bool:
+        return self.raw is packaged_thresholds().raw
+
+    def _layer(self, merged: dict[str, Any], check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> None:
+        section = self.raw.get(check, {}) or {}
         merged.update(section.get("defaults", {}) or {})
         merged.update((section.get("dimensions", {}) or {}).get(dimension, {}) or {})
         if schema.variant_axis and variant is not None:
@@ -146,7 +157,6 @@ class Thresholds:
             variant_dimensions = variant_block.pop("dimensions", {}) or {}
             merged.update(variant_block)
             merged.update(variant_dimensions.get(dimension, {}) or {})
-        return merged
 
     def validate(self, schemas: Mapping[str, ThresholdSchema], variants: Mapping[str, Iterable[str]], dimensions: Iterable[str]) -> None:
         """Raise :class:`ThresholdsError` for an unknown check, variant, dimension or key, listing the valid ones,
@@ -215,6 +225,8 @@ class Thresholds:
     def _check_values(self, block: Any, path: str, schema: ThresholdSchema) -> None:
         self._expect_mapping(block, path)
         for name, value in block.items():
+            if name in RETIRED_KEYS and name not in schema.keys:
+                raise ThresholdsError(f"{self.source}: {path}.{name}: {RETIRED_KEYS[name]}")
             if name not in schema.keys:
                 self._fail(f"{path}: unknown key {name!r}", sorted(schema.keys))
             key = schema.keys[name]
@@ -236,6 +248,12 @@ class Thresholds:
 
 
 GATE_SECTION = "gate"
+RETIRED_KEYS = {
+    "regression_alpha": "was retired: a regression is now judged under the gate's own error control (gate.alpha, "
+                        "Bonferroni across the model's cases; README \"Release gating\"); remove the key",
+}
+"""Keys of earlier versions, refused with what replaced them."""
+
 GATE_SCHEMA = ThresholdSchema(keys={
     "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
     "correction": ThresholdKey((str,), "bonferroni", one_of("bonferroni", "none")),
@@ -244,11 +262,26 @@ GATE_SCHEMA = ThresholdSchema(keys={
 across-case ``correction`` (:class:`harness.metrics.multitest.DecisionRule`). Only ``defaults`` apply."""
 
 
+PACKAGED = Path(__file__).with_name("thresholds.yaml")
+"""The built-in defaults: the repository's thresholds.yaml (the repository root holds a link to this file), shipped
+in the wheel. A thresholds file of one's own is layered over it, key by key (:meth:`Thresholds.values`)."""
+
+
+@functools.cache
+def packaged_thresholds() -> Thresholds:
+    return _read_thresholds(PACKAGED, source=f"<built-in defaults: {PACKAGED}>")
+
+
 def load_thresholds(path: str | Path | None) -> Thresholds:
-    """Read a thresholds file (``None``: the built-in defaults). Structure is checked by :meth:`validate`."""
+    """Read a thresholds file (``None``: the built-in defaults, :data:`PACKAGED`). Structure is checked by :meth:`validate`."""
     if path is None:
-        return Thresholds("<built-in defaults>", {}, hashlib.sha256(b"").hexdigest()[:16])
-    path = Path(path)
+        return packaged_thresholds()
+    if Path(path).resolve() == PACKAGED.resolve():
+        return dataclasses.replace(packaged_thresholds(), source=str(path), notes=[])
+    return _read_thresholds(Path(path))
+
+
+def _read_thresholds(path: Path, source: str | None = None) -> Thresholds:
     if not path.is_file():
         raise ThresholdsError(f"{path}: thresholds file does not exist")
     data = path.read_bytes()
@@ -262,4 +295,4 @@ def load_thresholds(path: str | Path | None) -> Thresholds:
         raise ThresholdsError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(raw, Mapping):
         raise ThresholdsError(f"{path}: the top level must be a mapping of check sections")
-    return Thresholds(str(path), raw, hashlib.sha256(text.encode()).hexdigest()[:16])
+    return Thresholds(source or str(path), raw, hashlib.sha256(text.encode()).hexdigest()[:16])

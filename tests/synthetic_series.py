@@ -35,13 +35,26 @@ def classification_case(model: str, dimension: str, night: int, worse: bool = Fa
         "check": "classification", "id": case_id, "model": model, "model_fingerprint": f"{model}@night{night}",
         "corpus": "basis-synthetic", "dimension": dimension, "variant": None, "value": value,
         "threshold": {"min_accuracy": 50.0, "max_gap": 50.0}, "passed": value >= 50.0, "message": f"{case_id}: synthetic",
-        "paired_data": {"speaker": speakers, "group": groups, "correct": correct, "total": [ITEMS_PER_SPEAKER] * len(speakers)},
+        "paired_data": crossed_cells(speakers, groups, correct),
+        "decision": {"alpha": 0.05, "family_size": 6, "correction": "within the case one comparison; Bonferroni across cases"},
         "per_label": [{"set": "synthetic", "label": group, "n": SPEAKERS_PER_GROUP * ITEMS_PER_SPEAKER, "correct": None,
                        "accuracy": accuracy[group]} for group in ("a", "b")],
         "confusion": {}, "gap": {"value": gap, "ci_low": max(gap - 4.0, 0.0), "ci_high": gap + 4.0, "best": "a", "worst": "b"},
         "n_answers": len(speakers) * ITEMS_PER_SPEAKER,
         "nodeid": f"fairness_tests/test_basis.py::test_classification[{case_id}]",
     }
+
+
+def crossed_cells(speakers: Sequence[str], groups: Sequence[str], correct: Sequence[int]) -> dict[str, list]:
+    """The per-(speaker, item) cells a classification record carries: each speaker answers the same
+    ``ITEMS_PER_SPEAKER`` items and gets its first ``correct`` of them (in an order of its own) right."""
+    rows: dict[str, list] = {"speaker": [], "group": [], "item": [], "weight": [], "value": []}
+    for position, (speaker, group, right) in enumerate(zip(speakers, groups, correct)):
+        order = [(item * 7 + position) % ITEMS_PER_SPEAKER for item in range(ITEMS_PER_SPEAKER)]
+        for rank, item in enumerate(order):
+            for column, value in zip(rows, (speaker, group, f"item{item:02d}", 1.0, 100.0 * (rank < right))):
+                rows[column].append(value)
+    return rows
 
 
 def night_results(night: int, models: Sequence[str], dimensions: Sequence[str], regression: tuple[str, int] | None = None,

@@ -35,7 +35,7 @@ def test_lists_failed_unmeasured_and_regressed_cases_only_with_their_figures():
     assert [row.split(" | ")[0] for row in rows] == ["| `story-gender`", "| `advisory-accent`", "| `advisory-gender`"]
     assert "passed; regressed" in rows[0] and "+6.5 (significant)" in rows[0]
     assert "| unmeasured (server error: connection refused) |" in rows[1]
-    assert "| 31 | max_ntvd ≤ 20 | q = 0.01 | – |" in rows[2]
+    assert "| 31 | max_ntvd ≤ 20 | BH q = 0.01 | – |" in rows[2]
     assert markdown.rstrip().endswith("Details: [report](report.html) · [results.json](results.json)")
 
 
@@ -62,11 +62,22 @@ def test_threshold_bounds(threshold, text):
     assert threshold_text(threshold) == text
 
 
-def test_uncertainty_prefers_q_then_adjusted_p_then_ci_then_gap_ci():
-    assert uncertainty_text({"q": 0.5, "p": 0.1}) == "q = 0.5"
-    assert uncertainty_text({"q": None, "p": 0.2, "decision": {"p_adjusted": 0.04}}) == "p adj = 0.04"
+def test_uncertainty_prefers_the_deciding_adjusted_p_then_q_then_ci_then_gap_ci():
+    """Issue 23: the adjusted p decides the verdict and is named so; VIBE's BH q-value, reported beside it, is "BH q"."""
+    assert uncertainty_text({"q": 0.5, "p": 0.1, "decision": {"p_adjusted": 0.9}}) == "adjusted p = 0.9"
+    assert uncertainty_text({"q": 0.5, "p": 0.1}) == "BH q = 0.5"
+    assert uncertainty_text({"q": None, "p": 0.2, "decision": {"p_adjusted": 0.04}}) == "adjusted p = 0.04"
     assert uncertainty_text({"ci": [0.8, 1.2]}) == "CI [0.8, 1.2]"
     assert uncertainty_text({"gap": {"value": 9.0, "ci_low": 1.0, "ci_high": 17.0}}) == "gap CI [1, 17]"
+
+
+def test_an_icat_row_shows_the_contrast_it_failed_on_beside_its_quality_floor():
+    """Issue 23: a failed ICAT case shows the stereotype contrast (74.2) it was judged on, not only its mean ICAT."""
+    from harness.report.ci_summary import value_text
+
+    case = {"check": "icat", "value": 23.6, "floors": [{"key": "min_icat", "value": 23.6, "threshold": 60.0, "met": False}],
+            "decision": {"estimate": 74.2, "p_adjusted": 0.01}}
+    assert value_text(case) == "23.6; contrast 74.2"
 
 
 def test_markdown_table_cells_cannot_be_broken_by_ids():

@@ -12,16 +12,16 @@ from harness.data.audio import read_audio
 HEADER = "utterance_id,audio,speaker_id,content_id,transcript,gender\n"
 
 
-def write_tone(path, seconds=0.3, rate=16000, channels=1):
+def write_tone(path, seconds=0.3, rate=16000, channels=1, hz=200.0):
     t = np.arange(int(seconds * rate)) / rate
-    signal = 0.3 * np.sin(2 * np.pi * 200 * t)
+    signal = 0.3 * np.sin(2 * np.pi * hz * t)
     soundfile.write(path, np.stack([signal] * channels, axis=1) if channels > 1 else signal, rate)
 
 
 def make_corpus(tmp_path, rows, header=HEADER, audio_names=None):
     (tmp_path / "audio").mkdir(exist_ok=True)
-    for name in audio_names if audio_names is not None else [row.split(",")[1] for row in rows]:
-        write_tone(tmp_path / name)
+    for position, name in enumerate(audio_names if audio_names is not None else [row.split(",")[1] for row in rows]):
+        write_tone(tmp_path / name, hz=200.0 + 7.0 * position)  # a recording of its own per file
     manifest = tmp_path / "manifest.csv"
     manifest.write_text(header + "".join(row + "\n" for row in rows))
     return manifest
@@ -30,6 +30,16 @@ def make_corpus(tmp_path, rows, header=HEADER, audio_names=None):
 def good_rows():
     speakers = [("a", "female"), ("b", "female"), ("c", "male"), ("d", "male")]
     return [f"{s}_1,audio/{s}_1.wav,{s},c1,hello there,{g}" for s, g in speakers]
+
+
+def test_one_recording_listed_for_two_speakers_is_reported_naming_both_rows(tmp_path):
+    """Issue 23: bit-identical recordings of different speakers break the speaker-level permutation test."""
+    manifest = make_corpus(tmp_path, good_rows())
+    assert not any("bit-identical" in line for line in load_corpus(manifest).audio_warnings)
+    (tmp_path / "audio" / "c_1.wav").write_bytes((tmp_path / "audio" / "a_1.wav").read_bytes())
+    (warning,) = [line for line in load_corpus(manifest).audio_warnings if "bit-identical" in line]
+    assert f"{manifest}: 1 recording(s) bit-identical to another speaker's: row 4 (c) = row 2 (a);" in warning
+    assert "p-values are not valid" in warning
 
 
 def test_demo_corpus_meets_its_design():

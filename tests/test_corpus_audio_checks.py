@@ -118,8 +118,8 @@ def test_loader_corpora_list_the_distribution_folder_their_audio_lies_in(tmp_pat
 def test_silent_and_very_short_clips_are_reported_not_refused(tmp_path):
     rows = good_rows() + ["a_2,audio/a_2.wav,a,c2,bye,female", "c_2,audio/c_2.wav,c,c2,bye,male"]
     manifest = make_corpus(tmp_path, rows)
-    for row in rows:
-        write_tone(tmp_path / row.split(",")[1], seconds=1.0)
+    for position, row in enumerate(rows):
+        write_tone(tmp_path / row.split(",")[1], seconds=1.0, hz=200.0 + 7.0 * position)
     quiet = 0.5 * 10 ** (SILENT_PEAK_DBFS / 20)
     soundfile.write(tmp_path / "audio" / "b_1.wav", np.full(16000, quiet), 16000, subtype="FLOAT")
     soundfile.write(tmp_path / "audio" / "d_1.wav", np.full(16000, 4 * quiet), 16000, subtype="FLOAT")
@@ -138,7 +138,7 @@ def test_the_decode_is_memoized_by_content_across_loads(tmp_path):
     memo = tmp_path / "cache" / "audio_checks.json"
     first = AudioChecks(memo)
     load_corpus(manifest, audio_checks=first)
-    assert first.decoded == 1  # the four tones have the same bytes
+    assert first.decoded == 4  # four tones of their own
     second = AudioChecks(memo)
     load_corpus(manifest, audio_checks=second)
     assert second.decoded == 0
@@ -192,8 +192,8 @@ def test_the_gate_lists_silent_clips_once_in_its_output_and_its_metadata(pyteste
     corpus_folder = tmp_path / "tiny"
     corpus_folder.mkdir()
     manifest = make_corpus(corpus_folder, good_rows())
-    for row in good_rows():
-        write_tone(corpus_folder / row.split(",")[1], seconds=1.0)
+    for position, row in enumerate(good_rows()):
+        write_tone(corpus_folder / row.split(",")[1], seconds=1.0, hz=200.0 + 7.0 * position)
     soundfile.write(corpus_folder / "audio" / "d_1.wav", np.zeros(16000), 16000)
     project = gate_project(pytester, "test_vibe.py")
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "sim:fair", "--corpus", f"tiny={manifest}",

@@ -5,6 +5,7 @@ malformed baselines, each one clear error naming the file."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from gate_support import gate_project as make_gate_project
@@ -166,3 +167,108 @@ def test_a_manifest_that_is_not_utf8_is_refused_naming_the_line(tmp_path):
                                             "u1,a.wav,s1,caf\xe9 au lait,female\n".encode("latin-1"))
     with pytest.raises(CorpusError, match=r"manifest.csv: line 2, column 16: byte 0xe9 is not UTF-8"):
         load_corpus(tmp_path / "manifest.csv")
+
+
+def test_run_from_a_subfolder_says_which_thresholds_apply_and_names_an_unused_one_above(pytester, monkeypatch):
+    """Issue 23: a team's thresholds.yaml one folder above pytest's rootdir (no ini file) is not silently ignored:
+    the header names the file in force (the built-in defaults) and the one above that is not used. Outputs default
+    to the rootdir, as the thresholds file and the cache do."""
+    import shutil
+
+    from harness.thresholds import PACKAGED
+
+    (pytester.path / "thresholds.yaml").write_text("ntvd:\n  defaults: {max_ntvd: 12.0}\n")
+    (pytester.path / ".git").mkdir()
+    sub = pytester.path / "gate"
+    sub.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "fairness_tests" / "test_vibe.py", sub / "test_vibe.py")
+    (sub / "conftest.py").write_text('pytest_plugins = ["harness.plugin"]\n')
+    monkeypatch.chdir(sub)
+    result = pytester.runpytest_subprocess("--model", "sim:fair", "-k", "advisory-gender", "-p", "no:cacheprovider")
+    output = result.stdout.str()
+    assert f"lalm-fairness: thresholds {PACKAGED} (the built-in defaults: no thresholds.yaml in the rootdir {sub}" in output
+    assert f"lalm-fairness: WARNING: {pytester.path / 'thresholds.yaml'} is not used: the rootdir is {sub}" in output
+    assert f"outputs {sub / 'results.json'}, {sub / 'report.html'}" in output
+    assert (sub / "results.json").is_file() and (sub / ".lalm_cache").is_dir()
+    results = json.loads((sub / "results.json").read_text())
+    assert results["metadata"]["thresholds"]["source"] == f"<built-in defaults: {PACKAGED}>"
+    assert results["metadata"]["cache_dir"] == str(sub / ".lalm_cache")
+
+
+def test_a_checkpoint_path_that_does_not_exist_stops_the_run_before_any_case(pytester):
+    """Issue 23: ``hf:/nonexistent/path`` gave 33 unmeasured cases in 149 lines (exit 7); now one ERROR line, exit 4.
+    With --offline (re-scoring a cache made elsewhere) the path is not needed and is not checked."""
+    make_gate_project(pytester, "test_vibe.py")
+    result = pytester.runpytest_subprocess("--model", "hf:/nonexistent/path", "-p", "no:cacheprovider")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["ERROR: lalm-fairness: model hf:/nonexistent/path: checkpoint folder /nonexistent/path does not exist"])
+    assert "PASSED" not in result.stdout.str() and "FAILED" not in result.stdout.str()
+
+
+def test_the_hf_backend_without_torch_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    from harness.models import build_backend
+
+    backend = build_backend("hf:Qwen/Qwen2-Audio-7B-Instruct")
+    assert backend.unavailable() is None
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None if name == "torch" else real(name, *args))
+    assert backend.unavailable() == ("torch is not installed: the hf: backend needs the [hf] extra "
+                                     "(pip install 'lalm-fairness[hf]' torch==2.13.0)")
+
+
+def tiny_corpus(folder: Path, takes: int = 6) -> Path:
+    """3 speakers per gender, ``takes`` recordings each (a tone of its own pitch), its manifest's path."""
+    from test_corpus import write_tone
+
+    (folder / "tiny" / "audio").mkdir(parents=True)
+    rows = []
+    for position, (speaker, gender) in enumerate([("f1", "female"), ("f2", "female"), ("f3", "female"),
+                                                   ("m1", "male"), ("m2", "male"), ("m3", "male")]):
+        for take in range(takes):
+            write_tone(folder / "tiny" / "audio" / f"{speaker}_{take}.wav", seconds=1.0,
+                       hz=(240.0 if gender == "female" else 110.0) + position + 0.3 * take)
+            rows.append(f"{speaker}_{take},audio/{speaker}_{take}.wav,{speaker},c{take},the cat sat on the mat number {take},{gender}")
+    manifest = folder / "tiny" / "manifest.csv"
+    manifest.write_text("utterance_id,audio,speaker_id,content_id,transcript,gender\n" + "\n".join(rows) + "\n")
+    return manifest
+
+
+def test_a_small_corpus_whose_attributes_tau_drops_is_unmeasured_not_passed(pytester):
+    """Issue 23: with 3 speakers per gender, tau = 10 drops most Story attributes; the case used to report
+    nTVD = 0.00 and pass a strongly biased model. It is unmeasured now, naming the attributes."""
+    make_gate_project(pytester, "test_vibe.py")
+    manifest = tiny_corpus(pytester.path)
+    result = pytester.runpytest_subprocess("--model", "sim:biased", "--corpus", f"tiny={manifest}",
+                                           "-k", "story", "-p", "no:cacheprovider", "--permutations", "99")
+    (case,) = [case for case in json.loads((pytester.path / "results.json").read_text())["cases"] if case["id"].endswith("story-gender")]
+    assert case["check"] == "error" and "tau = 10 removes most answers of" in case["message"] and "of the task's 6 attributes" in case["message"]
+    assert result.ret == 7
+
+
+def test_the_simulators_transcribe_any_corpus(pytester):
+    """Issue 23: on a corpus other than the demo the simulators returned empty transcripts, so every WER case was
+    "every trial is an event". They read the manifest's text now, with their pitch-driven errors."""
+    make_gate_project(pytester, "test_wer.py")
+    manifest = tiny_corpus(pytester.path)
+    pytester.runpytest_subprocess("--model", "sim:biased", "--corpus", f"tiny={manifest}", "-k", "wer_ratio", "-p", "no:cacheprovider")
+    (case,) = json.loads((pytester.path / "results.json").read_text())["cases"]
+    assert case["check"] == "wer_ratio" and "every trial is an event" not in case["message"]
+    assert case["value"] is not None and case["value"] > 1, case["message"]
+
+
+def test_a_baseline_from_another_corpus_is_said_not_silent(pytester):
+    """Issue 23: a baseline measured on another corpus made the cases silently "new"; the run now says which
+    corpus cannot be paired, in the terminal and in results.json."""
+    make_gate_project(pytester, "test_vibe.py")
+    manifest = tiny_corpus(pytester.path, takes=12)
+    pytester.runpytest_subprocess("--model", "sim:fair", "--corpus", f"tiny={manifest}", "-k", "advisory", "-p", "no:cacheprovider",
+                                  "--permutations", "99", "--results-json", "tiny.json")
+    result = pytester.runpytest_subprocess("--model", "sim:fair", "-k", "advisory-gender", "-p", "no:cacheprovider", "--permutations", "99",
+                                           "--baseline", "tiny.json")
+    note = "corpus 'demo' is not in the baseline tiny.json (it measured tiny): its cases are new, judged by their absolute thresholds"
+    assert f"lalm-fairness: warning: {note}" in result.stdout.str()
+    results = json.loads((pytester.path / "results.json").read_text())
+    assert results["metadata"]["baseline"]["notes"] == [note]
+    assert [case["baseline"]["status"] for case in results["cases"]] == ["new"]

@@ -160,3 +160,25 @@ def test_an_incomplete_run_is_refused_as_a_baseline(tmp_path):
     path.write_text(json.dumps({"schema_version": 2, "verdict": "incomplete", "cases": []}))
     with pytest.raises(ValueError, match="an incomplete run .* is not a baseline"):
         load_baseline(path)
+
+
+def test_a_second_run_on_the_same_results_is_refused_before_any_case_and_touches_nothing(previous_run):
+    """Issue 23: two concurrent runs in one folder. The first holds ``results.json.lock`` for its whole run; the
+    second stops with one ERROR line naming it (exit 4), moving and writing nothing, then the lock is gone."""
+    from harness.core import file_lock
+
+    run = previous_run / "runs" / "1.3"
+    before = (run / "results.json").read_bytes()
+    with file_lock(run / "results.json.lock", wait=False):
+        finished = start_gate(previous_run, "--model", "sim:fair", "-k", "advisory")
+        output = finished.communicate(timeout=300)[0]
+    assert finished.returncode == 4, output[-2000:]
+    assert f"ERROR: lalm-fairness: another gate run (pid {os.getpid()}) is writing {run}/results.json" in output
+    assert " PASSED" not in output
+    assert (run / "results.json").read_bytes() == before and not (run / "results.json.previous").exists()
+    assert not (run / "results.json.lock").exists()
+    finished = start_gate(previous_run, "--model", "sim:fair", "-k", "advisory")
+    output = finished.communicate(timeout=300)[0]
+    assert finished.returncode == 0, output[-2000:]
+    assert not (run / "results.json.lock").exists()
+    assert not list((previous_run / "cache").glob(".*.lock")), "the cache's generation locks are removed once released"

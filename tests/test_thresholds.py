@@ -64,7 +64,8 @@ def test_rules(rule, score, p, fails):
 @pytest.mark.parametrize("text, message", [
     ("ntvd:\n  tasks:\n    advisroy: {}\n", "ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review"),
     ("ntvd:\n  dimensions:\n    religion: {}\n", "ntvd.dimensions: unknown dimension 'religion'; valid: accent, age, age_group, ethnicity, first_language, gender, race, socioeconomic"),
-    ("ntvd:\n  defaults: {max_tvd: 3}\n", "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_increase, max_ntvd, regression_alpha, rule, tau"),
+    ("ntvd:\n  defaults: {max_tvd: 3}\n", "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_increase, max_ntvd, rule, tau"),
+    ("ntvd:\n  defaults: {regression_alpha: 0.01}\n", "ntvd.defaults.regression_alpha: was retired: a regression is now judged under the gate"),
     ("ntvd:\n  defaults: {rule: sometimes}\n", "rule = 'sometimes' is not one of magnitude, significance, both"),
     ("ntvd:\n  defaults: {alpha: 1.5}\n", "alpha = 1.5 must lie in (0, 1)"),
     ("ntvd:\n  defaults: {tau: ten}\n", "tau = 'ten' is not a int"),
@@ -84,3 +85,28 @@ def test_missing_and_unparsable_files(tmp_path):
     (tmp_path / "bad.yaml").write_text("ntvd: [unclosed\n")
     with pytest.raises(ThresholdsError, match="not valid YAML"):
         load_thresholds(tmp_path / "bad.yaml")
+
+
+def test_one_set_of_defaults_the_packaged_file_is_the_repository_file_and_the_schemas_agree():
+    """Issue 23: the built-in defaults are the repository's thresholds.yaml (a link to the packaged file), and each
+    check's schema default equals what that file's ``defaults`` state, so a partial file of one's own changes only
+    what it names."""
+    from harness.checks import all_checks
+    from harness.thresholds import GATE_SCHEMA, GATE_SECTION, PACKAGED, packaged_thresholds
+
+    repository = Path(__file__).resolve().parents[1] / "thresholds.yaml"
+    assert repository.resolve() == PACKAGED.resolve()
+    packaged = packaged_thresholds()
+    schemas = {check.name: check.schema for check in all_checks()} | {GATE_SECTION: GATE_SCHEMA}
+    for name, schema in schemas.items():
+        for key, value in ((packaged.raw.get(name) or {}).get("defaults") or {}).items():
+            assert schema.keys[key].default == value, f"{name}.{key}: schema {schema.keys[key].default}, file {value}"
+    assert load_thresholds(None).values("ntvd", NtvdCheck.schema, "candidate_review", "accent") == load_thresholds(repository).values(
+        "ntvd", NtvdCheck.schema, "candidate_review", "accent")
+
+
+def test_a_partial_file_of_ones_own_is_layered_over_the_built_in_defaults(tmp_path):
+    own = thresholds_from(tmp_path, "ntvd:\n  defaults: {max_ntvd: 15.0}\n")
+    assert own.values("ntvd", NtvdCheck.schema, "candidate_review", "accent") | {} == {
+        **NtvdCheck.schema.defaults(), "max_ntvd": 15.0, "rule": "significance"}
+    assert own.values("ntvd", NtvdCheck.schema, "story", "gender")["rule"] == "both"

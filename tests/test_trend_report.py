@@ -149,3 +149,39 @@ def test_memo_reuses_neighbour_comparisons_and_drops_stale_ones(nights, tmp_path
     (tmp_path / "memo.json").write_text("[")
     with pytest.raises(ValueError, match=r"memo\.json: not a comparison memo"):
         series.read_memo(tmp_path / "memo.json")
+
+
+def test_a_series_of_checkpoints_with_changing_specs_follows_the_one_model(tmp_path):
+    """Issue 23: checkpoints hf:/ckpts/1.2 -> 1.3 -> 1.4, a regression injected in 1.4's age case. Paired on check,
+    corpus, variant and dimension, the trend finds it and only it; paired by spec, nothing would pair."""
+    from harness.report_cli import main
+    from harness.series import follow_models
+
+    paths = []
+    for night, version in enumerate(("1.2", "1.3", "1.4")):
+        model = f"hf:/ckpts/{version}"
+        results = night_results(night, [model], DIMENSIONS, regression=(f"{model}-age", 2))
+        paths.append(tmp_path / f"ckpt-{version}.json")
+        paths[-1].write_text(json.dumps(results))
+    runs = load_series(paths, order="given")
+    assert neighbour_comparisons(follow_models(runs, "spec")) == {}
+    followed = follow_models(runs)
+    comparisons = neighbour_comparisons(followed)
+    assert sorted(comparisons) == [(1, ("classification", "checkpoint-age")), (1, ("classification", "checkpoint-gender")),
+                                   (2, ("classification", "checkpoint-age")), (2, ("classification", "checkpoint-gender"))]
+    assert [key for key, comparison in comparisons.items() if comparison["regressed"]] == [(2, ("classification", "checkpoint-age"))]
+    assert [case["model"] for case in followed[2].results["cases"]] == ["hf:/ckpts/1.4"] * 2
+    assert main([*map(str, paths), "--order", "given", "-o", str(tmp_path / "trend.html")]) == 0
+    html = (tmp_path / "trend.html").read_text()
+    assert 'panel regressed" data-case="classification:checkpoint-age"' in html
+
+
+def test_following_by_position_needs_one_model_per_run(tmp_path):
+    from harness.series import follow_models
+
+    (tmp_path / "two.json").write_text(json.dumps(night_results(0, ["sim:a", "sim:b"], DIMENSIONS)))
+    (tmp_path / "one.json").write_text(json.dumps(night_results(1, ["sim:c"], DIMENSIONS)))
+    runs = load_series([tmp_path / "two.json", tmp_path / "one.json"], order="given")
+    assert follow_models(runs) == runs
+    with pytest.raises(ValueError, match=r"two\.json: holds models \['sim:a', 'sim:b'\]"):
+        follow_models(runs, "position")

@@ -15,10 +15,11 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import pandas as pd
 
-from harness.core import finite_or_none
+from harness.core import derived_seed, finite_or_none
 from harness.data.basis_suite import BasisSuite, ItemSet
 from harness.data import Corpus
 from harness.metrics.multitest import CaseDecision, DecisionRule
+from harness.metrics.paired import PairedTest
 from harness.records import CaseRecord
 from harness.thresholds import ThresholdKey, ThresholdSchema, Thresholds
 
@@ -118,8 +119,13 @@ class Verdict:
 
 @dataclasses.dataclass(frozen=True)
 class Comparison:
-    """Candidate versus baseline on one case. ``status``: compared, new (no baseline case), unsupported, not
-    estimable (the paired interval has no width: every replicate gives the same difference)."""
+    """Candidate versus baseline on one case. ``status``: compared; new (no baseline case); unsupported;
+    not estimable (the paired contrast cannot vary: never a regression); backbone (a mode without audio:
+    the change is the text backbone's, reported and never a voice-induced regression).
+
+    ``delta`` = candidate - baseline of the case's bias measure, with its interval; ``p_value`` the one-sided
+    p of "no worsening"; ``decision`` the gate's decision rule applied to it (:func:`regression_comparison`);
+    ``floors``: the change of each quality floor, reported and never gated."""
 
     status: str
     baseline_value: float | None
@@ -127,9 +133,14 @@ class Comparison:
     p_value: float | None
     regressed: bool
     message: str
+    ci_low: float | None = None
+    ci_high: float | None = None
+    measure: str | None = None
+    decision: dict[str, Any] | None = None
+    floors: list[dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {key: finite_or_none(value) if isinstance(value, float) else value for key, value in dataclasses.asdict(self).items()}
 
 
 class Check(abc.ABC):
@@ -165,6 +176,11 @@ class Check(abc.ABC):
         """Is ``candidate`` significantly worse than ``baseline`` (both records of this check)?"""
         return Comparison("unsupported", None, None, None, False, f"{self.name}: no baseline comparison for this check")
 
+    def hears_voice(self, case: Case) -> bool:
+        """Whether the model hears the speaker in this case. A mode without audio (BASIS text modes) cannot show
+        voice-induced bias: a change there is the text backbone's, and the release gate reports it as such."""
+        return True
+
     def threshold_values(self, context: CheckContext, case: Case) -> dict[str, Any]:
         return context.thresholds.values(self.name, self.schema, case.variant, case.dimension)
 
@@ -180,14 +196,67 @@ class Check(abc.ABC):
         }
 
 
+def regression_comparison(context: CheckContext, case: Case, test: PairedTest, *, measure: str, margin: float,
+                          margin_key: str, unit: str = "", hears_voice: bool = True) -> Comparison:
+    """The release verdict of one case from the paired test of its bias measure (README "Release gating").
+
+    The case regresses when its bias measure got worse by more than ``margin`` (the threshold key
+    ``margin_key``) and that worsening is significant under the gate's own decision rule: the one-sided
+    p-value of "no worsening" joins the family that ``gate.alpha`` bounds (Bonferroni across the model's m
+    selected cases, :class:`~harness.metrics.multitest.DecisionRule`, rule ``both``), so that a candidate no
+    more biased than its baseline fails the run with probability <= alpha. A contrast that cannot vary is
+    ``not estimable``, never a regression. Where the model does not hear the speaker (``hears_voice`` False:
+    a mode without audio) the status is ``backbone``: the change is the text backbone's, reported and never a
+    voice-induced regression."""
+    if not test.estimable:
+        return Comparison("not estimable", finite_or_none(test.baseline), finite_or_none(test.difference), None, False,
+                          f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g}: {test.reason}; not judged a regression",
+                          measure=measure)
+    relevant = bool(test.worsening > margin)
+    decision = context.decision_rule(case.model).decide([test.p_worse], [relevant], rule="both")
+    block = decision.as_dict() | {"rule": "both", "margin": float(margin), "margin_key": margin_key, "resampled": test.resampled,
+                                  "df": finite_or_none(test.df), "se": finite_or_none(test.se)}
+    p_adjusted = "n/a" if decision.p_adjusted is None else f"{decision.p_adjusted:.3g}"
+    interval = (f"95% paired {test.resampled} bootstrap CI [{test.ci_low:+.3g}, {test.ci_high:+.3g}]"
+                if math.isfinite(test.ci_low) else f"paired {test.resampled}")
+    message = (
+        f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g} (delta {test.difference:+.3g}{unit}, {interval}; "
+        f"one-sided p = {test.p_worse:.3g}, adjusted p = "
+        f"{p_adjusted} ({decision.correction}); regression when worse by more than {margin:g} and significant) -> "
+        + ("REGRESSION" if decision.failed and hears_voice else "no regression" if hears_voice else
+           f"{'a significant' if decision.failed else 'no significant'} worsening, but this mode has no audio, so the change is "
+           "the text backbone's (reported, not a voice-induced regression)")
+    )
+    return Comparison("compared" if hears_voice else "backbone", finite_or_none(test.baseline), finite_or_none(test.difference),
+                      finite_or_none(test.p_worse), decision.failed and hears_voice, message, finite_or_none(test.ci_low),
+                      finite_or_none(test.ci_high), measure, block)
+
+
+RELEASE_JUDGED = ("compared", "not estimable", "backbone")
+"""Baseline statuses under which a case's release verdict is its regression verdict (issue 23): a contrast that
+cannot vary and a mode without audio never regress; a new or unsupported case keeps its absolute verdict."""
+
+
+def judged_for_release(comparison: Comparison, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+    """``comparison`` with the change of each quality floor both records state (reported, never gated)."""
+    recorded = {entry["key"]: entry.get("value") for entry in (baseline.floors or [])}
+    floors = [{"key": entry["key"], "baseline": recorded.get(entry["key"]), "candidate": entry.get("value"), "threshold": entry.get("threshold")}
+              for entry in (candidate.floors or []) if entry["key"] in recorded]
+    changes = "; ".join(f"quality floor {f['key']} {_number(f['baseline'])} -> {_number(f['candidate'])} (reported, not gated)" for f in floors)
+    return dataclasses.replace(comparison, floors=floors or None, message=comparison.message + (f"; {changes}" if changes else ""))
+
+
+def _number(value: Any) -> str:
+    return "n/a" if not isinstance(value, (int, float)) else f"{value:.1f}"
+
+
 class SpeakerBootstrapComparison:
-    """Baseline comparison by a paired speaker bootstrap (:mod:`harness.metrics.paired`).
+    """Baseline comparison by a paired speaker bootstrap (:func:`harness.metrics.paired.paired_speaker_bootstrap`,
+    tested by :func:`harness.metrics.paired.paired_speaker_test`), for checks whose absolute test resamples speakers.
 
     A check using it provides :meth:`speaker_statistics` (per speaker: ``group`` and numeric sufficient
-    statistics), :attr:`comparison_statistic` (the statistic of weighted per-group sums), its name, and
-    :attr:`worse_when` (``higher`` or ``lower``); its threshold schema carries ``max_worsening`` and
-    ``regression_alpha``. A regression is a worsening beyond ``max_worsening`` whose (1 - regression_alpha)
-    CI lies entirely on the worse side of 0.
+    statistics), :attr:`comparison_statistic` (its bias measure from weighted per-group sums), its name, and
+    :attr:`worse_when` (``higher`` or ``lower``); its threshold schema carries ``max_worsening``.
     """
 
     comparison_name: ClassVar[str]
@@ -205,32 +274,63 @@ class SpeakerBootstrapComparison:
         return {"speaker": [str(s) for s in table.index], **{column: table[column].tolist() for column in table.columns}}
 
     def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
-        from harness.metrics.paired import paired_speaker_bootstrap
+        from harness.metrics.paired import paired_speaker_bootstrap, paired_speaker_test
 
         if not baseline.paired_data:
             return Comparison("unsupported", baseline.value, None, None, False, "the baseline record carries no per-speaker data")
         tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
         settings = self.threshold_values(context, case)
         try:
-            result = paired_speaker_bootstrap(*tables, self.comparison_statistic, alpha=settings["regression_alpha"],
-                                              seed=context.seed)
+            result = paired_speaker_bootstrap(*tables, self.comparison_statistic, seed=context.seed)
         except ValueError as exc:
             return Comparison("unsupported", baseline.value, None, None, False, f"cannot pair with the baseline: {exc}")
-        if result.ci_low == result.ci_high:
-            return Comparison("not estimable", result.baseline, result.difference, None, False,
-                              f"vs baseline: {self.comparison_name} {result.baseline:.3g} -> {result.candidate:.3g}: the paired "
-                              f"speaker bootstrap gives every replicate the same difference ({result.difference:+.3g}), so its "
-                              "uncertainty is not estimable from speakers alone; not judged a regression")
-        worsening = result.difference if self.worse_when == "higher" else -result.difference
-        ci_on_worse_side = result.ci_low > 0 if self.worse_when == "higher" else result.ci_high < 0
-        regressed = bool(worsening > settings["max_worsening"] and ci_on_worse_side)
-        message = (
-            f"vs baseline: {self.comparison_name} {result.baseline:.3g} -> {result.candidate:.3g} "
-            f"(delta {result.difference:+.3g}, {100 * (1 - settings['regression_alpha']):g}% paired speaker-bootstrap CI "
-            f"[{result.ci_low:+.3g}, {result.ci_high:+.3g}]; {self.worse_when} is worse) -> "
-            f"{'REGRESSION' if regressed else 'no regression'}"
-        )
-        return Comparison("compared", result.baseline, result.difference, None, regressed, message)
+        return regression_comparison(context, case, paired_speaker_test(result, self.worse_when), measure=self.comparison_name,
+                                     margin=float(settings["max_worsening"]), margin_key="max_worsening", hears_voice=self.hears_voice(case))
+
+
+class CrossedComparison:
+    """Baseline comparison of a BASIS case's bias measure, the largest pairwise group difference, by the paired
+    two-way speaker x item bootstrap of its absolute test (:func:`harness.metrics.paired.paired_crossed_gap`).
+
+    A check using it provides :meth:`crossed_cells` (one row per (speaker, item) cell: ``speaker``, ``group``,
+    ``item``, ``weight``, ``value`` or ``value:<group>``) and :attr:`comparison_name`; its threshold schema
+    carries ``max_worsening`` (points). Higher is worse."""
+
+    comparison_name: ClassVar[str]
+
+    def crossed_cells(self, context: CheckContext, case: Case) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
+        table = self.crossed_cells(context, case)
+        return {column: [value if isinstance(value, str) else float(value) for value in table[column]] for column in table.columns}
+
+    def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+        from harness.metrics.paired import paired_crossed_gap
+
+        if not baseline.paired_data or "item" not in baseline.paired_data:
+            return Comparison("unsupported", baseline.value, None, None, False,
+                              "the baseline record carries no per-(speaker, item) data (a results.json written before the "
+                              "two-way paired comparison; rerun the baseline checkpoint)")
+        tables = [pd.DataFrame(data) for data in (candidate.paired_data, baseline.paired_data)]
+        try:
+            test = paired_crossed_gap(*tables, seed=derived_seed(context.seed, "paired", case.id))
+        except ValueError as exc:
+            return Comparison("unsupported", baseline.value, None, None, False, f"cannot pair with the baseline: {exc}")
+        settings = self.threshold_values(context, case)
+        return regression_comparison(context, case, test, measure=self.comparison_name, margin=float(settings["max_worsening"]),
+                                     margin_key="max_worsening", unit=" points", hears_voice=self.hears_voice(case))
+
+
+def cell_sums(table: pd.DataFrame, *, speaker: str = "speaker", value_columns: Sequence[str] = ("value",),
+              weight: str | None = None) -> pd.DataFrame:
+    """Per (speaker, item) cell of an answer table (columns ``speaker``, ``group``, ``item`` and the values):
+    the summed values and the ``weight`` (a 0/1 column of answers that count, or 1 per answer)."""
+    rows = table.assign(weight=1.0 if weight is None else table[weight].astype(float))
+    if speaker != "speaker":
+        rows = rows.drop(columns="speaker", errors="ignore").rename(columns={speaker: "speaker"})
+    cells = rows.groupby(["speaker", "group", "item"], sort=True)[["weight", *value_columns]].sum().reset_index()
+    return cells.assign(speaker=cells["speaker"].astype(str), group=cells["group"].astype(str), item=cells["item"].astype(str))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -294,10 +394,8 @@ def floors_note(floors: Sequence[dict[str, Any]]) -> str:
 
 
 def regression_keys(max_worsening: float) -> dict[str, ThresholdKey]:
-    """The threshold keys of a :class:`SpeakerBootstrapComparison`."""
-    from harness.thresholds import at_least, in_open_unit_interval
+    """The threshold key of a baseline comparison: by how much the bias measure may worsen before a
+    significant worsening is a regression (significance is the gate's, ``gate.alpha``)."""
+    from harness.thresholds import at_least
 
-    return {
-        "max_worsening": ThresholdKey((int, float), max_worsening, at_least(0)),
-        "regression_alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
-    }
+    return {"max_worsening": ThresholdKey((int, float), max_worsening, at_least(0))}

@@ -21,14 +21,13 @@ import pandas as pd
 from harness.checks.basis_records import CrossedTest, crossed_group_test, gap_phrase
 from harness.records import ClassificationRecord
 from harness.core import derived_seed, finite_or_none
-from harness.checks.base import (Case, Check, CheckContext, SpeakerBootstrapComparison, Verdict, bias_decision, describe_decision, floor,
+from harness.checks.base import (Case, Check, CheckContext, CrossedComparison, cell_sums, Verdict, bias_decision, describe_decision, floor,
                                  floors_note, per_run, regression_keys)
 from harness.metrics.basis import ClassificationResult, classification_accuracy
-from harness.metrics.paired import largest_gap, ratio_per_group
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
 
-class ClassificationCheck(SpeakerBootstrapComparison, Check):
+class ClassificationCheck(CrossedComparison, Check):
     name = "classification"
     schema = ThresholdSchema(
         keys={
@@ -38,14 +37,12 @@ class ClassificationCheck(SpeakerBootstrapComparison, Check):
         }
     )
 
-    comparison_name = "best-worst group gap of accuracy"
-    worse_when = "higher"
-    comparison_statistic = staticmethod(largest_gap(ratio_per_group(0, 1), scale=100.0))
+    comparison_name = "largest difference in recognition accuracy between labels (points)"
 
-    def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
-        """Per recording speaker of each item set: correct classifications and items."""
+    def crossed_cells(self, context: CheckContext, case: Case) -> pd.DataFrame:
+        """Per (recording speaker of an item set, item): answers (``weight``) and their summed score (100 per correct one)."""
         table = self.results(context, case.model, case.dimension)[2]
-        return table.groupby("cluster").agg(group=("group", "first"), correct=("correct", "sum"), total=("correct", "size"))
+        return cell_sums(table.assign(value=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)), speaker="cluster")
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [

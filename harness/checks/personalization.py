@@ -23,15 +23,14 @@ import pandas as pd
 from harness.checks.basis_records import N_BOOT, CrossedTest, crossed_group_test, effects_records, frame_records, gap_phrase
 from harness.records import PersonalizationRecord
 from harness.core import PARETO_MODE, derived_seed, finite_or_none
-from harness.checks.base import (Case, Check, CheckContext, SpeakerBootstrapComparison, Verdict, bias_decision, describe_decision, floor,
+from harness.checks.base import (Case, Check, CheckContext, CrossedComparison, cell_sums, Verdict, bias_decision, describe_decision, floor,
                                  floors_note, per_run, regression_keys)
 from harness.metrics.basis import MEAN_ACCURACY, MODES, AccuracyResult, ModeEffectsResult, mode_effects, personalization_accuracy
-from harness.metrics.paired import largest_gap, ratio_per_group
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
 
 
-class PersonalizationCheck(SpeakerBootstrapComparison, Check):
+class PersonalizationCheck(CrossedComparison, Check):
     name = "personalization"
     schema = ThresholdSchema(
         keys={
@@ -42,14 +41,15 @@ class PersonalizationCheck(SpeakerBootstrapComparison, Check):
         variant_axis="modes",
     )
 
-    comparison_name = "best-worst group gap of accuracy"
-    worse_when = "higher"
-    comparison_statistic = staticmethod(largest_gap(ratio_per_group(0, 1), scale=100.0))
+    comparison_name = "largest difference in accuracy between groups (points)"
 
-    def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
-        """Per speaker: correct answers and answers."""
+    def crossed_cells(self, context: CheckContext, case: Case) -> pd.DataFrame:
+        """Per (speaker, item): answers (``weight``) and their summed score (100 per correct answer)."""
         table = self.table(context, case.model, case.dimension, case.variant)
-        return table.groupby("speaker").agg(group=("group", "first"), correct=("correct", "sum"), total=("correct", "size"))
+        return cell_sums(table.assign(value=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)))
+
+    def hears_voice(self, case: Case) -> bool:
+        return str(case.variant).startswith("speech")
 
     def variants(self, context: CheckContext) -> list[str]:
         return list(MODES)

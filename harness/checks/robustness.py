@@ -20,16 +20,15 @@ import pandas as pd
 from harness.checks.basis_records import CrossedTest, crossed_group_test, frame_records, gap_phrase
 from harness.records import RobustnessRecord
 from harness.core import ROBUSTNESS_TASKS, derived_seed, finite_or_none
-from harness.checks.base import (Case, Check, CheckContext, SpeakerBootstrapComparison, Verdict, bias_decision, describe_decision, floor,
+from harness.checks.base import (Case, Check, CheckContext, CrossedComparison, cell_sums, Verdict, bias_decision, describe_decision, floor,
                                  floors_note, per_run, regression_keys)
 from harness.metrics.basis import asr_scores, sqa_accuracy
-from harness.metrics.paired import largest_gap, ratio_per_group
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
 TASKS = ROBUSTNESS_TASKS
 
 
-class RobustnessCheck(SpeakerBootstrapComparison, Check):
+class RobustnessCheck(CrossedComparison, Check):
     name = "robustness"
     schema = ThresholdSchema(
         keys={
@@ -40,14 +39,12 @@ class RobustnessCheck(SpeakerBootstrapComparison, Check):
         variant_axis="tasks",
     )
 
-    comparison_name = "best-worst group gap of the score"
-    worse_when = "higher"
-    comparison_statistic = staticmethod(largest_gap(ratio_per_group(0, 1)))
+    comparison_name = "largest difference in the score between groups (points)"
 
-    def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
-        """Per speaker: the summed score (100 - WER, or 100 per correct answer) and the number of items."""
+    def crossed_cells(self, context: CheckContext, case: Case) -> pd.DataFrame:
+        """Per (speaker, item): answers (``weight``) and their summed score (100 - WER, or 100 per correct answer)."""
         table = self.table(context, case.model, case.variant, case.dimension)
-        return table.groupby("speaker").agg(group=("group", "first"), score=("score", "sum"), items=("score", "size"))
+        return cell_sums(table.assign(value=table["score"], item=table["set"] + "/" + table["id"].astype(str)))
 
     def variants(self, context: CheckContext) -> list[str]:
         return list(TASKS)

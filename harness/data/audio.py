@@ -178,13 +178,15 @@ class AudioChecks:
     needs no re-decode. A memo that cannot be parsed or has another version is ignored and rewritten (it is
     only a speed-up); :meth:`save` merges with what other processes saved meanwhile, writes atomically, and
     skips a folder it cannot write (the output cache names that problem itself). ``decoded`` counts the
-    files this instance had to decode."""
+    files this instance had to decode; ``digests`` the content hash of each path inspected."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = None if path is None else Path(path)
         self._entries: dict[str, dict] = self._read()
         self._new: dict[str, dict] = {}
         self.decoded = 0
+        self.digests: dict[Path, str] = {}
+        """The SHA-256 of every file inspected, by path (e.g. to find one recording listed for two speakers)."""
 
     def inspect(self, path: str | Path) -> AudioInspection:
         """:func:`inspect_audio` of ``path``, decoded only when no file of the same bytes was; a file that
@@ -196,6 +198,7 @@ class AudioChecks:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError as exc:
             raise AudioError(f"{path}: audio file cannot be read ({exc})") from exc
+        self.digests[path] = digest
         entry = self._entries.get(digest)
         if entry is None:
             self.decoded += 1

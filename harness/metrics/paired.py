@@ -8,15 +8,34 @@ and applies the same draw to both checkpoints; the statistic is computed from th
 
 and the percentile interval of delta_b is the (1 - alpha) CI of the difference. Vectorised: one (B, S)
 matrix of draw counts multiplies each group's (S, k) statistics.
+
+Release gating (README "Release gating") tests the change of a case's *bias measure* one-sided for worsening,
+with the resampling of the case's absolute test: :func:`paired_speaker_test` for the speaker bootstrap
+above (WER and judge-score ratios), :func:`paired_crossed_gap` for the two-way speaker x item bootstrap of the
+BASIS checks. Both widen the bootstrap standard error by the small-sample factor ``sqrt(n / (n - 1))`` and
+refer ``worsening / se`` to Student's t; a contrast whose replicates never vary is not estimable.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
+
+from harness.metrics.crossed import crossed_replicates, satterthwaite_df, small_sample_factor
+
+
+@contextlib.contextmanager
+def warnings_ignored() -> Iterator[None]:
+    """numpy's "All-NaN slice" warning: a replicate whose groups all lack data is NaN, and counted as such."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
 
 GroupSums = Mapping[str, np.ndarray]
 """Group name -> (B, k) weighted sums of the k statistic columns, one row per replicate."""
@@ -31,6 +50,9 @@ class PairedBootstrapResult:
     ci_high: float
     n_boot: int
     seed: int
+    replicates: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0), repr=False)
+    groups: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0), repr=False)
+    """The finite bootstrap differences, and each speaker's group (for :func:`paired_speaker_test`)."""
 
 
 def speaker_draws(groups: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
@@ -68,16 +90,18 @@ def paired_speaker_bootstrap(
     if not candidate.index.equals(baseline.index) or not candidate["group"].equals(baseline["group"]):
         raise ValueError("candidate and baseline must hold the same speakers in the same groups")
     ones = np.ones((1, len(candidate)))
-    observed_candidate = float(statistic(group_sums(candidate, ones))[0])
-    observed_baseline = float(statistic(group_sums(baseline, ones))[0])
+    with warnings_ignored():
+        observed_candidate = float(statistic(group_sums(candidate, ones))[0])
+        observed_baseline = float(statistic(group_sums(baseline, ones))[0])
     draws = speaker_draws(candidate["group"].to_numpy(), n_boot, seed)
-    differences = statistic(group_sums(candidate, draws)) - statistic(group_sums(baseline, draws))
+    with warnings_ignored():
+        differences = statistic(group_sums(candidate, draws)) - statistic(group_sums(baseline, draws))
     differences = differences[np.isfinite(differences)]
     if differences.size == 0:
         raise ValueError("the difference is not estimable: no bootstrap replicate gives a finite value")
     low, high = np.quantile(differences, [alpha / 2, 1 - alpha / 2])
     return PairedBootstrapResult(observed_candidate, observed_baseline, observed_candidate - observed_baseline,
-                                 float(low), float(high), n_boot, seed)
+                                 float(low), float(high), n_boot, seed, differences, candidate["group"].to_numpy())
 
 
 def ratio_per_group(numerator: int, denominator: int) -> Callable[[GroupSums], dict[str, np.ndarray]]:
@@ -110,3 +134,134 @@ def largest_log_ratio(sums: GroupSums) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             columns.append(np.abs(np.log((values[:, 0] / values[:, 1]) / (rest[:, 0] / rest[:, 1]))))
     return np.nanmax(np.column_stack(columns), axis=1)
+
+
+def paired_speaker_test(result: PairedBootstrapResult, worse_when: str) -> PairedTest:
+    """The one-sided test of "the candidate is worse" from a paired speaker bootstrap (:func:`paired_speaker_bootstrap`).
+
+    ``se = f * sd(delta_b)`` with the small-sample factor ``f = sqrt(n / (n - 1))`` of the smallest group's
+    ``n`` speakers (:func:`harness.metrics.crossed.small_sample_factor`), referred to Student's t with
+    ``sum_g (n_g - 1)`` degrees of freedom: ``p = P(T > w / se)`` with ``w`` the worsening (the difference,
+    signed so that positive is worse)."""
+    _, sizes = np.unique(result.groups, return_counts=True)
+    df = float(max(1, int(np.sum(sizes - 1))))
+    return _one_sided(result.candidate, result.baseline, result.replicates, result.difference, worse_when,
+                      small_sample_factor(int(sizes.min())), df, "speakers")
+
+
+@dataclasses.dataclass(frozen=True)
+class PairedTest:
+    """A paired candidate-versus-baseline contrast of a bias measure, tested one-sided for worsening.
+
+    ``difference`` = candidate - baseline; ``worsening`` = the difference signed so that positive is
+    worse; ``ci_low``/``ci_high`` its (widened) 95% interval; ``p_worse`` the one-sided p-value of "no
+    worsening"; ``estimable`` False (with ``reason``, interval and p NaN) when the replicates never vary."""
+
+    candidate: float
+    baseline: float
+    difference: float
+    worsening: float
+    ci_low: float
+    ci_high: float
+    se: float
+    df: float
+    p_worse: float
+    estimable: bool
+    reason: str | None
+    resampled: str
+
+
+def _one_sided(candidate: float, baseline: float, replicates: np.ndarray, difference: float, worse_when: str, widen: float,
+               df: float, resampled: str, level: float = 0.95) -> PairedTest:
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    if worse_when not in ("higher", "lower"):
+        raise ValueError(f"worse_when must be 'higher' or 'lower', got {worse_when!r}")
+    sign = 1.0 if worse_when == "higher" else -1.0
+    finite = replicates[np.isfinite(replicates)]
+    nan = float("nan")
+    reason = None
+    if not np.isfinite(difference):
+        reason = "the bias measure is undefined in one of the two runs"
+    elif len(finite) < 0.5 * max(1, len(replicates)):
+        reason = "most resamples leave the bias measure undefined"
+    elif np.ptp(finite) <= 1e-12 * max(1.0, abs(difference)) or not np.isfinite(widen):
+        reason = (f"every resample gives the same difference ({difference:+.4g}): the paired contrast cannot vary, "
+                  "so its uncertainty is not estimable")
+    if reason is not None:
+        return PairedTest(candidate, baseline, difference, sign * difference, nan, nan, nan, df, nan, False, reason, resampled)
+    se = widen * float(np.std(finite, ddof=1))
+    reference = student_t(df) if np.isfinite(df) else norm
+    half = float(reference.ppf(0.5 + level / 2.0)) * se
+    worsening = sign * difference
+    return PairedTest(candidate, baseline, difference, worsening, difference - half, difference + half, se, df,
+                      float(reference.sf(worsening / se)), True, None, resampled)
+
+
+PAIR_VALUE = "value"
+"""The row value column of a crossed paired table; ``value:<group>`` overrides it for contrasts of that group."""
+
+
+def largest_pair_difference(replicates: Mapping[str, object], groups: list[str]) -> dict[str, np.ndarray]:
+    """Per set of replicates (``full``, ``speaker``, ``item``, ``observed``): ``max_{a<b} |m_a(c_a) - m_b(c_a)|``, with
+    ``c_a`` the value column of the pair's first group (:data:`PAIR_VALUE` unless ``value:<a>`` exists)."""
+    out = {}
+    for kind in ("observed", "full", "speaker", "item"):
+        columns = []
+        for index, first in enumerate(groups):
+            reps = replicates[first]
+            means = {"observed": reps.means[None, :], "full": reps.replicates, "speaker": reps.speaker_replicates,
+                     "item": reps.item_replicates}[kind]
+            for second in groups[index + 1:]:
+                with np.errstate(invalid="ignore"):
+                    columns.append(np.abs(means[:, reps.groups.index(first)] - means[:, reps.groups.index(second)]))
+        with np.errstate(invalid="ignore"), warnings_ignored():
+            out[kind] = np.nanmax(np.column_stack(columns), axis=1) if columns else np.full(1, np.nan)
+    return out
+
+
+def paired_crossed_gap(candidate: pd.DataFrame, baseline: pd.DataFrame, *, seed: int, n_boot: int = 2000) -> PairedTest:
+    """Change of a BASIS case's bias measure, the largest pairwise group difference ``max_{a<b} |m_a - m_b|``,
+    between two runs on the same (speaker, item) cells, by the two-way speaker x item bootstrap of the
+    absolute test (:mod:`harness.metrics.crossed`) applied to both runs with the same draws.
+
+    Each table has one row per (speaker, item) cell: ``speaker``, ``group``, ``item``, ``weight`` (the
+    cell's count of answers that count, e.g. meaningful answers) and ``value`` (their summed values), or
+    ``value:<g>`` per group for contrasts whose value depends on the pair's first group (ICAT: the share
+    choosing *g*'s stereotype). A group mean is ``sum value / sum weight`` over its cells. One replicate
+    draws speaker weights within groups and item weights within strata (the same for both runs, since the
+    draw depends only on the design), and ``delta_b = B(candidate_b) - B(baseline_b)``. As in the absolute
+    test, the standard error is widened by ``sqrt(n / (n - 1))`` with ``n`` the fewest speakers or items
+    of a group, and referred to Student's t with the Welch-Satterthwaite df of the speaker-only and item-only
+    replicates (:func:`harness.metrics.crossed.satterthwaite_df`); higher is worse. Tables with different
+    designs (speakers, groups or items) raise ``ValueError``."""
+    tables = {"candidate": candidate, "baseline": baseline}
+    designs = [table[["speaker", "group", "item"]].astype(str).drop_duplicates().sort_values(["speaker", "item"]).reset_index(drop=True)
+               for table in tables.values()]
+    if not designs[0].equals(designs[1]):
+        raise ValueError("the two runs answered different (speaker, group, item) cells")
+    groups = sorted(designs[0]["group"].unique())
+    if len(groups) < 2:
+        raise ValueError(f"a group contrast needs 2 groups, the data has {groups}")
+    statistics, reps_of = {}, {}
+    for name, table in tables.items():
+        by_column, replicates = {}, {}
+        for group in groups:
+            column = f"{PAIR_VALUE}:{group}" if f"{PAIR_VALUE}:{group}" in table.columns else PAIR_VALUE
+            if column not in by_column:
+                by_column[column] = crossed_replicates(table, value=column, denominator="weight", n_boot=n_boot, seed=seed)
+            replicates[group] = by_column[column]
+        statistics[name] = largest_pair_difference(replicates, groups)
+        reps_of[name] = replicates[groups[0]]
+    reps = reps_of["candidate"]
+    if reps.problems:
+        nan = float("nan")
+        difference = float(statistics["candidate"]["observed"][0] - statistics["baseline"]["observed"][0])
+        return PairedTest(float(statistics["candidate"]["observed"][0]), float(statistics["baseline"]["observed"][0]), difference,
+                          difference, nan, nan, nan, nan, nan, False, "; ".join(reps.problems), "speakers x items")
+    delta = {kind: statistics["candidate"][kind] - statistics["baseline"][kind] for kind in ("observed", "full", "speaker", "item")}
+    df = satterthwaite_df(delta["speaker"], delta["item"], int(reps.n_speakers.sum()) - len(groups), int(reps.n_items.max()) - 1)
+    widen = small_sample_factor(int(min(reps.n_speakers.min(), reps.n_items.min())))
+    return _one_sided(float(statistics["candidate"]["observed"][0]), float(statistics["baseline"]["observed"][0]), delta["full"],
+                      float(delta["observed"][0]), "higher", widen, df, "speakers x items")

@@ -23,9 +23,15 @@ def _normaliser():
     return EnglishTextNormalizer()
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _normalised(text: str) -> str:
+    return _normaliser()(text)
+
+
 def normalise_text(text: str) -> str:
-    """Whisper's English normalisation of ``text``."""
-    return _normaliser()(str(text))
+    """Whisper's English normalisation of ``text``, memoised: the normaliser compiles its patterns anew on
+    every call once they overflow ``re``'s cache, and references and frequent hypotheses recur."""
+    return _normalised(str(text))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -99,6 +99,17 @@ class Backend(Protocol):
         its fingerprint records, for the run metadata and the report's Compute row."""
         return {}
 
+    def unavailable(self) -> str | None:
+        """Why this model cannot be loaded on this machine, found without loading it (a checkpoint path that does
+        not exist, a framework not installed), or None. Asked before any case when the run may load models, so
+        that it stops with one error (exit 4) rather than one unmeasured case per case."""
+        return None
+
+    def hear_corpus(self, corpus: Any) -> None:
+        """Told each corpus of the session before it is asked anything; a real model ignores it (a simulator
+        learns the words of its recordings, :class:`harness.models.sim.SimulatorBackend`)."""
+        return None
+
     def transcription_source(self) -> StageSpec | None:
         """The stage that transcribes for the WER checks, asked with an empty prompt; None: the model
         itself, asked :data:`harness.tasks.asr.TRANSCRIPTION_PROMPT`."""

@@ -143,6 +143,17 @@ class HFBackend(Backend):
         self.is_local = os.path.isdir(self.path)
         self._fingerprint: str | None = None
 
+    def unavailable(self) -> str | None:
+        import importlib.util
+
+        missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+        if missing:
+            return (f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed: the hf: backend needs the "
+                    "[hf] extra (pip install 'lalm-fairness[hf]' torch==2.13.0)")
+        if self.target.startswith(("/", "./", "../", "~")) and not self.is_local:
+            return f"checkpoint folder {self.path} does not exist"
+        return None
+
     # ------------------------------------------------------------------ cheap identity
     def local_model_type(self) -> str | None:
         if not self.is_local:

@@ -39,7 +39,7 @@ import numpy as np
 from harness.core import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest, ModelError, stable_hash
 from harness.models.base import Backend
 
-SIMULATOR_VERSION = "3"
+SIMULATOR_VERSION = "4"
 REFERENCE_F0_HZ = 140.0
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -288,6 +288,13 @@ class SimulatorBackend(Backend):
 
     def load(self) -> Simulator:
         return Simulator(self.settings["strengths"], self.settings["refusal_rate"])
+
+    def hear_corpus(self, corpus: Any) -> None:
+        """The simulator's 'ears' for words: it transcribes (and answers questions about) the recordings it knows
+        the text of, the shipped demo sets' and the session's corpora's (their ``transcript`` column)."""
+        from harness.models.sim_basis import KnownContent
+
+        KnownContent.shared().learn(corpus)
 
 
 __all__ = ["SAMPLE_RATE", "Simulator", "SimulatorBackend", "acoustic_features", "pitch_score"]

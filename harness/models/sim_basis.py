@@ -242,15 +242,17 @@ class SpokenQAResponder(_Family):
 
 
 class KnownContent:
-    """Text of every recording of the shipped demo corpus and demo suite by audio content hash: the
-    simulator's 'ears' for words. Reads only the ``transcript`` and ``answer`` columns, never the
-    demographic ones."""
+    """Text of every recording of the shipped demo corpus and demo suite, and of the corpora the session
+    :meth:`learn` (read on the first recording not found), by audio content hash: the simulator's 'ears' for
+    words. Reads only the ``transcript`` and ``answer`` columns, never the demographic ones."""
 
     def __init__(self) -> None:
         from harness.data import resolve_corpus
         from harness.data.basis_suite import resolve_suite
 
         self._content: dict[str, tuple[str, str | None]] = {}
+        self._pending: dict = {}
+        self._learnt: set = set()
         demo = resolve_corpus("demo")
         for utterance_id, transcript in zip(demo.table["utterance_id"], demo.table["transcript"]):
             self._content[demo.audio(utterance_id).content_hash] = (transcript, None)
@@ -264,8 +266,21 @@ class KnownContent:
     def shared(cls) -> KnownContent:
         return cls()
 
+    def learn(self, corpus) -> None:
+        """Also know the transcripts of ``corpus`` (a :class:`harness.data.Corpus`), read when a recording is not found."""
+        if corpus.manifest_path not in self._learnt:
+            self._pending[corpus.manifest_path] = corpus
+
     def lookup(self, request: GenerationRequest) -> tuple[str, str | None] | None:
-        return None if request.audio is None else self._content.get(request.audio.content_hash)
+        if request.audio is None:
+            return None
+        if request.audio.content_hash not in self._content:
+            for path, corpus in list(self._pending.items()):
+                for utterance_id, transcript in zip(corpus.table["utterance_id"], corpus.table["transcript"]):
+                    self._content.setdefault(corpus.audio(utterance_id).content_hash, (str(transcript), None))
+                self._learnt.add(path)
+                del self._pending[path]
+        return self._content.get(request.audio.content_hash)
 
 
 RESPONDERS = [

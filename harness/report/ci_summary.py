@@ -41,7 +41,7 @@ def render_summary(results: Mapping[str, Any], report_link: str | None = None, r
     listed = [case for case in cases if not case.get("passed") or _regressed(case)]
     if listed:
         prefix = f"{models[0]}-" if len(models) == 1 else ""
-        lines += ["", "| Case | Check | Outcome | Value | Threshold | q / p / CI | Δ baseline |", "|---|---|---|---|---|---|---|"]
+        lines += ["", "| Case | Check | Outcome | Value | Threshold | adjusted p / q / CI | Δ baseline |", "|---|---|---|---|---|---|---|"]
         for case in sorted(listed, key=_row_order):
             lines.append("| " + " | ".join(_cell(text) for text in _row(case, prefix)) + " |")
     links = [f"[report]({report_link})" if report_link else None, f"[results.json]({results_link})" if results_link else None]
@@ -91,9 +91,10 @@ def threshold_text(threshold: Mapping[str, Any] | None, floors: Sequence[str] = 
 
 
 def uncertainty_text(case: Mapping[str, Any]) -> str:
-    """The case's q-value, else its adjusted p (the ``decision`` of schema 2), else p, else its CI."""
+    """The p-value the verdict was decided on, adjusted for the gate's family (the ``decision`` of schema 2), else
+    the BH q-value VIBE reports (it decides nothing), else p, else the CI."""
     decision = case.get("decision") if isinstance(case.get("decision"), Mapping) else {}
-    for label, value in (("q", case.get("q")), ("p adj", decision.get("p_adjusted")), ("p", case.get("p"))):
+    for label, value in (("adjusted p", decision.get("p_adjusted")), ("BH q", case.get("q")), ("p", case.get("p"))):
         if isinstance(value, (int, float)):
             return f"{label} = {value:.3g}"
     ci = case.get("ci")
@@ -106,10 +107,17 @@ def uncertainty_text(case: Mapping[str, Any]) -> str:
 
 
 def value_text(case: Mapping[str, Any]) -> str:
-    """The case's value, and the best-worst group gap for the checks that judge one (BASIS accuracy and score checks)."""
+    """The case's value, and where that value is a quality floor (BASIS), the bias measure its verdict was judged
+    on: the best-worst group gap, or the deciding contrast (ICAT: the difference in the share choosing a group's
+    stereotype)."""
     gap = _gap(case)
     value = _number(case.get("value"))
-    return f"{value}; gap {_number(gap['value'])}" if gap and isinstance(gap.get("value"), (int, float)) else value
+    if gap and isinstance(gap.get("value"), (int, float)):
+        return f"{value}; gap {_number(gap['value'])}"
+    decision = case.get("decision") if isinstance(case.get("decision"), Mapping) else {}
+    if case.get("floors") and isinstance(decision.get("estimate"), (int, float)):
+        return f"{value}; contrast {_number(decision['estimate'])}"
+    return value
 
 
 def _gap(case: Mapping[str, Any]) -> Mapping[str, Any] | None:

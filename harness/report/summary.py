@@ -256,9 +256,12 @@ def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
                        "decision": None, "floors": []}
     baseline = record.baseline or {}
     regression = None
-    if baseline.get("status") == "compared":
-        regression = f"Δ {baseline.get('delta'):+.3g} vs baseline {fmt_number(baseline.get('baseline_value'), 3)}" + (
-            "" if baseline.get("p_value") is None else f", p = {_p(baseline['p_value'])}")
+    if baseline.get("status") in ("compared", "backbone") and isinstance(baseline.get("delta"), (int, float)):
+        adjusted = (baseline.get("decision") or {}).get("p_adjusted")
+        regression = (f"Δ {baseline['delta']:+.3g} vs baseline {fmt_number(baseline.get('baseline_value'), 3)}"
+                      + ("" if baseline.get("p_value") is None else f", one-sided p = {_p(baseline['p_value'])}")
+                      + ("" if adjusted is None else f", adjusted p = {_p(adjusted)}")
+                      + (" (a mode without audio: the backbone's change, not gated)" if baseline["status"] == "backbone" else ""))
     decided = bool(record.decision) and "statistic" in record.decision
     return line | headline(record) | {"cause": None, "regression": regression, "floors": floor_lines(record.floors),
                                       "decision": None if decided else decision_text(record.decision)}
