@@ -96,5 +96,5 @@ def test_summary_md_option_writes_the_summary_of_results_json(pytester):
     summary = (project.path / "out" / "summary.md").read_text()
     assert summary == render_summary(json.loads((project.path / "results.json").read_text()), "report.html", "../results.json")
     rows = table_rows(summary)
-    assert rows and all("regressed" in row and "(significant)" in row for row in rows)
+    assert rows and all("regressed" in row and "; significant)" in row and "(adjusted p = " in row for row in rows)
     assert "baseline `fair.json`" in summary

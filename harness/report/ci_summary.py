@@ -143,8 +143,17 @@ def _row(case: Mapping[str, Any], prefix: str) -> list[str]:
     return [
         f"`{name}`", str(case.get("check", "")), outcome,
         value_text(case), threshold_text(case.get("threshold"), [floor["key"] for floor in floors]), uncertainty_text(case),
-        "–" if not isinstance(delta, (int, float)) else f"{delta:+.3g}" + (" (significant)" if baseline.get("regressed") else ""),
+        "–" if not isinstance(delta, (int, float)) else f"{delta:+.3g}" + _release_p(baseline),
     ]
+
+
+def _release_p(baseline: Mapping[str, Any]) -> str:
+    """The regression test's adjusted p (the gate's family), with whether it made a regression or a backbone change."""
+    adjusted = (baseline.get("decision") or {}).get("p_adjusted") if isinstance(baseline.get("decision"), Mapping) else None
+    word = " significant" if baseline.get("regressed") else " backbone" if baseline.get("status") == "backbone" else ""
+    if isinstance(adjusted, (int, float)):
+        return f" (adjusted p = {adjusted:.3g}{';' + word if word else ''})"
+    return f" ({word.strip()})" if word else ""
 
 
 def _row_order(case: Mapping[str, Any]) -> tuple:
