@@ -302,6 +302,9 @@ def get_gate(config: pytest.Config) -> Gate:
             gate = Gate(gate_config(config))
             gate.open_cache()
             config.stash[GATE_KEY] = gate
+        except pytest.UsageError as exc:
+            config.stash[SETUP_ERROR_KEY] = exc
+            raise
         except (CorpusError, ThresholdsError, ModelError, ValueError) as exc:
             config.stash[SETUP_ERROR_KEY] = pytest.UsageError(f"lalm-fairness: {' '.join(str(exc).split())}")
             raise config.stash[SETUP_ERROR_KEY] from exc

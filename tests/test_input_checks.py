@@ -272,3 +272,13 @@ def test_a_baseline_from_another_corpus_is_said_not_silent(pytester):
     results = json.loads((pytester.path / "results.json").read_text())
     assert results["metadata"]["baseline"]["notes"] == [note]
     assert [case["baseline"]["status"] for case in results["cases"]] == ["new"]
+
+
+def test_a_model_config_without_a_models_mapping_is_one_setup_error(pytester):
+    """A --model-config that is not a ``models:`` mapping gave one setup error per gate module; now one ERROR line, exit 4."""
+    make_gate_project(pytester, "test_vibe.py", "test_wer.py")
+    (pytester.path / "models.yaml").write_text("sim:fair:\n  decoding: {seed: 1}\n")
+    result = pytester.runpytest_subprocess("--model", "sim:fair", "--model-config", "models.yaml", "-p", "no:cacheprovider")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["ERROR: --model-config models.yaml: expected a 'models' mapping of spec -> option block"])
+    assert "ERROR at setup" not in result.stdout.str()

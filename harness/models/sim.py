@@ -187,6 +187,10 @@ RESPONDERS: list[str] = [
 """Responders tried in order, as ``module:Class``; a new prompt family is one class and one entry."""
 
 
+_FEATURES: dict[str, dict[str, float]] = {}
+_FEATURES_KEPT = 100_000
+
+
 class Simulator:
     """The loaded simulator (cheap); see the module docstring."""
 
@@ -194,13 +198,16 @@ class Simulator:
         self.strengths = dict(strengths)
         self.refusal_rate = float(refusal_rate)
         self.responders: list[Responder] = [_import(target)() for target in RESPONDERS]
-        self._features: dict[str, dict[str, float]] = {}
 
     def features(self, audio: Audio) -> dict[str, float]:
+        """:func:`acoustic_features` of ``audio``, kept per content hash for the process (a pure function of the
+        samples: every gate run of a process, e.g. a benchmark's, reuses them)."""
         key = audio.content_hash
-        if key not in self._features:
-            self._features[key] = acoustic_features(audio)
-        return self._features[key]
+        if key not in _FEATURES:
+            if len(_FEATURES) >= _FEATURES_KEPT:
+                _FEATURES.clear()
+            _FEATURES[key] = acoustic_features(audio)
+        return _FEATURES[key]
 
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         return [self._answer(request, params) for request in requests]
