@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.baseline import check_baseline_cases
 from harness.checks import Case, Comparison, Verdict, all_checks, get_check
-from harness.checks.base import RELEASE_JUDGED, judged_for_release
+from harness.checks.base import RELEASE_JUDGED, with_floor_changes
 from harness.core import CaseNotMeasured, ModelError
 from harness.models import build_backend
 from harness.models.cascade import DEMO_LLM
@@ -114,7 +114,7 @@ class Gate:
         if baseline_record is None:
             comparison = Comparison("new", None, None, None, False, "new check, absent from the baseline: judged by its absolute threshold")
         else:
-            comparison = judged_for_release(check.compare(self.pipeline, case, record, baseline_record), record, baseline_record)
+            comparison = with_floor_changes(check.compare(self.pipeline, case, record, baseline_record), record, baseline_record)
         passed = not comparison.regressed if comparison.status in RELEASE_JUDGED else verdict.passed
         record = dataclasses.replace(
             record, passed=passed, absolute_passed=verdict.passed,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks import Case, get_check
-from harness.checks.base import judged_for_release
+from harness.checks.base import with_floor_changes
 from harness.core import stable_hash
 from harness.metrics.multitest import DecisionRule
 from harness.records import CaseRecord, record_from_json, schema_version
@@ -217,4 +217,4 @@ def compare_records(candidate: CaseRecord, baseline: CaseRecord, context: Record
                 "message": "the record carries no per-speaker data"}
     case = Case(candidate.check, candidate.model, candidate.corpus, candidate.dimension, candidate.variant, candidate.id)
     check = get_check(candidate.check)
-    return judged_for_release(check.compare(context, case, candidate, baseline), candidate, baseline).as_dict()
+    return with_floor_changes(check.compare(context, case, candidate, baseline), candidate, baseline).as_dict()

@@ -237,7 +237,7 @@ RELEASE_JUDGED = ("compared", "not estimable", "backbone")
 cannot vary and a mode without audio never regress; a new or unsupported case keeps its absolute verdict."""
 
 
-def judged_for_release(comparison: Comparison, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+def with_floor_changes(comparison: Comparison, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
     """``comparison`` with the change of each quality floor both records state (reported, never gated)."""
     recorded = {entry["key"]: entry.get("value") for entry in (baseline.floors or [])}
     floors = [{"key": entry["key"], "baseline": recorded.get(entry["key"]), "candidate": entry.get("value"), "threshold": entry.get("threshold")}

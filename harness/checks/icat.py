@@ -28,7 +28,7 @@ import pandas as pd
 
 from harness.checks.basis_records import N_BOOT, CrossedTest, crossed_group_test, effects_records, frame_records
 from harness.records import IcatRecord
-from harness.core import derived_seed, finite_or_none
+from harness.core import derived_seed, finite_or_none, mode_has_audio
 from harness.checks.base import (Case, Check, CheckContext, CrossedComparison, Verdict, bias_decision, cell_sums, describe_decision,
                                  floor, floors_note, per_run, regression_keys)
 from harness.metrics.basis import MEAN_ICAT, MODES, ModeEffectsResult, StereoSetResult, mode_effects, stereoset_scores
@@ -99,7 +99,7 @@ class IcatCheck(CrossedComparison, Check):
         return cells.rename(columns={f"chose:{g}": f"value:{g}" for g in groups})
 
     def hears_voice(self, case: Case) -> bool:
-        return str(case.variant).startswith("speech")
+        return mode_has_audio(case.variant)
 
     @per_run
     def alignment(self, context: CheckContext, model: str, dimension: str, mode: str) -> CrossedTest:

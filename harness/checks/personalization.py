@@ -22,7 +22,7 @@ import pandas as pd
 
 from harness.checks.basis_records import N_BOOT, CrossedTest, crossed_group_test, effects_records, frame_records, gap_phrase
 from harness.records import PersonalizationRecord
-from harness.core import PARETO_MODE, derived_seed, finite_or_none
+from harness.core import PARETO_MODE, derived_seed, finite_or_none, mode_has_audio
 from harness.checks.base import (Case, Check, CheckContext, CrossedComparison, cell_sums, Verdict, bias_decision, describe_decision, floor,
                                  floors_note, per_run, regression_keys)
 from harness.metrics.basis import MEAN_ACCURACY, MODES, AccuracyResult, ModeEffectsResult, mode_effects, personalization_accuracy
@@ -49,7 +49,7 @@ class PersonalizationCheck(CrossedComparison, Check):
         return cell_sums(table.assign(value=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)))
 
     def hears_voice(self, case: Case) -> bool:
-        return str(case.variant).startswith("speech")
+        return mode_has_audio(case.variant)
 
     def variants(self, context: CheckContext) -> list[str]:
         return list(MODES)
