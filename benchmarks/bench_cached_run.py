@@ -14,11 +14,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import tiny_models as tm  # noqa: E402
+import tiny_models as tm
 
-from harness.cache import OutputCache  # noqa: E402
-from harness.generation import CachedModel  # noqa: E402
-from harness.core import Audio, DecodingParams, GenerationRequest  # noqa: E402
+from harness.cache import OutputCache
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
+from harness.generation import CachedModel
 
 
 def main() -> int:

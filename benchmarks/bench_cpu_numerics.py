@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness.checks.ntvd.tables import audio_requests  # noqa: E402
 from harness.models.numerics import CPU_NUMERICS, NUMERICS_ENV, cpu_description  # noqa: E402
 
 
@@ -36,13 +37,13 @@ def worker(recordings: int, answers: int, threads: int) -> dict:
     whisper = build_backend("whisper:tiny.en", {"cpu_threads": threads})
     smollm2 = build_backend("smollm2:135m-instruct", {"threads": threads})
     gate = Gate(GateConfig(models=("sim:fair",), cache_dir=tempfile.mkdtemp(), bundled_exports={}, progress=False))
-    requests = gate.pipeline.audio_requests("demo", "story")
+    requests = audio_requests(gate.context, "demo", "story")
     step = max(1, len(requests) // recordings)
     audio = [request.audio for request in requests[::step][:recordings]]
     started = time.perf_counter()
     transcripts = whisper.load().generate([GenerationRequest(prompt="", audio=item) for item in audio], ASR_DECODING)
     whisper_seconds = time.perf_counter() - started
-    prompts = [gate.pipeline.audio_requests("demo", task)[0].prompt for task in ("personal_shopper", "story")]
+    prompts = [audio_requests(gate.context, "demo", task)[0].prompt for task in ("personal_shopper", "story")]
     llm_requests = [GenerationRequest(prompt=USER_TEMPLATE.format(prompt=prompts[i % 2], transcript=transcripts[i % len(transcripts)]), system=SYSTEM_TEXT)
                     for i in range(answers)]
     model = smollm2.load()

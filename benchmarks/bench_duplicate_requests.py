@@ -17,7 +17,6 @@ answered "", as the real model did). Target: requests sent == distinct keys.
 from __future__ import annotations
 
 import argparse
-import collections
 import gzip
 import json
 import sys
@@ -29,14 +28,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import pipeline as pipeline_module  # noqa: E402
+from harness.gate import config as gate_config  # noqa: E402
 from harness.generation import CachedModel  # noqa: E402
 from harness.models.base import Backend  # noqa: E402
 
 
 def shipped_answers() -> dict[str, str]:
     answers = {}
-    for paths in pipeline_module.BUNDLED_EXPORTS.values():
+    for paths in gate_config.BUNDLED_EXPORTS.values():
         for path in paths:
             with gzip.open(path, "rt", encoding="utf-8") as handle:
                 handle.readline()
@@ -79,7 +78,7 @@ def main() -> int:
         return self._model
 
     CachedModel.model = model
-    pipeline_module.BUNDLED_EXPORTS.clear()
+    gate_config.BUNDLED_EXPORTS.clear()
     with tempfile.TemporaryDirectory(prefix="lalm-duplicates-") as tmp:
         code = pytest.main([
             str(ROOT / "fairness_tests"), "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT),

@@ -29,11 +29,11 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
 
-import engine_support as es  # noqa: E402
+import engine_support as es
 
-from harness.core import DecodingParams  # noqa: E402
-from harness.models import build_backend  # noqa: E402
-from harness.models.openai_backend import build_body  # noqa: E402
+from harness.core.requests import DecodingParams
+from harness.models import build_backend
+from harness.models.openai_backend import build_body
 
 CONCURRENCY = 4
 

@@ -100,7 +100,7 @@ def run_timing(reps: int) -> None:
             np.max(np.abs(fit.se[COLUMNS] - pd.Series(ref["se"])[COLUMNS])),
             abs(fit.sigma - ref["sigma"]),
         )
-        ours[f"{family}_nagq{nagq}"] = (median_seconds(lambda: reference_fit(table, family, nagq), reps), diff)
+        ours[f"{family}_nagq{nagq}"] = (median_seconds(lambda family=family, nagq=nagq: reference_fit(table, family, nagq), reps), diff)
     wer_table = table.rename(columns={"gender": "group"})
     joint = median_seconds(
         lambda: wer_model._WERModel.fit_mixed(wer_table, "M", tuple(COLUMNS[2:]), 10, "joint", False), reps

@@ -75,7 +75,7 @@ def draw(utilities: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def load_sets():
-    from harness.basis import resolve_suite
+    from harness.data.basis_suite import resolve_suite
 
     return {s.name: s for s in resolve_suite().sets}
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from scipy.stats import beta
 
 from harness.checks import all_checks
-from harness.core import CaseNotMeasured
+from harness.core.errors import CaseNotMeasured
 from harness.gate import Baseline, Gate, GateConfig, baseline_key
 from harness.models.sim import PRESETS
 from harness.records import CaseRecord

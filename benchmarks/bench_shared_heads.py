@@ -20,11 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.data import resolve_corpus  # noqa: E402
-from harness.core import DecodingParams, GenerationRequest  # noqa: E402
-from harness.models.cascade import SYSTEM_TEXT, USER_TEMPLATE  # noqa: E402
-from harness.models.text_llm import Plan, TextLLM, TextLLMBackend  # noqa: E402
-from harness.tasks import TASKS  # noqa: E402
+from harness.core.requests import DecodingParams, GenerationRequest
+from harness.data import resolve_corpus
+from harness.models.cascade import SYSTEM_TEXT, USER_TEMPLATE
+from harness.models.text_llm import Plan, TextLLM, TextLLMBackend
+from harness.tasks import TASKS
 
 
 class WholePromptLLM(TextLLM):

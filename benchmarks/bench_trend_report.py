@@ -27,10 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.core.files import atomic_write_text
+from harness.core.values import stable_hash
+from harness.gate.series import case_key, load_series, memo_key, neighbour_comparisons
 from harness.report import render_report
 from harness.report.trend import trend_view
-from harness.core import atomic_write_text, stable_hash
-from harness.series import case_key, load_series, memo_key, neighbour_comparisons
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,7 +61,7 @@ def night(template: dict, index: int, models: int, injected_from: int) -> dict:
         if number == 3 and index >= injected_from:
             inject(next(case for case in cases if case["check"] == "wer_ratio" and case["model"] == model))
     result = dict(template, cases=cases)
-    created = datetime.datetime(2026, 9, 1, 2, tzinfo=datetime.timezone.utc) + datetime.timedelta(days=index)
+    created = datetime.datetime(2026, 9, 1, 2, tzinfo=datetime.UTC) + datetime.timedelta(days=index)
     result["metadata"] = dict(template["metadata"], created=created.isoformat(timespec="seconds"))
     return result
 

@@ -32,13 +32,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.metrics.simulation import simulate_wer_table  # noqa: E402
-from harness.metrics.wer_ratio import METHOD_SPEAKER, METHOD_VANILLA, wer_ratio  # noqa: E402
+from harness.metrics.simulation import simulate_wer_table
+from harness.metrics.wer_ratio import METHOD_SPEAKER, METHOD_VANILLA, wer_ratio
 
 SPEAKERS = (6, 10, 40)
 SIGMAS = (0.5, 0.0)

@@ -1,3 +1,3 @@
-"""This repository's entry to the gate: the shipped gate module :mod:`harness.gate_tests.test_basis`, collected here."""
+"""This repository's entry to the gate: every function of :mod:`harness.gate_tests.test_basis`, collected wholesale."""
 
-from harness.gate_tests.test_basis import test_icat, test_personalization, test_classification, test_robustness  # noqa: F401
+from harness.gate_tests.test_basis import *  # noqa: F403

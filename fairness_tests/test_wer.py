@@ -1,3 +1,3 @@
-"""This repository's entry to the gate: the shipped gate module :mod:`harness.gate_tests.test_wer`, collected here."""
+"""This repository's entry to the gate: every function of :mod:`harness.gate_tests.test_wer`, collected wholesale."""
 
-from harness.gate_tests.test_wer import test_wer_ratio, test_score_ratio  # noqa: F401
+from harness.gate_tests.test_wer import *  # noqa: F403

@@ -25,7 +25,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.core import atomic_write, file_lock, stable_hash
+from harness.core.files import atomic_write, file_lock
+from harness.core.values import stable_hash
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS outputs (

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.cache import IMPORTED, OutputCache, cache_key
+from harness.core.errors import ModelError, PartialGenerationError
+from harness.core.requests import DecodingParams, GenerationRequest
 from harness.models import build_backend
-from harness.core import DecodingParams, GenerationRequest, ModelError, PartialGenerationError
 from harness.models.base import Backend, Model, StageSpec
 from harness.models.progress import Progress
 
@@ -21,7 +22,7 @@ class CachedModel:
     Misses are generated in chunks of ``chunk_size`` and each chunk is stored as soon as it is done, so
     an interrupted run loses at most one chunk. Requests of one batch that share a cache key are asked once
     (generated once, or read once) and that answer is given to each of them. Empty answers are returned but
-    never stored. A chunk whose backend answered only some requests (:class:`~harness.core.PartialGenerationError`)
+    never stored. A chunk whose backend answered only some requests (:class:`~harness.core.errors.PartialGenerationError`)
     keeps those answers in the cache and the next chunk runs; the first error is raised once every chunk
     has had its turn. A chunk that failed outright stops the generation at once.
     """

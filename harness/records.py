@@ -1,7 +1,8 @@
-"""The results.json record of each check's case: one dataclass per record kind, and the schema version.
+"""What every results.json record holds, the record of an unmeasured case, and the schema version.
 
-A check's verdict carries a typed record; the plugin writes it to results.json with :meth:`CaseRecord.to_json`
-and :data:`SCHEMA_VERSION`; a baseline's records are read back with :func:`record_from_json`, which names
+Each check's own record class (a :class:`CaseRecord` subclass) lives in its folder's ``record.py``. A check's
+verdict carries a typed record; :mod:`harness.results` writes it with :meth:`CaseRecord.to_json` and
+:data:`SCHEMA_VERSION`, and reads records back with :func:`harness.results.record_from_json`, which names
 the file, the case and the key of whatever does not fit. Nested values (per-group rows, comparisons,
 charts' data) stay JSON mappings and lists: they are what the report's views read.
 """
@@ -10,12 +11,101 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
+
+from harness.core.values import finite_or_none
 
 SCHEMA_VERSION = 2
 """Version of the results.json layout; a change to a record's fields increments it. Version 2 added each
 case's ``decision`` (the whole gate's decision rule, :class:`harness.metrics.multitest.DecisionRule`) and
 ``floors`` (quality floors, reported apart from the bias verdict)."""
+
+@dataclasses.dataclass(frozen=True)
+class Contrast:
+    """One comparison of a case's bias test: ``estimate`` with its interval and two-sided p-value (NaN/None
+    when not estimable, with ``reason``), and ``relevant`` (its magnitude exceeds the case's practical
+    threshold, e.g. ``|gap| > max_gap`` or a ratio outside ``[lower, upper]``)."""
+
+    label: str
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p: float | None
+    relevant: bool
+    reason: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str) -> Contrast:
+        return cls(**_known_fields(cls, data, where))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "estimate": finite_or_none(self.estimate), "ci_low": finite_or_none(self.ci_low),
+                "ci_high": finite_or_none(self.ci_high), "p": finite_or_none(self.p), "relevant": bool(self.relevant),
+                "reason": self.reason}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Decision:
+    """A case's bias decision, its record's ``decision`` (results.json schema 2): the fields of
+    :class:`harness.metrics.multitest.CaseDecision` (the case's p after the within-case step, the number of
+    ``comparisons``, the gate's ``family_size``, ``p_adjusted`` after the across-case step, ``alpha``,
+    ``relevant``, ``significant``, ``estimable`` with its ``reason``, the ``correction`` in words), then what
+    the check tested: the ``statistic``, the ``rule``, every ``contrast``, the ``untestable`` contrasts (beyond
+    the practical threshold without a p-value) and the deciding contrast's ``label``, ``estimate`` and interval.
+
+    A decision written before the statistic was recorded has ``statistic`` None (:attr:`decided` False)."""
+
+    p: float | None = None
+    comparisons: int | None = None
+    family_size: int = 1
+    p_adjusted: float | None = None
+    alpha: float = 0.05
+    relevant: bool | None = None
+    significant: bool | None = None
+    estimable: bool = True
+    reason: str | None = None
+    correction: str | None = None
+    statistic: str | None = None
+    rule: str | None = None
+    contrasts: tuple[Contrast, ...] = ()
+    untestable: tuple[str, ...] = ()
+    label: str | None = None
+    estimate: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    @property
+    def decided(self) -> bool:
+        """Whether the decision names its statistic and deciding contrast (the first screen reads those)."""
+        return self.statistic is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)} | {
+            "contrasts": [contrast.as_dict() for contrast in self.contrasts], "untestable": list(self.untestable)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Decision:
+        """The decision of a results.json record; ``where`` names the file and case in errors."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: 'decision' is a JSON object, got {type(data).__name__}")
+        fields = _known_fields(cls, data, f"{where}, decision")
+        contrasts = fields.get("contrasts", ())
+        if not isinstance(contrasts, (list, tuple)):
+            raise ValueError(f"{where}, decision: 'contrasts' is a list, got {type(contrasts).__name__}")
+        fields["contrasts"] = tuple(Contrast.from_json(c, f"{where}, decision, contrast {i}") for i, c in enumerate(contrasts))
+        fields["untestable"] = tuple(fields.get("untestable", ()))
+        return cls(**fields)
+
+
+def _known_fields(kind: type, data: Any, where: str) -> dict[str, Any]:
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    names = {field.name for field in dataclasses.fields(kind)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}")
+    return dict(data)
+
 
 # Filled in after the check's verdict, and omitted from results.json while unset.
 _WHEN_SET = ("decision", "floors", "absolute_passed", "baseline", "nodeid")
@@ -40,110 +130,21 @@ class CaseRecord:
     threshold: dict[str, Any]
     passed: bool
     message: str
-    decision: dict[str, Any] | None = None
+    decision: Decision | None = None
     floors: list[dict[str, Any]] | None = None
     paired_data: dict[str, Any] | None = None
     absolute_passed: bool | None = None
     baseline: dict[str, Any] | None = None
     nodeid: str | None = None
 
-    checks: ClassVar[tuple[str, ...]] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The results.json entry: every field, in declaration order, less the unset ones of :data:`_WHEN_SET`."""
         return {
-            field.name: getattr(self, field.name)
+            field.name: getattr(self, field.name).to_json() if isinstance(getattr(self, field.name), Decision) else getattr(self, field.name)
             for field in dataclasses.fields(self)
             if not (field.name in _WHEN_SET and getattr(self, field.name) is None)
         }
-
-
-@dataclasses.dataclass(kw_only=True)
-class NtvdRecord(CaseRecord):
-    checks: ClassVar[tuple[str, ...]] = ("ntvd",)
-
-    task: str
-    p: float | None
-    q: float | None
-    n_speakers: int
-    n_groups: int
-    n_permutations: int
-    seed: int
-    per_attribute: dict[str, float | None]
-    dropped_attributes: list[str]
-    answer_status: dict[str, int]
-    most_divergent: dict[str, Any] | None
-    tau_sensitivity: dict[str, float | None]
-    refusal_ntvd: float | None
-    collapsed_attributes: list[str]
-    minimum_detectable_ntvd: dict[str, float | None]
-    extractor: str
-    canonical: dict[str, Any] | None
-    example_pair: dict[str, Any] | None
-
-
-@dataclasses.dataclass(kw_only=True)
-class RatioRecord(CaseRecord):
-    """A group ratio of expected WER or of mean judge score; ``comparisons`` holds every method's row."""
-
-    checks: ClassVar[tuple[str, ...]] = ("wer_ratio", "score_ratio")
-
-    ci: list[float | None]
-    p: float | None
-    q: float | None
-    comparisons: list[dict[str, Any]]
-    semantics: dict[str, Any]
-
-
-@dataclasses.dataclass(kw_only=True)
-class ModeRecord(CaseRecord):
-    """A BASIS case asked in one evaluation mode: per-group results and the §3.4 mode effects of its dimension."""
-
-    mode: str
-    per_group: list[dict[str, Any]]
-    n_answers: int
-    n_speakers: int
-    mode_effects: dict[str, Any]
-
-
-@dataclasses.dataclass(kw_only=True)
-class IcatRecord(ModeRecord):
-    checks: ClassVar[tuple[str, ...]] = ("icat",)
-
-    pooled_ss: float | None
-    pooled_ss_ci: list[float | None]
-    pooled_p: float | None
-    pooled_icat: float | None
-    unknown_rate: float | None
-    answer_rules: dict[str, int]
-
-
-@dataclasses.dataclass(kw_only=True)
-class PersonalizationRecord(ModeRecord):
-    checks: ClassVar[tuple[str, ...]] = ("personalization",)
-
-    gap: dict[str, Any]
-    sets: list[str]
-    stereotype_icat: float | None
-
-
-@dataclasses.dataclass(kw_only=True)
-class ClassificationRecord(CaseRecord):
-    checks: ClassVar[tuple[str, ...]] = ("classification",)
-
-    per_label: list[dict[str, Any]]
-    confusion: dict[str, dict[str, dict[str, int]]]
-    gap: dict[str, Any]
-    n_answers: int
-
-
-@dataclasses.dataclass(kw_only=True)
-class RobustnessRecord(CaseRecord):
-    checks: ClassVar[tuple[str, ...]] = ("robustness",)
-
-    task: str
-    per_group: list[dict[str, Any]]
-    gap: dict[str, Any]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -167,31 +168,7 @@ class ErrorRecord:
                 if value is not None or name not in ("cause", "model", "corpus", "dimension", "variant")}
 
 
-RECORD_TYPES: dict[str, type[CaseRecord]] = {
-    check: kind
-    for kind in (NtvdRecord, RatioRecord, IcatRecord, PersonalizationRecord, ClassificationRecord, RobustnessRecord)
-    for check in kind.checks
-}
 
-
-def record_from_json(data: Any, where: str) -> CaseRecord | ErrorRecord:
-    """The typed record of a results.json case; ``where`` (file and case) prefixes every error."""
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: a case is a JSON object, got {type(data).__name__}")
-    kind = ErrorRecord if data.get("check") == "error" else RECORD_TYPES.get(data.get("check"))
-    if kind is None:
-        raise ValueError(f"{where}: unknown check {data.get('check')!r}; records are of {sorted(RECORD_TYPES)}")
-    fields = {field.name: field for field in dataclasses.fields(kind)}
-    missing = [name for name, field in fields.items()
-               if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING and name not in data]
-    if missing:
-        raise ValueError(f"{where}: {data['check']} record lacks key(s) {missing}")
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise ValueError(f"{where}: {data['check']} record has unknown key(s) {unknown}")
-    if not isinstance(data["passed"], bool):
-        raise ValueError(f"{where}: key 'passed' must be true or false, got {data['passed']!r}")
-    return kind(**data)
 
 
 def schema_version(results: Mapping[str, Any], where: str) -> int:

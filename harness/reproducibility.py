@@ -36,9 +36,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.core.requests import GenerationRequest
 from harness.extraction.fields import extract_fields
 from harness.metrics.wer import word_errors
-from harness.core import GenerationRequest
 from harness.models.cascade import DEMO_MODEL, split_output
 from harness.models.numerics import ENGINES, VERIFIED, as_shipped, compute_environment, engine_numerics
 from harness.tasks import TASKS
@@ -131,28 +131,29 @@ def pooled_wer(references: Sequence[str], hypotheses: Sequence[str]) -> float:
 
 def regenerate_sample(threads: int, cache_root: str | Path) -> dict[str, Any]:
     """Regenerate the sample through the real models and compare it with the shipped outputs."""
-    from harness.basis.requests import choice_requests
+    from harness.checks.basis_common.requests import choice_requests
+    from harness.checks.ntvd.tables import audio_requests as task_requests
     from harness.gate import Gate, GateConfig
 
     options = {DEMO_MODEL: {"asr": {"cpu_threads": threads}, "llm": {"threads": threads}}}
     root = Path(cache_root)
     with as_shipped():
-        shipped = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(root / "shipped"), progress=False, offline=True, model_options=options)).pipeline
+        shipped = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(root / "shipped"), progress=False, offline=True, model_options=options)).context
         shipped_transcriber, _ = shipped.transcriber(DEMO_MODEL)
         shipped_model = shipped.model(DEMO_MODEL)
-    fresh = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(root / "fresh"), bundled_exports={}, progress=False, model_options=options)).pipeline
+    fresh = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(root / "fresh"), bundled_exports={}, progress=False, model_options=options)).context
     table = fresh.corpora["demo"].table.reset_index(drop=True)
     groups = table.groupby("content_id", sort=True).groups.values()
     rows = [int(group[i % len(group)]) for i, group in enumerate(groups)]
     old, new, tasks = [], [], []
     transcriber, _ = fresh.transcriber(DEMO_MODEL)
-    audio_requests = fresh.audio_requests("demo", "story")
+    audio_requests = task_requests(fresh, "demo", "story")
     asr_requests = [GenerationRequest(prompt="", audio=audio_requests[row].audio) for row in rows]
     old += shipped_transcriber.generate(asr_requests)
     new += transcriber.generate(asr_requests)
     tasks += [None] * len(asr_requests)
     for task in VIBE_SAMPLE_TASKS:
-        requests = [fresh.audio_requests("demo", task)[row] for row in rows[:VIBE_SAMPLE_SIZE]]
+        requests = [task_requests(fresh, "demo", task)[row] for row in rows[:VIBE_SAMPLE_SIZE]]
         old += shipped_model.generate(requests)
         new += fresh.model(DEMO_MODEL).generate(requests, label=f"demo/{task}")
         tasks += [task] * len(requests)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from harness.cache import OutputCache, cache_key
-from harness.core import ModelError
+from harness.core.errors import ModelError
 
 NAMESPACE = "embedding"
 EOWL_TEMPLATE = 'This sentence: "{text}" means in one word:"'

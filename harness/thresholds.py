@@ -19,7 +19,7 @@ Loading rejects, naming the file: a file that is not UTF-8, invalid YAML, a key 
 lack, so that one file serves every corpus: such an override is *unused*, reported (a warning and
 ``Thresholds.notes``, which reach results.json's metadata) and never fatal. A name that is no dimension of any
 known kind stays an error; the known dimensions are those of the session's corpora and suite, those any
-registered corpus loader writes (``harness.data.loaders.LOADER_DIMENSIONS``: CREMA-D's gender, age_group,
+registered corpus loader writes (``harness.data.loaders.loader_dimensions()``, what each loader module declares: CREMA-D's gender, age_group,
 race; accent and gender of SAA and L2-ARCTIC; LibriSpeech's gender; Common Voice's gender, age, accent; VCTK's
 gender, accent, age_group; Fair-Speech's gender, age, ethnicity, first_language, socioeconomic; Spoken
 StereoSet's gender, age) and those of the shipped demo corpus and demo BASIS suite (:func:`known_dimensions`).
@@ -28,9 +28,9 @@ StereoSet's gender, age) and those of the shipped demo corpus and demo BASIS sui
 from __future__ import annotations
 
 import dataclasses
-import re
 import functools
 import hashlib
+import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -51,9 +51,9 @@ ORDERED_KEYS: tuple[tuple[str, str], ...] = (("lower", "upper"),)
 def known_dimensions() -> frozenset[str]:
     """Every dimension name a thresholds file may use whatever the session's corpora: the dimensions the
     registered corpus loaders write, and those of the shipped demo corpus and demo BASIS suite."""
-    from harness.data.loaders import LOADER_DIMENSIONS
+    from harness.data.loaders import loader_dimensions
 
-    names = {dimension for dimensions in LOADER_DIMENSIONS.values() for dimension in dimensions}
+    names = {dimension for dimensions in loader_dimensions().values() for dimension in dimensions}
     data = Path(__file__).parent / "data"
     demo = yaml.safe_load((data / "demo" / "corpus.yaml").read_text(encoding="utf-8")) or {}
     names.update(demo.get("dimensions", []))
@@ -90,7 +90,7 @@ UniqueKeyLoader.add_implicit_resolver(
 
 def load_yaml_unique(text: str):
     """``yaml.safe_load`` that raises ``yaml.YAMLError`` on a duplicate key (:class:`UniqueKeyLoader`)."""
-    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=UniqueKeyLoader)
 
 
 @dataclasses.dataclass(frozen=True)

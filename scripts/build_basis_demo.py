@@ -38,7 +38,7 @@ import numpy as np
 import soundfile as sf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_demo_corpus import SAMPLE_RATE, Speaker, check_tools, normalise, synthesise, to_16k, trim_silence  # noqa: E402
+from build_demo_corpus import SAMPLE_RATE, Speaker, check_tools, normalise, synthesise, to_16k, trim_silence
 
 MAX_TOTAL_MB = 6.0
 

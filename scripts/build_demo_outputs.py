@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.checks import all_checks  # noqa: E402
+from harness.checks.ntvd.tables import answers  # noqa: E402
 from harness.gate import DEFAULT_JUDGE, DEFAULT_MODELS, DEMO_OUTPUTS_DIR, Gate, GateConfig  # noqa: E402
 from harness.models.cascade import DEMO_MODEL  # noqa: E402
 from harness.models.numerics import compute_environment  # noqa: E402
@@ -65,20 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         check_seconds[check.name] = round(time.monotonic() - check_started, 1)
         print(f"[build] {check.name}: {check_seconds[check.name]} s", flush=True)
     total_seconds = time.monotonic() - started
-    cached = gate.pipeline.model(DEMO_MODEL)
+    cached = gate.context.model(DEMO_MODEL)
     stats = cached.model().stats if cached.loaded else {}
-    transcripts = list(gate.pipeline.answers(DEMO_MODEL, "demo", next(iter(TASKS)))["heard"])
+    transcripts = list(answers(gate.context, DEMO_MODEL, "demo", next(iter(TASKS)))["heard"])
     metadata = gate.run_metadata()
-    entries = gate.pipeline.cache.export(out_dir / EXPORT_NAME)
+    entries = gate.context.cache.export(out_dir / EXPORT_NAME)
     provenance = {
         "model": DEMO_MODEL,
         "fingerprint": cached.fingerprint,
-        "corpus": {"name": "demo", "hash": gate.pipeline.corpora["demo"].content_hash, "utterances": len(gate.pipeline.corpora["demo"].table)},
+        "corpus": {"name": "demo", "hash": gate.context.corpora["demo"].content_hash, "utterances": len(gate.context.corpora["demo"].table)},
         "tasks": list(TASKS),
         "judge": DEFAULT_JUDGE,
-        "basis_suite": str(Path(gate.pipeline.basis.path).relative_to(ROOT)),
+        "basis_suite": str(Path(gate.context.basis.path).relative_to(ROOT)),
         "decoding": gate.config.decoding.as_dict(),
-        "made": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "made": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": shlex.join(["python", "scripts/build_demo_outputs.py", *(argv if argv is not None else sys.argv[1:])]),
         "export": EXPORT_NAME,
         "entries": entries,

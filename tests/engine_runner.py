@@ -22,7 +22,8 @@ def main() -> int:
     from engine_support import read_requests
 
     from harness.cache import OutputCache
-    from harness.core import DecodingParams, atomic_write_text
+    from harness.core.files import atomic_write_text
+    from harness.core.requests import DecodingParams
     from harness.generation import CachedModel
     from harness.models import build_backend
 

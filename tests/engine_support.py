@@ -31,7 +31,7 @@ from typing import Any
 
 import soundfile
 
-from harness.core import Audio, GenerationRequest
+from harness.core.requests import Audio, GenerationRequest
 from harness.tasks.chat import CHAT_PROMPT, judge_request
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def smollm2_converted_directory() -> str:
 
 def smollm2_free_answers(max_new_tokens: int) -> list[str]:
     """In-process SmolLM2's free greedy answers to :func:`smollm2_free_requests`."""
-    from harness.core import DecodingParams
+    from harness.core.requests import DecodingParams
     from harness.models import build_backend
 
     model = build_backend(SMOLLM2_SPEC, {"answer_format": "free", "threads": 2}).load()
@@ -327,7 +327,7 @@ def hf_divergence(checkpoint: str | os.PathLike, request: GenerationRequest, oth
     the logit margin between its two best tokens at that step (a small margin: a numerical tie)."""
     import torch
 
-    from harness.core import DecodingParams
+    from harness.core.requests import DecodingParams
     from harness.models import build_backend
 
     model = build_backend(f"hf:{checkpoint}", {"device": "cpu"}).load()
@@ -400,13 +400,14 @@ def judged_scores(workdir: str, model: str, judge: str, judge_options: Mapping[s
     """``(utterance id, the judge's answer)`` per utterance of ``corpus`` (a folder, as corpus ``small``), as
     :func:`run_gate` in ``workdir`` judged ``model``'s chat replies: read from that run's cache (offline:
     nothing is generated)."""
+    from harness.checks.semantic_aware.tables import spoken_replies
     from harness.gate import Gate, GateConfig
 
     config = GateConfig(models=(model,), corpora={"small": str(corpus)}, cache_dir=str(Path(workdir) / "cache"), judge=judge,
                         model_options={judge: dict(judge_options)}, embedder="none", offline=True, progress=False)  # fmt: skip
-    pipeline = Gate(config).pipeline
-    frame = pipeline.spoken_replies(model, "small", CHAT_PROMPT, "chat")
-    answers = pipeline.model(judge).generate([judge_request(m, r) for m, r in zip(frame["transcript"], frame["reply"])])
+    context = Gate(config).context
+    frame = spoken_replies(context, model, "small", CHAT_PROMPT, "chat")
+    answers = context.model(judge).generate([judge_request(m, r) for m, r in zip(frame["transcript"], frame["reply"])])
     return [[str(utterance), answer] for utterance, answer in zip(frame["utterance_id"], answers)]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 SPEAKERS_PER_GROUP = 12
 ITEMS_PER_SPEAKER = 10
-START = datetime.datetime(2026, 10, 1, 2, 0, tzinfo=datetime.timezone.utc)
+START = datetime.datetime(2026, 10, 1, 2, 0, tzinfo=datetime.UTC)
 
 
 def classification_case(model: str, dimension: str, night: int, worse: bool = False) -> dict[str, Any]:

@@ -4,9 +4,10 @@ request (to the cascade's LLM stage too) without entering the cache key."""
 import numpy as np
 import pytest
 
-from harness.basis import resolve_suite
-from harness.basis.requests import choice_requests, classification_requests, open_requests
-from harness.core import Audio, ChoiceForm, DecodingParams, Field, FieldsForm, GenerationRequest
+from harness.checks.basis_common.requests import choice_requests, classification_requests, open_requests
+from harness.core.answers import ChoiceForm, Field, FieldsForm
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
+from harness.data.basis_suite import resolve_suite
 from harness.extraction.llm import extraction_form
 from harness.models.cascade import Cascade
 from harness.tasks import TASKS
@@ -30,7 +31,7 @@ def test_every_task_prompt_ends_with_the_block_of_its_declared_form(name):
 
 
 def test_the_form_travels_with_the_request_but_not_into_its_cache_key():
-    from harness.core import GenerationRequest
+    from harness.core.requests import GenerationRequest
 
     plain, constrained = GenerationRequest("Pick one."), GenerationRequest("Pick one.", answer_form=ChoiceForm(("A", "B")))
     assert plain.cache_identity() == constrained.cache_identity() and plain != constrained

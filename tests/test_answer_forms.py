@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.core.answers import ChoiceForm, JsonForm
 from harness.extraction.fields import EXTRACTED, extract_fields
-from harness.core import ChoiceForm, JsonForm
 from harness.extraction.llm import extraction_form, parse_reply
 from harness.models.answer_forms import FILLER_WORDS
 from harness.tasks import TASKS

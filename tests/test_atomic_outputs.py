@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from gate_support import gate_project as make_gate_project
 
-from harness.core import atomic_write, atomic_write_text
+from harness.core.files import atomic_write, atomic_write_text
 
 REPO = Path(__file__).resolve().parents[1]
 pytest_plugins = ["pytester"]
 
 SLOW_WRITER = """
 import sys, time
-from harness.core import atomic_write
+from harness.core.files import atomic_write
 with atomic_write(sys.argv[1], "wb") as handle:
     for k in range(10_000):
         handle.write(b"new" * 40_000)
@@ -127,14 +127,14 @@ def test_kill_while_the_gate_writes_its_outputs_leaves_the_old_files(gate_projec
     are fsynced as usual."""
     gate_project.makeconftest(
         'pytest_plugins = ["harness.plugin"]\n'
-        "import os, sys, time, harness.core\n"
+        "import os, sys, time, harness.core.files\n"
         "if os.environ.get('HANG_AT_FSYNC'):\n"
         "    real_fsync = os.fsync\n"
         "    def hang(fd):\n"
         "        if not os.readlink(f'/proc/self/fd/{fd}').startswith(os.environ['HANG_IN']):\n"
         "            return real_fsync(fd)\n"
         "        open(os.environ['HANG_AT_FSYNC'], 'w').close(); time.sleep(120)\n"
-        "    harness.core.os = type('os', (), {**{k: getattr(os, k) for k in dir(os) if not k.startswith('__')}, 'fsync': staticmethod(hang)})\n"
+        "    harness.core.files.os = type('os', (), {**{k: getattr(os, k) for k in dir(os) if not k.startswith('__')}, 'fsync': staticmethod(hang)})\n"
     )
     out = gate_project.path / "out"
     out.mkdir()

@@ -19,7 +19,8 @@ transformers = pytest.importorskip("transformers")
 
 import tiny_models as tm  # noqa: E402
 
-from harness.core import Audio, DecodingParams, GenerationRequest, ModelError  # noqa: E402
+from harness.core.errors import ModelError  # noqa: E402
+from harness.core.requests import Audio, DecodingParams, GenerationRequest  # noqa: E402
 from harness.models.hf import HFBackend, generation_kwargs, plan_batches, resample  # noqa: E402
 from harness.models.hf_arch import architecture_for, supported  # noqa: E402
 from harness.models.placement import gpu_skip_reason  # noqa: E402

@@ -18,7 +18,9 @@ import pytest
 import soundfile as sf
 from gate_support import LoopbackServer
 
-from harness.core import Audio, ChoiceForm, DecodingParams, FieldsForm, GenerationRequest, ModelError
+from harness.core.answers import ChoiceForm, FieldsForm
+from harness.core.errors import ModelError
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.models.openai_backend import OpenAIBackend, build_body, parse_target
 
 SECRET = "sk-test-secret-value-123"

@@ -10,7 +10,8 @@ import types
 import numpy as np
 import pytest
 
-from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
+from harness.core.errors import ModelError
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.models.vllm_backend import VLLMBackend, sampling_kwargs
 
 

@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.basis import DEMO_SUITE_PATH, BasisError, load_suite, resolve_suite
-from harness.basis.judges import rule_qa_judge, rule_style_judge
-from harness.basis.requests import choice_requests, open_requests
+from harness.checks.basis_common.judges import rule_qa_judge, rule_style_judge
+from harness.checks.basis_common.requests import choice_requests, open_requests
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
+from harness.data.basis_suite import DEMO_SUITE_PATH, BasisError, load_suite, resolve_suite
 from harness.metrics.basis import MODES
 from harness.metrics.group_gap import group_gap
 from harness.metrics.wer import WordErrors, normalise_text, word_errors
 from harness.models import build_backend
-from harness.core import Audio, DecodingParams, GenerationRequest
 
 GENDER_CSV = DEMO_SUITE_PATH / "stereoset" / "gender.csv"
 

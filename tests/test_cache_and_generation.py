@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from harness.cache import OutputCache
+from harness.core.errors import ModelError
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.generation import CachedModel
 from harness.models import BACKENDS, register_backend
 from harness.models.base import Backend
-from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
 
 
 class CountingBackend(Backend):
@@ -46,8 +47,8 @@ def tone(frequency, seconds=0.2):
     return Audio(np.sin(2 * np.pi * frequency * t).astype(np.float32))
 
 
-def model(tmp_path, target="m", decoding=DecodingParams(), **options):
-    return CachedModel(f"counting:{target}", OutputCache(tmp_path), decoding, options, progress=False)
+def model(tmp_path, target="m", decoding=None, **options):
+    return CachedModel(f"counting:{target}", OutputCache(tmp_path), decoding or DecodingParams(), options, progress=False)
 
 
 def test_fully_cached_run_never_loads_the_model(tmp_path):

@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
-
 from gate_support import gate_project
+
 from harness.cache import GENERATED, IMPORTED, OutputCache
-from harness.core import DecodingParams, GenerationRequest
+from harness.core.requests import DecodingParams, GenerationRequest
 from harness.gate import merge_run_metadata
 from harness.generation import NAMESPACE, CachedModel
 from harness.models import BACKENDS, register_backend

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.checks.ntvd import ntvd_with_merging
+from harness.checks.ntvd.check import ntvd_with_merging
 from harness.extraction.canonical import build_merge_map, minilm_embedder, unit_embeddings
 
 

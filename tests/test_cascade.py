@@ -14,12 +14,15 @@ from pathlib import Path
 import pytest
 
 from harness.cache import OutputCache
-from harness.checks import Verdict
+from harness.checks.base import Verdict
+from harness.checks.ntvd.tables import answers, audio_requests
+from harness.checks.wer_ratio.tables import transcripts
+from harness.core.errors import ModelError
+from harness.core.requests import DecodingParams
 from harness.extraction.fields import EXTRACTED, extract_fields
 from harness.gate import BUNDLED_EXPORTS, DEMO_OUTPUTS_DIR, Gate, GateConfig
 from harness.generation import CachedModel
 from harness.models import build_backend
-from harness.core import DecodingParams, ModelError
 from harness.models.cascade import DEMO_ASR, DEMO_LLM, DEMO_MODEL, join_output, split_output
 from harness.models.numerics import EXPECTED_IN_FORCE, NUMERICS_ENV, VERIFIED, contract_applies, cpu_description
 from harness.reproducibility import TOLERANCE
@@ -98,9 +101,9 @@ def test_stage_options_enter_the_fingerprint():
 
 def test_a_cache_miss_without_the_extra_names_the_extra(tmp_path, without_demo_extra):
     gate = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), bundled_exports={}, progress=False))
-    request = gate.pipeline.audio_requests("demo", "story")[0]
+    request = audio_requests(gate.context, "demo", "story")[0]
     with pytest.raises(ModelError, match=r"\[demo\] extra.*pip install 'lalm-fairness\[demo\]'"):
-        gate.pipeline.model(DEMO_MODEL).generate([request], label="demo/story")
+        gate.context.model(DEMO_MODEL).generate([request], label="demo/story")
 
 
 def test_output_keeps_the_transcript_apart_from_the_fields():
@@ -126,14 +129,14 @@ def test_shipped_export_matches_the_current_fingerprint_and_provenance():
 def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tmp_path):
     gate = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False, offline=True, permutations=99))
     for task in TASKS:
-        answers = gate.pipeline.answers(DEMO_MODEL, "demo", task)
-        assert answers["heard"].notna().all()
-        statuses = [extract_fields(text, TASKS[task]).status for text in answers["answer"]]
+        task_answers = answers(gate.context, DEMO_MODEL, "demo", task)
+        assert task_answers["heard"].notna().all()
+        statuses = [extract_fields(text, TASKS[task]).status for text in task_answers["answer"]]
         assert statuses.count(EXTRACTED) == len(statuses), task
-    transcripts = gate.pipeline.transcripts(DEMO_MODEL, "demo")
-    story = gate.pipeline.answers(DEMO_MODEL, "demo", "story")
-    assert list(transcripts["hypothesis"]) == list(story["heard"])
-    cascade = gate.pipeline.fingerprint(DEMO_MODEL)
+    heard = transcripts(gate.context, DEMO_MODEL, "demo")
+    story = answers(gate.context, DEMO_MODEL, "demo", "story")
+    assert list(heard["hypothesis"]) == list(story["heard"])
+    cascade = gate.context.fingerprint(DEMO_MODEL)
     for check in ("icat", "personalization", "classification", "robustness"):
         outcomes = [gate.outcome(case) for case in gate.cases(check)]
         records = [outcome.record for outcome in outcomes if isinstance(outcome, Verdict)]
@@ -236,7 +239,7 @@ def test_the_default_model_measures_a_corpus_that_is_not_in_the_shipped_outputs(
 
 def test_whisper_refuses_text_only_requests_and_sampling():
     pytest.importorskip("faster_whisper")
-    from harness.core import GenerationRequest
+    from harness.core.requests import GenerationRequest
     from harness.models.whisper_backend import WhisperModel
 
     model = WhisperModel(DEMO_ASR, model=None)
@@ -252,11 +255,11 @@ def test_cascade_stage_entries_are_shared_with_the_whisper_spec(tmp_path):
     cache = OutputCache(tmp_path)
     cache.import_file(DEMO_EXPORT)
     gate = Gate(GateConfig(models=(DEMO_ASR,), cache_dir=str(tmp_path), bundled_exports={}, progress=False))
-    from harness.core import GenerationRequest
+    from harness.core.requests import GenerationRequest
     from harness.models.cascade import ASR_DECODING
 
-    audio = gate.pipeline.audio_requests("demo", "story")[0].audio
+    audio = audio_requests(gate.context, "demo", "story")[0].audio
     whisper = CachedModel(DEMO_ASR, cache, ASR_DECODING, progress=False, offline=True)
     transcript = whisper.generate([GenerationRequest(prompt="", audio=audio)])[0]
-    story = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False)).pipeline.answers(DEMO_MODEL, "demo", "story")
+    story = answers(Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False)).context, DEMO_MODEL, "demo", "story")
     assert story["heard"][0] == transcript

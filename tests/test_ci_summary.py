@@ -3,8 +3,8 @@
 import json
 
 import pytest
-
 from gate_support import gate_project
+
 from harness.report.ci_summary import render_summary, threshold_text, uncertainty_text
 
 pytest_plugins = ["pytester"]

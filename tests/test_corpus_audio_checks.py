@@ -11,7 +11,6 @@ from gate_support import gate_project
 from test_basis_items import small_suite
 from test_corpus import HEADER, good_rows, make_corpus, write_tone
 
-from harness.basis import BasisError, load_suite
 from harness.data import CorpusError, load_corpus
 from harness.data.audio import (
     MIN_DURATION_S,
@@ -21,6 +20,7 @@ from harness.data.audio import (
     inspect_audio,
     read_audio,
 )
+from harness.data.basis_suite import BasisError, load_suite
 from harness.data.loaders._common import write_corpus
 
 pytest_plugins = ["pytester"]

@@ -16,11 +16,11 @@ import sys
 import threading
 import time
 
+import engine_support as es
 import pytest
 
-import engine_support as es
 from harness.cache import OutputCache
-from harness.core import DecodingParams
+from harness.core.requests import DecodingParams
 from harness.generation import CachedModel
 from harness.models import build_backend
 
@@ -74,7 +74,7 @@ def answers(checkpoint, requests, server, offline_run):
 def test_the_three_roads_give_identical_answers(checkpoint, requests, answers):
     print("\n" + es.agreement_table(answers))
     differing = []
-    for a, b, same, total in es.agreement(answers):
+    for a, b, _same, _total in es.agreement(answers):
         for index, (x, y) in enumerate(zip(answers[a], answers[b])):
             if x != y:
                 where = es.hf_divergence(checkpoint, requests[index], y if a == "hf" else x, es.AGREEMENT_MAX_NEW_TOKENS)
@@ -104,7 +104,7 @@ def test_a_served_run_survives_a_server_restart_and_generates_nothing_twice(serv
     def run() -> None:
         try:
             result["answers"] = cached.generate(requests, label="restart")
-        except Exception as exc:  # noqa: BLE001  (reported by the assertion below)
+        except Exception as exc:
             result["error"] = exc
 
     worker = threading.Thread(target=run)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import sys
 
+import engine_support as es
 import pytest
 
-import engine_support as es
-from harness.core import DecodingParams
+from harness.core.requests import DecodingParams
 from harness.models import build_backend
 
 REASON = es.engine_unavailable()

@@ -3,7 +3,15 @@
 import pandas as pd
 import pytest
 
-from harness.extraction.fields import EMPTY, EXTRACTED, REFUSAL, UNEXTRACTABLE, attribute_table, extract_fields, normalise_value
+from harness.extraction.fields import (
+    EMPTY,
+    EXTRACTED,
+    REFUSAL,
+    UNEXTRACTABLE,
+    attribute_table,
+    extract_fields,
+    normalise_value,
+)
 from harness.tasks import TASKS
 
 

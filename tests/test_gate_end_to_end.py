@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.outcomes import EXIT_UNMEASURED
+from harness.gate.outcomes import EXIT_UNMEASURED
 
 REPO = Path(__file__).resolve().parents[1]
 BIASED_TASKS = ("story", "advisory", "personal_shopper", "hollywood_casting")

@@ -1,4 +1,4 @@
-"""The gate keeps verdicts and metadata; the pipeline keeps data. A run's memory is freed with its gate,
+"""The gate keeps verdicts and metadata; the run context keeps data. A run's memory is freed with its gate,
 and the run metadata of several xdist workers is merged by one function."""
 
 import gc
@@ -7,8 +7,7 @@ import os
 import weakref
 from pathlib import Path
 
-
-from harness.checks import Verdict
+from harness.checks.base import Verdict
 from harness.gate import Gate, GateConfig, merge_run_metadata
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,17 +18,19 @@ def test_a_gate_is_freed_after_its_verdicts(tmp_path):
     gate = Gate(GateConfig(models=("sim:fair",), cache_dir=str(tmp_path), permutations=50, tasks=("story",), progress=False))
     for check in ("ntvd", "icat", "personalization"):
         assert isinstance(gate.verdict(gate.cases(check)[0]), Verdict)
-    gate_ref, pipeline_ref = weakref.ref(gate), weakref.ref(gate.pipeline)
+    gate_ref, context_ref = weakref.ref(gate), weakref.ref(gate.context)
     del gate
     gc.collect()
-    assert gate_ref() is None and pipeline_ref() is None
+    assert gate_ref() is None and context_ref() is None
 
 
-def test_a_table_is_computed_once_per_pipeline(tmp_path):
+def test_a_table_is_computed_once_per_run(tmp_path):
+    from harness.checks.ntvd.tables import answers
+
     config = GateConfig(models=("sim:fair",), cache_dir=str(tmp_path), tasks=("story",), progress=False)
-    first, second = Gate(config).pipeline, Gate(config).pipeline
-    assert first.answers("sim:fair", "demo", "story") is first.answers("sim:fair", "demo", "story")
-    assert first.answers("sim:fair", "demo", "story") is not second.answers("sim:fair", "demo", "story")
+    first, second = Gate(config).context, Gate(config).context
+    assert answers(first, "sim:fair", "demo", "story") is answers(first, "sim:fair", "demo", "story")
+    assert answers(first, "sim:fair", "demo", "story") is not answers(second, "sim:fair", "demo", "story")
 
 
 def test_metadata_merge_unites_what_each_worker_saw():
@@ -49,7 +50,7 @@ def test_metadata_merge_unites_what_each_worker_saw():
 STAGED_BACKEND = '''
 import os
 
-from harness.core import DecodingParams
+from harness.core.requests import DecodingParams
 from harness.models.base import Backend, StageSpec
 
 
@@ -83,13 +84,14 @@ import os
 
 import pytest
 
-from harness.checks import Verdict
+from harness.checks.base import Verdict
 from harness.records import CaseRecord
+from harness.checks.wer_ratio.tables import transcripts
 
 
 @pytest.mark.parametrize("index", range(4))
 def test_transcribe(index, fairness_gate, record_verdict):
-    fairness_gate.pipeline.transcripts("staged:x", "demo")
+    transcripts(fairness_gate.context, "staged:x", "demo")
     record = CaseRecord(check="probe", id=str(index), model="staged:x", model_fingerprint="staged:x@1", corpus="demo",
                         dimension="none", variant=None, value=None, threshold={}, passed=True,
                         message=os.environ["PYTEST_XDIST_WORKER"])
@@ -116,9 +118,24 @@ def test_xdist_workers_that_saw_different_stage_models_are_all_in_the_metadata(p
     assert results["metadata"]["model_calls"] == 2 * 324
 
 
-def test_the_pipeline_provides_every_member_of_the_check_context(tmp_path):
+def protocol_members(protocol) -> set[str]:
+    """Every method and attribute a protocol (and the protocols it extends) declares."""
+    members = {name for name in dir(protocol) if not name.startswith("_")}
+    for base in protocol.__mro__:
+        members |= set(getattr(base, "__annotations__", {}))
+    return members
+
+
+def test_the_run_context_provides_every_member_of_the_check_context(tmp_path):
     from harness.checks.base import CheckContext
 
-    pipeline = Gate(GateConfig(models=("sim:fair",), cache_dir=str(tmp_path), progress=False)).pipeline
-    members = [name for name in dir(CheckContext) if not name.startswith("_")] + list(CheckContext.__annotations__)
-    assert [name for name in members if not hasattr(pipeline, name)] == []
+    context = Gate(GateConfig(models=("sim:fair",), cache_dir=str(tmp_path), progress=False)).context
+    assert sorted(name for name in protocol_members(CheckContext) if not hasattr(context, name)) == []
+
+
+def test_a_recorded_context_provides_every_member_of_the_compare_context():
+    from harness.checks.base import CompareContext
+    from harness.gate.series import RecordContext, RecordThresholds
+
+    recorded = RecordContext(RecordThresholds({}, None), seed=0, permutations=10)
+    assert sorted(name for name in protocol_members(CompareContext) if not hasattr(recorded, name)) == []

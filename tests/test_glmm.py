@@ -11,7 +11,14 @@ import pandas as pd
 import pytest
 from scipy import integrate, special, stats
 
-from harness.metrics.glmm import fit_joint_wer_model, fit_linear_mixed, fit_random_intercept, likelihood, marginal_loglik, optimiser
+from harness.metrics.glmm import (
+    fit_joint_wer_model,
+    fit_linear_mixed,
+    fit_random_intercept,
+    likelihood,
+    marginal_loglik,
+    optimiser,
+)
 
 REFERENCE_DIR = Path(__file__).parent / "reference" / "lme4"
 COLUMNS = ["(Intercept)", "genderM"] + [f"x{k}" for k in range(1, 9)]

@@ -5,7 +5,12 @@ import pandas as pd
 import pytest
 
 from harness.extraction.validation import (
-    AGREES_COLUMN, AnnotationError, agreement, annotation_sample, export_annotation_sample, read_annotations,
+    AGREES_COLUMN,
+    AnnotationError,
+    agreement,
+    annotation_sample,
+    export_annotation_sample,
+    read_annotations,
 )
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from gate_support import gate_project as make_gate_project
 
-from harness.checks.ntvd import NtvdCheck
-from harness.checks.wer_ratio import WerRatioCheck
+from harness.checks.ntvd.check import NtvdCheck
+from harness.checks.wer_ratio.check import WerRatioCheck
 from harness.tasks import TASKS
 from harness.thresholds import ThresholdsError, known_dimensions, load_thresholds
 

@@ -165,7 +165,7 @@ def test_an_incomplete_run_is_refused_as_a_baseline(tmp_path):
 def test_a_second_run_on_the_same_results_is_refused_before_any_case_and_touches_nothing(previous_run):
     """Issue 23: two concurrent runs in one folder. The first holds ``results.json.lock`` for its whole run; the
     second stops with one ERROR line naming it (exit 4), moving and writing nothing, then the lock is gone."""
-    from harness.core import file_lock
+    from harness.core.files import file_lock
 
     run = previous_run / "runs" / "1.3"
     before = (run / "results.json").read_bytes()

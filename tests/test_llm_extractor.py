@@ -9,7 +9,13 @@ from harness.cache import OutputCache
 from harness.extraction import fields
 from harness.extraction.fields import EMPTY, EXTRACTED, REFUSAL, UNEXTRACTABLE
 from harness.extraction.llm import (
-    REFUSAL_KEY, LLMExtractor, ReplyError, attribute_schema, extraction_prompt, parse_reply, repair_prompt,
+    REFUSAL_KEY,
+    LLMExtractor,
+    ReplyError,
+    attribute_schema,
+    extraction_prompt,
+    parse_reply,
+    repair_prompt,
 )
 from harness.models import BACKENDS, register_backend
 from harness.models.base import Backend

@@ -12,7 +12,17 @@ import soundfile
 import yaml
 
 from harness.data import load_corpus
-from harness.data.loaders import LOADERS, LoaderError, build_corpus, crema_d, l2_arctic, librispeech, speech_accent_archive
+from harness.data.loaders import (
+    LOADERS,
+    LoaderError,
+    build_corpus,
+    corpus_loaders,
+    crema_d,
+    l2_arctic,
+    librispeech,
+    speech_accent_archive,
+    suite_loaders,
+)
 
 
 def write_audio(path: Path, fmt: str = "WAV", seconds: float = 0.05) -> Path:
@@ -261,8 +271,9 @@ def test_broken_librispeech_names_the_file_and_line(tmp_path):
 
 
 def test_registry():
-    assert sorted(LOADERS) == ["common-voice", "crema-d", "fair-speech", "l2-arctic", "librispeech",
-                               "speech-accent-archive", "vctk"]
+    assert sorted(corpus_loaders()) == ["common-voice", "crema-d", "fair-speech", "l2-arctic", "librispeech",
+                                        "speech-accent-archive", "vctk"]
+    assert sorted(suite_loaders()) == ["spoken-stereoset"] and sorted(LOADERS) == sorted({*corpus_loaders(), *suite_loaders()})
     with pytest.raises(KeyError, match="no loader for corpus 'timit'"):
         build_corpus("timit", ".", ".")
 

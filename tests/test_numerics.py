@@ -14,7 +14,14 @@ import pytest
 from harness.models import build_backend, numerics
 from harness.models.cascade import DEMO_ASR, DEMO_LLM, DEMO_MODEL, join_output
 from harness.models.numerics import (
-    CPU_NUMERICS, EXPECTED_IN_FORCE, NUMERICS_ENV, UNVERIFIED, VERIFIED, compute_environment, contract_applies, cpu_description,
+    CPU_NUMERICS,
+    EXPECTED_IN_FORCE,
+    NUMERICS_ENV,
+    UNVERIFIED,
+    VERIFIED,
+    compute_environment,
+    contract_applies,
+    cpu_description,
     pin_cpu_numerics,
 )
 from harness.reproducibility import TOLERANCE, output_drift

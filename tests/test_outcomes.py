@@ -23,10 +23,19 @@ from gate_support import LoopbackServer
 from gate_support import gate_project as make_gate_project
 
 from harness.cache import CacheError, OutputCache
-from harness.core import DecodingParams, GenerationRequest, ModelError, PartialGenerationError, ServerError
+from harness.core.errors import ModelError, PartialGenerationError, ServerError
+from harness.core.requests import DecodingParams, GenerationRequest
+from harness.gate.outcomes import (
+    EXIT_BIAS_FAILURE,
+    EXIT_PASS,
+    EXIT_UNMEASURED,
+    EXIT_USAGE,
+    Cause,
+    cause_of,
+    run_outcome,
+)
 from harness.generation import CachedModel
 from harness.models.openai_backend import CircuitBreaker, OpenAIBackend
-from harness.outcomes import EXIT_BIAS_FAILURE, EXIT_PASS, EXIT_UNMEASURED, EXIT_USAGE, Cause, cause_of, run_outcome
 
 pytest_plugins = ["pytester"]
 

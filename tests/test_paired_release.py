@@ -7,7 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.metrics.paired import paired_crossed_gap, paired_speaker_bootstrap, paired_speaker_test, ratio_per_group, largest_gap
+from harness.metrics.paired import (
+    largest_gap,
+    paired_crossed_gap,
+    paired_speaker_bootstrap,
+    paired_speaker_test,
+    ratio_per_group,
+)
 
 GROUPS = ("f", "m")
 

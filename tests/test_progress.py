@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-
 from gate_support import gate_project
+
 from harness.models import BACKENDS, progress, register_backend
 from harness.models.progress import Progress
 
@@ -71,7 +71,7 @@ def test_attached_terminal_receives_the_bar_inside_the_uncaptured_context():
 
 def test_cached_model_shows_one_bar_per_model_and_task(tmp_path):
     from harness.cache import OutputCache
-    from harness.core import DecodingParams, GenerationRequest
+    from harness.core.requests import DecodingParams, GenerationRequest
     from harness.generation import CachedModel
 
     register_backend("echo", "gate_support:EchoBackend")

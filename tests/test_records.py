@@ -5,9 +5,11 @@ import json
 
 import pytest
 
-from harness.checks import CHECKS
+from harness.checks import CHECKS, record_types
+from harness.checks.semantic_aware.record import RatioRecord
 from harness.gate import Gate, GateConfig, load_baseline
-from harness.records import RECORD_TYPES, SCHEMA_VERSION, CaseRecord, RatioRecord, record_from_json, schema_version
+from harness.records import SCHEMA_VERSION, CaseRecord, schema_version
+from harness.results import record_from_json
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +22,7 @@ def gate(tmp_path_factory):
 @pytest.mark.parametrize("check", sorted(CHECKS))
 def test_every_verdict_record_is_its_checks_kind_and_survives_json(check, gate):
     record = gate.verdict(gate.cases(check)[0]).record
-    assert type(record) is RECORD_TYPES[check] and record.check == check
+    assert type(record) is record_types()[check] and record.check == check
     assert record.paired_data, f"{check}: no per-speaker data for a later baseline comparison"
     data = json.loads(json.dumps(record.to_json()))
     assert "baseline" not in data and "nodeid" not in data

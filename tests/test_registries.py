@@ -4,24 +4,31 @@ A new check (with its record kind and report view), backend, architecture, task 
 are what that line must satisfy.
 """
 
-import ast
+import dataclasses
 import importlib
+import importlib.util
 import inspect
+import json
 from pathlib import Path
 
 import pytest
 
-from harness.checks import CHECKS, Case, Check, get_check
-from harness.checks.base import CheckContext
+from harness.checks import CHECKS, check_folder, get_check, record_types, views
+from harness.checks.base import Case, Check, CheckContext, Verdict
+from harness.checks.view import CheckView
 from harness.data.loaders import LOADERS
+from harness.display.text import case_anchor
 from harness.gate import Gate, GateConfig
+from harness.gate_tests import EXTENSIONS, SHIPPED_MODULES
 from harness.models import BACKENDS, build_backend
 from harness.models.base import Backend
 from harness.models.cascade import DEMO_MODEL
 from harness.models.hf_arch import ARCHITECTURES, MODEL_TYPES, architecture_for, load_adapter
 from harness.models.hf_arch.base import AudioLMAdapter
-from harness.records import RECORD_TYPES
-from harness.report.views import VIEWS
+from harness.records import SCHEMA_VERSION, CaseRecord
+from harness.report import render_report
+from harness.report.summary import headline, margin
+from harness.results import record_from_json
 from harness.tasks import TASKS
 from harness.tasks.base import PROMPTS_DIR
 from harness.thresholds import ThresholdSchema
@@ -34,24 +41,25 @@ def registered(target: str):
     return getattr(importlib.import_module(module), name)
 
 
+pytest_plugins = ["pytester"]
+
+
 @pytest.fixture(scope="module")
-def context(tmp_path_factory) -> CheckContext:
-    config = GateConfig(models=("sim:fair",), judge="sim:fair", cache_dir=str(tmp_path_factory.mktemp("cache")), progress=False)
-    return Gate(config).pipeline
+def gate(tmp_path_factory) -> Gate:
+    config = GateConfig(models=("sim:fair",), judge="sim:fair", cache_dir=str(tmp_path_factory.mktemp("cache")), progress=False,
+                        permutations=99)
+    return Gate(config)
 
 
-def gate_test_functions() -> dict[str, set[str]]:
-    """Fixture names each gate module's test functions take."""
-    fixtures: dict[str, set[str]] = {}
-    for path in sorted((REPO / "harness" / "gate_tests").glob("test_*.py")):
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-                fixtures[node.name] = {arg.arg for arg in node.args.args}
-    return fixtures
+@pytest.fixture(scope="module")
+def context(gate) -> CheckContext:
+    return gate.context
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
-def test_every_check_is_a_check_with_cases_a_schema_a_view_and_a_gate_test(name, context):
+def test_every_check_is_a_folder_with_its_check_record_view_and_template(name, context):
+    folder = check_folder(name)
+    assert {"check.py", "record.py", "view.py"} <= {path.name for path in folder.iterdir()}, f"{name}: {folder} is not a check folder"
     check = get_check(name)
     assert isinstance(check, Check) and check.name == name
     assert isinstance(check.schema, ThresholdSchema)
@@ -60,16 +68,57 @@ def test_every_check_is_a_check_with_cases_a_schema_a_view_and_a_gate_test(name,
     assert cases, f"{name}: no case on the demo corpus and suite"
     assert all(isinstance(case, Case) and case.check == name and case.model == "sim:fair" for case in cases)
     assert len({case.id for case in cases}) == len(cases), f"{name}: case ids collide"
-    assert name in RECORD_TYPES, f"{name}: no record kind in harness.records.RECORD_TYPES"
-    assert name in VIEWS, f"{name}: no report view in harness.report.views.VIEWS"
-    assert (REPO / "harness" / "report" / "templates" / "checks" / VIEWS[name].template).is_file()
-    assert any(check.fixture in fixtures and "assess" in fixtures for fixtures in gate_test_functions().values()), (
-        f"{name}: no gate test takes {check.fixture}"
-    )
+    assert issubclass(record_types()[name], CaseRecord)
+    view = views()[name]
+    assert isinstance(view, CheckView) and (folder / view.template).is_file()
 
 
-def test_every_view_and_record_kind_belongs_to_a_check():
-    assert set(VIEWS) == set(CHECKS) == set(RECORD_TYPES)
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_every_view_words_measures_and_draws_a_record_of_its_kind(name, gate):
+    """The view runs on a real record of its check: headline, margin, its template in a rendered report; and the
+    record reads back from its JSON as the same record."""
+    record = next(outcome.record for outcome in map(gate.outcome, gate.cases(name)) if isinstance(outcome, Verdict))
+    assert type(record) is record_types()[name]
+    assert record_from_json(json.loads(json.dumps(record.to_json())), name) == record
+    words = headline(record)
+    assert all(isinstance(words[key], str) and words[key] for key in ("value", "threshold", "uncertainty")), words
+    assert margin(record) is None or isinstance(margin(record), float)
+    legacy = dataclasses.replace(record, decision=None)
+    assert all(isinstance(views()[name].legacy_headline(legacy)[key], str) for key in ("value", "threshold", "uncertainty"))
+    html = render_report({"schema_version": SCHEMA_VERSION, "verdict": "pass", "metadata": {}, "cases": [record.to_json()]})
+    assert views()[name].title in html and case_anchor(record) in html
+
+
+def test_every_check_has_exactly_one_gate_function_and_fairness_tests_collects_them_all():
+    """``harness.gate_tests`` makes one test function per registered check, and each module of ``fairness_tests/``
+    holds every function of its gate module: a new check is collected without naming it anywhere."""
+    made: dict[str, str] = {}
+    for module_name in (*SHIPPED_MODULES, EXTENSIONS):
+        gate_module = importlib.import_module(f"harness.gate_tests.test_{module_name}")
+        for function in gate_module.__all__:
+            assert function not in made, f"{function} is made by both test_{made[function]} and test_{module_name}"
+            made[function] = module_name
+            fixtures = list(inspect.signature(getattr(gate_module, function)).parameters)
+            assert fixtures == [f"{function.removeprefix('test_')}_case", "assess"]
+        path = REPO / "fairness_tests" / f"test_{module_name}.py"
+        spec = importlib.util.spec_from_file_location(f"fairness_tests_{module_name}", path)
+        collected = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(collected)
+        assert all(getattr(collected, function, None) is getattr(gate_module, function) for function in gate_module.__all__), path
+    assert set(made) == {f"test_{name}" for name in CHECKS}
+
+
+def test_the_gate_collects_one_test_per_check_from_fairness_tests(pytester):
+    """Collected as a user runs it: every check's test function appears under fairness_tests/."""
+    result = pytester.runpytest_subprocess("--collect-only", "-q", "-p", "no:cacheprovider", str(REPO / "fairness_tests"),
+                                           "--model", "sim:fair", "--judge", "sim:fair", f"--rootdir={REPO}", "-c", str(REPO / "pyproject.toml"))
+    output = result.stdout.str()
+    for name in CHECKS:
+        assert f"::test_{name}[" in output, f"test_{name} was not collected:\n{output[-2000:]}"
+
+
+def test_views_and_record_kinds_are_derived_from_the_checks():
+    assert list(views()) == list(CHECKS) == list(record_types())
 
 
 @pytest.mark.parametrize("prefix", sorted(BACKENDS))
@@ -110,7 +159,9 @@ def test_every_task_renders_its_prompt_and_asks_for_each_attribute(name):
 
 
 @pytest.mark.parametrize("name", sorted(LOADERS))
-def test_every_loader_is_its_modules_build_under_its_modules_name(name):
-    build = LOADERS[name]
-    assert importlib.import_module(build.__module__).NAME == name
-    assert list(inspect.signature(build).parameters)[:2] == ["source", "output"]
+def test_every_loader_module_declares_its_name_dimensions_output_and_build(name):
+    module = LOADERS.load(name)
+    assert module.NAME == name
+    assert module.DIMENSIONS and all(isinstance(dimension, str) for dimension in module.DIMENSIONS)
+    assert getattr(module, "PRODUCES", "corpus") in ("corpus", "suite")
+    assert list(inspect.signature(module.build).parameters)[:2] == ["source", "output"]

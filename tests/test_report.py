@@ -2,8 +2,9 @@
 
 import re
 
-from harness.records import record_from_json
-from harness.report import bar_chart, render_report, significance_stars, table_two
+from harness.checks.ntvd.view import significance_stars, table_two
+from harness.report import bar_chart, render_report
+from harness.results import record_from_json
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
@@ -70,7 +71,7 @@ def test_bar_chart_widths_are_proportional():
 
 
 def test_cross_corpus_agreement_appears_with_three_models_on_two_corpora():
-    from harness.report.vibe import cross_corpus
+    from harness.checks.ntvd.view import cross_corpus
 
     cases = [case(model=f"m{i}", value=value, passed=True, q=0.5) | {"corpus": corpus, "dimension": "accent"}
              for corpus, values in (("saa", (5.0, 10.0, 20.0)), ("l2arctic", (4.0, 12.0, 30.0)))
@@ -81,7 +82,7 @@ def test_cross_corpus_agreement_appears_with_three_models_on_two_corpora():
 
 
 def test_stacked_shares_legend_shows_every_group_inside_the_figure_and_above_the_bars():
-    from harness.report.vibe import stacked_shares
+    from harness.checks.ntvd.view import stacked_shares
 
     groups = ["british", "caribbean", "lancashire", "scottish", "us", "westmidlands"]
     record = case(most_divergent={"attribute": "activity", "groups": groups, "values": ["yoga", "chess"],

@@ -1,15 +1,15 @@
 """The report's first screen, forest and dot-and-interval plots, labels and units (issue 18), from hand-made records."""
 
 import math
-from pathlib import Path
 import re
+from pathlib import Path
 
 import pytest
 
-from harness.records import record_from_json
+from harness.display.plots import NOT_ESTIMABLE, dot_interval_plot, forest_plot, interval_estimable, interval_text
 from harness.report import render_report
-from harness.report.plots import NOT_ESTIMABLE, dot_interval_plot, forest_plot, interval_estimable, interval_text
 from harness.report.summary import case_anchor, first_screen, margin
+from harness.results import record_from_json
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 BOUNDS = {"rule": "both", "lower": 0.9, "upper": 1.11, "alpha": 0.05, "method": "semantic"}

@@ -10,7 +10,7 @@ import pytest
 from gate_support import LoopbackServer
 from gate_support import gate_project as make_gate_project
 
-from harness.core import REDACTED, redact
+from harness.core.redaction import REDACTED, redact
 
 SECRET = "sk-echo-9f8e7d6c5b4a39281706"
 pytest_plugins = ["pytester"]

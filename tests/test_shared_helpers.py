@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness import core
+from harness.core import answers, values
 
 
 @pytest.mark.parametrize(
@@ -18,22 +18,22 @@ from harness import core
     ],
 )
 def test_derived_seed_is_the_stable_hash_seed_it_replaces(parts, pinned):
-    assert core.derived_seed(*parts) == pinned
-    assert core.derived_seed(*parts) == int(core.stable_hash(list(parts))[:8], 16)
+    assert values.derived_seed(*parts) == pinned
+    assert values.derived_seed(*parts) == int(values.stable_hash(list(parts))[:8], 16)
 
 
 def test_the_extraction_statuses_live_in_core():
     from harness.extraction import fields
 
-    assert fields.REFUSAL is core.REFUSAL == "refusal"
+    assert fields.REFUSAL is answers.REFUSAL == "refusal"
 
 
 def test_require_columns_names_what_is_missing_and_can_require_rows():
     table = pd.DataFrame({"a": [], "b": []})
-    core.require_columns(table, ["a"])
+    values.require_columns(table, ["a"])
     with pytest.raises(ValueError, match=r"scores lacks column\(s\) \['c'\]; it has \['a', 'b'\]"):
-        core.require_columns(table, ["a", "c"], "scores")
+        values.require_columns(table, ["a", "c"], "scores")
     with pytest.raises(ValueError, match="scores: the table has no rows"):
-        core.require_columns(table, ["a"], "scores", nonempty=True)
+        values.require_columns(table, ["a"], "scores", nonempty=True)
     with pytest.raises(TypeError, match="scores: expected a pandas DataFrame, got dict"):
-        core.require_columns({"a": [1]}, ["a"], "scores")
+        values.require_columns({"a": [1]}, ["a"], "scores")

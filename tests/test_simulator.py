@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 
+from harness.core.errors import ModelError
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.data import resolve_corpus
 from harness.extraction.fields import extract_fields
 from harness.models import build_backend
-from harness.core import Audio, DecodingParams, GenerationRequest, ModelError
 from harness.models.sim import acoustic_features, pitch_score
 from harness.tasks import TASKS
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks.ntvd import NtvdCheck, NtvdThreshold
+from harness.checks.ntvd.check import NtvdCheck, NtvdThreshold
 from harness.metrics.multitest import DecisionRule
 from harness.tasks import TASKS
 from harness.thresholds import ThresholdsError, load_thresholds

@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
-
-from harness.report.trend import trend_view
-from harness.series import load_series, neighbour_comparisons
 from synthetic_series import night_results, write_series
+
+from harness.gate.series import load_series, neighbour_comparisons
+from harness.report.trend import trend_view
 
 MODELS = ("sim:a", "sim:b", "sim:c")
 DIMENSIONS = ("age", "gender")
@@ -35,7 +35,7 @@ def nights(tmp_path_factory):
 @pytest.fixture(scope="module")
 def series_report(nights, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    run = subprocess.run([sys.executable, "-m", "harness.report_cli", *map(str, nights), "-o", str(out / "trend.html"),
+    run = subprocess.run([sys.executable, "-m", "harness.report.cli", *map(str, nights), "-o", str(out / "trend.html"),
                           "--summary-md", str(out / "summary.md")], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     return out
@@ -98,7 +98,7 @@ def test_threshold_line_steps_where_the_thresholds_changed():
 
 
 def test_one_file_renders_its_report_and_a_bad_file_is_named(tmp_path, nights):
-    from harness.report_cli import main
+    from harness.report.cli import main
 
     assert main([str(nights[0]), "-o", str(tmp_path / "one.html")]) == 0
     html = (tmp_path / "one.html").read_text()
@@ -136,7 +136,7 @@ def test_trend_in_chromium_marks_the_injected_regression_first(series_report, tm
 
 
 def test_memo_reuses_neighbour_comparisons_and_drops_stale_ones(nights, tmp_path, monkeypatch):
-    import harness.series as series
+    import harness.gate.series as series
 
     runs = load_series(nights)
     memo = {"stale": {"regressed": True}}
@@ -154,8 +154,8 @@ def test_memo_reuses_neighbour_comparisons_and_drops_stale_ones(nights, tmp_path
 def test_a_series_of_checkpoints_with_changing_specs_follows_the_one_model(tmp_path):
     """Issue 23: checkpoints hf:/ckpts/1.2 -> 1.3 -> 1.4, a regression injected in 1.4's age case. Paired on check,
     corpus, variant and dimension, the trend finds it and only it; paired by spec, nothing would pair."""
-    from harness.report_cli import main
-    from harness.series import follow_models
+    from harness.gate.series import follow_models
+    from harness.report.cli import main
 
     paths = []
     for night, version in enumerate(("1.2", "1.3", "1.4")):
@@ -177,7 +177,7 @@ def test_a_series_of_checkpoints_with_changing_specs_follows_the_one_model(tmp_p
 
 
 def test_following_by_position_needs_one_model_per_run(tmp_path):
-    from harness.series import follow_models
+    from harness.gate.series import follow_models
 
     (tmp_path / "two.json").write_text(json.dumps(night_results(0, ["sim:a", "sim:b"], DIMENSIONS)))
     (tmp_path / "one.json").write_text(json.dumps(night_results(1, ["sim:c"], DIMENSIONS)))

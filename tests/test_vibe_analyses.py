@@ -8,7 +8,12 @@ from hypothesis import strategies as st
 
 from harness.metrics import ntvd
 from harness.metrics.vibe_analyses import (
-    collapse_diagnostic, cross_corpus_agreement, ntvd_by_tau, refusal_rate_ntvd, refusal_table, tau_sensitivity,
+    collapse_diagnostic,
+    cross_corpus_agreement,
+    ntvd_by_tau,
+    refusal_rate_ntvd,
+    refusal_table,
+    tau_sensitivity,
 )
 
 COLUMNS = ["model", "task", "speaker", "group", "attribute", "value"]

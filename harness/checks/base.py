@@ -1,7 +1,9 @@
-"""A check family: its cases, its thresholds, and how a case's verdict is reached.
+"""What every check is made of: its cases, its thresholds, how a case's verdict is reached and compared with
+a baseline, and the run context it reads.
 
-A new check is one module with a :class:`Check` subclass and one entry in ``harness.checks.CHECKS``;
-the gate module ``fairness_tests/test_<...>.py`` then has one test function taking ``<name>_case``.
+A check is a folder (``harness/checks/<name>/``, see :mod:`harness.checks`) whose ``check.py`` defines a
+:class:`Check` subclass as ``CHECK``; the gate collects one test function per registered check
+(:mod:`harness.gate_tests`), so nothing else names it.
 """
 
 from __future__ import annotations
@@ -11,17 +13,18 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import pandas as pd
 
-from harness.core import derived_seed, finite_or_none
-from harness.data.basis_suite import BasisSuite, ItemSet
+from harness.core.values import derived_seed, finite_or_none
 from harness.data import Corpus
-from harness.metrics.multitest import CaseDecision, DecisionRule
+from harness.data.basis_suite import BasisSuite
+from harness.metrics.multitest import CaseDecision, DecisionFields, DecisionRule
 from harness.metrics.paired import PairedTest
-from harness.records import CaseRecord
-from harness.thresholds import ThresholdKey, ThresholdSchema, Thresholds
+from harness.records import CaseRecord, Contrast, Decision
+from harness.thresholds import ThresholdKey, Thresholds, ThresholdSchema
 
 T = TypeVar("T")
 
@@ -32,57 +35,67 @@ class Embedding(Protocol):
     def embed(self, texts: Sequence[str]) -> Any: ...
 
 
-class CheckContext(Protocol):
-    """What a check reads of a run: its settings, thresholds and data, and a memo for its own results.
+class CompareContext(Protocol):
+    """What a baseline comparison reads (:meth:`Check.compare`): thresholds, seeds and the gate's decision rule.
+    A run (:class:`harness.gate.context.RunContext`) and a recorded series (:class:`harness.gate.series.RecordContext`)
+    implement it."""
 
-    :class:`harness.pipeline.Pipeline` implements it; tables are as its methods document.
-    """
-
-    models: tuple[str, ...]
-    tasks: tuple[str, ...]
-    judge: str | None
     seed: int
     permutations: int
-    corpora: Mapping[str, Corpus]
-    basis: BasisSuite
     thresholds: Thresholds
-    embedder: Embedding | None
-    embedder_name: str
-    extractor_name: str
 
     def decision_rule(self, model: str) -> DecisionRule:
         """The whole gate's decision rule for one model's cases (its alpha, correction and m)."""
         ...
 
+
+class CheckContext(CompareContext, Protocol):
+    """What a check reads of a run, all of it shared by every check (:class:`harness.gate.context.RunContext`):
+    settings, corpora, the BASIS suite, cached model outputs, the transcriber, embedder and extractor, a memo,
+    fingerprints and the decision rule. A check's own requests and tables live in its folder."""
+
+    models: tuple[str, ...]
+    tasks: tuple[str, ...]
+    judge: str | None
+    prompts_dir: Path | None
+    corpora: Mapping[str, Corpus]
+    basis: BasisSuite
+    cache: Any
+    embedder: Embedding | None
+    embedder_name: str
+    extractor: Any
+    extractor_name: str
+
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` once per ``key`` for this run (check instances are shared, so they keep nothing)."""
         ...
 
+    def model(self, spec: str) -> Any:
+        """The cached model of ``spec`` (:class:`harness.generation.CachedModel`)."""
+        ...
+
     def fingerprint(self, spec: str) -> str: ...
 
-    def answers(self, model: str, corpus_name: str, task_name: str) -> pd.DataFrame: ...
+    def outputs(self, model: Any, requests: Sequence[Any], label: str) -> pd.DataFrame:
+        """One row per request: ``heard`` (what a cascade's ASR stage heard, else None) and ``answer``."""
+        ...
 
-    def extraction(self, model: str, corpus_name: str, task_name: str) -> tuple[pd.DataFrame, pd.DataFrame]: ...
+    def corpus_audio(self, corpus_name: str) -> dict: ...
 
-    def group_table(self, model: str, corpus_name: str, task_name: str, dimension: str) -> pd.DataFrame: ...
+    def transcriber(self, model: str) -> tuple[Any, str]:
+        """Who transcribes for ``model`` (its cascade's ASR stage, or the model itself) and with what prompt."""
+        ...
 
-    def minimum_detectable_ntvd(self, corpus_name: str, dimension: str) -> dict[str, float | None]: ...
 
-    def transcripts(self, model: str, corpus_name: str) -> pd.DataFrame: ...
+def per_run_table(function: Callable[..., T]) -> Callable[..., T]:
+    """Memoize a table function ``(context, *args)`` in the run's context: computed once per run and argument
+    tuple, freed with the run."""
 
-    def judge_scores(self, model: str, corpus_name: str) -> pd.DataFrame: ...
+    @functools.wraps(function)
+    def wrapper(context: CheckContext, *args: Hashable) -> T:
+        return context.memo((function.__module__, function.__qualname__, *args), lambda: function(context, *args))
 
-    def with_semantic_covariates(self, table: pd.DataFrame, texts: Sequence[str], components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]: ...
-
-    def choice_table(self, model: str, set_name: str, mode: str) -> pd.DataFrame: ...
-
-    def personalization_table(self, model: str, item_set: ItemSet, mode: str) -> pd.DataFrame: ...
-
-    def classification_table(self, model: str, set_name: str) -> pd.DataFrame: ...
-
-    def transcription_table(self, model: str, set_name: str) -> pd.DataFrame: ...
-
-    def qa_table(self, model: str, set_name: str) -> pd.DataFrame: ...
+    return wrapper
 
 
 def per_run(method: Callable[..., T]) -> Callable[..., T]:
@@ -117,7 +130,22 @@ class Verdict:
     record: CaseRecord
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RegressionDecision(DecisionFields):
+    """The gate's decision on a baseline comparison (:func:`regression_comparison`): the
+    :class:`~harness.metrics.multitest.DecisionFields` of the one-sided p of "no worsening", the rule (``both``:
+    worse by more than ``margin``, the threshold key ``margin_key``, and significant), what was resampled, and
+    the paired test's ``df`` and ``se`` where it has them. It reaches results.json inside the case's ``baseline``."""
+
+    rule: str
+    margin: float
+    margin_key: str
+    resampled: str
+    df: float | None
+    se: float | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Comparison:
     """Candidate versus baseline on one case. ``status``: compared; new (no baseline case); unsupported;
     not estimable (the paired contrast cannot vary: never a regression); backbone (a mode without audio:
@@ -128,15 +156,15 @@ class Comparison:
     ``floors``: the change of each quality floor, reported and never gated."""
 
     status: str
-    baseline_value: float | None
-    delta: float | None
-    p_value: float | None
-    regressed: bool
+    baseline_value: float | None = None
+    delta: float | None = None
+    p_value: float | None = None
+    regressed: bool = False
     message: str
     ci_low: float | None = None
     ci_high: float | None = None
     measure: str | None = None
-    decision: dict[str, Any] | None = None
+    decision: RegressionDecision | None = None
     floors: list[dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -144,9 +172,11 @@ class Comparison:
 
 
 class Check(abc.ABC):
-    """A family of gate cases. Its report section is its view in :mod:`harness.report.views`."""
+    """A family of gate cases: its folder's ``CHECK``. Its report section is its folder's view (``view.py``)."""
 
     name: ClassVar[str]
+    gate_module: ClassVar[str] = "extensions"
+    """The gate module that collects the check's test function (:mod:`harness.gate_tests`)."""
     schema: ClassVar[ThresholdSchema]
 
     @property
@@ -172,16 +202,16 @@ class Check(abc.ABC):
         """Per-speaker data stored in the record, so that a later run can compare against this one."""
         return None
 
-    def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+    def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         """Is ``candidate`` significantly worse than ``baseline`` (both records of this check)?"""
-        return Comparison("unsupported", None, None, None, False, f"{self.name}: no baseline comparison for this check")
+        return Comparison(status="unsupported", message=f"{self.name}: no baseline comparison for this check")
 
     def hears_voice(self, case: Case) -> bool:
         """Whether the model hears the speaker in this case. A mode without audio (BASIS text modes) cannot show
         voice-induced bias: a change there is the text backbone's, and the release gate reports it as such."""
         return True
 
-    def threshold_values(self, context: CheckContext, case: Case) -> dict[str, Any]:
+    def threshold_values(self, context: CompareContext, case: Case) -> dict[str, Any]:
         return context.thresholds.values(self.name, self.schema, case.variant, case.dimension)
 
     def base_record(self, context: CheckContext, case: Case) -> dict[str, Any]:
@@ -196,7 +226,7 @@ class Check(abc.ABC):
         }
 
 
-def regression_comparison(context: CheckContext, case: Case, test: PairedTest, *, measure: str, margin: float,
+def regression_comparison(context: CompareContext, case: Case, test: PairedTest, *, measure: str, margin: float,
                           margin_key: str, unit: str = "", hears_voice: bool = True) -> Comparison:
     """The release verdict of one case from the paired test of its bias measure (README "Release gating").
 
@@ -209,13 +239,13 @@ def regression_comparison(context: CheckContext, case: Case, test: PairedTest, *
     a mode without audio) the status is ``backbone``: the change is the text backbone's, reported and never a
     voice-induced regression."""
     if not test.estimable:
-        return Comparison("not estimable", finite_or_none(test.baseline), finite_or_none(test.difference), None, False,
-                          f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g}: {test.reason}; not judged a regression",
+        return Comparison(status="not estimable", baseline_value=finite_or_none(test.baseline), delta=finite_or_none(test.difference),
+                          message=f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g}: {test.reason}; not judged a regression",
                           measure=measure)
     relevant = bool(test.worsening > margin)
     decision = context.decision_rule(case.model).decide([test.p_worse], [relevant], rule="both")
-    block = decision.as_dict() | {"rule": "both", "margin": float(margin), "margin_key": margin_key, "resampled": test.resampled,
-                                  "df": finite_or_none(test.df), "se": finite_or_none(test.se)}
+    block = RegressionDecision(**decision.as_dict(), rule="both", margin=float(margin), margin_key=margin_key, resampled=test.resampled,
+                               df=finite_or_none(test.df), se=finite_or_none(test.se))
     p_adjusted = "n/a" if decision.p_adjusted is None else f"{decision.p_adjusted:.3g}"
     interval = (f"95% paired {test.resampled} bootstrap CI [{test.ci_low:+.3g}, {test.ci_high:+.3g}]"
                 if math.isfinite(test.ci_low) else f"paired {test.resampled}")
@@ -227,9 +257,10 @@ def regression_comparison(context: CheckContext, case: Case, test: PairedTest, *
            f"{'a significant' if decision.failed else 'no significant'} worsening, but this mode has no audio, so the change is "
            "the text backbone's (reported, not a voice-induced regression)")
     )
-    return Comparison("compared" if hears_voice else "backbone", finite_or_none(test.baseline), finite_or_none(test.difference),
-                      finite_or_none(test.p_worse), decision.failed and hears_voice, message, finite_or_none(test.ci_low),
-                      finite_or_none(test.ci_high), measure, block)
+    return Comparison(status="compared" if hears_voice else "backbone", baseline_value=finite_or_none(test.baseline),
+                      delta=finite_or_none(test.difference), p_value=finite_or_none(test.p_worse), regressed=decision.failed and hears_voice,
+                      message=message, ci_low=finite_or_none(test.ci_low), ci_high=finite_or_none(test.ci_high), measure=measure,
+                      decision=block)
 
 
 RELEASE_JUDGED = ("compared", "not estimable", "backbone")
@@ -273,17 +304,17 @@ class SpeakerBootstrapComparison:
         table = self.speaker_statistics(context, case)
         return {"speaker": [str(s) for s in table.index], **{column: table[column].tolist() for column in table.columns}}
 
-    def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+    def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         from harness.metrics.paired import paired_speaker_bootstrap, paired_speaker_test
 
         if not baseline.paired_data:
-            return Comparison("unsupported", baseline.value, None, None, False, "the baseline record carries no per-speaker data")
+            return Comparison(status="unsupported", baseline_value=baseline.value, message="the baseline record carries no per-speaker data")
         tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
         settings = self.threshold_values(context, case)
         try:
             result = paired_speaker_bootstrap(*tables, self.comparison_statistic, seed=context.seed)
         except ValueError as exc:
-            return Comparison("unsupported", baseline.value, None, None, False, f"cannot pair with the baseline: {exc}")
+            return Comparison(status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}")
         return regression_comparison(context, case, paired_speaker_test(result, self.worse_when), measure=self.comparison_name,
                                      margin=float(settings["max_worsening"]), margin_key="max_worsening", hears_voice=self.hears_voice(case))
 
@@ -305,18 +336,18 @@ class CrossedComparison:
         table = self.crossed_cells(context, case)
         return {column: [value if isinstance(value, str) else float(value) for value in table[column]] for column in table.columns}
 
-    def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+    def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         from harness.metrics.paired import paired_crossed_gap
 
         if not baseline.paired_data or "item" not in baseline.paired_data:
-            return Comparison("unsupported", baseline.value, None, None, False,
-                              "the baseline record carries no per-(speaker, item) data (a results.json written before the "
-                              "two-way paired comparison; rerun the baseline checkpoint)")
+            return Comparison(status="unsupported", baseline_value=baseline.value,
+                              message="the baseline record carries no per-(speaker, item) data (a results.json written before the "
+                                      "two-way paired comparison; rerun the baseline checkpoint)")
         tables = [pd.DataFrame(data) for data in (candidate.paired_data, baseline.paired_data)]
         try:
             test = paired_crossed_gap(*tables, seed=derived_seed(context.seed, "paired", case.id))
         except ValueError as exc:
-            return Comparison("unsupported", baseline.value, None, None, False, f"cannot pair with the baseline: {exc}")
+            return Comparison(status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}")
         settings = self.threshold_values(context, case)
         return regression_comparison(context, case, test, measure=self.comparison_name, margin=float(settings["max_worsening"]),
                                      margin_key="max_worsening", unit=" points", hears_voice=self.hears_voice(case))
@@ -333,28 +364,8 @@ def cell_sums(table: pd.DataFrame, *, speaker: str = "speaker", value_columns: S
     return cells.assign(speaker=cells["speaker"].astype(str), group=cells["group"].astype(str), item=cells["item"].astype(str))
 
 
-@dataclasses.dataclass(frozen=True)
-class Contrast:
-    """One comparison of a case's bias test: ``estimate`` with its interval and two-sided p-value (NaN/None
-    when not estimable, with ``reason``), and ``relevant`` (its magnitude exceeds the case's practical
-    threshold, e.g. ``|gap| > max_gap`` or a ratio outside ``[lower, upper]``)."""
-
-    label: str
-    estimate: float | None
-    ci_low: float | None
-    ci_high: float | None
-    p: float | None
-    relevant: bool
-    reason: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "estimate": finite_or_none(self.estimate), "ci_low": finite_or_none(self.ci_low),
-                "ci_high": finite_or_none(self.ci_high), "p": finite_or_none(self.p), "relevant": bool(self.relevant),
-                "reason": self.reason}
-
-
 def bias_decision(context: CheckContext, case: Case, contrasts: Sequence[Contrast], *, rule: str = "both",
-                  statistic: str, not_estimable_reason: str | None = None) -> tuple[CaseDecision, dict[str, Any]]:
+                  statistic: str, not_estimable_reason: str | None = None) -> tuple[CaseDecision, Decision]:
     """The case's bias verdict by the run's :class:`~harness.metrics.multitest.DecisionRule`, and the record's
     ``decision`` block: the rule's fields, the ``statistic`` tested, every contrast, the deciding one's
     ``label``, ``estimate`` and interval, and ``untestable``: the contrasts beyond the practical threshold
@@ -366,9 +377,9 @@ def bias_decision(context: CheckContext, case: Case, contrasts: Sequence[Contras
         not_estimable_reason=not_estimable_reason or ("; ".join(dict.fromkeys(reasons)) or None))
     deciding = contrasts[decision.deciding].as_dict() if decision.deciding is not None else {}
     untestable = [c.label for c in contrasts if c.relevant and (c.p is None or not math.isfinite(c.p))] if rule != "magnitude" else []
-    block = decision.as_dict() | {"statistic": statistic, "rule": rule, "contrasts": [c.as_dict() for c in contrasts],
-                                  "untestable": [] if decision.failed else untestable,
-                                  **{key: deciding.get(key) for key in ("label", "estimate", "ci_low", "ci_high")}}
+    block = Decision(**decision.as_dict(), statistic=statistic, rule=rule, contrasts=tuple(contrasts),
+                     untestable=() if decision.failed else tuple(untestable),
+                     **{key: deciding.get(key) for key in ("label", "estimate", "ci_low", "ci_high")})
     return decision, block
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.core import SAMPLE_RATE, Audio, atomic_write_text
+from harness.core.files import atomic_write_text
+from harness.core.requests import SAMPLE_RATE, Audio
 
 SILENT_PEAK_DBFS = -60.0
 """A clip whose largest sample stays below this level (dB relative to full scale, 1.0) is reported as silent."""

@@ -40,8 +40,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from harness.core.requests import Audio
+from harness.core.values import memoized
 from harness.data.audio import AudioChecks, AudioError, inspect_audio_files, read_audio
-from harness.core import Audio, memoized
 
 KINDS = ("stereotype", "personalization", "qa")
 ANSWER_FORMATS = ("choice", "open")
@@ -217,7 +218,7 @@ def _read_metadata(path: Path, kind: str, dimension: str, labels: tuple[str, ...
     if table.empty:
         raise BasisError(f"{path}: no rows")
     table = table.assign(row=table.index + 2)
-    for position, record in enumerate(table.to_dict(orient="records")):
+    for record in table.to_dict(orient="records"):
         _validate_row(path, record, columns, dimension, labels, kind)
     table["id"] = table["id"].str.strip().astype(int)
     table["speaker"] = table["speaker"].str.strip()

@@ -26,8 +26,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from harness.core.requests import Audio
 from harness.data.audio import AudioChecks, AudioError, inspect_audio_files, read_audio
-from harness.core import Audio
 
 REQUIRED_COLUMNS = ("utterance_id", "audio", "speaker_id", "content_id", "transcript")
 MIN_SPEAKERS_PER_GROUP = 2

@@ -24,8 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.core import require_columns
-
+from harness.core.values import require_columns
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
 DEFAULT_THRESHOLD = 0.85

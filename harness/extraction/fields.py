@@ -16,9 +16,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from harness.core import EMPTY, EXTRACTED, REFUSAL, UNEXTRACTABLE
+from harness.core.answers import EMPTY, EXTRACTED, REFUSAL, UNEXTRACTABLE
 from harness.tasks.base import Task
-
 
 _MARKDOWN_PREFIX = re.compile(r"^\s*(?:#{1,6}\s*|>\s*|[-*\u2022\u25cf+]\s+|\d{1,2}[.)]\s+|[a-z][.)]\s+)*", re.IGNORECASE)
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")

@@ -30,9 +30,19 @@ from typing import Any
 import pandas as pd
 
 from harness.cache import OutputCache
-from harness.extraction.fields import EMPTY, EXTRACTED, REFUSAL, UNEXTRACTABLE, Extraction, extract_fields, normalise_value
+from harness.core.answers import JsonForm
+from harness.core.requests import DecodingParams, GenerationRequest
+from harness.core.values import stable_hash
+from harness.extraction.fields import (
+    EMPTY,
+    EXTRACTED,
+    REFUSAL,
+    UNEXTRACTABLE,
+    Extraction,
+    extract_fields,
+    normalise_value,
+)
 from harness.generation import CachedModel
-from harness.core import DecodingParams, GenerationRequest, JsonForm, stable_hash
 from harness.tasks.base import Attribute, Task
 
 EXTRACTOR_VERSION = 1

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.core import require_columns
+from harness.core.values import require_columns
 
 RESPONSE_KEY = ("model", "task", "utterance_id")
 DEFAULT_STRATA = ("model", "task", "dimension")

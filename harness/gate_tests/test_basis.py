@@ -2,21 +2,11 @@
 robustness, on the BASIS item suite (``--basis-suite``, default the shipped demo suite).
 
 Each case fails when its value breaks the threshold in thresholds.yaml (or, given --baseline, on a
-significant regression against the baseline checkpoint); the message says which and why.
+significant regression against the baseline checkpoint); the message says which and why. The functions are
+made by :func:`harness.gate_tests.gate_functions`.
 """
 
+from harness.gate_tests import gate_functions
 
-def test_icat(icat_case, assess):
-    assess(icat_case)
-
-
-def test_personalization(personalization_case, assess):
-    assess(personalization_case)
-
-
-def test_classification(classification_case, assess):
-    assess(classification_case)
-
-
-def test_robustness(robustness_case, assess):
-    assess(robustness_case)
+globals().update(gate_functions("basis"))
+__all__ = list(gate_functions("basis"))

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.core import MODES, require_columns
+from harness.core.modes import MODES
+from harness.core.values import require_columns
 
 CHOICES = ("stereotype", "anti-stereotype", "unrelated", "unknown")
 EFFECTS: dict[str, tuple[str, str]] = {

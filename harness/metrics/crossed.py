@@ -46,14 +46,13 @@ whose replicates never vary (all equal to the estimate).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from harness.core import require_columns
+from harness.core.values import require_columns
 
 DIFFERENCE = "difference"
 LOG_RATIO = "log_ratio"

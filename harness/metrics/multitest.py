@@ -156,13 +156,10 @@ CORRECTIONS = ("bonferroni", "none")
 
 
 @dataclasses.dataclass(frozen=True)
-class CaseDecision:
-    """A case's bias decision by :meth:`DecisionRule.decide` (the ``decision`` block of its record).
-
-    ``p``: the case's p-value after the within-case step; ``p_adjusted``: after the across-case step;
-    ``significant``: ``p_adjusted <= alpha``; ``relevant``: some comparison's magnitude exceeds the case's
-    practical threshold; ``failed``: the bias verdict; ``deciding``: index of the comparison the case
-    is judged on (the relevant one with the smallest p, else the smallest p), or None."""
+class DecisionFields:
+    """What every decision by a :class:`DecisionRule` states. ``p``: the p-value after the within-case step;
+    ``p_adjusted``: after the across-case step; ``significant``: ``p_adjusted <= alpha``; ``relevant``: some
+    comparison's magnitude exceeds the practical threshold; ``correction``: the across-case step in words."""
 
     p: float | None
     comparisons: int
@@ -174,6 +171,14 @@ class CaseDecision:
     estimable: bool
     reason: str | None
     correction: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseDecision(DecisionFields):
+    """A case's bias decision by :meth:`DecisionRule.decide` (the ``decision`` block of its record):
+    :class:`DecisionFields`, ``failed`` (the bias verdict) and ``deciding`` (index of the comparison the case
+    is judged on: the relevant one with the smallest p, else the smallest p; or None)."""
+
     failed: bool
     deciding: int | None
 

@@ -81,7 +81,8 @@ def ratio_p_value(row: Mapping[str, object], level: float = 0.95) -> float:
     ``q = quantile(0.5 + level / 2)``, ``t = |log ratio| / se`` and ``p = 2 P(T > t)``. So the rows whose
     interval excludes 1 are those with ``p < 1 - level`` (up to the interval's asymmetry). NaN for a row
     that did not converge or has no interval (not estimable)."""
-    from scipy.stats import norm, t as student_t
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
 
     if not bool(row["converged"]):
         return float("nan")

@@ -18,16 +18,16 @@ import pandas as pd
 import statsmodels.api as sm
 from scipy import stats
 
-from harness.core import require_columns
+from harness.core.values import require_columns
 from harness.metrics.glmm import fit_linear_mixed
 from harness.metrics.ratio_table import (
     _INTERCEPT,
-    SINGULAR_NOTE,
     METHOD_NO_SPEAKER,
     METHOD_NO_SPEAKER_SEMANTIC,
     METHOD_SEMANTIC,
     METHOD_SPEAKER,
     METHOD_VANILLA,
+    SINGULAR_NOTE,
     RatioTable,
     _check_finite,
     _covariate_sets,

@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.core import REFUSAL, require_columns
+from harness.core.answers import REFUSAL
+from harness.core.values import require_columns
 from harness.metrics.ntvd import NTVDResult, count_tensor, ntvd, ntvd_from_group_counts
 
 VIBE_TAUS = (1, 2, 5, 10, 20, 40)

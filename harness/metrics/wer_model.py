@@ -22,7 +22,7 @@ import pandas as pd
 import statsmodels.api as sm
 from scipy import special, stats
 
-from harness.core import normal_quantile
+from harness.core.values import normal_quantile
 from harness.metrics.glmm import fit_joint_wer_model, fit_random_intercept
 from harness.metrics.ratio_table import _INTERCEPT, SINGULAR_NOTE, _row, _speaker_level_columns
 
@@ -250,7 +250,7 @@ class _WERModel:
         by_speaker = {k: v for k, v in data.groupby("speaker", sort=False)}
         strata = _speaker_strata(data)
         ratios, failed = [], 0
-        for b in range(n_boot):
+        for _ in range(n_boot):
             parts = []
             for speakers in strata:
                 for k, spk in enumerate(rng.choice(speakers, size=speakers.size, replace=True)):

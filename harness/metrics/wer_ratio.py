@@ -76,7 +76,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.core import require_columns
+from harness.core.values import require_columns
 from harness.metrics.glmm import JointWERFit
 from harness.metrics.ratio_table import (
     _INTERCEPT,

@@ -2,19 +2,20 @@
 
 A spec is ``<backend>:<target>``, e.g. ``sim:biased``, ``hf:Qwen/Qwen2-Audio-7B-Instruct``. The backend
 module is imported only when a spec names it, so optional extras (torch, vllm) are never imported for
-specs that do not need them. A new backend is one module and one line in :data:`BACKENDS`.
+specs that do not need them. A new backend is one module and one line in :data:`BACKENDS` (or an entry point of group
+``lalm_fairness.backends`` in another package, :mod:`harness.registry`).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from harness.core import ModelError
+from harness.core.errors import ModelError
 from harness.models.base import Backend
+from harness.registry import Registry
 
-BACKENDS: dict[str, str] = {
+BACKENDS = Registry("backend", "backends", {
     "sim": "harness.models.sim:SimulatorBackend",
     "hf": "harness.models.hf:HFBackend",
     "vllm": "harness.models.vllm_backend:VLLMBackend",
@@ -22,12 +23,12 @@ BACKENDS: dict[str, str] = {
     "whisper": "harness.models.whisper_backend:WhisperBackend",
     "smollm2": "harness.models.text_llm:TextLLMBackend",
     "cascade": "harness.models.cascade:CascadeBackend",
-}
+})
 
 
 def register_backend(prefix: str, target: str) -> None:
     """Register ``module:Class`` (imported lazily) as the backend for specs ``prefix:...``."""
-    BACKENDS[prefix] = target
+    BACKENDS.register(prefix, target)
 
 
 def parse_spec(spec: str) -> tuple[str, str]:
@@ -42,12 +43,10 @@ def parse_spec(spec: str) -> tuple[str, str]:
 def build_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
     """Build the (unloaded) backend for ``spec``; ``options`` is the per-model YAML block, if any."""
     prefix, target = parse_spec(spec)
-    module_name, _, class_name = BACKENDS[prefix].partition(":")
     try:
-        module = importlib.import_module(module_name)
+        backend_class = BACKENDS.load(prefix)
     except ImportError as exc:
         raise ModelError(f"model spec {spec!r}: backend {prefix!r} cannot be imported ({exc})") from exc
-    backend_class = getattr(module, class_name)
     if Backend not in getattr(backend_class, "__mro__", ()):
         raise ModelError(f"model spec {spec!r}: {BACKENDS[prefix]} is not a subclass of harness.models.base.Backend")
     return backend_class(spec=spec, target=target, options=dict(options or {}))

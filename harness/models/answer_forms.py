@@ -1,5 +1,5 @@
-"""What form-constrained decoding needs beyond the form types (:class:`harness.core.FieldsForm`,
-:class:`~harness.core.ChoiceForm`, :class:`~harness.core.JsonForm`), which every request carries as
+"""What form-constrained decoding needs beyond the form types (:class:`harness.core.answers.FieldsForm`,
+:class:`~harness.core.answers.ChoiceForm`, :class:`~harness.core.answers.JsonForm`), which every request carries as
 declared by the task that wrote its prompt (no prompt text is parsed for it).
 
 A small text LLM (SmolLM2-135M) asked for a story and then a ``Label: ...`` block loops or copies the
@@ -13,7 +13,7 @@ filler word, a JSON object's keys in order, each string value a few words, each 
 
 from __future__ import annotations
 
-from harness.core import JSON_KINDS, ChoiceForm, Field, FieldsForm, JsonForm
+from harness.core.answers import JSON_KINDS, ChoiceForm, Field, FieldsForm, JsonForm
 
 # Words an open value may not start with: they begin a sentence ("A person who ..."), not a value.
 FILLER_WORDS = frozenset({

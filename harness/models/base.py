@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from harness.core import DecodingParams, GenerationRequest, ModelError
-
+from harness.core.errors import ModelError
+from harness.core.requests import DecodingParams, GenerationRequest
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 

@@ -32,7 +32,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.core import DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.core.errors import ModelError
+from harness.core.requests import DecodingParams, GenerationRequest
+from harness.core.values import stable_hash
 from harness.models.base import Backend, StageFactory, StageSpec, validated_options
 
 DEMO_ASR = "whisper:tiny.en"

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.core import stable_hash
+from harness.core.values import stable_hash
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack", ".onnx", ".npz")
 # Larger non-weight files are described by stat, not read (a big tokenizer.json is still read: < 64 MiB).

@@ -20,7 +20,7 @@ Options (the model's YAML block; all optional):
 ``processor_kwargs``   extra ``from_pretrained`` kwargs for the processor (architecture-specific)
 =====================  ==========================================================================
 
-Decoding: every parameter of :class:`~harness.core.DecodingParams` is passed explicitly to
+Decoding: every parameter of :class:`~harness.core.requests.DecodingParams` is passed explicitly to
 ``generate``, and the checkpoint's ``generation_config.json`` is reduced to its special-token ids at load
 time, so no sampling default of the checkpoint can leak in. Greedy decoding is the default.
 
@@ -38,8 +38,9 @@ from typing import Any
 
 import numpy as np
 
+from harness.core.errors import ModelError
+from harness.core.requests import DecodingParams, GenerationRequest
 from harness.data.audio import resample
-from harness.core import DecodingParams, GenerationRequest, ModelError
 from harness.models.base import Backend, resolve_dtype, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
@@ -215,7 +216,7 @@ class HFBackend(Backend):
 
             try:
                 model_type = AutoConfig.from_pretrained(self.path, **self.hub_kwargs()).model_type
-            except Exception as exc:  # noqa: BLE001 - any failure to read the config is a model error
+            except Exception as exc:
                 raise ModelError(f"{self.spec}: cannot read the model config ({exc})") from exc
         try:
             return architecture_for(model_type, override)
@@ -242,7 +243,7 @@ class HFBackend(Backend):
             model = adapter.load_model(self.path, hub, load_kwargs)
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ModelError(f"{self.spec}: loading {adapter.name} failed: {type(exc).__name__}: {exc}") from exc
         if self.options.get("device_map") is None:
             model = model.to(device)
@@ -337,7 +338,7 @@ class HFModel:
                     outputs = self._run_adaptive([requests[i] for i in batch], params)
                 except ModelError:
                     raise
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise ModelError(f"{self.spec}: generation failed: {type(exc).__name__}: {exc}") from exc
                 for i, text in zip(batch, outputs):
                     results[i] = text

@@ -66,7 +66,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.core import ModelError
+from harness.core.errors import ModelError
 
 CONTRACT_VERSION = "2"
 NUMERICS_ENV = "LALM_CPU_NUMERICS"

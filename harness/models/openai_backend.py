@@ -5,7 +5,7 @@ if any, as a system message. Works with vLLM / SGLang ``serve`` and audio-capabl
 
 Several base URLs (comma-separated) spread requests round-robin, and a retried request moves to the
 next URL. Stdlib HTTP only (``urllib``); requests run in a bounded thread pool. A batch runs every
-request even when some fail: the answers it got travel with the error (:class:`~harness.core.PartialGenerationError`),
+request even when some fail: the answers it got travel with the error (:class:`~harness.core.errors.PartialGenerationError`),
 so the caller can keep them.
 
 Options:
@@ -14,7 +14,7 @@ Options:
 ``api_key_env``          environment variable holding the API key (default ``OPENAI_API_KEY``);
                          read at load time, sent only as the ``Authorization`` header, never
                          stored in the fingerprint, the cache, reports or error messages (server
-                         error bodies and exception texts pass :func:`harness.core.redact`: the
+                         error bodies and exception texts pass :func:`harness.core.redaction.redact`: the
                          key, ``Bearer``/``Authorization``/``api-key`` values and ``sk-`` tokens)
 ``concurrency``          requests in flight (default 8)
 ``timeout_s``            timeout of the connection and of each read of a request (default 120)
@@ -30,7 +30,7 @@ Options:
                          SGLang accept them and would otherwise apply the model's own defaults;
                          set false for APIs that reject unknown fields)
 ``extra_body``           dict merged into every request body (server-specific fields)
-``structured_choice``    send a request's declared choice form (:class:`~harness.core.ChoiceForm`: a
+``structured_choice``    send a request's declared choice form (:class:`~harness.core.answers.ChoiceForm`: a
                          score, a letter, a label) as vLLM's ``structured_outputs: {"choice": [...]}``,
                          so the server answers exactly one option, greedily, as the in-process
                          ``smollm2:`` backend's ``fields`` format does (default false: servers that do
@@ -59,7 +59,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.core import Audio, ChoiceForm, DecodingParams, GenerationRequest, ModelError, PartialGenerationError, ServerError, redact
+from harness.core.answers import ChoiceForm
+from harness.core.errors import ModelError, PartialGenerationError, ServerError
+from harness.core.redaction import redact
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.models.base import Backend, finished_answer, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.progress import Progress

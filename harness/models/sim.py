@@ -30,14 +30,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
-from harness.core import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest, ModelError, stable_hash
+from harness.core.errors import ModelError
+from harness.core.requests import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest
+from harness.core.values import stable_hash
 from harness.models.base import Backend
+from harness.registry import Registry
 
 SIMULATOR_VERSION = "4"
 REFERENCE_F0_HZ = 140.0
@@ -173,7 +175,7 @@ class VibeResponder:
         return _render_answer(task, fields)
 
 
-RESPONDERS: list[str] = [
+RESPONDERS = Registry("simulator responder", "responders", {name.rsplit(":", 1)[1]: name for name in [
     "harness.models.sim:VibeResponder",
     "harness.models.sim_basis:StereotypeChoiceResponder",
     "harness.models.sim_basis:PersonalizationChoiceResponder",
@@ -183,8 +185,11 @@ RESPONDERS: list[str] = [
     "harness.models.sim_basis:SpokenQAResponder",
     "harness.models.sim_chat:ChatResponder",
     "harness.models.sim_chat:JudgeResponder",
-]
-"""Responders tried in order, as ``module:Class``; a new prompt family is one class and one entry."""
+]})
+"""Responders tried in order (class name -> ``module:Class``); a new prompt family is one class and one entry, or,
+from another package (a check whose requests the simulators should answer), an entry point of group
+``lalm_fairness.responders``. Such an extension's target is part of the simulator's fingerprint."""
+BUILTIN_RESPONDERS = tuple(RESPONDERS)
 
 
 _FEATURES: dict[str, dict[str, float]] = {}
@@ -197,7 +202,7 @@ class Simulator:
     def __init__(self, strengths: Mapping[str, float], refusal_rate: float):
         self.strengths = dict(strengths)
         self.refusal_rate = float(refusal_rate)
-        self.responders: list[Responder] = [_import(target)() for target in RESPONDERS]
+        self.responders: list[Responder] = [RESPONDERS.load(name)() for name in RESPONDERS]
 
     def features(self, audio: Audio) -> dict[str, float]:
         """:func:`acoustic_features` of ``audio``, kept per content hash for the process (a pure function of the
@@ -228,10 +233,6 @@ class Simulator:
         )
         return responder.respond(request, listening)
 
-
-def _import(target: str):
-    module_name, _, name = target.partition(":")
-    return getattr(importlib.import_module(module_name), name)
 
 
 class _UniformStream:
@@ -291,7 +292,8 @@ class SimulatorBackend(Backend):
         self.settings = {**PRESETS[target], **dict(options)}
 
     def fingerprint(self) -> str:
-        return f"{self.spec}@v{SIMULATOR_VERSION}:{stable_hash(self.settings)[:16]}"
+        extensions = {name: RESPONDERS[name] for name in RESPONDERS if name not in BUILTIN_RESPONDERS}
+        return f"{self.spec}@v{SIMULATOR_VERSION}:{stable_hash(self.settings if not extensions else [self.settings, extensions])[:16]}"
 
     def load(self) -> Simulator:
         return Simulator(self.settings["strengths"], self.settings["refusal_rate"])

@@ -35,7 +35,7 @@ import re
 
 import numpy as np
 
-from harness.core import GenerationRequest
+from harness.core.requests import GenerationRequest
 from harness.models.sim import REFUSAL_TEXT, Listening
 
 LEXICON: dict[str, int] = {

@@ -11,7 +11,7 @@ import re
 
 import numpy as np
 
-from harness.core import GenerationRequest
+from harness.core.requests import GenerationRequest
 from harness.models.sim import Listening, _weighted_sample_without_replacement
 from harness.tasks.chat import CHAT_PROMPT
 

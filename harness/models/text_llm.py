@@ -8,7 +8,7 @@ package. Loading dequantises it to float32 (about a minute); the converted model
 The converted tensors are those of the GGUF load, so both paths give the same answers.
 
 Requests are text only (audio is an error); the system text, when given, replaces the chat template's
-default. Decoding follows :class:`~harness.core.DecodingParams` (greedy by default), batched with
+default. Decoding follows :class:`~harness.core.requests.DecodingParams` (greedy by default), batched with
 padding between a shared head and each request's tail (below).
 
 Shared heads. When a prompt has paragraphs (``\n\n``), the chat text up to its last paragraph break is the
@@ -44,8 +44,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.core.errors import ModelError
+from harness.core.requests import DecodingParams, GenerationRequest
+from harness.core.values import stable_hash
 from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm
-from harness.core import DecodingParams, GenerationRequest, ModelError, stable_hash
 from harness.models.base import Backend, validated_options
 from harness.models.numerics import check_cpu_numerics, contract, numerics_status, pin_cpu_numerics
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
@@ -181,7 +183,7 @@ class TextLLMBackend(Backend):
             model = AutoModelForCausalLM.from_pretrained(converted, dtype=torch.float32)
         except ModelError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any load failure is reported as the model's
+        except Exception as exc:
             raise ModelError(f"{self.spec}: loading SmolLM2 failed: {type(exc).__name__}: {exc}") from exc
         return TextLLM(self, tokenizer, model.eval())
 

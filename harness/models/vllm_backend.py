@@ -30,7 +30,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.core import DecodingParams, GenerationRequest, ModelError
+from harness.core.errors import ModelError
+from harness.core.requests import DecodingParams, GenerationRequest
 from harness.models.base import Backend, cuda_available, finished_answer, resolve_dtype, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
@@ -139,7 +140,7 @@ class VLLMBackend(Backend):
         try:
             processor = adapter.load_processor(self.path if self.is_local else self.target, hub)
             llm = vllm.LLM(**self.engine_kwargs())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ModelError(f"{self.spec}: vLLM engine failed to start: {type(exc).__name__}: {exc}") from exc
         return VLLMModel(self.spec, vllm, llm, adapter, processor, self.batch_size)
 
@@ -171,7 +172,7 @@ class VLLMModel:
                 chunk = prompts[start : start + self.batch_size]
                 try:
                     results = self.llm.generate(chunk, sp, use_tqdm=False)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise ModelError(f"{self.spec}: vLLM generation failed: {type(exc).__name__}: {exc}") from exc
                 out.extend(finished_answer(r.outputs[0].text) for r in results)
                 bar.update(len(chunk))

@@ -23,11 +23,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.core.errors import ModelError
+from harness.core.requests import SAMPLE_RATE, DecodingParams, GenerationRequest
+from harness.core.values import stable_hash
 from harness.data.audio import resample
-from harness.core import SAMPLE_RATE, DecodingParams, GenerationRequest, ModelError, stable_hash
 from harness.models.base import Backend, validated_options
 from harness.models.numerics import (
-    check_cpu_numerics, contract, ctranslate2_report, engine_numerics, numerics_status, pin_cpu_numerics, record_ctranslate2_report,
+    check_cpu_numerics,
+    contract,
+    ctranslate2_report,
+    engine_numerics,
+    numerics_status,
+    pin_cpu_numerics,
+    record_ctranslate2_report,
 )
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
@@ -107,7 +115,7 @@ class WhisperBackend(Backend):
         try:
             with ctranslate2_report() as report:
                 model = FasterWhisperModel(str(root / "model"), device="cpu", compute_type=self.compute_type, cpu_threads=self.cpu_threads)
-        except Exception as exc:  # noqa: BLE001 - any load failure is reported as the model's
+        except Exception as exc:
             raise ModelError(f"{self.spec}: loading Whisper failed: {type(exc).__name__}: {exc}") from exc
         engine_numerics("ctranslate2")
         record_ctranslate2_report(report)

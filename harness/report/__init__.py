@@ -14,13 +14,16 @@ from typing import Any
 
 import jinja2
 
-from harness.core import atomic_write_text
-from harness.records import CaseRecord, ErrorRecord, record_from_json, schema_version
-from harness.report.plots import interval_text
-from harness.report.summary import case_anchor, cause_text, decision_text, first_screen, floor_lines
-from harness.report.vibe import PALETTE, significance_stars, table_two
+from harness.checks import BUILTIN_FOLDER, CHECKS, check_folder, views
+from harness.core.files import atomic_write_text
+from harness.display.plots import PALETTE, interval_text
+from harness.display.text import case_anchor, decision_text, floor_lines
+from harness.records import CaseRecord, ErrorRecord
+from harness.report.summary import cause_text, first_screen
+from harness.results import records
 
-__all__ = ["PALETTE", "bar_chart", "check_sections", "render_report", "significance_stars", "table_two", "write_report"]
+__all__ = ["bar_chart", "check_sections", "render_report", "write_report"]
+
 
 def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Geometry of a grouped horizontal bar chart of P_g(v) for each value v (one bar per group)."""
@@ -46,9 +49,16 @@ def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 @functools.cache
 def template_environment() -> jinja2.Environment:
-    """The report's Jinja environment (autoescaped, strict), built once per process so templates compile once."""
+    """The report's Jinja environment (autoescaped, strict), built once per process so templates compile once.
+
+Templates are found in ``templates/`` (the page, the SVG partials), then as ``<check>/<file>`` in each check's
+folder, then as ``<folder>/<file>`` among the built-in checks' folders (the shared BASIS and ratio partials)."""
     environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+        loader=jinja2.ChoiceLoader([
+            jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+            jinja2.PrefixLoader({name: jinja2.FileSystemLoader(check_folder(name)) for name in CHECKS}),
+            jinja2.FileSystemLoader(BUILTIN_FOLDER),
+        ]),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
@@ -74,26 +84,19 @@ def render_report(results: Mapping[str, Any], source: str = "results.json", tren
         failing=failing,
         sections=check_sections(cases),
         trend=trend,
-        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
 
 
 
-def records(results: Mapping[str, Any], source: str = "results.json") -> list[CaseRecord | ErrorRecord]:
-    """The typed records of a results.json (``source`` names it in errors)."""
-    schema_version(results, source)
-    return [record_from_json(case, f"{source}, case {index}") for index, case in enumerate(results["cases"])]
-
 
 def check_sections(cases: Sequence[CaseRecord | ErrorRecord]) -> list[dict[str, Any]]:
-    """One report section per check that has records and a view (:data:`harness.report.views.VIEWS`), in its order."""
-    from harness.report.views import VIEWS
-
+    """One report section per check that has records, drawn by its view (:func:`harness.checks.views`), in registry order."""
     sections = []
-    for name, view in VIEWS.items():
+    for name, view in views().items():
         selected = [case for case in cases if case.check == name]
         if selected:
-            sections.append({"name": name, "title": view.title, "template": f"checks/{view.template}", "context": view.context(selected)})
+            sections.append({"name": name, "title": view.title, "template": f"{name}/{view.template}", "context": view.context(selected)})
     return sections
 
 

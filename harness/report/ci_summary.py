@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.core import atomic_write_text
+from harness.core.files import atomic_write_text
 
 THRESHOLD_SYMBOLS = {"max": "≤", "min": "≥", "upper": "≤", "lower": "≥"}
 """A threshold key's prefix (``max_ntvd``) or name (``upper``) -> the relation a passing value has to it."""

@@ -7,188 +7,85 @@ the passing cases whose value lies nearest its threshold, measured by :func:`mar
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.records import CaseRecord, ErrorRecord
-from harness.report.plots import interval_estimable, interval_text
+from harness.checks import views
+from harness.display.plots import interval_estimable
+from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number, p_text
+from harness.records import CaseRecord, Decision, ErrorRecord
 
-CHECK_LABELS = {
-    "ntvd": "VIBE nTVD", "wer_ratio": "WER ratio", "score_ratio": "judge-score ratio", "icat": "BASIS ICAT",
-    "personalization": "BASIS personalization", "classification": "BASIS classification",
-    "robustness": "BASIS robustness", "error": "unmeasured",
-}
-RATIO_QUANTITY = {"wer_ratio": "expected-WER ratio", "score_ratio": "judge-score ratio"}
-GAP_UNITS = "points"
+UNMEASURED_LABEL = "unmeasured"
 
 
-def case_anchor(record: CaseRecord | ErrorRecord) -> str:
-    """A stable HTML id for a case (``case-`` and 12 hex digits of its check and id), safe whatever the id holds."""
-    return "case-" + hashlib.sha256(f"{record.check}\0{record.id}".encode()).hexdigest()[:12]
-
-
-def _deciding_comparison(record: CaseRecord) -> dict[str, Any] | None:
-    """The comparison whose judged ratio is the record's value (the failing one first)."""
-    comparisons = sorted(record.comparisons, key=lambda c: not c.get("failed"))
-    for comparison in comparisons:
-        for method in comparison["methods"]:
-            if method["method"] == comparison.get("judged_method") and method.get("ratio") == record.value:
-                return comparison | {"row": method}
-    return None
-
-
-def ci_words(entry: Mapping[str, Any] | None, digits: int = 1) -> str:
-    """"95% CI a to b", or "interval not estimable" (:func:`harness.report.plots.interval_estimable`)."""
-    return interval_text(entry, digits, "95% CI {0} to {1}")
-
-
-def gap_text(gap: Mapping[str, Any] | None) -> str:
-    """"gap best − worst v points (95% CI a to b)" of a BASIS case's best and worst group."""
-    if not gap or gap.get("value") is None:
-        return "gap not estimable"
-    return f"gap {gap.get('best')} − {gap.get('worst')} {gap['value']:.1f} {GAP_UNITS} ({ci_words(gap)})"
-
-
-def magnitude_rule(record: CaseRecord) -> str:
-    """The effect size a case must exceed to fail, in its check's words (schema 2: ``max_gap`` for BASIS)."""
-    threshold = record.threshold
-    if record.check == "ntvd":
-        return f"nTVD > {threshold.get('max_ntvd'):g}"
-    if record.check in RATIO_QUANTITY:
-        return f"ratio outside [{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
-    return f"|difference| > {threshold.get('max_gap'):g} {GAP_UNITS}"
+def check_label(check: str) -> str:
+    """The check's name on the first screen (its view's ``label``; the name itself for a check without a view)."""
+    view = views().get(check)
+    return view.label if view else UNMEASURED_LABEL if check == "error" else check
 
 
 def decided_headline(record: CaseRecord) -> dict[str, str]:
     """The headline of a case with a ``decision`` (results.json schema 2): the deciding contrast and its
     interval, the rule (effect beyond the threshold and/or adjusted p below alpha) and the adjusted p;
-    ``statistic`` names what the contrast measures (the report shows it on hover)."""
-    decision = record.decision
-    digits = 3 if record.check in RATIO_QUANTITY else 1
-    significant = f"adjusted p < {decision.get('alpha', 0.05):g}"
-    magnitude = magnitude_rule(record)
+    ``statistic`` names what the contrast measures (the report shows it on hover). The check's view words
+    the effect size (:attr:`~harness.checks.view.CheckView.magnitude_rule`) and the estimate."""
+    decision, view = record.decision, views()[record.check]
+    digits = view.estimate_digits
+    significant = f"adjusted p < {decision.alpha:g}"
+    magnitude = view.magnitude_rule(record.threshold)
     rule = {"magnitude": magnitude, "bounds": magnitude, "significance": significant, "ci": significant}.get(
-        decision.get("rule"), f"{magnitude} and {significant}")
-    estimate = decision.get("estimate")
-    unit = f" {GAP_UNITS}" if record.check not in RATIO_QUANTITY and record.check != "ntvd" else ""
-    value = decision.get("statistic") or record.check
-    if decision.get("label") and estimate is not None:
-        value = f"{decision['label']} = {estimate:.{digits}f}{unit}"
-    pieces = [] if decision.get("ci_low") is None and decision.get("ci_high") is None else [ci_words(decision, digits)]
-    if decision.get("p_adjusted") is not None:
-        pieces.append(f"adjusted p = {_p(decision['p_adjusted'])}")
-    return {"value": value, "threshold": rule, "uncertainty": "; ".join(pieces) or "–", "statistic": decision.get("statistic")}
+        decision.rule, f"{magnitude} and {significant}")
+    estimate = decision.estimate
+    value = decision.statistic or record.check
+    if decision.label and estimate is not None:
+        value = f"{decision.label} = {estimate:.{digits}f}{view.estimate_unit}"
+    interval = {"ci_low": decision.ci_low, "ci_high": decision.ci_high}
+    pieces = [] if decision.ci_low is None and decision.ci_high is None else [ci_words(interval, digits)]
+    if decision.p_adjusted is not None:
+        pieces.append(f"adjusted p = {p_text(decision.p_adjusted)}")
+    return {"value": value, "threshold": rule, "uncertainty": "; ".join(pieces) or "–", "statistic": decision.statistic}
 
 
 def headline(record: CaseRecord) -> dict[str, str]:
     """``value``, ``threshold`` (when it fails) and ``uncertainty`` (q or interval) of a case in words and units of its check:
-    from its ``decision`` when it has one (:func:`decided_headline`), else by the schema-1 rules."""
-    if record.decision and "statistic" in record.decision:
+    from its ``decision`` when it has one (:func:`decided_headline`), else by its view's schema-1 words."""
+    if record.decision and record.decision.decided:
         return decided_headline(record)
-    threshold, value = record.threshold, record.value
-    if record.check == "ntvd":
-        rule, limit, alpha = threshold.get("rule"), threshold.get("max_ntvd"), threshold.get("alpha")
-        text = {"magnitude": f"nTVD > {limit:g}", "significance": f"q < {alpha:g}"}.get(rule, f"nTVD > {limit:g} and q < {alpha:g}")
-        return {"value": f"nTVD {fmt_number(value, 1)} (0–100)", "threshold": text,
-                "uncertainty": f"q = {_p(record.q)}" + ("" if record.p is None else f" (p = {_p(record.p)})")}
-    if record.check in RATIO_QUANTITY:
-        comparison = _deciding_comparison(record)
-        row = (comparison or {}).get("row") or {"ci_low": record.ci[0] if record.ci else None, "ci_high": record.ci[1] if record.ci else None}
-        where = f" ({comparison['comparison']}, {comparison['judged_method']})" if comparison else ""
-        rule = threshold.get("rule")
-        bounds = f"[{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
-        text = {"ci": "the 95% CI excludes 1", "bounds": f"the ratio lies outside {bounds}"}.get(
-            rule, f"the 95% CI excludes 1 and the ratio lies outside {bounds}")
-        return {"value": f"{RATIO_QUANTITY[record.check]} {fmt_number(value, 3)}{where}", "threshold": text,
-                "uncertainty": ci_words(row, 3)}
-    if record.check == "icat":
-        per_mode = (record.mode_effects.get("per_mode") or {}).get(record.mode)
-        return {"value": f"mean ICAT {fmt_number(value, 1)} (0–100, 100 = balanced)",
-                "threshold": f"ICAT < {threshold.get('min_icat'):g}",
-                "uncertainty": ci_words(per_mode)}
-    if record.check == "robustness":
-        return {"value": f"{record.task} score {fmt_number(value, 1)} (0–100)",
-                "threshold": _accuracy_gap_rule("score", threshold.get("min_score"), threshold.get("max_gap"), ""),
-                "uncertainty": gap_text(record.gap)}
-    noun = "accuracy"
-    return {"value": f"mean {noun} {fmt_number(value, 1)}%",
-            "threshold": _accuracy_gap_rule(noun, threshold.get("min_accuracy"), threshold.get("max_gap"), "%"),
-            "uncertainty": gap_text(getattr(record, "gap", None))}
-
-
-def _accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, unit: str) -> str:
-    parts = [] if not minimum else [f"{noun} < {minimum:g}{unit}"]
-    if max_gap is not None:
-        parts.append(f"gap > {max_gap:g} {GAP_UNITS} with its CI above 0")
-    return " or ".join(parts)
+    return views()[record.check].legacy_headline(record)
 
 
 def margin(record: CaseRecord) -> float | None:
     """How far a passing case lies from failing, as a share of its threshold (0 = on it; smaller = closer).
 
-    nTVD: (max_ntvd − nTVD)/max_ntvd and (q − alpha)/alpha, the larger under rule ``both`` (both must cross);
-    ratios: ln distance of the ratio to the nearer bound and of the CI end nearer 1 to 1 (how far the CI must move
-    to exclude 1), each over ln(upper), combined likewise;
-    ICAT: (ICAT − min_icat)/min_icat; BASIS accuracy and robustness: the smaller of (value − min)/min and
-    (max_gap − gap)/max_gap. With a ``decision`` (schema 2) from its deciding contrast: the magnitude part as
-    above on the contrast's estimate (BASIS: (max_gap − |estimate|)/max_gap), the significance part
-    (p_adjusted − alpha)/alpha, combined by the decision's rule. None when the case has no value to measure.
+    With a ``decision`` (schema 2), from its deciding contrast: the magnitude part
+    (:attr:`~harness.checks.view.CheckView.magnitude_margin` of the contrast's estimate: nTVD (max_ntvd − nTVD)/max_ntvd;
+    ratios the ln distance to the nearer bound over ln(upper); BASIS (max_gap − |estimate|)/max_gap), the significance
+    part (p_adjusted − alpha)/alpha, combined by the decision's rule (the larger under ``both``: both must cross).
+    A schema-1 record is measured by its view's ``legacy_margin``. None when the case has no value to measure.
     """
-    threshold, value = record.threshold, record.value
-    if value is None:
+    if record.value is None:
         return None
-    decision = record.decision or {}
-    if "statistic" in decision:
-        return _decided_margin(record, decision)
-    if record.check == "ntvd":
-        size = (threshold["max_ntvd"] - value) / threshold["max_ntvd"]
-        significance = math.inf if record.q is None else (record.q - threshold["alpha"]) / threshold["alpha"]
-        return {"magnitude": size, "significance": significance}.get(threshold.get("rule"), max(size, significance))
-    if record.check in RATIO_QUANTITY:
-        if value <= 0:
-            return None
-        scale = math.log(threshold["upper"]) or 1.0
-        bounds = min(math.log(value / threshold["lower"]), math.log(threshold["upper"] / value)) / scale
-        low, high = (record.ci or [None, None]) + [None] * (2 - len(record.ci or []))
-        interval = math.inf if low is None or high is None or low <= 0 else min(-math.log(low), math.log(high)) / scale
-        return {"bounds": bounds, "ci": interval}.get(threshold.get("rule"), max(bounds, interval))
-    if record.check == "icat":
-        minimum = threshold.get("min_icat") or 0
-        return (value - minimum) / minimum if minimum else None
-    candidates = []
-    minimum = threshold.get("min_accuracy", threshold.get("min_score")) or 0
-    if minimum:
-        candidates.append((value - minimum) / minimum)
-    gap = getattr(record, "gap", None) or {}
-    if threshold.get("max_gap") and gap.get("value") is not None:
-        candidates.append((threshold["max_gap"] - gap["value"]) / threshold["max_gap"])
-    return min(candidates) if candidates else None
+    if record.decision and record.decision.decided:
+        return _decided_margin(record, record.decision)
+    return views()[record.check].legacy_margin(record)
 
 
 def margin_parts(record: CaseRecord) -> tuple[float | None, float | None]:
     """(magnitude, significance) distances of a case with a ``decision`` from failing (see :func:`margin`);
     (None, None) without one."""
-    decision, threshold = record.decision or {}, record.threshold
-    if "statistic" not in decision:
+    decision = record.decision
+    if decision is None or not decision.decided:
         return None, None
-    estimate, alpha = decision.get("estimate"), decision.get("alpha", 0.05)
-    significance = math.inf if decision.get("p_adjusted") is None else (decision["p_adjusted"] - alpha) / alpha
-    if estimate is None:
-        magnitude = None
-    elif record.check == "ntvd":
-        magnitude = (threshold["max_ntvd"] - estimate) / threshold["max_ntvd"]
-    elif record.check in RATIO_QUANTITY:
-        magnitude = None if estimate <= 0 else min(math.log(estimate / threshold["lower"]), math.log(threshold["upper"] / estimate)) / (math.log(threshold["upper"]) or 1.0)
-    else:
-        magnitude = (threshold["max_gap"] - abs(estimate)) / threshold["max_gap"] if threshold.get("max_gap") else None
+    estimate, alpha = decision.estimate, decision.alpha
+    significance = math.inf if decision.p_adjusted is None else (decision.p_adjusted - alpha) / alpha
+    magnitude = None if estimate is None else views()[record.check].magnitude_margin(record.threshold, estimate)
     return magnitude, significance
 
 
-def _decided_margin(record: CaseRecord, decision: Mapping[str, Any]) -> float | None:
+def _decided_margin(record: CaseRecord, decision: Decision) -> float | None:
     magnitude, significance = margin_parts(record)
-    rule = decision.get("rule")
+    rule = decision.rule
     if rule in ("significance", "ci"):
         return significance
     if rule in ("magnitude", "bounds") or magnitude is None:
@@ -202,35 +99,6 @@ def closeness(record: CaseRecord) -> tuple[bool, float, float]:
     value = margin(record)
     parts = [part for part in margin_parts(record) if part is not None]
     return value is None, value if value is not None else 0.0, min(parts) if parts else 0.0
-
-
-def decision_text(decision: Mapping[str, Any] | None) -> str | None:
-    """The case's multiple-testing decision in words: correction, adjusted p, relevance (None without one)."""
-    if not decision:
-        return None
-    parts = []
-    if decision.get("p_adjusted") is not None:
-        parts.append(f"adjusted p = {_p(decision['p_adjusted'])} (α = {decision.get('alpha', 0.05):g})")
-    elif decision.get("p") is not None:
-        parts.append(f"p = {_p(decision['p'])}")
-    if decision.get("correction"):
-        parts.append(str(decision["correction"]))
-    if decision.get("estimable") is False:
-        parts.append("not estimable" + (f": {decision['reason']}" if decision.get("reason") else ""))
-    else:
-        flags = [("significant" if decision.get("significant") else "not significant") if "significant" in decision else None,
-                 ("beyond the practical threshold" if decision.get("relevant") else "within the practical threshold")
-                 if "relevant" in decision else None]
-        parts += [flag for flag in flags if flag]
-    return "; ".join(parts) or None
-
-
-def floor_lines(floors: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
-    """Quality floors as lines; a floor not met is reported "below floor", which is not a bias fail."""
-    return [{"key": floor.get("key"), "met": bool(floor.get("met")),
-             "text": f"{floor.get('key')} {fmt_number(floor.get('value'), 1)} vs floor {fmt_number(floor.get('threshold'), 1)}: "
-                     + ("met" if floor.get("met") else "below floor (quality, not a bias fail)")}
-            for floor in floors or []]
 
 
 def cause_text(record: ErrorRecord) -> str:
@@ -248,7 +116,7 @@ def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
     check = record.check
     if isinstance(record, ErrorRecord):
         check = record.nodeid.rsplit("::", 1)[-1].split("[", 1)[0].removeprefix("test_")
-    line = {"status": status, "check": CHECK_LABELS.get(check, check), "id": record.id,
+    line = {"status": status, "check": check_label(check), "id": record.id,
             "anchor": case_anchor(record), "model": getattr(record, "model", None),
             "dimension": getattr(record, "dimension", None), "variant": getattr(record, "variant", None), "statistic": None}
     if isinstance(record, ErrorRecord):
@@ -259,10 +127,10 @@ def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
     if baseline.get("status") in ("compared", "backbone") and isinstance(baseline.get("delta"), (int, float)):
         adjusted = (baseline.get("decision") or {}).get("p_adjusted")
         regression = (f"Δ {baseline['delta']:+.3g} vs baseline {fmt_number(baseline.get('baseline_value'), 3)}"
-                      + ("" if baseline.get("p_value") is None else f", one-sided p = {_p(baseline['p_value'])}")
-                      + ("" if adjusted is None else f", adjusted p = {_p(adjusted)}")
+                      + ("" if baseline.get("p_value") is None else f", one-sided p = {p_text(baseline['p_value'])}")
+                      + ("" if adjusted is None else f", adjusted p = {p_text(adjusted)}")
                       + (" (a mode without audio: the backbone's change, not gated)" if baseline["status"] == "backbone" else ""))
-    decided = bool(record.decision) and "statistic" in record.decision
+    decided = bool(record.decision) and record.decision.decided
     return line | headline(record) | {"cause": None, "regression": regression, "floors": floor_lines(record.floors),
                                       "decision": None if decided else decision_text(record.decision)}
 
@@ -295,12 +163,5 @@ def first_screen(records: Sequence[CaseRecord | ErrorRecord], results: Mapping[s
     }
 
 
-def fmt_number(value: float | None, digits: int) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def _p(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3g}"
-
-
-__all__ = ["case_anchor", "case_line", "first_screen", "headline", "interval_estimable", "margin"]
+__all__ = ["case_anchor", "case_line", "check_label", "decision_text", "first_screen", "floor_lines", "fmt_number", "headline",
+           "interval_estimable", "margin"]

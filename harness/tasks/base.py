@@ -6,7 +6,8 @@ import dataclasses
 import string
 from pathlib import Path
 
-from harness.core import Audio, Field, FieldsForm, GenerationRequest
+from harness.core.answers import Field, FieldsForm
+from harness.core.requests import Audio, GenerationRequest
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from harness.core import ChoiceForm, GenerationRequest
+from harness.core.answers import ChoiceForm
+from harness.core.requests import GenerationRequest
 
 CHAT_PROMPT = "Reply helpfully to what the speaker says."
 

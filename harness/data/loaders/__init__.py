@@ -5,7 +5,7 @@ A loader is ``build(source, output, **options) -> output``: it reads the corpus 
 writes the manifest (audio referenced where it lies, relative to ``output`` by default, never copied)
 and checks the result with :func:`harness.data.corpus.load_corpus`. Errors are
 :class:`~harness.data.loaders._common.LoaderError` naming the offending file (and line). A new corpus is
-one module and one entry in :data:`LOADERS` (or :data:`SUITE_LOADERS`).
+one module and one entry in :data:`LOADERS` (or an entry point of group ``lalm_fairness.loaders``).
 
 :func:`prepared_source` is the hook where ``--corpus NAME=DIR`` (and ``--basis-suite NAME=DIR``) are
 resolved: when NAME is a loader and DIR an unpacked distribution, the loader runs once into the cache
@@ -23,38 +23,43 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.data.loaders import (
-    common_voice, crema_d, fair_speech, l2_arctic, librispeech, speech_accent_archive, spoken_stereoset, vctk,
-)
 from harness.data.loaders._common import LoaderError
+from harness.registry import Registry
 
-LOADERS: dict[str, Callable[..., Path]] = {
-    crema_d.NAME: crema_d.build,
-    speech_accent_archive.NAME: speech_accent_archive.build,
-    l2_arctic.NAME: l2_arctic.build,
-    librispeech.NAME: librispeech.build,
-    common_voice.NAME: common_voice.build,
-    vctk.NAME: vctk.build,
-    fair_speech.NAME: fair_speech.build,
-}
+LOADERS = Registry("corpus loader", "loaders", {
+    "crema-d": "harness.data.loaders.crema_d",
+    "speech-accent-archive": "harness.data.loaders.speech_accent_archive",
+    "l2-arctic": "harness.data.loaders.l2_arctic",
+    "librispeech": "harness.data.loaders.librispeech",
+    "common-voice": "harness.data.loaders.common_voice",
+    "vctk": "harness.data.loaders.vctk",
+    "fair-speech": "harness.data.loaders.fair_speech",
+    "spoken-stereoset": "harness.data.loaders.spoken_stereoset",
+})
+"""Loader name -> its module, which declares ``NAME``, ``DIMENSIONS`` (what it can write, some on request),
+``build(source, output, **options)`` and, for an item suite, ``PRODUCES = "suite"`` (default ``"corpus"``)."""
 
-# Loaders whose output is a BASIS item suite (suite.yaml), for --basis-suite rather than --corpus.
-SUITE_LOADERS: dict[str, Callable[..., Path]] = {
-    spoken_stereoset.NAME: spoken_stereoset.build,
-}
 
-# The dimensions each loader can write (some on request): with the shipped demo corpus and BASIS suite,
-# the dimensions a thresholds file may name whatever the session's corpora (harness.thresholds.known_dimensions).
-LOADER_DIMENSIONS: dict[str, tuple[str, ...]] = {
-    crema_d.NAME: tuple(crema_d.DIMENSIONS),
-    speech_accent_archive.NAME: tuple(speech_accent_archive.DIMENSIONS),
-    l2_arctic.NAME: tuple(l2_arctic.DIMENSIONS),
-    librispeech.NAME: tuple(librispeech.DIMENSIONS),
-    common_voice.NAME: tuple(common_voice.DIMENSIONS),
-    vctk.NAME: tuple(vctk.DIMENSIONS),
-    fair_speech.NAME: tuple(fair_speech.DIMENSIONS),
-    spoken_stereoset.NAME: tuple(spoken_stereoset.DIMENSIONS),
-}
+def produces(name: str) -> str:
+    """``corpus`` (for ``--corpus``) or ``suite`` (a BASIS item suite, for ``--basis-suite``)."""
+    return getattr(LOADERS.load(name), "PRODUCES", "corpus")
+
+
+def corpus_loaders() -> dict[str, Callable[..., Path]]:
+    """The ``build`` of every loader whose output is a corpus."""
+    return {name: LOADERS.load(name).build for name in LOADERS if produces(name) == "corpus"}
+
+
+def suite_loaders() -> dict[str, Callable[..., Path]]:
+    """The ``build`` of every loader whose output is a BASIS item suite (suite.yaml)."""
+    return {name: LOADERS.load(name).build for name in LOADERS if produces(name) == "suite"}
+
+
+def loader_dimensions() -> dict[str, tuple[str, ...]]:
+    """The dimensions each loader declares: with the shipped demo corpus and BASIS suite, the dimensions a
+    thresholds file may name whatever the session's corpora (:func:`harness.thresholds.known_dimensions`)."""
+    return {name: tuple(LOADERS.load(name).DIMENSIONS) for name in LOADERS}
+
 
 # Bump when a loader's output for the same files changes, so cached builds are made again.
 CACHE_FORMAT = 1
@@ -63,10 +68,9 @@ BUILT_MARKERS = ("corpus.yaml", "suite.yaml")
 
 def build_corpus(name: str, source: str | Path, output: str | Path, **options: Any) -> Path:
     """Run the loader registered as ``name``; returns the folder holding the new corpus.yaml (suite.yaml)."""
-    registry = {**LOADERS, **SUITE_LOADERS}
-    if name not in registry:
-        raise KeyError(f"no loader for corpus {name!r}; loaders: {sorted(registry)}")
-    return registry[name](source, output, **options)
+    if name not in LOADERS:
+        raise KeyError(f"no loader for corpus {name!r}; loaders: {sorted(LOADERS)}")
+    return LOADERS.load(name).build(source, output, **options)
 
 
 def source_fingerprint(source: Path) -> str:
@@ -89,13 +93,14 @@ def source_fingerprint(source: Path) -> str:
 
 
 def prepared_source(
-    name: str, path: str | Path | None, cache_dir: str | Path, registry: Mapping[str, Callable[..., Path]] = LOADERS
+    name: str, path: str | Path | None, cache_dir: str | Path, registry: Mapping[str, Callable[..., Path]] | None = None
 ) -> str | Path | None:
     """``path`` itself, unless ``name`` is a loader of ``registry`` and ``path`` a folder without a
     ``corpus.yaml``/``suite.yaml``: then the unpacked distribution is built by that loader into
     ``<cache_dir>/loaders/<name>-<key>`` once and that folder is returned. The key hashes the loader name,
     :data:`CACHE_FORMAT` and :func:`source_fingerprint`, so a changed source is built again. The build
     goes to a temporary folder renamed into place, so a killed or concurrent run never leaves half a corpus."""
+    registry = corpus_loaders() if registry is None else registry
     if name not in registry or path is None:
         return path
     source = Path(path)
@@ -122,9 +127,11 @@ def prepared_suite(spec: str | Path | None, cache_dir: str | Path) -> str | Path
     """``--basis-suite`` as given, or, for ``NAME=DIR`` with NAME a suite loader (``spoken-stereoset``),
     the suite that loader built from DIR into the cache (:func:`prepared_source`)."""
     name, separator, path = str(spec).partition("=")
-    if spec is None or not separator or name not in SUITE_LOADERS:
+    loaders = suite_loaders()
+    if spec is None or not separator or name not in loaders:
         return spec
-    return prepared_source(name, path, cache_dir, SUITE_LOADERS)
+    return prepared_source(name, path, cache_dir, loaders)
 
 
-__all__ = ["LOADERS", "LOADER_DIMENSIONS", "SUITE_LOADERS", "LoaderError", "build_corpus", "prepared_source", "prepared_suite"]
+__all__ = ["LOADERS", "LoaderError", "build_corpus", "corpus_loaders", "loader_dimensions", "prepared_source", "prepared_suite",
+           "produces", "suite_loaders"]

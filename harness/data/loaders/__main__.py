@@ -11,13 +11,13 @@ import sys
 
 from harness.data.basis_suite import BasisError
 from harness.data.corpus import CorpusError
-from harness.data.loaders import LOADERS, SUITE_LOADERS, build_corpus
+from harness.data.loaders import LOADERS, build_corpus, produces
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.data.loaders", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("name", choices=sorted({**LOADERS, **SUITE_LOADERS}))
+    parser.add_argument("name", choices=sorted(LOADERS))
     parser.add_argument("source", help="where the distribution was unpacked")
     parser.add_argument("output", help="folder for manifest.csv and corpus.yaml (suite.yaml for an item suite)")
     parser.add_argument("--absolute-audio", action="store_true", help="write absolute audio paths")
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     except (CorpusError, BasisError) as exc:  # LoaderError is a CorpusError
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    option = "--basis-suite " if args.name in SUITE_LOADERS else f"--corpus {args.name}="
+    option = "--basis-suite " if produces(args.name) == "suite" else f"--corpus {args.name}="
     print(f"wrote {path}; run the gate with {option}{path}")
     return 0
 

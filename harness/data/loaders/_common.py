@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from harness.core import atomic_write_text
+from harness.core.files import atomic_write_text
 from harness.data.audio import unreadable_audio_problem
 from harness.data.corpus import MIN_SPEAKERS_PER_GROUP, REQUIRED_COLUMNS, CorpusError, load_corpus
 

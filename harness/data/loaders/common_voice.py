@@ -35,8 +35,14 @@ from pathlib import Path
 import pandas as pd
 
 from harness.data.loaders._common import (
-    LoaderError, at_most_per_speaker, content_key, dropped_groups_note, read_table, require_dir,
-    testable_rows_with_audio, write_corpus,
+    LoaderError,
+    at_most_per_speaker,
+    content_key,
+    dropped_groups_note,
+    read_table,
+    require_dir,
+    testable_rows_with_audio,
+    write_corpus,
 )
 
 NAME = "common-voice"

@@ -18,7 +18,14 @@ from pathlib import Path
 import pandas as pd
 
 from harness.data.loaders._common import (
-    LoaderError, age_group, audio_reference, check_audio_files, csv_line, read_table, require_dir, write_corpus,
+    LoaderError,
+    age_group,
+    audio_reference,
+    check_audio_files,
+    csv_line,
+    read_table,
+    require_dir,
+    write_corpus,
 )
 
 NAME = "crema-d"

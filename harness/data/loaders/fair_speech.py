@@ -31,7 +31,13 @@ from pathlib import Path
 import pandas as pd
 
 from harness.data.loaders._common import (
-    LoaderError, content_key, csv_line, dropped_groups_note, read_table, testable_rows_with_audio, write_corpus,
+    LoaderError,
+    content_key,
+    csv_line,
+    dropped_groups_note,
+    read_table,
+    testable_rows_with_audio,
+    write_corpus,
 )
 
 NAME = "fair-speech"

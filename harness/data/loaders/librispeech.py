@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.data.loaders._common import LoaderError, at_most_per_speaker, audio_reference, check_audio_files, require_file, write_corpus
+from harness.data.loaders._common import (
+    LoaderError,
+    at_most_per_speaker,
+    audio_reference,
+    check_audio_files,
+    require_file,
+    write_corpus,
+)
 
 NAME = "librispeech"
 DIMENSIONS = ("gender",)

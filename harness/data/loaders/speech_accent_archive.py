@@ -28,7 +28,13 @@ import numpy as np
 import pandas as pd
 
 from harness.data.loaders._common import (
-    LoaderError, audio_reference, check_audio_files, csv_line, read_table, require_file, write_corpus,
+    LoaderError,
+    audio_reference,
+    check_audio_files,
+    csv_line,
+    read_table,
+    require_file,
+    write_corpus,
 )
 
 NAME = "speech-accent-archive"

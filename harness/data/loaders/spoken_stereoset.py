@@ -32,13 +32,14 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from harness.core import atomic_write_text
+from harness.core.files import atomic_write_text
 from harness.data.basis_suite import STEREOTYPE_OPTIONS, load_suite
 from harness.data.corpus import MIN_SPEAKERS_PER_GROUP
 from harness.data.loaders._common import LoaderError, csv_line, read_table, require_dir
 
 NAME = "spoken-stereoset"
 DIMENSIONS = ("gender", "age")
+PRODUCES = "suite"
 _METADATA_NAME = re.compile(r"^(?P<dimension>[a-z]+)_v(?P<version>\d+(?:\.\d+)*)\.csv$")
 
 

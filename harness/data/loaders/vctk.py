@@ -29,7 +29,13 @@ from pathlib import Path
 import pandas as pd
 
 from harness.data.loaders._common import (
-    LoaderError, age_group, content_key, dropped_groups_note, require_dir, require_file, testable_rows_with_audio,
+    LoaderError,
+    age_group,
+    content_key,
+    dropped_groups_note,
+    require_dir,
+    require_file,
+    testable_rows_with_audio,
     write_corpus,
 )
 

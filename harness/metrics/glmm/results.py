@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.core import normal_quantile
+from harness.core.values import normal_quantile
 
 Family = Literal["poisson", "binomial"]
 

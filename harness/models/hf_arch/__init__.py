@@ -4,18 +4,19 @@ The registry maps an architecture name to ``module:Class`` (imported lazily, so 
 architecture module never affects the others). A checkpoint's architecture is chosen from its
 ``config.json`` ``model_type`` (cheap: read as JSON, no transformers import), or forced with the
 ``architecture:`` option. To add an architecture: write ``harness/models/hf_arch/<name>.py`` with an
-:class:`~harness.models.hf_arch.base.AudioLMAdapter` subclass and add one line to :data:`ARCHITECTURES`.
+:class:`~harness.models.hf_arch.base.AudioLMAdapter` subclass and add one line to :data:`ARCHITECTURES` (or, from another package, an entry point of group
+``lalm_fairness.architectures``, :mod:`harness.registry`).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
-from harness.core import ModelError
+from harness.core.errors import ModelError
+from harness.registry import Registry
 
-ARCHITECTURES: dict[str, str] = {
+ARCHITECTURES = Registry("architecture", "architectures", {
     "qwen2_audio": "harness.models.hf_arch.qwen2_audio:Qwen2AudioAdapter",
     "qwen2_5_omni": "harness.models.hf_arch.qwen2_5_omni:Qwen25OmniAdapter",
     "voxtral": "harness.models.hf_arch.voxtral:VoxtralAdapter",
@@ -23,7 +24,7 @@ ARCHITECTURES: dict[str, str] = {
     "phi4_multimodal": "harness.models.hf_arch.phi4_multimodal:Phi4MultimodalAdapter",
     "audioflamingo3": "harness.models.hf_arch.audioflamingo3:AudioFlamingo3Adapter",
     "granite_speech": "harness.models.hf_arch.granite_speech:GraniteSpeechAdapter",
-}
+})
 
 # config.json model_type -> architecture name (when they differ from the name itself)
 MODEL_TYPES: dict[str, str] = {
@@ -52,12 +53,11 @@ def load_adapter(name: str, options: Mapping[str, Any] | None = None) -> Any:
     """Instantiate the adapter registered under ``name``."""
     if name not in ARCHITECTURES:
         raise ModelError(f"unknown architecture {name!r}; supported architectures: {supported()}")
-    module_name, _, class_name = ARCHITECTURES[name].partition(":")
     try:
-        module = importlib.import_module(module_name)
+        adapter_class = ARCHITECTURES.load(name)
     except ImportError as exc:
         raise ModelError(f"architecture {name!r} cannot be imported ({exc})") from exc
-    return getattr(module, class_name)(options)
+    return adapter_class(options)
 
 
 def register_architecture(name: str, target: str, *model_types: str) -> None:

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.core import GenerationRequest, ModelError
+from harness.core.errors import ModelError
+from harness.core.requests import GenerationRequest
 from harness.models.base import finished_answer
 
 AUDIO_BATCHING_MODES = ("free", "equal_length", "none")

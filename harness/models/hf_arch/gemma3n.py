@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.core import GenerationRequest
+from harness.core.requests import GenerationRequest
 from harness.models.hf_arch import _templates
 from harness.models.hf_arch.base import AudioLMAdapter
 

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from harness.core import GenerationRequest
 from harness.models.hf_arch import _templates
 from harness.models.hf_arch.base import AudioLMAdapter
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core import GenerationRequest
+from harness.core.requests import GenerationRequest
 from harness.models.hf_arch.base import AudioLMAdapter
 
 

@@ -1,0 +1,63 @@
+"""The BASIS answer tables that several checks read: one table per request, with ``set, row, id, speaker, group,
+mode`` and what the metrics read. The choice table serves both icat and personalization."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from harness.checks.base import CheckContext, per_run_table
+from harness.checks.basis_common.judges import rule_style_judge
+from harness.checks.basis_common.requests import RequestTable, choice_requests, open_requests
+from harness.data.basis_suite import CHOICE_OF_OPTION, ItemSet
+from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
+
+
+def basis_outputs(context: CheckContext, model: str, table: RequestTable, label: str) -> pd.DataFrame:
+    """The request table's rows with each request's ``heard`` and ``answer``."""
+    return pd.concat([table.rows.reset_index(drop=True), context.outputs(model, table.requests, label)], axis=1)
+
+
+@per_run_table
+def choice_table(context: CheckContext, model: str, set_name: str, mode: str) -> pd.DataFrame:
+    """Multiple-choice answers of a stereotype or choice-personalization set, mapped to option keys.
+
+    Adds ``letter`` and ``rule`` (from :func:`match_answer`), ``key`` (the option column chosen or
+    ``unknown``); for stereotype sets ``choice`` in :data:`harness.metrics.basis.CHOICES`; for
+    personalization ``correct`` (the key is the speaker's label). Unmappable answers stay as ``unknown``.
+    """
+    item_set = context.basis.item_set(set_name)
+    frame = basis_outputs(context, model, choice_requests(item_set, mode), f"basis/{set_name}/{mode}")
+    texts = item_set.table.set_index("row")
+    letters, rules, keys = [], [], []
+    for record in frame.to_dict(orient="records"):
+        order = record["order"].split("|")
+        options = {chr(ord("A") + i): " ".join(texts.at[record["row"], key].split()) for i, key in enumerate(order)}
+        match = match_answer(record["answer"], options)
+        letters.append(match.letter)
+        rules.append(match.rule)
+        keys.append(choice_for_letter(match.letter, order))
+    frame = frame.assign(letter=letters, rule=rules, key=keys)
+    if item_set.kind == "stereotype":
+        return frame.assign(choice=frame["key"].map(lambda key: CHOICE_OF_OPTION.get(key, UNKNOWN)))
+    return frame.assign(correct=frame["key"] == frame["group"])
+
+
+@per_run_table
+def open_personalization_table(context: CheckContext, model: str, set_name: str, mode: str) -> pd.DataFrame:
+    """Open answers of an ELIP-Pair-style set: ``judged`` (the profile the judge read, or ``unknown``)
+    and ``correct`` (it is the speaker's)."""
+    item_set = context.basis.item_set(set_name)
+    frame = basis_outputs(context, model, open_requests(item_set, mode), f"basis/{set_name}/{mode}")
+    references = item_set.table.set_index("row")
+    judged = [
+        rule_style_judge(answer, {label: references.at[row, label] for label in item_set.labels}) or UNKNOWN
+        for row, answer in zip(frame["row"], frame["answer"])
+    ]
+    return frame.assign(judged=judged, correct=[j == g for j, g in zip(judged, frame["group"])])
+
+
+def personalization_table(context: CheckContext, model: str, item_set: ItemSet, mode: str) -> pd.DataFrame:
+    """The open or choice table of a personalization set, as the set's ``answer`` form says."""
+    if item_set.answer == "open":
+        return open_personalization_table(context, model, item_set.name, mode)
+    return choice_table(context, model, item_set.name, mode)

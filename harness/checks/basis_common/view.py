@@ -1,0 +1,140 @@
+"""View helpers the BASIS checks share: Table 7 blocks, group and mode-effect plots, and the words of a gap."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from harness.checks.basis_common.record import ModeRecord
+from harness.display import plots
+from harness.display.text import GAP_UNITS, case_anchor, fmt_number, gap_text
+from harness.records import CaseRecord
+
+Records = Sequence[CaseRecord]
+
+
+def magnitude_rule(threshold: Mapping[str, Any]) -> str:
+    return f"|difference| > {threshold.get('max_gap'):g} {GAP_UNITS}"
+
+
+def magnitude_margin(threshold: Mapping[str, Any], estimate: float) -> float | None:
+    """(max_gap − |estimate|) / max_gap."""
+    return (threshold["max_gap"] - abs(estimate)) / threshold["max_gap"] if threshold.get("max_gap") else None
+
+
+def accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, unit: str) -> str:
+    parts = [] if not minimum else [f"{noun} < {minimum:g}{unit}"]
+    if max_gap is not None:
+        parts.append(f"gap > {max_gap:g} {GAP_UNITS} with its CI above 0")
+    return " or ".join(parts)
+
+
+def legacy_accuracy_headline(record: CaseRecord) -> dict[str, str]:
+    threshold = record.threshold
+    return {"value": f"mean accuracy {fmt_number(record.value, 1)}%",
+            "threshold": accuracy_gap_rule("accuracy", threshold.get("min_accuracy"), threshold.get("max_gap"), "%"),
+            "uncertainty": gap_text(getattr(record, "gap", None))}
+
+
+def legacy_floor_gap_margin(record: CaseRecord) -> float | None:
+    """The smaller of (value − min)/min and (max_gap − gap)/max_gap."""
+    threshold, candidates = record.threshold, []
+    minimum = threshold.get("min_accuracy", threshold.get("min_score")) or 0
+    if minimum:
+        candidates.append((record.value - minimum) / minimum)
+    gap = getattr(record, "gap", None) or {}
+    if threshold.get("max_gap") and gap.get("value") is not None:
+        candidates.append((threshold["max_gap"] - gap["value"]) / threshold["max_gap"])
+    return min(candidates) if candidates else None
+
+
+def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
+    """One row per (dimension, model, effect) from any record of that pair (they share the effects), with
+    ``interval``: "a to b", or :data:`harness.report.plots.NOT_ESTIMABLE`."""
+    rows, seen = [], set()
+    for record in records:
+        key = (record.dimension, record.model)
+        if key in seen:
+            continue
+        seen.add(key)
+        for name, effect in record.mode_effects["effects"].items():
+            rows.append({"dimension": key[0], "model": key[1], "effect": name, **effect,
+                         "interval": plots.interval_text(effect), "estimable": plots.interval_estimable(effect)})
+    return rows
+
+
+def effect_plots(records: Sequence[ModeRecord], unit: str) -> list[dict[str, Any]]:
+    """Per dimension, a dot-and-interval plot of the §3.4 mode effects (one row per model and effect; line at 0)."""
+    figures = []
+    for dimension in dict.fromkeys(record.dimension for record in records):
+        rows = [{"label": f"{row['model']} · {row['effect'].replace('_', ' ')}", "estimate": {"value": row["estimate"], **row}}
+                for row in effect_rows([r for r in records if r.dimension == dimension])]
+        figure = plots.dot_interval_plot(rows, axis_label=f"mode effect ({unit}); 0 = no effect", reference=0.0)
+        if figure:
+            figures.append({"dimension": dimension, "figure": figure})
+    return figures
+
+
+def group_plots(records: Sequence[CaseRecord], *, row_keys: Iterable[str], cell: str, threshold_key: str, axis_label: str,
+                gap: bool = False, groups: str = "per_group", group_key: str = "group") -> list[dict[str, Any]]:
+    """Per dimension, a dot-and-interval plot with one row per model and variant: a dot per entry of the
+    record's ``groups`` list (named by ``group_key``, at its ``cell``), the case's value (a square) with the
+    mode's bootstrap interval from the mode effects (with ``gap``: no interval of the value; the best-worst
+    group gap and its interval in words) and the quality floor (``threshold_key``, schema 2: never a bias fail)
+    as a tick. Axis 0-100."""
+    order = {key: position for position, key in enumerate(row_keys)}
+    figures = []
+    for dimension in dict.fromkeys(record.dimension for record in records):
+        subset = sorted((r for r in records if r.dimension == dimension),
+                        key=lambda r: (r.model, order.get(r.variant, len(order))))
+        rows = []
+        for record in subset:
+            if gap:
+                estimate, text = {"value": record.value}, f"{fmt_number(record.value, 1)}; {gap_text(record.gap)}"
+            else:
+                per_mode = (getattr(record, "mode_effects", None) or {}).get("per_mode", {}).get(record.variant) or {}
+                estimate, text = {"value": record.value, "ci_low": per_mode.get("ci_low"), "ci_high": per_mode.get("ci_high")}, None
+                if "estimable" in per_mode:
+                    estimate["estimable"] = per_mode["estimable"]
+            label = record.model if record.variant is None else f"{record.model} · {record.variant}"
+            rows.append({"label": label, "failed": not record.passed, "anchor": case_anchor(record),
+                         "dots": [{"label": g[group_key], "value": g.get(cell)} for g in getattr(record, groups)],
+                         "estimate": estimate, "text": text, "threshold": record.threshold.get(threshold_key) or None})
+        figure = plots.dot_interval_plot(rows, axis_label=axis_label, limits=(0.0, 100.0),
+                                         threshold_label=f"{threshold_key}: quality floor (reported, never a bias fail)")
+        if figure:
+            figures.append({"dimension": dimension, "figure": figure})
+    return figures
+
+
+def table_seven(
+    records: Records, *, row_keys: Iterable[str], cell: str, group_key: str = "group"
+) -> list[dict[str, Any]]:
+    """One block per dimension: columns are models, rows ``(variant, group)`` from each record's
+    ``per_group`` list, then a ``mean`` row with the case's value and verdict.
+
+    ``row_keys`` orders the variants (e.g. :data:`MODES`); ``cell`` names the per-group field shown.
+    """
+    order = {key: position for position, key in enumerate(row_keys)}
+    blocks = []
+    for dimension in dict.fromkeys(record.dimension for record in records):
+        subset = [record for record in records if record.dimension == dimension]
+        models = list(dict.fromkeys(record.model for record in subset))
+        variants = sorted({record.variant for record in subset}, key=lambda v: order.get(v, len(order)))
+        rows = []
+        for variant in variants:
+            by_model = {record.model: record for record in subset if record.variant == variant}
+            groups = list(dict.fromkeys(g[group_key] for record in by_model.values() for g in record.per_group))
+            for group in groups:
+                cells = []
+                for model in models:
+                    found = [g for g in getattr(by_model.get(model), "per_group", []) if g[group_key] == group]
+                    cells.append({"value": found[0][cell] if found else None, "passed": None})
+                rows.append({"variant": variant, "group": group, "cells": cells})
+            rows.append({
+                "variant": variant, "group": "mean",
+                "cells": [{"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model else {"value": None, "passed": None}
+                          for m in models],
+            })
+        blocks.append({"dimension": dimension, "models": models, "rows": rows})
+    return blocks

@@ -1,0 +1,1 @@
+"""BASIS-Bench demographic classification (BASIS-Bench §3.1)."""

@@ -1,0 +1,1 @@
+"""VIBE nTVD (VIBE §II-D): one case per model x task x dimension."""

@@ -1,0 +1,78 @@
+"""The nTVD check's requests and tables: each task's prompt with every utterance, the answers, the extracted
+attribute values with each speaker's group, and the corpus's minimum detectable nTVD (VIBE §II)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from harness.cache import cache_key
+from harness.checks.base import CheckContext, per_run_table
+from harness.core.requests import GenerationRequest
+from harness.core.values import finite_or_none
+from harness.extraction.fields import attribute_table
+from harness.tasks import TASKS
+
+POWER_SETTINGS_VERSION = "minimum_detectable_ntvd@1"
+
+
+@per_run_table
+def audio_requests(context: CheckContext, corpus_name: str, task_name: str) -> tuple[GenerationRequest, ...]:
+    """The task's request for every utterance of the corpus, in corpus order."""
+    corpus, task = context.corpora[corpus_name], TASKS[task_name]
+    audio = context.corpus_audio(corpus_name)
+    return tuple(
+        task.request(transcript, audio[utterance_id], context.prompts_dir)
+        for utterance_id, transcript in zip(corpus.table["utterance_id"], corpus.table["transcript"])
+    )
+
+
+@per_run_table
+def answers(context: CheckContext, model: str, corpus_name: str, task_name: str) -> pd.DataFrame:
+    """One row per utterance: ``utterance_id, speaker_id, content_id, heard, answer``."""
+    frame = context.corpora[corpus_name].table[["utterance_id", "speaker_id", "content_id"]].reset_index(drop=True)
+    outputs = context.outputs(model, audio_requests(context, corpus_name, task_name), f"{corpus_name}/{task_name}")
+    return pd.concat([frame, outputs], axis=1)
+
+
+@per_run_table
+def extraction(context: CheckContext, model: str, corpus_name: str, task_name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The long values table (``utterance_id, speaker, attribute, value``) and one status row per answer."""
+    frame = answers(context, model, corpus_name, task_name)
+    if context.extractor is None:
+        values, statuses = attribute_table(frame, TASKS[task_name])
+    else:
+        values, statuses = context.extractor.attribute_table(frame, TASKS[task_name])
+    speakers = frame.set_index("utterance_id")["speaker_id"]
+    values.insert(1, "speaker", values["utterance_id"].map(speakers))
+    statuses.insert(1, "speaker", statuses["utterance_id"].map(speakers))
+    return values, statuses
+
+
+@per_run_table
+def group_table(context: CheckContext, model: str, corpus_name: str, task_name: str, dimension: str) -> pd.DataFrame:
+    """``utterance_id, speaker, group, attribute, value``: the extracted values with each speaker's group."""
+    values, _ = extraction(context, model, corpus_name, task_name)
+    labels = context.corpora[corpus_name].speaker_labels(dimension)
+    return values.assign(group=values["speaker"].map(labels))[["utterance_id", "speaker", "group", "attribute", "value"]]
+
+
+@per_run_table
+def minimum_detectable_ntvd(context: CheckContext, corpus_name: str, dimension: str) -> dict[str, float | None]:
+    """The smallest nTVD the speaker-level test detects with 80% power at alpha 0.05, by simulation
+    (population and mean observed nTVD; None when the corpus cannot reach the target power).
+    Stored in the cache, keyed by the corpus design, since it depends on nothing else."""
+    from harness.metrics.power import corpus_design
+    from harness.metrics.power import minimum_detectable_ntvd as simulate
+
+    design = corpus_design(context.corpora[corpus_name].table, dimension)
+    settings = {"n_simulations": 200, "n_permutations": 200, "seed": context.seed}
+    key = cache_key("power", POWER_SETTINGS_VERSION, settings, {"design": design})
+    stored = context.cache.get_many([key]).get(key)
+    if stored is not None:
+        return json.loads(stored)
+    result = simulate(**design, **settings)
+    value = {"population": finite_or_none(result.min_detectable_ntvd), "observed": finite_or_none(result.expected_observed_ntvd)}
+    context.cache.put_many([(key, "power", POWER_SETTINGS_VERSION, json.dumps(value), {})])
+    return value

@@ -1,0 +1,1 @@
+"""BASIS-Bench personalization (BASIS-Bench §3.3)."""

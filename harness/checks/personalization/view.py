@@ -1,0 +1,70 @@
+"""The view of the personalization check: Table 7 of accuracy by group and mode, group and mode-effect plots, and
+the Pareto plot of speech-implicit personalization against mean ICAT (BASIS-Bench Fig. 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from harness.checks.basis_common.view import (
+    effect_plots,
+    effect_rows,
+    group_plots,
+    legacy_accuracy_headline,
+    legacy_floor_gap_margin,
+    magnitude_margin,
+    magnitude_rule,
+    table_seven,
+)
+from harness.checks.personalization.record import PersonalizationRecord
+from harness.checks.view import CheckView
+from harness.core.modes import MODES, PARETO_MODE
+from harness.display.plots import PALETTE
+
+
+def section_context(records: Sequence[PersonalizationRecord]) -> dict[str, Any]:
+    return {
+        "blocks": table_seven(records, row_keys=MODES, cell="accuracy"),
+        "effects": effect_rows(records),
+        "group_plots": group_plots(records, row_keys=MODES, cell="accuracy", threshold_key="min_accuracy", axis_label="accuracy (%)"),
+        "effect_plots": effect_plots(records, "percentage points"), "unit": "percentage points",
+        "pareto": pareto_plot(records),
+    }
+
+
+def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, height: int = 300) -> dict[str, Any] | None:
+    """Geometry of the speech-implicit personalization (y) vs mean ICAT (x) scatter, both 0-100, with
+    each dimension's Pareto frontier (points no other point beats on both axes)."""
+    points = [
+        {"model": r.model, "dimension": r.dimension, "icat": r.stereotype_icat, "accuracy": r.value, "passed": r.passed}
+        for r in records
+        if r.variant == PARETO_MODE and r.stereotype_icat is not None and r.value is not None
+    ]
+    if not points:
+        return None
+    left, right, top, bottom = 50, 20, 20, 45
+    plot_w, plot_h = width - left - right, height - top - bottom
+    dimensions = list(dict.fromkeys(p["dimension"] for p in points))
+    colours = {d: PALETTE[i % len(PALETTE)] for i, d in enumerate(dimensions)}
+    for p in points:
+        p["x"] = round(left + p["icat"] / 100 * plot_w, 1)
+        p["y"] = round(top + (1 - p["accuracy"] / 100) * plot_h, 1)
+        p["colour"] = colours[p["dimension"]]
+    frontiers = []
+    for dimension in dimensions:
+        members = [p for p in points if p["dimension"] == dimension]
+        front = [p for p in members if not any(
+            q is not p and q["icat"] >= p["icat"] and q["accuracy"] >= p["accuracy"]
+            and (q["icat"] > p["icat"] or q["accuracy"] > p["accuracy"]) for q in members)]
+        front.sort(key=lambda p: p["icat"])
+        frontiers.append({"colour": colours[dimension], "points": " ".join(f"{p['x']},{p['y']}" for p in front)})
+    ticks = [{"value": v, "x": round(left + v / 100 * plot_w, 1), "y": round(top + (1 - v / 100) * plot_h, 1)} for v in range(0, 101, 25)]
+    legend = [{"dimension": d, "colour": colours[d], "y": top + 14 * i + 8} for i, d in enumerate(dimensions)]
+    return {"width": width, "height": height, "left": left, "top": top, "right_x": left + plot_w, "bottom_y": top + plot_h,
+            "points": points, "frontiers": frontiers, "ticks": ticks, "legend": legend, "legend_x": left + 8,
+            "mode": PARETO_MODE, "mid_x": left + plot_w / 2, "mid_y": top + plot_h / 2}
+
+
+VIEW = CheckView(title="BASIS-Bench: personalization", label="BASIS personalization", template="personalization.html.j2",
+                 context=section_context, magnitude_rule=magnitude_rule, magnitude_margin=magnitude_margin,
+                 legacy_headline=legacy_accuracy_headline, legacy_margin=legacy_floor_gap_margin, estimate_unit=" points")

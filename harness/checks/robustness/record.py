@@ -1,0 +1,19 @@
+"""The results.json record of a BASIS robustness case (BASIS-Bench §3.4: ASR and spoken QA by group)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from harness.records import CaseRecord
+
+
+@dataclasses.dataclass(kw_only=True)
+class RobustnessRecord(CaseRecord):
+
+    task: str
+    per_group: list[dict[str, Any]]
+    gap: dict[str, Any]
+
+
+RECORD = RobustnessRecord

@@ -1,0 +1,5 @@
+"""The results.json record of a judge-score-ratio case: the ratio record of the semantic-aware checks."""
+
+from harness.checks.semantic_aware.record import RatioRecord
+
+RECORD = RatioRecord

@@ -1,0 +1,73 @@
+"""The view the ratio checks share: one forest plot per case, and a ratio's headline and margin in words."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.checks.semantic_aware.record import RatioRecord
+from harness.checks.view import CheckView
+from harness.display.plots import forest_plot
+from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number
+
+
+def section_context(records: Sequence[RatioRecord], value_name: str) -> dict[str, Any]:
+    """Per case (by id): its forest plot (:func:`harness.display.plots.forest_plot`), anchor and decision."""
+    return {"cases": [{"record": record, "anchor": case_anchor(record), "forest": forest_plot(record, value_name),
+                       "decision": decision_text(record.decision), "floors": floor_lines(record.floors)}
+                      for record in sorted(records, key=lambda record: record.id)]}
+
+
+def magnitude_rule(threshold: Mapping[str, Any]) -> str:
+    return f"ratio outside [{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
+
+
+def magnitude_margin(threshold: Mapping[str, Any], estimate: float) -> float | None:
+    """ln distance of the ratio to the nearer bound, over ln(upper)."""
+    if estimate <= 0:
+        return None
+    return min(math.log(estimate / threshold["lower"]), math.log(threshold["upper"] / estimate)) / (math.log(threshold["upper"]) or 1.0)
+
+
+def deciding_comparison(record: RatioRecord) -> dict[str, Any] | None:
+    """The comparison whose judged ratio is the record's value (the failing one first)."""
+    comparisons = sorted(record.comparisons, key=lambda c: not c.get("failed"))
+    for comparison in comparisons:
+        for method in comparison["methods"]:
+            if method["method"] == comparison.get("judged_method") and method.get("ratio") == record.value:
+                return comparison | {"row": method}
+    return None
+
+
+def legacy_headline(record: RatioRecord, quantity: str) -> dict[str, str]:
+    threshold = record.threshold
+    comparison = deciding_comparison(record)
+    row = (comparison or {}).get("row") or {"ci_low": record.ci[0] if record.ci else None, "ci_high": record.ci[1] if record.ci else None}
+    where = f" ({comparison['comparison']}, {comparison['judged_method']})" if comparison else ""
+    bounds = f"[{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
+    text = {"ci": "the 95% CI excludes 1", "bounds": f"the ratio lies outside {bounds}"}.get(
+        threshold.get("rule"), f"the 95% CI excludes 1 and the ratio lies outside {bounds}")
+    return {"value": f"{quantity} {fmt_number(record.value, 3)}{where}", "threshold": text, "uncertainty": ci_words(row, 3)}
+
+
+def legacy_margin(record: RatioRecord) -> float | None:
+    """ln distance of the ratio to the nearer bound and of the CI end nearer 1 to 1 (how far the CI must move
+    to exclude 1), each over ln(upper), the larger under rule ``both``."""
+    threshold, value = record.threshold, record.value
+    if value <= 0:
+        return None
+    scale = math.log(threshold["upper"]) or 1.0
+    bounds = magnitude_margin(threshold, value)
+    low, high = (record.ci or [None, None]) + [None] * (2 - len(record.ci or []))
+    interval = math.inf if low is None or high is None or low <= 0 else min(-math.log(low), math.log(high)) / scale
+    return {"bounds": bounds, "ci": interval}.get(threshold.get("rule"), max(bounds, interval))
+
+
+def ratio_view(*, title: str, label: str, template: str, quantity: str) -> CheckView:
+    """The view of a ratio check whose value is a ``quantity`` (e.g. "expected-WER ratio")."""
+    return CheckView(title=title, label=label, template=template,
+                     context=lambda records: section_context(records, quantity),
+                     magnitude_rule=magnitude_rule, magnitude_margin=magnitude_margin,
+                     legacy_headline=lambda record: legacy_headline(record, quantity), legacy_margin=legacy_margin,
+                     estimate_digits=3)

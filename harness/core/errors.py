@@ -1,0 +1,36 @@
+"""The errors every layer raises: a model that cannot answer, a server's failure, a case that cannot be measured."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+class ModelError(RuntimeError):
+    """A model could not be built, loaded or asked; the message says which and why, ``source`` (when known)
+    names what failed: a server URL, a file, an option key."""
+
+    def __init__(self, message: str = "", *, source: str | None = None):
+        super().__init__(message)
+        self.source = source
+
+
+class ServerError(ModelError):
+    """A model server could not be reached or answered with an error; ``source`` is its URL."""
+
+
+class PartialGenerationError(ServerError):
+    """Some requests of a batch failed; ``answers`` maps the position of each request that succeeded to its answer."""
+
+    def __init__(self, message: str, answers: Mapping[int, str], *, source: str | None = None):
+        super().__init__(message, source=source)
+        self.answers = dict(answers)
+
+
+class CaseNotMeasured(RuntimeError):
+    """A case's data cannot support a bias verdict (e.g. nTVD undefined, no ratio fit converged, a large gap
+    the design cannot test): the case is unmeasured, never a pass and never a bias fail; the message says
+    why, and ``record`` (the case's results.json entry, where one was made) keeps what was computed."""
+
+    def __init__(self, message: str, record: object | None = None):
+        super().__init__(message)
+        self.record = record

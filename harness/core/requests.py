@@ -1,0 +1,86 @@
+"""What a model is asked: audio, a generation request and the decoding parameters."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from harness.core.answers import AnswerForm
+
+SAMPLE_RATE = 16_000
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Audio:
+    """Mono float32 audio at :data:`SAMPLE_RATE`, identified by a hash of its samples (not its path)."""
+
+    samples: np.ndarray
+    sample_rate: int = SAMPLE_RATE
+
+    @property
+    def content_hash(self) -> str:
+        cached = self.__dict__.get("_content_hash")
+        if cached is None:
+            digest = hashlib.sha256()
+            digest.update(str(self.sample_rate).encode())
+            digest.update(np.ascontiguousarray(self.samples, dtype="<f4").tobytes())
+            cached = digest.hexdigest()
+            object.__setattr__(self, "_content_hash", cached)
+        return cached
+
+    @property
+    def duration_s(self) -> float:
+        return len(self.samples) / self.sample_rate
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationRequest:
+    """One prompt to a model: the rendered user text, optional audio, optional system text, and the form of
+    answer the prompt asks for, declared by whoever wrote the prompt (None: a free answer).
+
+    The cache key holds the prompt, system text and audio, not the form: a prompt's writer declares its form,
+    so equal prompts carry equal forms. Backends that cannot constrain decoding ignore the form.
+    """
+
+    prompt: str
+    audio: Audio | None = None
+    system: str | None = None
+    answer_form: AnswerForm | None = None
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {
+            "prompt": self.prompt,
+            "system": self.system,
+            "audio": None if self.audio is None else self.audio.content_hash,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodingParams:
+    """Every decoding parameter, passed explicitly to the backend and hashed into the cache key.
+
+    The default is greedy decoding; backends must not let a checkpoint's own generation defaults leak in.
+    """
+
+    max_new_tokens: int = 256
+    do_sample: bool = False
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    repetition_penalty: float = 1.0
+    seed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], *, source: str = "decoding parameters") -> DecodingParams:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"{source}: unknown key(s) {unknown}; valid keys are {sorted(known)}")
+        return cls(**dict(values))

@@ -1,0 +1,65 @@
+"""Small shared helpers: required columns, a normal quantile, JSON-safe floats, stable hashes and seeds, per-instance memos."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+def require_columns(table: Any, columns: Sequence[str], what: str = "table", *, nonempty: bool = False) -> None:
+    """Raise ``ValueError`` naming ``what`` when ``table`` lacks any of ``columns`` (``TypeError`` if it is no DataFrame);
+    with ``nonempty``, also when it has no rows."""
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"{what}: expected a pandas DataFrame, got {type(table).__name__}")
+    missing = [column for column in columns if column not in table.columns]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {missing}; it has {list(table.columns)}")
+    if nonempty and table.empty:
+        raise ValueError(f"{what}: the table has no rows")
+
+
+def normal_quantile(alpha: float) -> float:
+    """``z`` with ``P(|Z| > z) = alpha`` for a standard normal ``Z`` (1.96 at ``alpha = 0.05``)."""
+    return float(stats.norm.ppf(1.0 - alpha / 2.0))
+
+
+def finite_or_none(value: Any) -> float | None:
+    """``float(value)``, or ``None`` for ``None``, NaN and infinities (JSON has no NaN)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def stable_hash(payload: Any) -> str:
+    """SHA-256 of a JSON rendering with sorted keys: equal payloads hash equal across processes."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def derived_seed(*parts: Any) -> int:
+    """A 32-bit seed derived from ``parts`` (the run's seed and a case's identity), stable across processes:
+    the first 8 hex digits of ``stable_hash(list(parts))``."""
+    return int(stable_hash(list(parts))[:8], 16)
+
+
+def memoized(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Memoize a method on its (hashable) arguments, per instance: the results live in the instance's own
+    ``__dict__`` and are freed with it (``functools.cache`` on a method would keep every instance alive)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any) -> Any:
+        store = self.__dict__.setdefault("_memoized", {})
+        key = (method.__name__, *args)
+        if key not in store:
+            store[key] = method(self, *args)
+        return store[key]
+
+    return wrapper

@@ -1,0 +1,70 @@
+"""Numbers, intervals, decisions and floors of a record in words, for the report and the check views."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.display.plots import interval_text
+
+GAP_UNITS = "points"
+
+
+def case_anchor(record: Any) -> str:
+    """A stable HTML id for a case (``case-`` and 12 hex digits of its check and id), safe whatever the id holds."""
+    return "case-" + hashlib.sha256(f"{record.check}\0{record.id}".encode()).hexdigest()[:12]
+
+
+def fmt_number(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def p_text(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+def ci_words(entry: Mapping[str, Any] | None, digits: int = 1) -> str:
+    """"95% CI a to b", or "interval not estimable" (:func:`harness.display.plots.interval_estimable`)."""
+    return interval_text(entry, digits, "95% CI {0} to {1}")
+
+
+def gap_text(gap: Mapping[str, Any] | None) -> str:
+    """"gap best − worst v points (95% CI a to b)" of a BASIS case's best and worst group."""
+    if not gap or gap.get("value") is None:
+        return "gap not estimable"
+    return f"gap {gap.get('best')} − {gap.get('worst')} {gap['value']:.1f} {GAP_UNITS} ({ci_words(gap)})"
+
+
+def decision_text(decision: Any) -> str | None:
+    """The case's multiple-testing decision in words: correction, adjusted p, relevance (None without one).
+    ``decision`` is a record's :class:`harness.records.Decision`, or a mapping of the same fields (older files)."""
+    if not decision:
+        return None
+    fields = decision if isinstance(decision, Mapping) else {name: getattr(decision, name) for name in DECISION_FIELDS}
+    parts = []
+    if fields.get("p_adjusted") is not None:
+        parts.append(f"adjusted p = {p_text(fields['p_adjusted'])} (α = {fields.get('alpha', 0.05):g})")
+    elif fields.get("p") is not None:
+        parts.append(f"p = {p_text(fields['p'])}")
+    if fields.get("correction"):
+        parts.append(str(fields["correction"]))
+    if fields.get("estimable") is False:
+        parts.append("not estimable" + (f": {fields['reason']}" if fields.get("reason") else ""))
+    else:
+        flags = [("significant" if fields.get("significant") else "not significant") if fields.get("significant") is not None else None,
+                 ("beyond the practical threshold" if fields.get("relevant") else "within the practical threshold")
+                 if fields.get("relevant") is not None else None]
+        parts += [flag for flag in flags if flag]
+    return "; ".join(parts) or None
+
+
+DECISION_FIELDS = ("p", "p_adjusted", "alpha", "correction", "estimable", "reason", "significant", "relevant")
+
+
+def floor_lines(floors: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Quality floors as lines; a floor not met is reported "below floor", which is not a bias fail."""
+    return [{"key": floor.get("key"), "met": bool(floor.get("met")),
+             "text": f"{floor.get('key')} {fmt_number(floor.get('value'), 1)} vs floor {fmt_number(floor.get('threshold'), 1)}: "
+                     + ("met" if floor.get("met") else "below floor (quality, not a bias fail)")}
+            for floor in floors or []]

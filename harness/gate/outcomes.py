@@ -1,0 +1,92 @@
+"""Outcomes of gate cases and of a run, and the run's exit status.
+
+A case is *measured* (its check reached a verdict: pass or fail) or *unmeasured* (something other than
+the model's bias stopped it: a model, server, configuration, cache or input problem, data that cannot
+support a verdict (:class:`~harness.core.errors.CaseNotMeasured`, an input cause), or a fault of the harness
+itself). An unmeasured case is never a fail; its record carries a :class:`Cause`.
+
+The run's verdict and exit status (README, "What a failure means"):
+
+* ``pass``, :data:`EXIT_PASS` (0): every case measured and passed;
+* ``fail``, :data:`EXIT_BIAS_FAILURE` (1): at least one measured bias failure (it outranks unmeasured cases:
+  a failure found is a finding, whatever else could not be measured);
+* ``unmeasured``, :data:`EXIT_UNMEASURED` (7, a status pytest does not use: its statuses run 0-6, 6 being
+  ``--max-warnings``): some case unmeasured, none failed;
+* ``incomplete``, :data:`EXIT_INCOMPLETE` (2, pytest's "interrupted"): the run stopped before every selected
+  case ran (Ctrl-C, SIGTERM, ``-x`` or ``--maxfail``); whatever the cases that ran say, it is no verdict on
+  the model, and results.json, the report and the summary say INCOMPLETE;
+* :data:`EXIT_USAGE` (4, pytest's usage error): a setup problem found before any case ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness.cache import CacheError
+from harness.core.errors import CaseNotMeasured, ModelError, ServerError
+from harness.data import CorpusError
+from harness.data.audio import AudioError
+from harness.data.basis_suite import BasisError
+from harness.thresholds import ThresholdsError
+
+EXIT_PASS = 0
+EXIT_BIAS_FAILURE = 1
+EXIT_INCOMPLETE = 2
+EXIT_USAGE = 4
+EXIT_UNMEASURED = 7
+EXIT_STATUS = {"pass": EXIT_PASS, "fail": EXIT_BIAS_FAILURE, "unmeasured": EXIT_UNMEASURED, "incomplete": EXIT_INCOMPLETE}
+VERDICTS = tuple(EXIT_STATUS)
+
+CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
+
+
+@dataclasses.dataclass(frozen=True)
+class Cause:
+    """Why a case was not measured: ``kind`` (one of :data:`CAUSE_KINDS`), ``source`` (the URL, file, spec or
+    key at fault, when known) and the error's one-line ``message``."""
+
+    kind: str
+    source: str | None
+    message: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Cases with equal keys share one cause: the kind and the source (the message where no source is known)."""
+        return self.kind, self.source if self.source is not None else self.message
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def cause_of(error: BaseException, model: str | None = None) -> Cause:
+    """The :class:`Cause` of an exception raised while a case was measured; ``model`` (the case's spec) is the
+    source of a model error that names none."""
+    message = " ".join(str(error).split()) or type(error).__name__
+    source = getattr(error, "source", None)
+    if isinstance(error, ServerError):
+        return Cause("server", source or model, message)
+    if isinstance(error, ModelError):
+        return Cause("model", source or model, message)
+    if isinstance(error, (CacheError, sqlite3.Error)):
+        return Cause("cache", source, message)
+    if isinstance(error, ThresholdsError):
+        return Cause("config", source, message)
+    if isinstance(error, (CorpusError, AudioError, BasisError, CaseNotMeasured)):
+        return Cause("input", source, message)
+    return Cause("internal", None, f"{type(error).__name__}: {message}")
+
+
+def run_outcome(cases: Iterable[Mapping[str, Any]], not_run: int = 0, interrupted: bool = False) -> tuple[str, dict[str, int]]:
+    """The run's verdict and summary from its results.json case records: a record with ``check: error`` is
+    unmeasured, any other is measured and passed or failed; the verdict is ``incomplete`` when the run was
+    ``interrupted`` or ``not_run`` selected tests never finished, else ``fail`` when any measured case failed,
+    else ``unmeasured`` when any case is, else ``pass``."""
+    cases = list(cases)
+    unmeasured = sum(case.get("check") == "error" for case in cases)
+    failed = sum(case.get("check") != "error" and not case.get("passed") for case in cases)
+    verdict = "incomplete" if not_run or interrupted else "fail" if failed else "unmeasured" if unmeasured else "pass"
+    summary = {"cases": len(cases), "passed": len(cases) - failed - unmeasured, "failed": failed, "unmeasured": unmeasured}
+    return verdict, summary | ({"not_run": not_run} if not_run else {})
