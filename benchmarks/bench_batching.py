@@ -18,10 +18,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import tiny_models as tm
-
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.models.hf import HFBackend
+
+from support import tiny_models as tm
 
 
 def main() -> int:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import tiny_models as tm
-
 from harness.cache import OutputCache
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.generation import CachedModel
+
+from support import tiny_models as tm
 
 
 def main() -> int:

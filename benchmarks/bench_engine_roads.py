@@ -1,6 +1,6 @@
 """One tiny checkpoint through the three roads to the real vLLM CPU engine: agreement, start time, overhead.
 
-Builds the tiny Qwen2-Audio of ``tests/test_engines.py``, starts vLLM's OpenAI-compatible server on
+Builds the tiny Qwen2-Audio of ``tests/models/test_engines.py``, starts vLLM's OpenAI-compatible server on
 127.0.0.1 (stopped by its process group id at the end) and prints:
 
 * the share of identical answers for each pair of ``hf:``, ``vllm:`` (offline) and ``openai:`` (the
@@ -29,11 +29,11 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
 
-import engine_support as es
-
 from harness.core.requests import DecodingParams
 from harness.models import build_backend
 from harness.models.openai_backend import build_body
+
+from support import engine as es
 
 CONCURRENCY = 4
 

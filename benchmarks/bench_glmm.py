@@ -5,9 +5,9 @@
     python benchmarks/bench_glmm.py --bootstrap 200  # speaker-bootstrap SE vs delta-method SEs, reference data
 
 Timing fits the Poisson (insertions, offset log N) and Binomial (deletions+substitutions) GLMMs with
-nAGQ = 1 and 10 on ``tests/reference/lme4/librispeech_like.csv.gz`` (median of ``--reps`` runs) and
+nAGQ = 1 and 10 on ``tests/support/reference/lme4/librispeech_like.csv.gz`` (median of ``--reps`` runs) and
 compares with lme4 ``glmer`` (default control) timed in the same run when ``Rscript`` with lme4 is on the
-PATH, otherwise with the timings committed in ``tests/reference/lme4/reference.json`` (labelled as such;
+PATH, otherwise with the timings committed in ``tests/support/reference/lme4/reference.json`` (labelled as such;
 they were measured on another load and possibly another machine).
 
 Coverage simulates data sets of the same size with a shared speaker intercept (sigma 0.5) and true group
@@ -43,7 +43,7 @@ from harness.metrics import wer_ratio as wr  # noqa: E402
 from harness.metrics.glmm import fit_random_intercept  # noqa: E402
 from harness.metrics.simulation import simulate_wer_table  # noqa: E402
 
-REFERENCE_DIR = ROOT / "tests" / "reference" / "lme4"
+REFERENCE_DIR = ROOT / "tests" / "support" / "reference" / "lme4"
 COLUMNS = ["(Intercept)", "genderM"] + [f"x{k}" for k in range(1, 9)]
 MODELS = [("poisson", 1), ("poisson", 10), ("binomial", 1), ("binomial", 10)]
 

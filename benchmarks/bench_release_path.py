@@ -13,7 +13,7 @@ nTVD and decides nothing):
 
 A run fails when some case fails (a significant regression, or a new case failing its absolute threshold).
 Prints each scenario's failing share with a 95% Clopper-Pearson interval, and the cases behind the fails.
-The absolute counterpart is ``bench_gate_seeds.py``; ``tests/test_release_path.py`` runs the first two
+The absolute counterpart is ``bench_gate_seeds.py``; ``tests/gate/test_release_path.py`` runs the first two
 scenarios on 30 pairs.
 
 Usage: ``python benchmarks/bench_release_path.py --pairs 100``

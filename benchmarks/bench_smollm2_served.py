@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
 
-import engine_support as es
-
 from harness.core.requests import DecodingParams
 from harness.models import build_backend
+
+from support import engine as es
 
 
 def main() -> int:

@@ -23,7 +23,7 @@ def test_import_contracts_are_kept():
 RENDER = """
 import json, sys
 sys.path.insert(0, {tests!r})
-from test_report import case, results
+from support.records import case, results
 from harness.report import render_report
 
 html = render_report(results([case(), case(task="story", value=5.0, q=0.3, passed=True), case(dimension="accent", passed=True)]))

@@ -1,7 +1,7 @@
 """docs/extending.md stays true: every path, module, attribute, registry and entry-point group it names exists.
 
-The checklist's steps themselves are exercised by tests/test_extension_entry_point.py (a toy check from
-another package through the gate) and tests/test_registries.py (the contracts over every registry entry).
+The checklist's steps themselves are exercised by tests/checks/test_extension_entry_point.py (a toy check from
+another package through the gate) and tests/checks/test_registries.py (the contracts over every registry entry).
 """
 
 import importlib

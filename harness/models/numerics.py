@@ -29,7 +29,7 @@ does not depend on the vendor:
   branch MKL defines as the same code on Intel and on non-Intel x86-64 processors (SSE2 without the
   approximate ``rcpps``/``rsqrtps``), with deterministic reductions and fixed cache sizes. It is not a
   *strict* branch, so MKL promises the same bits for a fixed thread count only; that 1 and 2 threads agree
-  is measured (``tests/test_cascade.py`` regenerates shipped entries under both). It cost SmolLM2 1.7 times
+  is measured (``tests/models/test_cascade.py`` regenerates shipped entries under both). It cost SmolLM2 1.7 times
   the time of MKL's own choice on the AMD EPYC (8 answers of 64 tokens: 8.5 s against 4.9 s).
 
 The backends of the demo models (``whisper:``, ``smollm2:``) call :func:`pin_cpu_numerics` when they are

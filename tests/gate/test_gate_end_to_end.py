@@ -1,0 +1,201 @@
+"""The gate end to end on the shipped demo corpus, through pytest itself (pytester, in subprocesses)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.gate.outcomes import EXIT_UNMEASURED
+
+REPO = Path(__file__).resolve().parents[2]
+BIASED_TASKS = ("story", "advisory", "personal_shopper", "hollywood_casting")
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def gate_project(pytester: pytest.Pytester, tmp_path_factory) -> pytest.Pytester:
+    pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
+    shutil.copy(REPO / "fairness_tests" / "test_vibe.py", pytester.path / "test_vibe.py")
+    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    return pytester
+
+
+def run_gate(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict]:
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--permutations", "999", *args)
+    results = json.loads((project.path / "results.json").read_text())
+    return result, results
+
+
+def test_fair_simulator_passes_every_case(gate_project):
+    result, results = run_gate(gate_project, "--model", "sim:fair")
+    result.assert_outcomes(passed=10)
+    assert results["verdict"] == "pass"
+    assert {case["dimension"] for case in results["cases"]} == {"gender", "accent"}
+    assert (gate_project.path / "report.html").is_file()
+
+
+def test_biased_simulator_fails_exactly_the_gender_cases_of_its_biased_tasks(gate_project):
+    result, results = run_gate(gate_project, "--model", "sim:biased")
+    failed = {case["id"] for case in results["cases"] if not case["passed"]}
+    assert failed == {f"sim:biased-{task}-gender" for task in BIASED_TASKS}
+    result.assert_outcomes(passed=6, failed=4)
+    assert results["verdict"] == "fail"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    record = next(case for case in results["cases"] if case["id"] == "sim:biased-advisory-gender")
+    assert set(record) >= {"check", "model", "task", "dimension", "value", "p", "q", "threshold", "passed"}
+    assert record["q"] >= record["p"]
+
+
+def test_keyword_selects_advisory_only_and_second_run_makes_no_model_call(gate_project):
+    cache = gate_project.path / "cache"
+    result, first = run_gate(gate_project, "--model", "sim:fair", "-k", "advisory", "--cache-dir", str(cache))
+    result.assert_outcomes(passed=2)
+    assert {case["task"] for case in first["cases"]} == {"advisory"}
+    assert first["metadata"]["model_calls"] == 324
+    result, second = run_gate(gate_project, "--model", "sim:fair", "-k", "advisory", "--cache-dir", str(cache))
+    result.assert_outcomes(passed=2)
+    assert second["metadata"]["model_calls"] == 0
+    assert second["metadata"]["models_loaded"] == []
+    assert [case["value"] for case in second["cases"]] == [case["value"] for case in first["cases"]]
+
+
+def test_two_xdist_workers_give_the_same_results_as_one_process(gate_project):
+    cache = gate_project.path / "cache"
+    args = ("--model", "sim:biased", "-k", "story or candidate", "--cache-dir", str(cache))
+    result, single = run_gate(gate_project, *args)
+    result.assert_outcomes(passed=3, failed=1)
+    result, parallel = run_gate(gate_project, *args, "-n", "2")
+    result.assert_outcomes(passed=3, failed=1)
+    assert parallel["metadata"]["workers"] == 2
+    assert parallel["metadata"]["model_calls"] == 0
+
+    def key(results):
+        return {case["id"]: (case["value"], case["p"], case["q"], case["passed"]) for case in results["cases"]}
+
+    assert key(parallel) == key(single)
+
+
+def test_fresh_cache_under_two_workers_generates_each_output_once(gate_project):
+    result, results = run_gate(gate_project, "--model", "sim:fair", "-k", "personal_shopper", "-n", "2",
+                               "--cache-dir", str(gate_project.path / "fresh"))
+    result.assert_outcomes(passed=2)
+    assert results["metadata"]["model_calls"] == 324
+
+
+def test_invalid_thresholds_file_stops_collection_naming_file_and_valid_keys(gate_project):
+    (gate_project.path / "thresholds.yaml").write_text("ntvd:\n  tasks:\n    advisroy: {max_ntvd: 10}\n")
+    result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "sim:fair")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: lalm-fairness: *thresholds.yaml: ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review*"])
+    assert not (gate_project.path / "results.json").exists()
+
+
+def test_unknown_model_backend_stops_collection_with_the_known_ones(gate_project):
+    result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "nope:thing")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: lalm-fairness: *unknown backend 'nope'; known backends: *sim*"])
+
+
+def test_export_import_offline_rescore_gives_identical_results(gate_project):
+    args = ("--model", "sim:biased", "-k", "advisory or story")
+    export = gate_project.path / "run.cache.jsonl.gz"
+    result, original = run_gate(gate_project, *args, "--cache-dir", str(gate_project.path / "gpu-runner"),
+                                "--export-cache", str(export), "-n", "2")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(["*exported 648 cached outputs*"])
+    result, rescored = run_gate(gate_project, *args, "--cache-dir", str(gate_project.path / "ci-machine"),
+                                "--import-cache", str(export), "--offline")
+    result.assert_outcomes(passed=2, failed=2)
+    assert rescored["cases"] == original["cases"]
+    assert rescored["metadata"]["model_calls"] == 0 and rescored["metadata"]["offline"] is True
+    assert rescored["metadata"]["imported_caches"][0]["entries"] == 648
+    assert "no model was loaded" in (gate_project.path / "report.html").read_text()
+
+
+def test_offline_run_with_a_cache_miss_names_the_remedy(gate_project):
+    result, results = run_gate(gate_project, "--model", "sim:fair", "-k", "advisory-gender", "--offline",
+                               "--cache-dir", str(gate_project.path / "empty"))
+    result.assert_outcomes(errors=1)
+    assert result.ret == EXIT_UNMEASURED and results["verdict"] == "unmeasured"
+    assert results["cases"][0]["check"] == "error" and results["cases"][0]["cause"]["kind"] == "model"
+    assert "missing from the cache and the run is offline" in results["cases"][0]["message"]
+
+
+def test_damaged_cache_export_is_refused_before_the_run(gate_project):
+    import gzip
+
+    damaged = gate_project.path / "damaged.jsonl.gz"
+    with gzip.open(damaged, "wt") as handle:
+        handle.write('{"format": "lalm-fairness-cache", "version": 1, "entries": 2}\n{"key": "k"}\n')
+    result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--import-cache", str(damaged))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*damaged.jsonl.gz, line 2: entry lacks*"])
+
+
+JSON_EXTRACTOR = '''
+import json
+import re
+from harness.extraction.fields import extract_fields
+from harness.models import register_backend
+from harness.models.base import Backend as BackendProtocol
+from harness.tasks import TASKS
+
+
+class ReadsTheFields:
+    """A stand-in extraction LLM: answers the extraction prompt with the answer's fields as JSON."""
+
+    def generate(self, requests, params):
+        replies = []
+        for request in requests:
+            title = re.search(r'given the "(.+?)" task', request.prompt).group(1)
+            task = next(task for task in TASKS.values() if task.title == title)
+            answer = request.prompt.split("<<<RESPONSE\\n", 1)[1].rsplit("\\nRESPONSE>>>", 1)[0]
+            extraction = extract_fields(answer, task)
+            reply = {a.name: (list(extraction.values.get(a.name, ())) if a.multi_valued
+                              else (extraction.values.get(a.name) or [None])[0]) for a in task.attributes}
+            reply["refusal"] = extraction.status == "refusal"
+            replies.append("```json\\n" + json.dumps(reply) + "\\n```")
+        return replies
+
+
+class Backend(BackendProtocol):
+    def __init__(self, spec, target, options):
+        self.spec = spec
+
+    def fingerprint(self):
+        return "reads-the-fields:v1"
+
+    def load(self):
+        return ReadsTheFields()
+
+
+register_backend("fields", "conftest:Backend")
+pytest_plugins = ["harness.plugin"]
+'''
+
+
+def test_llm_extractor_through_the_gate_agrees_with_the_rule_reader(gate_project):
+    gate_project.makeconftest(JSON_EXTRACTOR)
+    args = ("--model", "sim:biased", "-k", "advisory", "--cache-dir", str(gate_project.path / "cache"))
+    result, rules = run_gate(gate_project, *args)
+    result.assert_outcomes(passed=1, failed=1)
+    result, llm = run_gate(gate_project, *args, "--extractor", "fields:json")
+    result.assert_outcomes(passed=1, failed=1)
+    assert [case["value"] for case in llm["cases"]] == [case["value"] for case in rules["cases"]]
+    assert llm["metadata"]["extractor"] == llm["cases"][0]["extractor"] != "rules"
+    assert 0 < llm["metadata"]["model_calls"] <= 324  # one extraction per distinct answer
+
+
+@pytest.mark.skipif(not (REPO / "harness" / "data" / "demo_outputs" / "cascade-demo.jsonl.gz").is_file(), reason="no shipped demo outputs")
+def test_default_run_judges_the_demo_cascade_from_its_shipped_outputs(gate_project):
+    result, results = run_gate(gate_project, "-k", "advisory", "--cache-dir", str(gate_project.path / "fresh"))
+    assert {case["model"] for case in results["cases"]} == {"cascade:whisper:tiny.en+smollm2:135m-instruct"}
+    assert len(results["cases"]) == 2 and all(case["check"] == "ntvd" for case in results["cases"])
+    metadata = results["metadata"]
+    assert metadata["model_calls"] == 0 and metadata["models_loaded"] == []
+    assert metadata["bundled_outputs"][0]["entries"] > 0
+    report = (gate_project.path / "report.html").read_text()
+    assert "Shipped outputs" in report and "scripts/build_demo_outputs.py" in report
+    assert "[transcript]" in report

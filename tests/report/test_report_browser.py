@@ -1,0 +1,150 @@
+"""The report in a real browser (headless Chromium): no console errors, a screenshot, hostile text inert."""
+
+import html
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.browser import CHROMIUM, chromium
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)")
+pytest_plugins = ["pytester"]
+
+HOSTILE_BACKEND = '''
+import hashlib
+from harness.models import register_backend
+from harness.models.base import Backend
+
+PAYLOAD = "<script>document.title='PWNED'</script><img src=x onerror=\\"document.title='PWNED'\\">"
+
+
+class HostileModel:
+    def generate(self, requests, params):
+        answers = []
+        for request in requests:
+            pick = int(hashlib.sha256(request.audio.content_hash.encode()).hexdigest(), 16) % 3
+            value = ["yoga", "chess", PAYLOAD][pick]
+            answers.append(f"Try this {PAYLOAD}\\n\\nActivities: {value}, hiking, {PAYLOAD}")
+        return answers
+
+
+class HostileBackend(Backend):
+    def __init__(self, spec, target, options):
+        self.spec = spec
+
+    def fingerprint(self):
+        return "hostile:" + self.spec
+
+    def load(self):
+        return HostileModel()
+
+
+register_backend("hostile", "conftest:HostileBackend")
+pytest_plugins = ["harness.plugin"]
+'''
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory) -> Path:
+    project = tmp_path_factory.mktemp("hostile")
+    (project / "conftest.py").write_text(HOSTILE_BACKEND)
+    shutil.copy(REPO / "fairness_tests" / "test_vibe.py", project / "test_vibe.py")
+    (project / "thresholds.yaml").write_text("ntvd:\n  defaults: {rule: magnitude, max_ntvd: 0.0, tau: 1}\n")
+    evil_spec = 'hostile:<img src=x onerror="document.title=\'PWNED\'">'
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest",
+         "-p", "no:cacheprovider", "--model", evil_spec, "-k", "advisory", "--permutations", "99",
+         "--cache-dir", str(project / "cache"), "--junitxml", str(project / "junit.xml")],
+        cwd=project, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    return project
+
+
+def test_report_renders_without_console_errors_and_screenshots(hostile_report, tmp_path):
+    screenshot = tmp_path / "report.png"
+    run = chromium(f"--screenshot={screenshot}", "--window-size=1200,2000", (hostile_report / "report.html").as_uri())
+    assert screenshot.is_file() and screenshot.stat().st_size > 10_000
+    assert "CONSOLE" not in run.stderr
+
+
+def test_hostile_model_output_and_case_ids_stay_inert_text(hostile_report):
+    html = (hostile_report / "report.html").read_text()
+    assert "<script>" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;" in html
+    dom = chromium("--dump-dom", (hostile_report / "report.html").as_uri()).stdout
+    assert "<title>lalm-fairness report: FAIL</title>" in dom
+    assert "PWNED</title>" not in dom
+    assert "<img" not in dom
+
+
+def test_junit_and_results_json_carry_the_same_verdicts(hostile_report):
+    import xml.etree.ElementTree as ElementTree
+
+    results = json.loads((hostile_report / "results.json").read_text())
+    verdicts = {case["nodeid"].split("::", 1)[1]: case["passed"] for case in results["cases"]}
+    junit = {
+        case.get("name"): case.find("failure") is None and case.find("error") is None
+        for case in ElementTree.parse(hostile_report / "junit.xml").getroot().iter("testcase")
+    }
+    assert junit == verdicts
+    assert not any(verdicts.values())
+
+
+FIRST_SCREEN_PX = 900
+POSITIONS_SCRIPT = """<script>
+document.body.insertAdjacentHTML("beforeend", "<pre id='positions'></pre>");
+const rows = [...document.querySelectorAll("#why [data-case]")].map(row => {
+  const box = row.getBoundingClientRect();
+  return {id: row.dataset.case, top: box.top + window.scrollY, bottom: box.bottom + window.scrollY, text: row.innerText};
+});
+document.getElementById("positions").textContent = JSON.stringify(rows);
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def biased_run(tmp_path_factory) -> Path:
+    """The demo gate on the biased simulator (it fails), with its report and results.json."""
+    out = tmp_path_factory.mktemp("biased")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "fairness_tests", "-p", "no:cacheprovider", "--model", "sim:biased",
+         "--cache-dir", str(out / "cache"), "--report", str(out / "report.html"), "--results-json", str(out / "results.json")],
+        cwd=REPO, capture_output=True, text=True, timeout=900,
+    )
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    return out
+
+
+def test_first_900_px_of_a_failing_run_name_every_failed_case(biased_run, tmp_path):
+    """In Chromium at 1200 x 900, every failed case's first-screen line (check, model, dimension, mode or
+    task) ends above 900 px; a copy of the report with a measuring script gives the DOM positions."""
+    failed = [case for case in json.loads((biased_run / "results.json").read_text())["cases"] if not case["passed"]]
+    assert failed
+    measured = tmp_path / "measured.html"
+    measured.write_text((biased_run / "report.html").read_text().replace("</body>", POSITIONS_SCRIPT + "</body>"))
+    dom = chromium("--dump-dom", f"--window-size=1200,{FIRST_SCREEN_PX}", measured.as_uri()).stdout
+    rows = {row["id"]: row for row in json.loads(html.unescape(re.search(r"<pre id=\"positions\">(.*?)</pre>", dom, re.S).group(1)))}
+    for case in failed:
+        row = rows[case["id"]]
+        assert row["bottom"] <= FIRST_SCREEN_PX, f"{case['id']} ends at {row['bottom']:.0f} px"
+        for known in (case.get("model"), case.get("dimension"), case.get("variant")):
+            assert known is None or known in row["text"], (known, row["text"])
+    screenshot = tmp_path / "first-screen.png"
+    chromium(f"--screenshot={screenshot}", f"--window-size=1200,{FIRST_SCREEN_PX}", "--hide-scrollbars", (biased_run / "report.html").as_uri())
+    assert screenshot.is_file() and screenshot.stat().st_size > 10_000
+
+
+def test_failing_report_is_self_contained_and_renders_without_console_errors(biased_run, tmp_path):
+    page = (biased_run / "report.html").read_text()
+    assert "<script" not in page and not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert page.count("<svg") >= 8  # forest plots of both WER cases, BASIS group and mode-effect plots
+    targets = set(re.findall(r' id="([^"]+)"', page))
+    assert set(re.findall(r'href="#([^"]+)"', page)) <= targets  # every first-screen and section link lands
+    run = chromium(f"--screenshot={tmp_path / 'full.png'}", "--window-size=1200,4000", (biased_run / "report.html").as_uri())
+    assert "CONSOLE" not in run.stderr
