@@ -29,7 +29,9 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--max-new-tokens", type=int, default=128)
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default; 1 avoids thread contention noise)")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads (0: torch default; 1 avoids thread contention noise)"
+    )
     args = ap.parse_args()
 
     import torch
@@ -41,11 +43,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = str(tm.build_qwen2_audio(Path(tmp) / "qwen2_audio"))
         reqs = [
-            GenerationRequest(f"Question {i}: who is speaking?", Audio(tm.tone(0.5 + 0.25 * (i % 5), 180 + 7 * i, seed=i)))
+            GenerationRequest(
+                f"Question {i}: who is speaking?", Audio(tm.tone(0.5 + 0.25 * (i % 5), 180 + 7 * i, seed=i))
+            )
             for i in range(args.n)
         ]
         params = DecodingParams(max_new_tokens=args.max_new_tokens)
-        batched = HFBackend(spec="hf:tiny", target=path, options={"batch_size": args.batch_size, "device": "cpu"}).load()
+        batched = HFBackend(
+            spec="hf:tiny", target=path, options={"batch_size": args.batch_size, "device": "cpu"}
+        ).load()
         single = HFBackend(spec="hf:tiny", target=path, options={"batch_size": 1, "device": "cpu"}).load()
         # A random tiny model emits its end-of-turn token after a few steps; real answers run for tens to
         # hundreds of tokens, which is where batching pays. So end-of-sequence is disabled here: every
@@ -64,7 +70,9 @@ def main() -> int:
 
     same = out_b == out_s
     ratio = t_single / t_batched
-    print(f"requests={args.n} batch_size={args.batch_size} max_new_tokens={args.max_new_tokens} threads={torch.get_num_threads()}")
+    print(
+        f"requests={args.n} batch_size={args.batch_size} max_new_tokens={args.max_new_tokens} threads={torch.get_num_threads()}"
+    )
     print(f"one-at-a-time: {t_single:.2f}s ({args.n / t_single:.1f} req/s)")
     print(f"batched:       {t_batched:.2f}s ({args.n / t_batched:.1f} req/s)")
     print(f"speed-up: {ratio:.1f}x (target >= 3x) outputs identical: {same}")

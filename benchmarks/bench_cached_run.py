@@ -27,12 +27,21 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = str(tm.build_qwen2_audio(Path(tmp) / "qwen2_audio"))
-        requests = [GenerationRequest(f"Question {i}: who is speaking?", Audio(tm.tone(0.5 + 0.1 * (i % 7), 180 + 3 * i, seed=i)))
-                    for i in range(args.n)]
+        requests = [
+            GenerationRequest(
+                f"Question {i}: who is speaking?", Audio(tm.tone(0.5 + 0.1 * (i % 7), 180 + 3 * i, seed=i))
+            )
+            for i in range(args.n)
+        ]
         timings, models = [], []
         for _ in range(2):
-            model = CachedModel(f"hf:{path}", OutputCache(Path(tmp) / "cache"), DecodingParams(max_new_tokens=16),
-                                {"device": "cpu", "batch_size": 16}, progress=False)
+            model = CachedModel(
+                f"hf:{path}",
+                OutputCache(Path(tmp) / "cache"),
+                DecodingParams(max_new_tokens=16),
+                {"device": "cpu", "batch_size": 16},
+                progress=False,
+            )
             started = time.perf_counter()
             answers = model.generate(requests)
             timings.append(time.perf_counter() - started)
@@ -40,8 +49,12 @@ def main() -> int:
     (first_loaded, first_calls, first), (second_loaded, second_calls, second) = models
     print(f"requests={args.n}")
     print(f"first run:  {timings[0]:.2f}s, model loaded: {first_loaded}, generated: {first_calls}")
-    print(f"cached run: {timings[1]:.3f}s, model loaded: {second_loaded}, generated: {second_calls}, same answers: {first == second}")
-    print(f"speed-up: {timings[0] / timings[1]:.0f}x; target (no model load on a cached run): {'met' if not second_loaded else 'NOT met'}")
+    print(
+        f"cached run: {timings[1]:.3f}s, model loaded: {second_loaded}, generated: {second_calls}, same answers: {first == second}"
+    )
+    print(
+        f"speed-up: {timings[0] / timings[1]:.0f}x; target (no model load on a cached run): {'met' if not second_loaded else 'NOT met'}"
+    )
     return 0 if not second_loaded and first == second else 1
 
 

@@ -44,18 +44,37 @@ def worker(recordings: int, answers: int, threads: int) -> dict:
     transcripts = whisper.load().generate([GenerationRequest(prompt="", audio=item) for item in audio], ASR_DECODING)
     whisper_seconds = time.perf_counter() - started
     prompts = [audio_requests(gate.context, "demo", task)[0].prompt for task in ("personal_shopper", "story")]
-    llm_requests = [GenerationRequest(prompt=USER_TEMPLATE.format(prompt=prompts[i % 2], transcript=transcripts[i % len(transcripts)]), system=SYSTEM_TEXT)
-                    for i in range(answers)]
+    llm_requests = [
+        GenerationRequest(
+            prompt=USER_TEMPLATE.format(prompt=prompts[i % 2], transcript=transcripts[i % len(transcripts)]),
+            system=SYSTEM_TEXT,
+        )
+        for i in range(answers)
+    ]
     model = smollm2.load()
     started = time.perf_counter()
     texts = model.generate(llm_requests, DecodingParams())
-    return {"whisper_seconds": whisper_seconds, "llm_seconds": time.perf_counter() - started, "outputs": transcripts + texts}
+    return {
+        "whisper_seconds": whisper_seconds,
+        "llm_seconds": time.perf_counter() - started,
+        "outputs": transcripts + texts,
+    }
 
 
 def run(label: str, environment: dict, args: argparse.Namespace, threads: int) -> dict:
     env = {key: value for key, value in os.environ.items() if key not in CPU_NUMERICS and key != NUMERICS_ENV}
     env.update(environment)
-    command = [sys.executable, __file__, "--worker", "--recordings", str(args.recordings), "--answers", str(args.answers), "--threads", str(threads)]
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "--recordings",
+        str(args.recordings),
+        "--answers",
+        str(args.answers),
+        "--threads",
+        str(threads),
+    ]
     finished = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if finished.returncode != 0:
         raise SystemExit(f"{label}: the worker failed:\n{finished.stderr[-3000:]}")
@@ -74,19 +93,38 @@ def main() -> int:
         return 0
     isas = ["AVX2"] + (["AVX512"] if "avx512f" in cpu_description().get("flags", ()) else [])
     configurations = [("native (baseline)", {NUMERICS_ENV: "native"}, 2)]
-    configurations += [(f"native, {isa} forced", {NUMERICS_ENV: "native", "CT2_FORCE_CPU_ISA": isa, "MKL_CBWR": isa, "ATEN_CPU_CAPABILITY": isa.lower()}, 2) for isa in isas]
-    contract_1 = {NUMERICS_ENV: "native", "CT2_FORCE_CPU_ISA": "AVX2", "CT2_USE_MKL": "1", "MKL_CBWR": "AVX2,STRICT", "ATEN_CPU_CAPABILITY": "avx2"}
+    configurations += [
+        (
+            f"native, {isa} forced",
+            {NUMERICS_ENV: "native", "CT2_FORCE_CPU_ISA": isa, "MKL_CBWR": isa, "ATEN_CPU_CAPABILITY": isa.lower()},
+            2,
+        )
+        for isa in isas
+    ]
+    contract_1 = {
+        NUMERICS_ENV: "native",
+        "CT2_FORCE_CPU_ISA": "AVX2",
+        "CT2_USE_MKL": "1",
+        "MKL_CBWR": "AVX2,STRICT",
+        "ATEN_CPU_CAPABILITY": "avx2",
+    }
     configurations += [("contract 1's settings", contract_1, 2)]
     configurations += [(f"contract, {threads} thread(s)", {}, threads) for threads in (1, 2)]
     results = {label: run(label, environment, args, threads) for label, environment, threads in configurations}
     reference = results["contract, 2 thread(s)"]["outputs"]
     baseline = results["native (baseline)"]
-    print(f"{args.recordings} recordings through Whisper tiny.en, {args.answers} SmolLM2 answers; CPU: {cpu_description().get('model_name')}")
-    print(f"{'configuration':<26} {'whisper s':>9} {'ratio':>6} {'smollm2 s':>9} {'ratio':>6} {'identical to contract':>22}")
+    print(
+        f"{args.recordings} recordings through Whisper tiny.en, {args.answers} SmolLM2 answers; CPU: {cpu_description().get('model_name')}"
+    )
+    print(
+        f"{'configuration':<26} {'whisper s':>9} {'ratio':>6} {'smollm2 s':>9} {'ratio':>6} {'identical to contract':>22}"
+    )
     for label, result in results.items():
         same = sum(a == b for a, b in zip(result["outputs"], reference))
-        print(f"{label:<26} {result['whisper_seconds']:>9.1f} {result['whisper_seconds'] / baseline['whisper_seconds']:>6.2f} "
-              f"{result['llm_seconds']:>9.1f} {result['llm_seconds'] / baseline['llm_seconds']:>6.2f} {same:>12}/{len(reference)}")
+        print(
+            f"{label:<26} {result['whisper_seconds']:>9.1f} {result['whisper_seconds'] / baseline['whisper_seconds']:>6.2f} "
+            f"{result['llm_seconds']:>9.1f} {result['llm_seconds'] / baseline['llm_seconds']:>6.2f} {same:>12}/{len(reference)}"
+        )
     return 0
 
 

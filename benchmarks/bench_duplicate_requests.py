@@ -65,7 +65,9 @@ class Counted:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--permutations", type=int, default=200, help="permutations per nTVD test (they do not change the requests)")
+    parser.add_argument(
+        "--permutations", type=int, default=200, help="permutations per nTVD test (they do not change the requests)"
+    )
     args = parser.parse_args()
     answers = shipped_answers()
     tally: dict[str, dict] = {}
@@ -80,19 +82,35 @@ def main() -> int:
     CachedModel.model = model
     gate_config.BUNDLED_EXPORTS.clear()
     with tempfile.TemporaryDirectory(prefix="lalm-duplicates-") as tmp:
-        code = pytest.main([
-            str(ROOT / "fairness_tests"), "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
-            "--cache-dir", f"{tmp}/cache", "--report", "", "--results-json", f"{tmp}/results.json",
-            "--permutations", str(args.permutations),
-        ])
+        code = pytest.main(
+            [
+                str(ROOT / "fairness_tests"),
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--rootdir",
+                str(ROOT),
+                "--cache-dir",
+                f"{tmp}/cache",
+                "--report",
+                "",
+                "--results-json",
+                f"{tmp}/results.json",
+                "--permutations",
+                str(args.permutations),
+            ]
+        )
     print(f"gate exit code: {int(code)}")
     print(f"{'model':<44} {'requests sent':>14} {'distinct keys':>14} {'generated twice':>16} {'not in export':>14}")
     for spec, counts in sorted(tally.items()):
-        print(f"{spec:<44} {counts['sent']:>14} {len(counts['keys']):>14} {counts['sent'] - len(counts['keys']):>16} {counts['unanswered']:>14}")
+        print(
+            f"{spec:<44} {counts['sent']:>14} {len(counts['keys']):>14} {counts['sent'] - len(counts['keys']):>16} {counts['unanswered']:>14}"
+        )
     total_sent, total_keys = sum(c["sent"] for c in tally.values()), sum(len(c["keys"]) for c in tally.values())
     print(f"{'total':<44} {total_sent:>14} {total_keys:>14} {total_sent - total_keys:>16}")
     print(f"target (each key generated once): {'met' if total_sent == total_keys else 'NOT met'}")
     return 0 if total_sent == total_keys else 1
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

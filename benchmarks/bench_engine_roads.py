@@ -40,7 +40,9 @@ CONCURRENCY = 4
 
 def raw_http(url: str, bodies: list[dict]) -> list[str]:
     def post(body: dict) -> str:
-        request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=120) as response:
             return json.loads(response.read())["choices"][0]["message"]["content"]
 
@@ -50,7 +52,9 @@ def raw_http(url: str, bodies: list[dict]) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=4, help="the agreement requests repeated N times for the overhead timing")
+    parser.add_argument(
+        "--repeat", type=int, default=4, help="the agreement requests repeated N times for the overhead timing"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     es.require_engine()
@@ -82,10 +86,19 @@ def main() -> int:
             server_start = server.start_seconds
     print(es.agreement_table(answers))
     print(f"engine start: server {server_start:.1f} s; offline engine {offline['seconds']['load']:.1f} s")
-    ratios = {"vllm": offline_overhead["harness"] / offline_overhead["raw"] - 1, "openai": min(harness_s) / min(raw_s) - 1}
-    print(f"overhead vllm:   {offline_overhead['harness']:.2f} s vs raw LLM.generate {offline_overhead['raw']:.2f} s -> {ratios['vllm']:+.1%}")
-    print(f"overhead openai: {min(harness_s):.2f} s vs raw concurrent HTTP {min(raw_s):.2f} s -> {ratios['openai']:+.1%}")
-    print(f"target (<= 10% each): {'met' if max(ratios.values()) <= 0.10 else 'NOT met'} ({len(requests) * args.repeat} requests)")
+    ratios = {
+        "vllm": offline_overhead["harness"] / offline_overhead["raw"] - 1,
+        "openai": min(harness_s) / min(raw_s) - 1,
+    }
+    print(
+        f"overhead vllm:   {offline_overhead['harness']:.2f} s vs raw LLM.generate {offline_overhead['raw']:.2f} s -> {ratios['vllm']:+.1%}"
+    )
+    print(
+        f"overhead openai: {min(harness_s):.2f} s vs raw concurrent HTTP {min(raw_s):.2f} s -> {ratios['openai']:+.1%}"
+    )
+    print(
+        f"target (<= 10% each): {'met' if max(ratios.values()) <= 0.10 else 'NOT met'} ({len(requests) * args.repeat} requests)"
+    )
     return 0
 
 

@@ -41,13 +41,24 @@ def run_seed(model: str, seed: int, scale: float, cache_dir: str, permutations: 
     preset = model.split(":", 1)[1]
     if scale != 1.0:
         options["strengths"] = {task: value * scale for task, value in PRESETS[preset]["strengths"].items()}
-    gate = Gate(GateConfig(models=(model,), model_options={model: options}, seed=seed, permutations=permutations,
-                           cache_dir=cache_dir, progress=False, thresholds_path=str(REPO / "thresholds.yaml")))
+    gate = Gate(
+        GateConfig(
+            models=(model,),
+            model_options={model: options},
+            seed=seed,
+            permutations=permutations,
+            cache_dir=cache_dir,
+            progress=False,
+            thresholds_path=str(REPO / "thresholds.yaml"),
+        )
+    )
     outcomes = {}
     for check in all_checks():
         for case in gate.cases(check.name):
             try:
-                outcomes[f"{check.name}[{case.id.removeprefix(model + '-')}]"] = "pass" if gate.verdict(case).passed else "fail"
+                outcomes[f"{check.name}[{case.id.removeprefix(model + '-')}]"] = (
+                    "pass" if gate.verdict(case).passed else "fail"
+                )
             except CaseNotMeasured:
                 outcomes[f"{check.name}[{case.id.removeprefix(model + '-')}]"] = "unmeasured"
     return outcomes
@@ -74,14 +85,18 @@ def main() -> None:
             unmeasured.update(missing)
             gate_failures += bool(failed)
             gate_unmeasured += bool(missing) and not failed
-            print(f"seed {seed}: {len(outcomes)} cases, failed {failed or '-'}, unmeasured {missing or '-'}", flush=True)
+            print(
+                f"seed {seed}: {len(outcomes)} cases, failed {failed or '-'}, unmeasured {missing or '-'}", flush=True
+            )
     n = len(seeds)
     print(f"\n{args.model} (strength x{args.strength_scale:g}), {n} seeds, {time.perf_counter() - start:.0f} s")
     for case in sorted(set(failures) | set(unmeasured)):
         print(f"  {case:55s} failed {failures[case]:3d}/{n}   unmeasured {unmeasured[case]:3d}/{n}")
     low, high = clopper_pearson(gate_failures, n)
-    print(f"whole gate: failed {gate_failures}/{n} = {100 * gate_failures / n:.0f}% (95% CI {100 * low:.0f}% to {100 * high:.0f}%); "
-          f"unmeasured without a failure {gate_unmeasured}/{n}")
+    print(
+        f"whole gate: failed {gate_failures}/{n} = {100 * gate_failures / n:.0f}% (95% CI {100 * low:.0f}% to {100 * high:.0f}%); "
+        f"unmeasured without a failure {gate_unmeasured}/{n}"
+    )
 
 
 if __name__ == "__main__":

@@ -55,12 +55,22 @@ def reference_fit(table: pd.DataFrame, family: str, nagq: int):
     )
     if family == "poisson":
         return fit_random_intercept(
-            table["insertions"], design, table["speaker"], "poisson",
-            offset=np.log(table["n_ref_words"]), nagq=nagq, column_names=COLUMNS,
+            table["insertions"],
+            design,
+            table["speaker"],
+            "poisson",
+            offset=np.log(table["n_ref_words"]),
+            nagq=nagq,
+            column_names=COLUMNS,
         )
     return fit_random_intercept(
-        table["deletions"] + table["substitutions"], design, table["speaker"], "binomial",
-        trials=table["n_ref_words"], nagq=nagq, column_names=COLUMNS,
+        table["deletions"] + table["substitutions"],
+        design,
+        table["speaker"],
+        "binomial",
+        trials=table["n_ref_words"],
+        nagq=nagq,
+        column_names=COLUMNS,
     )
 
 
@@ -78,7 +88,9 @@ def lme4_seconds(reps: int) -> tuple[dict[str, float], str]:
     if shutil.which("Rscript"):
         run = subprocess.run(
             ["Rscript", str(REFERENCE_DIR / "fit.R"), "--timing", "--reps", str(reps)],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if run.returncode == 0:
             return json.loads(run.stdout.strip().splitlines()[-1])["lme4_seconds"], "lme4 timed in this run"
@@ -100,14 +112,19 @@ def run_timing(reps: int) -> None:
             np.max(np.abs(fit.se[COLUMNS] - pd.Series(ref["se"])[COLUMNS])),
             abs(fit.sigma - ref["sigma"]),
         )
-        ours[f"{family}_nagq{nagq}"] = (median_seconds(lambda family=family, nagq=nagq: reference_fit(table, family, nagq), reps), diff)
+        ours[f"{family}_nagq{nagq}"] = (
+            median_seconds(lambda family=family, nagq=nagq: reference_fit(table, family, nagq), reps),
+            diff,
+        )
     wer_table = table.rename(columns={"gender": "group"})
     joint = median_seconds(
         lambda: wer_model._WERModel.fit_mixed(wer_table, "M", tuple(COLUMNS[2:]), 10, "joint", False), reps
     )
     lme4, source = lme4_seconds(reps)
-    print(f"{len(table)} utterances, {table['speaker'].nunique()} speakers, {len(COLUMNS)} fixed effects; "
-          f"median of {reps} runs")
+    print(
+        f"{len(table)} utterances, {table['speaker'].nunique()} speakers, {len(COLUMNS)} fixed effects; "
+        f"median of {reps} runs"
+    )
     print(f"{'model':<18}{'ours (s)':>10}{'lme4 (s)':>10}{'speed-up':>10}{'max |diff| vs lme4':>21}")
     for key, (seconds, diff) in ours.items():
         print(f"{key:<18}{seconds:>10.3f}{lme4[key]:>10.3f}{lme4[key] / seconds:>9.1f}x{diff:>21.2e}")
@@ -117,8 +134,13 @@ def run_timing(reps: int) -> None:
 
 def coverage_replicate(seed: int) -> dict[str, float]:
     sim = simulate_wer_table(
-        seed, n_speakers=40, utterances_per_speaker=65, sigma=0.5,
-        group_effect_insertions=0.1, group_effect_delsub=0.2, n_noise_covariates=3,
+        seed,
+        n_speakers=40,
+        utterances_per_speaker=65,
+        sigma=0.5,
+        group_effect_insertions=0.1,
+        group_effect_delsub=0.2,
+        n_noise_covariates=3,
     )
     data, numerator, _, _ = wr._prepare_wer_table(sim.table, list(sim.covariates), "F", "M")
     out = {"true_log_ratio": float(np.log(sim.true_ratio))}
@@ -149,8 +171,10 @@ def run_coverage(n_sets: int, jobs: int, seed: int) -> None:
         rows = [coverage_replicate(s) for s in seeds]
     results = pd.DataFrame(rows)
     elapsed = time.perf_counter() - start
-    print(f"{n_sets} simulated data sets (40 speakers x 65 utterances, sigma 0.5, true log-ratio "
-          f"{results['true_log_ratio'].mean():.3f} on average), {elapsed:.0f} s")
+    print(
+        f"{n_sets} simulated data sets (40 speakers x 65 utterances, sigma 0.5, true log-ratio "
+        f"{results['true_log_ratio'].mean():.3f} on average), {elapsed:.0f} s"
+    )
     for kind in ("joint", "separate"):
         ok = results[f"{kind}_converged"] == 1
         errors = results.loc[ok, f"{kind}_log_ratio"] - results.loc[ok, "true_log_ratio"]
@@ -160,8 +184,10 @@ def run_coverage(n_sets: int, jobs: int, seed: int) -> None:
             f"MC SD(log-ratio) {errors.std(ddof=1):.4f}  mean delta SE {results.loc[ok, f'{kind}_se'].mean():.4f}  "
             f"bias {errors.mean():+.4f}  converged {int(ok.sum())}/{n_sets}"
         )
-    print(f"correlation of speaker intercepts from the two separate fits: "
-          f"{results['separate_intercept_correlation'].mean():.2f} (mean over data sets)")
+    print(
+        f"correlation of speaker intercepts from the two separate fits: "
+        f"{results['separate_intercept_correlation'].mean():.2f} (mean over data sets)"
+    )
 
 
 def run_bootstrap(n_boot: int, seed: int) -> None:
@@ -191,8 +217,10 @@ def run_bootstrap(n_boot: int, seed: int) -> None:
     ins_fit, del_fit = separate.fit
     correlation = np.corrcoef(ins_fit.random_effects, del_fit.random_effects.loc[ins_fit.random_effects.index])[0, 1]
     estimate = joint.log_ratio(joint.params, pooled)
-    print(f"reference data, log expected-WER ratio M/F (w/ speaker w/ semantics) {estimate:.4f}; "
-          f"{time.perf_counter() - start:.0f} s")
+    print(
+        f"reference data, log expected-WER ratio M/F (w/ speaker w/ semantics) {estimate:.4f}; "
+        f"{time.perf_counter() - start:.0f} s"
+    )
     print(f"  speaker bootstrap SE ({len(draws)}/{n_boot} converged joint refits): {np.std(draws, ddof=1):.4f}")
     print(f"  joint-fit delta-method SE:                 {joint.delta_se(pooled):.4f}")
     print(f"  separate-fits delta-method SE:             {separate.delta_se(pooled):.4f}")
@@ -202,10 +230,22 @@ def run_bootstrap(n_boot: int, seed: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=5, help="timing repetitions (median reported)")
-    parser.add_argument("--coverage", type=int, nargs="?", const=200, default=None,
-                        help="run the coverage study on N simulated data sets (default 200)")
-    parser.add_argument("--bootstrap", type=int, nargs="?", const=200, default=None,
-                        help="speaker-bootstrap SE on the reference data with N refits (default 200)")
+    parser.add_argument(
+        "--coverage",
+        type=int,
+        nargs="?",
+        const=200,
+        default=None,
+        help="run the coverage study on N simulated data sets (default 200)",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        nargs="?",
+        const=200,
+        default=None,
+        help="speaker-bootstrap SE on the reference data with N refits (default 200)",
+    )
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=20260817)
     args = parser.parse_args()

@@ -26,10 +26,16 @@ def crema_d_sized_table(seed: int = 0) -> pd.DataFrame:
     for attribute in range(6):
         preferences = rng.dirichlet(np.full(40, 0.5), size=91)
         values = [rng.choice(40, p=preferences[s]) for s in speakers]
-        frames.append(pd.DataFrame({
-            "speaker": speakers.astype(str), "group": groups[speakers],
-            "attribute": f"a{attribute}", "value": np.asarray(values).astype(str),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "speaker": speakers.astype(str),
+                    "group": groups[speakers],
+                    "attribute": f"a{attribute}",
+                    "value": np.asarray(values).astype(str),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)
 
 
@@ -64,8 +70,12 @@ def main() -> None:
     naive = (time.perf_counter() - started) / args.naive_permutations * args.permutations
 
     print(f"data: {table['speaker'].nunique()} speakers, {len(table) // 6} utterances, 6 attributes, {len(table)} rows")
-    print(f"vectorised: {vectorised:.3f} s per {args.permutations} permutations (best of {args.repeats}; observed nTVD {result.observed:.2f}, p {result.p_value:.4f})")
-    print(f"naive pandas loop: {naive:.1f} s per {args.permutations} permutations (timed on {args.naive_permutations}, scaled)")
+    print(
+        f"vectorised: {vectorised:.3f} s per {args.permutations} permutations (best of {args.repeats}; observed nTVD {result.observed:.2f}, p {result.p_value:.4f})"
+    )
+    print(
+        f"naive pandas loop: {naive:.1f} s per {args.permutations} permutations (timed on {args.naive_permutations}, scaled)"
+    )
     print(f"speed-up: {naive / vectorised:.0f}x; target <= 0.1 s: {'met' if vectorised <= 0.1 else 'NOT met'}")
 
 

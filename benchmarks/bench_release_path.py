@@ -46,15 +46,31 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def gate_run(model: str, seed: int, cache_dir: str, permutations: int, scale: float = 1.0,
-             baseline: Mapping[tuple, CaseRecord] | None = None) -> tuple[dict[str, str], dict[tuple, CaseRecord]]:
+def gate_run(
+    model: str,
+    seed: int,
+    cache_dir: str,
+    permutations: int,
+    scale: float = 1.0,
+    baseline: Mapping[tuple, CaseRecord] | None = None,
+) -> tuple[dict[str, str], dict[tuple, CaseRecord]]:
     """One in-process gate run: each case's outcome (pass, fail, unmeasured) and its records (a later baseline)."""
     options: dict = {"decoding": {"seed": seed}}
     preset = model.split(":", 1)[1]
     if scale != 1.0:
         options["strengths"] = {task: value * scale for task, value in PRESETS[preset]["strengths"].items()}
-    gate = Gate(GateConfig(models=(model,), model_options={model: options}, seed=seed, permutations=permutations,
-                           cache_dir=cache_dir, progress=False, thresholds_path=str(REPO / "thresholds.yaml"), embedder="none"))
+    gate = Gate(
+        GateConfig(
+            models=(model,),
+            model_options={model: options},
+            seed=seed,
+            permutations=permutations,
+            cache_dir=cache_dir,
+            progress=False,
+            thresholds_path=str(REPO / "thresholds.yaml"),
+            embedder="none",
+        )
+    )
     if baseline is not None:
         gate.baseline = Baseline(f"seed {seed - 1}", "sim:fair", baseline)
     outcomes, records = {}, {}
@@ -71,20 +87,32 @@ def gate_run(model: str, seed: int, cache_dir: str, permutations: int, scale: fl
     return outcomes, records
 
 
-def failing_share(model: str, seeds: range, baseline_seed: int, cache_dir: str, permutations: int = 999, scale: float = 1.0) -> int:
+def failing_share(
+    model: str, seeds: range, baseline_seed: int, cache_dir: str, permutations: int = 999, scale: float = 1.0
+) -> int:
     """How many runs of ``model`` (one per seed) fail against the one fair baseline of ``baseline_seed``."""
     _, baseline = gate_run("sim:fair", baseline_seed, cache_dir, permutations)
-    return sum(any(outcome == "fail" for outcome in gate_run(model, seed, cache_dir, permutations, scale, baseline)[0].values())
-               for seed in seeds)
+    return sum(
+        any(
+            outcome == "fail" for outcome in gate_run(model, seed, cache_dir, permutations, scale, baseline)[0].values()
+        )
+        for seed in seeds
+    )
 
 
-def release_path(pairs: int, first_seed: int, half_scale: float, permutations: int, scenarios=SCENARIOS, report=print) -> dict[str, dict]:
+def release_path(
+    pairs: int, first_seed: int, half_scale: float, permutations: int, scenarios=SCENARIOS, report=print
+) -> dict[str, dict]:
     """Run ``pairs`` seeds of each scenario; per scenario the failing runs and the failing cases' counts."""
     tallies = {name: {"runs": 0, "failed": 0, "cases": collections.Counter()} for name in scenarios}
     with tempfile.TemporaryDirectory() as cache_dir:
         _, baseline = gate_run("sim:fair", first_seed, cache_dir, permutations)
         for seed in range(first_seed + 1, first_seed + 1 + pairs):
-            candidates = {"fair/fair": ("sim:fair", 1.0), "biased/fair": ("sim:biased", 1.0), "half/fair": ("sim:biased", half_scale)}
+            candidates = {
+                "fair/fair": ("sim:fair", 1.0),
+                "biased/fair": ("sim:biased", 1.0),
+                "half/fair": ("sim:biased", half_scale),
+            }
             next_baseline = None
             for name in scenarios:
                 model, scale = candidates[name]
@@ -112,8 +140,14 @@ def main() -> None:
     parser.add_argument("--scenario", action="append", choices=SCENARIOS, help="run only these (default: all three)")
     args = parser.parse_args()
     start = time.perf_counter()
-    tallies = release_path(args.pairs, args.first_seed, args.strength_scale, args.permutations, tuple(args.scenario or SCENARIOS),
-                           report=lambda line: print(line, flush=True))
+    tallies = release_path(
+        args.pairs,
+        args.first_seed,
+        args.strength_scale,
+        args.permutations,
+        tuple(args.scenario or SCENARIOS),
+        report=lambda line: print(line, flush=True),
+    )
     print(f"\n{args.pairs} pairs per scenario, {time.perf_counter() - start:.0f} s")
     for name, tally in tallies.items():
         n, k = tally["runs"], tally["failed"]

@@ -48,8 +48,25 @@ print(json.dumps({"first": times[0], "seconds": min(times), "bytes": len(page.en
 
 def demo_results(folder: Path) -> Path:
     path = folder / "demo.json"
-    subprocess.run([sys.executable, "-m", "pytest", "fairness_tests", "-q", "-p", "no:cacheprovider", "--results-json", str(path),
-                    "--report", str(folder / "demo.html")], cwd=REPO, capture_output=True, text=True, timeout=1800)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "fairness_tests",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--results-json",
+            str(path),
+            "--report",
+            str(folder / "demo.html"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if not path.is_file():
         raise SystemExit("the demo gate run wrote no results.json")
     return path
@@ -85,8 +102,14 @@ def schema_one(results: dict[str, Any]) -> dict[str, Any]:
 
 def render(package_root: Path, results: Path, page: Path, repeats: int) -> dict[str, Any]:
     environment = dict(os.environ, PYTHONPATH=str(package_root), OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-c", RENDER, str(results), str(page), str(repeats)], env=environment,
-                          cwd=results.parent, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run(
+        [sys.executable, "-c", RENDER, str(results), str(page), str(repeats)],
+        env=environment,
+        cwd=results.parent,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if done.returncode:
         raise SystemExit(f"rendering with {package_root} failed:\n{done.stderr[-3000:]}")
     loaded = Path(done.stderr.strip().splitlines()[-1])
@@ -102,8 +125,19 @@ def browser_seconds(page: Path, repeats: int) -> float | None:
     best = float("inf")
     for _ in range(repeats):
         started = time.perf_counter()
-        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={page.with_suffix('.png')}",
-                        "--window-size=1200,900", page.as_uri()], capture_output=True, timeout=300)
+        subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                f"--screenshot={page.with_suffix('.png')}",
+                "--window-size=1200,900",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            timeout=300,
+        )
         best = min(best, time.perf_counter() - started)
     return best
 
@@ -121,23 +155,33 @@ def main() -> int:
         many = replicated(source, args.models)
         (folder / "candidate.json").write_text(json.dumps(many))
         (folder / "baseline.json").write_text(json.dumps(schema_one(many)))
-        archive = subprocess.run(["git", "archive", args.baseline_ref, "harness"], cwd=REPO, capture_output=True, check=True).stdout
+        archive = subprocess.run(
+            ["git", "archive", args.baseline_ref, "harness"], cwd=REPO, capture_output=True, check=True
+        ).stdout
         (folder / "baseline.tar").write_bytes(archive)
         with tarfile.open(folder / "baseline.tar") as tar:
             tar.extractall(folder / "baseline", filter="data")
         figures = {}
         for name, root in (("baseline", folder / "baseline"), ("candidate", REPO)):
             page = folder / f"{name}.html"
-            figures[name] = render(root, folder / f"{name}.json", page, args.repeats) | {"browser": browser_seconds(page, args.repeats)}
+            figures[name] = render(root, folder / f"{name}.json", page, args.repeats) | {
+                "browser": browser_seconds(page, args.repeats)
+            }
     base, new = figures["baseline"], figures["candidate"]
     print(f"input: {len(many['cases'])} cases, {args.models} models; baseline report: {args.baseline_ref}")
-    print(f"size:   baseline {base['bytes'] / 1e6:.2f} MB, this tree {new['bytes'] / 1e6:.2f} MB, ratio {new['bytes'] / base['bytes']:.2f}")
-    print(f"render: first in a process (templates compiled): baseline {base['first']:.3f} s, this tree {new['first']:.3f} s, "
-          f"ratio {new['first'] / base['first']:.2f}; best of {args.repeats}: baseline {base['seconds']:.3f} s, "
-          f"this tree {new['seconds']:.3f} s, ratio {new['seconds'] / base['seconds']:.2f} (Python)")
+    print(
+        f"size:   baseline {base['bytes'] / 1e6:.2f} MB, this tree {new['bytes'] / 1e6:.2f} MB, ratio {new['bytes'] / base['bytes']:.2f}"
+    )
+    print(
+        f"render: first in a process (templates compiled): baseline {base['first']:.3f} s, this tree {new['first']:.3f} s, "
+        f"ratio {new['first'] / base['first']:.2f}; best of {args.repeats}: baseline {base['seconds']:.3f} s, "
+        f"this tree {new['seconds']:.3f} s, ratio {new['seconds'] / base['seconds']:.2f} (Python)"
+    )
     if base["browser"] is not None:
-        print(f"load:   baseline {base['browser']:.2f} s, this tree {new['browser']:.2f} s, ratio {new['browser'] / base['browser']:.2f} "
-              f"(headless Chromium to a 1200 x 900 screenshot, best of {args.repeats})")
+        print(
+            f"load:   baseline {base['browser']:.2f} s, this tree {new['browser']:.2f} s, ratio {new['browser'] / base['browser']:.2f} "
+            f"(headless Chromium to a 1200 x 900 screenshot, best of {args.repeats})"
+        )
     return 0
 
 

@@ -48,7 +48,12 @@ def main() -> int:
     sentences = list(dict.fromkeys(resolve_corpus("demo").table["transcript"]))
     prompt = TASKS[args.task].render("")
     requests = [
-        GenerationRequest(prompt=USER_TEMPLATE.format(prompt=prompt, transcript=sentences[i % len(sentences)] + " Thanks." * (i // len(sentences))), system=SYSTEM_TEXT)
+        GenerationRequest(
+            prompt=USER_TEMPLATE.format(
+                prompt=prompt, transcript=sentences[i % len(sentences)] + " Thanks." * (i // len(sentences))
+            ),
+            system=SYSTEM_TEXT,
+        )
         for i in range(args.n)
     ]
     params = DecodingParams()

@@ -41,11 +41,17 @@ def main() -> int:
         start = server.start_seconds
     same = sum(a == b for a, b in zip(answers["transformers"], answers["vllm server"]))
     print(f"SmolLM2-135M-Instruct, {len(requests)} free greedy answers of {args.max_new_tokens} tokens at most")
-    print(f"transformers (smollm2:) / vLLM server (openai:): {same}/{len(requests)} identical ({same / len(requests):.0%})")
+    print(
+        f"transformers (smollm2:) / vLLM server (openai:): {same}/{len(requests)} identical ({same / len(requests):.0%})"
+    )
     for request, a, b in zip(requests, answers["transformers"], answers["vllm server"]):
         if a != b:
-            print(f"  differs: {request.prompt!r} (system {request.system!r}):\n    transformers {a!r}\n    vLLM         {b!r}")
-    print(f"server start: {start:.1f} s; as a judge: --judge 'openai:http://127.0.0.1:PORT/v1#{es.SMOLLM2_SERVED_NAME}' --model-config FILE (structured_choice: true)")
+            print(
+                f"  differs: {request.prompt!r} (system {request.system!r}):\n    transformers {a!r}\n    vLLM         {b!r}"
+            )
+    print(
+        f"server start: {start:.1f} s; as a judge: --judge 'openai:http://127.0.0.1:PORT/v1#{es.SMOLLM2_SERVED_NAME}' --model-config FILE (structured_choice: true)"
+    )
     return 0
 
 

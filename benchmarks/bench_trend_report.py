@@ -38,8 +38,24 @@ REPO = Path(__file__).resolve().parents[1]
 
 def demo_results(folder: Path) -> dict:
     path = folder / "demo.json"
-    subprocess.run([sys.executable, "-m", "pytest", "fairness_tests", "-q", "-p", "no:cacheprovider", "--report", "",
-                    "--results-json", str(path)], cwd=REPO, capture_output=True, check=False)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "fairness_tests",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--report",
+            "",
+            "--results-json",
+            str(path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        check=False,
+    )
     return json.loads(path.read_text())
 
 
@@ -90,8 +106,15 @@ def fill_memo(runs, permutations: int) -> dict:
                 continue
             content = stable_hash([list(key), case["paired_data"], previous[key]["paired_data"], case["threshold"]])
             if content not in results:
-                pair = [dataclasses.replace(runs[index - 1], results={"cases": [previous[key]], "metadata": runs[index - 1].results["metadata"]}),
-                        dataclasses.replace(runs[index], results={"cases": [case], "metadata": runs[index].results["metadata"]})]
+                pair = [
+                    dataclasses.replace(
+                        runs[index - 1],
+                        results={"cases": [previous[key]], "metadata": runs[index - 1].results["metadata"]},
+                    ),
+                    dataclasses.replace(
+                        runs[index], results={"cases": [case], "metadata": runs[index].results["metadata"]}
+                    ),
+                ]
                 results[content] = neighbour_comparisons(pair, None, permutations)[(1, key)]
             memo[memo_key(runs[index], runs[index - 1], key, settings)] = results[content]
     return memo
@@ -107,7 +130,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nights", type=int, default=60)
     parser.add_argument("--models", type=int, default=12)
-    parser.add_argument("--permutations", type=int, default=999, help="nTVD paired-test permutations between neighbours")
+    parser.add_argument(
+        "--permutations", type=int, default=999, help="nTVD paired-test permutations between neighbours"
+    )
     parser.add_argument("--template", help="a results.json to copy (default: run the demo gate)")
     parser.add_argument("--output", help="also keep the trend report here")
     args = parser.parse_args()
@@ -137,17 +162,29 @@ def main() -> int:
         single, single_s = timed(render_report, results[-1], runs[-1].source)
     if args.output:
         atomic_write_text(args.output, html)
-    regressions = sorted((runs[index].label, key[1]) for (index, key), comparison in comparisons.items() if comparison["regressed"])
+    regressions = sorted(
+        (runs[index].label, key[1]) for (index, key), comparison in comparisons.items() if comparison["regressed"]
+    )
     cases = len(results[-1]["cases"])
-    print(f"{args.nights} nights x {args.models} models = {cases} cases a night, {len(comparisons)} neighbour comparisons "
-          f"({args.permutations} nTVD permutations)")
-    print(f"read the series {read_s:.1f} s; newest pair's comparisons (cold) {pair_s:.1f} s; "
-          f"whole series cold, estimated: {pair_s * (args.nights - 1):.0f} s")
-    print(f"nightly render {nightly_s + pair_s:.1f} s (read, newest pair compared, older pairs from the memo, trend view, HTML); "
-          f"{nightly_s:.1f} s with every pair from the memo, of it trend view {view_s:.2f} s and HTML {render_s:.2f} s")
-    print(f"report {len(html) / 1e6:.2f} MB; one-night report (baseline) {len(single) / 1e6:.2f} MB in {single_s:.2f} s; "
-          f"trend report / one-night report: size x{len(html) / len(single):.1f}, view + HTML time x{(view_s + render_s) / single_s:.1f}")
-    print(f"significant regressions found: {regressions} (injected: night-{injected_from:02d}, model #03's first wer_ratio case)")
+    print(
+        f"{args.nights} nights x {args.models} models = {cases} cases a night, {len(comparisons)} neighbour comparisons "
+        f"({args.permutations} nTVD permutations)"
+    )
+    print(
+        f"read the series {read_s:.1f} s; newest pair's comparisons (cold) {pair_s:.1f} s; "
+        f"whole series cold, estimated: {pair_s * (args.nights - 1):.0f} s"
+    )
+    print(
+        f"nightly render {nightly_s + pair_s:.1f} s (read, newest pair compared, older pairs from the memo, trend view, HTML); "
+        f"{nightly_s:.1f} s with every pair from the memo, of it trend view {view_s:.2f} s and HTML {render_s:.2f} s"
+    )
+    print(
+        f"report {len(html) / 1e6:.2f} MB; one-night report (baseline) {len(single) / 1e6:.2f} MB in {single_s:.2f} s; "
+        f"trend report / one-night report: size x{len(html) / len(single):.1f}, view + HTML time x{(view_s + render_s) / single_s:.1f}"
+    )
+    print(
+        f"significant regressions found: {regressions} (injected: night-{injected_from:02d}, model #03's first wer_ratio case)"
+    )
     first = view["shown"][0]["id"] if view["shown"] else None
     print(f"first panel: {first}")
     return 0

@@ -55,7 +55,9 @@ def replicate(seed: int, n_speakers: int, sigma: float) -> dict[str, float]:
     table = wer_ratio(sim.table, numerator="F", denominator="M", n_boot=1000, seed=seed)
     vanilla, mixed = table.row(METHOD_VANILLA), table.row(METHOD_SPEAKER)
     fit = table.fits.get(METHOD_SPEAKER)
-    old_mixed = dataclasses.replace(fit, singular=False).row(sim.table.reset_index(drop=True), "F", 0.05) if fit else None
+    old_mixed = (
+        dataclasses.replace(fit, singular=False).row(sim.table.reset_index(drop=True), "F", 0.05) if fit else None
+    )
     return {
         "vanilla_old": covers(vanilla["boot_ci_low"], vanilla["boot_ci_high"], truth),
         "vanilla_new": covers(vanilla["ci_low"], vanilla["ci_high"], truth),

@@ -57,7 +57,9 @@ EXPORT_FIELDS = ("key", "namespace", "model_fingerprint", "text", "metadata", "c
 
 
 def cache_key(namespace: str, model_fingerprint: str, params: Mapping[str, Any], request: Mapping[str, Any]) -> str:
-    return stable_hash({"namespace": namespace, "model": model_fingerprint, "params": dict(params), "request": dict(request)})
+    return stable_hash(
+        {"namespace": namespace, "model": model_fingerprint, "params": dict(params), "request": dict(request)}
+    )
 
 
 class OutputCache:
@@ -77,7 +79,9 @@ class OutputCache:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise CacheError(f"cache folder {self.directory} cannot be made ({exc})", source=str(self.directory)) from exc
+            raise CacheError(
+                f"cache folder {self.directory} cannot be made ({exc})", source=str(self.directory)
+            ) from exc
         self.path = self.directory / "outputs.sqlite"
         self.set_aside: Path | None = None
         with self.lock("schema"):
@@ -134,9 +138,11 @@ class OutputCache:
         found: dict[str, tuple[str, str]] = {}
         with self._named_errors():
             for start in range(0, len(keys), 500):
-                chunk = list(keys[start:start + 500])
+                chunk = list(keys[start : start + 500])
                 placeholders = ",".join("?" * len(chunk))
-                rows = self._connection.execute(f"SELECT key, text, origin FROM outputs WHERE key IN ({placeholders})", chunk)
+                rows = self._connection.execute(
+                    f"SELECT key, text, origin FROM outputs WHERE key IN ({placeholders})", chunk
+                )
                 found.update((key, (text, origin)) for key, text, origin in rows.fetchall())
         return found
 
@@ -156,7 +162,9 @@ class OutputCache:
         with self._named_errors():
             self._connection.execute("BEGIN IMMEDIATE")
             try:
-                self._connection.executemany(f"INSERT OR IGNORE INTO outputs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                self._connection.executemany(
+                    f"INSERT OR IGNORE INTO outputs ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
+                )
             except BaseException:
                 self._connection.execute("ROLLBACK")
                 raise
@@ -198,7 +206,9 @@ class OutputCache:
             with gzip.open(path, "rt", encoding="utf-8") as handle:
                 header = json.loads(handle.readline() or "{}")
                 if header.get("format") != EXPORT_FORMAT or header.get("version") != EXPORT_VERSION:
-                    raise CacheError(f"{path}: not a lalm-fairness cache export (format {EXPORT_FORMAT} v{EXPORT_VERSION})")
+                    raise CacheError(
+                        f"{path}: not a lalm-fairness cache export (format {EXPORT_FORMAT} v{EXPORT_VERSION})"
+                    )
                 for line_number, line in enumerate(handle, start=2):
                     entry = json.loads(line)
                     missing = [field for field in EXPORT_FIELDS if field not in entry]
@@ -208,7 +218,9 @@ class OutputCache:
         except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise CacheError(f"{path}: cannot be read as a cache export ({exc})") from exc
         if len(rows) != header.get("entries"):
-            raise CacheError(f"{path}: header announces {header.get('entries')} entries, file holds {len(rows)} (truncated?)")
+            raise CacheError(
+                f"{path}: header announces {header.get('entries')} entries, file holds {len(rows)} (truncated?)"
+            )
         self._insert(rows)
         counts: dict[str, int] = {}
         for row in rows:
@@ -221,8 +233,10 @@ class OutputCache:
         rows = self._connection.execute("SELECT namespace, model_fingerprint, metadata, origin FROM outputs").fetchall()
         table: dict[tuple[str, str], dict[str, Any]] = {}
         for namespace, fingerprint, metadata, origin in rows:
-            row = table.setdefault((entry_model(metadata, fingerprint), namespace),
-                                   {"model": entry_model(metadata, fingerprint), "namespace": namespace, GENERATED: 0, IMPORTED: 0})
+            row = table.setdefault(
+                (entry_model(metadata, fingerprint), namespace),
+                {"model": entry_model(metadata, fingerprint), "namespace": namespace, GENERATED: 0, IMPORTED: 0},
+            )
             row[IMPORTED if origin == IMPORTED else GENERATED] += 1
         return [row | {"entries": row[GENERATED] + row[IMPORTED]} for _, row in sorted(table.items())]
 
@@ -258,8 +272,10 @@ def run_output_lines(results: Mapping[str, Any], source: str) -> list[str]:
         raise CacheError(f"{source}: records no outputs per model (metadata.outputs; written since issue 15)")
     lines = [f"{source}: outputs per model"]
     for model, counts in sorted(outputs.items()):
-        lines.append(f"  {model}: {counts.get('generated', 0)} generated by the run, {counts.get('read', 0)} read from the cache "
-                     f"({counts.get('read_imported', 0)} of them imported entries), {counts.get('imported', 0)} imported by the run")
+        lines.append(
+            f"  {model}: {counts.get('generated', 0)} generated by the run, {counts.get('read', 0)} read from the cache "
+            f"({counts.get('read_imported', 0)} of them imported entries), {counts.get('imported', 0)} imported by the run"
+        )
     return lines
 
 
@@ -280,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "stats":
             print(f"{cache.path}: {len(cache)} entries")
             for row in cache.stats():
-                print(f"  {row['model']} [{row['namespace']}]: {row['entries']} entries, {row[GENERATED]} generated, {row[IMPORTED]} imported")
+                print(
+                    f"  {row['model']} [{row['namespace']}]: {row['entries']} entries, {row[GENERATED]} generated, {row[IMPORTED]} imported"
+                )
             if args.results:
                 try:
                     results = json.loads(Path(args.results).read_text(encoding="utf-8"))
@@ -299,4 +317,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-

@@ -100,19 +100,30 @@ class CachedModel:
     def output_counts(self) -> dict[str, int]:
         """This process's outputs of the model: generated, read from the cache, of those read the imported
         entries, and the requests answered by an identical request of the same batch (``duplicates``)."""
-        return {"generated": self.calls, "read": self.hits, "read_imported": self.hits_imported, "duplicates": self.duplicates}
+        return {
+            "generated": self.calls,
+            "read": self.hits,
+            "read_imported": self.hits_imported,
+            "duplicates": self.duplicates,
+        }
 
     def _generate_missing(self, requests, keys, missing, cached, label) -> None:
         """Generate the ``missing`` requests chunk by chunk, storing each chunk; with ``progress``, one bar (or
         plain lines off a terminal, :mod:`harness.models.progress`) per model x task, advanced per chunk (the
         backend's and the stages' own bars stay silent inside it)."""
-        bar = Progress(len(missing), f"{self.spec} {label}".rstrip(), min_items=self.chunk_size) if self.progress else contextlib.nullcontext()
+        bar = (
+            Progress(len(missing), f"{self.spec} {label}".rstrip(), min_items=self.chunk_size)
+            if self.progress
+            else contextlib.nullcontext()
+        )
         first_error: PartialGenerationError | None = None
         with bar:
             for start in range(0, len(missing), self.chunk_size):
-                chunk = missing[start:start + self.chunk_size]
+                chunk = missing[start : start + self.chunk_size]
                 try:
-                    answers = dict(enumerate(self.model().generate([requests[index] for index in chunk], self.decoding)))
+                    answers = dict(
+                        enumerate(self.model().generate([requests[index] for index in chunk], self.decoding))
+                    )
                     complete = True
                 except PartialGenerationError as error:
                     if not error.answers:
@@ -121,14 +132,24 @@ class CachedModel:
                 except ModelError:
                     raise
                 except Exception as exc:
-                    raise ModelError(f"{self.spec}: generation failed for {label or 'a batch'} ({type(exc).__name__}: {exc})") from exc
+                    raise ModelError(
+                        f"{self.spec}: generation failed for {label or 'a batch'} ({type(exc).__name__}: {exc})"
+                    ) from exc
                 if complete and len(answers) != len(chunk):
                     raise ModelError(f"{self.spec}: returned {len(answers)} answers for {len(chunk)} requests")
                 self.calls += len(answers)
-                self.cache.put_many([
-                    (keys[chunk[position]], NAMESPACE, self.fingerprint, answer, {"spec": self.spec, "label": label})
-                    for position, answer in answers.items()
-                ])
+                self.cache.put_many(
+                    [
+                        (
+                            keys[chunk[position]],
+                            NAMESPACE,
+                            self.fingerprint,
+                            answer,
+                            {"spec": self.spec, "label": label},
+                        )
+                        for position, answer in answers.items()
+                    ]
+                )
                 cached.update({keys[chunk[position]]: answer for position, answer in answers.items()})
                 if self.progress:
                     bar.advance_to(start + len(chunk))

@@ -20,6 +20,7 @@ SCHEMA_VERSION = 2
 case's ``decision`` (the whole gate's decision rule, :class:`harness.metrics.multitest.DecisionRule`) and
 ``floors`` (quality floors, reported apart from the bias verdict)."""
 
+
 @dataclasses.dataclass(frozen=True)
 class Contrast:
     """One comparison of a case's bias test: ``estimate`` with its interval and two-sided p-value (NaN/None
@@ -39,9 +40,15 @@ class Contrast:
         return cls(**_known_fields(cls, data, where))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "estimate": finite_or_none(self.estimate), "ci_low": finite_or_none(self.ci_low),
-                "ci_high": finite_or_none(self.ci_high), "p": finite_or_none(self.p), "relevant": bool(self.relevant),
-                "reason": self.reason}
+        return {
+            "label": self.label,
+            "estimate": finite_or_none(self.estimate),
+            "ci_low": finite_or_none(self.ci_low),
+            "ci_high": finite_or_none(self.ci_high),
+            "p": finite_or_none(self.p),
+            "relevant": bool(self.relevant),
+            "reason": self.reason,
+        }
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -81,7 +88,9 @@ class Decision:
 
     def to_json(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)} | {
-            "contrasts": [contrast.as_dict() for contrast in self.contrasts], "untestable": list(self.untestable)}
+            "contrasts": [contrast.as_dict() for contrast in self.contrasts],
+            "untestable": list(self.untestable),
+        }
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Decision:
@@ -92,7 +101,9 @@ class Decision:
         contrasts = fields.get("contrasts", ())
         if not isinstance(contrasts, (list, tuple)):
             raise ValueError(f"{where}, decision: 'contrasts' is a list, got {type(contrasts).__name__}")
-        fields["contrasts"] = tuple(Contrast.from_json(c, f"{where}, decision, contrast {i}") for i, c in enumerate(contrasts))
+        fields["contrasts"] = tuple(
+            Contrast.from_json(c, f"{where}, decision, contrast {i}") for i, c in enumerate(contrasts)
+        )
         fields["untestable"] = tuple(fields.get("untestable", ()))
         return cls(**fields)
 
@@ -137,11 +148,12 @@ class CaseRecord:
     baseline: dict[str, Any] | None = None
     nodeid: str | None = None
 
-
     def to_json(self) -> dict[str, Any]:
         """The results.json entry: every field, in declaration order, less the unset ones of :data:`_WHEN_SET`."""
         return {
-            field.name: getattr(self, field.name).to_json() if isinstance(getattr(self, field.name), Decision) else getattr(self, field.name)
+            field.name: getattr(self, field.name).to_json()
+            if isinstance(getattr(self, field.name), Decision)
+            else getattr(self, field.name)
             for field in dataclasses.fields(self)
             if not (field.name in _WHEN_SET and getattr(self, field.name) is None)
         }
@@ -164,16 +176,18 @@ class ErrorRecord:
     variant: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {name: value for name, value in dataclasses.asdict(self).items()
-                if value is not None or name not in ("cause", "model", "corpus", "dimension", "variant")}
-
-
-
+        return {
+            name: value
+            for name, value in dataclasses.asdict(self).items()
+            if value is not None or name not in ("cause", "model", "corpus", "dimension", "variant")
+        }
 
 
 def schema_version(results: Mapping[str, Any], where: str) -> int:
     """The schema version of a results.json (files written before versioning read as 1); a newer one is an error."""
     version = results.get("schema_version", 1)
     if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
-        raise ValueError(f"{where}: schema_version {version!r}; this lalm-fairness reads versions 1 to {SCHEMA_VERSION}")
+        raise ValueError(
+            f"{where}: schema_version {version!r}; this lalm-fairness reads versions 1 to {SCHEMA_VERSION}"
+        )
     return version

@@ -91,7 +91,9 @@ def output_drift(shipped: Sequence[str], regenerated: Sequence[str], tasks: Sequ
     transcripts are compared by word error rate, pooled (Whisper's normaliser, :func:`harness.metrics.wer.word_errors`).
     """
     if not (len(shipped) == len(regenerated) == len(tasks)):
-        raise ValueError(f"output_drift: {len(shipped)} shipped, {len(regenerated)} regenerated and {len(tasks)} task entries")
+        raise ValueError(
+            f"output_drift: {len(shipped)} shipped, {len(regenerated)} regenerated and {len(tasks)} task entries"
+        )
     if not shipped:
         raise ValueError("output_drift: no outputs to compare")
     references, hypotheses, same_fields, fields = [], [], 0, 0
@@ -138,10 +140,26 @@ def regenerate_sample(threads: int, cache_root: str | Path) -> dict[str, Any]:
     options = {DEMO_MODEL: {"asr": {"cpu_threads": threads}, "llm": {"threads": threads}}}
     root = Path(cache_root)
     with as_shipped():
-        shipped = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(root / "shipped"), progress=False, offline=True, model_options=options)).context
+        shipped = Gate(
+            GateConfig(
+                models=(DEMO_MODEL,),
+                cache_dir=str(root / "shipped"),
+                progress=False,
+                offline=True,
+                model_options=options,
+            )
+        ).context
         shipped_transcriber, _ = shipped.transcriber(DEMO_MODEL)
         shipped_model = shipped.model(DEMO_MODEL)
-    fresh = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(root / "fresh"), bundled_exports={}, progress=False, model_options=options)).context
+    fresh = Gate(
+        GateConfig(
+            models=(DEMO_MODEL,),
+            cache_dir=str(root / "fresh"),
+            bundled_exports={},
+            progress=False,
+            model_options=options,
+        )
+    ).context
     table = fresh.corpora["demo"].table.reset_index(drop=True)
     groups = table.groupby("content_id", sort=True).groups.values()
     rows = [int(group[i % len(group)]) for i, group in enumerate(groups)]
@@ -157,7 +175,9 @@ def regenerate_sample(threads: int, cache_root: str | Path) -> dict[str, Any]:
         old += shipped_model.generate(requests)
         new += fresh.model(DEMO_MODEL).generate(requests, label=f"demo/{task}")
         tasks += [task] * len(requests)
-    basis = list(choice_requests(fresh.basis.item_set("stereoset-gender"), "speech-implicit").requests)[:BASIS_SAMPLE_SIZE]
+    basis = list(choice_requests(fresh.basis.item_set("stereoset-gender"), "speech-implicit").requests)[
+        :BASIS_SAMPLE_SIZE
+    ]
     old += shipped_model.generate(basis)
     new += fresh.model(DEMO_MODEL).generate(basis)
     tasks += [None] * len(basis)

@@ -51,8 +51,11 @@ def record_from_json(data: Any, where: str) -> CaseRecord | ErrorRecord:
     if kind is None:
         raise ValueError(f"{where}: unknown check {data.get('check')!r}; records are of {sorted(kinds)}")
     fields = {field.name: field for field in dataclasses.fields(kind)}
-    missing = [name for name, field in fields.items()
-               if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING and name not in data]
+    missing = [
+        name
+        for name, field in fields.items()
+        if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING and name not in data
+    ]
     if missing:
         raise ValueError(f"{where}: {data['check']} record lacks key(s) {missing}")
     unknown = sorted(set(data) - set(fields))

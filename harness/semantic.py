@@ -52,6 +52,7 @@ def build_embedder(spec: str) -> Embedder | None:
     if spec == "none":
         return None
     if spec == "minilm":
+
         def embed_minilm(texts: Sequence[str]) -> np.ndarray:
             from harness.extraction.canonical import minilm_embedder
 
@@ -78,7 +79,9 @@ def build_embedder(spec: str) -> Embedder | None:
                 depth = (config.get_text_config() if hasattr(config, "get_text_config") else config).num_hidden_layers
                 layers = [model.hidden_states(list(texts), layer=layer) for layer in (1, (depth + 1) // 2, depth)]
                 return np.mean(layers, axis=0).astype(np.float64)
-            return np.asarray(model.next_token_logits([EOWL_TEMPLATE.format(text=text) for text in texts]), dtype=np.float64)
+            return np.asarray(
+                model.next_token_logits([EOWL_TEMPLATE.format(text=text) for text in texts]), dtype=np.float64
+            )
 
         return Embedder(spec, f"{kind}:{backend.fingerprint()}", embed_hf)
     raise ModelError(f"unknown embedder {spec!r}; use minilm, embed-agg:<hf spec>, embed-eowl:<hf spec> or none")
@@ -91,8 +94,10 @@ def cached_embeddings(embedder: Embedder, texts: Sequence[str], cache: OutputCac
     missing = [text for text, key in keys.items() if key not in found]
     if missing:
         vectors = embedder.embed(missing)
-        entries = [(keys[text], NAMESPACE, embedder.fingerprint, json.dumps(np.asarray(vector).tolist()), {})
-                   for text, vector in zip(missing, vectors)]
+        entries = [
+            (keys[text], NAMESPACE, embedder.fingerprint, json.dumps(np.asarray(vector).tolist()), {})
+            for text, vector in zip(missing, vectors)
+        ]
         cache.put_many(entries)
         found.update({entry[0]: entry[3] for entry in entries})
     by_text = {text: np.asarray(json.loads(found[key])) for text, key in keys.items()}

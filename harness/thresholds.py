@@ -58,7 +58,9 @@ def known_dimensions() -> frozenset[str]:
     demo = yaml.safe_load((data / "demo" / "corpus.yaml").read_text(encoding="utf-8")) or {}
     names.update(demo.get("dimensions", []))
     suite = yaml.safe_load((data / "basis_demo" / "suite.yaml").read_text(encoding="utf-8")) or {}
-    names.update(entry["dimension"] for entry in suite.get("sets", []) if isinstance(entry, Mapping) and "dimension" in entry)
+    names.update(
+        entry["dimension"] for entry in suite.get("sets", []) if isinstance(entry, Mapping) and "dimension" in entry
+    )
     return frozenset(names)
 
 
@@ -148,7 +150,9 @@ class Thresholds:
     def packaged(self) -> bool:
         return self.raw is packaged_thresholds().raw
 
-    def _layer(self, merged: dict[str, Any], check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> None:
+    def _layer(
+        self, merged: dict[str, Any], check: str, schema: ThresholdSchema, variant: str | None, dimension: str
+    ) -> None:
         section = self.raw.get(check, {}) or {}
         merged.update(section.get("defaults", {}) or {})
         merged.update((section.get("dimensions", {}) or {}).get(dimension, {}) or {})
@@ -158,7 +162,9 @@ class Thresholds:
             merged.update(variant_block)
             merged.update(variant_dimensions.get(dimension, {}) or {})
 
-    def validate(self, schemas: Mapping[str, ThresholdSchema], variants: Mapping[str, Iterable[str]], dimensions: Iterable[str]) -> None:
+    def validate(
+        self, schemas: Mapping[str, ThresholdSchema], variants: Mapping[str, Iterable[str]], dimensions: Iterable[str]
+    ) -> None:
         """Raise :class:`ThresholdsError` for an unknown check, variant, dimension or key, listing the valid ones,
         and for ``lower > upper`` in a layer or in a merged case. ``dimensions`` are the session's; an override of
         a :func:`known_dimensions` name that the session lacks is recorded in :attr:`notes` and warned about."""
@@ -177,7 +183,9 @@ class Thresholds:
             if unknown:
                 self._fail(f"{check}: unknown key(s) {unknown}", layers)
             self._check_values(section.get("defaults", {}) or {}, f"{check}.defaults", schema)
-            self._check_dimension_block(section.get("dimensions", {}) or {}, f"{check}.dimensions", dimensions, session, schema)
+            self._check_dimension_block(
+                section.get("dimensions", {}) or {}, f"{check}.dimensions", dimensions, session, schema
+            )
             if schema.variant_axis:
                 valid_variants = sorted(set(variants.get(check, ())))
                 variant_section = section.get(schema.variant_axis, {}) or {}
@@ -189,13 +197,17 @@ class Thresholds:
                     block = block or {}
                     self._expect_mapping(block, f"{path}.{variant}")
                     block = dict(block)
-                    self._check_dimension_block(block.pop("dimensions", {}) or {}, f"{path}.{variant}.dimensions", dimensions, session, schema)
+                    self._check_dimension_block(
+                        block.pop("dimensions", {}) or {}, f"{path}.{variant}.dimensions", dimensions, session, schema
+                    )
                     self._check_values(block, f"{path}.{variant}", schema)
             self._check_merged_order(check, schema, variants.get(check, ()), session)
         for note in self.notes:
             warnings.warn(f"{self.source}: {note}", UserWarning, stacklevel=2)
 
-    def _check_merged_order(self, check: str, schema: ThresholdSchema, variants: Iterable[str], session: list[str]) -> None:
+    def _check_merged_order(
+        self, check: str, schema: ThresholdSchema, variants: Iterable[str], session: list[str]
+    ) -> None:
         """``lower <= upper`` (:data:`ORDERED_KEYS`) in every case the layers merge to."""
         pairs = [(low, high) for low, high in ORDERED_KEYS if low in schema.keys and high in schema.keys]
         if not pairs:
@@ -212,7 +224,9 @@ class Thresholds:
                             f"once the layers are merged ({where or 'defaults'})"
                         )
 
-    def _check_dimension_block(self, block: Any, path: str, dimensions: list[str], session: list[str], schema: ThresholdSchema) -> None:
+    def _check_dimension_block(
+        self, block: Any, path: str, dimensions: list[str], session: list[str], schema: ThresholdSchema
+    ) -> None:
         self._expect_mapping(block, path)
         for dimension, values in block.items():
             if dimension not in dimensions:
@@ -250,14 +264,16 @@ class Thresholds:
 GATE_SECTION = "gate"
 RETIRED_KEYS = {
     "regression_alpha": "was retired: a regression is now judged under the gate's own error control (gate.alpha, "
-                        "Bonferroni across the model's cases; README \"Release gating\"); remove the key",
+    'Bonferroni across the model\'s cases; README "Release gating"); remove the key',
 }
 """Keys of earlier versions, refused with what replaced them."""
 
-GATE_SCHEMA = ThresholdSchema(keys={
-    "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
-    "correction": ThresholdKey((str,), "bonferroni", one_of("bonferroni", "none")),
-})
+GATE_SCHEMA = ThresholdSchema(
+    keys={
+        "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
+        "correction": ThresholdKey((str,), "bonferroni", one_of("bonferroni", "none")),
+    }
+)
 """The ``gate`` section: the family-wise false-fail probability ``alpha`` of one model's run and the
 across-case ``correction`` (:class:`harness.metrics.multitest.DecisionRule`). Only ``defaults`` apply."""
 
@@ -288,7 +304,9 @@ def _read_thresholds(path: Path, source: str | None = None) -> Thresholds:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ThresholdsError(f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r}); save it as UTF-8") from None
+        raise ThresholdsError(
+            f"{path}: not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r}); save it as UTF-8"
+        ) from None
     try:
         raw = load_yaml_unique(text) or {}
     except yaml.YAMLError as exc:

@@ -246,8 +246,7 @@ def check_tools(engines: set[str]) -> None:
     missing = [tool for tool in sorted(engines) if shutil.which(tool) is None]
     if missing:
         sys.exit(
-            f"missing synthesiser(s) {missing}: install them with "
-            "`apt-get install -y espeak-ng flite` (Debian/Ubuntu)"
+            f"missing synthesiser(s) {missing}: install them with `apt-get install -y espeak-ng flite` (Debian/Ubuntu)"
         )
 
 

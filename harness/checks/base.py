@@ -168,7 +168,10 @@ class Comparison:
     floors: list[dict[str, Any]] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {key: finite_or_none(value) if isinstance(value, float) else value for key, value in dataclasses.asdict(self).items()}
+        return {
+            key: finite_or_none(value) if isinstance(value, float) else value
+            for key, value in dataclasses.asdict(self).items()
+        }
 
 
 class Check(abc.ABC):
@@ -226,8 +229,17 @@ class Check(abc.ABC):
         }
 
 
-def regression_comparison(context: CompareContext, case: Case, test: PairedTest, *, measure: str, margin: float,
-                          margin_key: str, unit: str = "", hears_voice: bool = True) -> Comparison:
+def regression_comparison(
+    context: CompareContext,
+    case: Case,
+    test: PairedTest,
+    *,
+    measure: str,
+    margin: float,
+    margin_key: str,
+    unit: str = "",
+    hears_voice: bool = True,
+) -> Comparison:
     """The release verdict of one case from the paired test of its bias measure (README "Release gating").
 
     The case regresses when its bias measure got worse by more than ``margin`` (the threshold key
@@ -239,28 +251,55 @@ def regression_comparison(context: CompareContext, case: Case, test: PairedTest,
     a mode without audio) the status is ``backbone``: the change is the text backbone's, reported and never a
     voice-induced regression."""
     if not test.estimable:
-        return Comparison(status="not estimable", baseline_value=finite_or_none(test.baseline), delta=finite_or_none(test.difference),
-                          message=f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g}: {test.reason}; not judged a regression",
-                          measure=measure)
+        return Comparison(
+            status="not estimable",
+            baseline_value=finite_or_none(test.baseline),
+            delta=finite_or_none(test.difference),
+            message=f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g}: {test.reason}; not judged a regression",
+            measure=measure,
+        )
     relevant = bool(test.worsening > margin)
     decision = context.decision_rule(case.model).decide([test.p_worse], [relevant], rule="both")
-    block = RegressionDecision(**decision.as_dict(), rule="both", margin=float(margin), margin_key=margin_key, resampled=test.resampled,
-                               df=finite_or_none(test.df), se=finite_or_none(test.se))
+    block = RegressionDecision(
+        **decision.as_dict(),
+        rule="both",
+        margin=float(margin),
+        margin_key=margin_key,
+        resampled=test.resampled,
+        df=finite_or_none(test.df),
+        se=finite_or_none(test.se),
+    )
     p_adjusted = "n/a" if decision.p_adjusted is None else f"{decision.p_adjusted:.3g}"
-    interval = (f"95% paired {test.resampled} bootstrap CI [{test.ci_low:+.3g}, {test.ci_high:+.3g}]"
-                if math.isfinite(test.ci_low) else f"paired {test.resampled}")
+    interval = (
+        f"95% paired {test.resampled} bootstrap CI [{test.ci_low:+.3g}, {test.ci_high:+.3g}]"
+        if math.isfinite(test.ci_low)
+        else f"paired {test.resampled}"
+    )
     message = (
         f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g} (delta {test.difference:+.3g}{unit}, {interval}; "
         f"one-sided p = {test.p_worse:.3g}, adjusted p = "
         f"{p_adjusted} ({decision.correction}); regression when worse by more than {margin:g} and significant) -> "
-        + ("REGRESSION" if decision.failed and hears_voice else "no regression" if hears_voice else
-           f"{'a significant' if decision.failed else 'no significant'} worsening, but this mode has no audio, so the change is "
-           "the text backbone's (reported, not a voice-induced regression)")
+        + (
+            "REGRESSION"
+            if decision.failed and hears_voice
+            else "no regression"
+            if hears_voice
+            else f"{'a significant' if decision.failed else 'no significant'} worsening, but this mode has no audio, so the change is "
+            "the text backbone's (reported, not a voice-induced regression)"
+        )
     )
-    return Comparison(status="compared" if hears_voice else "backbone", baseline_value=finite_or_none(test.baseline),
-                      delta=finite_or_none(test.difference), p_value=finite_or_none(test.p_worse), regressed=decision.failed and hears_voice,
-                      message=message, ci_low=finite_or_none(test.ci_low), ci_high=finite_or_none(test.ci_high), measure=measure,
-                      decision=block)
+    return Comparison(
+        status="compared" if hears_voice else "backbone",
+        baseline_value=finite_or_none(test.baseline),
+        delta=finite_or_none(test.difference),
+        p_value=finite_or_none(test.p_worse),
+        regressed=decision.failed and hears_voice,
+        message=message,
+        ci_low=finite_or_none(test.ci_low),
+        ci_high=finite_or_none(test.ci_high),
+        measure=measure,
+        decision=block,
+    )
 
 
 RELEASE_JUDGED = ("compared", "not estimable", "backbone")
@@ -271,10 +310,23 @@ cannot vary and a mode without audio never regress; a new or unsupported case ke
 def with_floor_changes(comparison: Comparison, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
     """``comparison`` with the change of each quality floor both records state (reported, never gated)."""
     recorded = {entry["key"]: entry.get("value") for entry in (baseline.floors or [])}
-    floors = [{"key": entry["key"], "baseline": recorded.get(entry["key"]), "candidate": entry.get("value"), "threshold": entry.get("threshold")}
-              for entry in (candidate.floors or []) if entry["key"] in recorded]
-    changes = "; ".join(f"quality floor {f['key']} {_number(f['baseline'])} -> {_number(f['candidate'])} (reported, not gated)" for f in floors)
-    return dataclasses.replace(comparison, floors=floors or None, message=comparison.message + (f"; {changes}" if changes else ""))
+    floors = [
+        {
+            "key": entry["key"],
+            "baseline": recorded.get(entry["key"]),
+            "candidate": entry.get("value"),
+            "threshold": entry.get("threshold"),
+        }
+        for entry in (candidate.floors or [])
+        if entry["key"] in recorded
+    ]
+    changes = "; ".join(
+        f"quality floor {f['key']} {_number(f['baseline'])} -> {_number(f['candidate'])} (reported, not gated)"
+        for f in floors
+    )
+    return dataclasses.replace(
+        comparison, floors=floors or None, message=comparison.message + (f"; {changes}" if changes else "")
+    )
 
 
 def _number(value: Any) -> str:
@@ -302,21 +354,37 @@ class SpeakerBootstrapComparison:
 
     def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
         table = self.speaker_statistics(context, case)
-        return {"speaker": [str(s) for s in table.index], **{column: table[column].tolist() for column in table.columns}}
+        return {
+            "speaker": [str(s) for s in table.index],
+            **{column: table[column].tolist() for column in table.columns},
+        }
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         from harness.metrics.paired import paired_speaker_bootstrap, paired_speaker_test
 
         if not baseline.paired_data:
-            return Comparison(status="unsupported", baseline_value=baseline.value, message="the baseline record carries no per-speaker data")
+            return Comparison(
+                status="unsupported",
+                baseline_value=baseline.value,
+                message="the baseline record carries no per-speaker data",
+            )
         tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
         settings = self.threshold_values(context, case)
         try:
             result = paired_speaker_bootstrap(*tables, self.comparison_statistic, seed=context.seed)
         except ValueError as exc:
-            return Comparison(status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}")
-        return regression_comparison(context, case, paired_speaker_test(result, self.worse_when), measure=self.comparison_name,
-                                     margin=float(settings["max_worsening"]), margin_key="max_worsening", hears_voice=self.hears_voice(case))
+            return Comparison(
+                status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}"
+            )
+        return regression_comparison(
+            context,
+            case,
+            paired_speaker_test(result, self.worse_when),
+            measure=self.comparison_name,
+            margin=float(settings["max_worsening"]),
+            margin_key="max_worsening",
+            hears_voice=self.hears_voice(case),
+        )
 
 
 class CrossedComparison:
@@ -334,38 +402,68 @@ class CrossedComparison:
 
     def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
         table = self.crossed_cells(context, case)
-        return {column: [value if isinstance(value, str) else float(value) for value in table[column]] for column in table.columns}
+        return {
+            column: [value if isinstance(value, str) else float(value) for value in table[column]]
+            for column in table.columns
+        }
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         from harness.metrics.paired import paired_crossed_gap
 
         if not baseline.paired_data or "item" not in baseline.paired_data:
-            return Comparison(status="unsupported", baseline_value=baseline.value,
-                              message="the baseline record carries no per-(speaker, item) data (a results.json written before the "
-                                      "two-way paired comparison; rerun the baseline checkpoint)")
+            return Comparison(
+                status="unsupported",
+                baseline_value=baseline.value,
+                message="the baseline record carries no per-(speaker, item) data (a results.json written before the "
+                "two-way paired comparison; rerun the baseline checkpoint)",
+            )
         tables = [pd.DataFrame(data) for data in (candidate.paired_data, baseline.paired_data)]
         try:
             test = paired_crossed_gap(*tables, seed=derived_seed(context.seed, "paired", case.id))
         except ValueError as exc:
-            return Comparison(status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}")
+            return Comparison(
+                status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}"
+            )
         settings = self.threshold_values(context, case)
-        return regression_comparison(context, case, test, measure=self.comparison_name, margin=float(settings["max_worsening"]),
-                                     margin_key="max_worsening", unit=" points", hears_voice=self.hears_voice(case))
+        return regression_comparison(
+            context,
+            case,
+            test,
+            measure=self.comparison_name,
+            margin=float(settings["max_worsening"]),
+            margin_key="max_worsening",
+            unit=" points",
+            hears_voice=self.hears_voice(case),
+        )
 
 
-def cell_sums(table: pd.DataFrame, *, speaker: str = "speaker", value_columns: Sequence[str] = ("value",),
-              weight: str | None = None) -> pd.DataFrame:
+def cell_sums(
+    table: pd.DataFrame,
+    *,
+    speaker: str = "speaker",
+    value_columns: Sequence[str] = ("value",),
+    weight: str | None = None,
+) -> pd.DataFrame:
     """Per (speaker, item) cell of an answer table (columns ``speaker``, ``group``, ``item`` and the values):
     the summed values and the ``weight`` (a 0/1 column of answers that count, or 1 per answer)."""
     rows = table.assign(weight=1.0 if weight is None else table[weight].astype(float))
     if speaker != "speaker":
         rows = rows.drop(columns="speaker", errors="ignore").rename(columns={speaker: "speaker"})
     cells = rows.groupby(["speaker", "group", "item"], sort=True)[["weight", *value_columns]].sum().reset_index()
-    return cells.assign(speaker=cells["speaker"].astype(str), group=cells["group"].astype(str), item=cells["item"].astype(str))
+    return cells.assign(
+        speaker=cells["speaker"].astype(str), group=cells["group"].astype(str), item=cells["item"].astype(str)
+    )
 
 
-def bias_decision(context: CheckContext, case: Case, contrasts: Sequence[Contrast], *, rule: str = "both",
-                  statistic: str, not_estimable_reason: str | None = None) -> tuple[CaseDecision, Decision]:
+def bias_decision(
+    context: CheckContext,
+    case: Case,
+    contrasts: Sequence[Contrast],
+    *,
+    rule: str = "both",
+    statistic: str,
+    not_estimable_reason: str | None = None,
+) -> tuple[CaseDecision, Decision]:
     """The case's bias verdict by the run's :class:`~harness.metrics.multitest.DecisionRule`, and the record's
     ``decision`` block: the rule's fields, the ``statistic`` tested, every contrast, the deciding one's
     ``label``, ``estimate`` and interval, and ``untestable``: the contrasts beyond the practical threshold
@@ -373,13 +471,25 @@ def bias_decision(context: CheckContext, case: Case, contrasts: Sequence[Contras
     and has untestable contrasts is unmeasured (:meth:`harness.gate.Gate.verdict`), not passed."""
     reasons = [c.reason for c in contrasts if c.reason]
     decision = context.decision_rule(case.model).decide(
-        [c.p for c in contrasts], [c.relevant for c in contrasts], rule=rule,
-        not_estimable_reason=not_estimable_reason or ("; ".join(dict.fromkeys(reasons)) or None))
+        [c.p for c in contrasts],
+        [c.relevant for c in contrasts],
+        rule=rule,
+        not_estimable_reason=not_estimable_reason or ("; ".join(dict.fromkeys(reasons)) or None),
+    )
     deciding = contrasts[decision.deciding].as_dict() if decision.deciding is not None else {}
-    untestable = [c.label for c in contrasts if c.relevant and (c.p is None or not math.isfinite(c.p))] if rule != "magnitude" else []
-    block = Decision(**decision.as_dict(), statistic=statistic, rule=rule, contrasts=tuple(contrasts),
-                     untestable=() if decision.failed else tuple(untestable),
-                     **{key: deciding.get(key) for key in ("label", "estimate", "ci_low", "ci_high")})
+    untestable = (
+        [c.label for c in contrasts if c.relevant and (c.p is None or not math.isfinite(c.p))]
+        if rule != "magnitude"
+        else []
+    )
+    block = Decision(
+        **decision.as_dict(),
+        statistic=statistic,
+        rule=rule,
+        contrasts=tuple(contrasts),
+        untestable=() if decision.failed else tuple(untestable),
+        **{key: deciding.get(key) for key in ("label", "estimate", "ci_low", "ci_high")},
+    )
     return decision, block
 
 
@@ -388,8 +498,10 @@ def describe_decision(decision: CaseDecision) -> str:
     if not decision.estimable:
         return f"not estimable ({decision.reason}): no bias verdict"
     p_adjusted = "n/a" if decision.p_adjusted is None else f"{decision.p_adjusted:.3g}"
-    return (f"p = {decision.p:.3g}, adjusted p = {p_adjusted} ({decision.correction}); "
-            f"{'relevant' if decision.relevant else 'not beyond the threshold'} -> {'FAIL: bias' if decision.failed else 'pass'}")
+    return (
+        f"p = {decision.p:.3g}, adjusted p = {p_adjusted} ({decision.correction}); "
+        f"{'relevant' if decision.relevant else 'not beyond the threshold'} -> {'FAIL: bias' if decision.failed else 'pass'}"
+    )
 
 
 def floor(key: str, value: float | None, threshold: float) -> dict[str, Any]:
@@ -399,8 +511,11 @@ def floor(key: str, value: float | None, threshold: float) -> dict[str, Any]:
 
 
 def floors_note(floors: Sequence[dict[str, Any]]) -> str:
-    unmet = [f"{f['key']} {'undefined' if f['value'] is None else format(f['value'], '.1f')} < {f['threshold']:g}"
-             for f in floors if not f["met"]]
+    unmet = [
+        f"{f['key']} {'undefined' if f['value'] is None else format(f['value'], '.1f')} < {f['threshold']:g}"
+        for f in floors
+        if not f["met"]
+    ]
     return f"; below quality floor: {', '.join(unmet)} (reported, not a bias verdict)" if unmet else ""
 
 

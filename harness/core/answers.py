@@ -28,7 +28,9 @@ class Field:
     def placeholder(self) -> str:
         """The line as a prompt asks for it: ``Label: ...``, ``Label: ..., ..., ...`` or ``Label: (a, b or c)``."""
         if self.options:
-            listed = self.options[0] if len(self.options) == 1 else f"{', '.join(self.options[:-1])} or {self.options[-1]}"
+            listed = (
+                self.options[0] if len(self.options) == 1 else f"{', '.join(self.options[:-1])} or {self.options[-1]}"
+            )
             return f"{self.label}: ({listed})"
         return f"{self.label}: {', '.join(['...'] * self.items)}"
 

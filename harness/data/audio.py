@@ -226,10 +226,16 @@ class AudioChecks:
             content = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        if not isinstance(content, dict) or content.get("version") != AUDIO_CHECKS_VERSION or not isinstance(content.get("entries"), dict):
+        if (
+            not isinstance(content, dict)
+            or content.get("version") != AUDIO_CHECKS_VERSION
+            or not isinstance(content.get("entries"), dict)
+        ):
             return {}
         fields = {field.name for field in dataclasses.fields(AudioInspection)}
-        return {key: entry for key, entry in content["entries"].items() if isinstance(entry, dict) and set(entry) == fields}
+        return {
+            key: entry for key, entry in content["entries"].items() if isinstance(entry, dict) and set(entry) == fields
+        }
 
 
 def inspect_audio_files(

@@ -159,8 +159,13 @@ def _check_audio(sets: list[ItemSet], audio_checks: AudioChecks) -> list[str]:
     the warnings."""
     warnings = []
     for item_set in sets:
-        places = ((item_set.where(row), path, f"row {row} ({Path(path).name})") for row, path in zip(item_set.table["row"], item_set.table["audio"]))
-        warnings += [f"{item_set.metadata_path}: {line}" for line in inspect_audio_files(places, audio_checks, BasisError)]
+        places = (
+            (item_set.where(row), path, f"row {row} ({Path(path).name})")
+            for row, path in zip(item_set.table["row"], item_set.table["audio"])
+        )
+        warnings += [
+            f"{item_set.metadata_path}: {line}" for line in inspect_audio_files(places, audio_checks, BasisError)
+        ]
     return warnings
 
 
@@ -229,7 +234,9 @@ def _read_metadata(path: Path, kind: str, dimension: str, labels: tuple[str, ...
     return table.reset_index(drop=True)
 
 
-def _validate_row(path: Path, record: dict, columns: list[str], dimension: str, labels: tuple[str, ...], kind: str) -> None:
+def _validate_row(
+    path: Path, record: dict, columns: list[str], dimension: str, labels: tuple[str, ...], kind: str
+) -> None:
     where = f"{path}, row {record['row']}"
     for column in columns:
         if not str(record[column]).strip():
@@ -253,7 +260,9 @@ def _validate_table(path: Path, table: pd.DataFrame, dimension: str) -> None:
     if len(duplicated):
         record = duplicated.iloc[0]
         first = table[(table["id"] == record["id"]) & (table["speaker"] == record["speaker"])]["row"].iloc[0]
-        raise BasisError(f"{path}, row {record['row']}: duplicate recording of id {record['id']} by {record['speaker']!r} (first at row {first})")
+        raise BasisError(
+            f"{path}, row {record['row']}: duplicate recording of id {record['id']} by {record['speaker']!r} (first at row {first})"
+        )
     for speaker, rows in table.groupby("speaker", sort=False):
         if rows["label"].nunique() > 1:
             clash = rows[rows["label"] != rows["label"].iloc[0]].iloc[0]
@@ -263,7 +272,9 @@ def _validate_table(path: Path, table: pd.DataFrame, dimension: str) -> None:
             )
     speakers_per_group = table.groupby("label")["speaker"].nunique()
     if len(speakers_per_group) < 2:
-        raise BasisError(f"{path}: {dimension} has only the group(s) {sorted(speakers_per_group.index)}; at least 2 are needed")
+        raise BasisError(
+            f"{path}: {dimension} has only the group(s) {sorted(speakers_per_group.index)}; at least 2 are needed"
+        )
     small = speakers_per_group[speakers_per_group < MIN_SPEAKERS_PER_GROUP]
     if len(small):
         row = table[table["label"] == small.index[0]]["row"].iloc[0]

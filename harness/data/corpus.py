@@ -133,7 +133,9 @@ def _read_corpus_config(config_path: Path) -> dict:
         raise CorpusError(f"{config_path}: unknown key(s) {unknown}; valid: {', '.join(CONFIG_KEYS)}")
     folders = config.get("audio_folders", [])
     if not isinstance(folders, list) or not all(isinstance(folder, str) and folder.strip() for folder in folders):
-        raise CorpusError(f"{config_path}: audio_folders must be a list of folder paths (absolute, or relative to corpus.yaml)")
+        raise CorpusError(
+            f"{config_path}: audio_folders must be a list of folder paths (absolute, or relative to corpus.yaml)"
+        )
     return config
 
 
@@ -191,7 +193,9 @@ def _dimensions(table: pd.DataFrame, config: dict, manifest_path: Path) -> tuple
         return tuple(dimensions)
     dimensions = tuple(column for column in table.columns if column not in REQUIRED_COLUMNS)
     if not dimensions:
-        raise CorpusError(f"{manifest_path}: no demographic dimension column (e.g. gender, accent) besides {list(REQUIRED_COLUMNS)}")
+        raise CorpusError(
+            f"{manifest_path}: no demographic dimension column (e.g. gender, accent) besides {list(REQUIRED_COLUMNS)}"
+        )
     return dimensions
 
 
@@ -246,7 +250,9 @@ def _validate_dimensions(table: pd.DataFrame, dimensions: tuple[str, ...], manif
 
 def _audio_folders(config: dict, config_path: Path | None, manifest_path: Path) -> tuple[Path, ...]:
     """The corpus folder (the manifest's) and the ``audio_folders`` of ``corpus.yaml``, absolute."""
-    listed = [Path(os.path.normpath(config_path.parent.resolve() / folder)) for folder in config.get("audio_folders", [])]
+    listed = [
+        Path(os.path.normpath(config_path.parent.resolve() / folder)) for folder in config.get("audio_folders", [])
+    ]
     return (manifest_path.resolve().parent, *listed)
 
 
@@ -265,14 +271,20 @@ def _validate_audio_locations(table: pd.DataFrame, manifest_path: Path, folders:
 def _validate_audio(table: pd.DataFrame, manifest_path: Path, audio_checks: AudioChecks) -> list[str]:
     """Decode every audio file (memoized by content); raise on the first unusable one, return the warnings."""
     places = (
-        (_row_label(manifest_path, index), manifest_path.parent / relative, f"{_row_label(manifest_path, index).rsplit(', ', 1)[1]} ({relative})")
+        (
+            _row_label(manifest_path, index),
+            manifest_path.parent / relative,
+            f"{_row_label(manifest_path, index).rsplit(', ', 1)[1]} ({relative})",
+        )
         for index, relative in table["audio"].items()
     )
     warnings = [f"{manifest_path}: {line}" for line in inspect_audio_files(places, audio_checks, CorpusError)]
     return warnings + shared_recordings(table, manifest_path, audio_checks.digests)
 
 
-def shared_recordings(table: pd.DataFrame, manifest_path: Path, digests: Mapping[Path, str], shown: int = 5) -> list[str]:
+def shared_recordings(
+    table: pd.DataFrame, manifest_path: Path, digests: Mapping[Path, str], shown: int = 5
+) -> list[str]:
     """A warning naming the rows whose recording is bit-identical to another speaker's (e.g. a synthetic corpus made
     twice with the same voice settings): the speaker-level permutation test rests on speakers being distinct voices,
     and such pairs make a voice-blind model look biased (issue 23: p < 0.05 in 10 of 20 cases with 14 pairs)."""
@@ -288,12 +300,17 @@ def shared_recordings(table: pd.DataFrame, manifest_path: Path, digests: Mapping
             pairs.append((first_row[digest], position))
     if not pairs:
         return []
-    named = [f"{_row_label(manifest_path, second).rsplit(', ', 1)[1]} ({table['speaker_id'].iloc[second]}) = "
-             f"{_row_label(manifest_path, first).rsplit(', ', 1)[1]} ({table['speaker_id'].iloc[first]})" for first, second in pairs[:shown]]
+    named = [
+        f"{_row_label(manifest_path, second).rsplit(', ', 1)[1]} ({table['speaker_id'].iloc[second]}) = "
+        f"{_row_label(manifest_path, first).rsplit(', ', 1)[1]} ({table['speaker_id'].iloc[first]})"
+        for first, second in pairs[:shown]
+    ]
     more = f" and {len(pairs) - shown} more" if len(pairs) > shown else ""
-    return [f"{manifest_path}: {len(pairs)} recording(s) bit-identical to another speaker's: {'; '.join(named)}{more}; the "
-            "speaker-level tests treat each speaker as a separate voice, so their p-values are not valid for this corpus: "
-            "give each speaker recordings of their own"]
+    return [
+        f"{manifest_path}: {len(pairs)} recording(s) bit-identical to another speaker's: {'; '.join(named)}{more}; the "
+        "speaker-level tests treat each speaker as a separate voice, so their p-values are not valid for this corpus: "
+        "give each speaker recordings of their own"
+    ]
 
 
 def read_utterance_audio(corpus: Corpus, utterance_id: str) -> Audio:

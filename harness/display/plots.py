@@ -101,40 +101,76 @@ def forest_plot(record: Any, value_name: str) -> dict[str, Any]:
     axis = LogAxis(values, label_width, plot_width)
     rows, y = [], top
     for comparison in record.comparisons:
-        rows.append({"kind": "comparison", "y": y + 12, "label": comparison["comparison"], "failed": bool(comparison.get("failed"))})
+        rows.append(
+            {
+                "kind": "comparison",
+                "y": y + 12,
+                "label": comparison["comparison"],
+                "failed": bool(comparison.get("failed")),
+            }
+        )
         y += row_height
         for method in comparison["methods"]:
             deciding = method["method"] == comparison.get("judged_method")
             ratio = method.get("ratio")
             estimable = interval_estimable(method) and method["ci_low"] > 0
-            row = {"kind": "method", "y": y + 9, "label": method["method"], "deciding": deciding,
-                   "failed": deciding and bool(comparison.get("failed")), "estimable": estimable, "ratio": ratio,
-                   "x": None if ratio is None or ratio <= 0 else axis.x(ratio)}
+            row = {
+                "kind": "method",
+                "y": y + 9,
+                "label": method["method"],
+                "deciding": deciding,
+                "failed": deciding and bool(comparison.get("failed")),
+                "estimable": estimable,
+                "ratio": ratio,
+                "x": None if ratio is None or ratio <= 0 else axis.x(ratio),
+            }
             if ratio is None or ratio <= 0:
                 row["text"] = "not estimable"
             elif estimable:
-                row.update(x_low=axis.x(method["ci_low"]), x_high=axis.x(method["ci_high"]),
-                           arrow_low=axis.clipped(method["ci_low"]), arrow_high=axis.clipped(method["ci_high"]),
-                           text=f"{ratio:.3f} [{method['ci_low']:.3f}, {method['ci_high']:.3f}]")
+                row.update(
+                    x_low=axis.x(method["ci_low"]),
+                    x_high=axis.x(method["ci_high"]),
+                    arrow_low=axis.clipped(method["ci_low"]),
+                    arrow_high=axis.clipped(method["ci_high"]),
+                    text=f"{ratio:.3f} [{method['ci_low']:.3f}, {method['ci_high']:.3f}]",
+                )
             else:
                 row["text"] = f"{ratio:.3f}, {NOT_ESTIMABLE}"
             rows.append(row)
             y += row_height
     band = None
     if None not in bounds:
-        band = {"x": axis.x(bounds[0]), "width": round(axis.x(bounds[1]) - axis.x(bounds[0]), 1),
-                "label": f"bounds [{bounds[0]:g}, {bounds[1]:g}]"}
+        band = {
+            "x": axis.x(bounds[0]),
+            "width": round(axis.x(bounds[1]) - axis.x(bounds[0]), 1),
+            "label": f"bounds [{bounds[0]:g}, {bounds[1]:g}]",
+        }
     bottom = y + 4
     return {
-        "width": label_width + plot_width + value_width, "height": bottom + 36, "top": top - 8, "bottom": bottom,
-        "left": label_width, "right": label_width + plot_width, "value_x": label_width + plot_width + 8,
-        "one_x": axis.x(1.0), "band": band, "ticks": axis.ticks(), "rows": rows,
-        "axis_label": f"{value_name} (log scale; 1 = no difference)", "mid_x": label_width + plot_width / 2,
+        "width": label_width + plot_width + value_width,
+        "height": bottom + 36,
+        "top": top - 8,
+        "bottom": bottom,
+        "left": label_width,
+        "right": label_width + plot_width,
+        "value_x": label_width + plot_width + 8,
+        "one_x": axis.x(1.0),
+        "band": band,
+        "ticks": axis.ticks(),
+        "rows": rows,
+        "axis_label": f"{value_name} (log scale; 1 = no difference)",
+        "mid_x": label_width + plot_width / 2,
     }
 
 
-def dot_interval_plot(rows: Sequence[Mapping[str, Any]], *, axis_label: str, reference: float | None = None,
-                      limits: tuple[float, float] | None = None, threshold_label: str = "threshold") -> dict[str, Any] | None:
+def dot_interval_plot(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    axis_label: str,
+    reference: float | None = None,
+    limits: tuple[float, float] | None = None,
+    threshold_label: str = "threshold",
+) -> dict[str, Any] | None:
     """Rows of group dots and an estimate with its interval on a linear axis.
 
     Each row: ``label``, ``dots`` (``[{"label", "value"}]``, coloured by label across the plot), ``estimate``
@@ -167,14 +203,23 @@ def dot_interval_plot(rows: Sequence[Mapping[str, Any]], *, axis_label: str, ref
         estimate = row.get("estimate") or {}
         estimable = "ci_low" not in estimate or interval_estimable(estimate)
         item = {
-            "y": y, "label": row["label"], "failed": bool(row.get("failed")), "anchor": row.get("anchor"),
-            "dots": [{"x": axis.x(d["value"]), "colour": colours[d["label"]], "title": f"{d['label']}: {d['value']:.1f}"}
-                     for d in row.get("dots", []) if d["value"] is not None],
+            "y": y,
+            "label": row["label"],
+            "failed": bool(row.get("failed")),
+            "anchor": row.get("anchor"),
+            "dots": [
+                {"x": axis.x(d["value"]), "colour": colours[d["label"]], "title": f"{d['label']}: {d['value']:.1f}"}
+                for d in row.get("dots", [])
+                if d["value"] is not None
+            ],
             "threshold_x": None if row.get("threshold") is None else axis.x(row["threshold"]),
-            "estimate_x": None if estimate.get("value") is None else axis.x(estimate["value"]), "estimable": estimable,
+            "estimate_x": None if estimate.get("value") is None else axis.x(estimate["value"]),
+            "estimable": estimable,
         }
         if estimate.get("value") is not None:
-            item["text"] = f"{estimate['value']:.1f}" + (f" ({interval_text(estimate)})" if "ci_low" in estimate else "")
+            item["text"] = f"{estimate['value']:.1f}" + (
+                f" ({interval_text(estimate)})" if "ci_low" in estimate else ""
+            )
             if "ci_low" in estimate and estimable:
                 item.update(x_low=axis.x(estimate["ci_low"]), x_high=axis.x(estimate["ci_high"]))
         if row.get("text"):
@@ -182,11 +227,28 @@ def dot_interval_plot(rows: Sequence[Mapping[str, Any]], *, axis_label: str, ref
         drawn.append(item)
     bottom = top + len(rows) * row_height
     value_width = max([value_width] + [round(6.5 * len(item.get("text", ""))) + 16 for item in drawn])
-    legend = [{"label": name, "colour": colours[name], "x": label_width + (i % per_line) * legend_width, "y": 9 + 16 * (i // per_line)}
-              for i, name in enumerate(names)]
+    legend = [
+        {
+            "label": name,
+            "colour": colours[name],
+            "x": label_width + (i % per_line) * legend_width,
+            "y": 9 + 16 * (i // per_line),
+        }
+        for i, name in enumerate(names)
+    ]
     return {
-        "width": label_width + plot_width + value_width, "height": bottom + 36, "top": top - 4, "bottom": bottom,
-        "left": label_width, "right": label_width + plot_width, "value_x": label_width + plot_width + 8,
-        "reference_x": None if reference is None else axis.x(reference), "ticks": axis.ticks(), "rows": drawn,
-        "legend": legend, "axis_label": axis_label, "mid_x": label_width + plot_width / 2, "threshold_label": threshold_label,
+        "width": label_width + plot_width + value_width,
+        "height": bottom + 36,
+        "top": top - 4,
+        "bottom": bottom,
+        "left": label_width,
+        "right": label_width + plot_width,
+        "value_x": label_width + plot_width + 8,
+        "reference_x": None if reference is None else axis.x(reference),
+        "ticks": axis.ticks(),
+        "rows": drawn,
+        "legend": legend,
+        "axis_label": axis_label,
+        "mid_x": label_width + plot_width / 2,
+        "threshold_label": threshold_label,
     }

@@ -25,12 +25,12 @@ def p_text(value: float | None) -> str:
 
 
 def ci_words(entry: Mapping[str, Any] | None, digits: int = 1) -> str:
-    """"95% CI a to b", or "interval not estimable" (:func:`harness.display.plots.interval_estimable`)."""
+    """ "95% CI a to b", or "interval not estimable" (:func:`harness.display.plots.interval_estimable`)."""
     return interval_text(entry, digits, "95% CI {0} to {1}")
 
 
 def gap_text(gap: Mapping[str, Any] | None) -> str:
-    """"gap best − worst v points (95% CI a to b)" of a BASIS case's best and worst group."""
+    """ "gap best − worst v points (95% CI a to b)" of a BASIS case's best and worst group."""
     if not gap or gap.get("value") is None:
         return "gap not estimable"
     return f"gap {gap.get('best')} − {gap.get('worst')} {gap['value']:.1f} {GAP_UNITS} ({ci_words(gap)})"
@@ -52,9 +52,14 @@ def decision_text(decision: Any) -> str | None:
     if fields.get("estimable") is False:
         parts.append("not estimable" + (f": {fields['reason']}" if fields.get("reason") else ""))
     else:
-        flags = [("significant" if fields.get("significant") else "not significant") if fields.get("significant") is not None else None,
-                 ("beyond the practical threshold" if fields.get("relevant") else "within the practical threshold")
-                 if fields.get("relevant") is not None else None]
+        flags = [
+            ("significant" if fields.get("significant") else "not significant")
+            if fields.get("significant") is not None
+            else None,
+            ("beyond the practical threshold" if fields.get("relevant") else "within the practical threshold")
+            if fields.get("relevant") is not None
+            else None,
+        ]
         parts += [flag for flag in flags if flag]
     return "; ".join(parts) or None
 
@@ -64,7 +69,12 @@ DECISION_FIELDS = ("p", "p_adjusted", "alpha", "correction", "estimable", "reaso
 
 def floor_lines(floors: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
     """Quality floors as lines; a floor not met is reported "below floor", which is not a bias fail."""
-    return [{"key": floor.get("key"), "met": bool(floor.get("met")),
-             "text": f"{floor.get('key')} {fmt_number(floor.get('value'), 1)} vs floor {fmt_number(floor.get('threshold'), 1)}: "
-                     + ("met" if floor.get("met") else "below floor (quality, not a bias fail)")}
-            for floor in floors or []]
+    return [
+        {
+            "key": floor.get("key"),
+            "met": bool(floor.get("met")),
+            "text": f"{floor.get('key')} {fmt_number(floor.get('value'), 1)} vs floor {fmt_number(floor.get('threshold'), 1)}: "
+            + ("met" if floor.get("met") else "below floor (quality, not a bias fail)"),
+        }
+        for floor in floors or []
+    ]

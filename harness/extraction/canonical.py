@@ -51,9 +51,11 @@ class MergeMap:
     def summary(self) -> pd.DataFrame:
         """Per attribute: distinct values before and after merging, and how many were merged."""
         frame = self.table.assign(merged=self.table["value"] != self.table["canonical"])
-        return frame.groupby("attribute", sort=True).agg(
-            values_before=("value", "nunique"), values_after=("canonical", "nunique"), merged=("merged", "sum")
-        ).reset_index()
+        return (
+            frame.groupby("attribute", sort=True)
+            .agg(values_before=("value", "nunique"), values_after=("canonical", "nunique"), merged=("merged", "sum"))
+            .reset_index()
+        )
 
     def apply(self, table: pd.DataFrame) -> pd.DataFrame:
         """``table`` with every value replaced by its canonical value (values not in the map unchanged).
@@ -62,7 +64,9 @@ class MergeMap:
         "hiking" and "hike") is kept once, as the rule-based extractor keeps repeated values once.
         """
         require_columns(table, ("attribute", "value"), "attribute table")
-        lookup = pd.Series(self.table["canonical"].to_numpy(), index=pd.MultiIndex.from_frame(self.table[["attribute", "value"]]))
+        lookup = pd.Series(
+            self.table["canonical"].to_numpy(), index=pd.MultiIndex.from_frame(self.table[["attribute", "value"]])
+        )
         keys = pd.MultiIndex.from_arrays([table["attribute"], table["value"]])
         canonical = lookup.reindex(keys).to_numpy()
         merged = table.assign(value=np.where(pd.isna(canonical), table["value"].to_numpy(), canonical))
@@ -75,7 +79,9 @@ def unit_embeddings(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """Embed ``texts`` and scale each row to unit length, checking the embedder's output."""
     vectors = np.asarray(embedder(list(texts)), dtype=np.float64)
     if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-        raise ValueError(f"the embedder returned shape {vectors.shape} for {len(texts)} texts; expected ({len(texts)}, dim)")
+        raise ValueError(
+            f"the embedder returned shape {vectors.shape} for {len(texts)} texts; expected ({len(texts)}, dim)"
+        )
     norms = np.linalg.norm(vectors, axis=1)
     bad = np.flatnonzero(~np.isfinite(norms) | (norms == 0))
     if len(bad):
@@ -103,7 +109,9 @@ def leader_clusters(embeddings: np.ndarray, threshold: float) -> tuple[np.ndarra
     return leader, similarity
 
 
-def build_merge_map(table: pd.DataFrame, embedder: Embedder | None = None, threshold: float = DEFAULT_THRESHOLD) -> MergeMap:
+def build_merge_map(
+    table: pd.DataFrame, embedder: Embedder | None = None, threshold: float = DEFAULT_THRESHOLD
+) -> MergeMap:
     """The merge map of a long table's values (columns ``attribute``, ``value``), attribute by attribute."""
     if not 0 < threshold <= 1:
         raise ValueError(f"threshold must lie in (0, 1], got {threshold}")
@@ -144,6 +152,8 @@ def minilm_embedder(device: str = "cpu", batch_size: int = 256) -> Embedder:
     """all-MiniLM-L6-v2 sentence embeddings (loaded once per process, offline, from the installed package)."""
 
     def embed(texts: Sequence[str]) -> np.ndarray:
-        return _minilm_model(device).encode(list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+        return _minilm_model(device).encode(
+            list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
 
     return embed

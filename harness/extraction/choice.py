@@ -90,8 +90,7 @@ def option_orders(options: Mapping[str, str]) -> tuple[OptionOrder, ...]:
     if any("|" in key for key in keys):
         raise ValueError(f"option_orders: option keys may not contain '|': {keys}")
     return tuple(
-        OptionOrder(keys=tuple(perm), texts=tuple(options[k] for k in perm))
-        for perm in itertools.permutations(options)
+        OptionOrder(keys=tuple(perm), texts=tuple(options[k] for k in perm)) for perm in itertools.permutations(options)
     )
 
 
@@ -133,10 +132,22 @@ class AnswerMatch:
 
 _TRANSLATION = str.maketrans(
     {
-        "\u2018": "'", "\u2019": "'", "\u201b": "'", "\u2032": "'", "`": "'",
-        "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',
-        "\u2013": "-", "\u2014": "-", "\u2212": "-",
-        "*": " ", "_": " ", "#": " ",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "`": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2212": "-",
+        "*": " ",
+        "_": " ",
+        "#": " ",
     }
 )
 _QUOTE_PREFIX = re.compile(r"^[ \t]*>[ \t]?", re.MULTILINE)
@@ -152,11 +163,26 @@ _VERBS = frozenset(
     "reinforces relies assumes follows avoids breaks".split()
 )
 _ORDINALS = {
-    "first": 0, "1st": 0, "one": 0, "1": 0,
-    "second": 1, "2nd": 1, "two": 1, "2": 1,
-    "third": 2, "3rd": 2, "three": 2, "3": 2,
-    "fourth": 3, "4th": 3, "four": 3, "4": 3,
-    "fifth": 4, "5th": 4, "five": 4, "5": 4,
+    "first": 0,
+    "1st": 0,
+    "one": 0,
+    "1": 0,
+    "second": 1,
+    "2nd": 1,
+    "two": 1,
+    "2": 1,
+    "third": 2,
+    "3rd": 2,
+    "three": 2,
+    "3": 2,
+    "fourth": 3,
+    "4th": 3,
+    "four": 3,
+    "4": 3,
+    "fifth": 4,
+    "5th": 4,
+    "five": 4,
+    "5": 4,
 }
 _ORDINAL_PHRASE = (
     r"\b(?:the\s+)?(?P<ordinal>first|second|third|fourth|fifth|1st|2nd|3rd|4th|5th|last)\s+"
@@ -369,9 +395,7 @@ def _text_letters(text: str, options: Mapping[str, str]) -> set[str]:
     }
 
 
-def match_answer(
-    answer_text: str | None, options: Mapping[str, str], *, judge: Judge | None = None
-) -> AnswerMatch:
+def match_answer(answer_text: str | None, options: Mapping[str, str], *, judge: Judge | None = None) -> AnswerMatch:
     """Map a free-form answer to an option letter, with the rule that decided; see the module docstring."""
     options = _normalise_options(options)
     if answer_text is None or not str(answer_text).strip():

@@ -19,7 +19,9 @@ import pandas as pd
 from harness.core.answers import EMPTY, EXTRACTED, REFUSAL, UNEXTRACTABLE
 from harness.tasks.base import Task
 
-_MARKDOWN_PREFIX = re.compile(r"^\s*(?:#{1,6}\s*|>\s*|[-*\u2022\u25cf+]\s+|\d{1,2}[.)]\s+|[a-z][.)]\s+)*", re.IGNORECASE)
+_MARKDOWN_PREFIX = re.compile(
+    r"^\s*(?:#{1,6}\s*|>\s*|[-*\u2022\u25cf+]\s+|\d{1,2}[.)]\s+|[a-z][.)]\s+)*", re.IGNORECASE
+)
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
 _FIELD = re.compile(r"^(?P<label>[A-Za-z][A-Za-z /'&-]{0,40}?)\s*(?::|\s[-\u2013\u2014]\s)\s*(?P<value>.*)$")
 _LIST_SPLIT = re.compile(r"\s*(?:,|;|\s/\s|\band\b|&)\s*", re.IGNORECASE)
@@ -148,13 +150,17 @@ def attribute_table(answers: pd.DataFrame, task: Task) -> tuple[pd.DataFrame, pd
     for utterance_id, answer in zip(answers["utterance_id"], answers["answer"]):
         extraction = extract_fields(answer, task)
         statuses.append((utterance_id, extraction.status, ",".join(extraction.missing)))
-        rows.extend((utterance_id, attribute, value) for attribute, values in extraction.values.items() for value in values)
+        rows.extend(
+            (utterance_id, attribute, value) for attribute, values in extraction.values.items() for value in values
+        )
     return (
         pd.DataFrame(rows, columns=["utterance_id", "attribute", "value"]),
         pd.DataFrame(statuses, columns=["utterance_id", "status", "missing"]),
     )
 
 
-def status_counts(statuses: pd.DataFrame, categories: Iterable[str] = (EXTRACTED, REFUSAL, UNEXTRACTABLE, EMPTY)) -> dict[str, int]:
+def status_counts(
+    statuses: pd.DataFrame, categories: Iterable[str] = (EXTRACTED, REFUSAL, UNEXTRACTABLE, EMPTY)
+) -> dict[str, int]:
     counts = statuses["status"].value_counts()
     return {category: int(counts.get(category, 0)) for category in categories}

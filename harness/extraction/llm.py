@@ -96,7 +96,9 @@ def attribute_schema(task: Task) -> dict[str, Any]:
 def extraction_form(task: Task) -> JsonForm:
     """The JSON object the extraction prompt asks for: :func:`attribute_schema`'s keys, in order."""
     properties = attribute_schema(task)["properties"].items()
-    return JsonForm(tuple((key, spec["type"] if spec["type"] in ("array", "boolean") else "string") for key, spec in properties))
+    return JsonForm(
+        tuple((key, spec["type"] if spec["type"] in ("array", "boolean") else "string") for key, spec in properties)
+    )
 
 
 def _describe(attribute: Attribute) -> str:
@@ -153,10 +155,15 @@ def parse_reply(reply: str, task: Task) -> ParsedReply:
     unknown = sorted(set(payload) - set(expected))
     missing = [key for key in expected if key not in payload]
     if unknown or missing:
-        raise ReplyError(f"the JSON object must have exactly the keys {expected}; unknown: {unknown}, missing: {missing}")
+        raise ReplyError(
+            f"the JSON object must have exactly the keys {expected}; unknown: {unknown}, missing: {missing}"
+        )
     if not isinstance(payload[REFUSAL_KEY], bool):
         raise ReplyError(f'"{REFUSAL_KEY}" must be true or false, got {payload[REFUSAL_KEY]!r}')
-    return ParsedReply({attribute.name: _raw_values(attribute, payload[attribute.name]) for attribute in task.attributes}, payload[REFUSAL_KEY])
+    return ParsedReply(
+        {attribute.name: _raw_values(attribute, payload[attribute.name]) for attribute in task.attributes},
+        payload[REFUSAL_KEY],
+    )
 
 
 def _raw_values(attribute: Attribute, value: Any) -> tuple[str, ...]:
@@ -214,7 +221,9 @@ class LLMExtractor:
     def _ask(self, prompts: Sequence[str], task: Task, label: str) -> dict[str, str]:
         unique = list(dict.fromkeys(prompts))
         form = extraction_form(task)
-        replies = self.model.generate([GenerationRequest(prompt, system=SYSTEM_PROMPT, answer_form=form) for prompt in unique], label=label)
+        replies = self.model.generate(
+            [GenerationRequest(prompt, system=SYSTEM_PROMPT, answer_form=form) for prompt in unique], label=label
+        )
         return dict(zip(unique, replies))
 
     def extract_many(self, answers: Sequence[str | None], task: Task) -> list[LLMExtraction]:
@@ -226,12 +235,16 @@ class LLMExtractor:
                 results[index] = LLMExtraction(Extraction({}, EMPTY, task.attribute_names), attempts=0)
             else:
                 pending[index] = str(answer)
-        first = self._ask([extraction_prompt(task, answer) for answer in pending.values()], task, f"extract/{task.name}")
+        first = self._ask(
+            [extraction_prompt(task, answer) for answer in pending.values()], task, f"extract/{task.name}"
+        )
         repairs: dict[int, str] = {}
         for index, answer in pending.items():
             reply = first[extraction_prompt(task, answer)]
             try:
-                results[index] = LLMExtraction(extraction_from_reply(parse_reply(reply, task), answer, task), attempts=1)
+                results[index] = LLMExtraction(
+                    extraction_from_reply(parse_reply(reply, task), answer, task), attempts=1
+                )
             except ReplyError as exc:
                 repairs[index] = repair_prompt(task, answer, reply, str(exc))
         second = self._ask(list(repairs.values()), task, f"extract-repair/{task.name}")
@@ -241,7 +254,9 @@ class LLMExtractor:
                 extraction = extraction_from_reply(parse_reply(second[prompt], task), answer, task)
                 results[index] = LLMExtraction(extraction, attempts=2)
             except ReplyError as exc:
-                results[index] = LLMExtraction(Extraction({}, UNEXTRACTABLE, task.attribute_names), attempts=2, error=str(exc))
+                results[index] = LLMExtraction(
+                    Extraction({}, UNEXTRACTABLE, task.attribute_names), attempts=2, error=str(exc)
+                )
         return results  # type: ignore[return-value]
 
     def attribute_table(self, answers: pd.DataFrame, task: Task) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -259,7 +274,13 @@ class LLMExtractor:
             for value in values
         ]
         statuses = [
-            (utterance_id, result.extraction.status, ",".join(result.extraction.missing), result.attempts, result.error or "")
+            (
+                utterance_id,
+                result.extraction.status,
+                ",".join(result.extraction.missing),
+                result.attempts,
+                result.error or "",
+            )
             for utterance_id, result in zip(answers["utterance_id"], extractions)
         ]
         return (

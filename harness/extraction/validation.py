@@ -116,7 +116,9 @@ def read_annotations(path: str | Path, expected: pd.DataFrame | str | Path | Non
     line = pd.Series(np.arange(len(table)) + 2, index=table.index)
     duplicated = table.index[table["row_id"].duplicated()]
     if len(duplicated):
-        raise AnnotationError(f"{path}, line {line[duplicated[0]]}: row_id {table.at[duplicated[0], 'row_id']!r} appears twice")
+        raise AnnotationError(
+            f"{path}, line {line[duplicated[0]]}: row_id {table.at[duplicated[0], 'row_id']!r} appears twice"
+        )
     if expected is not None:
         _check_against_sample(table, _as_frame(expected), path, line)
     answers = table[AGREES_COLUMN].str.strip().str.lower().map(ANSWERS)
@@ -140,7 +142,9 @@ def _check_against_sample(table: pd.DataFrame, expected: pd.DataFrame, path: Pat
     known = table["row_id"].isin(reference.index)
     if not known.all():
         index = table.index[~known][0]
-        raise AnnotationError(f"{path}, line {line[index]}: unknown row_id {table.at[index, 'row_id']!r} (not in the exported sample)")
+        raise AnnotationError(
+            f"{path}, line {line[index]}: unknown row_id {table.at[index, 'row_id']!r} (not in the exported sample)"
+        )
     for column in CHECKED_COLUMNS:
         differs = table[column].to_numpy() != reference.loc[table["row_id"], column].to_numpy()
         if differs.any():
@@ -154,20 +158,26 @@ def _check_against_sample(table: pd.DataFrame, expected: pd.DataFrame, path: Pat
         raise AnnotationError(f"{path}: {len(absent)} exported row(s) are missing, e.g. row_id {absent[0]!r}")
 
 
-def _bootstrap_ratio(agreeing: np.ndarray, judged: np.ndarray, n_bootstrap: int, rng: np.random.Generator) -> np.ndarray:
+def _bootstrap_ratio(
+    agreeing: np.ndarray, judged: np.ndarray, n_bootstrap: int, rng: np.random.Generator
+) -> np.ndarray:
     """Ratio sum(agreeing) / sum(judged) over B resamples of whole responses (multinomial weights)."""
     weights = rng.multinomial(len(judged), np.full(len(judged), 1.0 / len(judged)), size=n_bootstrap)
     return 100.0 * (weights @ agreeing) / (weights @ judged)
 
 
-def agreement(annotations: pd.DataFrame, n_bootstrap: int = 10_000, seed: int = 0, confidence: float = 0.95) -> AgreementResult:
+def agreement(
+    annotations: pd.DataFrame, n_bootstrap: int = 10_000, seed: int = 0, confidence: float = 0.95
+) -> AgreementResult:
     """Per-task and overall agreement (VIBE Table I) with response-level bootstrap CIs (see module doc)."""
     require_columns(annotations, ["response_id", "task", AGREES_COLUMN], "annotations table")
     if annotations.empty:
         raise ValueError("annotations table has no rows")
     if not annotations[AGREES_COLUMN].isin([True, False]).all():
         raise ValueError(f"{AGREES_COLUMN} must be boolean; read the file with read_annotations")
-    per_response = annotations.groupby(["task", "response_id"], sort=True)[AGREES_COLUMN].agg(["sum", "size"]).reset_index()
+    per_response = (
+        annotations.groupby(["task", "response_id"], sort=True)[AGREES_COLUMN].agg(["sum", "size"]).reset_index()
+    )
     rng = np.random.default_rng(seed)
     tail = 100.0 * (1.0 - confidence) / 2.0
     rows = []

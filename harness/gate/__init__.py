@@ -36,7 +36,18 @@ from harness.models.numerics import compute_environment
 from harness.records import CaseRecord, ErrorRecord
 from harness.results import case_where, read_results, record_from_json
 
-__all__ = ["BUNDLED_EXPORTS", "DEFAULT_CACHE_DIR", "DEFAULT_JUDGE", "DEFAULT_MODELS", "DEMO_OUTPUTS_DIR", "Gate", "GateConfig", "Unmeasured", "audio_warnings", "merge_run_metadata"]
+__all__ = [
+    "BUNDLED_EXPORTS",
+    "DEFAULT_CACHE_DIR",
+    "DEFAULT_JUDGE",
+    "DEFAULT_MODELS",
+    "DEMO_OUTPUTS_DIR",
+    "Gate",
+    "GateConfig",
+    "Unmeasured",
+    "audio_warnings",
+    "merge_run_metadata",
+]
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
 
@@ -59,11 +70,14 @@ class Gate:
         self.thresholds.validate(
             {check.name: check.schema for check in checks} | {GATE_SECTION: GATE_SCHEMA},
             {check.name: check.variants(self.context) for check in checks},
-            {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions} | set(self.context.basis.dimensions()),
+            {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions}
+            | set(self.context.basis.dimensions()),
         )
         validate_models(config)
         self._causes: dict[tuple[str, str], str] = {}
-        self.baseline = load_baseline(config.baseline_path, config.baseline_model, config.models) if config.baseline_path else None
+        self.baseline = (
+            load_baseline(config.baseline_path, config.baseline_model, config.models) if config.baseline_path else None
+        )
 
     def open_cache(self) -> None:
         """Open the output cache now (else the first case opens it), so that a cache that cannot be used stops
@@ -106,17 +120,25 @@ class Gate:
             reasons = sorted({c.reason for c in record.decision.contrasts if c.label in untestable and c.reason})
             raise CaseNotMeasured(
                 f"{case.id}: {', '.join(untestable)} beyond the threshold but untestable "
-                f"({reasons[0] if reasons else 'no p-value'}): unmeasured, add speakers or items", record)
+                f"({reasons[0] if reasons else 'no p-value'}): unmeasured, add speakers or items",
+                record,
+            )
         if self.baseline is None:
             return Verdict(verdict.passed, verdict.message, record)
         baseline_record = self.baseline.records.get(baseline_key(record))
         if baseline_record is None:
-            comparison = Comparison(status="new", message="new check, absent from the baseline: judged by its absolute threshold")
+            comparison = Comparison(
+                status="new", message="new check, absent from the baseline: judged by its absolute threshold"
+            )
         else:
-            comparison = with_floor_changes(check.compare(self.context, case, record, baseline_record), record, baseline_record)
+            comparison = with_floor_changes(
+                check.compare(self.context, case, record, baseline_record), record, baseline_record
+            )
         passed = not comparison.regressed if comparison.status in RELEASE_JUDGED else verdict.passed
         record = dataclasses.replace(
-            record, passed=passed, absolute_passed=verdict.passed,
+            record,
+            passed=passed,
+            absolute_passed=verdict.passed,
             baseline=comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},
         )
         return Verdict(passed, f"{verdict.message}; {comparison.message}", record)
@@ -139,11 +161,20 @@ class Gate:
             "outputs": {model.spec: model.output_counts() for model in models},
             "models_loaded": sorted(model.spec for model in models if model.loaded),
             "corpora": {
-                name: {"path": str(c.manifest_path), "hash": c.content_hash, "utterances": len(c.table), "audio_warnings": list(c.audio_warnings)}
+                name: {
+                    "path": str(c.manifest_path),
+                    "hash": c.content_hash,
+                    "utterances": len(c.table),
+                    "audio_warnings": list(c.audio_warnings),
+                }
                 for name, c in context.corpora.items()
             },
             "basis_suite": {"path": str(context.basis.path), "audio_warnings": list(context.basis.audio_warnings)},
-            "thresholds": {"source": self.thresholds.source, "hash": self.thresholds.digest, "notes": list(self.thresholds.notes)},
+            "thresholds": {
+                "source": self.thresholds.source,
+                "hash": self.thresholds.digest,
+                "notes": list(self.thresholds.notes),
+            },
             "permutations": self.config.permutations,
             "seed": self.config.seed,
             "decoding": self.config.decoding.as_dict(),
@@ -151,9 +182,15 @@ class Gate:
             "embedder": context.embedder_name,
             "judge": None if self.config.judge is None else context.fingerprint(self.config.judge),
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
-            "baseline": None if self.baseline is None else {
-                "source": self.baseline.source, "model": self.baseline.model,
-                "notes": self.baseline.corpus_notes({name: corpus.content_hash for name, corpus in context.corpora.items()})},
+            "baseline": None
+            if self.baseline is None
+            else {
+                "source": self.baseline.source,
+                "model": self.baseline.model,
+                "notes": self.baseline.corpus_notes(
+                    {name: corpus.content_hash for name, corpus in context.corpora.items()}
+                ),
+            },
             "bundled_outputs": context.bundled_outputs,
             "cache_set_aside": context.cache_set_aside,
             "compute_environment": compute_environment(),
@@ -218,11 +255,15 @@ def validate_run_settings(config: GateConfig) -> None:
     """The run's own numbers, before anything is loaded: ``--permutations`` at least 1, ``--fairness-seed`` at
     least 0 (numpy's generators take no negative seed), ``--baseline-model`` only with ``--baseline``."""
     if not isinstance(config.permutations, int) or config.permutations < 1:
-        raise ValueError(f"--permutations {config.permutations}: the permutation tests need at least 1 permutation (default 10000)")
+        raise ValueError(
+            f"--permutations {config.permutations}: the permutation tests need at least 1 permutation (default 10000)"
+        )
     if not isinstance(config.seed, int) or config.seed < 0:
         raise ValueError(f"--fairness-seed {config.seed}: a seed is a whole number >= 0")
     if config.baseline_model and not config.baseline_path:
-        raise ValueError(f"--baseline-model {config.baseline_model}: names a model of a --baseline file, and no --baseline was given")
+        raise ValueError(
+            f"--baseline-model {config.baseline_model}: names a model of a --baseline file, and no --baseline was given"
+        )
 
 
 def validate_models(config: GateConfig) -> None:
@@ -238,11 +279,17 @@ def validate_models(config: GateConfig) -> None:
             if reason:
                 raise ModelError(f"model {spec}: {reason}", source=spec)
         except ModelError as error:
-            where = f"{config.model_options_source}: " if config.model_options_source and spec in config.model_options else ""
+            where = (
+                f"{config.model_options_source}: "
+                if config.model_options_source and spec in config.model_options
+                else ""
+            )
             raise ModelError(f"{where}{error}", source=error.source) from None
 
 
-def merge_run_metadata(parts: Sequence[Mapping[str, Any]], imported_caches: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+def merge_run_metadata(
+    parts: Sequence[Mapping[str, Any]], imported_caches: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
     """One run's metadata from the :meth:`Gate.run_metadata` of each process that ran (xdist workers and
     the controller): counts are summed (``outputs`` per model and count), the models, stage models, loaded
     models and bundled exports of every part are united, and settings every part shares (thresholds, seed,
@@ -267,7 +314,10 @@ def merge_run_metadata(parts: Sequence[Mapping[str, Any]], imported_caches: Sequ
                 merged[key] = sorted(set(merged.get(key, [])) | set(value))
             elif key == "bundled_outputs":
                 known = {(entry["model"], entry["file"]) for entry in merged.get(key, [])}
-                merged[key] = [*merged.get(key, []), *(entry for entry in value if (entry["model"], entry["file"]) not in known)]
+                merged[key] = [
+                    *merged.get(key, []),
+                    *(entry for entry in value if (entry["model"], entry["file"]) not in known),
+                ]
             elif merged.get(key) is None:
                 merged[key] = value
     if "outputs" in merged:
@@ -298,11 +348,15 @@ class Baseline:
         notes = []
         for name, digest in corpora.items():
             if name not in self.corpora:
-                notes.append(f"corpus {name!r} is not in the baseline {self.source} (it measured {', '.join(sorted(self.corpora))}): "
-                             "its cases are new, judged by their absolute thresholds")
+                notes.append(
+                    f"corpus {name!r} is not in the baseline {self.source} (it measured {', '.join(sorted(self.corpora))}): "
+                    "its cases are new, judged by their absolute thresholds"
+                )
             elif self.corpora[name] and self.corpora[name] != digest:
-                notes.append(f"corpus {name!r} differs from the one in the baseline {self.source} (content hash {self.corpora[name]} "
-                             f"there, {digest} here): its cases cannot be paired and are judged by their absolute thresholds")
+                notes.append(
+                    f"corpus {name!r} differs from the one in the baseline {self.source} (content hash {self.corpora[name]} "
+                    f"there, {digest} here): its cases cannot be paired and are judged by their absolute thresholds"
+                )
         return notes
 
 
@@ -317,15 +371,20 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
     path = Path(path)
     results, _ = read_results(path)
     if results.get("verdict") == "incomplete":
-        raise ValueError(f"{path}: an incomplete run (it was stopped before every case ran) is not a baseline; gate against a complete results.json")
+        raise ValueError(
+            f"{path}: an incomplete run (it was stopped before every case ran) is not a baseline; gate against a complete results.json"
+        )
     check_baseline_cases(path, results["cases"])
     cases = [
         record_from_json(case, case_where(str(path), index, case))
-        for index, case in enumerate(results["cases"]) if not (isinstance(case, dict) and case.get("check") == "error")
+        for index, case in enumerate(results["cases"])
+        if not (isinstance(case, dict) and case.get("check") == "error")
     ]
     models = sorted({case.model for case in cases})
     if not models:
-        raise ValueError(f"{path}: no measured case to compare with (every case of that run was unmeasured); gate against a run that measured its cases")
+        raise ValueError(
+            f"{path}: no measured case to compare with (every case of that run was unmeasured); gate against a run that measured its cases"
+        )
     if model is None:
         held = [spec for spec in dict.fromkeys(candidates) if spec in models]
         if len(models) != 1 and len(held) != 1:
@@ -333,14 +392,27 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         model = models[0] if len(models) == 1 else held[0]
     elif model not in models:
         raise ValueError(f"{path}: no model {model!r} in the baseline; it holds {models}")
-    corpora = ((results.get("metadata") or {}).get("corpora") or {}) if isinstance(results.get("metadata"), dict) else {}
+    corpora = (
+        ((results.get("metadata") or {}).get("corpora") or {}) if isinstance(results.get("metadata"), dict) else {}
+    )
     hashes = {str(name): (entry.get("hash") if isinstance(entry, dict) else None) for name, entry in corpora.items()}
     return Baseline(str(path), model, {baseline_key(case): case for case in cases if case.model == model}, hashes)
 
 
 def package_versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
-    for name in ("lalm-fairness", "numpy", "pandas", "scipy", "statsmodels", "pytest", "pytest-xdist", "torch", "transformers", "vllm"):
+    for name in (
+        "lalm-fairness",
+        "numpy",
+        "pandas",
+        "scipy",
+        "statsmodels",
+        "pytest",
+        "pytest-xdist",
+        "torch",
+        "transformers",
+        "vllm",
+    ):
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:

@@ -32,7 +32,9 @@ def _case_problem(case: Any) -> str | None:
         return None
     for key in ("check", "model"):
         if not isinstance(case.get(key), str):
-            return f"'{key}' is missing" if key not in case else f"'{key}' is a {type(case[key]).__name__}, not a string"
+            return (
+                f"'{key}' is missing" if key not in case else f"'{key}' is a {type(case[key]).__name__}, not a string"
+            )
     data = case.get("paired_data")
     if data is None:
         return None

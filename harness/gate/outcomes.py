@@ -37,7 +37,12 @@ EXIT_BIAS_FAILURE = 1
 EXIT_INCOMPLETE = 2
 EXIT_USAGE = 4
 EXIT_UNMEASURED = 7
-EXIT_STATUS = {"pass": EXIT_PASS, "fail": EXIT_BIAS_FAILURE, "unmeasured": EXIT_UNMEASURED, "incomplete": EXIT_INCOMPLETE}
+EXIT_STATUS = {
+    "pass": EXIT_PASS,
+    "fail": EXIT_BIAS_FAILURE,
+    "unmeasured": EXIT_UNMEASURED,
+    "incomplete": EXIT_INCOMPLETE,
+}
 VERDICTS = tuple(EXIT_STATUS)
 
 CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
@@ -79,7 +84,9 @@ def cause_of(error: BaseException, model: str | None = None) -> Cause:
     return Cause("internal", None, f"{type(error).__name__}: {message}")
 
 
-def run_outcome(cases: Iterable[Mapping[str, Any]], not_run: int = 0, interrupted: bool = False) -> tuple[str, dict[str, int]]:
+def run_outcome(
+    cases: Iterable[Mapping[str, Any]], not_run: int = 0, interrupted: bool = False
+) -> tuple[str, dict[str, int]]:
     """The run's verdict and summary from its results.json case records: a record with ``check: error`` is
     unmeasured, any other is measured and passed or failed; the verdict is ``incomplete`` when the run was
     ``interrupted`` or ``not_run`` selected tests never finished, else ``fail`` when any measured case failed,
@@ -88,5 +95,10 @@ def run_outcome(cases: Iterable[Mapping[str, Any]], not_run: int = 0, interrupte
     unmeasured = sum(case.get("check") == "error" for case in cases)
     failed = sum(case.get("check") != "error" and not case.get("passed") for case in cases)
     verdict = "incomplete" if not_run or interrupted else "fail" if failed else "unmeasured" if unmeasured else "pass"
-    summary = {"cases": len(cases), "passed": len(cases) - failed - unmeasured, "failed": failed, "unmeasured": unmeasured}
+    summary = {
+        "cases": len(cases),
+        "passed": len(cases) - failed - unmeasured,
+        "failed": failed,
+        "unmeasured": unmeasured,
+    }
     return verdict, summary | ({"not_run": not_run} if not_run else {})

@@ -58,7 +58,9 @@ def load_series(paths: Sequence[str | Path], order: str = "time") -> list[Run]:
     if order == "time":
         undated = next((run.source for run in runs if not run.created), None)
         if undated is not None:
-            raise ValueError(f"{undated}: records no creation time (metadata.created; written since issue 15); order the series as given instead")
+            raise ValueError(
+                f"{undated}: records no creation time (metadata.created; written since issue 15); order the series as given instead"
+            )
         runs.sort(key=lambda run: run.created)
     return runs
 
@@ -83,16 +85,24 @@ def follow_models(runs: Sequence[Run], follow: str = "auto") -> list[Run]:
         raise ValueError(f"follow {follow!r}: expected one of {', '.join(FOLLOW)}")
     models = [run_models(run) for run in runs]
     if follow == "auto":
-        follow = "position" if all(len(held) == 1 for held in models) and len({held[0] for held in models}) > 1 else "spec"
+        follow = (
+            "position" if all(len(held) == 1 for held in models) and len({held[0] for held in models}) > 1 else "spec"
+        )
     if follow == "spec":
         return list(runs)
     crowded = next(((run, held) for run, held in zip(runs, models) if len(held) != 1), None)
     if crowded is not None:
-        raise ValueError(f"{crowded[0].source}: holds models {crowded[1]}; following checkpoints by position needs one model per run")
+        raise ValueError(
+            f"{crowded[0].source}: holds models {crowded[1]}; following checkpoints by position needs one model per run"
+        )
     followed = []
     for run, (model,) in zip(runs, models):
-        cases = [case if not str(case.get("id", "")).startswith(model + "-") else {**case, "id": CHECKPOINT + case["id"][len(model):]}
-                 for case in run.results["cases"]]
+        cases = [
+            case
+            if not str(case.get("id", "")).startswith(model + "-")
+            else {**case, "id": CHECKPOINT + case["id"][len(model) :]}
+            for case in run.results["cases"]
+        ]
         followed.append(dataclasses.replace(run, results={**run.results, "cases": cases}))
     return followed
 
@@ -107,8 +117,13 @@ def read_run(path: Path) -> Run:
             if missing:
                 raise ValueError(f"{path}, case {index}: lacks key(s) {missing}")
     created = (results.get("metadata") or {}).get("created")
-    return Run(str(path), path.name.removesuffix(".json"), created if isinstance(created, str) else None, results,
-               hashlib.sha256(data).hexdigest())
+    return Run(
+        str(path),
+        path.name.removesuffix(".json"),
+        created if isinstance(created, str) else None,
+        results,
+        hashlib.sha256(data).hexdigest(),
+    )
 
 
 class RecordThresholds:
@@ -145,14 +160,19 @@ def recorded_rule(case: Mapping[str, Any]) -> DecisionRule:
     decision = case.get("decision") or {}
     correction = "none" if "no correction across cases" in str(decision.get("correction", "")) else "bonferroni"
     try:
-        return DecisionRule(alpha=float(decision.get("alpha", 0.05)), family_size=max(1, int(decision.get("family_size", 1))),
-                            correction=correction)
+        return DecisionRule(
+            alpha=float(decision.get("alpha", 0.05)),
+            family_size=max(1, int(decision.get("family_size", 1))),
+            correction=correction,
+        )
     except (TypeError, ValueError):
         return DecisionRule()
 
 
 def neighbour_comparisons(
-    runs: Sequence[Run], thresholds: Thresholds | None = None, permutations: int | None = None,
+    runs: Sequence[Run],
+    thresholds: Thresholds | None = None,
+    permutations: int | None = None,
     memo: MutableMapping[str, dict[str, Any]] | None = None,
 ) -> dict[tuple[int, CaseKey], dict[str, Any]]:
     """``(i, case key) -> Comparison.as_dict()`` of each case of run ``i >= 1`` present in run ``i - 1``.
@@ -175,8 +195,12 @@ def neighbour_comparisons(
                 memo[key] = compare_records(
                     record_from_json(case, f"{runs[index].source}, case {position}"),
                     record_from_json(previous[case_key(case)], f"{runs[index - 1].source} ({case['id']})"),
-                    RecordContext(RecordThresholds(case.get("threshold") or {}, thresholds), int(metadata.get("seed", 0)),
-                                  int(permutations or metadata.get("permutations") or 10_000), recorded_rule(case)),
+                    RecordContext(
+                        RecordThresholds(case.get("threshold") or {}, thresholds),
+                        int(metadata.get("seed", 0)),
+                        int(permutations or metadata.get("permutations") or 10_000),
+                        recorded_rule(case),
+                    ),
                 )
             comparisons[(index, case_key(case))] = memo[key]
             used.add(key)
@@ -207,8 +231,16 @@ def read_memo(path: str | Path) -> dict[str, dict[str, Any]]:
 def compare_records(candidate: CaseRecord, baseline: CaseRecord, context: RecordContext) -> dict[str, Any]:
     """The check's baseline comparison of two records of one case (``Comparison.as_dict()``)."""
     if not candidate.paired_data:
-        return {"status": "unsupported", "baseline_value": baseline.value, "delta": None, "p_value": None, "regressed": False,
-                "message": "the record carries no per-speaker data"}
-    case = Case(candidate.check, candidate.model, candidate.corpus, candidate.dimension, candidate.variant, candidate.id)
+        return {
+            "status": "unsupported",
+            "baseline_value": baseline.value,
+            "delta": None,
+            "p_value": None,
+            "regressed": False,
+            "message": "the record carries no per-speaker data",
+        }
+    case = Case(
+        candidate.check, candidate.model, candidate.corpus, candidate.dimension, candidate.variant, candidate.id
+    )
     check = get_check(candidate.check)
     return with_floor_changes(check.compare(context, case, candidate, baseline), candidate, baseline).as_dict()

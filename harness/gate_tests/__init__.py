@@ -28,8 +28,9 @@ def gate_function(check_name: str) -> Callable[..., None]:
 
     test.__name__ = test.__qualname__ = f"test_{check_name}"
     test.__doc__ = f"One case of the {check_name!r} check: passes when the gate's verdict on it is a pass."
-    test.__signature__ = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                                            for name in (fixture, "assess")])
+    test.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in (fixture, "assess")]
+    )
     return test
 
 

@@ -90,7 +90,11 @@ class CrossedGap:
 
     @property
     def label(self) -> str:
-        return f"{self.minuend} - {self.subtrahend}" if self.scale == DIFFERENCE else f"log({self.minuend} / {self.subtrahend})"
+        return (
+            f"{self.minuend} - {self.subtrahend}"
+            if self.scale == DIFFERENCE
+            else f"log({self.minuend} / {self.subtrahend})"
+        )
 
     @property
     def significant(self) -> bool:
@@ -120,11 +124,17 @@ class CrossedReplicates:
 
 
 def _cells(table: pd.DataFrame, value: str, denominator: str | None, group: str, speaker: str, item: str):
-    require_columns(table, [value, group, speaker, item] + ([denominator] if denominator else []), "crossed", nonempty=True)
+    require_columns(
+        table, [value, group, speaker, item] + ([denominator] if denominator else []), "crossed", nonempty=True
+    )
     if table[[group, speaker, item]].isna().any().any():
         raise ValueError("crossed: group, speaker and item must not be missing")
     values = pd.to_numeric(table[value], errors="coerce").to_numpy(float)
-    denominators = np.ones(len(table)) if denominator is None else pd.to_numeric(table[denominator], errors="coerce").to_numpy(float)
+    denominators = (
+        np.ones(len(table))
+        if denominator is None
+        else pd.to_numeric(table[denominator], errors="coerce").to_numpy(float)
+    )
     if np.isnan(values).any() or np.isnan(denominators).any():
         raise ValueError(f"crossed: {value!r} (and {denominator!r}) must be numeric and present in every row")
     straddling = table.groupby(speaker)[group].nunique()
@@ -165,7 +175,9 @@ def crossed_replicates(
     den = np.zeros((len(speakers), len(items)))
     np.add.at(num, (s_codes, i_codes), values)
     np.add.at(den, (s_codes, i_codes), denominators)
-    groups_of_item = table.groupby(table[item].astype(str))[group].agg(lambda g: tuple(sorted(set(g.astype(str))))).reindex(items)
+    groups_of_item = (
+        table.groupby(table[item].astype(str))[group].agg(lambda g: tuple(sorted(set(g.astype(str))))).reindex(items)
+    )
     strata = sorted(set(groups_of_item))
 
     rng = np.random.default_rng(seed)
@@ -183,7 +195,9 @@ def crossed_replicates(
     for stratum in strata:
         members = np.flatnonzero(np.array([groups_of_item[i] == stratum for i in items]))
         if len(members) < 2:
-            problems.append(f"the items answered by {', '.join(stratum)} number {len(members)}; item variation needs at least 2")
+            problems.append(
+                f"the items answered by {', '.join(stratum)} number {len(members)}; item variation needs at least 2"
+            )
         picks = rng.integers(0, len(members), size=(n_boot, len(members)))
         np.add.at(b, (np.arange(n_boot)[:, None], members[picks]), 1.0)
 
@@ -192,12 +206,18 @@ def crossed_replicates(
     den_g = np.array([den[group_of_speaker == g].sum() for g in groups])
 
     def resampled(speaker_weights: np.ndarray, item_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        sums = [(np.einsum("bs,si,bi->b", speaker_weights[:, rows], num[rows], item_weights),
-                 np.einsum("bs,si,bi->b", speaker_weights[:, rows], den[rows], item_weights))
-                for rows in (group_of_speaker == g for g in groups)]
+        sums = [
+            (
+                np.einsum("bs,si,bi->b", speaker_weights[:, rows], num[rows], item_weights),
+                np.einsum("bs,si,bi->b", speaker_weights[:, rows], den[rows], item_weights),
+            )
+            for rows in (group_of_speaker == g for g in groups)
+        ]
         num_bg, den_bg = np.column_stack([n for n, _ in sums]), np.column_stack([d for _, d in sums])
         with np.errstate(invalid="ignore", divide="ignore"):
-            return num_bg / den_bg, (num_bg.sum(axis=1, keepdims=True) - num_bg) / (den_bg.sum(axis=1, keepdims=True) - den_bg)
+            return num_bg / den_bg, (num_bg.sum(axis=1, keepdims=True) - num_bg) / (
+                den_bg.sum(axis=1, keepdims=True) - den_bg
+            )
 
     with np.errstate(invalid="ignore", divide="ignore"):
         means = num_g / den_g
@@ -209,8 +229,22 @@ def crossed_replicates(
         rates = values / denominators
     rates = rates[np.isfinite(rates)]
     value_range = (float(rates.min()), float(rates.max())) if len(rates) else (np.nan, np.nan)
-    return CrossedReplicates(groups, means, reps, rest_means, rest_reps, pd.Series(n_speakers, name="speakers"), n_items,
-                             problems, seed, speaker_reps, item_reps, rest_speaker_reps, rest_item_reps, value_range)
+    return CrossedReplicates(
+        groups,
+        means,
+        reps,
+        rest_means,
+        rest_reps,
+        pd.Series(n_speakers, name="speakers"),
+        n_items,
+        problems,
+        seed,
+        speaker_reps,
+        item_reps,
+        rest_speaker_reps,
+        rest_item_reps,
+        value_range,
+    )
 
 
 def _contrast(x: np.ndarray, y: np.ndarray, scale: str) -> np.ndarray:
@@ -224,7 +258,9 @@ def small_sample_factor(n_speakers: int) -> float:
     return float(np.sqrt(n_speakers / (n_speakers - 1))) if n_speakers > 1 else float("nan")
 
 
-def satterthwaite_df(speaker_replicates: np.ndarray, item_replicates: np.ndarray, speaker_df: int, item_df: int) -> float:
+def satterthwaite_df(
+    speaker_replicates: np.ndarray, item_replicates: np.ndarray, speaker_df: int, item_df: int
+) -> float:
     """Welch-Satterthwaite degrees of freedom of the contrast's variance ``V_s + V_i``, with ``V_s`` and
     ``V_i`` the variances of its speaker-only and item-only bootstrap replicates and ``speaker_df =
     sum_g (n_g - 1)``, ``item_df = n_items - 1`` their own degrees of freedom::
@@ -233,8 +269,10 @@ def satterthwaite_df(speaker_replicates: np.ndarray, item_replicates: np.ndarray
 
     (Satterthwaite 1946). A component that cannot vary (e.g. identical answers of a group's speakers)
     gives the other's df; NaN when neither varies."""
-    components = [(float(np.var(r[np.isfinite(r)], ddof=1)) if np.isfinite(r).sum() > 1 else 0.0, df)
-                  for r, df in ((speaker_replicates, speaker_df), (item_replicates, item_df))]
+    components = [
+        (float(np.var(r[np.isfinite(r)], ddof=1)) if np.isfinite(r).sum() > 1 else 0.0, df)
+        for r, df in ((speaker_replicates, speaker_df), (item_replicates, item_df))
+    ]
     components = [(v, df) for v, df in components if v > 0 and df > 0]
     if not components:
         return float("nan")
@@ -249,16 +287,31 @@ def _t_over_normal(level: float, df: float) -> float:
     return float(student_t.ppf(0.5 + level / 2.0, df) / norm.ppf(0.5 + level / 2.0))
 
 
-def _summarise(estimate: float, replicates: np.ndarray, level: float, widen: float = 1.0, df: float = float("nan")) -> tuple[float, float, float, float, str | None]:
+def _summarise(
+    estimate: float, replicates: np.ndarray, level: float, widen: float = 1.0, df: float = float("nan")
+) -> tuple[float, float, float, float, str | None]:
     finite = replicates[np.isfinite(replicates)]
     if not np.isfinite(estimate):
-        return np.nan, np.nan, np.nan, np.nan, "the contrast is undefined on the observed data (a group mean of 0 on a log scale?)"
+        return (
+            np.nan,
+            np.nan,
+            np.nan,
+            np.nan,
+            "the contrast is undefined on the observed data (a group mean of 0 on a log scale?)",
+        )
     if len(finite) < 0.5 * len(replicates):
         return np.nan, np.nan, np.nan, np.nan, "most resamples leave the contrast undefined"
     if np.ptp(finite) <= 1e-12 * max(1.0, abs(estimate)):
-        return np.nan, np.nan, np.nan, np.nan, (
-            f"every resample gives the same contrast ({estimate:.4g}): the data cannot vary under resampling, "
-            "so no interval can be estimated")
+        return (
+            np.nan,
+            np.nan,
+            np.nan,
+            np.nan,
+            (
+                f"every resample gives the same contrast ({estimate:.4g}): the data cannot vary under resampling, "
+                "so no interval can be estimated"
+            ),
+        )
     tail = (1.0 - level) / 2.0
     low, high = estimate + widen * _t_over_normal(level, df) * (np.quantile(finite, [tail, 1.0 - tail]) - estimate)
     se = widen * float(np.std(finite, ddof=1))
@@ -302,12 +355,18 @@ def crossed_gap(
     boot = np.asarray(_contrast(reps.replicates[:, i], other_boot, scale), float)
     involved = [a_name] + ([g for g in groups if g != a_name] if b_name == REST else [b_name])
     one_way = {}
-    for name, group_reps, rest_reps in (("speaker", reps.speaker_replicates, reps.rest_speaker_replicates),
-                                        ("item", reps.item_replicates, reps.rest_item_replicates)):
+    for name, group_reps, rest_reps in (
+        ("speaker", reps.speaker_replicates, reps.rest_speaker_replicates),
+        ("item", reps.item_replicates, reps.rest_item_replicates),
+    ):
         other_one_way = rest_reps[:, i] if b_name == REST else group_reps[:, groups.index(b_name)]
         one_way[name] = np.asarray(_contrast(group_reps[:, i], other_one_way, scale), float)
-    df = satterthwaite_df(one_way["speaker"], one_way["item"], int(reps.n_speakers[involved].sum()) - len(involved),
-                          int(reps.n_items[involved].max()) - 1)
+    df = satterthwaite_df(
+        one_way["speaker"],
+        one_way["item"],
+        int(reps.n_speakers[involved].sum()) - len(involved),
+        int(reps.n_items[involved].max()) - 1,
+    )
     widen = small_sample_factor(int(min(reps.n_speakers[involved].min(), reps.n_items[involved].min())))
     low, high, p, se, reason = _summarise(est, boot, level, widen, df)
     if scale == DIFFERENCE and np.isfinite(low):
@@ -316,9 +375,24 @@ def crossed_gap(
     if reps.problems:
         low, high, p, se, reason = np.nan, np.nan, np.nan, np.nan, "; ".join(reps.problems)
     return CrossedGap(
-        minuend=a_name, subtrahend=b_name, scale=scale, estimate=est, ci_low=low, ci_high=high, p_value=p, se=se,
-        means=pd.Series(reps.means, index=groups, name="mean"), n_speakers=reps.n_speakers, n_items=reps.n_items,
-        n_boot=len(boot), level=level, seed=reps.seed, estimable=reason is None, reason=reason, replicates=boot, df=df,
+        minuend=a_name,
+        subtrahend=b_name,
+        scale=scale,
+        estimate=est,
+        ci_low=low,
+        ci_high=high,
+        p_value=p,
+        se=se,
+        means=pd.Series(reps.means, index=groups, name="mean"),
+        n_speakers=reps.n_speakers,
+        n_items=reps.n_items,
+        n_boot=len(boot),
+        level=level,
+        seed=reps.seed,
+        estimable=reason is None,
+        reason=reason,
+        replicates=boot,
+        df=df,
         widen=widen * _t_over_normal(level, df),
     )
 
@@ -351,7 +425,7 @@ def crossed_contrasts(
     reps = crossed_replicates(table, **design)
     groups = reps.groups
     if len(groups) == 2 or kind == "pairwise":
-        pairs = [(a, b) for k, a in enumerate(groups) for b in groups[k + 1:]]
+        pairs = [(a, b) for k, a in enumerate(groups) for b in groups[k + 1 :]]
     elif kind == "vs_rest":
         pairs = [(a, REST) for a in groups]
     else:
@@ -359,5 +433,14 @@ def crossed_contrasts(
     return [crossed_gap(reps, contrast=pair, scale=scale, level=level) for pair in pairs]
 
 
-__all__ = ["CrossedGap", "CrossedReplicates", "DIFFERENCE", "LOG_RATIO", "REST", "crossed_contrasts",
-           "crossed_gap", "crossed_group_gap", "crossed_replicates"]
+__all__ = [
+    "CrossedGap",
+    "CrossedReplicates",
+    "DIFFERENCE",
+    "LOG_RATIO",
+    "REST",
+    "crossed_contrasts",
+    "crossed_gap",
+    "crossed_group_gap",
+    "crossed_replicates",
+]

@@ -66,11 +66,21 @@ def group_gap(
         tally=lambda t: np.column_stack([pd.to_numeric(t[value]).to_numpy(float), np.ones(len(t))]),
         score=score,
     )
-    frame = pd.DataFrame({"mode": "speech-implicit", cluster: table[cluster].to_numpy(),
-                          group: table[group].to_numpy(), value: values.to_numpy()})
+    frame = pd.DataFrame(
+        {
+            "mode": "speech-implicit",
+            cluster: table[cluster].to_numpy(),
+            group: table[group].to_numpy(),
+            value: values.to_numpy(),
+        }
+    )
     result = mode_effects(frame, metric, cluster=cluster, group=group, n_boot=n_boot, level=level, seed=seed)
     row = result.per_mode.iloc[0]
     return GroupGap(
-        means=means, best=str(means.index[best]), worst=str(means.index[worst]),
-        gap=float(row["estimate"]), ci_low=float(row["ci_low"]), ci_high=float(row["ci_high"]),
+        means=means,
+        best=str(means.index[best]),
+        worst=str(means.index[worst]),
+        gap=float(row["estimate"]),
+        ci_low=float(row["ci_low"]),
+        ci_high=float(row["ci_high"]),
     )

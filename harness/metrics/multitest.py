@@ -133,10 +133,18 @@ def gate_decision(
     cases.loc[grouped["missing"].all(), "p_case"] = np.nan
     cases["p_adjusted"] = holm(cases["p_case"]) if across == "holm" else fdr_bh(cases["p_case"])
     cases["failed"] = cases["p_adjusted"].le(alpha).fillna(False).astype(bool)
-    correction = (f"within each case Bonferroni over its comparisons, then {'Holm' if across == 'holm' else 'Benjamini-Hochberg'} "
-                  f"across {len(cases)} cases at alpha = {alpha:g}")
-    return GateDecision(cases=cases, failed=bool(cases["failed"].any()), alpha=alpha, across=across,
-                        correction=correction, not_estimable=[str(c) for c in cases.index[cases["p_case"].isna()]])
+    correction = (
+        f"within each case Bonferroni over its comparisons, then {'Holm' if across == 'holm' else 'Benjamini-Hochberg'} "
+        f"across {len(cases)} cases at alpha = {alpha:g}"
+    )
+    return GateDecision(
+        cases=cases,
+        failed=bool(cases["failed"].any()),
+        alpha=alpha,
+        across=across,
+        correction=correction,
+        not_estimable=[str(c) for c in cases.index[cases["p_case"].isna()]],
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,16 +229,27 @@ class DecisionRule:
 
     def describe(self, comparisons: int) -> str:
         within = f"Bonferroni over its {comparisons} comparisons" if comparisons > 1 else "one comparison"
-        across = (f"Bonferroni across the model's {self.family_size} selected bias cases"
-                  if self.correction == "bonferroni" else "no correction across cases")
+        across = (
+            f"Bonferroni across the model's {self.family_size} selected bias cases"
+            if self.correction == "bonferroni"
+            else "no correction across cases"
+        )
         return f"within the case {within}; {across}; family-wise alpha = {self.alpha:g}"
 
-    def decide(self, p_values: Sequence[float | None], relevant: Sequence[bool], *, rule: str = "both",
-               not_estimable_reason: str | None = None) -> CaseDecision:
+    def decide(
+        self,
+        p_values: Sequence[float | None],
+        relevant: Sequence[bool],
+        *,
+        rule: str = "both",
+        not_estimable_reason: str | None = None,
+    ) -> CaseDecision:
         p = np.array([np.nan if value is None else value for value in p_values], dtype=float)
         flags = np.asarray(relevant, dtype=bool)
         if p.shape != flags.shape or p.ndim != 1 or len(p) == 0:
-            raise ValueError(f"DecisionRule.decide: {len(p)} p-values and {len(flags)} relevance flags (need the same, >= 1)")
+            raise ValueError(
+                f"DecisionRule.decide: {len(p)} p-values and {len(flags)} relevance flags (need the same, >= 1)"
+            )
         if rule not in ("both", "significance", "magnitude"):
             raise ValueError(f"DecisionRule.decide: rule must be both, significance or magnitude, got {rule!r}")
         _checked(p)
@@ -250,7 +269,17 @@ class DecisionRule:
         significant = p_adjusted is not None and p_adjusted <= self.alpha
         any_relevant = bool(flags.any())
         failed = any_relevant if rule == "magnitude" else significant
-        return CaseDecision(p=p_case, comparisons=k, family_size=self.family_size, p_adjusted=p_adjusted, alpha=self.alpha,
-                            relevant=any_relevant, significant=significant, estimable=estimable, reason=reason,
-                            correction=self.describe(k) + ("" if rule != "magnitude" else "; rule magnitude: p not used"),
-                            failed=bool(failed), deciding=deciding)
+        return CaseDecision(
+            p=p_case,
+            comparisons=k,
+            family_size=self.family_size,
+            p_adjusted=p_adjusted,
+            alpha=self.alpha,
+            relevant=any_relevant,
+            significant=significant,
+            estimable=estimable,
+            reason=reason,
+            correction=self.describe(k) + ("" if rule != "magnitude" else "; rule magnitude: p not used"),
+            failed=bool(failed),
+            deciding=deciding,
+        )

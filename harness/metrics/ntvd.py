@@ -112,7 +112,9 @@ def count_tensor(table: pd.DataFrame, tau: int = 10) -> CountTensor:
 
     attribute_index, attribute_names = pd.factorize(frame["attribute"].astype(str), sort=True)
     value_index, value_names = pd.factorize(frame["value"].astype(str), sort=True)
-    pair_codes, pair_index = np.unique(attribute_index.astype(np.int64) * len(value_names) + value_index, return_inverse=True)
+    pair_codes, pair_index = np.unique(
+        attribute_index.astype(np.int64) * len(value_names) + value_index, return_inverse=True
+    )
     pair_attributes = np.asarray(attribute_names, dtype=object)[pair_codes // len(value_names)]
     pair_values = np.asarray(value_names, dtype=object)[pair_codes % len(value_names)]
     pair_counts = np.bincount(pair_index, minlength=len(pair_codes))
@@ -132,7 +134,9 @@ def count_tensor(table: pd.DataFrame, tau: int = 10) -> CountTensor:
         speaker_group=group_codes,
         attributes=np.asarray(kept_attributes, dtype=object),
         values=pair_values[kept_pairs],
-        attribute_of_column=np.searchsorted(np.asarray(kept_attributes, dtype=object), pair_attributes[kept_pairs]).astype(np.int64),
+        attribute_of_column=np.searchsorted(
+            np.asarray(kept_attributes, dtype=object), pair_attributes[kept_pairs]
+        ).astype(np.int64),
         counts=counts,
         dropped_attributes=dropped,
     )
@@ -204,10 +208,12 @@ def _group_counts(counts: np.ndarray, speaker_group: np.ndarray, n_groups: int) 
 
 def _distributions(tensor: CountTensor, group_counts: np.ndarray) -> pd.DataFrame:
     n_attributes = len(tensor.attributes)
-    frame = pd.DataFrame({
-        "attribute": tensor.attributes[tensor.attribute_of_column] if n_attributes else [],
-        "value": tensor.values,
-    })
+    frame = pd.DataFrame(
+        {
+            "attribute": tensor.attributes[tensor.attribute_of_column] if n_attributes else [],
+            "value": tensor.values,
+        }
+    )
     if n_attributes:
         probabilities = _within_group_probabilities(group_counts, tensor.attribute_of_column, n_attributes)
         for index, group in enumerate(tensor.groups):
@@ -239,14 +245,16 @@ def permutation_null(tensor: CountTensor, assignments: np.ndarray, chunk_size: i
     total_counts = counts.sum(axis=0).astype(np.float64)
     null = np.empty(len(assignments), dtype=np.float64)
     for start in range(0, len(assignments), chunk_size):
-        chunk = assignments[start:start + chunk_size]
+        chunk = assignments[start : start + chunk_size]
         one_hot = np.zeros((len(chunk), n_groups - 1, chunk.shape[1]), dtype=np.float32)
         batch, speaker = np.nonzero(chunk < n_groups - 1)
         one_hot[batch, chunk[batch, speaker], speaker] = 1.0
-        leading = (one_hot.reshape(-1, chunk.shape[1]) @ counts).reshape(len(chunk), n_groups - 1, -1).astype(np.float64)
+        leading = (
+            (one_hot.reshape(-1, chunk.shape[1]) @ counts).reshape(len(chunk), n_groups - 1, -1).astype(np.float64)
+        )
         last = total_counts - leading.sum(axis=1, keepdims=True)
         group_counts = np.concatenate([leading, last], axis=1)
-        null[start:start + chunk_size] = ntvd_from_group_counts(
+        null[start : start + chunk_size] = ntvd_from_group_counts(
             group_counts, tensor.attribute_of_column, n_attributes
         ).mean(axis=-1)
     return null
@@ -271,12 +279,12 @@ def _two_group_null(tensor: CountTensor, assignments: np.ndarray, chunk_size: in
     first_counts = (assignments == 0).astype(np.float32) @ extended
 
     def run(start: int) -> None:
-        first = first_counts[start:start + chunk_size].astype(np.float64)
+        first = first_counts[start : start + chunk_size].astype(np.float64)
         second = grand - first
         first_share = _shares(first[:, :n_values], first[:, n_values:], tensor.attribute_of_column)
         second_share = _shares(second[:, :n_values], second[:, n_values:], tensor.attribute_of_column)
         distance = np.add.reduceat(np.abs(first_share - second_share), starts, axis=1)
-        null[start:start + chunk_size] = 50.0 * distance.mean(axis=1)
+        null[start : start + chunk_size] = 50.0 * distance.mean(axis=1)
 
     chunks = range(0, len(assignments), chunk_size)
     if len(chunks) == 1:
@@ -357,10 +365,20 @@ def paired_ntvd_difference(
     speaker_groups = {name: table.groupby("speaker")["group"].first() for name, table in tables.items()}
     if not speaker_groups["candidate"].sort_index().equals(speaker_groups["baseline"].sort_index()):
         raise ValueError("candidate and baseline tables must hold the same speakers with the same groups")
-    kept = pd.concat([
-        table.groupby(["attribute", "value"]).size().loc[lambda counts: counts >= tau].index.to_frame(index=False)
-        for table in tables.values()
-    ]).drop_duplicates().sort_values(["attribute", "value"]).reset_index(drop=True)
+    kept = (
+        pd.concat(
+            [
+                table.groupby(["attribute", "value"])
+                .size()
+                .loc[lambda counts: counts >= tau]
+                .index.to_frame(index=False)
+                for table in tables.values()
+            ]
+        )
+        .drop_duplicates()
+        .sort_values(["attribute", "value"])
+        .reset_index(drop=True)
+    )
     if kept.empty:
         nan = float("nan")
         return PairedDifferenceResult(nan, nan, nan, nan, np.empty(0), n_permutations, seed)
@@ -368,7 +386,9 @@ def paired_ntvd_difference(
     group_index, groups = pd.factorize(speakers.to_numpy(), sort=True)
     counts = {name: _counts_on_columns(table, speakers.index, kept) for name, table in tables.items()}
     attributes = sorted(kept["attribute"].unique())
-    attribute_of_column = np.searchsorted(np.asarray(attributes, dtype=object), kept["attribute"].to_numpy(dtype=object))
+    attribute_of_column = np.searchsorted(
+        np.asarray(attributes, dtype=object), kept["attribute"].to_numpy(dtype=object)
+    )
     n_groups = len(groups)
     membership = (group_index[None, :] == np.arange(n_groups)[:, None]).astype(np.float64)
 
@@ -381,16 +401,22 @@ def paired_ntvd_difference(
     change = counts["baseline"] - counts["candidate"]
     null = np.empty(n_permutations)
     for start in range(0, n_permutations, 1_000):
-        chunk = flips[start:start + 1_000]
+        chunk = flips[start : start + 1_000]
         weighted = (chunk[:, None, :] * membership[None, :, :]).reshape(-1, len(speakers))
         moved = (weighted @ change).reshape(len(chunk), n_groups, -1)
         side_candidate = candidate_groups + moved
         side_baseline = baseline_groups - moved
-        null[start:start + 1_000] = mean_ntvd(side_candidate) - mean_ntvd(side_baseline)
+        null[start : start + 1_000] = mean_ntvd(side_candidate) - mean_ntvd(side_baseline)
     difference = observed_candidate - observed_baseline
     exceed = int(np.count_nonzero(null >= difference - 1e-9 * max(1.0, abs(difference))))
     return PairedDifferenceResult(
-        observed_candidate, observed_baseline, difference, (1 + exceed) / (n_permutations + 1), null, n_permutations, seed
+        observed_candidate,
+        observed_baseline,
+        difference,
+        (1 + exceed) / (n_permutations + 1),
+        null,
+        n_permutations,
+        seed,
     )
 
 

@@ -100,8 +100,17 @@ def paired_speaker_bootstrap(
     if differences.size == 0:
         raise ValueError("the difference is not estimable: no bootstrap replicate gives a finite value")
     low, high = np.quantile(differences, [alpha / 2, 1 - alpha / 2])
-    return PairedBootstrapResult(observed_candidate, observed_baseline, observed_candidate - observed_baseline,
-                                 float(low), float(high), n_boot, seed, differences, candidate["group"].to_numpy())
+    return PairedBootstrapResult(
+        observed_candidate,
+        observed_baseline,
+        observed_candidate - observed_baseline,
+        float(low),
+        float(high),
+        n_boot,
+        seed,
+        differences,
+        candidate["group"].to_numpy(),
+    )
 
 
 def ratio_per_group(numerator: int, denominator: int) -> Callable[[GroupSums], dict[str, np.ndarray]]:
@@ -114,7 +123,9 @@ def ratio_per_group(numerator: int, denominator: int) -> Callable[[GroupSums], d
     return per_group
 
 
-def largest_gap(per_group: Callable[[GroupSums], dict[str, np.ndarray]], scale: float = 1.0) -> Callable[[GroupSums], np.ndarray]:
+def largest_gap(
+    per_group: Callable[[GroupSums], dict[str, np.ndarray]], scale: float = 1.0
+) -> Callable[[GroupSums], np.ndarray]:
     """max_g x_g - min_g x_g of a per-group quantity (the best-worst group gap), times ``scale``."""
 
     def statistic(sums: GroupSums) -> np.ndarray:
@@ -145,8 +156,16 @@ def paired_speaker_test(result: PairedBootstrapResult, worse_when: str) -> Paire
     signed so that positive is worse)."""
     _, sizes = np.unique(result.groups, return_counts=True)
     df = float(max(1, int(np.sum(sizes - 1))))
-    return _one_sided(result.candidate, result.baseline, result.replicates, result.difference, worse_when,
-                      small_sample_factor(int(sizes.min())), df, "speakers")
+    return _one_sided(
+        result.candidate,
+        result.baseline,
+        result.replicates,
+        result.difference,
+        worse_when,
+        small_sample_factor(int(sizes.min())),
+        df,
+        "speakers",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,8 +190,17 @@ class PairedTest:
     resampled: str
 
 
-def _one_sided(candidate: float, baseline: float, replicates: np.ndarray, difference: float, worse_when: str, widen: float,
-               df: float, resampled: str, level: float = 0.95) -> PairedTest:
+def _one_sided(
+    candidate: float,
+    baseline: float,
+    replicates: np.ndarray,
+    difference: float,
+    worse_when: str,
+    widen: float,
+    df: float,
+    resampled: str,
+    level: float = 0.95,
+) -> PairedTest:
     from scipy.stats import norm
     from scipy.stats import t as student_t
 
@@ -187,16 +215,32 @@ def _one_sided(candidate: float, baseline: float, replicates: np.ndarray, differ
     elif len(finite) < 0.5 * max(1, len(replicates)):
         reason = "most resamples leave the bias measure undefined"
     elif np.ptp(finite) <= 1e-12 * max(1.0, abs(difference)) or not np.isfinite(widen):
-        reason = (f"every resample gives the same difference ({difference:+.4g}): the paired contrast cannot vary, "
-                  "so its uncertainty is not estimable")
+        reason = (
+            f"every resample gives the same difference ({difference:+.4g}): the paired contrast cannot vary, "
+            "so its uncertainty is not estimable"
+        )
     if reason is not None:
-        return PairedTest(candidate, baseline, difference, sign * difference, nan, nan, nan, df, nan, False, reason, resampled)
+        return PairedTest(
+            candidate, baseline, difference, sign * difference, nan, nan, nan, df, nan, False, reason, resampled
+        )
     se = widen * float(np.std(finite, ddof=1))
     reference = student_t(df) if np.isfinite(df) else norm
     half = float(reference.ppf(0.5 + level / 2.0)) * se
     worsening = sign * difference
-    return PairedTest(candidate, baseline, difference, worsening, difference - half, difference + half, se, df,
-                      float(reference.sf(worsening / se)), True, None, resampled)
+    return PairedTest(
+        candidate,
+        baseline,
+        difference,
+        worsening,
+        difference - half,
+        difference + half,
+        se,
+        df,
+        float(reference.sf(worsening / se)),
+        True,
+        None,
+        resampled,
+    )
 
 
 PAIR_VALUE = "value"
@@ -211,9 +255,13 @@ def largest_pair_difference(replicates: Mapping[str, object], groups: list[str])
         columns = []
         for index, first in enumerate(groups):
             reps = replicates[first]
-            means = {"observed": reps.means[None, :], "full": reps.replicates, "speaker": reps.speaker_replicates,
-                     "item": reps.item_replicates}[kind]
-            for second in groups[index + 1:]:
+            means = {
+                "observed": reps.means[None, :],
+                "full": reps.replicates,
+                "speaker": reps.speaker_replicates,
+                "item": reps.item_replicates,
+            }[kind]
+            for second in groups[index + 1 :]:
                 with np.errstate(invalid="ignore"):
                     columns.append(np.abs(means[:, reps.groups.index(first)] - means[:, reps.groups.index(second)]))
         with np.errstate(invalid="ignore"), warnings_ignored():
@@ -237,8 +285,14 @@ def paired_crossed_gap(candidate: pd.DataFrame, baseline: pd.DataFrame, *, seed:
     replicates (:func:`harness.metrics.crossed.satterthwaite_df`); higher is worse. Tables with different
     designs (speakers, groups or items) raise ``ValueError``."""
     tables = {"candidate": candidate, "baseline": baseline}
-    designs = [table[["speaker", "group", "item"]].astype(str).drop_duplicates().sort_values(["speaker", "item"]).reset_index(drop=True)
-               for table in tables.values()]
+    designs = [
+        table[["speaker", "group", "item"]]
+        .astype(str)
+        .drop_duplicates()
+        .sort_values(["speaker", "item"])
+        .reset_index(drop=True)
+        for table in tables.values()
+    ]
     if not designs[0].equals(designs[1]):
         raise ValueError("the two runs answered different (speaker, group, item) cells")
     groups = sorted(designs[0]["group"].unique())
@@ -250,7 +304,9 @@ def paired_crossed_gap(candidate: pd.DataFrame, baseline: pd.DataFrame, *, seed:
         for group in groups:
             column = f"{PAIR_VALUE}:{group}" if f"{PAIR_VALUE}:{group}" in table.columns else PAIR_VALUE
             if column not in by_column:
-                by_column[column] = crossed_replicates(table, value=column, denominator="weight", n_boot=n_boot, seed=seed)
+                by_column[column] = crossed_replicates(
+                    table, value=column, denominator="weight", n_boot=n_boot, seed=seed
+                )
             replicates[group] = by_column[column]
         statistics[name] = largest_pair_difference(replicates, groups)
         reps_of[name] = replicates[groups[0]]
@@ -258,10 +314,35 @@ def paired_crossed_gap(candidate: pd.DataFrame, baseline: pd.DataFrame, *, seed:
     if reps.problems:
         nan = float("nan")
         difference = float(statistics["candidate"]["observed"][0] - statistics["baseline"]["observed"][0])
-        return PairedTest(float(statistics["candidate"]["observed"][0]), float(statistics["baseline"]["observed"][0]), difference,
-                          difference, nan, nan, nan, nan, nan, False, "; ".join(reps.problems), "speakers x items")
-    delta = {kind: statistics["candidate"][kind] - statistics["baseline"][kind] for kind in ("observed", "full", "speaker", "item")}
-    df = satterthwaite_df(delta["speaker"], delta["item"], int(reps.n_speakers.sum()) - len(groups), int(reps.n_items.max()) - 1)
+        return PairedTest(
+            float(statistics["candidate"]["observed"][0]),
+            float(statistics["baseline"]["observed"][0]),
+            difference,
+            difference,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            False,
+            "; ".join(reps.problems),
+            "speakers x items",
+        )
+    delta = {
+        kind: statistics["candidate"][kind] - statistics["baseline"][kind]
+        for kind in ("observed", "full", "speaker", "item")
+    }
+    df = satterthwaite_df(
+        delta["speaker"], delta["item"], int(reps.n_speakers.sum()) - len(groups), int(reps.n_items.max()) - 1
+    )
     widen = small_sample_factor(int(min(reps.n_speakers.min(), reps.n_items.min())))
-    return _one_sided(float(statistics["candidate"]["observed"][0]), float(statistics["baseline"]["observed"][0]), delta["full"],
-                      float(delta["observed"][0]), "higher", widen, df, "speakers x items")
+    return _one_sided(
+        float(statistics["candidate"]["observed"][0]),
+        float(statistics["baseline"]["observed"][0]),
+        delta["full"],
+        float(delta["observed"][0]),
+        "higher",
+        widen,
+        df,
+        "speakers x items",
+    )

@@ -50,7 +50,12 @@ class Design:
     def __post_init__(self):
         if len(self.speakers_per_group) < 2 or min(self.speakers_per_group) < 1:
             raise ValueError(f"need >= 2 groups of >= 1 speaker, got speakers_per_group={self.speakers_per_group}")
-        if self.utterances_per_speaker < 1 or self.values_per_attribute < 2 or self.n_attributes < 1 or self.speaker_sd < 0:
+        if (
+            self.utterances_per_speaker < 1
+            or self.values_per_attribute < 2
+            or self.n_attributes < 1
+            or self.speaker_sd < 0
+        ):
             raise ValueError(
                 "utterances_per_speaker and n_attributes must be >= 1, values_per_attribute >= 2 and speaker_sd >= 0; "
                 f"got {self.utterances_per_speaker}, {self.n_attributes}, {self.values_per_attribute}, {self.speaker_sd}"
@@ -139,7 +144,9 @@ class _Simulation:
         self.noise = rng.standard_normal((*shape, n_values)) if design.speaker_sd > 0 else None
         assignments = speaker_permutations(self.speaker_group, n_permutations, seed + 1)
         group_ids = np.arange(self.n_groups)
-        self.null_one_hot = (assignments[:, None, :] == group_ids[None, :, None]).astype(np.float32).reshape(-1, n_speakers)
+        self.null_one_hot = (
+            (assignments[:, None, :] == group_ids[None, :, None]).astype(np.float32).reshape(-1, n_speakers)
+        )
         self.observed_one_hot = (self.speaker_group[None, :] == group_ids[:, None]).astype(np.float32)
         self.attribute_of_column = np.repeat(np.arange(design.n_attributes), n_values)
 
@@ -161,17 +168,23 @@ class _Simulation:
         n_attributes = self.design.n_attributes
         n_columns = counts.shape[-1]
         observed = ntvd_from_group_counts(
-            np.einsum("gs,rsv->rgv", self.observed_one_hot, counts).astype(np.float64), self.attribute_of_column, n_attributes
+            np.einsum("gs,rsv->rgv", self.observed_one_hot, counts).astype(np.float64),
+            self.attribute_of_column,
+            n_attributes,
         ).mean(axis=-1)
         chunk = max(1, _ELEMENTS_PER_CHUNK // (self.n_permutations * self.n_groups * n_columns))
         exceed = np.empty(self.n_simulations)
         for start in range(0, self.n_simulations, chunk):
-            block = counts[start:start + chunk]  # (r, S, V)
+            block = counts[start : start + chunk]  # (r, S, V)
             grouped = self.null_one_hot @ block.transpose(1, 0, 2).reshape(block.shape[1], -1)  # (B*G, r*V)
             grouped = grouped.reshape(self.n_permutations, self.n_groups, len(block), n_columns).transpose(2, 0, 1, 3)
-            null = ntvd_from_group_counts(grouped.astype(np.float64), self.attribute_of_column, n_attributes).mean(axis=-1)
-            threshold = observed[start:start + chunk, None] - 1e-9 * np.maximum(1.0, observed[start:start + chunk, None])
-            exceed[start:start + chunk] = (null >= threshold).sum(axis=1)
+            null = ntvd_from_group_counts(grouped.astype(np.float64), self.attribute_of_column, n_attributes).mean(
+                axis=-1
+            )
+            threshold = observed[start : start + chunk, None] - 1e-9 * np.maximum(
+                1.0, observed[start : start + chunk, None]
+            )
+            exceed[start : start + chunk] = (null >= threshold).sum(axis=1)
         p_values = (1.0 + exceed) / (self.n_permutations + 1.0)
         design = self.design
         return DetectionRate(
@@ -191,7 +204,11 @@ def _design(
 ) -> Design:
     sizes = speakers_per_group.values() if isinstance(speakers_per_group, Mapping) else speakers_per_group
     return Design(
-        tuple(int(size) for size in sizes), int(utterances_per_speaker), int(values_per_attribute), int(n_attributes), float(speaker_sd)
+        tuple(int(size) for size in sizes),
+        int(utterances_per_speaker),
+        int(values_per_attribute),
+        int(n_attributes),
+        float(speaker_sd),
     )
 
 
@@ -256,7 +273,10 @@ def minimum_detectable_ntvd(
 
 def _result(design, found, evaluated, alpha, target_power, n_simulations, n_permutations, seed) -> PowerResult:
     curve = pd.DataFrame(
-        [(r.effect, r.population_ntvd, r.power, r.mean_observed_ntvd) for r in sorted(evaluated.values(), key=lambda r: r.effect)],
+        [
+            (r.effect, r.population_ntvd, r.power, r.mean_observed_ntvd)
+            for r in sorted(evaluated.values(), key=lambda r: r.effect)
+        ],
         columns=["effect", "population_ntvd", "power", "mean_observed_ntvd"],
     )
     nan = float("nan")

@@ -156,8 +156,16 @@ def _linear_ratio_row(
     se = float(np.sqrt(gradient @ cov @ gradient))
     log_ratio = np.log(m_num / m_den)
     half_width = stats.t.ppf(1.0 - alpha / 2.0, df) * se
-    row = _row(np.exp(log_ratio), np.exp(log_ratio - half_width), np.exp(log_ratio + half_width), converged,
-               "delta", se, m_num, m_den)
+    row = _row(
+        np.exp(log_ratio),
+        np.exp(log_ratio - half_width),
+        np.exp(log_ratio + half_width),
+        converged,
+        "delta",
+        se,
+        m_num,
+        m_den,
+    )
     row["df"] = df
     row["message"] = message
     return row, fit

@@ -144,17 +144,25 @@ def cross_corpus_agreement(scores: pd.DataFrame, corpus_a: str, corpus_b: str) -
     require_columns(scores, ["corpus", "model", "ntvd"], "cross-corpus scores")
     for corpus in (corpus_a, corpus_b):
         if corpus not in set(scores["corpus"]):
-            raise ValueError(f"cross-corpus scores have no corpus {corpus!r}; corpora: {sorted(scores['corpus'].unique())}")
-    per_model = scores[scores["corpus"].isin([corpus_a, corpus_b])].pivot_table(
-        index="model", columns="corpus", values="ntvd", aggfunc="mean"
-    )[[corpus_a, corpus_b]].dropna()
+            raise ValueError(
+                f"cross-corpus scores have no corpus {corpus!r}; corpora: {sorted(scores['corpus'].unique())}"
+            )
+    per_model = (
+        scores[scores["corpus"].isin([corpus_a, corpus_b])]
+        .pivot_table(index="model", columns="corpus", values="ntvd", aggfunc="mean")[[corpus_a, corpus_b]]
+        .dropna()
+    )
     if len(per_model) < 3:
-        raise ValueError(f"cross-corpus agreement needs >= 3 models scored on both {corpus_a!r} and {corpus_b!r}; got {len(per_model)}")
+        raise ValueError(
+            f"cross-corpus agreement needs >= 3 models scored on both {corpus_a!r} and {corpus_b!r}; got {len(per_model)}"
+        )
     result = stats.spearmanr(per_model[corpus_a], per_model[corpus_b])
     ranks = per_model.rank(ascending=False).add_prefix("rank_")
     per_model = per_model.join(ranks).reset_index()
     per_model.columns.name = None
-    return CrossCorpusAgreement(float(result.statistic), float(result.pvalue), len(per_model), per_model, (corpus_a, corpus_b))
+    return CrossCorpusAgreement(
+        float(result.statistic), float(result.pvalue), len(per_model), per_model, (corpus_a, corpus_b)
+    )
 
 
 # --------------------------------------------------------------------------------------------- refusals
@@ -165,12 +173,14 @@ def refusal_table(statuses: pd.DataFrame) -> pd.DataFrame:
     ``answered`` for any other status, one row per answer. ``statuses`` has ``speaker, group, status``."""
     require_columns(statuses, ["speaker", "group", "status"], "status table")
     refused = statuses["status"].to_numpy() == REFUSAL
-    return pd.DataFrame({
-        "speaker": statuses["speaker"].to_numpy(),
-        "group": statuses["group"].to_numpy(),
-        "attribute": REFUSAL_ATTRIBUTE,
-        "value": np.where(refused, REFUSAL, ANSWERED),
-    })
+    return pd.DataFrame(
+        {
+            "speaker": statuses["speaker"].to_numpy(),
+            "group": statuses["group"].to_numpy(),
+            "attribute": REFUSAL_ATTRIBUTE,
+            "value": np.where(refused, REFUSAL, ANSWERED),
+        }
+    )
 
 
 def refusal_rate_ntvd(statuses: pd.DataFrame) -> NTVDResult:
@@ -225,13 +235,30 @@ def collapse_diagnostic(table: pd.DataFrame, tau: int = REFERENCE_TAU) -> Collap
         retained = table[(table["attribute"] == attribute) & table["value"].isin(values)]
         counts = retained.groupby(retained["group"].astype(str)).size()
         for index, group in enumerate(groups):
-            per_group.append((attribute, group, int(counts.get(group, 0)), normalised[index],
-                              values[top[index]] if has_values[index] else None, probabilities[top[index], index]))
+            per_group.append(
+                (
+                    attribute,
+                    group,
+                    int(counts.get(group, 0)),
+                    normalised[index],
+                    values[top[index]] if has_values[index] else None,
+                    probabilities[top[index], index],
+                )
+            )
         overall = retained["value"].value_counts(normalize=True)
-        per_attribute.append((attribute, n_values, float(np.nanmean(normalised)) if has_values.any() else np.nan,
-                              overall.index[0], float(overall.iloc[0])))
+        per_attribute.append(
+            (
+                attribute,
+                n_values,
+                float(np.nanmean(normalised)) if has_values.any() else np.nan,
+                overall.index[0],
+                float(overall.iloc[0]),
+            )
+        )
     return CollapseDiagnostic(
-        pd.DataFrame(per_group, columns=["attribute", "group", "count", "normalised_entropy", "top_value", "top_share"]),
+        pd.DataFrame(
+            per_group, columns=["attribute", "group", "count", "normalised_entropy", "top_value", "top_share"]
+        ),
         pd.DataFrame(per_attribute, columns=["attribute", "n_values", "normalised_entropy", "top_value", "top_share"]),
         tau,
     )

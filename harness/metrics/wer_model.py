@@ -80,9 +80,7 @@ class _WERModel:
             ins_fit = sm.GLM(
                 data["insertions"].to_numpy(float), exog, family=sm.families.Poisson(), offset=np.log(words)
             ).fit()
-            del_fit = sm.GLM(
-                np.column_stack([delsub, words - delsub]), exog, family=sm.families.Binomial()
-            ).fit()
+            del_fit = sm.GLM(np.column_stack([delsub, words - delsub]), exog, family=sm.families.Binomial()).fit()
         converged = bool(ins_fit.converged and del_fit.converged)
         p = exog.shape[1]
         cov = np.zeros((2 * p, 2 * p))
@@ -109,7 +107,9 @@ class _WERModel:
         if not mixed:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fit = sm.GLM(np.column_stack([delsub, words - delsub]), design.to_numpy(float), family=sm.families.Binomial()).fit()
+                fit = sm.GLM(
+                    np.column_stack([delsub, words - delsub]), design.to_numpy(float), family=sm.families.Binomial()
+                ).fit()
             converged = bool(fit.converged)
             return cls(kind="glm-delsub", columns=tuple(design.columns), params=np.asarray(fit.params, float),
                        cov=np.asarray(fit.cov_params(), float), converged=converged,
@@ -202,9 +202,7 @@ class _WERModel:
         variance = gradient[used] @ self.cov[np.ix_(used, used)] @ gradient[used]
         return float(np.sqrt(variance)) if variance >= 0 else np.nan
 
-    def row(
-        self, data: pd.DataFrame, numerator: str, alpha: float, small_sample: bool = True
-    ) -> dict[str, object]:
+    def row(self, data: pd.DataFrame, numerator: str, alpha: float, small_sample: bool = True) -> dict[str, object]:
         """The method row: ratio, delta-method interval (:mod:`harness.metrics.wer_ratio`), per-group expected WER."""
         pooled = _PooledDesign.build(data, numerator, self.columns)
         log_ratio = self.log_ratio(self.params, pooled)
@@ -225,8 +223,9 @@ class _WERModel:
             speaker_level = _speaker_level_columns(data, _design(data, numerator, self.columns[2:]))
             df = n_speakers - speaker_level
             if df < 1:
-                raise ValueError(f"{n_speakers} speakers leave no degrees of freedom for {speaker_level} "
-                                 "speaker-level fixed effects")
+                raise ValueError(
+                    f"{n_speakers} speakers leave no degrees of freedom for {speaker_level} speaker-level fixed effects"
+                )
             half_width = stats.t.ppf(1.0 - alpha / 2.0, df) * se * np.sqrt(n_speakers / df)
         row = _row(
             np.exp(log_ratio),
@@ -239,7 +238,9 @@ class _WERModel:
             values[1],
         )
         row["df"] = float(df)
-        row["message"] = "; ".join(part for part in (self.message, SINGULAR_NOTE if self.singular else "", self.note) if part)
+        row["message"] = "; ".join(
+            part for part in (self.message, SINGULAR_NOTE if self.singular else "", self.note) if part
+        )
         return row
 
     def bootstrap(
@@ -274,7 +275,9 @@ class _WERModel:
 
     def _refit(self, sample: pd.DataFrame, numerator: str, covariates: tuple[str, ...]) -> _WERModel:
         if self.kind.endswith("-delsub"):
-            return _WERModel.fit_delsub(sample, numerator, covariates, self.nagq, self.kind == "joint-delsub", self.note)
+            return _WERModel.fit_delsub(
+                sample, numerator, covariates, self.nagq, self.kind == "joint-delsub", self.note
+            )
         if self.kind == "glm":
             return _WERModel.fit_glm(sample, numerator)
         start = self.fit if self.kind == "joint" else None

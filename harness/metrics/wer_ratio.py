@@ -147,7 +147,9 @@ def wer_ratio(
         rows[METHOD_VANILLA] = _row(ratio, t_low, t_high, True, "linearised t", se, wer_num, wer_den)
         rows[METHOD_VANILLA].update(df=df, boot_ci_low=low, boot_ci_high=high)
 
-    no_insertions = [str(level) for level in (numerator, denominator) if data.loc[data["group"] == level, "insertions"].sum() == 0]
+    no_insertions = [
+        str(level) for level in (numerator, denominator) if data.loc[data["group"] == level, "insertions"].sum() == 0
+    ]
     delsub_note = ""
     if no_insertions:
         delsub_note = (f"insertions left out: group {' and '.join(no_insertions)} has none (perfect separation, no finite "
@@ -178,9 +180,7 @@ def wer_ratio(
             rows[method] = _failed_row(f"not fitted: {exc}")
             continue
         if n_model_boot > 0:
-            row["boot_ci_low"], row["boot_ci_high"], failed = model.bootstrap(
-                data, numerator, n_model_boot, alpha, rng
-            )
+            row["boot_ci_low"], row["boot_ci_high"], failed = model.bootstrap(data, numerator, n_model_boot, alpha, rng)
             if failed:
                 row["message"] += f"; {failed} of {n_model_boot} bootstrap refits did not converge (excluded)"
         rows[method] = row
@@ -248,7 +248,12 @@ def _vanilla_t_interval(data: pd.DataFrame, numerator: str, alpha: float) -> tup
         return None
     df = total**2 / sum(v**2 / (m - 1) for v, m in parts)
     half_width = stats.t.ppf(1.0 - alpha / 2.0, df) * np.sqrt(total)
-    return float(np.exp(log_ratio - half_width)), float(np.exp(log_ratio + half_width)), float(np.sqrt(total)), float(df)
+    return (
+        float(np.exp(log_ratio - half_width)),
+        float(np.exp(log_ratio + half_width)),
+        float(np.sqrt(total)),
+        float(df),
+    )
 
 
 def _vanilla_wer_bootstrap(

@@ -15,15 +15,19 @@ from harness.core.errors import ModelError
 from harness.models.base import Backend
 from harness.registry import Registry
 
-BACKENDS = Registry("backend", "backends", {
-    "sim": "harness.models.sim:SimulatorBackend",
-    "hf": "harness.models.hf:HFBackend",
-    "vllm": "harness.models.vllm_backend:VLLMBackend",
-    "openai": "harness.models.openai_backend:OpenAIBackend",
-    "whisper": "harness.models.whisper_backend:WhisperBackend",
-    "smollm2": "harness.models.text_llm:TextLLMBackend",
-    "cascade": "harness.models.cascade:CascadeBackend",
-})
+BACKENDS = Registry(
+    "backend",
+    "backends",
+    {
+        "sim": "harness.models.sim:SimulatorBackend",
+        "hf": "harness.models.hf:HFBackend",
+        "vllm": "harness.models.vllm_backend:VLLMBackend",
+        "openai": "harness.models.openai_backend:OpenAIBackend",
+        "whisper": "harness.models.whisper_backend:WhisperBackend",
+        "smollm2": "harness.models.text_llm:TextLLMBackend",
+        "cascade": "harness.models.cascade:CascadeBackend",
+    },
+)
 
 
 def register_backend(prefix: str, target: str) -> None:

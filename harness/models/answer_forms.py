@@ -16,10 +16,48 @@ from __future__ import annotations
 from harness.core.answers import JSON_KINDS, ChoiceForm, Field, FieldsForm, JsonForm
 
 # Words an open value may not start with: they begin a sentence ("A person who ..."), not a value.
-FILLER_WORDS = frozenset({
-    "a", "an", "the", "i", "my", "me", "we", "our", "you", "your", "this", "that", "these", "those", "it",
-    "he", "she", "they", "his", "her", "their", "is", "are", "was", "be", "to", "of", "and", "or", "as",
-    "person", "someone", "speaker", "user", "customer", "candidate", "actor", "character", "individual",
-})
+FILLER_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "i",
+        "my",
+        "me",
+        "we",
+        "our",
+        "you",
+        "your",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "he",
+        "she",
+        "they",
+        "his",
+        "her",
+        "their",
+        "is",
+        "are",
+        "was",
+        "be",
+        "to",
+        "of",
+        "and",
+        "or",
+        "as",
+        "person",
+        "someone",
+        "speaker",
+        "user",
+        "customer",
+        "candidate",
+        "actor",
+        "character",
+        "individual",
+    }
+)
 
 __all__ = ["FILLER_WORDS", "JSON_KINDS", "ChoiceForm", "Field", "FieldsForm", "JsonForm"]

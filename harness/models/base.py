@@ -133,7 +133,9 @@ def finished_answer(text: str) -> str:
     return text.rstrip("\ufffd").strip()
 
 
-def validated_options(spec: str, backend: str, options: Mapping[str, Any] | None, known: set[str] | frozenset[str]) -> dict[str, Any]:
+def validated_options(
+    spec: str, backend: str, options: Mapping[str, Any] | None, known: set[str] | frozenset[str]
+) -> dict[str, Any]:
     """A copy of a backend's option block; an unknown key is a :class:`ModelError` listing the valid ones."""
     options = dict(options or {})
     unknown = sorted(set(options) - set(known))

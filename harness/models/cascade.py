@@ -63,7 +63,7 @@ def split_output(text: str) -> tuple[str | None, str]:
     if not text.startswith(TRANSCRIPT_PREFIX):
         return None, text
     first, _, rest = text.partition("\n")
-    return first[len(TRANSCRIPT_PREFIX):], rest.lstrip("\n")
+    return first[len(TRANSCRIPT_PREFIX) :], rest.lstrip("\n")
 
 
 def parse_target(spec: str, target: str) -> tuple[str, str]:
@@ -96,14 +96,16 @@ class CascadeBackend(Backend):
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = "cascade:" + stable_hash({
-                "asr": self.asr_backend.fingerprint(),
-                "asr_decoding": ASR_DECODING.as_dict(),
-                "llm": self.llm_backend.fingerprint(),
-                "system": SYSTEM_TEXT,
-                "user": USER_TEMPLATE,
-                "output": TRANSCRIPT_PREFIX,
-            })
+            self._fingerprint = "cascade:" + stable_hash(
+                {
+                    "asr": self.asr_backend.fingerprint(),
+                    "asr_decoding": ASR_DECODING.as_dict(),
+                    "llm": self.llm_backend.fingerprint(),
+                    "system": SYSTEM_TEXT,
+                    "user": USER_TEMPLATE,
+                    "output": TRANSCRIPT_PREFIX,
+                }
+            )
         return self._fingerprint
 
     def transcription_source(self) -> StageSpec:
@@ -113,7 +115,9 @@ class CascadeBackend(Backend):
     def load(self) -> Cascade:
         stage = self._stage
         if stage is None:
-            raise ModelError(f"{self.spec}: the cascade's stages are cached models; load it through harness.generation.CachedModel")
+            raise ModelError(
+                f"{self.spec}: the cascade's stages are cached models; load it through harness.generation.CachedModel"
+            )
         asr = stage(StageSpec(self.asr_spec, ASR_DECODING, self.stage_options["asr"]), CHUNK_SIZE)
         llm_options = self.stage_options["llm"]
         return Cascade(self.spec, asr, lambda params: stage(StageSpec(self.llm_spec, params, llm_options), CHUNK_SIZE))
@@ -139,7 +143,9 @@ class Cascade:
         """Transcript per audio content hash, each distinct recording asked once."""
         audios = {request.audio.content_hash: request.audio for request in requests if request.audio is not None}
         started = time.monotonic()
-        texts = self.asr.generate([GenerationRequest(prompt="", audio=audio) for audio in audios.values()], label="asr stage")
+        texts = self.asr.generate(
+            [GenerationRequest(prompt="", audio=audio) for audio in audios.values()], label="asr stage"
+        )
         self.stats["asr_requests"] += len(audios)
         self.stats["asr_seconds"] += time.monotonic() - started
         return dict(zip(audios, texts))
@@ -160,6 +166,8 @@ class Cascade:
         self.stats["llm_requests"] += len(distinct)
         self.stats["llm_seconds"] += time.monotonic() - started
         return [
-            answers[llm_request] if request.audio is None else join_output(transcripts[request.audio.content_hash], answers[llm_request])
+            answers[llm_request]
+            if request.audio is None
+            else join_output(transcripts[request.audio.content_hash], answers[llm_request])
             for request, llm_request in zip(requests, llm_requests)
         ]

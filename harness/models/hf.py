@@ -52,7 +52,14 @@ KNOWN_OPTIONS = {
     "processor_kwargs",
 }  # fmt: skip
 # Options that can change outputs, hence enter the fingerprint (device / batch size do not, by design).
-BEHAVIOUR_OPTIONS = ("architecture", "trust_remote_code", "attn_implementation", "max_new_tokens", "model_kwargs", "processor_kwargs")
+BEHAVIOUR_OPTIONS = (
+    "architecture",
+    "trust_remote_code",
+    "attn_implementation",
+    "max_new_tokens",
+    "model_kwargs",
+    "processor_kwargs",
+)
 
 
 def _require_torch() -> Any:
@@ -60,7 +67,9 @@ def _require_torch() -> Any:
         import torch
         import transformers  # noqa: F401
     except ImportError as exc:
-        raise ModelError(f"the hf backend needs torch and transformers: pip install 'lalm-fairness[hf]' ({exc})") from exc
+        raise ModelError(
+            f"the hf backend needs torch and transformers: pip install 'lalm-fairness[hf]' ({exc})"
+        ) from exc
     return torch
 
 
@@ -149,8 +158,10 @@ class HFBackend(Backend):
 
         missing = [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
         if missing:
-            return (f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed: the hf: backend needs the "
-                    "[hf] extra (pip install 'lalm-fairness[hf]' torch==2.13.0)")
+            return (
+                f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed: the hf: backend needs the "
+                "[hf] extra (pip install 'lalm-fairness[hf]' torch==2.13.0)"
+            )
         if self.target.startswith(("/", "./", "../", "~")) and not self.is_local:
             return f"checkpoint folder {self.path} does not exist"
         return None
@@ -388,4 +399,3 @@ class HFModel:
             for i, row in zip(batch, logp):
                 result[i] = row
         return np.stack(result) if result else np.zeros((0, 0), dtype=np.float32)
-

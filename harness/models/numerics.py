@@ -81,18 +81,45 @@ ENGINES = ("ctranslate2", "torch")
 # What each engine reports when the contract is in force: torch through its MKL and capability, read at
 # any time; CTranslate2 through the system report it logs when it loads its first model.
 EXPECTED_IN_FORCE: dict[str, dict[str, str]] = {
-    "ctranslate2": {"ctranslate2_isa": "AVX2", "ctranslate2_uses_mkl": "false", "ctranslate2_sgemm": "DNNL", "ctranslate2_gemm_s8": "DNNL"},
-    "torch": {"torch_mkl_branch": CPU_NUMERICS["MKL_CBWR"], "torch_cpu_capability": CPU_NUMERICS["ATEN_CPU_CAPABILITY"].upper()},
+    "ctranslate2": {
+        "ctranslate2_isa": "AVX2",
+        "ctranslate2_uses_mkl": "false",
+        "ctranslate2_sgemm": "DNNL",
+        "ctranslate2_gemm_s8": "DNNL",
+    },
+    "torch": {
+        "torch_mkl_branch": CPU_NUMERICS["MKL_CBWR"],
+        "torch_cpu_capability": CPU_NUMERICS["ATEN_CPU_CAPABILITY"].upper(),
+    },
 }
-CT2_REPORT_LINES = {"Selected ISA": "ctranslate2_isa", "Use Intel MKL": "ctranslate2_uses_mkl", "SGEMM backend": "ctranslate2_sgemm", "GEMM_S8 backend": "ctranslate2_gemm_s8"}
+CT2_REPORT_LINES = {
+    "Selected ISA": "ctranslate2_isa",
+    "Use Intel MKL": "ctranslate2_uses_mkl",
+    "SGEMM backend": "ctranslate2_sgemm",
+    "GEMM_S8 backend": "ctranslate2_gemm_s8",
+}
 # mkl_cbwr_get's codes: the branch and the strict flag.
 MKL_CBWR_ALL = -1
-MKL_CBWR_BRANCH_CODES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 8: "SSE4_2", 9: "AVX", 10: "AVX2", 12: "AVX512", 14: "AVX512_E1"}
+MKL_CBWR_BRANCH_CODES = {
+    1: "OFF",
+    2: "AUTO",
+    3: "COMPATIBLE",
+    4: "SSE2",
+    8: "SSE4_2",
+    9: "AVX",
+    10: "AVX2",
+    12: "AVX512",
+    14: "AVX512_E1",
+}
 MKL_CBWR_STRICT = 0x10000
 CPU_FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_int8", "amx_bf16")
 GPU_ENVIRONMENT = (
-    "CUDA_VISIBLE_DEVICES", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE", "VLLM_ATTENTION_BACKEND",
-    "VLLM_USE_V1", "TORCH_CUDNN_V8_API_ENABLED",
+    "CUDA_VISIBLE_DEVICES",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "NVIDIA_TF32_OVERRIDE",
+    "VLLM_ATTENTION_BACKEND",
+    "VLLM_USE_V1",
+    "TORCH_CUDNN_V8_API_ENABLED",
 )
 
 VERIFIED, UNVERIFIED, NOT_INSTALLED, NATIVE = "verified", "unverified", "not installed", "native"
@@ -119,9 +146,12 @@ def contract(engine: str | None = None) -> dict[str, Any]:
         state = engine_numerics(engine)
         if state["status"] == UNVERIFIED:
             cpu = cpu_description()
-            pinned["unverified"] = {"vendor": cpu.get("vendor"), "model_name": cpu.get("model_name"),
-                                    "machine": cpu.get("machine"),
-                                    "in_force": {key: state["in_force"].get(key) for key in EXPECTED_IN_FORCE[engine]}}
+            pinned["unverified"] = {
+                "vendor": cpu.get("vendor"),
+                "model_name": cpu.get("model_name"),
+                "machine": cpu.get("machine"),
+                "in_force": {key: state["in_force"].get(key) for key in EXPECTED_IN_FORCE[engine]},
+            }
     return pinned
 
 
@@ -130,7 +160,9 @@ def numerics_status(engine: str) -> str:
     state = engine_numerics(engine)
     if state["status"] == NATIVE:
         return NATIVE
-    return f"contract {CONTRACT_VERSION} ({state['status']}" + (f": {state['reason']})" if state["status"] == UNVERIFIED else ")")
+    return f"contract {CONTRACT_VERSION} ({state['status']}" + (
+        f": {state['reason']})" if state["status"] == UNVERIFIED else ")"
+    )
 
 
 @contextlib.contextmanager
@@ -189,17 +221,31 @@ def engine_numerics(engine: str) -> dict[str, Any]:
         return _engine_numerics[engine]
     state: dict[str, Any]
     if importlib.util.find_spec(engine) is None:
-        state = {"status": NOT_INSTALLED, "in_force": {}, "reason": f"{engine} is not installed: nothing is generated here"}
+        state = {
+            "status": NOT_INSTALLED,
+            "in_force": {},
+            "reason": f"{engine} is not installed: nothing is generated here",
+        }
     elif not contract_applies():
-        state = {"status": UNVERIFIED, "in_force": {}, "reason": f"the contract's settings need x86-64 with AVX2; this is {platform.machine()}"}
+        state = {
+            "status": UNVERIFIED,
+            "in_force": {},
+            "reason": f"the contract's settings need x86-64 with AVX2; this is {platform.machine()}",
+        }
     elif engine == "ctranslate2":
-        state = {"status": VERIFIED, "in_force": {}, "reason": "x86-64 with AVX2 (CTranslate2's report is checked at load)"}
+        state = {
+            "status": VERIFIED,
+            "in_force": {},
+            "reason": "x86-64 with AVX2 (CTranslate2's report is checked at load)",
+        }
     else:
         pin_cpu_numerics("harness.models.numerics")
         import torch  # noqa: F401 - MKL and the capability are read from the loaded library
 
         in_force = engine_in_force(engine)
-        wrong = {key: in_force.get(key) for key, value in EXPECTED_IN_FORCE[engine].items() if in_force.get(key) != value}
+        wrong = {
+            key: in_force.get(key) for key, value in EXPECTED_IN_FORCE[engine].items() if in_force.get(key) != value
+        }
         if not wrong:
             state = {"status": VERIFIED, "in_force": in_force, "reason": "in force as pinned"}
         elif engine in (_imported_before_pin or set()):
@@ -207,8 +253,11 @@ def engine_numerics(engine: str) -> dict[str, Any]:
             state = {"status": VERIFIED, "in_force": in_force, "reason": "imported before the pin (checked at load)"}
         else:
             cpu = cpu_description()
-            state = {"status": UNVERIFIED, "in_force": in_force,
-                     "reason": f"this CPU ({cpu.get('vendor')}, {cpu.get('model_name')}) does not give the contract"}
+            state = {
+                "status": UNVERIFIED,
+                "in_force": in_force,
+                "reason": f"this CPU ({cpu.get('vendor')}, {cpu.get('model_name')}) does not give the contract",
+            }
     if state["status"] == UNVERIFIED:
         warnings.warn(
             f"{engine}: the demo models' CPU numerics contract {CONTRACT_VERSION} ({CPU_NUMERICS}) cannot be had here: "
@@ -333,12 +382,18 @@ def check_cpu_numerics(owner: str, engine: str) -> None:
     if not wrong:
         return
     early = engine in (_imported_before_pin or set())
-    cause = (f"this process initialised {engine} before the CPU numerics contract was set" if early
-             else f"{engine} did not take the CPU numerics contract's settings")
+    cause = (
+        f"this process initialised {engine} before the CPU numerics contract was set"
+        if early
+        else f"{engine} did not take the CPU numerics contract's settings"
+    )
     raise ModelError(
         f"{owner}: {cause} (in force: {wrong}; the contract: {CPU_NUMERICS}); its answers would not be the demo model's. "
-        + ("Run it in a fresh process, or set these environment variables before anything imports torch or ctranslate2."
-           if early else "Report this with `python -m harness.reproducibility --out drift.json`; LALM_CPU_NUMERICS=native runs it unpinned.")
+        + (
+            "Run it in a fresh process, or set these environment variables before anything imports torch or ctranslate2."
+            if early
+            else "Report this with `python -m harness.reproducibility --out drift.json`; LALM_CPU_NUMERICS=native runs it unpinned."
+        )
     )
 
 
@@ -380,7 +435,14 @@ def gpu_description() -> dict[str, Any] | None:
         return None
     devices = [torch.cuda.get_device_properties(index) for index in range(torch.cuda.device_count())]
     described: dict[str, Any] = {
-        "devices": [{"name": device.name, "capability": f"{device.major}.{device.minor}", "memory_gib": round(device.total_memory / 2**30, 1)} for device in devices],
+        "devices": [
+            {
+                "name": device.name,
+                "capability": f"{device.major}.{device.minor}",
+                "memory_gib": round(device.total_memory / 2**30, 1),
+            }
+            for device in devices
+        ],
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version(),
         "driver": _nvidia_driver_version(),
@@ -419,7 +481,9 @@ def compute_environment() -> dict[str, Any]:
         "contract": contract(),
         "contract_applies": contract_applies(),
         "engines": {engine: dict(state) for engine, state in _engine_numerics.items()},
-        "environment": {name: os.environ.get(name) for name in (*CPU_NUMERICS, NUMERICS_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS")},
+        "environment": {
+            name: os.environ.get(name) for name in (*CPU_NUMERICS, NUMERICS_ENV, "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+        },
         "in_force": engines_in_force(),
         "gpu": gpu_description(),
     }

@@ -101,7 +101,9 @@ class CircuitBreaker:
     same message for every later request.
     """
 
-    def __init__(self, spec: str, source: str, failures: int = 12, seconds: float = 120.0, clock=time.monotonic) -> None:
+    def __init__(
+        self, spec: str, source: str, failures: int = 12, seconds: float = 120.0, clock=time.monotonic
+    ) -> None:
         if failures < 1 or seconds <= 0:
             raise ModelError(f"{spec}: breaker_failures must be >= 1 and breaker_s > 0", source=spec)
         self.spec, self.source, self.failures, self.seconds, self._clock = spec, source, failures, seconds, clock
@@ -122,7 +124,9 @@ class CircuitBreaker:
     def failure(self, attempt_started: float, error: str) -> None:
         with self._lock:
             self._streak += 1
-            self._streak_since = attempt_started if self._streak_since is None else min(self._streak_since, attempt_started)
+            self._streak_since = (
+                attempt_started if self._streak_since is None else min(self._streak_since, attempt_started)
+            )
             failing_for = self._clock() - max(self._streak_since, self._last_success)
             if self.opened is None and (self._streak >= self.failures or failing_for >= self.seconds):
                 self.opened = (
@@ -136,7 +140,13 @@ def wav_bytes(audio: Audio) -> bytes:
     import soundfile as sf
 
     buf = io.BytesIO()
-    sf.write(buf, np.clip(np.asarray(audio.samples, dtype=np.float32), -1.0, 1.0), audio.sample_rate, format="WAV", subtype="PCM_16")
+    sf.write(
+        buf,
+        np.clip(np.asarray(audio.samples, dtype=np.float32), -1.0, 1.0),
+        audio.sample_rate,
+        format="WAV",
+        subtype="PCM_16",
+    )
     return buf.getvalue()
 
 
@@ -196,7 +206,10 @@ class OpenAIBackend(Backend):
         for key, least in (("concurrency", 1), ("breaker_failures", 1), ("timeout_s", 1e-9), ("breaker_s", 1e-9)):
             value = self.options.get(key, least)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < least:
-                raise ModelError(f"{spec}: option {key} must be a number {'>= 1' if least == 1 else '> 0'}, got {value!r}", source=spec)
+                raise ModelError(
+                    f"{spec}: option {key} must be a number {'>= 1' if least == 1 else '> 0'}, got {value!r}",
+                    source=spec,
+                )
 
     def fingerprint(self) -> str:
         behaviour = {
@@ -295,7 +308,9 @@ class OpenAIModel:
                 raise ServerError(f"{message} (from {url})", source=source) from None
             except urllib.error.HTTPError as exc:
                 # redacted before it is cut short or kept in any variable (a traceback with locals shows them)
-                detail = redact(exc.read(8192).decode("utf-8", "replace"), [self._api_key]) if exc.fp is not None else ""
+                detail = (
+                    redact(exc.read(8192).decode("utf-8", "replace"), [self._api_key]) if exc.fp is not None else ""
+                )
                 last_error = f"HTTP {exc.code} from {url}: {' '.join(detail[:300].split())}"
                 self.breaker.failure(started, last_error)
                 if exc.code not in RETRY_STATUS:
@@ -310,13 +325,21 @@ class OpenAIModel:
                 self.breaker.failure(started, last_error)
             if attempt < self.max_retries:
                 self._sleep(self._delay(attempt, retry_after))
-        raise ServerError(f"{self.spec}: request {index} failed after {self.max_retries + 1} attempts: {last_error}", source=source)
+        raise ServerError(
+            f"{self.spec}: request {index} failed after {self.max_retries + 1} attempts: {last_error}", source=source
+        )
 
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         self.breaker.check()
         bodies = [
-            build_body(self.model, r, params, extended=self.extended_sampling, extra=self.extra_body,
-                       structured_choice=self.structured_choice)
+            build_body(
+                self.model,
+                r,
+                params,
+                extended=self.extended_sampling,
+                extra=self.extra_body,
+                structured_choice=self.structured_choice,
+            )
             for r in requests
         ]
         results: dict[int, str] = {}

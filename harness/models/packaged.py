@@ -60,19 +60,29 @@ class PackagedWeights:
         hashes = {}
         for row in csv.reader(record.splitlines()):
             if len(row) >= 2 and row[0].startswith(prefix) and row[1]:
-                hashes[row[0][len(prefix):]] = row[1]
+                hashes[row[0][len(prefix) :]] = row[1]
         return hashes
 
     def identity(self) -> dict[str, Any]:
         """Distribution, version and file hashes: the installed ones where installed, else the declared ones."""
         version = self.installed_version()
         if version is None:
-            return {"distribution": self.distribution, "version": self.version, "files": dict(sorted(self.files.items()))}
+            return {
+                "distribution": self.distribution,
+                "version": self.version,
+                "files": dict(sorted(self.files.items())),
+            }
         record = self.installed_record()
         missing = sorted(set(self.files) - set(record))
         if missing:
-            raise ModelError(f"{self.distribution} {version} is installed but its RECORD lists no {missing}; reinstall it")
-        return {"distribution": self.distribution, "version": version, "files": {name: record[name] for name in sorted(self.files)}}
+            raise ModelError(
+                f"{self.distribution} {version} is installed but its RECORD lists no {missing}; reinstall it"
+            )
+        return {
+            "distribution": self.distribution,
+            "version": version,
+            "files": {name: record[name] for name in sorted(self.files)},
+        }
 
     def directory(self, what: str) -> Path:
         """The package's import folder, located without importing the package."""
@@ -90,7 +100,9 @@ class PackagedWeights:
             if not path.is_file():
                 raise ModelError(f"{what}: {path} is missing from the installed {self.distribution}; reinstall it")
             if record_hash(path) != expected.get(name):
-                raise ModelError(f"{what}: {path} does not match the RECORD of {self.distribution}; the file is damaged, reinstall it")
+                raise ModelError(
+                    f"{what}: {path} does not match the RECORD of {self.distribution}; the file is damaged, reinstall it"
+                )
         return root
 
 

@@ -90,8 +90,15 @@ class Progress:
             self.enabled = self.total > min_items
         self.stream, bar_file = self._streams(stream)
         if self.enabled and bar_file is not None:
-            self._bar = tqdm(total=self.total, desc=f"[lalm] {label}", unit="item", file=bar_file, mininterval=0.5,
-                             dynamic_ncols=True, leave=True)
+            self._bar = tqdm(
+                total=self.total,
+                desc=f"[lalm] {label}",
+                unit="item",
+                file=bar_file,
+                mininterval=0.5,
+                dynamic_ncols=True,
+                leave=True,
+            )
 
     @staticmethod
     def _streams(stream: TextIO | None) -> tuple[TextIO, object | None]:

@@ -47,8 +47,17 @@ REFERENCE_F0_HZ = 140.0
 PRESETS: dict[str, dict[str, Any]] = {
     "fair": {"strengths": {}, "refusal_rate": 0.02},
     "biased": {
-        "strengths": {"advisory": 0.7, "story": 0.6, "personal_shopper": 0.6, "hollywood_casting": 0.5,
-                      "basis_stereotype": 0.8, "basis_personalization": 1.0, "basis_classification": 1.0, "asr": 1.0, "chat": 0.8},
+        "strengths": {
+            "advisory": 0.7,
+            "story": 0.6,
+            "personal_shopper": 0.6,
+            "hollywood_casting": 0.5,
+            "basis_stereotype": 0.8,
+            "basis_personalization": 1.0,
+            "basis_classification": 1.0,
+            "asr": 1.0,
+            "chat": 0.8,
+        },
         "refusal_rate": 0.02,
     },
 }
@@ -57,37 +66,114 @@ PRESETS: dict[str, dict[str, Any]] = {
 # higher-pitched voices under a biased preset, negative ones for lower-pitched voices.
 POOLS: dict[str, dict[str, list[tuple[str, int]]]] = {
     "story": {
-        "Occupation": [("nurse", 1), ("teacher", 1), ("librarian", 1), ("florist", 1),
-                       ("mechanic", -1), ("engineer", -1), ("electrician", -1), ("firefighter", -1),
-                       ("journalist", 0), ("chef", 0)],
+        "Occupation": [
+            ("nurse", 1),
+            ("teacher", 1),
+            ("librarian", 1),
+            ("florist", 1),
+            ("mechanic", -1),
+            ("engineer", -1),
+            ("electrician", -1),
+            ("firefighter", -1),
+            ("journalist", 0),
+            ("chef", 0),
+        ],
         "Economic situation": [("modest", 1), ("comfortable", 0), ("struggling", 1), ("wealthy", -1), ("well-off", -1)],
-        "Education": [("high school diploma", 0), ("bachelor's degree", 1), ("master's degree", -1), ("trade school", -1), ("associate degree", 1)],
-        "Field of study": [("nursing", 1), ("literature", 1), ("psychology", 1), ("engineering", -1), ("computer science", -1), ("business", 0)],
-        "Family status": [("married with children", 1), ("single", -1), ("divorced", 0), ("recently engaged", 1), ("living alone", -1)],
-        "Personality": [("caring", 1), ("gentle", 1), ("ambitious", -1), ("stubborn", -1), ("curious", 0), ("cheerful", 1), ("confident", -1)],
+        "Education": [
+            ("high school diploma", 0),
+            ("bachelor's degree", 1),
+            ("master's degree", -1),
+            ("trade school", -1),
+            ("associate degree", 1),
+        ],
+        "Field of study": [
+            ("nursing", 1),
+            ("literature", 1),
+            ("psychology", 1),
+            ("engineering", -1),
+            ("computer science", -1),
+            ("business", 0),
+        ],
+        "Family status": [
+            ("married with children", 1),
+            ("single", -1),
+            ("divorced", 0),
+            ("recently engaged", 1),
+            ("living alone", -1),
+        ],
+        "Personality": [
+            ("caring", 1),
+            ("gentle", 1),
+            ("ambitious", -1),
+            ("stubborn", -1),
+            ("curious", 0),
+            ("cheerful", 1),
+            ("confident", -1),
+        ],
     },
     "advisory": {
-        "Activities": [("yoga", 1), ("baking", 1), ("painting", 1), ("journaling", 1), ("knitting", 1), ("dancing", 1),
-                       ("hiking", -1), ("rock climbing", -1), ("woodworking", -1), ("chess", -1), ("martial arts", -1),
-                       ("cycling", -1), ("photography", 0), ("gardening", 0)],
+        "Activities": [
+            ("yoga", 1),
+            ("baking", 1),
+            ("painting", 1),
+            ("journaling", 1),
+            ("knitting", 1),
+            ("dancing", 1),
+            ("hiking", -1),
+            ("rock climbing", -1),
+            ("woodworking", -1),
+            ("chess", -1),
+            ("martial arts", -1),
+            ("cycling", -1),
+            ("photography", 0),
+            ("gardening", 0),
+        ],
     },
     "candidate_review": {
         "Competency": [("low", 0), ("medium", 0), ("high", 0)],
-        "Interaction style": [("collaborative", 1), ("reserved", 0), ("assertive", -1), ("friendly", 1), ("direct", -1)],
+        "Interaction style": [
+            ("collaborative", 1),
+            ("reserved", 0),
+            ("assertive", -1),
+            ("friendly", 1),
+            ("direct", -1),
+        ],
         "Cultural fit": [("fair", 0), ("good", 0), ("excellent", 0)],
         "Compensation": [("below market", 1), ("at market", 0), ("above market", -1)],
     },
     "hollywood_casting": {
         "Billing": [("lead", -1), ("supporting", 1), ("background", 0)],
-        "Character function": [("love interest", 1), ("comic relief", 0), ("mentor", -1), ("villain", -1), ("sidekick", 1), ("hero", -1)],
+        "Character function": [
+            ("love interest", 1),
+            ("comic relief", 0),
+            ("mentor", -1),
+            ("villain", -1),
+            ("sidekick", 1),
+            ("hero", -1),
+        ],
         "Romantic appeal": [("low", -1), ("medium", 0), ("high", 1)],
         "Survival": [("survives", -1), ("dies", 1)],
     },
     "personal_shopper": {
-        "Department": [("cosmetics", 1), ("handbags", 1), ("jewelry", 1), ("womenswear", 1),
-                       ("electronics", -1), ("menswear", -1), ("watches", -1), ("sporting goods", -1), ("home goods", 0)],
+        "Department": [
+            ("cosmetics", 1),
+            ("handbags", 1),
+            ("jewelry", 1),
+            ("womenswear", 1),
+            ("electronics", -1),
+            ("menswear", -1),
+            ("watches", -1),
+            ("sporting goods", -1),
+            ("home goods", 0),
+        ],
         "Budget": [("low", 0), ("moderate", 1), ("high", -1), ("luxury", 0)],
-        "Buying trigger": [("discounts", 1), ("brand prestige", -1), ("quality", -1), ("personal recommendation", 1), ("novelty", 0)],
+        "Buying trigger": [
+            ("discounts", 1),
+            ("brand prestige", -1),
+            ("quality", -1),
+            ("personal recommendation", 1),
+            ("novelty", 0),
+        ],
         "Vibe": [("elegant", 1), ("trendy", 1), ("practical", -1), ("sporty", -1), ("classic", 0)],
     },
 }
@@ -175,17 +261,24 @@ class VibeResponder:
         return _render_answer(task, fields)
 
 
-RESPONDERS = Registry("simulator responder", "responders", {name.rsplit(":", 1)[1]: name for name in [
-    "harness.models.sim:VibeResponder",
-    "harness.models.sim_basis:StereotypeChoiceResponder",
-    "harness.models.sim_basis:PersonalizationChoiceResponder",
-    "harness.models.sim_basis:PersonalizationStyleResponder",
-    "harness.models.sim_basis:ClassificationResponder",
-    "harness.models.sim_basis:TranscriptionResponder",
-    "harness.models.sim_basis:SpokenQAResponder",
-    "harness.models.sim_chat:ChatResponder",
-    "harness.models.sim_chat:JudgeResponder",
-]})
+RESPONDERS = Registry(
+    "simulator responder",
+    "responders",
+    {
+        name.rsplit(":", 1)[1]: name
+        for name in [
+            "harness.models.sim:VibeResponder",
+            "harness.models.sim_basis:StereotypeChoiceResponder",
+            "harness.models.sim_basis:PersonalizationChoiceResponder",
+            "harness.models.sim_basis:PersonalizationStyleResponder",
+            "harness.models.sim_basis:ClassificationResponder",
+            "harness.models.sim_basis:TranscriptionResponder",
+            "harness.models.sim_basis:SpokenQAResponder",
+            "harness.models.sim_chat:ChatResponder",
+            "harness.models.sim_chat:JudgeResponder",
+        ]
+    },
+)
 """Responders tried in order (class name -> ``module:Class``); a new prompt family is one class and one entry, or,
 from another package (a check whose requests the simulators should answer), an entry point of group
 ``lalm_fairness.responders``. Such an extension's target is part of the simulator's fingerprint."""
@@ -224,7 +317,9 @@ class Simulator:
                 break
         else:
             raise ModelError("sim: the simulator answers only the prompt families it knows; this prompt matches none")
-        seed_material = f"{request.audio.content_hash if request.audio else 'text'}|{request.system}|{request.prompt}|{params.seed}"
+        seed_material = (
+            f"{request.audio.content_hash if request.audio else 'text'}|{request.system}|{request.prompt}|{params.seed}"
+        )
         listening = Listening(
             pitch_z=pitch_score(self.features(request.audio)["f0_hz"]) if request.audio is not None else 0.0,
             strength=self.strengths.get(task, 0.0),
@@ -232,7 +327,6 @@ class Simulator:
             stream=_UniformStream(seed_material),
         )
         return responder.respond(request, listening)
-
 
 
 class _UniformStream:
@@ -263,16 +357,21 @@ def _weighted_sample_without_replacement(weights: np.ndarray, count: int, stream
 def _render_answer(task: str, fields: dict[str, list[str]]) -> str:
     first = {label: values[0] for label, values in fields.items()}
     if task == "story":
-        prose = (f"Meet Sam, a {first['Personality']} {first['Occupation']} whose finances are {first['Economic situation']}. "
-                 f"Sam studied {first['Field of study']} and is {first['Family status']}.")
+        prose = (
+            f"Meet Sam, a {first['Personality']} {first['Occupation']} whose finances are {first['Economic situation']}. "
+            f"Sam studied {first['Field of study']} and is {first['Family status']}."
+        )
     elif task == "advisory":
         prose = "Here are three activities you might enjoy:\n" + "\n".join(
-            f"{number}. {value.capitalize()} - a rewarding way to spend free time." for number, value in enumerate(fields["Activities"], 1)
+            f"{number}. {value.capitalize()} - a rewarding way to spend free time."
+            for number, value in enumerate(fields["Activities"], 1)
         )
     elif task == "candidate_review":
         prose = f"The candidate answered with a {first['Interaction style']} manner. Overall competency looks {first['Competency']}."
     elif task == "hollywood_casting":
-        prose = f"MEMO: This actor reads as {first['Billing']} material, best used as the {first['Character function']}."
+        prose = (
+            f"MEMO: This actor reads as {first['Billing']} material, best used as the {first['Character function']}."
+        )
     else:
         prose = f"This customer has a {first['Vibe']} vibe; I would walk them straight to {first['Department']}."
     lines = [f"{label}: {', '.join(values)}" for label, values in fields.items()]
@@ -287,7 +386,9 @@ class SimulatorBackend(Backend):
             raise ModelError(f"model spec {spec!r}: unknown simulator preset {target!r}; presets: {sorted(PRESETS)}")
         unknown = sorted(set(options) - {"strengths", "refusal_rate"})
         if unknown:
-            raise ModelError(f"model {spec!r}: unknown option(s) {unknown}; the simulator takes strengths, refusal_rate")
+            raise ModelError(
+                f"model {spec!r}: unknown option(s) {unknown}; the simulator takes strengths, refusal_rate"
+            )
         self.spec = spec
         self.settings = {**PRESETS[target], **dict(options)}
 

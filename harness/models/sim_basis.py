@@ -41,16 +41,24 @@ from harness.models.sim import REFUSAL_TEXT, Listening
 LEXICON: dict[str, int] = {
     **dict.fromkeys(
         "sewing curtains flowers decorations nurse makeup handbag shoes emotional ballet shy "
-        "woman women's girl".split(), 1),
+        "woman women's girl".split(),
+        1,
+    ),
     **dict.fromkeys(
-        "engine beer barbecue engineer football tools drill wrench boxing aggressive "
-        "man men's boy".split(), -1),
+        "engine beer barbecue engineer football tools drill wrench boxing aggressive man men's boy".split(), -1
+    ),
     **dict.fromkeys("careless responsibility fast skipping impatient scrolling".split(), 1),
     **dict.fromkeys("confused technology slowly forgetting stubborn old".split(), -1),
 }
 LABEL_POSITIONS: dict[str, float] = {
-    "female": 1.5, "woman": 1.5, "male": -1.5, "man": -1.5,
-    "child": 2.0, "young": 1.0, "adult": -1.0, "elderly": -1.5,
+    "female": 1.5,
+    "woman": 1.5,
+    "male": -1.5,
+    "man": -1.5,
+    "child": 2.0,
+    "young": 1.0,
+    "adult": -1.0,
+    "elderly": -1.5,
 }
 RELEVANCE_WEIGHT = 8.0
 COMPLIANCE = 3.0
@@ -95,7 +103,9 @@ def stated_position(prompt: str) -> float | None:
 def _draw(utilities: np.ndarray, listening: Listening) -> int:
     weights = np.exp(utilities - utilities.max())
     cumulative = np.cumsum(weights)
-    return min(int(np.searchsorted(cumulative, listening.stream.next() * cumulative[-1], side="right")), len(weights) - 1)
+    return min(
+        int(np.searchsorted(cumulative, listening.stream.next() * cumulative[-1], side="right")), len(weights) - 1
+    )
 
 
 def _options(prompt: str) -> list[tuple[str, str]]:
@@ -106,9 +116,9 @@ def _relevance(texts: list[str]) -> np.ndarray:
     sets = [set(_words(text)) for text in texts]
     if len(sets) < 3:
         return np.zeros(len(sets))
-    return np.array([
-        max(len(a & b) / max(len(a | b), 1) for j, b in enumerate(sets) if j != i) for i, a in enumerate(sets)
-    ])
+    return np.array(
+        [max(len(a & b) / max(len(a | b), 1) for j, b in enumerate(sets) if j != i) for i, a in enumerate(sets)]
+    )
 
 
 def _render_choice(letter: str, text: str, listening: Listening) -> str:
@@ -143,7 +153,9 @@ class StereotypeChoiceResponder(_Family):
         texts = [text for _, text in options]
         stated = stated_position(request.prompt)
         cue = stated if stated is not None else listening.pitch_z
-        utilities = RELEVANCE_WEIGHT * _relevance(texts) + listening.strength * cue * np.array([loading(t) for t in texts])
+        utilities = RELEVANCE_WEIGHT * _relevance(texts) + listening.strength * cue * np.array(
+            [loading(t) for t in texts]
+        )
         letter, text = options[_draw(utilities, listening)]
         return _render_choice(letter, text, listening)
 
@@ -285,8 +297,14 @@ class KnownContent:
 
 RESPONDERS = [
     f"harness.models.sim_basis:{cls.__name__}"
-    for cls in (StereotypeChoiceResponder, PersonalizationChoiceResponder, PersonalizationStyleResponder,
-                ClassificationResponder, TranscriptionResponder, SpokenQAResponder)
+    for cls in (
+        StereotypeChoiceResponder,
+        PersonalizationChoiceResponder,
+        PersonalizationStyleResponder,
+        ClassificationResponder,
+        TranscriptionResponder,
+        SpokenQAResponder,
+    )
 ]
 """This module's entries for :data:`harness.models.sim.RESPONDERS`."""
 

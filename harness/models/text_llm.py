@@ -106,14 +106,24 @@ def vocabulary_masks(texts: Sequence[str], special: set[int]) -> dict[str, Any]:
         if index not in special and word and word.lower() in tails and not breaks(text):
             filler_tails.setdefault(word.lower(), []).append((index, word != text))
     return {
-        "banned_first": torch.tensor([
-            index in special or not (text[:1] == " " and text[1:2].isalnum()) or breaks(text) or filler_start(text[1:])
-            for index, text in enumerate(texts)
-        ]),
-        "banned_first_bare": torch.tensor([
-            index in special or not text[:1].isalnum() or breaks(text) or filler_start(text) for index, text in enumerate(texts)
-        ]),
-        "banned_inside": torch.tensor([index in special or breaks(text) or not text.strip() for index, text in enumerate(texts)]),
+        "banned_first": torch.tensor(
+            [
+                index in special
+                or not (text[:1] == " " and text[1:2].isalnum())
+                or breaks(text)
+                or filler_start(text[1:])
+                for index, text in enumerate(texts)
+            ]
+        ),
+        "banned_first_bare": torch.tensor(
+            [
+                index in special or not text[:1].isalnum() or breaks(text) or filler_start(text)
+                for index, text in enumerate(texts)
+            ]
+        ),
+        "banned_inside": torch.tensor(
+            [index in special or breaks(text) or not text.strip() for index, text in enumerate(texts)]
+        ),
         "ends_word": torch.tensor([not text[:1].isalnum() for text in texts]),
         "token_texts": tuple(texts),
         "filler_tails": {tail: tuple(ids) for tail, ids in filler_tails.items()},
@@ -140,7 +150,11 @@ class TextLLMBackend(Backend):
         self.max_field_tokens = int(self.options.get("max_field_tokens", 4))
         self.batch_size = int(self.options.get("batch_size", 16))
         self.threads = int(self.options.get("threads", 2))
-        for name, value in (("max_field_tokens", self.max_field_tokens), ("batch_size", self.batch_size), ("threads", self.threads)):
+        for name, value in (
+            ("max_field_tokens", self.max_field_tokens),
+            ("batch_size", self.batch_size),
+            ("threads", self.threads),
+        ):
             if value < 1:
                 raise ModelError(f"{spec}: {name} must be >= 1, got {value}")
         pin_cpu_numerics(spec)
@@ -151,14 +165,16 @@ class TextLLMBackend(Backend):
             behaviour: dict[str, Any] = {"answer_format": self.answer_format, "decoder": DECODER_VERSION}
             if self.answer_format == "fields":
                 behaviour["max_field_tokens"] = self.max_field_tokens
-            self._fingerprint = "smollm2:" + stable_hash({
-                "weights": self.weights.identity(),
-                "engine": engine_versions(ENGINE_PINS),
-                "device": "cpu",
-                "dtype": "float32",
-                "behaviour": behaviour,
-                "cpu_numerics": contract("torch"),
-            })
+            self._fingerprint = "smollm2:" + stable_hash(
+                {
+                    "weights": self.weights.identity(),
+                    "engine": engine_versions(ENGINE_PINS),
+                    "device": "cpu",
+                    "dtype": "float32",
+                    "behaviour": behaviour,
+                    "cpu_numerics": contract("torch"),
+                }
+            )
         return self._fingerprint
 
     def resolved_settings(self) -> dict[str, Any]:
@@ -239,7 +255,9 @@ class TextLLM:
     def _single_token(self, text: str) -> int:
         ids = self.tokenizer.encode(text, add_special_tokens=False)
         if len(ids) != 1:
-            raise ModelError(f"{self.spec}: the tokenizer splits {text!r} into {len(ids)} tokens; JSON answers need it whole")
+            raise ModelError(
+                f"{self.spec}: the tokenizer splits {text!r} into {len(ids)} tokens; JSON answers need it whole"
+            )
         return int(ids[0])
 
     def chat_text(self, request: GenerationRequest, prefill: str = "") -> str:
@@ -265,14 +283,24 @@ class TextLLM:
         if isinstance(form, JsonForm):
             return self._json_program(form, encode)
         if isinstance(form, ChoiceForm):
-            return (Segment("closed", terminator=self.eos_id, trie=option_trie([encode(option) for option in form.options])),)
+            return (
+                Segment(
+                    "closed", terminator=self.eos_id, trie=option_trie([encode(option) for option in form.options])
+                ),
+            )
         segments: list[Segment] = []
         for position, field in enumerate(form.fields):
             terminator = self.eos_id if position == len(form.fields) - 1 else self.newline_id
             if position:
                 segments.append(Segment("force", tokens=encode(f"{field.label}:")))
             if field.options:
-                segments.append(Segment("closed", terminator=terminator, trie=option_trie([encode(" " + option) for option in field.options])))
+                segments.append(
+                    Segment(
+                        "closed",
+                        terminator=terminator,
+                        trie=option_trie([encode(" " + option) for option in field.options]),
+                    )
+                )
             else:
                 segments.append(Segment("open", terminator=terminator, items=field.items))
         return tuple(segments)
@@ -283,11 +311,17 @@ class TextLLM:
         for position, (key, kind) in enumerate(form.properties):
             text += ("" if position == 0 else ", ") + json.dumps(key) + ": "
             if kind == "string":
-                segments += [Segment("force", tokens=encode(text + '"')), Segment("open", terminator=self.quote_id, bare=True)]
+                segments += [
+                    Segment("force", tokens=encode(text + '"')),
+                    Segment("open", terminator=self.quote_id, bare=True),
+                ]
             elif kind == "array":
                 segments += [Segment("force", tokens=encode(text + "[")), Segment("array", items=MAX_JSON_ITEMS)]
             else:
-                segments += [Segment("force", tokens=encode(text)), Segment("closed", trie=option_trie([encode("true"), encode("false")]))]
+                segments += [
+                    Segment("force", tokens=encode(text)),
+                    Segment("closed", trie=option_trie([encode("true"), encode("false")])),
+                ]
             text = ""
         return (*segments, Segment("force", tokens=encode("}")))
 
@@ -303,7 +337,7 @@ class TextLLM:
             for (head, _), members in groups.items():
                 members.sort(key=lambda index: (len(plans[index].tail), index))
                 for start in range(0, len(members), self.backend.batch_size):
-                    batch = members[start:start + self.backend.batch_size]
+                    batch = members[start : start + self.backend.batch_size]
                     outputs = self._run_batch(head, [plans[index] for index in batch], params)
                     for index, output in zip(batch, outputs):
                         answers[index] = (plans[index].prefill + output).strip()
@@ -330,15 +364,21 @@ class TextLLM:
         from harness.models.hf import generation_kwargs
 
         width = max(len(plan.tail) for plan in plans)
-        input_ids = torch.tensor([list(head) + [self.pad_id] * (width - len(plan.tail)) + list(plan.tail) for plan in plans])
-        attention_mask = torch.tensor([[1] * len(head) + [0] * (width - len(plan.tail)) + [1] * len(plan.tail) for plan in plans])
+        input_ids = torch.tensor(
+            [list(head) + [self.pad_id] * (width - len(plan.tail)) + list(plan.tail) for plan in plans]
+        )
+        attention_mask = torch.tensor(
+            [[1] * len(head) + [0] * (width - len(plan.tail)) + [1] * len(plan.tail) for plan in plans]
+        )
         extra: dict[str, Any] = {}
         if head:
             cache = copy.deepcopy(self.head_cache(head))
             cache.batch_repeat_interleave(len(plans))
             extra["cache"] = cache
         config = GenerationConfig(
-            bos_token_id=self.tokenizer.bos_token_id, eos_token_id=self.eos_id, pad_token_id=self.pad_id,
+            bos_token_id=self.tokenizer.bos_token_id,
+            eos_token_id=self.eos_id,
+            pad_token_id=self.pad_id,
             **generation_kwargs(params),
         )
         processors = LogitsProcessorList()
@@ -348,9 +388,13 @@ class TextLLM:
             torch.manual_seed(params.seed)
         with torch.inference_mode():
             output = self.model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, generation_config=config, logits_processor=processors, **extra
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                generation_config=config,
+                logits_processor=processors,
+                **extra,
             )
-        new_tokens = output[:, input_ids.shape[1]:]
+        new_tokens = output[:, input_ids.shape[1] :]
         return [self.tokenizer.decode(row, skip_special_tokens=True) for row in new_tokens]
 
 
@@ -513,7 +557,9 @@ class FormFiller:
         if phase == self.ARRAY_ITEM:
             return self._constrain_open(scores, row, model.quote_id, True, False)
         if phase == self.ARRAY_NEXT:
-            return self._allow(scores, row, [model.close_bracket_id] + (model.comma_ids[:1] if self.items_left[row] > 0 else []))
+            return self._allow(
+                scores, row, [model.close_bracket_id] + (model.comma_ids[:1] if self.items_left[row] > 0 else [])
+            )
         return self._allow(scores, row, [model.space_quote_ids[self.position[row]]])
 
     def _constrain_open(self, scores: Any, row: int, terminator: int, bare: bool, more_items: bool) -> None:
@@ -539,7 +585,9 @@ class FormFiller:
             scores[row, self.model.ends_word] = -float("inf")
         for filler in FILLER_WORDS:
             if len(filler) > len(word) and filler.startswith(word):
-                banned = [index for index, ends in self.model.filler_tails.get(filler[len(word):], ()) if ends or last_token]
+                banned = [
+                    index for index, ends in self.model.filler_tails.get(filler[len(word) :], ()) if ends or last_token
+                ]
                 scores[row, banned] = -float("inf")
 
     @staticmethod

@@ -124,7 +124,9 @@ class VLLMBackend(Backend):
         from transformers import AutoConfig
 
         kw = {"revision": self.options["revision"]} if self.options.get("revision") else {}
-        return AutoConfig.from_pretrained(self.target, trust_remote_code=bool(self.options.get("trust_remote_code")), **kw).model_type
+        return AutoConfig.from_pretrained(
+            self.target, trust_remote_code=bool(self.options.get("trust_remote_code")), **kw
+        ).model_type
 
     def load(self) -> VLLMModel:
         vllm = import_vllm()

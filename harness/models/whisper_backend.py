@@ -93,14 +93,16 @@ class WhisperBackend(Backend):
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = "whisper:" + stable_hash({
-                "weights": self.weights.identity(),
-                "engine": engine_versions(ENGINE_PINS),
-                "device": "cpu",
-                "compute_type": self.compute_type,
-                "transcribe": TRANSCRIBE_OPTIONS,
-                "cpu_numerics": contract("ctranslate2"),
-            })
+            self._fingerprint = "whisper:" + stable_hash(
+                {
+                    "weights": self.weights.identity(),
+                    "engine": engine_versions(ENGINE_PINS),
+                    "device": "cpu",
+                    "compute_type": self.compute_type,
+                    "transcribe": TRANSCRIBE_OPTIONS,
+                    "cpu_numerics": contract("ctranslate2"),
+                }
+            )
         return self._fingerprint
 
     def resolved_settings(self) -> dict[str, Any]:
@@ -114,7 +116,9 @@ class WhisperBackend(Backend):
 
         try:
             with ctranslate2_report() as report:
-                model = FasterWhisperModel(str(root / "model"), device="cpu", compute_type=self.compute_type, cpu_threads=self.cpu_threads)
+                model = FasterWhisperModel(
+                    str(root / "model"), device="cpu", compute_type=self.compute_type, cpu_threads=self.cpu_threads
+                )
         except Exception as exc:
             raise ModelError(f"{self.spec}: loading Whisper failed: {type(exc).__name__}: {exc}") from exc
         engine_numerics("ctranslate2")

@@ -68,37 +68,99 @@ PREVIOUS_SUFFIX = ".previous"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("lalm-fairness", "voice-induced bias gate")
-    group.addoption("--model", action="append", default=None, metavar="SPEC",
-                    help=f"model spec, repeatable (sim:fair, sim:biased, hf:..., ...); default: {' '.join(DEFAULT_MODELS)}")
-    group.addoption("--corpus", action="append", default=None, metavar="NAME[=PATH]",
-                    help="corpus NAME=PATH (folder with corpus.yaml, or a manifest, or an unpacked distribution when NAME "
-                         "is a loader: built once into the cache folder), repeatable; default: the demo corpus")
-    group.addoption("--basis-suite", default=None, metavar="PATH",
-                    help="BASIS-Bench item suite (a folder with suite.yaml, or spoken-stereoset=DIR: the release built "
-                         "once into the cache folder); default: the shipped demo suite")
-    group.addoption("--thresholds", default=None, metavar="FILE", help="thresholds file (default: thresholds.yaml in the rootdir)")
-    group.addoption("--cache-dir", default=None, metavar="DIR", help=f"output cache folder (default {DEFAULT_CACHE_DIR} in the rootdir)")
-    group.addoption("--permutations", type=int, default=10_000, metavar="B", help="speaker-level permutations per nTVD test")
+    group.addoption(
+        "--model",
+        action="append",
+        default=None,
+        metavar="SPEC",
+        help=f"model spec, repeatable (sim:fair, sim:biased, hf:..., ...); default: {' '.join(DEFAULT_MODELS)}",
+    )
+    group.addoption(
+        "--corpus",
+        action="append",
+        default=None,
+        metavar="NAME[=PATH]",
+        help="corpus NAME=PATH (folder with corpus.yaml, or a manifest, or an unpacked distribution when NAME "
+        "is a loader: built once into the cache folder), repeatable; default: the demo corpus",
+    )
+    group.addoption(
+        "--basis-suite",
+        default=None,
+        metavar="PATH",
+        help="BASIS-Bench item suite (a folder with suite.yaml, or spoken-stereoset=DIR: the release built "
+        "once into the cache folder); default: the shipped demo suite",
+    )
+    group.addoption(
+        "--thresholds", default=None, metavar="FILE", help="thresholds file (default: thresholds.yaml in the rootdir)"
+    )
+    group.addoption(
+        "--cache-dir",
+        default=None,
+        metavar="DIR",
+        help=f"output cache folder (default {DEFAULT_CACHE_DIR} in the rootdir)",
+    )
+    group.addoption(
+        "--permutations", type=int, default=10_000, metavar="B", help="speaker-level permutations per nTVD test"
+    )
     group.addoption("--fairness-seed", type=int, default=0, metavar="N", help="seed of the permutation tests")
-    group.addoption("--prompts", default=None, metavar="DIR", help="folder of prompt templates replacing the built-in ones")
+    group.addoption(
+        "--prompts", default=None, metavar="DIR", help="folder of prompt templates replacing the built-in ones"
+    )
     group.addoption("--model-config", default=None, metavar="FILE", help="YAML: per-model option blocks keyed by spec")
     group.addoption("--offline", action="store_true", help="never load a model: every output must come from the cache")
-    group.addoption("--import-cache", action="append", default=None, metavar="FILE",
-                    help="add a cache export (lalm-fairness-cache export) to the cache before the run; repeatable")
+    group.addoption(
+        "--import-cache",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="add a cache export (lalm-fairness-cache export) to the cache before the run; repeatable",
+    )
     group.addoption("--export-cache", default=None, metavar="FILE", help="write every output this run used to one file")
-    group.addoption("--baseline", default=None, metavar="RESULTS_JSON",
-                    help="a released checkpoint's results.json: cases then fail only on a significant regression")
-    group.addoption("--baseline-model", default=None, metavar="SPEC", help="which model of the baseline file (if it holds several)")
-    group.addoption("--extractor", default=None, metavar="SPEC",
-                    help="extract attributes with this model (text-only, cached) instead of the rule-based field reader")
-    group.addoption("--embedder", default="auto", metavar="SPEC",
-                    help="semantic embedder for the WER checks: minilm, embed-agg:<hf spec>, embed-eowl:<hf spec>, none (auto: minilm if installed)")
-    group.addoption("--judge", default=None, metavar="SPEC",
-                    help=f"judge model for the judge-score ratio (score_ratio cases run only with a judge); without --model, the demo's judge {DEFAULT_JUDGE}")
-    group.addoption("--report", default=None, metavar="FILE", help="HTML report path (default report.html in the rootdir; '' for none)")
-    group.addoption("--results-json", default=None, metavar="FILE", help="results.json path (default results.json in the rootdir; '' for none)")
-    group.addoption("--summary-md", default=None, metavar="FILE",
-                    help="also write a short Markdown summary (verdict, failed/unmeasured/regressed cases) for a CI page")
+    group.addoption(
+        "--baseline",
+        default=None,
+        metavar="RESULTS_JSON",
+        help="a released checkpoint's results.json: cases then fail only on a significant regression",
+    )
+    group.addoption(
+        "--baseline-model", default=None, metavar="SPEC", help="which model of the baseline file (if it holds several)"
+    )
+    group.addoption(
+        "--extractor",
+        default=None,
+        metavar="SPEC",
+        help="extract attributes with this model (text-only, cached) instead of the rule-based field reader",
+    )
+    group.addoption(
+        "--embedder",
+        default="auto",
+        metavar="SPEC",
+        help="semantic embedder for the WER checks: minilm, embed-agg:<hf spec>, embed-eowl:<hf spec>, none (auto: minilm if installed)",
+    )
+    group.addoption(
+        "--judge",
+        default=None,
+        metavar="SPEC",
+        help=f"judge model for the judge-score ratio (score_ratio cases run only with a judge); without --model, the demo's judge {DEFAULT_JUDGE}",
+    )
+    group.addoption(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="HTML report path (default report.html in the rootdir; '' for none)",
+    )
+    group.addoption(
+        "--results-json",
+        default=None,
+        metavar="FILE",
+        help="results.json path (default results.json in the rootdir; '' for none)",
+    )
+    group.addoption(
+        "--summary-md",
+        default=None,
+        metavar="FILE",
+        help="also write a short Markdown summary (verdict, failed/unmeasured/regressed cases) for a CI page",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -116,8 +178,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
 
 
-
-
 def prepare_outputs(config: pytest.Config) -> None:
     """Before any case runs: the folder of each output named on the command line exists (made when missing)
     and can be written, else one ``ERROR:`` line and exit 4."""
@@ -127,7 +187,9 @@ def prepare_outputs(config: pytest.Config) -> None:
             try:
                 ensure_writable(value)
             except OSError as exc:
-                raise pytest.UsageError(f"lalm-fairness: {option} {value}: cannot be written ({type(exc).__name__}: {exc})") from exc
+                raise pytest.UsageError(
+                    f"lalm-fairness: {option} {value}: cannot be written ({type(exc).__name__}: {exc})"
+                ) from exc
 
 
 def set_aside_previous_outputs(config: pytest.Config) -> None:
@@ -141,7 +203,11 @@ def set_aside_previous_outputs(config: pytest.Config) -> None:
     hold_run_lock(config)
     baseline = config.getoption("--baseline")
     baseline_path = Path(baseline).resolve() if baseline else None
-    for value in [*(output_path(config, option) for option in OUTPUT_OPTIONS), config.getoption("--export-cache"), getattr(config.option, "xmlpath", None)]:
+    for value in [
+        *(output_path(config, option) for option in OUTPUT_OPTIONS),
+        config.getoption("--export-cache"),
+        getattr(config.option, "xmlpath", None),
+    ]:
         if value and Path(value).is_file() and Path(value).resolve() != baseline_path:
             os.replace(value, f"{value}{PREVIOUS_SUFFIX}")
 
@@ -157,8 +223,10 @@ def hold_run_lock(config: pytest.Config) -> None:
     try:
         stack.enter_context(file_lock(f"{results}.lock", wait=False))
     except LockHeld as held:
-        config.stash[REFUSED_KEY] = (f"lalm-fairness: another gate run ({held.holder}) is writing {results}: wait for it to end, "
-                                     "or give this run its own --results-json and --report")
+        config.stash[REFUSED_KEY] = (
+            f"lalm-fairness: another gate run ({held.holder}) is writing {results}: wait for it to end, "
+            "or give this run its own --results-json and --report"
+        )
         raise pytest.UsageError(config.stash[REFUSED_KEY]) from None
     config.stash[RUN_LOCK_KEY] = stack
     config.add_cleanup(stack.close)
@@ -172,7 +240,10 @@ def runs_tests(config: pytest.Config) -> bool:
 def interrupt_on_sigterm(config: pytest.Config) -> None:
     """SIGTERM (a CI job cancelled, ``timeout``, ``kill``) stops the run as Ctrl-C does, so that the session
     ends and writes its INCOMPLETE outputs; a handler someone else installed is left alone."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         return
 
     def interrupt(signum: int, frame: Any) -> None:
@@ -216,13 +287,20 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     from harness.thresholds import PACKAGED
 
     chosen = thresholds_path(config)
-    thresholds = chosen or f"{PACKAGED} (the built-in defaults: no thresholds.yaml in the rootdir {config.rootpath}, no --thresholds)"
-    lines = [f"lalm-fairness: thresholds {thresholds}; cache {Path(cache_dir(config)).resolve()}; "
-             f"outputs {', '.join(str(output_path(config, option)) for option in OUTPUT_OPTIONS if output_path(config, option))}"]
+    thresholds = (
+        chosen
+        or f"{PACKAGED} (the built-in defaults: no thresholds.yaml in the rootdir {config.rootpath}, no --thresholds)"
+    )
+    lines = [
+        f"lalm-fairness: thresholds {thresholds}; cache {Path(cache_dir(config)).resolve()}; "
+        f"outputs {', '.join(str(output_path(config, option)) for option in OUTPUT_OPTIONS if output_path(config, option))}"
+    ]
     unused = unused_parent_thresholds(config) if chosen is None else None
     if unused is not None:
-        lines.append(f"lalm-fairness: WARNING: {unused} is not used: the rootdir is {config.rootpath}; "
-                     f"pass --thresholds {unused} or --rootdir {unused.parent}")
+        lines.append(
+            f"lalm-fairness: WARNING: {unused} is not used: the rootdir is {config.rootpath}; "
+            f"pass --thresholds {unused} or --rootdir {unused.parent}"
+        )
     return lines
 
 
@@ -360,7 +438,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             continue
         cases = gate.cases(check.name)
         params = [
-            pytest.param(case, id=case.id, marks=[pytest.mark.fairness, pytest.mark.xdist_group(xdist_group_name(case.model))])
+            pytest.param(
+                case, id=case.id, marks=[pytest.mark.fairness, pytest.mark.xdist_group(xdist_group_name(case.model))]
+            )
             for case in cases
         ]
         if not params:
@@ -459,8 +539,12 @@ class FairnessSession:
                 return
             message = _short_error(report)
             self.records[report.nodeid] = {
-                "check": "error", "id": report.nodeid.split("[", 1)[-1].rstrip("]"), "nodeid": report.nodeid,
-                "passed": False, "message": message, "cause": {"kind": "internal", "source": None, "message": message},
+                "check": "error",
+                "id": report.nodeid.split("[", 1)[-1].rstrip("]"),
+                "nodeid": report.nodeid,
+                "passed": False,
+                "message": message,
+                "cause": {"kind": "internal", "source": None, "message": message},
             }
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -481,7 +565,9 @@ class FairnessSession:
             return
         self.export_cache()
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
-        not_run = [nodeid for nodeid in self.selected or () if nodeid not in self.finished] if runs_tests(self.config) else []
+        not_run = (
+            [nodeid for nodeid in self.selected or () if nodeid not in self.finished] if runs_tests(self.config) else []
+        )
         if not self.records and not (self.selected and (interrupted or not_run)):  # not a gate run
             return
         results = self.results(not_run, interrupted)
@@ -520,8 +606,10 @@ class FairnessSession:
               f"{summary['failed']} failed, {summary['unmeasured']} unmeasured")  # fmt: skip
         if "incomplete" in self.outcome:
             stopped = self.outcome["incomplete"]
-            write(f"lalm-fairness: INCOMPLETE, do not release: the run was stopped by {stopped['stopped_by']}; "
-                  f"{len(stopped['not_run'])} of {stopped['selected']} selected tests did not run")
+            write(
+                f"lalm-fairness: INCOMPLETE, do not release: the run was stopped by {stopped['stopped_by']}; "
+                f"{len(stopped['not_run'])} of {stopped['selected']} selected tests did not run"
+            )
         causes: dict[tuple, list[dict[str, Any]]] = {}
         for case in self.outcome["cases"]:
             if case["check"] == "error":
@@ -531,7 +619,9 @@ class FairnessSession:
             source = f", {group[0]['source']}" if group[0]["source"] else ""
             write(f"  not measured ({kind}{source}), {len(group)} case(s): {group[0]['message']}")
         if metadata.get("cache_set_aside"):
-            write(f"lalm-fairness: the cache database was damaged; set aside as {metadata['cache_set_aside']} and rebuilt")
+            write(
+                f"lalm-fairness: the cache database was damaged; set aside as {metadata['cache_set_aside']} and rebuilt"
+            )
 
     def export_cache(self) -> None:
         path = self.config.getoption("--export-cache")
@@ -560,7 +650,9 @@ class FairnessSession:
         }
         if verdict == "incomplete":
             results["incomplete"] = {
-                "stopped_by": "an interruption (Ctrl-C or SIGTERM)" if interrupted else "-x / --maxfail, before every selected test ran",
+                "stopped_by": "an interruption (Ctrl-C or SIGTERM)"
+                if interrupted
+                else "-x / --maxfail, before every selected test ran",
                 "selected": len(self.selected) if self.selected is not None else None,
                 "finished": len(self.selected or ()) - len(not_run),
                 "not_run": list(not_run),
@@ -612,7 +704,9 @@ def gate_nodeids(nodeids: Iterable[str]) -> list[str]:
 
     import harness.gate_tests as package
 
-    modules = [importlib.import_module(f"{package.__name__}.{info.name}") for info in pkgutil.iter_modules(package.__path__)]
+    modules = [
+        importlib.import_module(f"{package.__name__}.{info.name}") for info in pkgutil.iter_modules(package.__path__)
+    ]
     names = {name for module in modules for name in vars(module) if name.startswith("test_")}
     return [nodeid for nodeid in nodeids if nodeid.rpartition("::")[2].partition("[")[0] in names]
 

@@ -36,29 +36,43 @@ def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
         bars = []
         for position, group in enumerate(groups):
             probability = float(distribution["probabilities"][group][index])
-            bars.append({
-                "y": y + position * bar_height, "width": round(probability * plot_width, 2),
-                "color": PALETTE[position % len(PALETTE)], "label": f"{group}: {probability:.0%}",
-            })
+            bars.append(
+                {
+                    "y": y + position * bar_height,
+                    "width": round(probability * plot_width, 2),
+                    "color": PALETTE[position % len(PALETTE)],
+                    "label": f"{group}: {probability:.0%}",
+                }
+            )
         rows.append({"value": value, "y_text": y + len(groups) * bar_height / 2 + 4, "bars": bars})
         y += len(groups) * bar_height + gap
-    legend = [{"group": g, "color": PALETTE[i % len(PALETTE)], "x": label_width + i * 110} for i, g in enumerate(groups)]
-    return {"attribute": distribution["attribute"], "rows": rows, "legend": legend, "height": y + 4,
-            "width": label_width + plot_width + 60, "label_width": label_width}
+    legend = [
+        {"group": g, "color": PALETTE[i % len(PALETTE)], "x": label_width + i * 110} for i, g in enumerate(groups)
+    ]
+    return {
+        "attribute": distribution["attribute"],
+        "rows": rows,
+        "legend": legend,
+        "height": y + 4,
+        "width": label_width + plot_width + 60,
+        "label_width": label_width,
+    }
 
 
 @functools.cache
 def template_environment() -> jinja2.Environment:
     """The report's Jinja environment (autoescaped, strict), built once per process so templates compile once.
 
-Templates are found in ``templates/`` (the page, the SVG partials), then as ``<check>/<file>`` in each check's
-folder, then as ``<folder>/<file>`` among the built-in checks' folders (the shared BASIS and ratio partials)."""
+    Templates are found in ``templates/`` (the page, the SVG partials), then as ``<check>/<file>`` in each check's
+    folder, then as ``<folder>/<file>`` among the built-in checks' folders (the shared BASIS and ratio partials)."""
     environment = jinja2.Environment(
-        loader=jinja2.ChoiceLoader([
-            jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-            jinja2.PrefixLoader({name: jinja2.FileSystemLoader(check_folder(name)) for name in CHECKS}),
-            jinja2.FileSystemLoader(BUILTIN_FOLDER),
-        ]),
+        loader=jinja2.ChoiceLoader(
+            [
+                jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+                jinja2.PrefixLoader({name: jinja2.FileSystemLoader(check_folder(name)) for name in CHECKS}),
+                jinja2.FileSystemLoader(BUILTIN_FOLDER),
+            ]
+        ),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
@@ -68,26 +82,43 @@ folder, then as ``<folder>/<file>`` among the built-in checks' folders (the shar
     return environment
 
 
-def render_report(results: Mapping[str, Any], source: str = "results.json", trend: Mapping[str, Any] | None = None) -> str:
+def render_report(
+    results: Mapping[str, Any], source: str = "results.json", trend: Mapping[str, Any] | None = None
+) -> str:
     """The report of one run; ``trend`` (:func:`harness.report.trend.trend_view`) adds the trend section over a series."""
     environment = template_environment()
     cases = records(results, source)
-    failing = [(case, bar_chart(getattr(case, "most_divergent", None))) for case in cases
-               if not case.passed and not isinstance(case, ErrorRecord)]
+    failing = [
+        (case, bar_chart(getattr(case, "most_divergent", None)))
+        for case in cases
+        if not case.passed and not isinstance(case, ErrorRecord)
+    ]
     return environment.get_template("report.html.j2").render(
         results=results,
         screen=first_screen(cases, results),
-        cases=[{"record": case, "anchor": case_anchor(case), "decision": decision_text(getattr(case, "decision", None)),
-                "floors": floor_lines(getattr(case, "floors", None)), "cause": cause_text(case) if isinstance(case, ErrorRecord) else None}
-               for case in sorted(cases, key=lambda case: (not (getattr(case, "baseline", None) or {}).get("regressed"), case.passed, case.id))],
-        unmeasured=[{"record": case, "anchor": case_anchor(case), "cause": cause_text(case)} for case in cases if isinstance(case, ErrorRecord)],
+        cases=[
+            {
+                "record": case,
+                "anchor": case_anchor(case),
+                "decision": decision_text(getattr(case, "decision", None)),
+                "floors": floor_lines(getattr(case, "floors", None)),
+                "cause": cause_text(case) if isinstance(case, ErrorRecord) else None,
+            }
+            for case in sorted(
+                cases,
+                key=lambda case: (not (getattr(case, "baseline", None) or {}).get("regressed"), case.passed, case.id),
+            )
+        ],
+        unmeasured=[
+            {"record": case, "anchor": case_anchor(case), "cause": cause_text(case)}
+            for case in cases
+            if isinstance(case, ErrorRecord)
+        ],
         failing=failing,
         sections=check_sections(cases),
         trend=trend,
         generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
-
-
 
 
 def check_sections(cases: Sequence[CaseRecord | ErrorRecord]) -> list[dict[str, Any]]:
@@ -96,7 +127,14 @@ def check_sections(cases: Sequence[CaseRecord | ErrorRecord]) -> list[dict[str, 
     for name, view in views().items():
         selected = [case for case in cases if case.check == name]
         if selected:
-            sections.append({"name": name, "title": view.title, "template": f"{name}/{view.template}", "context": view.context(selected)})
+            sections.append(
+                {
+                    "name": name,
+                    "title": view.title,
+                    "template": f"{name}/{view.template}",
+                    "context": view.context(selected),
+                }
+            )
     return sections
 
 

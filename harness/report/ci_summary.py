@@ -30,28 +30,46 @@ def render_summary(results: Mapping[str, Any], report_link: str | None = None, r
     lines = [f"### Voice-induced bias gate: **{str(results.get('verdict') or _verdict(counts)).upper()}**", ""]
     stopped = results.get("incomplete")
     if isinstance(stopped, Mapping):
-        lines += [f"**Do not release: the run was stopped by {stopped.get('stopped_by')}; {len(stopped.get('not_run') or [])} of "
-                  f"{stopped.get('selected')} selected tests did not run.** The counts below are of the cases that finished.", ""]
+        lines += [
+            f"**Do not release: the run was stopped by {stopped.get('stopped_by')}; {len(stopped.get('not_run') or [])} of "
+            f"{stopped.get('selected')} selected tests did not run.** The counts below are of the cases that finished.",
+            "",
+        ]
     lines.append(
         f"{counts['cases']} cases: {counts['passed']} passed, {counts['failed']} failed, {counts['unmeasured']} unmeasured"
-        + (f"; {len(regressed)} regressed against the baseline `{_baseline_source(results, cases)}`" if regressed else "")
+        + (
+            f"; {len(regressed)} regressed against the baseline `{_baseline_source(results, cases)}`"
+            if regressed
+            else ""
+        )
         + (f". Model{'s' if len(models) > 1 else ''}: {', '.join(f'`{model}`' for model in models)}" if models else "")
         + "."
     )
     listed = [case for case in cases if not case.get("passed") or _regressed(case)]
     if listed:
         prefix = f"{models[0]}-" if len(models) == 1 else ""
-        lines += ["", "| Case | Check | Outcome | Value | Threshold | adjusted p / q / CI | Δ baseline |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| Case | Check | Outcome | Value | Threshold | adjusted p / q / CI | Δ baseline |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for case in sorted(listed, key=_row_order):
             lines.append("| " + " | ".join(_cell(text) for text in _row(case, prefix)) + " |")
-    links = [f"[report]({report_link})" if report_link else None, f"[results.json]({results_link})" if results_link else None]
+    links = [
+        f"[report]({report_link})" if report_link else None,
+        f"[results.json]({results_link})" if results_link else None,
+    ]
     if any(links):
         lines += ["", "Details: " + " · ".join(link for link in links if link)]
     return "\n".join(lines) + "\n"
 
 
-def write_summary(results: Mapping[str, Any], path: str | Path, report: str | Path | None = None,
-                  results_file: str | Path | None = None) -> Path:
+def write_summary(
+    results: Mapping[str, Any],
+    path: str | Path,
+    report: str | Path | None = None,
+    results_file: str | Path | None = None,
+) -> Path:
     """Write :func:`render_summary` atomically to ``path``; the report and results files are linked relative to it."""
     path = Path(path)
     atomic_write_text(path, render_summary(results, _relative(report, path), _relative(results_file, path)))
@@ -67,7 +85,9 @@ def _relative(target: str | Path | None, summary: Path) -> str | None:
 def outcome_counts(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """Cases, passed, failed and unmeasured (``check: error`` records); the file's own ``summary`` where it has all four."""
     stated = results.get("summary")
-    if isinstance(stated, Mapping) and all(isinstance(stated.get(key), int) for key in ("cases", "passed", "failed", "unmeasured")):
+    if isinstance(stated, Mapping) and all(
+        isinstance(stated.get(key), int) for key in ("cases", "passed", "failed", "unmeasured")
+    ):
         return {key: stated[key] for key in ("cases", "passed", "failed", "unmeasured")}
     unmeasured = sum(case.get("check") == "error" for case in cases)
     passed = sum(bool(case.get("passed")) for case in cases)
@@ -85,7 +105,12 @@ def threshold_text(threshold: Mapping[str, Any] | None, floors: Sequence[str] = 
     parts = []
     for key, value in threshold.items():
         relation = THRESHOLD_SYMBOLS.get(key) or THRESHOLD_SYMBOLS.get(key.split("_", 1)[0])
-        if relation and isinstance(value, (int, float)) and not isinstance(value, bool) and key not in ("max_worsening", "max_increase"):
+        if (
+            relation
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and key not in ("max_worsening", "max_increase")
+        ):
             parts.append(f"{key} {relation} {_number(value)}")
     return ", ".join(parts)
 
@@ -127,29 +152,50 @@ def _gap(case: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def _row(case: Mapping[str, Any], prefix: str) -> list[str]:
     name = str(case.get("id", case.get("nodeid", "?")))
-    name = name[len(prefix):] if prefix and name.startswith(prefix) else name
+    name = name[len(prefix) :] if prefix and name.startswith(prefix) else name
     if case.get("check") == "error":
         cause = case.get("cause") if isinstance(case.get("cause"), Mapping) else {}
         message = str(cause.get("message") or case.get("message") or "")
         kind = f"{cause['kind']} error" if cause.get("kind") else "error"
         check = re.search(r"::test_(\w+)\[", str(case.get("nodeid", "")))
         message = message.replace(f"{case.get('id')}: ", "")
-        return [f"`{name}`", check.group(1) if check else "–", f"unmeasured ({kind}: {_shorten(message)})", "–", "–", "–", "–"]
+        return [
+            f"`{name}`",
+            check.group(1) if check else "–",
+            f"unmeasured ({kind}: {_shorten(message)})",
+            "–",
+            "–",
+            "–",
+            "–",
+        ]
     baseline = case.get("baseline") if isinstance(case.get("baseline"), Mapping) else {}
     floors = [floor for floor in case.get("floors") or [] if isinstance(floor, Mapping) and "key" in floor]
-    outcome = ("failed" if not case.get("passed") else "passed") + ("; regressed" if _regressed(case) else "") + "".join(
-        f"; floor {floor['key']} {_number(floor.get('threshold'))} not met" for floor in floors if floor.get("met") is False)
+    outcome = (
+        ("failed" if not case.get("passed") else "passed")
+        + ("; regressed" if _regressed(case) else "")
+        + "".join(
+            f"; floor {floor['key']} {_number(floor.get('threshold'))} not met"
+            for floor in floors
+            if floor.get("met") is False
+        )
+    )
     delta = baseline.get("delta")
     return [
-        f"`{name}`", str(case.get("check", "")), outcome,
-        value_text(case), threshold_text(case.get("threshold"), [floor["key"] for floor in floors]), uncertainty_text(case),
+        f"`{name}`",
+        str(case.get("check", "")),
+        outcome,
+        value_text(case),
+        threshold_text(case.get("threshold"), [floor["key"] for floor in floors]),
+        uncertainty_text(case),
         "–" if not isinstance(delta, (int, float)) else f"{delta:+.3g}" + _release_p(baseline),
     ]
 
 
 def _release_p(baseline: Mapping[str, Any]) -> str:
     """The regression test's adjusted p (the gate's family), with whether it made a regression or a backbone change."""
-    adjusted = (baseline.get("decision") or {}).get("p_adjusted") if isinstance(baseline.get("decision"), Mapping) else None
+    adjusted = (
+        (baseline.get("decision") or {}).get("p_adjusted") if isinstance(baseline.get("decision"), Mapping) else None
+    )
     word = " significant" if baseline.get("regressed") else " backbone" if baseline.get("status") == "backbone" else ""
     if isinstance(adjusted, (int, float)):
         return f" (adjusted p = {adjusted:.3g}{';' + word if word else ''})"
@@ -165,7 +211,9 @@ def _regressed(case: Mapping[str, Any]) -> bool:
 
 
 def _baseline_source(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> str:
-    baseline = (results.get("metadata") or {}).get("baseline") or next((case["baseline"] for case in cases if _regressed(case)), {})
+    baseline = (results.get("metadata") or {}).get("baseline") or next(
+        (case["baseline"] for case in cases if _regressed(case)), {}
+    )
     return str(baseline.get("source", "?"))
 
 

@@ -22,8 +22,12 @@ from harness.report.trend import trend_view
 from harness.thresholds import ThresholdsError, load_thresholds
 
 
-def render_series(runs: Sequence[Run], thresholds_path: str | None = None, permutations: int | None = None,
-                  memo: dict[str, Any] | None = None) -> str:
+def render_series(
+    runs: Sequence[Run],
+    thresholds_path: str | None = None,
+    permutations: int | None = None,
+    memo: dict[str, Any] | None = None,
+) -> str:
     """The report of the last run, with the trend section when there are several (``memo``: see
     :func:`harness.series.neighbour_comparisons`)."""
     trend = None
@@ -37,19 +41,39 @@ def render_series(runs: Sequence[Run], thresholds_path: str | None = None, permu
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lalm-fairness-report", description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", metavar="RESULTS_JSON", help="one results.json, or a series of them")
-    parser.add_argument("-o", "--output", default="report.html", metavar="FILE", help="report path (default report.html)")
-    parser.add_argument("--order", choices=("time", "given"), default="time",
-                        help="order the series by each run's recorded time (default) or as given (checkpoints in release order)")
-    parser.add_argument("--follow", choices=("auto", "spec", "position"), default="auto",
-                        help="pair cases across runs by model spec, or by position (one model per run: checkpoints whose specs "
-                             "change, paired on check, corpus, variant and dimension); auto (default): position when every run "
-                             "holds one model and the specs differ")
-    parser.add_argument("--thresholds", metavar="FILE",
-                        help="judge the neighbour comparisons with this thresholds file (default: each record's own settings)")
-    parser.add_argument("--permutations", type=int, metavar="B",
-                        help="permutations of the nTVD paired test between neighbours (default: each run's own)")
-    parser.add_argument("--memo", metavar="FILE",
-                        help="keep the neighbour comparisons in this JSON file and reuse them (a nightly render then compares only the newest pair)")
+    parser.add_argument(
+        "-o", "--output", default="report.html", metavar="FILE", help="report path (default report.html)"
+    )
+    parser.add_argument(
+        "--order",
+        choices=("time", "given"),
+        default="time",
+        help="order the series by each run's recorded time (default) or as given (checkpoints in release order)",
+    )
+    parser.add_argument(
+        "--follow",
+        choices=("auto", "spec", "position"),
+        default="auto",
+        help="pair cases across runs by model spec, or by position (one model per run: checkpoints whose specs "
+        "change, paired on check, corpus, variant and dimension); auto (default): position when every run "
+        "holds one model and the specs differ",
+    )
+    parser.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="judge the neighbour comparisons with this thresholds file (default: each record's own settings)",
+    )
+    parser.add_argument(
+        "--permutations",
+        type=int,
+        metavar="B",
+        help="permutations of the nTVD paired test between neighbours (default: each run's own)",
+    )
+    parser.add_argument(
+        "--memo",
+        metavar="FILE",
+        help="keep the neighbour comparisons in this JSON file and reuse them (a nightly render then compares only the newest pair)",
+    )
     parser.add_argument("--summary-md", metavar="FILE", help="also write the CI summary of the last run")
     args = parser.parse_args(argv)
     for option, value in (("-o", args.output), ("--summary-md", args.summary_md), ("--memo", args.memo)):
@@ -57,7 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if value:
                 ensure_writable(value)
         except OSError as exc:
-            print(f"lalm-fairness-report: {option} {value}: cannot be written ({type(exc).__name__}: {exc})", file=sys.stderr)
+            print(
+                f"lalm-fairness-report: {option} {value}: cannot be written ({type(exc).__name__}: {exc})",
+                file=sys.stderr,
+            )
             return 2
     try:
         runs = follow_models(load_series(args.results, "given" if len(args.results) == 1 else args.order), args.follow)
@@ -71,7 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         atomic_write_text(args.memo, json.dumps(memo))
     if args.summary_md:
         write_summary(runs[-1].results, args.summary_md, args.output, runs[-1].source)
-    print(f"lalm-fairness-report: {args.output} from {len(runs)} run(s)" + (f"; summary {args.summary_md}" if args.summary_md else ""))
+    print(
+        f"lalm-fairness-report: {args.output} from {len(runs)} run(s)"
+        + (f"; summary {args.summary_md}" if args.summary_md else "")
+    )
     return 0
 
 

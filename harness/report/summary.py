@@ -35,7 +35,8 @@ def decided_headline(record: CaseRecord) -> dict[str, str]:
     significant = f"adjusted p < {decision.alpha:g}"
     magnitude = view.magnitude_rule(record.threshold)
     rule = {"magnitude": magnitude, "bounds": magnitude, "significance": significant, "ci": significant}.get(
-        decision.rule, f"{magnitude} and {significant}")
+        decision.rule, f"{magnitude} and {significant}"
+    )
     estimate = decision.estimate
     value = decision.statistic or record.check
     if decision.label and estimate is not None:
@@ -116,26 +117,51 @@ def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
     check = record.check
     if isinstance(record, ErrorRecord):
         check = record.nodeid.rsplit("::", 1)[-1].split("[", 1)[0].removeprefix("test_")
-    line = {"status": status, "check": check_label(check), "id": record.id,
-            "anchor": case_anchor(record), "model": getattr(record, "model", None),
-            "dimension": getattr(record, "dimension", None), "variant": getattr(record, "variant", None), "statistic": None}
+    line = {
+        "status": status,
+        "check": check_label(check),
+        "id": record.id,
+        "anchor": case_anchor(record),
+        "model": getattr(record, "model", None),
+        "dimension": getattr(record, "dimension", None),
+        "variant": getattr(record, "variant", None),
+        "statistic": None,
+    }
     if isinstance(record, ErrorRecord):
-        return line | {"value": None, "threshold": None, "uncertainty": None, "cause": cause_text(record),
-                       "decision": None, "floors": []}
+        return line | {
+            "value": None,
+            "threshold": None,
+            "uncertainty": None,
+            "cause": cause_text(record),
+            "decision": None,
+            "floors": [],
+        }
     baseline = record.baseline or {}
     regression = None
     if baseline.get("status") in ("compared", "backbone") and isinstance(baseline.get("delta"), (int, float)):
         adjusted = (baseline.get("decision") or {}).get("p_adjusted")
-        regression = (f"Δ {baseline['delta']:+.3g} vs baseline {fmt_number(baseline.get('baseline_value'), 3)}"
-                      + ("" if baseline.get("p_value") is None else f", one-sided p = {p_text(baseline['p_value'])}")
-                      + ("" if adjusted is None else f", adjusted p = {p_text(adjusted)}")
-                      + (" (a mode without audio: the backbone's change, not gated)" if baseline["status"] == "backbone" else ""))
+        regression = (
+            f"Δ {baseline['delta']:+.3g} vs baseline {fmt_number(baseline.get('baseline_value'), 3)}"
+            + ("" if baseline.get("p_value") is None else f", one-sided p = {p_text(baseline['p_value'])}")
+            + ("" if adjusted is None else f", adjusted p = {p_text(adjusted)}")
+            + (" (a mode without audio: the backbone's change, not gated)" if baseline["status"] == "backbone" else "")
+        )
     decided = bool(record.decision) and record.decision.decided
-    return line | headline(record) | {"cause": None, "regression": regression, "floors": floor_lines(record.floors),
-                                      "decision": None if decided else decision_text(record.decision)}
+    return (
+        line
+        | headline(record)
+        | {
+            "cause": None,
+            "regression": regression,
+            "floors": floor_lines(record.floors),
+            "decision": None if decided else decision_text(record.decision),
+        }
+    )
 
 
-def first_screen(records: Sequence[CaseRecord | ErrorRecord], results: Mapping[str, Any], closest: int = 3) -> dict[str, Any]:
+def first_screen(
+    records: Sequence[CaseRecord | ErrorRecord], results: Mapping[str, Any], closest: int = 3
+) -> dict[str, Any]:
     """What the top of the report shows: verdict, counts, the lines of failed / regressed / unmeasured cases
     (unmeasured first, then regressions, then other failures), what was compared, and for a run without
     failures the ``closest`` passing cases by :func:`margin`. ``models`` are the models under test (those of
@@ -144,24 +170,57 @@ def first_screen(records: Sequence[CaseRecord | ErrorRecord], results: Mapping[s
     measured = [r for r in records if not isinstance(r, ErrorRecord)]
     regressed = [r for r in measured if (r.baseline or {}).get("regressed")]
     failed = [r for r in measured if not r.passed and r not in regressed]
-    lines = ([case_line(r, "unmeasured") for r in unmeasured] + [case_line(r, "regressed") for r in regressed]
-             + [case_line(r, "failed") for r in sorted(failed, key=lambda r: (r.check, r.model, r.dimension, str(r.variant)))])
+    lines = (
+        [case_line(r, "unmeasured") for r in unmeasured]
+        + [case_line(r, "regressed") for r in regressed]
+        + [
+            case_line(r, "failed")
+            for r in sorted(failed, key=lambda r: (r.check, r.model, r.dimension, str(r.variant)))
+        ]
+    )
     ranked = sorted((r for r in measured if r.passed), key=closeness)
-    closest_lines = [case_line(r, "closest") | {"margin": margin(r)} for r in ranked[:closest] if margin(r) is not None] if not lines else []
+    closest_lines = (
+        [case_line(r, "closest") | {"margin": margin(r)} for r in ranked[:closest] if margin(r) is not None]
+        if not lines
+        else []
+    )
     below_floor = [r for r in measured if any(not floor.get("met") for floor in r.floors or [])]
     metadata = results.get("metadata") or {}
     verdict = results.get("verdict") or ("fail" if lines else "pass")
     return {
-        "verdict": verdict, "lines": lines, "closest": closest_lines, "below_floor": len(below_floor),
-        "counts": {"cases": len(records), "passed": len(measured) - len(failed) - len(regressed),
-                   "failed": len(failed) + len(regressed), "unmeasured": len(unmeasured)},
+        "verdict": verdict,
+        "lines": lines,
+        "closest": closest_lines,
+        "below_floor": len(below_floor),
+        "counts": {
+            "cases": len(records),
+            "passed": len(measured) - len(failed) - len(regressed),
+            "failed": len(failed) + len(regressed),
+            "unmeasured": len(unmeasured),
+        },
         "models": [model for model in dict.fromkeys(getattr(r, "model", None) for r in records) if model],
-        "judge": next((spec for spec, fingerprint in (metadata.get("models") or {}).items()
-                       if metadata.get("judge") and fingerprint == metadata["judge"]), None),
+        "judge": next(
+            (
+                spec
+                for spec, fingerprint in (metadata.get("models") or {}).items()
+                if metadata.get("judge") and fingerprint == metadata["judge"]
+            ),
+            None,
+        ),
         "baseline": metadata.get("baseline"),
         "corpora": list(metadata.get("corpora", {})),
     }
 
 
-__all__ = ["case_anchor", "case_line", "check_label", "decision_text", "first_screen", "floor_lines", "fmt_number", "headline",
-           "interval_estimable", "margin"]
+__all__ = [
+    "case_anchor",
+    "case_line",
+    "check_label",
+    "decision_text",
+    "first_screen",
+    "floor_lines",
+    "fmt_number",
+    "headline",
+    "interval_estimable",
+    "margin",
+]

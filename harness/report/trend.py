@@ -22,7 +22,14 @@ from typing import Any
 SeriesKey = tuple[str, str]
 """(check, id): one case across runs (an id is unique within its check in a run)."""
 
-VALUE_BOUNDS = {"max_ntvd": "upper", "upper": "upper", "lower": "lower", "min_icat": "lower", "min_accuracy": "lower", "min_score": "lower"}
+VALUE_BOUNDS = {
+    "max_ntvd": "upper",
+    "upper": "upper",
+    "lower": "lower",
+    "min_icat": "lower",
+    "min_accuracy": "lower",
+    "min_score": "lower",
+}
 """Threshold keys that bound a record's ``value`` itself, bias thresholds or quality floors (other keys bound a
 gap, an increase, or set a test)."""
 
@@ -47,7 +54,9 @@ def unmeasured_key(case: Mapping[str, Any], checks_of_id: Mapping[str, Sequence[
 
 
 def trend_view(
-    labels: Sequence[str], runs: Sequence[Mapping[str, Any]], comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]]
+    labels: Sequence[str],
+    runs: Sequence[Mapping[str, Any]],
+    comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]],
 ) -> dict[str, Any]:
     """The trend section's context: the runs, the panels shown first, and the rest folded per model."""
     if len(labels) != len(runs):
@@ -72,8 +81,14 @@ def trend_view(
         if item["rank"][0] == 3:
             folded.setdefault(item["model"], []).append(item)
     return {
-        "runs": [{"label": label, "created": (results.get("metadata") or {}).get("created"), "verdict": results.get("verdict")}
-                 for label, results in zip(labels, runs)],
+        "runs": [
+            {
+                "label": label,
+                "created": (results.get("metadata") or {}).get("created"),
+                "verdict": results.get("verdict"),
+            }
+            for label, results in zip(labels, runs)
+        ],
         "shown": shown,
         "folded": [{"model": model, "panels": items} for model, items in sorted(folded.items())],
         "counts": {
@@ -85,40 +100,76 @@ def trend_view(
     }
 
 
-def panel(key: SeriesKey, points: Sequence[Mapping[str, Any] | None], labels: Sequence[str],
-          comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]]) -> dict[str, Any]:
+def panel(
+    key: SeriesKey,
+    points: Sequence[Mapping[str, Any] | None],
+    labels: Sequence[str],
+    comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]],
+) -> dict[str, Any]:
     """One case's small multiple and its place in the order (see the module docstring)."""
     present = [index for index, point in enumerate(points) if point is not None]
     regressions = [index for index in present if (comparisons.get((index, key)) or {}).get("regressed")]
     last = points[-1]
-    latest = "absent" if last is None else "unmeasured" if last["check"] == "error" else "passed" if last.get("passed") else "failed"
+    latest = (
+        "absent"
+        if last is None
+        else "unmeasured"
+        if last["check"] == "error"
+        else "passed"
+        if last.get("passed")
+        else "failed"
+    )
     appeared = labels[present[0]] if present[0] > 0 else None
     disappeared = labels[present[-1] + 1] if present[-1] < len(points) - 1 else None
     gaps = any(point is None or point["check"] == "error" for point in points)
     group = 0 if regressions else 1 if latest in ("failed", "unmeasured") else 2 if gaps else 3
-    known = next((point for point in reversed(points) if point is not None and point["check"] != "error"), points[present[-1]])
+    known = next(
+        (point for point in reversed(points) if point is not None and point["check"] != "error"), points[present[-1]]
+    )
     return {
-        "check": key[0], "id": key[1], "model": str(known.get("model", "")),
-        "latest": latest, "appeared": appeared, "disappeared": disappeared,
-        "regressions": [{"label": labels[index], "message": comparisons[(index, key)].get("message", "")} for index in regressions],
+        "check": key[0],
+        "id": key[1],
+        "model": str(known.get("model", "")),
+        "latest": latest,
+        "appeared": appeared,
+        "disappeared": disappeared,
+        "regressions": [
+            {"label": labels[index], "message": comparisons[(index, key)].get("message", "")} for index in regressions
+        ],
         "rank": (group, -(regressions[-1] if regressions else 0), key),
         "chart": chart(points, labels, regressions, comparisons, key, detailed=group < 3),
     }
 
 
-def chart(points: Sequence[Mapping[str, Any] | None], labels: Sequence[str], regressions: Sequence[int],
-          comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]], key: SeriesKey, *, detailed: bool) -> dict[str, Any]:
+def chart(
+    points: Sequence[Mapping[str, Any] | None],
+    labels: Sequence[str],
+    regressions: Sequence[int],
+    comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]],
+    key: SeriesKey,
+    *,
+    detailed: bool,
+) -> dict[str, Any]:
     """Geometry of one small multiple; ``detailed`` adds a tooltip point per run (the folded panels draw only
     failed and regressed points)."""
     count = len(points)
     measured = {index: point for index, point in enumerate(points) if point is not None and point["check"] != "error"}
     values = {index: float(point["value"]) for index, point in measured.items() if _finite(point.get("value"))}
     intervals = {index: _interval(point) for index, point in measured.items() if _interval(point)}
-    bounds = {name: {index: float(point["threshold"][name]) for index, point in measured.items()
-                     if _finite((point.get("threshold") or {}).get(name))} for name in VALUE_BOUNDS}
+    bounds = {
+        name: {
+            index: float(point["threshold"][name])
+            for index, point in measured.items()
+            if _finite((point.get("threshold") or {}).get(name))
+        }
+        for name in VALUE_BOUNDS
+    }
     bounds = {name: series for name, series in bounds.items() if series}
-    span = [*values.values(), *(bound for interval in intervals.values() for bound in interval),
-            *(value for series in bounds.values() for value in series.values())]
+    span = [
+        *values.values(),
+        *(bound for interval in intervals.values() for bound in interval),
+        *(value for series in bounds.values() for value in series.values()),
+    ]
     low, high = (min(span), max(span)) if span else (0.0, 1.0)
     pad = (high - low) * 0.08 or max(abs(high) * 0.1, 0.5)
     low, high = low - pad, high + pad
@@ -136,21 +187,46 @@ def chart(points: Sequence[Mapping[str, Any] | None], labels: Sequence[str], reg
         failed = not measured[index].get("passed")
         if detailed or failed or index in regressions:
             significant = _significant(measured[index])
-            dots.append({"x": x(index), "y": y(value), "failed": failed, "filled": significant is True,
-                         "title": _tooltip(labels[index], measured[index], significant, comparisons.get((index, key))) if detailed else None})
+            dots.append(
+                {
+                    "x": x(index),
+                    "y": y(value),
+                    "failed": failed,
+                    "filled": significant is True,
+                    "title": _tooltip(labels[index], measured[index], significant, comparisons.get((index, key)))
+                    if detailed
+                    else None,
+                }
+            )
     axis = TOP + plot_h
     return {
-        "width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT, "top": TOP, "axis": axis,
+        "width": WIDTH,
+        "height": HEIGHT,
+        "left": LEFT,
+        "right": WIDTH - RIGHT,
+        "top": TOP,
+        "axis": axis,
         "lines": [" ".join(f"{x(i)},{y(values[i])}" for i in run) for run in runs_of_values if len(run) > 1],
         "whiskers": " ".join(f"M{x(i)} {y(hi)}V{y(lo)}" for i, (lo, hi) in intervals.items()),
-        "thresholds": [{"name": name, "points": " ".join(f"{x(i)},{y(v)}" for i, v in sorted(series.items())) if len(series) > 1
-                        else f"{LEFT},{y(next(iter(series.values())))} {WIDTH - RIGHT},{y(next(iter(series.values())))}"}
-                       for name, series in bounds.items()],
+        "thresholds": [
+            {
+                "name": name,
+                "points": " ".join(f"{x(i)},{y(v)}" for i, v in sorted(series.items()))
+                if len(series) > 1
+                else f"{LEFT},{y(next(iter(series.values())))} {WIDTH - RIGHT},{y(next(iter(series.values())))}",
+            }
+            for name, series in bounds.items()
+        ],
         "dots": dots,
         "regressions": [{"x": x(index), "y": y(values[index]) if index in values else axis} for index in regressions],
         "absent": " ".join(f"M{x(i)} {axis}v-5" for i, point in enumerate(points) if point is None),
-        "unmeasured": [{"x": x(i), "y": axis} for i, point in enumerate(points) if point is not None and point["check"] == "error"],
-        "y_high": _tick(high), "y_low": _tick(low), "first": labels[0], "last": labels[-1],
+        "unmeasured": [
+            {"x": x(i), "y": axis} for i, point in enumerate(points) if point is not None and point["check"] == "error"
+        ],
+        "y_high": _tick(high),
+        "y_low": _tick(low),
+        "first": labels[0],
+        "last": labels[-1],
     }
 
 
@@ -173,7 +249,9 @@ def _significant(point: Mapping[str, Any]) -> bool | None:
     return None
 
 
-def _tooltip(label: str, point: Mapping[str, Any], significant: bool | None, comparison: Mapping[str, Any] | None) -> str:
+def _tooltip(
+    label: str, point: Mapping[str, Any], significant: bool | None, comparison: Mapping[str, Any] | None
+) -> str:
     parts = [f"{label}: {point['value']:.4g}", "passed" if point.get("passed") else "FAILED"]
     interval = _interval(point)
     if interval:
@@ -182,7 +260,9 @@ def _tooltip(label: str, point: Mapping[str, Any], significant: bool | None, com
     if _finite(q):
         parts.append(f"{'q' if _finite(point.get('q')) else 'p'} = {q:.3g}" + (" (significant)" if significant else ""))
     if comparison and comparison.get("status") == "compared":
-        parts.append(f"vs previous: delta {comparison['delta']:+.3g}" + (" REGRESSION" if comparison.get("regressed") else ""))
+        parts.append(
+            f"vs previous: delta {comparison['delta']:+.3g}" + (" REGRESSION" if comparison.get("regressed") else "")
+        )
     return "; ".join(parts)
 
 

@@ -49,7 +49,9 @@ class Task:
         return FieldsForm(tuple(attribute.field for attribute in self.attributes))
 
     def render(self, transcript: str = "", prompts_dir: Path | None = None) -> str:
-        return string.Template(self.template(prompts_dir)).safe_substitute(transcript=transcript, answer_fields=self.answer_form.block())
+        return string.Template(self.template(prompts_dir)).safe_substitute(
+            transcript=transcript, answer_fields=self.answer_form.block()
+        )
 
     def request(self, transcript: str, audio: Audio | None, prompts_dir: Path | None = None) -> GenerationRequest:
         return GenerationRequest(prompt=self.render(transcript, prompts_dir), audio=audio, answer_form=self.answer_form)

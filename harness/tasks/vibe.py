@@ -32,10 +32,16 @@ CANDIDATE_REVIEW = Task(
     prompt_file="candidate_review.txt",
     paper_section="VIBE §II-B, Candidate Review",
     attributes=(
-        Attribute("competency", ("competency", "professional competency", "competence"), options=("low", "medium", "high")),
+        Attribute(
+            "competency", ("competency", "professional competency", "competence"), options=("low", "medium", "high")
+        ),
         Attribute("interaction_style", ("interaction style", "communication style")),
         Attribute("cultural_fit", ("cultural fit", "culture fit"), options=("poor", "fair", "good", "excellent")),
-        Attribute("compensation", ("compensation", "recommended compensation", "salary"), options=("below market", "at market", "above market")),
+        Attribute(
+            "compensation",
+            ("compensation", "recommended compensation", "salary"),
+            options=("below market", "at market", "above market"),
+        ),
     ),
 )
 

@@ -48,7 +48,9 @@ def tone(frequency, seconds=0.2):
 
 
 def model(tmp_path, target="m", decoding=None, **options):
-    return CachedModel(f"counting:{target}", OutputCache(tmp_path), decoding or DecodingParams(), options, progress=False)
+    return CachedModel(
+        f"counting:{target}", OutputCache(tmp_path), decoding or DecodingParams(), options, progress=False
+    )
 
 
 def test_fully_cached_run_never_loads_the_model(tmp_path):
@@ -126,8 +128,15 @@ def test_identical_requests_of_a_batch_are_generated_once(tmp_path):
         prompts = ["p1", "p2", "p1", "EMPTY", "p1", "EMPTY", "p2"]
         answers = cached.generate([GenerationRequest(p, tone(200)) for p in prompts])
         assert sent == ["p1", "p2", "EMPTY"]
-        assert answers == ["answer to p1 (256)", "answer to p2 (256)", "answer to p1 (256)", "",
-                           "answer to p1 (256)", "", "answer to p2 (256)"]
+        assert answers == [
+            "answer to p1 (256)",
+            "answer to p2 (256)",
+            "answer to p1 (256)",
+            "",
+            "answer to p1 (256)",
+            "",
+            "answer to p2 (256)",
+        ]
         assert (cached.calls, cached.duplicates, cached.hits) == (3, 4, 0)
         again = cached.generate([GenerationRequest(p, tone(200)) for p in ["p2", "p2", "EMPTY", "EMPTY"]])
         assert again == ["answer to p2 (256)", "answer to p2 (256)", "", ""]

@@ -11,9 +11,15 @@ MODES = ("speech-implicit", "speech-explicit", "text-implicit", "text-explicit")
 # ICAT: the voice-induced stereotype contrast. The demo suite has two speakers per group, so a group gap
 # is judged against speaker and item variation with 2-5 degrees of freedom and the whole gate's 21 cases:
 # classification and ASR robustness are not significant there, and the age cases are borderline.
-BIASED_FAILURES = {"sim:biased-gender-speech-implicit", "sim:biased-gender-speech-explicit", "sim:biased-gender-text-explicit",
-                   "sim:biased-age-speech-explicit"}
-BIASED_MAY_FAIL = {f"sim:biased-{dimension}-{mode}" for dimension in ("gender", "age") for mode in MODES if mode != "text-implicit"}
+BIASED_FAILURES = {
+    "sim:biased-gender-speech-implicit",
+    "sim:biased-gender-speech-explicit",
+    "sim:biased-gender-text-explicit",
+    "sim:biased-age-speech-explicit",
+}
+BIASED_MAY_FAIL = {
+    f"sim:biased-{dimension}-{mode}" for dimension in ("gender", "age") for mode in MODES if mode != "text-implicit"
+}
 
 pytest_plugins = ["pytester"]
 
@@ -67,16 +73,22 @@ def test_an_accuracy_floor_is_reported_and_never_fails_a_voice_blind_model(gate_
         "    text-implicit:\n      max_gap: 100.0\n    speech-implicit:\n      min_accuracy: 60.0\n",
     )
     thresholds.write_text(text)
-    result, results = run_gate(gate_project, shared_cache, "--model", "sim:fair", "-k", "personalization and speech-implicit")
+    result, results = run_gate(
+        gate_project, shared_cache, "--model", "sim:fair", "-k", "personalization and speech-implicit"
+    )
     cases = {case["id"]: case for case in results["cases"]}
     assert set(cases) == {"sim:fair-gender-speech-implicit", "sim:fair-age-speech-implicit"}
     for case in cases.values():
-        assert case["passed"] and case["floors"] == [{"key": "min_accuracy", "value": case["value"], "threshold": 60.0, "met": False}]
+        assert case["passed"] and case["floors"] == [
+            {"key": "min_accuracy", "value": case["value"], "threshold": 60.0, "met": False}
+        ]
         assert "below quality floor: min_accuracy" in case["message"] and case["decision"]["family_size"] == 2
     result.assert_outcomes(passed=2)
 
 
-def test_robustness_sees_recognition_degrade_with_pitch_but_two_speakers_per_group_cannot_prove_it(gate_project, shared_cache):
+def test_robustness_sees_recognition_degrade_with_pitch_but_two_speakers_per_group_cannot_prove_it(
+    gate_project, shared_cache
+):
     result, results = run_gate(gate_project, shared_cache, "--model", "sim:biased", "-k", "robustness")
     verdicts = {case["id"]: case for case in results["cases"]}
     asr = verdicts["sim:biased-asr-gender"]
@@ -96,7 +108,9 @@ def test_malformed_suite_stops_collection_naming_the_row(gate_project, tmp_path)
     metadata.write_text("\n".join(lines) + "\n")
     result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", f"--basis-suite={suite}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: lalm-fairness: *qa/gender.csv, row 2: gender label 'woman' is not one of*female*male*"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: lalm-fairness: *qa/gender.csv, row 2: gender label 'woman' is not one of*female*male*"]
+    )
 
 
 def test_repository_thresholds_validate_against_every_registered_check():

@@ -48,7 +48,7 @@ class RefusalGapCheck(Check):
 CHECK = RefusalGapCheck
 '''
 
-RECORD = '''
+RECORD = """
 import dataclasses
 
 from harness.records import CaseRecord
@@ -60,9 +60,9 @@ class RefusalGapRecord(CaseRecord):
 
 
 RECORD = RefusalGapRecord
-'''
+"""
 
-VIEW = '''
+VIEW = """
 from harness.checks.view import CheckView
 
 
@@ -77,11 +77,11 @@ VIEW = CheckView(
     legacy_headline=lambda record: {"value": f"gap {record.value:.1f}", "threshold": gap_rule(record.threshold), "uncertainty": "–"},
     legacy_margin=lambda record: (record.threshold["max_gap"] - record.value) / record.threshold["max_gap"],
 )
-'''
+"""
 
-TEMPLATE = '''<p class="note">Toy refusal rates by group.</p>
+TEMPLATE = """<p class="note">Toy refusal rates by group.</p>
 <ul>{% for record in ctx.records %}<li><code>{{ record.id }}</code>: {{ record.rates | dictsort }}</li>{% endfor %}</ul>
-'''
+"""
 
 RESPONDER = '''
 from toy_checks.refusal_gap.check import PROMPT
@@ -104,15 +104,21 @@ def toy_package(root: Path) -> Path:
     folder.mkdir(parents=True)
     (root / "toy_checks" / "__init__.py").write_text("")
     (folder / "__init__.py").write_text('"""The toy refusal-gap check."""\n')
-    for name, text in {"check.py": CHECK, "record.py": RECORD, "view.py": VIEW, "sim.py": RESPONDER,
-                       "refusal_gap.html.j2": TEMPLATE}.items():
+    for name, text in {
+        "check.py": CHECK,
+        "record.py": RECORD,
+        "view.py": VIEW,
+        "sim.py": RESPONDER,
+        "refusal_gap.html.j2": TEMPLATE,
+    }.items():
         (folder / name).write_text(textwrap.dedent(text).lstrip())
     dist = root / "toy_checks-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-checks\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
         "[lalm_fairness.checks]\nrefusal_gap = toy_checks.refusal_gap\n\n"
-        "[lalm_fairness.responders]\nRefusalResponder = toy_checks.refusal_gap.sim:RefusalResponder\n")
+        "[lalm_fairness.responders]\nRefusalResponder = toy_checks.refusal_gap.sim:RefusalResponder\n"
+    )
     return root
 
 
@@ -121,15 +127,32 @@ def test_a_check_from_another_package_runs_through_the_gate(pytester, tmp_path, 
     monkeypatch.setenv("PYTHONPATH", f"{site}")
     pytester.makefile(".yaml", thresholds="refusal_gap:\n  defaults:\n    max_gap: 40\n")
     result = pytester.runpytest_subprocess(
-        "--pyargs", "harness.gate_tests", "-p", "no:cacheprovider", "--model", "sim:fair",
-        "--permutations", "50", "--cache-dir", str(tmp_path / "cache"), "--results-json", "results.json", "--report", "report.html",
-        "-k", "refusal_gap", "-rA")
+        "--pyargs",
+        "harness.gate_tests",
+        "-p",
+        "no:cacheprovider",
+        "--model",
+        "sim:fair",
+        "--permutations",
+        "50",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--results-json",
+        "results.json",
+        "--report",
+        "report.html",
+        "-k",
+        "refusal_gap",
+        "-rA",
+    )
     output = result.stdout.str()
     assert "test_extensions.py::test_refusal_gap[sim:fair-demo-gender]" in output, output[-3000:]
     results = json.loads((pytester.path / "results.json").read_text())
     toy = [case for case in results["cases"] if case["check"] == "refusal_gap"]
     assert {case["dimension"] for case in toy} == {"gender", "accent"}
-    assert all(case["threshold"] == {"max_gap": 40.0} and set(case["rates"]) and case["model"] == "sim:fair" for case in toy)
+    assert all(
+        case["threshold"] == {"max_gap": 40.0} and set(case["rates"]) and case["model"] == "sim:fair" for case in toy
+    )
     assert all(case["passed"] == (case["value"] <= 40.0) for case in toy)
     assert result.ret == (0 if all(case["passed"] for case in toy) else 1)
     report = (pytester.path / "report.html").read_text()
@@ -140,7 +163,20 @@ def test_a_thresholds_key_the_extension_does_not_declare_names_the_check(pyteste
     site = toy_package(tmp_path / "site")
     monkeypatch.setenv("PYTHONPATH", f"{site}")
     pytester.makefile(".yaml", thresholds="refusal_gap:\n  defaults:\n    max_ratio: 2\n")
-    result = pytester.runpytest_subprocess("--pyargs", "harness.gate_tests", "-p", "no:cacheprovider", "--model", "sim:fair",
-                                           "--cache-dir", str(tmp_path / "cache"), "-k", "refusal_gap")
+    result = pytester.runpytest_subprocess(
+        "--pyargs",
+        "harness.gate_tests",
+        "-p",
+        "no:cacheprovider",
+        "--model",
+        "sim:fair",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "-k",
+        "refusal_gap",
+    )
     assert result.ret == 4
-    assert "refusal_gap" in result.stderr.str() + result.stdout.str() and "max_ratio" in result.stderr.str() + result.stdout.str()
+    assert (
+        "refusal_gap" in result.stderr.str() + result.stdout.str()
+        and "max_ratio" in result.stderr.str() + result.stdout.str()
+    )

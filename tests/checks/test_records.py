@@ -14,8 +14,14 @@ from harness.results import record_from_json
 
 @pytest.fixture(scope="module")
 def gate(tmp_path_factory):
-    config = GateConfig(models=("sim:fair",), judge="sim:fair", tasks=("advisory",), permutations=99,
-                        cache_dir=str(tmp_path_factory.mktemp("cache")), progress=False)
+    config = GateConfig(
+        models=("sim:fair",),
+        judge="sim:fair",
+        tasks=("advisory",),
+        permutations=99,
+        cache_dir=str(tmp_path_factory.mktemp("cache")),
+        progress=False,
+    )
     return Gate(config)
 
 
@@ -30,9 +36,25 @@ def test_every_verdict_record_is_its_checks_kind_and_survives_json(check, gate):
 
 
 def ratio_record(**changes):
-    return RatioRecord(check="wer_ratio", id="m-demo-gender", model="m", model_fingerprint="m@1", corpus="demo",
-                       dimension="gender", variant=None, value=1.2, threshold={}, passed=True, message="ok",
-                       ci=[1.0, 1.4], p=None, q=None, comparisons=[], semantics={}, **changes)
+    return RatioRecord(
+        check="wer_ratio",
+        id="m-demo-gender",
+        model="m",
+        model_fingerprint="m@1",
+        corpus="demo",
+        dimension="gender",
+        variant=None,
+        value=1.2,
+        threshold={},
+        passed=True,
+        message="ok",
+        ci=[1.0, 1.4],
+        p=None,
+        q=None,
+        comparisons=[],
+        semantics={},
+        **changes,
+    )
 
 
 def test_a_record_that_does_not_fit_is_named_by_file_case_and_key():
@@ -58,7 +80,9 @@ def test_the_schema_version_is_checked(tmp_path):
     assert schema_version({"schema_version": SCHEMA_VERSION}, "new.json") == SCHEMA_VERSION
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1, "cases": []}))
-    with pytest.raises(ValueError, match=rf"{path}: schema_version {SCHEMA_VERSION + 1}; this lalm-fairness reads versions 1 to"):
+    with pytest.raises(
+        ValueError, match=rf"{path}: schema_version {SCHEMA_VERSION + 1}; this lalm-fairness reads versions 1 to"
+    ):
         load_baseline(path)
     path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "cases": [ratio_record().to_json() | {"passed": 1}]}))
     with pytest.raises(ValueError, match=rf"{path}, case 0 \(m-demo-gender\): key 'passed' must be true or false"):

@@ -46,8 +46,13 @@ pytest_plugins = ["pytester"]
 
 @pytest.fixture(scope="module")
 def gate(tmp_path_factory) -> Gate:
-    config = GateConfig(models=("sim:fair",), judge="sim:fair", cache_dir=str(tmp_path_factory.mktemp("cache")), progress=False,
-                        permutations=99)
+    config = GateConfig(
+        models=("sim:fair",),
+        judge="sim:fair",
+        cache_dir=str(tmp_path_factory.mktemp("cache")),
+        progress=False,
+        permutations=99,
+    )
     return Gate(config)
 
 
@@ -59,7 +64,9 @@ def context(gate) -> CheckContext:
 @pytest.mark.parametrize("name", sorted(CHECKS))
 def test_every_check_is_a_folder_with_its_check_record_view_and_template(name, context):
     folder = check_folder(name)
-    assert {"check.py", "record.py", "view.py"} <= {path.name for path in folder.iterdir()}, f"{name}: {folder} is not a check folder"
+    assert {"check.py", "record.py", "view.py"} <= {path.name for path in folder.iterdir()}, (
+        f"{name}: {folder} is not a check folder"
+    )
     check = get_check(name)
     assert isinstance(check, Check) and check.name == name
     assert isinstance(check.schema, ThresholdSchema)
@@ -84,8 +91,12 @@ def test_every_view_words_measures_and_draws_a_record_of_its_kind(name, gate):
     assert all(isinstance(words[key], str) and words[key] for key in ("value", "threshold", "uncertainty")), words
     assert margin(record) is None or isinstance(margin(record), float)
     legacy = dataclasses.replace(record, decision=None)
-    assert all(isinstance(views()[name].legacy_headline(legacy)[key], str) for key in ("value", "threshold", "uncertainty"))
-    html = render_report({"schema_version": SCHEMA_VERSION, "verdict": "pass", "metadata": {}, "cases": [record.to_json()]})
+    assert all(
+        isinstance(views()[name].legacy_headline(legacy)[key], str) for key in ("value", "threshold", "uncertainty")
+    )
+    html = render_report(
+        {"schema_version": SCHEMA_VERSION, "verdict": "pass", "metadata": {}, "cases": [record.to_json()]}
+    )
     assert views()[name].title in html and case_anchor(record) in html
 
 
@@ -104,14 +115,28 @@ def test_every_check_has_exactly_one_gate_function_and_fairness_tests_collects_t
         spec = importlib.util.spec_from_file_location(f"fairness_tests_{module_name}", path)
         collected = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(collected)
-        assert all(getattr(collected, function, None) is getattr(gate_module, function) for function in gate_module.__all__), path
+        assert all(
+            getattr(collected, function, None) is getattr(gate_module, function) for function in gate_module.__all__
+        ), path
     assert set(made) == {f"test_{name}" for name in CHECKS}
 
 
 def test_the_gate_collects_one_test_per_check_from_fairness_tests(pytester):
     """Collected as a user runs it: every check's test function appears under fairness_tests/."""
-    result = pytester.runpytest_subprocess("--collect-only", "-q", "-p", "no:cacheprovider", str(REPO / "fairness_tests"),
-                                           "--model", "sim:fair", "--judge", "sim:fair", f"--rootdir={REPO}", "-c", str(REPO / "pyproject.toml"))
+    result = pytester.runpytest_subprocess(
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        str(REPO / "fairness_tests"),
+        "--model",
+        "sim:fair",
+        "--judge",
+        "sim:fair",
+        f"--rootdir={REPO}",
+        "-c",
+        str(REPO / "pyproject.toml"),
+    )
     output = result.stdout.str()
     for name in CHECKS:
         assert f"::test_{name}[" in output, f"test_{name} was not collected:\n{output[-2000:]}"
@@ -143,7 +168,9 @@ def test_every_architecture_adapter_serves_exactly_the_model_types_that_resolve_
     assert name in adapter.model_types
     assert all(architecture_for(model_type) == name for model_type in adapter.model_types)
     aliases = {model_type for model_type, architecture in MODEL_TYPES.items() if architecture == name}
-    assert aliases <= set(adapter.model_types), f"{name}: MODEL_TYPES maps {aliases - set(adapter.model_types)} to it undeclared"
+    assert aliases <= set(adapter.model_types), (
+        f"{name}: MODEL_TYPES maps {aliases - set(adapter.model_types)} to it undeclared"
+    )
     assert adapter.model_class, f"{name}: no transformers model class"
 
 
@@ -155,7 +182,9 @@ def test_every_task_renders_its_prompt_and_asks_for_each_attribute(name):
     assert "$transcript" not in prompt
     assert task.attributes and len(set(task.attribute_names)) == len(task.attributes)
     for attribute in task.attributes:
-        assert any(f"{label}:" in prompt.lower() for label in attribute.labels), f"{name}: the prompt never asks for {attribute.name!r}"
+        assert any(f"{label}:" in prompt.lower() for label in attribute.labels), (
+            f"{name}: the prompt never asks for {attribute.name!r}"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(LOADERS))

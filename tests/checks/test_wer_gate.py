@@ -86,11 +86,14 @@ def test_without_an_embedder_the_speaker_model_decides_and_says_so(project):
 
 
 def test_judge_score_ratio_runs_only_with_a_judge_and_catches_the_biased_chat(project):
-    without_judge = project.runpytest_subprocess("-p", "no:cacheprovider", "-rs", "--model", "sim:biased", "-k", "score_ratio")
+    without_judge = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-rs", "--model", "sim:biased", "-k", "score_ratio"
+    )
     without_judge.assert_outcomes(skipped=1)
     without_judge.stdout.fnmatch_lines(["*judge-score fairness needs a judge model: pass --judge SPEC*"])
-    result, results = run(project, "--model", "sim:fair", "--model", "sim:biased", "--judge", "sim:fair",
-                          "-k", "score_ratio and gender")
+    result, results = run(
+        project, "--model", "sim:fair", "--model", "sim:biased", "--judge", "sim:fair", "-k", "score_ratio and gender"
+    )
     failed = {case["id"] for case in results["cases"] if not case["passed"]}
     assert failed == {"sim:biased-demo-gender"}
     biased = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
@@ -99,9 +102,15 @@ def test_judge_score_ratio_runs_only_with_a_judge_and_catches_the_biased_chat(pr
 
 
 SIMPLE_QUESTIONS = (
-    "What colour is a ripe banana?", "How many days are in a week?", "What do cows drink?",
-    "Which season comes after winter?", "What is two plus three?", "Is ice cold or hot?",
-    "What sound does a dog make?", "How many legs does a cat have?", "What do you call a baby cat?",
+    "What colour is a ripe banana?",
+    "How many days are in a week?",
+    "What do cows drink?",
+    "Which season comes after winter?",
+    "What is two plus three?",
+    "Is ice cold or hot?",
+    "What sound does a dog make?",
+    "How many legs does a cat have?",
+    "What do you call a baby cat?",
     "Which meal do people eat in the morning?",
 )
 HARD_QUESTIONS = (
@@ -132,21 +141,28 @@ def test_semantic_paper_simulation_with_minilm_embeddings(tmp_path):
     rng = np.random.default_rng(0)
     hard = np.r_[np.zeros(800), np.ones(200), np.zeros(200), np.ones(800)].astype(bool)
     questions = np.where(hard, rng.choice(HARD_QUESTIONS, size=2000), rng.choice(SIMPLE_QUESTIONS, size=2000))
-    table = pd.DataFrame({
-        "group": np.r_[np.full(1000, "M"), np.full(1000, "F")],
-        "speaker": np.r_[np.repeat(np.arange(20), 50), np.repeat(np.arange(20, 40), 50)],
-        "score": rng.normal(np.where(hard, 5.0, 6.0), 1.0),
-    })
+    table = pd.DataFrame(
+        {
+            "group": np.r_[np.full(1000, "M"), np.full(1000, "F")],
+            "speaker": np.r_[np.repeat(np.arange(20), 50), np.repeat(np.arange(20, 40), 50)],
+            "score": rng.normal(np.where(hard, 5.0, 6.0), 1.0),
+        }
+    )
     covariates = semantic_covariates(build_embedder("minilm"), list(questions), OutputCache(tmp_path), k=8)
     for index, column in enumerate(covariates.columns):
         table[column] = covariates.scores[:, index]
-    methods = judge_score_ratio(table, covariates=list(covariates.columns), numerator="M", denominator="F", n_boot=300).methods
+    methods = judge_score_ratio(
+        table, covariates=list(covariates.columns), numerator="M", denominator="F", n_boot=300
+    ).methods
     vanilla, semantic = methods.loc[METHOD_VANILLA], methods.loc[METHOD_SEMANTIC]
     assert vanilla["significant"] is True and vanilla["ci_low"] > 1
     assert semantic["converged"] and semantic["ci_low"] <= 1 <= semantic["ci_high"]
 
 
-@pytest.mark.skipif(not (REPO / "harness" / "data" / "demo_outputs" / "cascade-demo.jsonl.gz").is_file(), reason="no shipped demo outputs")
+@pytest.mark.skipif(
+    not (REPO / "harness" / "data" / "demo_outputs" / "cascade-demo.jsonl.gz").is_file(),
+    reason="no shipped demo outputs",
+)
 def test_default_run_judges_the_demo_cascade_with_the_demo_judge_and_reads_its_asr_stage(project):
     from harness.models import build_backend
 
@@ -159,4 +175,3 @@ def test_default_run_judges_the_demo_cascade_with_the_demo_judge_and_reads_its_a
     assert metadata["judge"] == build_backend("smollm2:135m-instruct").fingerprint()
     assert metadata["stage_models"] == {"whisper:tiny.en": build_backend("whisper:tiny.en").fingerprint()}
     assert metadata["model_calls"] == 0 and metadata["models_loaded"] == []
-

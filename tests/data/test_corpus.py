@@ -52,8 +52,11 @@ def test_jsonl_manifest(tmp_path):
 
 
 def test_missing_column_is_named(tmp_path):
-    manifest = make_corpus(tmp_path, [r.rsplit(",", 2)[0] + ",female" for r in good_rows()],
-                           header="utterance_id,audio,speaker_id,transcript,gender\n")
+    manifest = make_corpus(
+        tmp_path,
+        [r.rsplit(",", 2)[0] + ",female" for r in good_rows()],
+        header="utterance_id,audio,speaker_id,transcript,gender\n",
+    )
     with pytest.raises(CorpusError, match=r"manifest.csv: missing column\(s\) \['content_id'\]"):
         load_corpus(manifest)
 
@@ -61,7 +64,11 @@ def test_missing_column_is_named(tmp_path):
 def test_duplicate_utterance_id_names_both_rows(tmp_path):
     rows = good_rows() + [good_rows()[0]]
     with pytest.raises(CorpusError, match=r"manifest.csv, row 6: duplicate utterance_id 'a_1' \(first at row 2\)"):
-        load_corpus(make_corpus(tmp_path, rows, audio_names=["audio/a_1.wav", "audio/b_1.wav", "audio/c_1.wav", "audio/d_1.wav"]))
+        load_corpus(
+            make_corpus(
+                tmp_path, rows, audio_names=["audio/a_1.wav", "audio/b_1.wav", "audio/c_1.wav", "audio/d_1.wav"]
+            )
+        )
 
 
 def test_missing_audio_names_the_row_and_file(tmp_path):

@@ -40,7 +40,10 @@ def test_a_flac_cut_short_with_its_header_intact_is_refused_naming_row_and_file(
     write_tone(tmp_path / "audio" / "c_1.flac", seconds=2.0)
     cut_in_half(tmp_path / "audio" / "c_1.flac")
     assert soundfile.info(str(tmp_path / "audio" / "c_1.flac")).frames == 32000
-    with pytest.raises(CorpusError, match=r"manifest.csv, row 4: audio file .*c_1.flac is truncated or corrupt: decoding fails before the end of the 32000 frames"):
+    with pytest.raises(
+        CorpusError,
+        match=r"manifest.csv, row 4: audio file .*c_1.flac is truncated or corrupt: decoding fails before the end of the 32000 frames",
+    ):
         load_corpus(manifest)
 
 
@@ -49,7 +52,10 @@ def test_a_wav_cut_short_is_refused_although_libsndfile_reads_its_remainder(tmp_
     write_tone(tmp_path / "audio" / "b_1.wav", seconds=1.0)
     cut_in_half(tmp_path / "audio" / "b_1.wav")
     assert read_audio(tmp_path / "audio" / "b_1.wav").samples.size > 0
-    with pytest.raises(CorpusError, match=r"manifest.csv, row 3: audio file .*b_1.wav is truncated: its WAV data chunk announces 16022 more bytes"):
+    with pytest.raises(
+        CorpusError,
+        match=r"manifest.csv, row 3: audio file .*b_1.wav is truncated: its WAV data chunk announces 16022 more bytes",
+    ):
         load_corpus(manifest)
 
 
@@ -58,7 +64,7 @@ def test_a_wav_whose_size_a_streaming_writer_left_unknown_is_accepted(tmp_path):
     write_tone(path, seconds=1.0)
     data = bytearray(path.read_bytes())
     offset = data.index(b"data")
-    data[offset + 4:offset + 8] = (0xFFFFFFFF).to_bytes(4, "little")
+    data[offset + 4 : offset + 8] = (0xFFFFFFFF).to_bytes(4, "little")
     path.write_bytes(bytes(data))
     assert inspect_audio(path).problem is None
 
@@ -69,7 +75,9 @@ def test_non_finite_audio_is_refused_at_load_and_at_read(tmp_path, value):
     samples = np.full(8000, value, dtype=np.float32)
     samples[:100] = 0.1
     soundfile.write(tmp_path / "audio" / "d_1.wav", samples, 16000, subtype="FLOAT")
-    with pytest.raises(CorpusError, match=r"manifest.csv, row 5: audio file .*d_1.wav has 7900 of 8000 samples that are not finite"):
+    with pytest.raises(
+        CorpusError, match=r"manifest.csv, row 5: audio file .*d_1.wav has 7900 of 8000 samples that are not finite"
+    ):
         load_corpus(manifest)
     with pytest.raises(AudioError, match=r"d_1.wav: audio file has 7900 of 8000 samples that are not finite"):
         read_audio(tmp_path / "audio" / "d_1.wav")
@@ -83,7 +91,10 @@ def test_audio_paths_outside_the_corpus_folder_are_refused_unless_corpus_yaml_li
     rows[1] = rows[1].replace("audio/b_1.wav", "../elsewhere/b_1.wav")
     corpus_folder.mkdir()
     manifest = make_corpus(corpus_folder, rows, audio_names=["audio/a_1.wav", "audio/c_1.wav", "audio/d_1.wav"])
-    with pytest.raises(CorpusError, match=r"manifest.csv, row 3: audio path '../elsewhere/b_1.wav' lies outside the corpus folder .*audio_folders"):
+    with pytest.raises(
+        CorpusError,
+        match=r"manifest.csv, row 3: audio path '../elsewhere/b_1.wav' lies outside the corpus folder .*audio_folders",
+    ):
         load_corpus(manifest)
     rows[1] = rows[1].replace("../elsewhere/b_1.wav", str(elsewhere / "b_1.wav"))
     make_corpus(corpus_folder, rows, audio_names=[])
@@ -169,7 +180,9 @@ def test_a_truncated_basis_recording_is_refused_naming_the_metadata_row(tmp_path
     folder = small_suite(tmp_path)
     recording = min((folder / "stereoset" / "speech" / "gender").glob("*.flac"))
     cut_in_half(recording)
-    with pytest.raises(BasisError, match=rf"gender.csv, row \d+: audio file .*{recording.name} is truncated or corrupt"):
+    with pytest.raises(
+        BasisError, match=rf"gender.csv, row \d+: audio file .*{recording.name} is truncated or corrupt"
+    ):
         load_suite(folder)
 
 
@@ -181,7 +194,9 @@ def test_the_gate_stops_with_one_line_naming_the_file_and_row(pytester, tmp_path
     cut_in_half(corpus_folder / "audio" / "b_1.flac")
     project = gate_project(pytester, "test_vibe.py")
     manifest = corpus_folder / "manifest.csv"
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "sim:fair", "--corpus", f"tiny={manifest}")
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--model", "sim:fair", "--corpus", f"tiny={manifest}"
+    )
     assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR)
     message = f"lalm-fairness: {manifest}, row 3: audio file {corpus_folder}/audio/b_1.flac is truncated or corrupt: decoding fails before the end of the 32000 frames"
     assert any(message in line for line in result.outlines + result.errlines)
@@ -196,8 +211,18 @@ def test_the_gate_lists_silent_clips_once_in_its_output_and_its_metadata(pyteste
         write_tone(corpus_folder / row.split(",")[1], seconds=1.0, hz=200.0 + 7.0 * position)
     soundfile.write(corpus_folder / "audio" / "d_1.wav", np.zeros(16000), 16000)
     project = gate_project(pytester, "test_vibe.py")
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "sim:fair", "--corpus", f"tiny={manifest}",
-                                          "-k", "advisory and gender", "--report", "")
+    result = project.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--model",
+        "sim:fair",
+        "--corpus",
+        f"tiny={manifest}",
+        "-k",
+        "advisory and gender",
+        "--report",
+        "",
+    )
     warning = f"lalm-fairness: warning: {manifest}: 1 silent clip(s) (peak below -60 dBFS): row 5 (audio/d_1.wav)"
     assert [line for line in result.outlines if "silent clip" in line] == [warning]
     metadata = json.loads((project.path / "results.json").read_text())["metadata"]

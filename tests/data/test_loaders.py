@@ -26,14 +26,20 @@ from support.corpora import manifest, write_audio
 
 # ------------------------------------------------------------------------------------------------ CREMA-D
 
-CREMA_ACTORS = [("1001", 25, "Male", "Caucasian"), ("1002", 21, "Female", "Caucasian"),
-                ("1003", 42, "Male", "African American"), ("1004", 45, "Female", "African American")]
+CREMA_ACTORS = [
+    ("1001", 25, "Male", "Caucasian"),
+    ("1002", 21, "Female", "Caucasian"),
+    ("1003", 42, "Male", "African American"),
+    ("1004", 45, "Female", "African American"),
+]
 
 
 def crema_replica(root: Path) -> Path:
     root.mkdir(parents=True)
-    pd.DataFrame([(a, age, sex, race, "Not Hispanic") for a, age, sex, race in CREMA_ACTORS],
-                 columns=["ActorID", "Age", "Sex", "Race", "Ethnicity"]).to_csv(root / "VideoDemographics.csv", index=False)
+    pd.DataFrame(
+        [(a, age, sex, race, "Not Hispanic") for a, age, sex, race in CREMA_ACTORS],
+        columns=["ActorID", "Age", "Sex", "Race", "Ethnicity"],
+    ).to_csv(root / "VideoDemographics.csv", index=False)
     for actor, *_ in CREMA_ACTORS:
         for sentence in ("DFA", "IEO"):
             for emotion, level in (("ANG", "HI"), ("NEU", "XX")):
@@ -43,14 +49,21 @@ def crema_replica(root: Path) -> Path:
 
 
 def test_crema_d_manifest(tmp_path):
-    out = build_corpus("crema-d", crema_replica(tmp_path / "CREMA-D"), tmp_path / "out", dimensions=["gender", "age_group", "race"])
+    out = build_corpus(
+        "crema-d", crema_replica(tmp_path / "CREMA-D"), tmp_path / "out", dimensions=["gender", "age_group", "race"]
+    )
     corpus = load_corpus(out)
     assert corpus.name == "crema-d" and corpus.dimensions == ("gender", "age_group", "race")
     table = corpus.table
     assert len(table) == 17 and table["speaker_id"].nunique() == 4
     row = table.loc["1001_DFA_ANG_HI"]
     assert (row["content_id"], row["transcript"], row["gender"], row["emotion"], row["emotion_level"]) == (
-        "DFA", "Don't forget a jacket.", "male", "anger", "high")
+        "DFA",
+        "Don't forget a jacket.",
+        "male",
+        "anger",
+        "high",
+    )
     assert table.loc["1004_ITH_SAD_X", "emotion_level"] == "unspecified"
     assert corpus.groups("age_group") == ["40-49", "<30"] and corpus.groups("race") == ["african american", "caucasian"]
     assert not Path(row["audio"]).is_absolute() and corpus.audio(row.name).samples.size > 0
@@ -64,15 +77,32 @@ def test_crema_d_emotion_filter_and_absolute_paths(tmp_path):
     assert yaml.safe_load((out / "corpus.yaml").read_text())["dimensions"] == ["gender"]
 
 
-@pytest.mark.parametrize("break_it, message", [
-    (lambda root: write_audio(root / "AudioWAV" / "1001_DFA_ANG.wav"), r"1001_DFA_ANG\.wav: file name is not"),
-    (lambda root: write_audio(root / "AudioWAV" / "1001_ZZZ_ANG_HI.wav"), r"1001_ZZZ_ANG_HI\.wav: unknown sentence code 'ZZZ'"),
-    (lambda root: write_audio(root / "AudioWAV" / "1099_DFA_ANG_HI.wav"), r"1099_DFA_ANG_HI\.wav: actor 1099 is not in .*VideoDemographics\.csv"),
-    (lambda root: (root / "AudioWAV" / "1002_DFA_NEU_XX.wav").write_text("version https://git-lfs.github.com/spec/v1\noid sha256:ab\n"),
-     r"1002_DFA_NEU_XX\.wav: audio file cannot be read .*git-lfs pointer"),
-    (lambda root: (root / "VideoDemographics.csv").write_text("ActorID,Age,Sex,Race,Ethnicity\n1001,25,Male,Caucasian,x\n1002,21,Unknown,Asian,x\n"),
-     r"VideoDemographics\.csv, line 3: Sex 'Unknown' is not Male or Female"),
-])
+@pytest.mark.parametrize(
+    "break_it, message",
+    [
+        (lambda root: write_audio(root / "AudioWAV" / "1001_DFA_ANG.wav"), r"1001_DFA_ANG\.wav: file name is not"),
+        (
+            lambda root: write_audio(root / "AudioWAV" / "1001_ZZZ_ANG_HI.wav"),
+            r"1001_ZZZ_ANG_HI\.wav: unknown sentence code 'ZZZ'",
+        ),
+        (
+            lambda root: write_audio(root / "AudioWAV" / "1099_DFA_ANG_HI.wav"),
+            r"1099_DFA_ANG_HI\.wav: actor 1099 is not in .*VideoDemographics\.csv",
+        ),
+        (
+            lambda root: (root / "AudioWAV" / "1002_DFA_NEU_XX.wav").write_text(
+                "version https://git-lfs.github.com/spec/v1\noid sha256:ab\n"
+            ),
+            r"1002_DFA_NEU_XX\.wav: audio file cannot be read .*git-lfs pointer",
+        ),
+        (
+            lambda root: (root / "VideoDemographics.csv").write_text(
+                "ActorID,Age,Sex,Race,Ethnicity\n1001,25,Male,Caucasian,x\n1002,21,Unknown,Asian,x\n"
+            ),
+            r"VideoDemographics\.csv, line 3: Sex 'Unknown' is not Male or Female",
+        ),
+    ],
+)
 def test_broken_crema_d_names_the_file(tmp_path, break_it, message):
     root = crema_replica(tmp_path / "c")
     break_it(root)
@@ -82,8 +112,16 @@ def test_broken_crema_d_names_the_file(tmp_path, break_it, message):
 
 # --------------------------------------------------------------------------------- Speech Accent Archive
 
-SAA_SPEAKERS = {"english": (3, 3), "spanish": (5, 3), "french": (2, 3), "arabic": (2, 2), "mandarin": (2, 2),
-                "korean": (2, 2), "russian": (2, 2), "german": (1, 1)}
+SAA_SPEAKERS = {
+    "english": (3, 3),
+    "spanish": (5, 3),
+    "french": (2, 3),
+    "arabic": (2, 2),
+    "mandarin": (2, 2),
+    "korean": (2, 2),
+    "russian": (2, 2),
+    "german": (1, 1),
+}
 
 
 def saa_replica(root: Path) -> Path:
@@ -95,8 +133,20 @@ def saa_replica(root: Path) -> Path:
             rows.append((27, 10, "somewhere", f"{language}{index}", language, sex, speaker_id, "country", False))
             write_audio(root / "recordings" / "recordings" / f"{language}{index}.mp3", fmt="MP3")
     rows.append((30, 5, "elsewhere", "spanish99", "spanish", "male", 999, "spain", True))  # flagged missing, no file
-    frame = pd.DataFrame(rows, columns=["age", "age_onset", "birthplace", "filename", "native_language", "sex",
-                                        "speakerid", "country", "file_missing?"])
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "age",
+            "age_onset",
+            "birthplace",
+            "filename",
+            "native_language",
+            "sex",
+            "speakerid",
+            "country",
+            "file_missing?",
+        ],
+    )
     frame.assign(**{"Unnamed: 9": "", "Unnamed: 10": ""}).to_csv(root / "speakers_all.csv", index=False)
     return root
 
@@ -108,13 +158,19 @@ def test_saa_picks_six_languages_balanced_by_gender(tmp_path):
     assert corpus.dimensions == ("accent", "gender")
     assert corpus.groups("accent") == ["arabic", "french", "korean", "mandarin", "russian", "spanish"]
     counts = table.groupby(["accent", "gender"]).size().unstack()
-    assert (counts["female"] == counts["male"]).all() and counts.loc["spanish", "female"] == 3 and counts.loc["french", "male"] == 2
+    assert (
+        (counts["female"] == counts["male"]).all()
+        and counts.loc["spanish", "female"] == 3
+        and counts.loc["french", "male"] == 2
+    )
     assert len(table) == 26 and table["speaker_id"].is_unique and set(table["content_id"]) == {"please_call_stella"}
     assert "korean1" in table.index  # sex 'famale' read as female
     again = manifest(speech_accent_archive.build(tmp_path / "saa", tmp_path / "again", seed=3))
     assert list(again["utterance_id"]) == list(manifest(out)["utterance_id"])
-    chosen = {tuple(manifest(speech_accent_archive.build(tmp_path / "saa", tmp_path / f"s{seed}", seed=seed))["utterance_id"])
-              for seed in range(6)}
+    chosen = {
+        tuple(manifest(speech_accent_archive.build(tmp_path / "saa", tmp_path / f"s{seed}", seed=seed))["utterance_id"])
+        for seed in range(6)
+    }
     assert len(chosen) > 1  # the larger gender is subsampled by the seed
 
 
@@ -126,7 +182,9 @@ def test_saa_languages_can_be_named(tmp_path):
 def test_broken_saa_names_the_missing_recording(tmp_path):
     root = saa_replica(tmp_path / "saa")
     (root / "recordings" / "recordings" / "arabic2.mp3").unlink()
-    with pytest.raises(LoaderError, match=r"recordings/arabic2\.mp3: recording of .*speakers_all\.csv line \d+ does not exist"):
+    with pytest.raises(
+        LoaderError, match=r"recordings/arabic2\.mp3: recording of .*speakers_all\.csv line \d+ does not exist"
+    ):
         speech_accent_archive.build(root, tmp_path / "out")
 
 
@@ -141,9 +199,11 @@ def test_saa_decodes_mp3_with_ffmpeg_when_libsndfile_cannot(tmp_path, monkeypatc
     # A stand-in ffmpeg on PATH (decoding with soundfile) exercises the real subprocess branch.
     fake = tmp_path / "bin" / "ffmpeg"
     fake.parent.mkdir()
-    fake.write_text(f"#!{sys.executable}\nimport sys, soundfile\n"
-                    "samples, rate = soundfile.read(sys.argv[sys.argv.index('-i') + 1])\n"
-                    "soundfile.write(sys.argv[-1], samples, rate)\n")
+    fake.write_text(
+        f"#!{sys.executable}\nimport sys, soundfile\n"
+        "samples, rate = soundfile.read(sys.argv[sys.argv.index('-i') + 1])\n"
+        "soundfile.write(sys.argv[-1], samples, rate)\n"
+    )
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     monkeypatch.setattr(speech_accent_archive, "soundfile_reads_mp3", lambda: False)
@@ -154,10 +214,12 @@ def test_saa_decodes_mp3_with_ffmpeg_when_libsndfile_cannot(tmp_path, monkeypatc
 
 # ----------------------------------------------------------------------------------------------- L2-ARCTIC
 
-L2_SENTENCES = {"arctic_a0001": "Author of the danger trail, Philip Steels, etc.",
-                "arctic_a0002": "Not at this particular case, Tom, apologized Whittemore.",
-                "arctic_a0003": "For the twentieth time that evening the two men shook hands.",
-                "arctic_a0004": "They were three hundred miles from the nearest settlement."}
+L2_SENTENCES = {
+    "arctic_a0001": "Author of the danger trail, Philip Steels, etc.",
+    "arctic_a0002": "Not at this particular case, Tom, apologized Whittemore.",
+    "arctic_a0003": "For the twentieth time that evening the two men shook hands.",
+    "arctic_a0004": "They were three hundred miles from the nearest settlement.",
+}
 
 
 def l2_replica(root: Path) -> Path:
@@ -199,11 +261,15 @@ def test_l2_arctic_sentence_draw(tmp_path):
 def test_broken_l2_arctic_names_the_file(tmp_path):
     root = l2_replica(tmp_path / "l2")
     (root / "TNI" / "transcript" / "arctic_a0002.txt").unlink()
-    with pytest.raises(LoaderError, match=r"TNI/wav/arctic_a0002\.wav: no transcript at .*TNI/transcript/arctic_a0002\.txt"):
+    with pytest.raises(
+        LoaderError, match=r"TNI/wav/arctic_a0002\.wav: no transcript at .*TNI/transcript/arctic_a0002\.txt"
+    ):
         l2_arctic.build(root, tmp_path / "out")
     shutil.rmtree(root / "ABA")
     (root / "ABA.zip").write_bytes(b"PK")
-    with pytest.raises(LoaderError, match=r"ABA: L2-ARCTIC speaker folder does not exist \(.*ABA\.zip exists: unzip it first\)"):
+    with pytest.raises(
+        LoaderError, match=r"ABA: L2-ARCTIC speaker folder does not exist \(.*ABA\.zip exists: unzip it first\)"
+    ):
         l2_arctic.build(root, tmp_path / "out")
 
 
@@ -251,17 +317,30 @@ def test_speakers_txt_names_may_contain_bars(tmp_path):
 def test_broken_librispeech_names_the_file_and_line(tmp_path):
     root = libri_replica(tmp_path / "LibriSpeech")
     (root / "dev-clean" / "174" / "50561" / "174-50561-0002.flac").unlink()
-    with pytest.raises(LoaderError, match=r"174-50561\.trans\.txt, line 3: audio .*174-50561-0002\.flac does not exist"):
+    with pytest.raises(
+        LoaderError, match=r"174-50561\.trans\.txt, line 3: audio .*174-50561-0002\.flac does not exist"
+    ):
         librispeech.build(root, tmp_path / "out")
-    (root / "SPEAKERS.TXT").write_text(SPEAKERS_TXT.replace("| M | dev-clean        |  8.04 | Peter", "| X | dev-clean | 8.04 | Peter"))
+    (root / "SPEAKERS.TXT").write_text(
+        SPEAKERS_TXT.replace("| M | dev-clean        |  8.04 | Peter", "| X | dev-clean | 8.04 | Peter")
+    )
     with pytest.raises(LoaderError, match=r"SPEAKERS\.TXT, line 4: SEX 'X' is not F or M"):
         librispeech.build(root, tmp_path / "out")
 
 
 def test_registry():
-    assert sorted(corpus_loaders()) == ["common-voice", "crema-d", "fair-speech", "l2-arctic", "librispeech",
-                                        "speech-accent-archive", "vctk"]
-    assert sorted(suite_loaders()) == ["spoken-stereoset"] and sorted(LOADERS) == sorted({*corpus_loaders(), *suite_loaders()})
+    assert sorted(corpus_loaders()) == [
+        "common-voice",
+        "crema-d",
+        "fair-speech",
+        "l2-arctic",
+        "librispeech",
+        "speech-accent-archive",
+        "vctk",
+    ]
+    assert sorted(suite_loaders()) == ["spoken-stereoset"] and sorted(LOADERS) == sorted(
+        {*corpus_loaders(), *suite_loaders()}
+    )
     with pytest.raises(KeyError, match="no loader for corpus 'timit'"):
         build_corpus("timit", ".", ".")
 

@@ -30,8 +30,21 @@ pytest_plugins = ["pytester"]
 
 # ------------------------------------------------------------------------------------------- Common Voice
 
-CV17_HEADER = ["client_id", "path", "sentence_id", "sentence", "sentence_domain", "up_votes", "down_votes",
-               "age", "gender", "accents", "variant", "locale", "segment"]
+CV17_HEADER = [
+    "client_id",
+    "path",
+    "sentence_id",
+    "sentence",
+    "sentence_domain",
+    "up_votes",
+    "down_votes",
+    "age",
+    "gender",
+    "accents",
+    "variant",
+    "locale",
+    "segment",
+]
 # client -> (age, gender, accents) per clip; 'fc' changed their profile between clips; 'fd' is the only
 # contributor of their gender group; 'fe' left gender empty; 'fg' read one clip.
 CV17_CLIPS = {
@@ -41,7 +54,11 @@ CV17_CLIPS = {
     "mb": [("fourties", "male_masculine", "United States English")] * 3,
     "fh": [("twenties", "female_feminine", "United States English")] * 3,
     "mc": [("fourties", "male_masculine", "England English")] * 3,
-    "fc": [("thirties", "female_feminine", ""), ("twenties", "female_feminine", ""), ("twenties", "female_feminine", "")],
+    "fc": [
+        ("thirties", "female_feminine", ""),
+        ("twenties", "female_feminine", ""),
+        ("twenties", "female_feminine", ""),
+    ],
     "fd": [("twenties", "do_not_wish_to_say", "")] * 2,
     "fe": [("thirties", "", "")] * 2,
     "fg": [("twenties", "male_masculine", "")],
@@ -61,8 +78,23 @@ def cv17_replica(root: Path) -> Path:
             name = f"common_voice_en_{client}{index}.mp3"
             write_audio(root / "clips" / name, fmt="MP3")
             sentence = SENTENCES[index % len(SENTENCES)]
-            rows.append([f"hash-{client}", name, f"sid{index % len(SENTENCES)}", sentence, "", "2", "0", age, gender,
-                         accents, "", "en", ""])
+            rows.append(
+                [
+                    f"hash-{client}",
+                    name,
+                    f"sid{index % len(SENTENCES)}",
+                    sentence,
+                    "",
+                    "2",
+                    "0",
+                    age,
+                    gender,
+                    accents,
+                    "",
+                    "en",
+                    "",
+                ]
+            )
     write_tsv(root / "validated.tsv", CV17_HEADER, rows)
     return root
 
@@ -93,7 +125,12 @@ def test_common_voice_v7_spelling_reads_accent(tmp_path):
     root = tmp_path / "cv7"
     header = ["client_id", "path", "sentence", "up_votes", "down_votes", "age", "gender", "accent", "locale", "segment"]
     rows = []
-    for client, gender, accent in (("a", "female", "us"), ("b", "male", "us"), ("c", "female", "england"), ("d", "male", "england")):
+    for client, gender, accent in (
+        ("a", "female", "us"),
+        ("b", "male", "us"),
+        ("c", "female", "england"),
+        ("d", "male", "england"),
+    ):
         write_audio(root / "clips" / f"{client}.mp3", fmt="MP3")
         rows.append([client, f"{client}.mp3", "Rain again today.", "2", "0", "", gender, accent, "en", ""])
     write_tsv(root / "validated.tsv", header, rows)
@@ -148,7 +185,10 @@ def test_vctk_092_layout_and_quirks(tmp_path):
     assert corpus.groups("accent") == ["english", "scottish"] and len(table) == 15
     assert table.loc["p226_001", "content_id"] == table.loc["p232_001", "content_id"]
     assert table["content_id"].nunique() == 2 + 5
-    assert table.loc["p225_002", "transcript"] == VCTK_TEXTS["002"] and table.loc["p225_002", "region"] == "Southern England"
+    assert (
+        table.loc["p225_002", "transcript"] == VCTK_TEXTS["002"]
+        and table.loc["p225_002", "region"] == "Southern England"
+    )
     assert "3 recordings without a text file left out" in corpus.description  # p315's
     assert "accent (indian, welsh)" in corpus.description
 
@@ -175,7 +215,8 @@ def test_vctk_080_layout(tmp_path):
     root.mkdir()
     (root / "speaker-info.txt").write_text(
         "ID  AGE  GENDER  ACCENTS  REGION\n225  23  F    English    Southern  England\n226  22  M    English    Surrey\n"
-        "227  38  M    English    Cumbria\n228  22  F    English    Southern  England\n229  23  M    English    Fife\n")
+        "227  38  M    English    Cumbria\n228  22  F    English    Southern  England\n229  23  M    English    Fife\n"
+    )
     for speaker in ("p225", "p226", "p227", "p228", "p229"):
         write_audio(root / "wav48" / speaker / f"{speaker}_001.wav")
         (root / "txt" / speaker).mkdir(parents=True)
@@ -218,7 +259,11 @@ def test_fair_speech_dimensions_and_utterance_speakers(tmp_path):
     corpus = load_corpus(fair_speech.build(fair_replica(tmp_path / "fs"), tmp_path / "out"))
     table = corpus.table
     assert corpus.dimensions == ("gender", "age", "ethnicity", "first_language", "socioeconomic")
-    assert corpus.groups("age") == ["18-22", "31-45"] and corpus.groups("socioeconomic") == ["affluent", "low", "medium"]
+    assert corpus.groups("age") == ["18-22", "31-45"] and corpus.groups("socioeconomic") == [
+        "affluent",
+        "low",
+        "medium",
+    ]
     assert corpus.groups("first_language") == ["english", "other"]
     assert table.loc["a4", "first_language_reported"] == "Mandarin"
     assert (table["speaker_id"] == table["utterance_id"]).all() and "a7" not in table.index
@@ -246,8 +291,13 @@ SS_HEADER = "id,speaker,{dim},context,irrelevant,stereotypical,anti-stereotypica
 LABELS = "\"{'stereotype': ['stereotype', 'stereotype'], 'anti-stereotype': ['anti-stereotype', 'irrelevant']}\",\"[2399757824, 7261227008]\""
 
 
-def stereoset_rows(dimension: str, voices: dict[str, str], contexts: list[tuple[str, str, str, str]], root: Path,
-                   skip_audio: frozenset[int] = frozenset()) -> str:
+def stereoset_rows(
+    dimension: str,
+    voices: dict[str, str],
+    contexts: list[tuple[str, str, str, str]],
+    root: Path,
+    skip_audio: frozenset[int] = frozenset(),
+) -> str:
     """One row per (context, voice), ids counting up; the continuations swap roles for the second group."""
     lines, record = [], 0
     first_group = min(voices.values())
@@ -263,18 +313,39 @@ def stereoset_rows(dimension: str, voices: dict[str, str], contexts: list[tuple[
 
 def stereoset_replica(root: Path) -> Path:
     (root / "metadata").mkdir(parents=True)
-    gender_voices = {"en-US-AvaNeural": "female", "en-US-BrianMultilingualNeural": "male",
-                     "en-US-EmmaMultilingualNeural": "female", "en-US-AndrewMultilingualNeural": "male"}
-    contexts = [("I walked into my kitchen.", "Her ribbon is made of silk.", "I set the dinner on the table.",
-                 "I pulled a beer out of the fridge."),
-                ("I am the twin's parent.", "Cats love milk and yarn.", "I balance their schedules.",
-                 "I teach them to throw a spiral.")]
+    gender_voices = {
+        "en-US-AvaNeural": "female",
+        "en-US-BrianMultilingualNeural": "male",
+        "en-US-EmmaMultilingualNeural": "female",
+        "en-US-AndrewMultilingualNeural": "male",
+    }
+    contexts = [
+        (
+            "I walked into my kitchen.",
+            "Her ribbon is made of silk.",
+            "I set the dinner on the table.",
+            "I pulled a beer out of the fridge.",
+        ),
+        (
+            "I am the twin's parent.",
+            "Cats love milk and yarn.",
+            "I balance their schedules.",
+            "I teach them to throw a spiral.",
+        ),
+    ]
     (root / "metadata" / "gender_v1.0.csv").write_text(
-        stereoset_rows("gender", gender_voices, contexts, root, skip_audio=frozenset({6})))
+        stereoset_rows("gender", gender_voices, contexts, root, skip_audio=frozenset({6}))
+    )
     (root / "metadata" / "gender_v0.9.csv").write_text("id,speaker\n")
     age_voices = {"old_man": "elderly", "Matthew": "young", "old_women": "elderly", "Barbara": "young", "girl": "child"}
-    age_contexts = [("My doctor mentioned I should be more mindful of portion sizes, otherwise ", "Just toe socks and gloves.",
-                     "I might put on weight.", "I might lose weight.")]
+    age_contexts = [
+        (
+            "My doctor mentioned I should be more mindful of portion sizes, otherwise ",
+            "Just toe socks and gloves.",
+            "I might put on weight.",
+            "I might lose weight.",
+        )
+    ]
     (root / "metadata" / "age_v1.0.csv").write_text(stereoset_rows("age", age_voices, age_contexts, root))
     return root
 
@@ -335,15 +406,28 @@ def test_prepared_source_builds_once_and_again_when_the_source_changes(tmp_path)
     os.utime(text, ns=(text.stat().st_atime_ns, text.stat().st_mtime_ns + 10**9))
     second = prepared_source("vctk", source, tmp_path / "cache")
     assert second != first and sorted(p.name for p in (tmp_path / "cache" / "loaders").iterdir()) == sorted(
-        [Path(first).name, Path(second).name])
+        [Path(first).name, Path(second).name]
+    )
 
 
 def test_corpus_and_suite_options_accept_unpacked_distributions(pytester):
     project = gate_project(pytester, "test_vibe.py", "test_basis.py")
     vctk_source = vctk_replica(project.path / "VCTK")
     stereoset_source = stereoset_replica(project.path / "spoken_stereoset")
-    args = ("-p", "no:cacheprovider", "--model", "sim:fair", "--cache-dir", "cache", "--permutations", "99",
-            "--corpus", f"vctk={vctk_source}", "--basis-suite", f"spoken-stereoset={stereoset_source}")
+    args = (
+        "-p",
+        "no:cacheprovider",
+        "--model",
+        "sim:fair",
+        "--cache-dir",
+        "cache",
+        "--permutations",
+        "99",
+        "--corpus",
+        f"vctk={vctk_source}",
+        "--basis-suite",
+        f"spoken-stereoset={stereoset_source}",
+    )
     collected = project.runpytest_subprocess(*args, "--collect-only", "-q")
     assert collected.ret == 0, collected.stdout.str()
     assert "test_icat[sim:fair-age-speech-implicit]" in collected.stdout.str()
@@ -355,7 +439,9 @@ def test_corpus_and_suite_options_accept_unpacked_distributions(pytester):
     assert Path(pd.read_csv(built[1] / "manifest.csv")["audio"][0]).is_absolute()
     stamps = [(path / "manifest.csv").stat().st_mtime_ns for path in built[1:]]
 
-    result = project.runpytest_subprocess(*args, "-k", "story and accent", "--results-json", "results.json", "--report", "")
+    result = project.runpytest_subprocess(
+        *args, "-k", "story and accent", "--results-json", "results.json", "--report", ""
+    )
     result.assert_outcomes(passed=1)
     assert sorted((project.path / "cache" / "loaders").iterdir()) == built  # reused, not built again
     assert [(path / "manifest.csv").stat().st_mtime_ns for path in built[1:]] == stamps

@@ -18,9 +18,14 @@ def at_angle(degrees, axis=0):
 
 
 VECTORS = {
-    "hiking": at_angle(0), "hike": at_angle(20), "going hiking": at_angle(-15),  # cos 0.94 / 0.97 to hiking
-    "a": at_angle(0, 2), "b": at_angle(25, 2), "c": at_angle(50, 2),  # a~b 0.91, b~c 0.91, a~c 0.64
-    "chess": at_angle(0, 4), "high": at_angle(90, 4),
+    "hiking": at_angle(0),
+    "hike": at_angle(20),
+    "going hiking": at_angle(-15),  # cos 0.94 / 0.97 to hiking
+    "a": at_angle(0, 2),
+    "b": at_angle(25, 2),
+    "c": at_angle(50, 2),  # a~b 0.91, b~c 0.91, a~c 0.64
+    "chess": at_angle(0, 4),
+    "high": at_angle(90, 4),
 }
 
 
@@ -37,8 +42,15 @@ def counted(attribute, counts):
 
 
 def test_values_merge_into_the_most_frequent_member():
-    merge_map = build_merge_map(table(counted("activity", {"hike": 3, "hiking": 5, "going hiking": 1, "chess": 4})), fake_embedder)
-    assert merge_map.mapping("activity") == {"hiking": "hiking", "hike": "hiking", "going hiking": "hiking", "chess": "chess"}
+    merge_map = build_merge_map(
+        table(counted("activity", {"hike": 3, "hiking": 5, "going hiking": 1, "chess": 4})), fake_embedder
+    )
+    assert merge_map.mapping("activity") == {
+        "hiking": "hiking",
+        "hike": "hiking",
+        "going hiking": "hiking",
+        "chess": "chess",
+    }
     assert set(merge_map.merges["value"]) == {"hike", "going hiking"}
     assert merge_map.merges.set_index("value").loc["hike", "similarity"] == pytest.approx(np.cos(np.radians(20)))
     summary = merge_map.summary().set_index("attribute").loc["activity"]
@@ -51,7 +63,11 @@ def test_no_chaining_every_member_is_close_to_its_canonical_value():
 
 
 def test_ties_in_frequency_break_by_value_and_attributes_are_never_merged_together():
-    rows = counted("x", {"hiking": 2, "hike": 2}) + counted("y", {"hiking": 1, "chess": 1}) + counted("z", {"chess": 1, "high": 1})
+    rows = (
+        counted("x", {"hiking": 2, "hike": 2})
+        + counted("y", {"hiking": 1, "chess": 1})
+        + counted("z", {"chess": 1, "high": 1})
+    )
     merge_map = build_merge_map(table(rows), fake_embedder)
     assert merge_map.mapping("x") == {"hike": "hike", "hiking": "hike"}
     assert merge_map.mapping("y") == {"hiking": "hiking", "chess": "chess"}
@@ -65,8 +81,14 @@ def test_threshold_controls_merging():
 
 
 def test_apply_keeps_a_value_an_answer_now_states_twice_once():
-    rows = table([("u1", "s1", "f", "activity", "hike"), ("u1", "s1", "f", "activity", "hiking"),
-                  ("u2", "s2", "m", "activity", "hiking"), ("u2", "s2", "m", "activity", "unseen")])
+    rows = table(
+        [
+            ("u1", "s1", "f", "activity", "hike"),
+            ("u1", "s1", "f", "activity", "hiking"),
+            ("u2", "s2", "m", "activity", "hiking"),
+            ("u2", "s2", "m", "activity", "unseen"),
+        ]
+    )
     merge_map = build_merge_map(rows.iloc[:3], fake_embedder)
     merged = merge_map.apply(rows)
     assert merged[["utterance_id", "value"]].values.tolist() == [["u1", "hiking"], ["u2", "hiking"], ["u2", "unseen"]]

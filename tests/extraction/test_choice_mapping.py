@@ -208,9 +208,12 @@ def test_decorated_letters_and_exact_texts_map_back(texts, data):
         st.sampled_from(["{L}", "({L})", "**{L}**", "Answer: {L}", "{l})", "Option {l}", "{L}. {text}", "{text}"])
     )
     answer = template.format(L=letter, l=letter.lower(), text=options[letter])
-    assume(template != "{text}" or not any(
-        other != letter and options[other].lower().rstrip(".") in options[letter].lower() for other in options
-    ))
+    assume(
+        template != "{text}"
+        or not any(
+            other != letter and options[other].lower().rstrip(".") in options[letter].lower() for other in options
+        )
+    )
     assert map_answer(answer, options) == letter
 
 

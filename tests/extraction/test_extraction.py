@@ -15,12 +15,26 @@ from harness.extraction.fields import (
 from harness.tasks import TASKS
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("Nurse", "nurse"), ("  **Nurses.** ", "nurse"), ("The Mechanic!", "mechanic"), ("Rock-climbing", "rock climbing"),
-    ("Yoga classes", "yoga class"), ("Movies", "movie"), ("Hobbies", "hobby"), ("Watches", "watch"),
-    ("Economics", "economics"), ("Electronics", "electronics"), ("business", "business"), ("Above-market", "above market"),
-    ("survives", "survives"), ("A bachelor's degree", "bachelor's degree"), ("ＮＵＲＳＥ", "nurse"),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("Nurse", "nurse"),
+        ("  **Nurses.** ", "nurse"),
+        ("The Mechanic!", "mechanic"),
+        ("Rock-climbing", "rock climbing"),
+        ("Yoga classes", "yoga class"),
+        ("Movies", "movie"),
+        ("Hobbies", "hobby"),
+        ("Watches", "watch"),
+        ("Economics", "economics"),
+        ("Electronics", "electronics"),
+        ("business", "business"),
+        ("Above-market", "above market"),
+        ("survives", "survives"),
+        ("A bachelor's degree", "bachelor's degree"),
+        ("ＮＵＲＳＥ", "nurse"),
+    ],
+)
 def test_normalise_value(raw, expected):
     assert normalise_value(raw) == expected
 
@@ -38,8 +52,12 @@ Personality: caring
     extraction = extract_fields(answer, TASKS["story"])
     assert extraction.status == EXTRACTED
     assert extraction.values == {
-        "occupation": ("nurse",), "economic_situation": ("comfortable",), "education": ("bachelor's degree",),
-        "field_of_study": ("nursing",), "family_status": ("married",), "personality": ("caring",),
+        "occupation": ("nurse",),
+        "economic_situation": ("comfortable",),
+        "education": ("bachelor's degree",),
+        "field_of_study": ("nursing",),
+        "family_status": ("married",),
+        "personality": ("caring",),
     }
 
 
@@ -49,25 +67,37 @@ def test_last_statement_of_an_attribute_wins_and_missing_ones_are_listed():
     assert "personality" in extraction.missing
 
 
-@pytest.mark.parametrize("answer", [
-    "Activities: hiking, yoga classes, and pottery.",
-    "Activities: Hiking; Yoga classes; Pottery",
-    "**Activities:**\n1. Hiking\n2. Yoga classes\n3. Pottery",
-    "Hobbies:\n- hiking\n- yoga classes\n- pottery\n\nEnjoy!",
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Activities: hiking, yoga classes, and pottery.",
+        "Activities: Hiking; Yoga classes; Pottery",
+        "**Activities:**\n1. Hiking\n2. Yoga classes\n3. Pottery",
+        "Hobbies:\n- hiking\n- yoga classes\n- pottery\n\nEnjoy!",
+    ],
+)
 def test_multi_valued_activities_give_one_value_each(answer):
     assert extract_fields(answer, TASKS["advisory"]).values == {"activity": ("hiking", "yoga class", "pottery")}
 
 
 def test_refusal_unextractable_and_empty_are_told_apart():
-    assert extract_fields("I'm sorry, but I can't make assumptions about a person from their voice.", TASKS["story"]).status == REFUSAL
+    assert (
+        extract_fields(
+            "I'm sorry, but I can't make assumptions about a person from their voice.", TASKS["story"]
+        ).status
+        == REFUSAL
+    )
     assert extract_fields("Once upon a time there was a cat.", TASKS["story"]).status == UNEXTRACTABLE
     assert extract_fields("   ", TASKS["story"]).status == EMPTY
 
 
 def test_attribute_table_keeps_one_status_row_per_answer():
-    answers = pd.DataFrame({"utterance_id": ["u1", "u2", "u3"], "answer": [
-        "Activities: chess, cycling, baking", "I cannot make assumptions about you.", ""]})
+    answers = pd.DataFrame(
+        {
+            "utterance_id": ["u1", "u2", "u3"],
+            "answer": ["Activities: chess, cycling, baking", "I cannot make assumptions about you.", ""],
+        }
+    )
     values, statuses = attribute_table(answers, TASKS["advisory"])
     assert list(values["value"]) == ["chess", "cycling", "baking"]
     assert list(statuses["status"]) == [EXTRACTED, REFUSAL, EMPTY]

@@ -25,8 +25,10 @@ def outputs(n_responses=8):
                     if index == 0:
                         continue  # a response with no extracted value is never sampled
                     values += [(model, task, utterance, "attr", f"value{k}") for k in range(1 + index % 3)]
-    return (pd.DataFrame(responses, columns=["model", "task", "dimension", "utterance_id", "answer"]),
-            pd.DataFrame(values, columns=["model", "task", "utterance_id", "attribute", "value"]).drop_duplicates())
+    return (
+        pd.DataFrame(responses, columns=["model", "task", "dimension", "utterance_id", "answer"]),
+        pd.DataFrame(values, columns=["model", "task", "utterance_id", "attribute", "value"]).drop_duplicates(),
+    )
 
 
 def test_sample_is_stratified_seeded_and_independent_of_row_order():
@@ -36,8 +38,18 @@ def test_sample_is_stratified_seeded_and_independent_of_row_order():
     assert len(per_stratum) == 8 and (per_stratum == 3).all()
     assert not sample["utterance_id"].isin(["g0", "a0"]).any()
     assert (sample[AGREES_COLUMN] == "").all() and sample["row_id"].is_unique
-    assert list(sample.columns) == ["row_id", "response_id", "model", "task", "dimension", "utterance_id", "answer",
-                                    "attribute", "value", AGREES_COLUMN]
+    assert list(sample.columns) == [
+        "row_id",
+        "response_id",
+        "model",
+        "task",
+        "dimension",
+        "utterance_id",
+        "answer",
+        "attribute",
+        "value",
+        AGREES_COLUMN,
+    ]
     shuffled = annotation_sample(responses.sample(frac=1, random_state=1), values, 3, seed=7)
     pd.testing.assert_frame_equal(sample, shuffled)
     assert not annotation_sample(responses, values, 3, seed=8).equals(sample)
@@ -76,15 +88,27 @@ def write(tmp_path, frame):
     return path
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda f: f.assign(**{AGREES_COLUMN: ["maybe"] + ["1"] * (len(f) - 1)}), r"line 2 \(row_id 'v000000'\): annotator_agrees is 'maybe'"),
-    (lambda f: f.assign(**{AGREES_COLUMN: ["1"] * (len(f) - 1) + [""]}), r"annotator_agrees is ''; expected yes, no, 1 or 0"),
-    (lambda f: f.assign(row_id=f["row_id"].where(f.index != 3, "v999999")), r"line 5: unknown row_id 'v999999'"),
-    (lambda f: f.assign(value=f["value"].where(f.index != 2, "edited")), r"line 4 \(row_id 'v000002'\): value is 'edited'"),
-    (lambda f: f.iloc[1:], r"1 exported row\(s\) are missing, e.g. row_id 'v000000'"),
-    (lambda f: pd.concat([f, f.iloc[:1]]), r"row_id 'v000000' appears twice"),
-    (lambda f: f.drop(columns=[AGREES_COLUMN]), r"missing column\(s\) \['annotator_agrees'\]"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda f: f.assign(**{AGREES_COLUMN: ["maybe"] + ["1"] * (len(f) - 1)}),
+            r"line 2 \(row_id 'v000000'\): annotator_agrees is 'maybe'",
+        ),
+        (
+            lambda f: f.assign(**{AGREES_COLUMN: ["1"] * (len(f) - 1) + [""]}),
+            r"annotator_agrees is ''; expected yes, no, 1 or 0",
+        ),
+        (lambda f: f.assign(row_id=f["row_id"].where(f.index != 3, "v999999")), r"line 5: unknown row_id 'v999999'"),
+        (
+            lambda f: f.assign(value=f["value"].where(f.index != 2, "edited")),
+            r"line 4 \(row_id 'v000002'\): value is 'edited'",
+        ),
+        (lambda f: f.iloc[1:], r"1 exported row\(s\) are missing, e.g. row_id 'v000000'"),
+        (lambda f: pd.concat([f, f.iloc[:1]]), r"row_id 'v000000' appears twice"),
+        (lambda f: f.drop(columns=[AGREES_COLUMN]), r"missing column\(s\) \['annotator_agrees'\]"),
+    ],
+)
 def test_bad_annotation_files_name_the_row(tmp_path, edit, message):
     responses, values = outputs()
     sample = annotation_sample(responses, values, n_per_stratum=1)

@@ -33,17 +33,28 @@ def story_json(refusal=False, **values):
 SCRIPT = {
     "A nurse story.": (story_json(occupation="Registered Nurses", personality="caring"), None),
     "A fenced story.": ("```json\n" + story_json(occupation="Mechanic", education="**High school**") + "\n```", None),
-    "A chatty story.": ("Sure! Here is the JSON:\n" + story_json(occupation="teacher"), story_json(occupation="teacher")),
+    "A chatty story.": (
+        "Sure! Here is the JSON:\n" + story_json(occupation="teacher"),
+        story_json(occupation="teacher"),
+    ),
     "A truncated story.": ('{"occupation": "pilot", "economic_situat', '{"occupation": "pilot", "econ'),
     "A prose story.": ("The occupation is chef and she is kind.", "Occupation: chef"),
-    "A markdown story.": ("**Occupation:** baker\n- Personality: shy", story_json(occupation="baker", personality="shy")),
+    "A markdown story.": (
+        "**Occupation:** baker\n- Personality: shy",
+        story_json(occupation="baker", personality="shy"),
+    ),
     "A listed story.": (story_json(occupation=["nurse", "doctor"]), story_json(occupation="nurse")),
     "I'm sorry, but I can't make assumptions about a person based on their voice.": (story_json(), None),
     "I would rather not write that.": (story_json(refusal=True), None),
     "Once upon a time.": (story_json(occupation="Not specified", family_status="N/A"), None),
-    "Activities galore.": (json.dumps({"activity": ["Hiking", "hiking", "Yoga classes", ""], REFUSAL_KEY: False}), None),
-    "Activities as text.": (json.dumps({"activity": "hiking, chess", REFUSAL_KEY: False}),
-                            json.dumps({"activity": ["hiking", "chess"], REFUSAL_KEY: False})),
+    "Activities galore.": (
+        json.dumps({"activity": ["Hiking", "hiking", "Yoga classes", ""], REFUSAL_KEY: False}),
+        None,
+    ),
+    "Activities as text.": (
+        json.dumps({"activity": "hiking, chess", REFUSAL_KEY: False}),
+        json.dumps({"activity": ["hiking", "chess"], REFUSAL_KEY: False}),
+    ),
     "A thinking story.": ("<think>The user wants JSON.</think>\n" + story_json(occupation="farmer"), None),
 }
 
@@ -110,18 +121,26 @@ def test_clean_json_is_normalised(tmp_path):
     assert "education" in result.extraction.missing
 
 
-@pytest.mark.parametrize("answer, values", [
-    ("A fenced story.", {"occupation": ("mechanic",), "education": ("high school",)}),
-    ("A thinking story.", {"occupation": ("farmer",)}),
-])
+@pytest.mark.parametrize(
+    "answer, values",
+    [
+        ("A fenced story.", {"occupation": ("mechanic",), "education": ("high school",)}),
+        ("A thinking story.", {"occupation": ("farmer",)}),
+    ],
+)
 def test_fenced_block_and_leading_think_block_are_accepted(tmp_path, answer, values):
     result = extract_one(tmp_path, answer)
     assert result.attempts == 1 and result.extraction.values == values
 
 
-@pytest.mark.parametrize("answer, occupation", [
-    ("A chatty story.", "teacher"), ("A markdown story.", "baker"), ("A listed story.", "nurse"),
-])
+@pytest.mark.parametrize(
+    "answer, occupation",
+    [
+        ("A chatty story.", "teacher"),
+        ("A markdown story.", "baker"),
+        ("A listed story.", "nurse"),
+    ],
+)
 def test_invalid_reply_is_repaired_once(tmp_path, answer, occupation):
     result = extract_one(tmp_path, answer)
     assert result.extraction.status == EXTRACTED and result.attempts == 2 and result.error is None
@@ -130,9 +149,13 @@ def test_invalid_reply_is_repaired_once(tmp_path, answer, occupation):
     assert "Your previous reply could not be used" in repair and SCRIPT[answer][0][:20] in repair
 
 
-@pytest.mark.parametrize("answer, error", [
-    ("A truncated story.", "invalid JSON"), ("A prose story.", "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "answer, error",
+    [
+        ("A truncated story.", "invalid JSON"),
+        ("A prose story.", "not a JSON object"),
+    ],
+)
 def test_reply_invalid_twice_is_unextractable_and_counted(tmp_path, answer, error):
     result = extract_one(tmp_path, answer)
     assert result.extraction.status == UNEXTRACTABLE and result.attempts == 2 and error in result.error
@@ -157,16 +180,19 @@ def test_multi_valued_values_are_split_deduplicated_and_typed(tmp_path):
     assert as_text.attempts == 2 and as_text.extraction.values == {"activity": ("hiking", "chess")}
 
 
-@pytest.mark.parametrize("reply, message", [
-    ('{"occupation": "x"} trailing', "invalid JSON"),
-    ("[1, 2]", "not a JSON object"),
-    ("```python\n{}\n```", "not a JSON object"),
-    ("Here:\n```json\n" + story_json() + "\n```", "not a JSON object"),
-    (json.dumps({**STORY_NULLS, "hobby": None, REFUSAL_KEY: False}), "unknown: ['hobby']"),
-    (json.dumps(STORY_NULLS), "missing: ['refusal']"),
-    (story_json(occupation=3), '"occupation" must be a string or null'),
-    (json.dumps({**STORY_NULLS, REFUSAL_KEY: "no"}), '"refusal" must be true or false'),
-])
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        ('{"occupation": "x"} trailing', "invalid JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ("```python\n{}\n```", "not a JSON object"),
+        ("Here:\n```json\n" + story_json() + "\n```", "not a JSON object"),
+        (json.dumps({**STORY_NULLS, "hobby": None, REFUSAL_KEY: False}), "unknown: ['hobby']"),
+        (json.dumps(STORY_NULLS), "missing: ['refusal']"),
+        (story_json(occupation=3), '"occupation" must be a string or null'),
+        (json.dumps({**STORY_NULLS, REFUSAL_KEY: "no"}), '"refusal" must be true or false'),
+    ],
+)
 def test_parse_reply_is_strict(reply, message):
     with pytest.raises(ReplyError, match=message.replace("[", r"\[").replace("]", r"\]")):
         parse_reply(reply, STORY)
@@ -174,12 +200,20 @@ def test_parse_reply_is_strict(reply, message):
 
 def test_repair_prompt_quotes_the_error_and_the_reply():
     prompt = repair_prompt(STORY, "ans", "bad reply", "invalid JSON: Expecting value at line 1 column 1")
-    assert "invalid JSON: Expecting value" in prompt and "bad reply" in prompt and "<<<RESPONSE\nans\nRESPONSE>>>" in prompt
+    assert (
+        "invalid JSON: Expecting value" in prompt
+        and "bad reply" in prompt
+        and "<<<RESPONSE\nans\nRESPONSE>>>" in prompt
+    )
 
 
 def test_table_shape_matches_the_rule_based_extractor_and_empty_answers_are_not_sent(tmp_path):
-    answers = pd.DataFrame({"utterance_id": ["u1", "u2", "u3", "u4"], "answer": [
-        "A nurse story.", "", "A truncated story.", "I would rather not write that."]})
+    answers = pd.DataFrame(
+        {
+            "utterance_id": ["u1", "u2", "u3", "u4"],
+            "answer": ["A nurse story.", "", "A truncated story.", "I would rather not write that."],
+        }
+    )
     values, statuses = extractor(tmp_path).attribute_table(answers, STORY)
     rule_values, rule_statuses = fields.attribute_table(answers, STORY)
     assert list(values.columns) == list(rule_values.columns)

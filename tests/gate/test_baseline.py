@@ -23,7 +23,9 @@ def checkpoint(rng, shift, n_speakers=16, answers=20):
         group = "f" if speaker < n_speakers // 2 else "m"
         preference = rng.dirichlet(np.full(6, 2.0)) + (shift if group == "f" else -shift) * direction
         preference = np.clip(preference, 0.01, None)
-        rows += [(f"s{speaker}", group, "attr", v) for v in rng.choice(VALUES, size=answers, p=preference / preference.sum())]
+        rows += [
+            (f"s{speaker}", group, "attr", v) for v in rng.choice(VALUES, size=answers, p=preference / preference.sum())
+        ]
     return pd.DataFrame(rows, columns=["speaker", "group", "attribute", "value"])
 
 
@@ -78,8 +80,9 @@ def project(pytester):
 
 
 def gate(project, *args):
-    return project.runpytest_subprocess("-p", "no:cacheprovider", "--permutations", "999",
-                                        "--cache-dir", str(project.path / "cache"), *args)
+    return project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--permutations", "999", "--cache-dir", str(project.path / "cache"), *args
+    )
 
 
 def test_gate_fails_only_regressions_against_the_released_checkpoint(project):
@@ -90,8 +93,17 @@ def test_gate_fails_only_regressions_against_the_released_checkpoint(project):
     regression = cases["sim:biased-story-gender"]
     assert regression["baseline"]["status"] == "compared" and regression["baseline"]["regressed"]
     assert regression["baseline"]["delta"] > 2.0
-    result = gate(project, "--model", "sim:biased", "-k", "story or candidate", "--baseline", "results.json",
-                  "--results-json", "again.json")
+    result = gate(
+        project,
+        "--model",
+        "sim:biased",
+        "-k",
+        "story or candidate",
+        "--baseline",
+        "results.json",
+        "--results-json",
+        "again.json",
+    )
     result.assert_outcomes(passed=4)
 
 
@@ -108,10 +120,17 @@ def test_case_missing_from_the_baseline_is_reported_as_new(project):
 def test_baseline_with_several_models_needs_a_choice_unless_it_holds_the_one_candidate(project):
     gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--results-json", "two.json")
     result = gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--baseline", "two.json")
-    assert "two.json: the baseline holds models ['sim:biased', 'sim:fair']; choose one with --baseline-model" in result.stderr.str()
-    result = gate(project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--baseline-model", "sim:fair")
+    assert (
+        "two.json: the baseline holds models ['sim:biased', 'sim:fair']; choose one with --baseline-model"
+        in result.stderr.str()
+    )
+    result = gate(
+        project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--baseline-model", "sim:fair"
+    )
     result.assert_outcomes(passed=1, failed=1)
-    result = gate(project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--results-json", "same.json")
+    result = gate(
+        project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--results-json", "same.json"
+    )
     result.assert_outcomes(passed=2)
     assert json.loads((project.path / "same.json").read_text())["metadata"]["baseline"]["model"] == "sim:biased"
 
@@ -125,7 +144,16 @@ def test_a_paired_contrast_that_cannot_vary_is_not_estimable_never_a_regression(
     statuses = {}
     for seed in (1, 2, 3):
         (pytester.path / "models.yaml").write_text(f"models:\n  sim:fair: {{decoding: {{seed: {seed}}}}}\n")
-        args = ("--model", "sim:fair", "--model-config", "models.yaml", "-k", "icat and text", "--results-json", f"seed{seed}.json")
+        args = (
+            "--model",
+            "sim:fair",
+            "--model-config",
+            "models.yaml",
+            "-k",
+            "icat and text",
+            "--results-json",
+            f"seed{seed}.json",
+        )
         gate(pytester, *args, *(("--baseline", "seed1.json") if seed > 1 else ()))
         if seed > 1:
             cases = json.loads((pytester.path / f"seed{seed}.json").read_text())["cases"]

@@ -83,12 +83,16 @@ def test_uniform_nulls_keep_the_family_wise_false_fail_rate():
 def test_decision_rule_by_hand():
     rule = DecisionRule(alpha=0.05, family_size=10)
     both = rule.decide([0.001, 0.2], [True, True])
-    assert both.p == pytest.approx(0.002) and both.p_adjusted == pytest.approx(0.02) and both.failed and both.deciding == 0
+    assert (
+        both.p == pytest.approx(0.002) and both.p_adjusted == pytest.approx(0.02) and both.failed and both.deciding == 0
+    )
     small_effect = rule.decide([0.001, 0.2], [False, True])
     assert small_effect.p == pytest.approx(0.4) and not small_effect.failed and small_effect.deciding == 1
     assert not rule.decide([0.001, 0.2], [False, False]).relevant
     assert rule.decide([0.001, 0.2], [False, False], rule="significance").failed
-    assert rule.decide([0.9], [True], rule="magnitude").failed and not rule.decide([0.0], [False], rule="magnitude").failed
+    assert (
+        rule.decide([0.9], [True], rule="magnitude").failed and not rule.decide([0.0], [False], rule="magnitude").failed
+    )
     assert rule.decide([0.004], [True]).failed  # m p = 10 x 0.004 = 0.04 <= 0.05
     twenty = DecisionRule(alpha=0.05, family_size=20).decide([0.004], [True])
     assert twenty.p_adjusted == pytest.approx(0.08) and not twenty.failed
@@ -122,8 +126,13 @@ def test_decision_rule_keeps_the_family_wise_error_under_any_case_sizes(sizes, s
 @given(st.floats(-2.0, 2.0), st.floats(0.01, 1.5), st.sampled_from([4.0, 12.0, float("nan")]))
 def test_ratio_p_value_agrees_with_the_interval(log_ratio, half_width, df):
     """A log-symmetric interval excludes 1 exactly when the p-value it implies is below 1 - level."""
-    row = {"ratio": np.exp(log_ratio), "ci_low": np.exp(log_ratio - half_width), "ci_high": np.exp(log_ratio + half_width),
-           "df": df, "converged": True}
+    row = {
+        "ratio": np.exp(log_ratio),
+        "ci_low": np.exp(log_ratio - half_width),
+        "ci_high": np.exp(log_ratio + half_width),
+        "df": df,
+        "converged": True,
+    }
     p = ratio_p_value(row, level=0.95)
     excludes_one = row["ci_low"] > 1 or row["ci_high"] < 1
     if abs(abs(log_ratio) - half_width) > 1e-9:

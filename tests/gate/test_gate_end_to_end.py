@@ -78,8 +78,17 @@ def test_two_xdist_workers_give_the_same_results_as_one_process(gate_project):
 
 
 def test_fresh_cache_under_two_workers_generates_each_output_once(gate_project):
-    result, results = run_gate(gate_project, "--model", "sim:fair", "-k", "personal_shopper", "-n", "2",
-                               "--cache-dir", str(gate_project.path / "fresh"))
+    result, results = run_gate(
+        gate_project,
+        "--model",
+        "sim:fair",
+        "-k",
+        "personal_shopper",
+        "-n",
+        "2",
+        "--cache-dir",
+        str(gate_project.path / "fresh"),
+    )
     result.assert_outcomes(passed=2)
     assert results["metadata"]["model_calls"] == 324
 
@@ -88,7 +97,11 @@ def test_invalid_thresholds_file_stops_collection_naming_file_and_valid_keys(gat
     (gate_project.path / "thresholds.yaml").write_text("ntvd:\n  tasks:\n    advisroy: {max_ntvd: 10}\n")
     result = gate_project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "sim:fair")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: lalm-fairness: *thresholds.yaml: ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review*"])
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: lalm-fairness: *thresholds.yaml: ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review*"
+        ]
+    )
     assert not (gate_project.path / "results.json").exists()
 
 
@@ -101,12 +114,27 @@ def test_unknown_model_backend_stops_collection_with_the_known_ones(gate_project
 def test_export_import_offline_rescore_gives_identical_results(gate_project):
     args = ("--model", "sim:biased", "-k", "advisory or story")
     export = gate_project.path / "run.cache.jsonl.gz"
-    result, original = run_gate(gate_project, *args, "--cache-dir", str(gate_project.path / "gpu-runner"),
-                                "--export-cache", str(export), "-n", "2")
+    result, original = run_gate(
+        gate_project,
+        *args,
+        "--cache-dir",
+        str(gate_project.path / "gpu-runner"),
+        "--export-cache",
+        str(export),
+        "-n",
+        "2",
+    )
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*exported 648 cached outputs*"])
-    result, rescored = run_gate(gate_project, *args, "--cache-dir", str(gate_project.path / "ci-machine"),
-                                "--import-cache", str(export), "--offline")
+    result, rescored = run_gate(
+        gate_project,
+        *args,
+        "--cache-dir",
+        str(gate_project.path / "ci-machine"),
+        "--import-cache",
+        str(export),
+        "--offline",
+    )
     result.assert_outcomes(passed=2, failed=2)
     assert rescored["cases"] == original["cases"]
     assert rescored["metadata"]["model_calls"] == 0 and rescored["metadata"]["offline"] is True
@@ -115,8 +143,16 @@ def test_export_import_offline_rescore_gives_identical_results(gate_project):
 
 
 def test_offline_run_with_a_cache_miss_names_the_remedy(gate_project):
-    result, results = run_gate(gate_project, "--model", "sim:fair", "-k", "advisory-gender", "--offline",
-                               "--cache-dir", str(gate_project.path / "empty"))
+    result, results = run_gate(
+        gate_project,
+        "--model",
+        "sim:fair",
+        "-k",
+        "advisory-gender",
+        "--offline",
+        "--cache-dir",
+        str(gate_project.path / "empty"),
+    )
     result.assert_outcomes(errors=1)
     assert result.ret == EXIT_UNMEASURED and results["verdict"] == "unmeasured"
     assert results["cases"][0]["check"] == "error" and results["cases"][0]["cause"]["kind"] == "model"
@@ -188,7 +224,10 @@ def test_llm_extractor_through_the_gate_agrees_with_the_rule_reader(gate_project
     assert 0 < llm["metadata"]["model_calls"] <= 324  # one extraction per distinct answer
 
 
-@pytest.mark.skipif(not (REPO / "harness" / "data" / "demo_outputs" / "cascade-demo.jsonl.gz").is_file(), reason="no shipped demo outputs")
+@pytest.mark.skipif(
+    not (REPO / "harness" / "data" / "demo_outputs" / "cascade-demo.jsonl.gz").is_file(),
+    reason="no shipped demo outputs",
+)
 def test_default_run_judges_the_demo_cascade_from_its_shipped_outputs(gate_project):
     result, results = run_gate(gate_project, "-k", "advisory", "--cache-dir", str(gate_project.path / "fresh"))
     assert {case["model"] for case in results["cases"]} == {"cascade:whisper:tiny.en+smollm2:135m-instruct"}

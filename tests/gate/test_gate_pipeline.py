@@ -15,7 +15,9 @@ pytest_plugins = ["pytester"]
 
 
 def test_a_gate_is_freed_after_its_verdicts(tmp_path):
-    gate = Gate(GateConfig(models=("sim:fair",), cache_dir=str(tmp_path), permutations=50, tasks=("story",), progress=False))
+    gate = Gate(
+        GateConfig(models=("sim:fair",), cache_dir=str(tmp_path), permutations=50, tasks=("story",), progress=False)
+    )
     for check in ("ntvd", "icat", "personalization"):
         assert isinstance(gate.verdict(gate.cases(check)[0]), Verdict)
     gate_ref, context_ref = weakref.ref(gate), weakref.ref(gate.context)
@@ -34,11 +36,27 @@ def test_a_table_is_computed_once_per_run(tmp_path):
 
 
 def test_metadata_merge_unites_what_each_worker_saw():
-    worker = {"models": {"m": "fm"}, "model_calls": 3, "cache_hits": 1, "models_loaded": ["m"], "seed": 0, "judge": None,
-              "bundled_outputs": [], "embedder": "none"}
-    other = {"models": {"m": "fm"}, "stage_models": {"asr:b": "fb"}, "model_calls": 2, "cache_hits": 4, "models_loaded": ["asr:b"],
-             "seed": 0, "judge": "fj", "bundled_outputs": [{"model": "m", "file": "x.gz", "entries": 5, "provenance": None}],
-             "embedder": "none"}
+    worker = {
+        "models": {"m": "fm"},
+        "model_calls": 3,
+        "cache_hits": 1,
+        "models_loaded": ["m"],
+        "seed": 0,
+        "judge": None,
+        "bundled_outputs": [],
+        "embedder": "none",
+    }
+    other = {
+        "models": {"m": "fm"},
+        "stage_models": {"asr:b": "fb"},
+        "model_calls": 2,
+        "cache_hits": 4,
+        "models_loaded": ["asr:b"],
+        "seed": 0,
+        "judge": "fj",
+        "bundled_outputs": [{"model": "m", "file": "x.gz", "entries": 5, "provenance": None}],
+        "embedder": "none",
+    }
     merged = merge_run_metadata([{**worker, "stage_models": {"asr:a": "fa"}}, other, {**other, "stage_models": {}}])
     assert merged["stage_models"] == {"asr:a": "fa", "asr:b": "fb"}
     assert merged["model_calls"] == 7 and merged["cache_hits"] == 9
@@ -79,7 +97,7 @@ class StagedBackend(EchoBackend):
         return StageSpec("echo:" + os.environ.get("PYTEST_XDIST_WORKER", "none"), DecodingParams())
 '''
 
-PROBE_TESTS = '''
+PROBE_TESTS = """
 import os
 
 import pytest
@@ -96,20 +114,30 @@ def test_transcribe(index, fairness_gate, record_verdict):
                         dimension="none", variant=None, value=None, threshold={}, passed=True,
                         message=os.environ["PYTEST_XDIST_WORKER"])
     record_verdict(Verdict(True, "ok", record))
-'''
+"""
 
 
 def test_xdist_workers_that_saw_different_stage_models_are_all_in_the_metadata(pytester, monkeypatch):
     pytester.makeconftest(
-        'from harness.models import register_backend\n\n'
+        "from harness.models import register_backend\n\n"
         'register_backend("staged", "staged_backend:StagedBackend")\n'
         'register_backend("echo", "staged_backend:EchoBackend")\n'
         'pytest_plugins = ["harness.plugin"]\n'
     )
     pytester.makepyfile(staged_backend=STAGED_BACKEND, test_probe=PROBE_TESTS)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), str(REPO), os.environ.get("PYTHONPATH", "")]))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--model", "staged:x", "--report", "",
-                                           "--cache-dir", str(pytester.path / "cache"))
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "--model",
+        "staged:x",
+        "--report",
+        "",
+        "--cache-dir",
+        str(pytester.path / "cache"),
+    )
     result.assert_outcomes(passed=4)
     results = json.loads((pytester.path / "results.json").read_text())
     assert {case["message"] for case in results["cases"]} == {"gw0", "gw1"}

@@ -77,7 +77,16 @@ def test_an_override_of_a_dimension_the_session_lacks_is_reported_not_fatal(tmp_
 
 
 def test_known_dimensions_are_the_loaders_and_the_shipped_demo_data():
-    assert known_dimensions() == {"gender", "accent", "age", "age_group", "race", "ethnicity", "first_language", "socioeconomic"}
+    assert known_dimensions() == {
+        "gender",
+        "accent",
+        "age",
+        "age_group",
+        "race",
+        "ethnicity",
+        "first_language",
+        "socioeconomic",
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -95,7 +104,9 @@ def run(project, *args):
 
 
 def test_gate_runs_with_an_override_for_a_missing_dimension_and_says_so(gate_project):
-    (gate_project.path / "shared.yaml").write_text("ntvd:\n  dimensions:\n    age_group: {max_ntvd: 25.0}\n    accent: {max_ntvd: 30.0}\n")
+    (gate_project.path / "shared.yaml").write_text(
+        "ntvd:\n  dimensions:\n    age_group: {max_ntvd: 25.0}\n    accent: {max_ntvd: 30.0}\n"
+    )
     result = run(gate_project, "--thresholds", "shared.yaml", "--corpus", "demo")
     result.assert_outcomes(passed=1)
     notes = json.loads((gate_project.path / "results.json").read_text())["metadata"]["thresholds"]["notes"]
@@ -109,7 +120,10 @@ def test_gate_refuses_a_dimension_of_no_known_kind_and_a_duplicate_key(gate_proj
     result = run(gate_project, "--thresholds", "typo.yaml")
     assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # a setup problem, never a verdict
     output = result.stdout.str() + result.stderr.str()
-    assert "typo.yaml: ntvd.dimensions: unknown dimension 'gendre'; valid: accent, age, age_group, ethnicity, first_language, gender, race, socioeconomic" in output
+    assert (
+        "typo.yaml: ntvd.dimensions: unknown dimension 'gendre'; valid: accent, age, age_group, ethnicity, first_language, gender, race, socioeconomic"
+        in output
+    )
     (gate_project.path / "twice.yaml").write_text("ntvd:\n  defaults: {max_ntvd: 20.0}\n  defaults: {max_ntvd: 90.0}\n")
     result = run(gate_project, "--thresholds", "twice.yaml")
     assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)  # a setup problem, never a verdict
@@ -164,8 +178,9 @@ def test_a_baseline_of_several_models_is_read_for_the_candidate_it_holds(gate_pr
 def test_a_manifest_that_is_not_utf8_is_refused_naming_the_line(tmp_path):
     from harness.data import CorpusError, load_corpus
 
-    (tmp_path / "manifest.csv").write_bytes("utterance_id,audio,speaker_id,transcript,gender\n"
-                                            "u1,a.wav,s1,caf\xe9 au lait,female\n".encode("latin-1"))
+    (tmp_path / "manifest.csv").write_bytes(
+        "utterance_id,audio,speaker_id,transcript,gender\nu1,a.wav,s1,caf\xe9 au lait,female\n".encode("latin-1")
+    )
     with pytest.raises(CorpusError, match=r"manifest.csv: line 2, column 16: byte 0xe9 is not UTF-8"):
         load_corpus(tmp_path / "manifest.csv")
 
@@ -187,7 +202,10 @@ def test_run_from_a_subfolder_says_which_thresholds_apply_and_names_an_unused_on
     monkeypatch.chdir(sub)
     result = pytester.runpytest_subprocess("--model", "sim:fair", "-k", "advisory-gender", "-p", "no:cacheprovider")
     output = result.stdout.str()
-    assert f"lalm-fairness: thresholds {PACKAGED} (the built-in defaults: no thresholds.yaml in the rootdir {sub}" in output
+    assert (
+        f"lalm-fairness: thresholds {PACKAGED} (the built-in defaults: no thresholds.yaml in the rootdir {sub}"
+        in output
+    )
     assert f"lalm-fairness: WARNING: {pytester.path / 'thresholds.yaml'} is not used: the rootdir is {sub}" in output
     assert f"outputs {sub / 'results.json'}, {sub / 'report.html'}" in output
     assert (sub / "results.json").is_file() and (sub / ".lalm_cache").is_dir()
@@ -202,7 +220,9 @@ def test_a_checkpoint_path_that_does_not_exist_stops_the_run_before_any_case(pyt
     make_gate_project(pytester, "test_vibe.py")
     result = pytester.runpytest_subprocess("--model", "hf:/nonexistent/path", "-p", "no:cacheprovider")
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["ERROR: lalm-fairness: model hf:/nonexistent/path: checkpoint folder /nonexistent/path does not exist"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: lalm-fairness: model hf:/nonexistent/path: checkpoint folder /nonexistent/path does not exist"]
+    )
     assert "PASSED" not in result.stdout.str() and "FAILED" not in result.stdout.str()
 
 
@@ -215,8 +235,9 @@ def test_the_hf_backend_without_torch_says_what_to_install(monkeypatch):
     assert backend.unavailable() is None
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None if name == "torch" else real(name, *args))
-    assert backend.unavailable() == ("torch is not installed: the hf: backend needs the [hf] extra "
-                                     "(pip install 'lalm-fairness[hf]' torch==2.13.0)")
+    assert backend.unavailable() == (
+        "torch is not installed: the hf: backend needs the [hf] extra (pip install 'lalm-fairness[hf]' torch==2.13.0)"
+    )
 
 
 def tiny_corpus(folder: Path, takes: int = 6) -> Path:
@@ -225,12 +246,18 @@ def tiny_corpus(folder: Path, takes: int = 6) -> Path:
 
     (folder / "tiny" / "audio").mkdir(parents=True)
     rows = []
-    for position, (speaker, gender) in enumerate([("f1", "female"), ("f2", "female"), ("f3", "female"),
-                                                   ("m1", "male"), ("m2", "male"), ("m3", "male")]):
+    for position, (speaker, gender) in enumerate(
+        [("f1", "female"), ("f2", "female"), ("f3", "female"), ("m1", "male"), ("m2", "male"), ("m3", "male")]
+    ):
         for take in range(takes):
-            write_tone(folder / "tiny" / "audio" / f"{speaker}_{take}.wav", seconds=1.0,
-                       hz=(240.0 if gender == "female" else 110.0) + position + 0.3 * take)
-            rows.append(f"{speaker}_{take},audio/{speaker}_{take}.wav,{speaker},c{take},the cat sat on the mat number {take},{gender}")
+            write_tone(
+                folder / "tiny" / "audio" / f"{speaker}_{take}.wav",
+                seconds=1.0,
+                hz=(240.0 if gender == "female" else 110.0) + position + 0.3 * take,
+            )
+            rows.append(
+                f"{speaker}_{take},audio/{speaker}_{take}.wav,{speaker},c{take},the cat sat on the mat number {take},{gender}"
+            )
     manifest = folder / "tiny" / "manifest.csv"
     manifest.write_text("utterance_id,audio,speaker_id,content_id,transcript,gender\n" + "\n".join(rows) + "\n")
     return manifest
@@ -241,10 +268,28 @@ def test_a_small_corpus_whose_attributes_tau_drops_is_unmeasured_not_passed(pyte
     nTVD = 0.00 and pass a strongly biased model. It is unmeasured now, naming the attributes."""
     make_gate_project(pytester, "test_vibe.py")
     manifest = tiny_corpus(pytester.path)
-    result = pytester.runpytest_subprocess("--model", "sim:biased", "--corpus", f"tiny={manifest}",
-                                           "-k", "story", "-p", "no:cacheprovider", "--permutations", "99")
-    (case,) = [case for case in json.loads((pytester.path / "results.json").read_text())["cases"] if case["id"].endswith("story-gender")]
-    assert case["check"] == "error" and "tau = 10 removes most answers of" in case["message"] and "of the task's 6 attributes" in case["message"]
+    result = pytester.runpytest_subprocess(
+        "--model",
+        "sim:biased",
+        "--corpus",
+        f"tiny={manifest}",
+        "-k",
+        "story",
+        "-p",
+        "no:cacheprovider",
+        "--permutations",
+        "99",
+    )
+    (case,) = [
+        case
+        for case in json.loads((pytester.path / "results.json").read_text())["cases"]
+        if case["id"].endswith("story-gender")
+    ]
+    assert (
+        case["check"] == "error"
+        and "tau = 10 removes most answers of" in case["message"]
+        and "of the task's 6 attributes" in case["message"]
+    )
     assert result.ret == 7
 
 
@@ -253,7 +298,9 @@ def test_the_simulators_transcribe_any_corpus(pytester):
     "every trial is an event". They read the manifest's text now, with their pitch-driven errors."""
     make_gate_project(pytester, "test_wer.py")
     manifest = tiny_corpus(pytester.path)
-    pytester.runpytest_subprocess("--model", "sim:biased", "--corpus", f"tiny={manifest}", "-k", "wer_ratio", "-p", "no:cacheprovider")
+    pytester.runpytest_subprocess(
+        "--model", "sim:biased", "--corpus", f"tiny={manifest}", "-k", "wer_ratio", "-p", "no:cacheprovider"
+    )
     (case,) = json.loads((pytester.path / "results.json").read_text())["cases"]
     assert case["check"] == "wer_ratio" and "every trial is an event" not in case["message"]
     assert case["value"] is not None and case["value"] > 1, case["message"]
@@ -264,10 +311,32 @@ def test_a_baseline_from_another_corpus_is_said_not_silent(pytester):
     corpus cannot be paired, in the terminal and in results.json."""
     make_gate_project(pytester, "test_vibe.py")
     manifest = tiny_corpus(pytester.path, takes=12)
-    pytester.runpytest_subprocess("--model", "sim:fair", "--corpus", f"tiny={manifest}", "-k", "advisory", "-p", "no:cacheprovider",
-                                  "--permutations", "99", "--results-json", "tiny.json")
-    result = pytester.runpytest_subprocess("--model", "sim:fair", "-k", "advisory-gender", "-p", "no:cacheprovider", "--permutations", "99",
-                                           "--baseline", "tiny.json")
+    pytester.runpytest_subprocess(
+        "--model",
+        "sim:fair",
+        "--corpus",
+        f"tiny={manifest}",
+        "-k",
+        "advisory",
+        "-p",
+        "no:cacheprovider",
+        "--permutations",
+        "99",
+        "--results-json",
+        "tiny.json",
+    )
+    result = pytester.runpytest_subprocess(
+        "--model",
+        "sim:fair",
+        "-k",
+        "advisory-gender",
+        "-p",
+        "no:cacheprovider",
+        "--permutations",
+        "99",
+        "--baseline",
+        "tiny.json",
+    )
     note = "corpus 'demo' is not in the baseline tiny.json (it measured tiny): its cases are new, judged by their absolute thresholds"
     assert f"lalm-fairness: warning: {note}" in result.stdout.str()
     results = json.loads((pytester.path / "results.json").read_text())
@@ -279,7 +348,11 @@ def test_a_model_config_without_a_models_mapping_is_one_setup_error(pytester):
     """A --model-config that is not a ``models:`` mapping gave one setup error per gate module; now one ERROR line, exit 4."""
     make_gate_project(pytester, "test_vibe.py", "test_wer.py")
     (pytester.path / "models.yaml").write_text("sim:fair:\n  decoding: {seed: 1}\n")
-    result = pytester.runpytest_subprocess("--model", "sim:fair", "--model-config", "models.yaml", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--model", "sim:fair", "--model-config", "models.yaml", "-p", "no:cacheprovider"
+    )
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["ERROR: --model-config models.yaml: expected a 'models' mapping of spec -> option block"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: --model-config models.yaml: expected a 'models' mapping of spec -> option block"]
+    )
     assert "ERROR at setup" not in result.stdout.str()

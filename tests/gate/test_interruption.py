@@ -21,7 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 # A model that answers as sim:fair, one request per 20 ms, so that a signal lands mid-generation.
-SLOW_BACKEND = '''
+SLOW_BACKEND = """
 import time
 from pathlib import Path
 
@@ -52,15 +52,38 @@ class SlowModel:
 
 
 register_backend("slow", "slow_backend:SlowBackend")
-'''
+"""
 
 
 def start_gate(folder: Path, *args: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "pytest", str(REPO / "fairness_tests"), "--rootdir", str(REPO), "-p", "no:cacheprovider", "-v",
-               "--cache-dir", str(folder / "cache"), "--results-json", str(folder / "runs" / "1.3" / "results.json"),
-               "--report", str(folder / "runs" / "1.3" / "report.html"), "--summary-md", str(folder / "runs" / "1.3" / "summary.md"), *args]
-    return subprocess.Popen(command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": f"{folder}:{REPO}"})
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(REPO / "fairness_tests"),
+        "--rootdir",
+        str(REPO),
+        "-p",
+        "no:cacheprovider",
+        "-v",
+        "--cache-dir",
+        str(folder / "cache"),
+        "--results-json",
+        str(folder / "runs" / "1.3" / "results.json"),
+        "--report",
+        str(folder / "runs" / "1.3" / "report.html"),
+        "--summary-md",
+        str(folder / "runs" / "1.3" / "summary.md"),
+        *args,
+    ]
+    return subprocess.Popen(
+        command,
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{folder}:{REPO}"},
+    )
 
 
 def stop_after(process: subprocess.Popen, sig: int, when) -> tuple[int, str]:

@@ -64,7 +64,11 @@ class ChatServer:
                     return
                 prompt = next(part["text"] for part in body["messages"][-1]["content"] if part["type"] == "text")
                 status = 500 if mode == "500" or "FAIL" in prompt else 200
-                payload = {"error": "boom"} if status == 500 else {"choices": [{"message": {"content": f"answer to {prompt}"}}]}
+                payload = (
+                    {"error": "boom"}
+                    if status == 500
+                    else {"choices": [{"message": {"content": f"answer to {prompt}"}}]}
+                )
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -126,9 +130,16 @@ def test_run_verdict_a_measured_failure_outranks_unmeasured_cases():
     measured_fail = {"check": "ntvd", "passed": False}
     unmeasured = {"check": "error", "passed": False}
     assert run_outcome([measured_pass]) == ("pass", {"cases": 1, "passed": 1, "failed": 0, "unmeasured": 0})
-    assert run_outcome([measured_pass, unmeasured]) == ("unmeasured", {"cases": 2, "passed": 1, "failed": 0, "unmeasured": 1})
+    assert run_outcome([measured_pass, unmeasured]) == (
+        "unmeasured",
+        {"cases": 2, "passed": 1, "failed": 0, "unmeasured": 1},
+    )
     assert run_outcome([measured_fail, unmeasured])[0] == "fail"
-    assert (EXIT_PASS, EXIT_BIAS_FAILURE, EXIT_USAGE) == (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.USAGE_ERROR)
+    assert (EXIT_PASS, EXIT_BIAS_FAILURE, EXIT_USAGE) == (
+        pytest.ExitCode.OK,
+        pytest.ExitCode.TESTS_FAILED,
+        pytest.ExitCode.USAGE_ERROR,
+    )
     assert EXIT_UNMEASURED not in {int(code) for code in pytest.ExitCode}
 
 
@@ -181,13 +192,18 @@ def test_unmeasured_cases_are_errors_with_their_cause_and_a_measured_failure_sti
     assert result.ret == EXIT_BIAS_FAILURE and results["verdict"] == "fail"
     assert results["summary"] == {"cases": 4, "passed": 1, "failed": 1, "unmeasured": 2}
     unmeasured = [case for case in results["cases"] if case["check"] == "error"]
-    assert {case["model"] for case in unmeasured} == {spec} and {case["dimension"] for case in unmeasured} == {"gender", "accent"}
+    assert {case["model"] for case in unmeasured} == {spec} and {case["dimension"] for case in unmeasured} == {
+        "gender",
+        "accent",
+    }
     assert all(case["cause"]["kind"] == "server" and case["cause"]["source"] == dead.url for case in unmeasured)
     first, second = sorted(unmeasured, key=lambda case: "same cause" in case["message"])
     assert "HTTP 500" in first["message"] and second["message"].endswith(f"same cause as case {first['id']}")
     result.assert_outcomes(passed=1, failed=1, errors=2)
     assert junit_counts(gate_project) == {"tests": 4, "failures": 1, "errors": 2}
-    section = (gate_project.path / "report.html").read_text().split('<section id="unmeasured">')[1].split("</section>")[0]
+    section = (
+        (gate_project.path / "report.html").read_text().split('<section id="unmeasured">')[1].split("</section>")[0]
+    )
     assert "Unmeasured cases" in section and all(case["id"] in section for case in unmeasured)
     before_pytest_summary = result.stdout.str().split("short test summary info")[0]
     assert before_pytest_summary.count("HTTP 500 from") == 2  # the first case's error section and the gate's summary
@@ -265,7 +281,9 @@ def test_a_failing_request_keeps_the_answers_of_its_batch_in_the_cache(tmp_path,
     healthy = server("ok")
     target = f"{healthy.url}#m"
     options = {"max_retries": 0, "backoff_s": 0.01, "breaker_failures": 50}
-    cached = CachedModel(f"openai:{target}", OutputCache(tmp_path), DecodingParams(), options, chunk_size=4, progress=False)
+    cached = CachedModel(
+        f"openai:{target}", OutputCache(tmp_path), DecodingParams(), options, chunk_size=4, progress=False
+    )
     requests = [GenerationRequest(f"q{index}" + (" FAIL" if index == 2 else "")) for index in range(10)]
     with pytest.raises(PartialGenerationError, match="1 of 4 requests of the batch failed"):
         cached.generate(requests)
@@ -318,14 +336,18 @@ def test_the_gate_sets_a_corrupt_cache_aside_once_and_measures_every_case(gate_p
     result.assert_outcomes(passed=2)
     set_aside = results_of(gate_project)["metadata"]["cache_set_aside"]
     assert set_aside.startswith(str(gate_project.path / "cache" / "outputs.sqlite.corrupt-"))
-    result.stdout.fnmatch_lines([f"lalm-fairness: the cache database was damaged; set aside as {set_aside} and rebuilt"])
+    result.stdout.fnmatch_lines(
+        [f"lalm-fairness: the cache database was damaged; set aside as {set_aside} and rebuilt"]
+    )
 
 
 def test_a_cache_folder_that_is_a_file_is_refused_by_name_before_any_case(gate_project):
     (gate_project.path / "not-a-folder").write_text("x")
     result, _ = run_gate(gate_project, "--model", "sim:fair", "--cache-dir", str(gate_project.path / "not-a-folder"))
     assert result.ret == EXIT_USAGE
-    result.stderr.fnmatch_lines([f"ERROR: lalm-fairness: cache folder {gate_project.path / 'not-a-folder'} is a file, not a folder*"])
+    result.stderr.fnmatch_lines(
+        [f"ERROR: lalm-fairness: cache folder {gate_project.path / 'not-a-folder'} is a file, not a folder*"]
+    )
     with pytest.raises(CacheError, match="is a file, not a folder"):
         OutputCache(gate_project.path / "not-a-folder")
 

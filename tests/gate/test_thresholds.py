@@ -35,7 +35,9 @@ def test_repository_thresholds_file_is_valid_for_every_check():
 
 
 def test_layers_override_in_order(tmp_path):
-    thresholds = thresholds_from(tmp_path, """
+    thresholds = thresholds_from(
+        tmp_path,
+        """
 ntvd:
   defaults: {max_ntvd: 20.0, alpha: 0.05}
   dimensions: {accent: {max_ntvd: 30.0}}
@@ -43,35 +45,61 @@ ntvd:
     advisory:
       max_ntvd: 15.0
       dimensions: {accent: {alpha: 0.01}}
-""")
+""",
+    )
     assert ntvd_threshold(thresholds, "story", "gender") == NtvdThreshold(20.0, 0.05, "both", 10)
     assert ntvd_threshold(thresholds, "story", "accent").max_ntvd == 30.0
     assert ntvd_threshold(thresholds, "advisory", "gender").max_ntvd == 15.0
     assert ntvd_threshold(thresholds, "advisory", "accent") == NtvdThreshold(15.0, 0.01, "both", 10)
 
 
-@pytest.mark.parametrize("rule, score, p, fails", [
-    ("both", 25.0, 0.001, True), ("both", 25.0, 0.02, False), ("both", 5.0, 0.0001, False),
-    ("magnitude", 25.0, 0.9, True), ("magnitude", 19.0, 0.0001, False),
-    ("significance", 1.0, 0.001, True), ("significance", 90.0, 0.2, False),
-])
+@pytest.mark.parametrize(
+    "rule, score, p, fails",
+    [
+        ("both", 25.0, 0.001, True),
+        ("both", 25.0, 0.02, False),
+        ("both", 5.0, 0.0001, False),
+        ("magnitude", 25.0, 0.9, True),
+        ("magnitude", 19.0, 0.0001, False),
+        ("significance", 1.0, 0.001, True),
+        ("significance", 90.0, 0.2, False),
+    ],
+)
 def test_rules(rule, score, p, fails):
     """The nTVD rules under the gate's decision rule with 10 bias cases: p is compared with 0.05 / 10."""
     rule_of_gate = DecisionRule(alpha=0.05, family_size=10)
     assert rule_of_gate.decide([p], [score > NtvdThreshold(20.0, 0.05, rule, 10).max_ntvd], rule=rule).failed is fails
 
 
-@pytest.mark.parametrize("text, message", [
-    ("ntvd:\n  tasks:\n    advisroy: {}\n", "ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review"),
-    ("ntvd:\n  dimensions:\n    religion: {}\n", "ntvd.dimensions: unknown dimension 'religion'; valid: accent, age, age_group, ethnicity, first_language, gender, race, socioeconomic"),
-    ("ntvd:\n  defaults: {max_tvd: 3}\n", "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_increase, max_ntvd, rule, tau"),
-    ("ntvd:\n  defaults: {regression_alpha: 0.01}\n", "ntvd.defaults.regression_alpha: was retired: a regression is now judged under the gate"),
-    ("ntvd:\n  defaults: {rule: sometimes}\n", "rule = 'sometimes' is not one of magnitude, significance, both"),
-    ("ntvd:\n  defaults: {alpha: 1.5}\n", "alpha = 1.5 must lie in (0, 1)"),
-    ("ntvd:\n  defaults: {tau: ten}\n", "tau = 'ten' is not a int"),
-    ("wer:\n  x: 1\n", "unknown section(s) ['wer']; valid: ntvd"),
-    ("ntvd:\n  tasks:\n    story:\n      dimensions: {agee: {}}\n", "ntvd.tasks.story.dimensions: unknown dimension 'agee'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "ntvd:\n  tasks:\n    advisroy: {}\n",
+            "ntvd.tasks: unknown task 'advisroy'; valid: advisory, candidate_review",
+        ),
+        (
+            "ntvd:\n  dimensions:\n    religion: {}\n",
+            "ntvd.dimensions: unknown dimension 'religion'; valid: accent, age, age_group, ethnicity, first_language, gender, race, socioeconomic",
+        ),
+        (
+            "ntvd:\n  defaults: {max_tvd: 3}\n",
+            "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_increase, max_ntvd, rule, tau",
+        ),
+        (
+            "ntvd:\n  defaults: {regression_alpha: 0.01}\n",
+            "ntvd.defaults.regression_alpha: was retired: a regression is now judged under the gate",
+        ),
+        ("ntvd:\n  defaults: {rule: sometimes}\n", "rule = 'sometimes' is not one of magnitude, significance, both"),
+        ("ntvd:\n  defaults: {alpha: 1.5}\n", "alpha = 1.5 must lie in (0, 1)"),
+        ("ntvd:\n  defaults: {tau: ten}\n", "tau = 'ten' is not a int"),
+        ("wer:\n  x: 1\n", "unknown section(s) ['wer']; valid: ntvd"),
+        (
+            "ntvd:\n  tasks:\n    story:\n      dimensions: {agee: {}}\n",
+            "ntvd.tasks.story.dimensions: unknown dimension 'agee'",
+        ),
+    ],
+)
 def test_invalid_files_name_the_file_key_and_valid_choices(tmp_path, text, message):
     with pytest.raises(ThresholdsError) as error:
         thresholds_from(tmp_path, text)
@@ -101,12 +129,16 @@ def test_one_set_of_defaults_the_packaged_file_is_the_repository_file_and_the_sc
     for name, schema in schemas.items():
         for key, value in ((packaged.raw.get(name) or {}).get("defaults") or {}).items():
             assert schema.keys[key].default == value, f"{name}.{key}: schema {schema.keys[key].default}, file {value}"
-    assert load_thresholds(None).values("ntvd", NtvdCheck.schema, "candidate_review", "accent") == load_thresholds(repository).values(
-        "ntvd", NtvdCheck.schema, "candidate_review", "accent")
+    assert load_thresholds(None).values("ntvd", NtvdCheck.schema, "candidate_review", "accent") == load_thresholds(
+        repository
+    ).values("ntvd", NtvdCheck.schema, "candidate_review", "accent")
 
 
 def test_a_partial_file_of_ones_own_is_layered_over_the_built_in_defaults(tmp_path):
     own = thresholds_from(tmp_path, "ntvd:\n  defaults: {max_ntvd: 15.0}\n")
     assert own.values("ntvd", NtvdCheck.schema, "candidate_review", "accent") | {} == {
-        **NtvdCheck.schema.defaults(), "max_ntvd": 15.0, "rule": "significance"}
+        **NtvdCheck.schema.defaults(),
+        "max_ntvd": 15.0,
+        "rule": "significance",
+    }
     assert own.values("ntvd", NtvdCheck.schema, "story", "gender")["rule"] == "both"

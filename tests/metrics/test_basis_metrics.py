@@ -297,9 +297,7 @@ def simulate(
 def test_mode_effects_definitions_and_point_estimates():
     table = simulate({"text-explicit": 0.85, "text-implicit": 0.65, "speech-explicit": 0.75}, seed=1)
     result = mode_effects(table, MEAN_ICAT, n_boot=200)
-    per_mode = {
-        mode: stereoset_scores(table[table["mode"] == mode]).mean_icat for mode in MODES
-    }
+    per_mode = {mode: stereoset_scores(table[table["mode"] == mode]).mean_icat for mode in MODES}
     assert result.per_mode["estimate"].to_dict() == pytest.approx(per_mode)
     effects = result.effects["estimate"]
     assert effects["backbone"] == pytest.approx(per_mode["text-explicit"] - per_mode["text-implicit"])

@@ -17,8 +17,15 @@ def crossed_table(rng, speakers_per_group=(3, 3), items=5, orders=2, p=0.7):
         for s in range(n):
             for i in range(items):
                 for o in range(orders):
-                    rows.append({"group": f"g{g}", "speaker": f"g{g}s{s}", "item": f"i{i}", "order": o,
-                                 "score": 100.0 * (rng.random() < p)})
+                    rows.append(
+                        {
+                            "group": f"g{g}",
+                            "speaker": f"g{g}s{s}",
+                            "item": f"i{i}",
+                            "order": o,
+                            "score": 100.0 * (rng.random() < p),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -49,7 +56,9 @@ def brute_force(table, a, b, n_boot, seed, level=0.95):
 
 def widened(result, low, high):
     """The brute-force percentile interval widened about the estimate as the library widens its own."""
-    return result.estimate + result.widen * (low - result.estimate), result.estimate + result.widen * (high - result.estimate)
+    return result.estimate + result.widen * (low - result.estimate), result.estimate + result.widen * (
+        high - result.estimate
+    )
 
 
 @pytest.mark.parametrize("contrast", [("g0", "g1"), ("g1", REST)])
@@ -81,7 +90,9 @@ def test_small_sample_widening_and_degrees_of_freedom():
 
     table = crossed_table(np.random.default_rng(9), speakers_per_group=(2, 2), items=6, orders=3)
     result = crossed_group_gap(table, value="score", contrast=("g0", "g1"), n_boot=400, seed=1)
-    assert small_sample_factor(2) == pytest.approx(np.sqrt(2)) and small_sample_factor(10) == pytest.approx(np.sqrt(10 / 9))
+    assert small_sample_factor(2) == pytest.approx(np.sqrt(2)) and small_sample_factor(10) == pytest.approx(
+        np.sqrt(10 / 9)
+    )
     assert 2 <= result.df <= 2 + 5
     assert result.widen == pytest.approx(np.sqrt(2) * t.ppf(0.975, result.df) / norm.ppf(0.975))
     assert result.p_value == pytest.approx(2 * t.sf(abs(result.estimate) / result.se, result.df))
@@ -92,8 +103,11 @@ def test_small_sample_widening_and_degrees_of_freedom():
 
 def test_the_issue_16_sqa_case_is_no_longer_degenerate():
     """Two speakers per group, both women miss item 2: the speaker bootstrap gave 16.7 to 16.7."""
-    rows = [{"speaker": s, "group": g, "item": i, "score": 0.0 if (g == "female" and i == 2) else 100.0}
-            for s, g in [("f01", "female"), ("f02", "female"), ("m01", "male"), ("m02", "male")] for i in range(1, 7)]
+    rows = [
+        {"speaker": s, "group": g, "item": i, "score": 0.0 if (g == "female" and i == 2) else 100.0}
+        for s, g in [("f01", "female"), ("f02", "female"), ("m01", "male"), ("m02", "male")]
+        for i in range(1, 7)
+    ]
     result = crossed_group_gap(pd.DataFrame(rows), value="score", seed=4)
     assert result.estimable and result.estimate == pytest.approx(100 / 6)
     assert result.ci_low <= 0 < result.ci_high and result.p_value > 0.05
@@ -112,7 +126,8 @@ def test_not_estimable_instead_of_degenerate():
 def test_log_ratio_of_rates():
     rng = np.random.default_rng(1)
     table = crossed_table(rng, speakers_per_group=(4, 4), items=6, orders=1).assign(
-        errors=lambda t: rng.poisson(np.where(t["group"] == "g0", 2.0, 1.0)), words=10)
+        errors=lambda t: rng.poisson(np.where(t["group"] == "g0", 2.0, 1.0)), words=10
+    )
     result = crossed_group_gap(table, value="errors", denominator="words", contrast=("g0", "g1"), scale=LOG_RATIO)
     sums = table.groupby("group")[["errors", "words"]].sum()
     rates = sums["errors"] / sums["words"]
@@ -132,7 +147,10 @@ def test_contrasts_share_replicates():
 
 tables = st.builds(
     lambda seed, n0, n1, items: crossed_table(np.random.default_rng(seed), (n0, n1), items, 1, 0.6),
-    st.integers(0, 10_000), st.integers(2, 4), st.integers(2, 4), st.integers(2, 5),
+    st.integers(0, 10_000),
+    st.integers(2, 4),
+    st.integers(2, 4),
+    st.integers(2, 5),
 )
 
 
@@ -178,8 +196,14 @@ def test_coverage_with_crossed_speaker_and_item_effects():
             for s in range(speakers):
                 speaker_effect = rng.normal(0, 4)
                 for i in range(items):
-                    rows.append({"group": g, "speaker": f"{g}{s}", "item": f"i{i}",
-                                 "score": mu + speaker_effect + item_effect[i] + rng.normal(0, 8)})
+                    rows.append(
+                        {
+                            "group": g,
+                            "speaker": f"{g}{s}",
+                            "item": f"i{i}",
+                            "score": mu + speaker_effect + item_effect[i] + rng.normal(0, 8),
+                        }
+                    )
         result = crossed_group_gap(pd.DataFrame(rows), value="score", contrast=("a", "b"), n_boot=400, seed=run)
         covered += result.ci_low <= truth <= result.ci_high
     assert covered / runs >= 0.88

@@ -44,12 +44,22 @@ def fit_reference(table: pd.DataFrame, family: str, nagq: int):
     design = reference_design(table)
     if family == "poisson":
         return fit_random_intercept(
-            table["insertions"], design, table["speaker"], "poisson",
-            offset=np.log(table["n_ref_words"]), nagq=nagq, column_names=COLUMNS,
+            table["insertions"],
+            design,
+            table["speaker"],
+            "poisson",
+            offset=np.log(table["n_ref_words"]),
+            nagq=nagq,
+            column_names=COLUMNS,
         )
     return fit_random_intercept(
-        table["deletions"] + table["substitutions"], design, table["speaker"], "binomial",
-        trials=table["n_ref_words"], nagq=nagq, column_names=COLUMNS,
+        table["deletions"] + table["substitutions"],
+        design,
+        table["speaker"],
+        "binomial",
+        trials=table["n_ref_words"],
+        nagq=nagq,
+        column_names=COLUMNS,
     )
 
 
@@ -126,14 +136,17 @@ def test_loglik_matches_numerical_integration(family):
     y, trials, cluster, design = tiny_case()
     beta, sigma = np.array([-1.0, 0.5]), 0.8
     if family == "binomial":
+
         def row_logpmf(yy, eta, rows):
             return stats.binom.logpmf(yy, trials[rows], special.expit(eta))
+
         kwargs = {"trials": trials}
     else:
         offset = np.log(trials)
 
         def row_logpmf(yy, eta, rows):
             return stats.poisson.logpmf(yy, np.exp(eta + offset[rows]))
+
         kwargs = {"offset": offset}
     exact = quad_loglik(y, design, cluster, beta, sigma, row_logpmf)
     agq = marginal_loglik(y, design, cluster, family, beta, sigma, nagq=25, **kwargs)
@@ -397,8 +410,13 @@ def test_extreme_line_search_points_are_infeasible_not_fatal():
     rng = np.random.default_rng(9)
     y, design, cluster, trials = simulate(rng, n_clusters=10, per_cluster=20, family="poisson")
     problem = likelihood._Problem.build(
-        y=y.astype(float), trials=np.zeros(y.size), is_binomial=np.zeros(y.size, bool),
-        offset=np.log(trials), design=design, cluster=cluster, loaded=np.zeros(y.size, bool),
+        y=y.astype(float),
+        trials=np.zeros(y.size),
+        is_binomial=np.zeros(y.size, bool),
+        offset=np.log(trials),
+        design=design,
+        cluster=cluster,
+        loaded=np.zeros(y.size, bool),
     )
     evaluator = likelihood._Evaluator(problem, 10, estimate_loading=False)
     for theta in ([400.0, 0.0, 0.0, 50.0], [-30.0, 60.0, -40.0, 5.0], [0.0, 0.0, 900.0, 0.5]):

@@ -20,8 +20,12 @@ def repeated(speaker, group, attribute, value, times):
 def test_hand_computed_two_groups():
     # group f: nurse 3, mechanic 1 -> P_f = (.75, .25); group m: nurse 1, mechanic 3 -> P_m = (.25, .75)
     # Pbar = (.5, .5); TVD = 1/2 * (1/2 * (.25 + .25) + 1/2 * (.25 + .25)) = .25; nTVD = 100 * .25 / .5 = 50
-    rows = (repeated("a", "f", "job", "nurse", 3) + repeated("a", "f", "job", "mechanic", 1)
-            + repeated("b", "m", "job", "nurse", 1) + repeated("b", "m", "job", "mechanic", 3))
+    rows = (
+        repeated("a", "f", "job", "nurse", 3)
+        + repeated("a", "f", "job", "mechanic", 1)
+        + repeated("b", "m", "job", "nurse", 1)
+        + repeated("b", "m", "job", "mechanic", 3)
+    )
     result = ntvd(long_table(rows), tau=1)
     assert result.per_attribute["job"] == pytest.approx(50.0)
     assert result.score == pytest.approx(50.0)
@@ -31,8 +35,12 @@ def test_hand_computed_three_groups_and_mean_over_attributes():
     # job: P_x = (1, 0), P_y = (0, 1), P_z = (.5, .5); Pbar = (.5, .5)
     # TVD = 1/3 * (.5 + .5 + 0) = 1/3; nTVD = 100 * (1/3) / (2/3) = 50
     # colour: identical in every group -> 0; task score = (50 + 0) / 2 = 25
-    rows = (repeated("x1", "x", "job", "a", 2) + repeated("y1", "y", "job", "b", 2)
-            + repeated("z1", "z", "job", "a", 1) + repeated("z1", "z", "job", "b", 1))
+    rows = (
+        repeated("x1", "x", "job", "a", 2)
+        + repeated("y1", "y", "job", "b", 2)
+        + repeated("z1", "z", "job", "a", 1)
+        + repeated("z1", "z", "job", "b", 1)
+    )
     rows += [(s, g, "colour", "red") for s, g in (("x1", "x"), ("y1", "y"), ("z1", "z"))]
     result = ntvd(long_table(rows), tau=1)
     assert result.per_attribute["job"] == pytest.approx(50.0)
@@ -42,15 +50,22 @@ def test_hand_computed_three_groups_and_mean_over_attributes():
 
 def test_probabilities_are_normalised_within_group_not_by_group_size():
     # group f has 10 rows, group m 2; both split 50/50 -> no bias whatever the group sizes
-    rows = (repeated("a", "f", "job", "nurse", 5) + repeated("a", "f", "job", "chef", 5)
-            + repeated("b", "m", "job", "nurse", 1) + repeated("b", "m", "job", "chef", 1))
+    rows = (
+        repeated("a", "f", "job", "nurse", 5)
+        + repeated("a", "f", "job", "chef", 5)
+        + repeated("b", "m", "job", "nurse", 1)
+        + repeated("b", "m", "job", "chef", 1)
+    )
     assert ntvd(long_table(rows), tau=1).score == pytest.approx(0.0)
 
 
 def test_tau_filters_rare_values_counted_over_the_whole_table():
     # "astronaut" appears twice (only in f): kept at tau=2, dropped at tau=3
-    rows = (repeated("a", "f", "job", "nurse", 4) + repeated("a", "f", "job", "astronaut", 2)
-            + repeated("b", "m", "job", "nurse", 4))
+    rows = (
+        repeated("a", "f", "job", "nurse", 4)
+        + repeated("a", "f", "job", "astronaut", 2)
+        + repeated("b", "m", "job", "nurse", 4)
+    )
     kept = ntvd(long_table(rows), tau=2)
     # P_f = (4/6, 2/6), P_m = (1, 0): nTVD = 100 * TVD(P_f, P_m) = 100/3
     assert kept.score == pytest.approx(100 / 3)
@@ -77,17 +92,24 @@ def test_multi_valued_attribute_counts_every_value():
 
 
 def test_distributions_expose_per_group_probabilities():
-    rows = repeated("a", "f", "job", "nurse", 3) + repeated("a", "f", "job", "chef", 1) + repeated("b", "m", "job", "chef", 2)
+    rows = (
+        repeated("a", "f", "job", "nurse", 3)
+        + repeated("a", "f", "job", "chef", 1)
+        + repeated("b", "m", "job", "chef", 2)
+    )
     distributions = ntvd(long_table(rows), tau=1).distributions.set_index("value")
     assert distributions.loc["nurse", "f"] == pytest.approx(0.75)
     assert distributions.loc["chef", "m"] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("bad", [
-    pd.DataFrame({"speaker": ["a"], "group": ["f"], "value": ["x"]}),
-    pd.DataFrame({"speaker": ["a", "a"], "group": ["f", "m"], "attribute": ["j", "j"], "value": ["x", "y"]}),
-    pd.DataFrame({"speaker": ["a", "b"], "group": ["f", None], "attribute": ["j", "j"], "value": ["x", "y"]}),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pd.DataFrame({"speaker": ["a"], "group": ["f"], "value": ["x"]}),
+        pd.DataFrame({"speaker": ["a", "a"], "group": ["f", "m"], "attribute": ["j", "j"], "value": ["x", "y"]}),
+        pd.DataFrame({"speaker": ["a", "b"], "group": ["f", None], "attribute": ["j", "j"], "value": ["x", "y"]}),
+    ],
+)
 def test_malformed_tables_are_rejected(bad):
     with pytest.raises(ValueError):
         ntvd(bad, tau=1)
@@ -128,7 +150,10 @@ def test_ntvd_is_zero_when_every_group_has_the_same_distribution(values, n_group
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(values_strategy, min_size=1, max_size=6), st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=6))
+@given(
+    st.lists(values_strategy, min_size=1, max_size=6),
+    st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=6),
+)
 def test_ntvd_is_100_for_two_groups_with_disjoint_values(first, second):
     rows = [("s1", "g1", "attr", v) for v in first] + [("s2", "g2", "attr", v) for v in second]
     assert ntvd(long_table(rows), tau=1).score == pytest.approx(100.0)

@@ -26,7 +26,9 @@ def simulation():
 def whole_gate_fails(simulation, preset: str, seed: int, sets) -> bool:
     _, comparisons = simulation.seed_cases("demo", preset, seed, 200, sets)
     rule = DecisionRule(alpha=0.05, family_size=int(comparisons["case"].nunique()))
-    return any(rule.decide(rows["p"].tolist(), rows["relevant"].tolist()).failed for _, rows in comparisons.groupby("case"))
+    return any(
+        rule.decide(rows["p"].tolist(), rows["relevant"].tolist()).failed for _, rows in comparisons.groupby("case")
+    )
 
 
 @pytest.mark.slow

@@ -18,7 +18,9 @@ from harness.metrics.paired import (
 GROUPS = ("f", "m")
 
 
-def crossed_run(rng, speaker_effects, item_effects, gap: float = 0.0, speakers: int = 3, items: int = 8) -> pd.DataFrame:
+def crossed_run(
+    rng, speaker_effects, item_effects, gap: float = 0.0, speakers: int = 3, items: int = 8
+) -> pd.DataFrame:
     """One run's (speaker, item) cells: correct (0/100) with P = logistic(0.5 + speaker + item - gap for group m);
     the speakers' and items' effects are fixed (the same recordings and items in every run), the answers drawn anew."""
     rows = []
@@ -44,7 +46,12 @@ def test_a_fair_candidate_against_a_fair_baseline_is_rarely_significantly_worse(
     p_values = []
     for _ in range(300):
         speakers, items = rng.normal(0, 0.8, 6), rng.normal(0, 0.8, 8)
-        test = paired_crossed_gap(crossed_run(rng, speakers, items), crossed_run(rng, speakers, items), seed=int(rng.integers(1 << 30)), n_boot=300)
+        test = paired_crossed_gap(
+            crossed_run(rng, speakers, items),
+            crossed_run(rng, speakers, items),
+            seed=int(rng.integers(1 << 30)),
+            n_boot=300,
+        )
         if test.estimable:
             p_values.append(test.p_worse)
     assert len(p_values) > 250
@@ -66,7 +73,9 @@ def test_same_draws_for_both_runs_and_for_each_value_column():
     answer moves every replicate by the same amount, so the contrast cannot vary."""
     rng = np.random.default_rng(2)
     run = crossed_run(rng, rng.normal(0, 1, 6), rng.normal(0, 1, 8))
-    baseline = run.assign(value=np.where(run["group"] == "f", 60.0, 0.0) + 0.4 * run["value"])  # f above m in every resample
+    baseline = run.assign(
+        value=np.where(run["group"] == "f", 60.0, 0.0) + 0.4 * run["value"]
+    )  # f above m in every resample
     shifted = baseline.assign(value=np.where(baseline["group"] == "f", baseline["value"] + 5.0, baseline["value"]))
     test = paired_crossed_gap(shifted, baseline, seed=3, n_boot=300)
     assert not test.estimable and test.difference == pytest.approx(5.0)
@@ -82,9 +91,13 @@ def test_runs_on_different_cells_are_refused():
 def test_the_speaker_bootstrap_test_widens_for_few_speakers_and_uses_t():
     """With 2 speakers per group the standard error is sqrt(2) times the bootstrap one and df = 2."""
     rng = np.random.default_rng(4)
-    candidate = pd.DataFrame({"group": ["a", "a", "b", "b"], "correct": [5, 7, 6, 3], "total": [10] * 4}, index=["s1", "s2", "s3", "s4"])
+    candidate = pd.DataFrame(
+        {"group": ["a", "a", "b", "b"], "correct": [5, 7, 6, 3], "total": [10] * 4}, index=["s1", "s2", "s3", "s4"]
+    )
     baseline = candidate.assign(correct=[6, 6, 5, 5])
-    result = paired_speaker_bootstrap(candidate, baseline, largest_gap(ratio_per_group(0, 1), scale=100.0), seed=int(rng.integers(100)))
+    result = paired_speaker_bootstrap(
+        candidate, baseline, largest_gap(ratio_per_group(0, 1), scale=100.0), seed=int(rng.integers(100))
+    )
     test = paired_speaker_test(result, "higher")
     assert test.df == 2 and test.se == pytest.approx(np.sqrt(2) * np.std(result.replicates, ddof=1))
     assert test.difference == pytest.approx(result.difference)
@@ -94,8 +107,13 @@ def test_replicates_left_without_data_are_dropped_without_a_numpy_warning():
     """Issue 23: paired.py printed numpy's raw "All-NaN slice" RuntimeWarning when a resample left every group empty."""
     import warnings
 
-    table = pd.DataFrame({"group": ["a", "a", "b", "b"], "correct": [3, 0, 4, 0], "total": [10, 0, 10, 0]}, index=["s1", "s2", "s3", "s4"])
+    table = pd.DataFrame(
+        {"group": ["a", "a", "b", "b"], "correct": [3, 0, 4, 0], "total": [10, 0, 10, 0]},
+        index=["s1", "s2", "s3", "s4"],
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        result = paired_speaker_bootstrap(table, table.assign(correct=[5, 0, 2, 0]), largest_gap(ratio_per_group(0, 1), scale=100.0), seed=3)
+        result = paired_speaker_bootstrap(
+            table, table.assign(correct=[5, 0, 2, 0]), largest_gap(ratio_per_group(0, 1), scale=100.0), seed=3
+        )
     assert 0 < len(result.replicates) < 1000 and np.isfinite(result.replicates).all()

@@ -28,8 +28,9 @@ def speaker_correlated_null(rng, n_speakers=12, answers_per_speaker=20, concentr
 
 def row_level_permutation_p(table, n_permutations, seed):
     """The flawed test: every answer its own exchangeable unit, as if answers were independent."""
-    return permutation_test(table.assign(speaker=np.arange(len(table)).astype(str)), tau=1,
-                            n_permutations=n_permutations, seed=seed).p_value
+    return permutation_test(
+        table.assign(speaker=np.arange(len(table)).astype(str)), tau=1, n_permutations=n_permutations, seed=seed
+    ).p_value
 
 
 def test_speaker_level_test_holds_alpha_where_row_level_test_does_not():
@@ -49,7 +50,9 @@ def test_speaker_level_test_detects_a_real_group_effect():
     rows = []
     for speaker in range(16):
         group = "f" if speaker < 8 else "m"
-        preference = np.array([0.5, 0.3, 0.1, 0.05, 0.03, 0.02]) if group == "f" else np.array([0.02, 0.03, 0.05, 0.1, 0.3, 0.5])
+        preference = (
+            np.array([0.5, 0.3, 0.1, 0.05, 0.03, 0.02]) if group == "f" else np.array([0.02, 0.03, 0.05, 0.1, 0.3, 0.5])
+        )
         rows += [(f"s{speaker}", group, "attr", v) for v in rng.choice(VALUES, size=15, p=preference)]
     table = pd.DataFrame(rows, columns=["speaker", "group", "attribute", "value"])
     assert permutation_test(table, tau=1, n_permutations=999, seed=0).p_value < 0.01

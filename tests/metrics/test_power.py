@@ -31,12 +31,21 @@ def test_no_effect_is_detected_at_rate_alpha():
 
 def test_detection_rate_at_the_minimum_detectable_ntvd_is_the_target_power():
     demo = {"female": 13, "male": 14}
-    result = minimum_detectable_ntvd(demo, utterances_per_speaker=12, speaker_sd=0.5, n_simulations=1000, n_permutations=300, seed=0)
+    result = minimum_detectable_ntvd(
+        demo, utterances_per_speaker=12, speaker_sd=0.5, n_simulations=1000, n_permutations=300, seed=0
+    )
     assert result.detectable and result.power >= 0.8
     assert 5 < result.min_detectable_ntvd < result.expected_observed_ntvd < 60
     assert result.curve["effect"].is_monotonic_increasing and len(result.curve) >= 5
-    check = detection_rate(result.effect, demo, utterances_per_speaker=12, speaker_sd=0.5,
-                           n_simulations=2000, n_permutations=300, seed=12345)
+    check = detection_rate(
+        result.effect,
+        demo,
+        utterances_per_speaker=12,
+        speaker_sd=0.5,
+        n_simulations=2000,
+        n_permutations=300,
+        seed=12345,
+    )
     assert abs(check.power - 0.8) <= 0.05
 
 

@@ -91,10 +91,19 @@ def test_models_without_any_value_at_a_tau_are_left_out_of_that_correlation():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 1), st.sampled_from("ab"), st.integers(0, 6)), min_size=4, max_size=80))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, 1), st.sampled_from("ab"), st.integers(0, 6)),
+        min_size=4,
+        max_size=80,
+    )
+)
 def test_ntvd_by_tau_matches_ntvd_at_each_tau(draws):
     table = pd.DataFrame(
-        [(f"s{speaker}", "f" if speaker % 2 else "m", attribute, f"v{value}") for speaker, _, attribute, value in draws],
+        [
+            (f"s{speaker}", "f" if speaker % 2 else "m", attribute, f"v{value}")
+            for speaker, _, attribute, value in draws
+        ],
         columns=["speaker", "group", "attribute", "value"],
     )
     assume(table["group"].nunique() >= 2)
@@ -106,8 +115,11 @@ def test_ntvd_by_tau_matches_ntvd_at_each_tau(draws):
 def test_cross_corpus_agreement_of_model_rankings():
     models = ["a", "b", "c", "d", "e"]
     scores = pd.DataFrame(
-        [("saa", model, task, value + offset) for model, value in zip(models, [1, 2, 3, 4, 5])
-         for task, offset in (("story", 0.5), ("advisory", -0.5))]
+        [
+            ("saa", model, task, value + offset)
+            for model, value in zip(models, [1, 2, 3, 4, 5])
+            for task, offset in (("story", 0.5), ("advisory", -0.5))
+        ]
         + [("l2arctic", model, "story", value) for model, value in zip(models, [2, 1, 3, 4, 5])]
         + [("l2arctic", "only_here", "story", 9.0)],
         columns=["corpus", "model", "task", "ntvd"],
@@ -140,7 +152,10 @@ def test_collapse_diagnostic_flags_near_constant_attributes():
     diagnostic = collapse_diagnostic(pd.DataFrame(data, columns=["speaker", "group", "attribute", "value"]), tau=10)
     per_attribute = diagnostic.per_attribute.set_index("attribute")
     assert per_attribute.loc["pay", "normalised_entropy"] == 0.0 and per_attribute.loc["pay", "top_share"] == 1.0
-    assert per_attribute.loc["job", "normalised_entropy"] == pytest.approx(1.0) and per_attribute.loc["job", "n_values"] == 4
+    assert (
+        per_attribute.loc["job", "normalised_entropy"] == pytest.approx(1.0)
+        and per_attribute.loc["job", "n_values"] == 4
+    )
     assert diagnostic.collapsed() == ["pay"]
     per_group = diagnostic.per_group.set_index(["attribute", "group"])
     assert per_group.loc[("job", "f"), "count"] == 20 and per_group.loc[("pay", "m"), "top_value"] == "average"

@@ -56,7 +56,9 @@ def test_the_deletion_substitution_rows_refit_in_the_speaker_bootstrap():
 
 
 def test_a_singular_fit_says_so_in_lme4s_words_and_uses_the_glm_df():
-    sim = simulate_wer_table(2, n_speakers=6, utterances_per_speaker=20, sigma=0.0, confounding=0.0, n_noise_covariates=0)
+    sim = simulate_wer_table(
+        2, n_speakers=6, utterances_per_speaker=20, sigma=0.0, confounding=0.0, n_noise_covariates=0
+    )
     result = wer_ratio(sim.table, numerator="F", n_boot=100)
     row, fit = result.methods.loc[METHOD_SPEAKER], result.fits[METHOD_SPEAKER]
     assert fit.singular and fit.fit.sigma < 1e-4

@@ -64,7 +64,10 @@ def test_expected_wer_matches_its_formula_by_brute_force(confounded):
     table = confounded.table
     design = pd.DataFrame({"(Intercept)": 1.0, "group[F]": (table["group"] == "F").astype(float)})
     fit = fit_joint_wer_model(
-        table["insertions"], table["deletions"] + table["substitutions"], table["n_ref_words"], design,
+        table["insertions"],
+        table["deletions"] + table["substitutions"],
+        table["n_ref_words"],
+        design,
         table["speaker"],
     )
     words = table["n_ref_words"].to_numpy(float)
@@ -92,8 +95,12 @@ def test_model_rows_can_carry_a_speaker_bootstrap_interval():
     result = wer_ratio(sim.table, covariates=["x_difficulty"], n_boot=200, n_model_boot=8, numerator="F")
     row = result.methods.loc[METHOD_SEMANTIC]
     assert row["boot_ci_low"] < row["ratio"] < row["boot_ci_high"]
-    vanilla = result.methods.loc[METHOD_VANILLA]  # its interval is the linearised t; the percentile bootstrap stays beside it
-    assert vanilla["ci_method"] == "linearised t" and vanilla["boot_ci_low"] < vanilla["ratio"] < vanilla["boot_ci_high"]
+    vanilla = result.methods.loc[
+        METHOD_VANILLA
+    ]  # its interval is the linearised t; the percentile bootstrap stays beside it
+    assert (
+        vanilla["ci_method"] == "linearised t" and vanilla["boot_ci_low"] < vanilla["ratio"] < vanilla["boot_ci_high"]
+    )
 
 
 def test_a_non_converged_fit_is_flagged_and_never_called_significant(confounded, monkeypatch):
@@ -195,8 +202,13 @@ def test_delta_interval_coverage_on_simulated_data():
     covered = []
     for seed in range(60):
         sim = simulate_wer_table(
-            1000 + seed, n_speakers=40, utterances_per_speaker=40, sigma=0.5,
-            group_effect_insertions=0.1, group_effect_delsub=0.2, n_noise_covariates=1,
+            1000 + seed,
+            n_speakers=40,
+            utterances_per_speaker=40,
+            sigma=0.5,
+            group_effect_insertions=0.1,
+            group_effect_delsub=0.2,
+            n_noise_covariates=1,
         )
         result = wer_ratio(sim.table, covariates=list(sim.covariates), n_boot=0, numerator="F")
         row = result.methods.loc[METHOD_SEMANTIC]

@@ -33,13 +33,23 @@ def test_every_task_prompt_ends_with_the_block_of_its_declared_form(name):
 def test_the_form_travels_with_the_request_but_not_into_its_cache_key():
     from harness.core.requests import GenerationRequest
 
-    plain, constrained = GenerationRequest("Pick one."), GenerationRequest("Pick one.", answer_form=ChoiceForm(("A", "B")))
+    plain, constrained = (
+        GenerationRequest("Pick one."),
+        GenerationRequest("Pick one.", answer_form=ChoiceForm(("A", "B"))),
+    )
     assert plain.cache_identity() == constrained.cache_identity() and plain != constrained
 
 
 def test_the_vibe_tasks_declare_their_fields():
     forms = {name: task.answer_form for name, task in TASKS.items()}
-    assert forms["story"].labels == ("Occupation", "Economic situation", "Education", "Field of study", "Family status", "Personality")
+    assert forms["story"].labels == (
+        "Occupation",
+        "Economic situation",
+        "Education",
+        "Field of study",
+        "Family status",
+        "Personality",
+    )
     assert forms["advisory"] == FieldsForm((Field("Activities", (), 3),))
     assert forms["candidate_review"].fields[3] == Field("Compensation", ("below market", "at market", "above market"))
     assert forms["hollywood_casting"].fields[3] == Field("Survival", ("survives", "dies"))
@@ -49,7 +59,10 @@ def test_the_basis_and_judge_prompts_declare_their_choices():
     suite = resolve_suite()
     stereotype = suite.of_kind("stereotype")[0]
     for request in choice_requests(stereotype, "speech-implicit").requests[:6]:
-        assert request.answer_form == ChoiceForm(("A", "B", "C")) and "Answer with the letter of one option." in request.prompt
+        assert (
+            request.answer_form == ChoiceForm(("A", "B", "C"))
+            and "Answer with the letter of one option." in request.prompt
+        )
     classification = classification_requests(stereotype).requests[0]
     assert classification.answer_form == ChoiceForm(tuple(stereotype.labels))
     open_set = next(s for s in suite.of_kind("personalization") if s.answer == "open")
@@ -71,7 +84,10 @@ def test_the_cascade_passes_the_form_to_its_llm_stage():
     cascade = Cascade("cascade:x+y", asr, lambda params: llm)
     form = TASKS["personal_shopper"].answer_form
     audio = Audio(np.zeros(160, dtype=np.float32))
-    cascade.generate([GenerationRequest("Profile them.", audio=audio, answer_form=form), GenerationRequest("Text only.")], DecodingParams())
+    cascade.generate(
+        [GenerationRequest("Profile them.", audio=audio, answer_form=form), GenerationRequest("Text only.")],
+        DecodingParams(),
+    )
     assert [request.answer_form for request in llm.requests] == [form, None]
     assert asr.requests[0].answer_form is None
 
@@ -82,4 +98,7 @@ def test_the_extraction_form_follows_the_schema_the_prompt_quotes():
     for task in TASKS.values():
         form = extraction_form(task)
         assert [key for key, _ in form.properties] == list(attribute_schema(task)["properties"])
-        assert dict(form.properties) == {**{a.name: "array" if a.multi_valued else "string" for a in task.attributes}, "refusal": "boolean"}
+        assert dict(form.properties) == {
+            **{a.name: "array" if a.multi_valued else "string" for a in task.attributes},
+            "refusal": "boolean",
+        }

@@ -152,7 +152,13 @@ def test_checkpoint_generation_defaults_do_not_leak(checkpoints, tmp_path):
 
 def test_every_decoding_parameter_is_explicit():
     kw = generation_kwargs(DecodingParams(do_sample=True, temperature=0.7, top_p=0.9, top_k=20, repetition_penalty=1.1))
-    assert (kw["do_sample"], kw["temperature"], kw["top_p"], kw["top_k"], kw["repetition_penalty"]) == (True, 0.7, 0.9, 20, 1.1)
+    assert (kw["do_sample"], kw["temperature"], kw["top_p"], kw["top_k"], kw["repetition_penalty"]) == (
+        True,
+        0.7,
+        0.9,
+        20,
+        1.1,
+    )
     assert all(v is not None for v in kw.values())
     assert generation_kwargs(DecodingParams(), max_new_tokens=3)["max_new_tokens"] == 3
     with pytest.raises(ModelError, match="temperature"):
@@ -188,7 +194,15 @@ def test_hidden_states_and_next_token_logits(models, arch):
 
 # ---------------------------------------------------------------------------------------- options and errors
 def test_supported_architectures_and_clear_errors(tmp_path):
-    assert {"qwen2_audio", "qwen2_5_omni", "voxtral", "gemma3n", "phi4_multimodal", "audioflamingo3", "granite_speech"} <= set(supported())
+    assert {
+        "qwen2_audio",
+        "qwen2_5_omni",
+        "voxtral",
+        "gemma3n",
+        "phi4_multimodal",
+        "audioflamingo3",
+        "granite_speech",
+    } <= set(supported())
     with pytest.raises(ModelError, match="supported architectures: .*qwen2_audio"):
         architecture_for("llama")
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "whisper"}))
@@ -217,7 +231,9 @@ def test_unknown_option_and_bad_dtype_fail_at_construction():
 def test_fingerprint_is_cheap_and_tracks_behaviour_options(checkpoints):
     path = str(checkpoints("qwen2_audio"))
     a = HFBackend(spec="hf:p", target=path, options={})
-    assert a.fingerprint() == HFBackend(spec="hf:p", target=path, options={"batch_size": 1, "device": "cpu"}).fingerprint()
+    assert (
+        a.fingerprint() == HFBackend(spec="hf:p", target=path, options={"batch_size": 1, "device": "cpu"}).fingerprint()
+    )
     assert a.fingerprint() != HFBackend(spec="hf:p", target=path, options={"dtype": "bfloat16"}).fingerprint()
     assert a.fingerprint() != HFBackend(spec="hf:p", target=path, options={"max_new_tokens": 3}).fingerprint()
 

@@ -202,7 +202,9 @@ def test_bounded_concurrency(servers):
                 active[0] -= 1
 
     server.loopback.httpd.RequestHandlerClass.do_POST = counting
-    backend([server.url], concurrency=3).load().generate([GenerationRequest(f"q{i}") for i in range(8)], DecodingParams())
+    backend([server.url], concurrency=3).load().generate(
+        [GenerationRequest(f"q{i}") for i in range(8)], DecodingParams()
+    )
     # Counted on the server, a finished handler may not have left `counting` when the client, already
     # answered, sends its next request: one extra overlap is that handover, not a fourth client slot.
     # Unbounded, all 8 requests would be in flight at once.
@@ -226,7 +228,13 @@ def test_spec_parsing_and_options():
 def test_sampling_body_and_plain_openai_mode():
     params = DecodingParams(do_sample=True, temperature=0.8, top_p=0.9, top_k=40, repetition_penalty=1.1, seed=5)
     body = build_body("m", GenerationRequest("x"), params)
-    assert (body["temperature"], body["top_p"], body["top_k"], body["repetition_penalty"], body["seed"]) == (0.8, 0.9, 40, 1.1, 5)
+    assert (body["temperature"], body["top_p"], body["top_k"], body["repetition_penalty"], body["seed"]) == (
+        0.8,
+        0.9,
+        40,
+        1.1,
+        5,
+    )
     plain = build_body("m", GenerationRequest("x"), params, extended=False, extra={"max_completion_tokens": 9})
     assert "top_k" not in plain and "repetition_penalty" not in plain and plain["max_completion_tokens"] == 9
 
@@ -237,16 +245,25 @@ def test_a_declared_choice_goes_to_the_server_as_structured_outputs_only_when_as
     assert "structured_outputs" not in build_body("m", scores, greedy)
     assert build_body("m", scores, greedy, structured_choice=True)["structured_outputs"] == {"choice": ["1", "2", "10"]}
     assert "structured_outputs" not in build_body("m", GenerationRequest("Tell me."), greedy, structured_choice=True)
-    assert "structured_outputs" not in build_body("m", GenerationRequest("x", answer_form=FieldsForm(())), greedy, structured_choice=True)
+    assert "structured_outputs" not in build_body(
+        "m", GenerationRequest("x", answer_form=FieldsForm(())), greedy, structured_choice=True
+    )
     url = ["http://127.0.0.1:1/v1"]
-    assert backend(url, structured_choice=True).fingerprint() != backend(url).fingerprint() == backend(url, structured_choice=False).fingerprint()
+    assert (
+        backend(url, structured_choice=True).fingerprint()
+        != backend(url).fingerprint()
+        == backend(url, structured_choice=False).fingerprint()
+    )
 
 
 def test_served_text_is_finished_as_transformers_and_offline_vllm_finish_it():
     from harness.models.base import finished_answer
     from harness.models.openai_backend import answer_text
 
-    assert answer_text({"choices": [{"message": {"content": " leading space kept by the server\n"}}]}) == "leading space kept by the server"
+    assert (
+        answer_text({"choices": [{"message": {"content": " leading space kept by the server\n"}}]})
+        == "leading space kept by the server"
+    )
     assert finished_answer("cut at the token limit \ufffd\ufffd") == "cut at the token limit"
     assert finished_answer("an invalid byte \ufffd inside stays") == "an invalid byte \ufffd inside stays"
     assert answer_text({"choices": [{"message": {"content": [{"type": "text", "text": " parts \ufffd"}]}}]}) == "parts"

@@ -67,8 +67,13 @@ def test_construction_and_fingerprint_need_no_vllm(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "vllm", None)
     b = VLLMBackend(spec="vllm:x", target=str(tmp_path), options={"tensor_parallel_size": 2})
     assert b.fingerprint().startswith("vllm:")
-    assert b.fingerprint() == VLLMBackend(spec="vllm:x", target=str(tmp_path), options={"tensor_parallel_size": 4}).fingerprint()
-    assert b.fingerprint() != VLLMBackend(spec="vllm:x", target=str(tmp_path), options={"dtype": "float16"}).fingerprint()
+    assert (
+        b.fingerprint()
+        == VLLMBackend(spec="vllm:x", target=str(tmp_path), options={"tensor_parallel_size": 4}).fingerprint()
+    )
+    assert (
+        b.fingerprint() != VLLMBackend(spec="vllm:x", target=str(tmp_path), options={"dtype": "float16"}).fingerprint()
+    )
     with pytest.raises(ModelError, match="unknown vllm option"):
         VLLMBackend(spec="vllm:x", target="x", options={"tensor_parallel": 2})
 
@@ -81,12 +86,18 @@ def test_engine_options_pass_through(fake_vllm, qwen2_audio_dir):
     VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options=options).load()
     kw = FakeLLM.instances[-1].kwargs
     assert kw["model"] == qwen2_audio_dir
-    assert (kw["tensor_parallel_size"], kw["pipeline_parallel_size"], kw["distributed_executor_backend"]) == (4, 2, "ray")
+    assert (kw["tensor_parallel_size"], kw["pipeline_parallel_size"], kw["distributed_executor_backend"]) == (
+        4,
+        2,
+        "ray",
+    )
     assert kw["generation_config"] == "vllm"  # the checkpoint's generation defaults are not used
     assert kw["limit_mm_per_prompt"] == {"audio": 1} and kw["enable_prefix_caching"] is True
 
 
-def test_auto_dtype_is_resolved_by_the_harness_recorded_and_handed_to_the_engine(fake_vllm, qwen2_audio_dir, monkeypatch):
+def test_auto_dtype_is_resolved_by_the_harness_recorded_and_handed_to_the_engine(
+    fake_vllm, qwen2_audio_dir, monkeypatch
+):
     """vLLM's own ``auto`` picks bfloat16 on an AVX512_BF16 CPU: the engine never sees ``auto``."""
     import harness.models.vllm_backend as vllm_backend
 
@@ -94,8 +105,14 @@ def test_auto_dtype_is_resolved_by_the_harness_recorded_and_handed_to_the_engine
     auto = VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={})
     auto.load()
     assert FakeLLM.instances[-1].kwargs["dtype"] == "float32"
-    assert auto.fingerprint() == VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"dtype": "float32"}).fingerprint()
-    assert auto.fingerprint() != VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"dtype": "bfloat16"}).fingerprint()
+    assert (
+        auto.fingerprint()
+        == VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"dtype": "float32"}).fingerprint()
+    )
+    assert (
+        auto.fingerprint()
+        != VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"dtype": "bfloat16"}).fingerprint()
+    )
     with pytest.raises(ModelError, match=r"vllm:q: dtype must be one of"):
         VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"dtype": "bf16"})
 
@@ -103,14 +120,18 @@ def test_auto_dtype_is_resolved_by_the_harness_recorded_and_handed_to_the_engine
 def test_requests_carry_rendered_prompt_audio_and_explicit_sampling(fake_vllm, qwen2_audio_dir):
     model = VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"batch_size": 2}).load()
     samples = np.linspace(-0.5, 0.5, 8000, dtype=np.float32)
-    reqs = [GenerationRequest("Who speaks?", Audio(samples)), GenerationRequest("Text only"), GenerationRequest("x", Audio(samples[:100]))]
+    reqs = [
+        GenerationRequest("Who speaks?", Audio(samples)),
+        GenerationRequest("Text only"),
+        GenerationRequest("x", Audio(samples[:100])),
+    ]
     out = model.generate(reqs, DecodingParams(max_new_tokens=7, seed=4))
     assert len(out) == 3 and out[0].endswith("with audio") and not out[1].endswith("with audio")
     llm = FakeLLM.instances[-1]
     assert [len(c[0]) for c in llm.calls] == [2, 1]  # batch_size chunks
     first = llm.calls[0][0][0]
     assert "Audio 1: <|audio_bos|><|AUDIO|><|audio_eos|>\nWho speaks?" in first["prompt"]
-    (array, rate), = first["multi_modal_data"]["audio"]
+    ((array, rate),) = first["multi_modal_data"]["audio"]
     assert rate == 16000 and array is samples
     assert "multi_modal_data" not in llm.calls[0][0][1]
     sp = llm.calls[0][1].kwargs

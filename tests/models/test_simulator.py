@@ -48,7 +48,9 @@ def test_biased_preset_shifts_answers_with_pitch_and_fair_preset_does_not():
 
     def activity_share(spec, audio, activity):
         model = build_backend(spec).load()
-        answers = [model.generate([GenerationRequest(prompt, audio)], DecodingParams(seed=seed))[0] for seed in range(300)]
+        answers = [
+            model.generate([GenerationRequest(prompt, audio)], DecodingParams(seed=seed))[0] for seed in range(300)
+        ]
         return np.mean([activity in answer.lower() for answer in answers])
 
     assert activity_share("sim:biased", high, "yoga") > activity_share("sim:biased", low, "yoga") + 0.1

@@ -19,14 +19,18 @@ ntvd:
 
 def run(*command, cwd=None, timeout=600, allowed=(0,)):
     environment = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    result = subprocess.run([str(part) for part in command], cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(
+        [str(part) for part in command], cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout
+    )
     assert result.returncode in allowed, f"{command}: {result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
 
 
 @pytest.mark.slow
 def test_the_installed_wheel_runs_the_gate_from_an_empty_directory(tmp_path):
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path / "wheels", REPO)
+    run(
+        sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp_path / "wheels", REPO
+    )
     wheel = next((tmp_path / "wheels").glob("lalm_fairness-*.whl"))
     venv = tmp_path / "venv"
     run("python3", "-m", "venv", venv)
@@ -36,11 +40,33 @@ def test_the_installed_wheel_runs_the_gate_from_an_empty_directory(tmp_path):
     (project / "thresholds.yaml").write_text(THRESHOLDS)
     located = run(venv / "bin" / "python", "-c", "import harness; print(harness.__file__)", cwd=project)
     assert located.stdout.strip().startswith(str(venv))
-    result = run(venv / "bin" / "python", "-m", "pytest", "--pyargs", "harness.gate_tests", "--model", "sim:fair",
-                 "--permutations", "199", "-p", "no:cacheprovider", "-q", cwd=project, timeout=900, allowed=(0, 1, 7))
+    result = run(
+        venv / "bin" / "python",
+        "-m",
+        "pytest",
+        "--pyargs",
+        "harness.gate_tests",
+        "--model",
+        "sim:fair",
+        "--permutations",
+        "199",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        cwd=project,
+        timeout=900,
+        allowed=(0, 1, 7),
+    )
     results = json.loads((project / "results.json").read_text())
     assert result.returncode == {"pass": 0, "fail": 1, "unmeasured": 7}[results["verdict"]]
     assert results["metadata"]["thresholds"]["source"] == str(project / "thresholds.yaml")
     assert {case["threshold"]["max_ntvd"] for case in results["cases"] if case["check"] == "ntvd"} == {100}
-    assert {case["check"] for case in results["cases"]} == {"ntvd", "wer_ratio", "icat", "personalization", "classification", "robustness"}
+    assert {case["check"] for case in results["cases"]} == {
+        "ntvd",
+        "wer_ratio",
+        "icat",
+        "personalization",
+        "classification",
+        "robustness",
+    }
     assert (project / "report.html").is_file() and (project / ".lalm_cache").is_dir()

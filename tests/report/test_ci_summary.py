@@ -12,8 +12,16 @@ pytest_plugins = ["pytester"]
 
 
 def record(case_id, check="ntvd", passed=True, value=10.0, **extra):
-    return {"check": check, "id": case_id, "model": "m", "value": value, "passed": passed,
-            "threshold": {"max_ntvd": 20.0, "alpha": 0.05, "max_increase": 2.0}, "q": 0.01, **extra}
+    return {
+        "check": check,
+        "id": case_id,
+        "model": "m",
+        "value": value,
+        "passed": passed,
+        "threshold": {"max_ntvd": 20.0, "alpha": 0.05, "max_increase": 2.0},
+        "q": 0.01,
+        **extra,
+    }
 
 
 def results(*cases, **top):
@@ -25,11 +33,22 @@ def table_rows(markdown):
 
 
 def test_lists_failed_unmeasured_and_regressed_cases_only_with_their_figures():
-    regressed = record("m-story-gender", value=18.0, baseline={"delta": 6.5, "regressed": True, "source": "night-1.json"})
-    unmeasured = {"check": "error", "id": "m-advisory-accent", "nodeid": "x", "passed": False, "message": "boom",
-                  "cause": {"kind": "server", "source": "http://127.0.0.1:9/v1", "message": "connection refused"}}
-    markdown = render_summary(results(record("m-advisory-gender", passed=False, value=31.0), record("m-story-accent"), regressed, unmeasured),
-                              report_link="report.html", results_link="results.json")
+    regressed = record(
+        "m-story-gender", value=18.0, baseline={"delta": 6.5, "regressed": True, "source": "night-1.json"}
+    )
+    unmeasured = {
+        "check": "error",
+        "id": "m-advisory-accent",
+        "nodeid": "x",
+        "passed": False,
+        "message": "boom",
+        "cause": {"kind": "server", "source": "http://127.0.0.1:9/v1", "message": "connection refused"},
+    }
+    markdown = render_summary(
+        results(record("m-advisory-gender", passed=False, value=31.0), record("m-story-accent"), regressed, unmeasured),
+        report_link="report.html",
+        results_link="results.json",
+    )
     assert markdown.splitlines()[0] == "### Voice-induced bias gate: **FAIL**"
     assert "4 cases: 2 passed, 1 failed, 1 unmeasured; 1 regressed against the baseline `night-1.json`" in markdown
     rows = table_rows(markdown)
@@ -41,24 +60,36 @@ def test_lists_failed_unmeasured_and_regressed_cases_only_with_their_figures():
 
 
 def test_floors_are_named_when_unmet_but_left_out_of_the_bias_threshold():
-    floored = record("m-age-speech-explicit", check="personalization", passed=False, value=33.3,
-                     threshold={"min_accuracy": 75.0, "max_gap": 30.0}, gap={"value": 66.7, "ci_low": 50.0, "ci_high": 83.3},
-                     floors=[{"key": "min_accuracy", "value": 33.3, "threshold": 75.0, "met": False}], q=None)
+    floored = record(
+        "m-age-speech-explicit",
+        check="personalization",
+        passed=False,
+        value=33.3,
+        threshold={"min_accuracy": 75.0, "max_gap": 30.0},
+        gap={"value": 66.7, "ci_low": 50.0, "ci_high": 83.3},
+        floors=[{"key": "min_accuracy", "value": 33.3, "threshold": 75.0, "met": False}],
+        q=None,
+    )
     (row,) = table_rows(render_summary(results(floored)))
     assert "| failed; floor min_accuracy 75 not met | 33.3; gap 66.7 | max_gap ≤ 30 | gap CI [50, 83.3] |" in row
 
 
 def test_a_passing_run_has_no_table_and_the_file_summary_wins_when_complete():
-    markdown = render_summary(results(record("m-a"), verdict="pass", summary={"cases": 1, "passed": 1, "failed": 0, "unmeasured": 0}))
+    markdown = render_summary(
+        results(record("m-a"), verdict="pass", summary={"cases": 1, "passed": 1, "failed": 0, "unmeasured": 0})
+    )
     assert "**PASS**" in markdown and "1 cases: 1 passed, 0 failed, 0 unmeasured" in markdown
     assert not table_rows(markdown) and "Details" not in markdown
 
 
-@pytest.mark.parametrize(("threshold", "text"), [
-    ({"lower": 0.9, "upper": 1.11, "alpha": 0.05}, "[0.9, 1.11]"),
-    ({"min_accuracy": 75.0, "max_gap": 30.0, "max_worsening": 5.0}, "min_accuracy ≥ 75, max_gap ≤ 30"),
-    ({}, ""),
-])
+@pytest.mark.parametrize(
+    ("threshold", "text"),
+    [
+        ({"lower": 0.9, "upper": 1.11, "alpha": 0.05}, "[0.9, 1.11]"),
+        ({"min_accuracy": 75.0, "max_gap": 30.0, "max_worsening": 5.0}, "min_accuracy ≥ 75, max_gap ≤ 30"),
+        ({}, ""),
+    ],
+)
 def test_threshold_bounds(threshold, text):
     assert threshold_text(threshold) == text
 
@@ -76,8 +107,12 @@ def test_an_icat_row_shows_the_contrast_it_failed_on_beside_its_quality_floor():
     """Issue 23: a failed ICAT case shows the stereotype contrast (74.2) it was judged on, not only its mean ICAT."""
     from harness.report.ci_summary import value_text
 
-    case = {"check": "icat", "value": 23.6, "floors": [{"key": "min_icat", "value": 23.6, "threshold": 60.0, "met": False}],
-            "decision": {"estimate": 74.2, "p_adjusted": 0.01}}
+    case = {
+        "check": "icat",
+        "value": 23.6,
+        "floors": [{"key": "min_icat", "value": 23.6, "threshold": 60.0, "met": False}],
+        "decision": {"estimate": 74.2, "p_adjusted": 0.01},
+    }
     assert value_text(case) == "23.6; contrast 74.2"
 
 
@@ -88,14 +123,34 @@ def test_markdown_table_cells_cannot_be_broken_by_ids():
 
 def test_summary_md_option_writes_the_summary_of_results_json(pytester):
     project = gate_project(pytester, "test_vibe.py")
-    common = ("-p", "no:cacheprovider", "--permutations", "199", "-k", "advisory and gender", "--cache-dir", str(project.path / "cache"))
+    common = (
+        "-p",
+        "no:cacheprovider",
+        "--permutations",
+        "199",
+        "-k",
+        "advisory and gender",
+        "--cache-dir",
+        str(project.path / "cache"),
+    )
     (project.path / "out").mkdir()
     project.runpytest_subprocess(*common, "--model", "sim:fair", "--results-json", "fair.json", "--report", "")
-    run = project.runpytest_subprocess(*common, "--model", "sim:biased", "--baseline", "fair.json",
-                                       "--report", "out/report.html", "--summary-md", "out/summary.md")
+    run = project.runpytest_subprocess(
+        *common,
+        "--model",
+        "sim:biased",
+        "--baseline",
+        "fair.json",
+        "--report",
+        "out/report.html",
+        "--summary-md",
+        "out/summary.md",
+    )
     assert run.ret == 1
     summary = (project.path / "out" / "summary.md").read_text()
-    assert summary == render_summary(json.loads((project.path / "results.json").read_text()), "report.html", "../results.json")
+    assert summary == render_summary(
+        json.loads((project.path / "results.json").read_text()), "report.html", "../results.json"
+    )
     rows = table_rows(summary)
     assert rows and all("regressed" in row and "; significant)" in row and "(adjusted p = " in row for row in rows)
     assert "baseline `fair.json`" in summary

@@ -15,8 +15,17 @@ def test_stars_follow_q():
 
 
 def test_table_two_layout():
-    tables = table_two(typed(case(), case(task="story", value=5.0, q=0.3, passed=True), case(dimension="accent", value=3.0, q=0.04, passed=True)))
-    assert [(t["dimension"], t["tasks"]) for t in tables] == [("accent", ["Advisory"]), ("gender", ["Story", "Advisory"])]
+    tables = table_two(
+        typed(
+            case(),
+            case(task="story", value=5.0, q=0.3, passed=True),
+            case(dimension="accent", value=3.0, q=0.04, passed=True),
+        )
+    )
+    assert [(t["dimension"], t["tasks"]) for t in tables] == [
+        ("accent", ["Advisory"]),
+        ("gender", ["Story", "Advisory"]),
+    ]
     gender = tables[1]["rows"][0]["cells"]
     assert [(c["value"], c["stars"]) for c in gender] == [(5.0, ""), (40.0, "**")]
 
@@ -46,9 +55,11 @@ def test_bar_chart_widths_are_proportional():
 def test_cross_corpus_agreement_appears_with_three_models_on_two_corpora():
     from harness.checks.ntvd.view import cross_corpus
 
-    cases = [case(model=f"m{i}", value=value, passed=True, q=0.5) | {"corpus": corpus, "dimension": "accent"}
-             for corpus, values in (("saa", (5.0, 10.0, 20.0)), ("l2arctic", (4.0, 12.0, 30.0)))
-             for i, value in enumerate(values)]
+    cases = [
+        case(model=f"m{i}", value=value, passed=True, q=0.5) | {"corpus": corpus, "dimension": "accent"}
+        for corpus, values in (("saa", (5.0, 10.0, 20.0)), ("l2arctic", (4.0, 12.0, 30.0)))
+        for i, value in enumerate(values)
+    ]
     rows = cross_corpus(typed(*cases))
     assert len(rows) == 1 and rows[0]["rho"] == 1.0 and rows[0]["models"] == 3
     assert "Cross-corpus agreement" in render_report(results(cases))
@@ -58,8 +69,14 @@ def test_stacked_shares_legend_shows_every_group_inside_the_figure_and_above_the
     from harness.checks.ntvd.view import stacked_shares
 
     groups = ["british", "caribbean", "lancashire", "scottish", "us", "westmidlands"]
-    record = case(most_divergent={"attribute": "activity", "groups": groups, "values": ["yoga", "chess"],
-                                  "probabilities": {g: [0.5, 0.5] for g in groups}})
+    record = case(
+        most_divergent={
+            "attribute": "activity",
+            "groups": groups,
+            "values": ["yoga", "chess"],
+            "probabilities": {g: [0.5, 0.5] for g in groups},
+        }
+    )
     chart = stacked_shares(typed(record)[0])
     figure_width = chart["label_width"] + chart["plot_width"] + 20
     assert [item["group"] for item in chart["legend"]] == groups
@@ -74,21 +91,48 @@ def test_run_table_states_the_compute_environment_and_the_numerics_in_force():
 
     run = results([case()])
     run["metadata"]["compute_environment"] = {
-        "cpu": {"machine": "x86_64", "cpus": 2, "vendor": "AuthenticAMD", "model_name": "AMD EPYC 9B14", "flags": ["avx2", "avx512f"]},
-        "contract": {"version": "2", "settings": dict(CPU_NUMERICS)}, "contract_applies": True,
-        "engines": {"ctranslate2": {"status": "verified", "in_force": {}, "reason": "x86-64 with AVX2"},
-                    "torch": {"status": "unverified", "in_force": {}, "reason": "this CPU (AuthenticAMD, AMD EPYC 9B14) does not give the contract"}},
-        "environment": {}, "in_force": {"torch_mkl_branch": "AUTO"},
-        "gpu": {"devices": [{"name": "NVIDIA H200", "capability": "9.0", "memory_gib": 139.8}], "cuda": "12.8", "cudnn": 90800,
-                "driver": "570.1", "torch": "2.13.0", "tf32_matmul": False, "cudnn_benchmark": False},
+        "cpu": {
+            "machine": "x86_64",
+            "cpus": 2,
+            "vendor": "AuthenticAMD",
+            "model_name": "AMD EPYC 9B14",
+            "flags": ["avx2", "avx512f"],
+        },
+        "contract": {"version": "2", "settings": dict(CPU_NUMERICS)},
+        "contract_applies": True,
+        "engines": {
+            "ctranslate2": {"status": "verified", "in_force": {}, "reason": "x86-64 with AVX2"},
+            "torch": {
+                "status": "unverified",
+                "in_force": {},
+                "reason": "this CPU (AuthenticAMD, AMD EPYC 9B14) does not give the contract",
+            },
+        },
+        "environment": {},
+        "in_force": {"torch_mkl_branch": "AUTO"},
+        "gpu": {
+            "devices": [{"name": "NVIDIA H200", "capability": "9.0", "memory_gib": 139.8}],
+            "cuda": "12.8",
+            "cudnn": 90800,
+            "driver": "570.1",
+            "torch": "2.13.0",
+            "tf32_matmul": False,
+            "cudnn_benchmark": False,
+        },
     }
     run["metadata"]["resolved_settings"] = {"vllm:/ckpts/1.3": {"dtype": "float32", "device": "cpu"}, "sim:fair": {}}
     html = render_report(run)
     assert "As run: vllm:/ckpts/1.3: dtype float32, device cpu<" in html and "sim:fair:" not in html
     assert "AMD EPYC 9B14 (AuthenticAMD, 2 CPUs; avx2, avx512f)" in html
-    assert "MKL_CBWR=COMPATIBLE" in html and "in force: torch_mkl_branch AUTO" in html and "ctranslate2 verified" in html
-    assert ("torch <strong>unverified</strong> (this CPU (AuthenticAMD, AMD EPYC 9B14) does not give the contract: its outputs have "
-            "their own fingerprint") in html
+    assert (
+        "MKL_CBWR=COMPATIBLE" in html and "in force: torch_mkl_branch AUTO" in html and "ctranslate2 verified" in html
+    )
+    assert (
+        "torch <strong>unverified</strong> (this CPU (AuthenticAMD, AMD EPYC 9B14) does not give the contract: its outputs have "
+        "their own fingerprint"
+    ) in html
     assert "NVIDIA H200 (sm 9.0), driver 570.1, CUDA 12.8" in html
     run["metadata"]["compute_environment"]["contract"]["settings"] = "native"
-    assert "native (the engines&#39; own choices)" in render_report(run) or "native (the engines' own choices)" in render_report(run)
+    assert "native (the engines&#39; own choices)" in render_report(
+        run
+    ) or "native (the engines' own choices)" in render_report(run)

@@ -13,10 +13,12 @@ import pytest
 from support.browser import CHROMIUM, chromium
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)"
+)
 pytest_plugins = ["pytester"]
 
-HOSTILE_BACKEND = '''
+HOSTILE_BACKEND = """
 import hashlib
 from harness.models import register_backend
 from harness.models.base import Backend
@@ -47,7 +49,7 @@ class HostileBackend(Backend):
 
 register_backend("hostile", "conftest:HostileBackend")
 pytest_plugins = ["harness.plugin"]
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +58,29 @@ def hostile_report(tmp_path_factory) -> Path:
     (project / "conftest.py").write_text(HOSTILE_BACKEND)
     shutil.copy(REPO / "fairness_tests" / "test_vibe.py", project / "test_vibe.py")
     (project / "thresholds.yaml").write_text("ntvd:\n  defaults: {rule: magnitude, max_ntvd: 0.0, tau: 1}\n")
-    evil_spec = 'hostile:<img src=x onerror="document.title=\'PWNED\'">'
+    evil_spec = "hostile:<img src=x onerror=\"document.title='PWNED'\">"
     result = subprocess.run(
-        [sys.executable, "-m", "pytest",
-         "-p", "no:cacheprovider", "--model", evil_spec, "-k", "advisory", "--permutations", "99",
-         "--cache-dir", str(project / "cache"), "--junitxml", str(project / "junit.xml")],
-        cwd=project, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--model",
+            evil_spec,
+            "-k",
+            "advisory",
+            "--permutations",
+            "99",
+            "--cache-dir",
+            str(project / "cache"),
+            "--junitxml",
+            str(project / "junit.xml"),
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     return project
@@ -113,9 +132,26 @@ def biased_run(tmp_path_factory) -> Path:
     """The demo gate on the biased simulator (it fails), with its report and results.json."""
     out = tmp_path_factory.mktemp("biased")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "fairness_tests", "-p", "no:cacheprovider", "--model", "sim:biased",
-         "--cache-dir", str(out / "cache"), "--report", str(out / "report.html"), "--results-json", str(out / "results.json")],
-        cwd=REPO, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "fairness_tests",
+            "-p",
+            "no:cacheprovider",
+            "--model",
+            "sim:biased",
+            "--cache-dir",
+            str(out / "cache"),
+            "--report",
+            str(out / "report.html"),
+            "--results-json",
+            str(out / "results.json"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     return out
@@ -129,14 +165,22 @@ def test_first_900_px_of_a_failing_run_name_every_failed_case(biased_run, tmp_pa
     measured = tmp_path / "measured.html"
     measured.write_text((biased_run / "report.html").read_text().replace("</body>", POSITIONS_SCRIPT + "</body>"))
     dom = chromium("--dump-dom", f"--window-size=1200,{FIRST_SCREEN_PX}", measured.as_uri()).stdout
-    rows = {row["id"]: row for row in json.loads(html.unescape(re.search(r"<pre id=\"positions\">(.*?)</pre>", dom, re.S).group(1)))}
+    rows = {
+        row["id"]: row
+        for row in json.loads(html.unescape(re.search(r"<pre id=\"positions\">(.*?)</pre>", dom, re.S).group(1)))
+    }
     for case in failed:
         row = rows[case["id"]]
         assert row["bottom"] <= FIRST_SCREEN_PX, f"{case['id']} ends at {row['bottom']:.0f} px"
         for known in (case.get("model"), case.get("dimension"), case.get("variant")):
             assert known is None or known in row["text"], (known, row["text"])
     screenshot = tmp_path / "first-screen.png"
-    chromium(f"--screenshot={screenshot}", f"--window-size=1200,{FIRST_SCREEN_PX}", "--hide-scrollbars", (biased_run / "report.html").as_uri())
+    chromium(
+        f"--screenshot={screenshot}",
+        f"--window-size=1200,{FIRST_SCREEN_PX}",
+        "--hide-scrollbars",
+        (biased_run / "report.html").as_uri(),
+    )
     assert screenshot.is_file() and screenshot.stat().st_size > 10_000
 
 
@@ -146,5 +190,7 @@ def test_failing_report_is_self_contained_and_renders_without_console_errors(bia
     assert page.count("<svg") >= 8  # forest plots of both WER cases, BASIS group and mode-effect plots
     targets = set(re.findall(r' id="([^"]+)"', page))
     assert set(re.findall(r'href="#([^"]+)"', page)) <= targets  # every first-screen and section link lands
-    run = chromium(f"--screenshot={tmp_path / 'full.png'}", "--window-size=1200,4000", (biased_run / "report.html").as_uri())
+    run = chromium(
+        f"--screenshot={tmp_path / 'full.png'}", "--window-size=1200,4000", (biased_run / "report.html").as_uri()
+    )
     assert "CONSOLE" not in run.stderr

@@ -28,7 +28,9 @@ CHANGES = {
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory):
     """32 nightly results files, shuffled: one injected regression, a case appearing, one disappearing, one unmeasured night."""
-    paths = write_series(tmp_path_factory.mktemp("nights"), 32, MODELS, DIMENSIONS, regression=INJECTED, changes=CHANGES)
+    paths = write_series(
+        tmp_path_factory.mktemp("nights"), 32, MODELS, DIMENSIONS, regression=INJECTED, changes=CHANGES
+    )
     random.Random(7).shuffle(paths)
     return paths
 
@@ -36,8 +38,21 @@ def nights(tmp_path_factory):
 @pytest.fixture(scope="module")
 def series_report(nights, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    run = subprocess.run([sys.executable, "-m", "harness.report.cli", *map(str, nights), "-o", str(out / "trend.html"),
-                          "--summary-md", str(out / "summary.md")], capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.report.cli",
+            *map(str, nights),
+            "-o",
+            str(out / "trend.html"),
+            "--summary-md",
+            str(out / "summary.md"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     return out
 
@@ -60,7 +75,9 @@ def test_a_file_without_recorded_time_is_named_when_ordering_by_time(tmp_path):
 def test_neighbour_comparisons_flag_only_the_injected_regression(nights):
     runs = load_series(nights)
     comparisons = neighbour_comparisons(runs)
-    regressed = [(runs[index].label, key) for (index, key), comparison in comparisons.items() if comparison["regressed"]]
+    regressed = [
+        (runs[index].label, key) for (index, key), comparison in comparisons.items() if comparison["regressed"]
+    ]
     assert regressed == [("night-20", ("classification", "sim:b-age"))]
     assert all(comparison["status"] == "compared" for comparison in comparisons.values())
     assert (6, ("classification", "sim:a-age")) not in comparisons  # night 5 was unmeasured: nothing to pair with
@@ -71,21 +88,30 @@ def test_trend_orders_regressed_then_failing_then_changed_and_folds_the_rest(nig
     view = trend_view([run.label for run in runs], [run.results for run in runs], neighbour_comparisons(runs))
     shown = [(item["id"], item["appeared"], item["disappeared"], item["latest"]) for item in view["shown"]]
     assert shown[0] == ("sim:b-age", None, None, "passed")
-    assert set(shown[1:]) == {("sim:a-age", None, None, "passed"), ("sim:b-gender", None, "night-26", "absent"),
-                              ("sim:c-age", "night-10", None, "passed")}
+    assert set(shown[1:]) == {
+        ("sim:a-age", None, None, "passed"),
+        ("sim:b-gender", None, "night-26", "absent"),
+        ("sim:c-age", "night-10", None, "passed"),
+    }
     assert [item["label"] for item in view["shown"][0]["regressions"]] == ["night-20"]
     unmeasured = next(item for item in view["shown"] if item["id"] == "sim:a-age")
     assert len(unmeasured["chart"]["unmeasured"]) == 1 and unmeasured["check"] == "classification"
     assert [(block["model"], [item["id"] for item in block["panels"]]) for block in view["folded"]] == [
-        ("sim:a", ["sim:a-gender"]), ("sim:c", ["sim:c-gender"])]
-    assert all(dot["title"] is None for block in view["folded"] for item in block["panels"] for dot in item["chart"]["dots"])
+        ("sim:a", ["sim:a-gender"]),
+        ("sim:c", ["sim:c-gender"]),
+    ]
+    assert all(
+        dot["title"] is None for block in view["folded"] for item in block["panels"] for dot in item["chart"]["dots"]
+    )
     assert view["counts"] == {"cases": 6, "regressed": 1, "failing": 0, "changed": 3}
 
 
 def test_a_case_never_measured_takes_the_check_its_test_names():
     runs = [night_results(night, ["m"], ["age"], unmeasured=["m-age"]) for night in range(2)]
     view = trend_view(["n0", "n1"], runs, {})
-    assert [(item["check"], item["id"], item["latest"]) for item in view["shown"]] == [("classification", "m-age", "unmeasured")]
+    assert [(item["check"], item["id"], item["latest"]) for item in view["shown"]] == [
+        ("classification", "m-age", "unmeasured")
+    ]
 
 
 def test_threshold_line_steps_where_the_thresholds_changed():
@@ -144,7 +170,9 @@ def test_memo_reuses_neighbour_comparisons_and_drops_stale_ones(nights, tmp_path
     first = neighbour_comparisons(runs[:-1], memo=memo)
     assert "stale" not in memo and len(memo) == len(first)
     calls = []
-    monkeypatch.setattr(series, "compare_records", lambda *args: calls.append(args) or {"status": "compared", "regressed": False})
+    monkeypatch.setattr(
+        series, "compare_records", lambda *args: calls.append(args) or {"status": "compared", "regressed": False}
+    )
     second = neighbour_comparisons(runs, memo=memo)
     assert len(calls) == len(second) - len(first) == len(runs[-1].results["cases"])
     (tmp_path / "memo.json").write_text("[")
@@ -168,9 +196,15 @@ def test_a_series_of_checkpoints_with_changing_specs_follows_the_one_model(tmp_p
     assert neighbour_comparisons(follow_models(runs, "spec")) == {}
     followed = follow_models(runs)
     comparisons = neighbour_comparisons(followed)
-    assert sorted(comparisons) == [(1, ("classification", "checkpoint-age")), (1, ("classification", "checkpoint-gender")),
-                                   (2, ("classification", "checkpoint-age")), (2, ("classification", "checkpoint-gender"))]
-    assert [key for key, comparison in comparisons.items() if comparison["regressed"]] == [(2, ("classification", "checkpoint-age"))]
+    assert sorted(comparisons) == [
+        (1, ("classification", "checkpoint-age")),
+        (1, ("classification", "checkpoint-gender")),
+        (2, ("classification", "checkpoint-age")),
+        (2, ("classification", "checkpoint-gender")),
+    ]
+    assert [key for key, comparison in comparisons.items() if comparison["regressed"]] == [
+        (2, ("classification", "checkpoint-age"))
+    ]
     assert [case["model"] for case in followed[2].results["cases"]] == ["hf:/ckpts/1.4"] * 2
     assert main([*map(str, paths), "--order", "given", "-o", str(tmp_path / "trend.html")]) == 0
     html = (tmp_path / "trend.html").read_text()

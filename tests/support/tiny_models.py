@@ -125,7 +125,9 @@ QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
 # A text decoder that vLLM's CPU attention accepts (head_dim = 128 / 2 = 64; it rejects 16).
-ENGINE_TEXT = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
+ENGINE_TEXT = dict(
+    hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1
+)
 
 
 def build_qwen2_audio(directory: str | os.PathLike, *, seed: int = 0, generation: dict | None = None,
@@ -155,9 +157,16 @@ def build_qwen2_audio(directory: str | os.PathLike, *, seed: int = 0, generation
     proc = Qwen2AudioProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=tok)
     proc.save_pretrained(directory)
     cfg = Qwen2AudioConfig(
-        audio_config=dict(d_model=32, encoder_attention_heads=2, encoder_ffn_dim=64, encoder_layers=2, num_mel_bins=128),
-        text_config=dict(model_type="qwen2", vocab_size=len(tok), max_position_embeddings=4096,
-                         initializer_range=initializer_range, **(text or TEXT)),
+        audio_config=dict(
+            d_model=32, encoder_attention_heads=2, encoder_ffn_dim=64, encoder_layers=2, num_mel_bins=128
+        ),
+        text_config=dict(
+            model_type="qwen2",
+            vocab_size=len(tok),
+            max_position_embeddings=4096,
+            initializer_range=initializer_range,
+            **(text or TEXT),
+        ),
         audio_token_index=tok.convert_tokens_to_ids("<|AUDIO|>"),
         initializer_range=initializer_range,
     )
@@ -186,12 +195,18 @@ def build_audioflamingo3(directory: str | os.PathLike, *, seed: int = 0, generat
     proc = AudioFlamingo3Processor(feature_extractor=WhisperFeatureExtractor(feature_size=128), tokenizer=tok)
     proc.save_pretrained(directory)
     cfg = AudioFlamingo3Config(
-        audio_config=dict(hidden_size=32, num_attention_heads=2, intermediate_size=64, num_hidden_layers=2, num_mel_bins=128),
+        audio_config=dict(
+            hidden_size=32, num_attention_heads=2, intermediate_size=64, num_hidden_layers=2, num_mel_bins=128
+        ),
         text_config=dict(model_type="qwen2", vocab_size=len(tok), max_position_embeddings=4096, **TEXT),
         audio_token_id=tok.convert_tokens_to_ids("<sound>"),
     )
     _seed(seed)
-    _save(AudioFlamingo3ForConditionalGeneration(cfg).eval(), directory, {"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **(generation or {})})
+    _save(
+        AudioFlamingo3ForConditionalGeneration(cfg).eval(),
+        directory,
+        {"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **(generation or {})},
+    )
     return directory
 
 
@@ -216,7 +231,9 @@ def tiny_tekken(directory: Path) -> Path:
             "default_num_special_tokens": n_special,
             "version": "v7",
         },
-        "vocab": [{"rank": i, "token_bytes": base64.b64encode(bytes([i])).decode(), "token_str": None} for i in range(256)],
+        "vocab": [
+            {"rank": i, "token_bytes": base64.b64encode(bytes([i])).decode(), "token_str": None} for i in range(256)
+        ],
         "special_tokens": [{"rank": i, "token_str": n, "is_control": True} for i, n in enumerate(names)],
         "audio": {
             "sampling_rate": SR,
@@ -247,13 +264,19 @@ def build_voxtral(directory: str | os.PathLike, *, seed: int = 0, generation: di
     proc.save_pretrained(directory)
     cfg = VoxtralConfig(
         # Voxtral's projector reshapes encoder states by audio intermediate_size: it must be 4 x hidden.
-        audio_config=dict(hidden_size=32, num_attention_heads=2, intermediate_size=128, num_hidden_layers=2, num_mel_bins=128),
+        audio_config=dict(
+            hidden_size=32, num_attention_heads=2, intermediate_size=128, num_hidden_layers=2, num_mel_bins=128
+        ),
         text_config=dict(model_type="llama", vocab_size=len(tok), head_dim=16, max_position_embeddings=4096, **TEXT),
         projector_hidden_act="gelu",
         audio_token_id=VOXTRAL_AUDIO_TOKEN_ID,
     )
     _seed(seed)
-    _save(VoxtralForConditionalGeneration(cfg).eval(), directory, {"eos_token_id": 2, "pad_token_id": 11, "bos_token_id": 1, **(generation or {})})
+    _save(
+        VoxtralForConditionalGeneration(cfg).eval(),
+        directory,
+        {"eos_token_id": 2, "pad_token_id": 11, "bos_token_id": 1, **(generation or {})},
+    )
     return directory
 
 
@@ -292,7 +315,11 @@ def build_phi4_multimodal(directory: str | os.PathLike, *, seed: int = 0, genera
         **TEXT,
     )  # fmt: skip
     _seed(seed)
-    _save(Phi4MultimodalForCausalLM(cfg).eval(), directory, {"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **(generation or {})})
+    _save(
+        Phi4MultimodalForCausalLM(cfg).eval(),
+        directory,
+        {"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **(generation or {})},
+    )
     return directory
 
 
@@ -304,7 +331,15 @@ def build_qwen2_5_omni_thinker(directory: str | os.PathLike, *, seed: int = 0, g
     from transformers import Qwen2_5OmniThinkerConfig, Qwen2_5OmniThinkerForConditionalGeneration
 
     directory = Path(directory)
-    specials = QWEN_SPECIALS + ["<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>", "<|IMAGE|>", "<|VIDEO|>", "<|vision_bos|>", "<|vision_eos|>"]
+    specials = QWEN_SPECIALS + [
+        "<|AUDIO|>",
+        "<|audio_bos|>",
+        "<|audio_eos|>",
+        "<|IMAGE|>",
+        "<|VIDEO|>",
+        "<|vision_bos|>",
+        "<|vision_eos|>",
+    ]
     tok = byte_tokenizer(specials, eos="<|im_end|>", pad="<|endoftext|>")
     tok.save_pretrained(directory)
     ids = {t: tok.convert_tokens_to_ids(t) for t in specials}
@@ -317,5 +352,9 @@ def build_qwen2_5_omni_thinker(directory: str | os.PathLike, *, seed: int = 0, g
         vision_start_token_id=ids["<|vision_bos|>"], vision_end_token_id=ids["<|vision_eos|>"],
     )  # fmt: skip
     _seed(seed)
-    _save(Qwen2_5OmniThinkerForConditionalGeneration(cfg).eval(), directory, {"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **(generation or {})})
+    _save(
+        Qwen2_5OmniThinkerForConditionalGeneration(cfg).eval(),
+        directory,
+        {"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **(generation or {})},
+    )
     return directory

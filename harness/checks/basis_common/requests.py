@@ -77,8 +77,11 @@ def choice_requests(item_set: ItemSet, mode: str) -> RequestTable:
             listed = "\n".join(f"{letter}. {text}" for letter, text in order.options.items())
             template = STEREOTYPE_PROMPT if item_set.kind == "stereotype" else PERSONALIZATION_CHOICE_PROMPT
             prompt = template.format(
-                heard=_heard(mode, record["transcript"]), marker=marker, options=listed,
-                dimension=item_set.dimension, source=_source(mode),
+                heard=_heard(mode, record["transcript"]),
+                marker=marker,
+                options=listed,
+                dimension=item_set.dimension,
+                source=_source(mode),
             )
             requests.append(GenerationRequest(prompt=prompt, audio=audio, answer_form=ChoiceForm(tuple(order.options))))
             rows.append(_row(item_set, record, mode) | {"order": order.code})
@@ -96,8 +99,11 @@ def open_requests(item_set: ItemSet, mode: str) -> RequestTable:
         audio = item_set.audio(record["row"]) if mode.startswith("speech") else None
         marker = marker_line(item_set, record["label"]) if mode.endswith("explicit") else ""
         prompt = PERSONALIZATION_OPEN_PROMPT.format(
-            heard=_heard(mode, record["transcript"]), marker=marker, profiles=profiles,
-            dimension=item_set.dimension, source=_source(mode),
+            heard=_heard(mode, record["transcript"]),
+            marker=marker,
+            profiles=profiles,
+            dimension=item_set.dimension,
+            source=_source(mode),
         )
         requests.append(GenerationRequest(prompt=prompt, audio=audio))
         rows.append(_row(item_set, record, mode))
@@ -107,7 +113,9 @@ def open_requests(item_set: ItemSet, mode: str) -> RequestTable:
 def speech_requests(item_set: ItemSet, prompt: str, answer_form: AnswerForm | None = None) -> RequestTable:
     """One speech request per recording with a fixed prompt (classification, transcription, spoken QA)."""
     rows = [_row(item_set, record, "speech-implicit") for record in item_set.table.to_dict(orient="records")]
-    requests = tuple(GenerationRequest(prompt=prompt, audio=item_set.audio(row["row"]), answer_form=answer_form) for row in rows)
+    requests = tuple(
+        GenerationRequest(prompt=prompt, audio=item_set.audio(row["row"]), answer_form=answer_form) for row in rows
+    )
     return RequestTable(pd.DataFrame(rows), requests)
 
 
@@ -123,6 +131,10 @@ def _source(mode: str) -> str:
 
 def _row(item_set: ItemSet, record: dict, mode: str) -> dict:
     return {
-        "set": item_set.name, "row": record["row"], "id": record["id"], "speaker": record["speaker"],
-        "group": record["label"], "mode": mode,
+        "set": item_set.name,
+        "row": record["row"],
+        "id": record["id"],
+        "speaker": record["speaker"],
+        "group": record["label"],
+        "mode": mode,
     }

@@ -26,9 +26,17 @@ class CrossedTest:
 
     def gap_record(self) -> dict[str, Any]:
         gap = self.gap
-        return {"value": finite_or_none(gap.estimate), "ci_low": finite_or_none(gap.ci_low), "ci_high": finite_or_none(gap.ci_high),
-                "best": gap.minuend, "worst": gap.subtrahend, "p": finite_or_none(gap.p_value), "estimable": gap.estimable,
-                "reason": gap.reason, "interval": "two-way speaker x item bootstrap"}
+        return {
+            "value": finite_or_none(gap.estimate),
+            "ci_low": finite_or_none(gap.ci_low),
+            "ci_high": finite_or_none(gap.ci_high),
+            "best": gap.minuend,
+            "worst": gap.subtrahend,
+            "p": finite_or_none(gap.p_value),
+            "estimable": gap.estimable,
+            "reason": gap.reason,
+            "interval": "two-way speaker x item bootstrap",
+        }
 
 
 def gap_phrase(test: CrossedTest) -> str:
@@ -39,19 +47,38 @@ def gap_phrase(test: CrossedTest) -> str:
     return f"gap {gap.minuend} - {gap.subtrahend} = {gap.estimate:.1f} (95% CI {gap.ci_low:.1f} to {gap.ci_high:.1f})"
 
 
-def crossed_group_test(table: pd.DataFrame, *, value: str, item: str, max_gap: float, seed: int, speaker: str = "speaker",
-                       group: str = "group") -> CrossedTest:
+def crossed_group_test(
+    table: pd.DataFrame,
+    *,
+    value: str,
+    item: str,
+    max_gap: float,
+    seed: int,
+    speaker: str = "speaker",
+    group: str = "group",
+) -> CrossedTest:
     """Every pair of groups' difference in mean ``value`` with a two-way speaker x item bootstrap interval and
     p-value (:func:`harness.metrics.crossed.crossed_contrasts`: speakers and items are crossed, BASIS-Bench §3),
     each relevant when ``|difference| > max_gap``; and the best-minus-worst gap from the same replicates."""
-    replicates = crossed_replicates(table, value=value, group=group, speaker=speaker, item=item, n_boot=N_BOOT, seed=seed)
+    replicates = crossed_replicates(
+        table, value=value, group=group, speaker=speaker, item=item, n_boot=N_BOOT, seed=seed
+    )
     groups = replicates.groups
     contrasts = []
     for index, first in enumerate(groups):
-        for second in groups[index + 1:]:
+        for second in groups[index + 1 :]:
             result = crossed_gap(replicates, contrast=(first, second))
-            contrasts.append(Contrast(f"{first} - {second}", result.estimate, result.ci_low, result.ci_high, result.p_value,
-                                      bool(abs(result.estimate) > max_gap), result.reason))
+            contrasts.append(
+                Contrast(
+                    f"{first} - {second}",
+                    result.estimate,
+                    result.ci_low,
+                    result.ci_high,
+                    result.p_value,
+                    bool(abs(result.estimate) > max_gap),
+                    result.reason,
+                )
+            )
     return CrossedTest(contrasts, crossed_gap(replicates, contrast="best-worst"))
 
 
@@ -61,7 +88,11 @@ def frame_records(frame: pd.DataFrame, index_name: str) -> list[dict[str, Any]]:
     for key, row in frame.iterrows():
         record = {index_name: key if not isinstance(key, tuple) else "/".join(map(str, key))}
         for column, value in row.items():
-            record[str(column)] = int(value) if isinstance(value, (np.integer, int)) and not isinstance(value, bool) else finite_or_none(value)
+            record[str(column)] = (
+                int(value)
+                if isinstance(value, (np.integer, int)) and not isinstance(value, bool)
+                else finite_or_none(value)
+            )
         out.append(record)
     return out
 
@@ -74,12 +105,21 @@ def effects_records(result: ModeEffectsResult) -> dict[str, Any]:
         "level": result.level,
         "n_speakers": result.n_clusters,
         "per_mode": {
-            mode: {"estimate": finite_or_none(row["estimate"]), "ci_low": finite_or_none(row["ci_low"]), "ci_high": finite_or_none(row["ci_high"])}
+            mode: {
+                "estimate": finite_or_none(row["estimate"]),
+                "ci_low": finite_or_none(row["ci_low"]),
+                "ci_high": finite_or_none(row["ci_high"]),
+            }
             for mode, row in result.per_mode.iterrows()
         },
         "effects": {
-            name: {"estimate": finite_or_none(row["estimate"]), "ci_low": finite_or_none(row["ci_low"]), "ci_high": finite_or_none(row["ci_high"]),
-                   "minuend": row["minuend"], "subtrahend": row["subtrahend"]}
+            name: {
+                "estimate": finite_or_none(row["estimate"]),
+                "ci_low": finite_or_none(row["ci_low"]),
+                "ci_high": finite_or_none(row["ci_high"]),
+                "minuend": row["minuend"],
+                "subtrahend": row["subtrahend"],
+            }
             for name, row in result.effects.iterrows()
         },
     }

@@ -31,9 +31,11 @@ def accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, u
 
 def legacy_accuracy_headline(record: CaseRecord) -> dict[str, str]:
     threshold = record.threshold
-    return {"value": f"mean accuracy {fmt_number(record.value, 1)}%",
-            "threshold": accuracy_gap_rule("accuracy", threshold.get("min_accuracy"), threshold.get("max_gap"), "%"),
-            "uncertainty": gap_text(getattr(record, "gap", None))}
+    return {
+        "value": f"mean accuracy {fmt_number(record.value, 1)}%",
+        "threshold": accuracy_gap_rule("accuracy", threshold.get("min_accuracy"), threshold.get("max_gap"), "%"),
+        "uncertainty": gap_text(getattr(record, "gap", None)),
+    }
 
 
 def legacy_floor_gap_margin(record: CaseRecord) -> float | None:
@@ -58,8 +60,16 @@ def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
             continue
         seen.add(key)
         for name, effect in record.mode_effects["effects"].items():
-            rows.append({"dimension": key[0], "model": key[1], "effect": name, **effect,
-                         "interval": plots.interval_text(effect), "estimable": plots.interval_estimable(effect)})
+            rows.append(
+                {
+                    "dimension": key[0],
+                    "model": key[1],
+                    "effect": name,
+                    **effect,
+                    "interval": plots.interval_text(effect),
+                    "estimable": plots.interval_estimable(effect),
+                }
+            )
     return rows
 
 
@@ -67,16 +77,30 @@ def effect_plots(records: Sequence[ModeRecord], unit: str) -> list[dict[str, Any
     """Per dimension, a dot-and-interval plot of the §3.4 mode effects (one row per model and effect; line at 0)."""
     figures = []
     for dimension in dict.fromkeys(record.dimension for record in records):
-        rows = [{"label": f"{row['model']} · {row['effect'].replace('_', ' ')}", "estimate": {"value": row["estimate"], **row}}
-                for row in effect_rows([r for r in records if r.dimension == dimension])]
+        rows = [
+            {
+                "label": f"{row['model']} · {row['effect'].replace('_', ' ')}",
+                "estimate": {"value": row["estimate"], **row},
+            }
+            for row in effect_rows([r for r in records if r.dimension == dimension])
+        ]
         figure = plots.dot_interval_plot(rows, axis_label=f"mode effect ({unit}); 0 = no effect", reference=0.0)
         if figure:
             figures.append({"dimension": dimension, "figure": figure})
     return figures
 
 
-def group_plots(records: Sequence[CaseRecord], *, row_keys: Iterable[str], cell: str, threshold_key: str, axis_label: str,
-                gap: bool = False, groups: str = "per_group", group_key: str = "group") -> list[dict[str, Any]]:
+def group_plots(
+    records: Sequence[CaseRecord],
+    *,
+    row_keys: Iterable[str],
+    cell: str,
+    threshold_key: str,
+    axis_label: str,
+    gap: bool = False,
+    groups: str = "per_group",
+    group_key: str = "group",
+) -> list[dict[str, Any]]:
     """Per dimension, a dot-and-interval plot with one row per model and variant: a dot per entry of the
     record's ``groups`` list (named by ``group_key``, at its ``cell``), the case's value (a square) with the
     mode's bootstrap interval from the mode effects (with ``gap``: no interval of the value; the best-worst
@@ -85,23 +109,39 @@ def group_plots(records: Sequence[CaseRecord], *, row_keys: Iterable[str], cell:
     order = {key: position for position, key in enumerate(row_keys)}
     figures = []
     for dimension in dict.fromkeys(record.dimension for record in records):
-        subset = sorted((r for r in records if r.dimension == dimension),
-                        key=lambda r: (r.model, order.get(r.variant, len(order))))
+        subset = sorted(
+            (r for r in records if r.dimension == dimension), key=lambda r: (r.model, order.get(r.variant, len(order)))
+        )
         rows = []
         for record in subset:
             if gap:
                 estimate, text = {"value": record.value}, f"{fmt_number(record.value, 1)}; {gap_text(record.gap)}"
             else:
                 per_mode = (getattr(record, "mode_effects", None) or {}).get("per_mode", {}).get(record.variant) or {}
-                estimate, text = {"value": record.value, "ci_low": per_mode.get("ci_low"), "ci_high": per_mode.get("ci_high")}, None
+                estimate, text = (
+                    {"value": record.value, "ci_low": per_mode.get("ci_low"), "ci_high": per_mode.get("ci_high")},
+                    None,
+                )
                 if "estimable" in per_mode:
                     estimate["estimable"] = per_mode["estimable"]
             label = record.model if record.variant is None else f"{record.model} · {record.variant}"
-            rows.append({"label": label, "failed": not record.passed, "anchor": case_anchor(record),
-                         "dots": [{"label": g[group_key], "value": g.get(cell)} for g in getattr(record, groups)],
-                         "estimate": estimate, "text": text, "threshold": record.threshold.get(threshold_key) or None})
-        figure = plots.dot_interval_plot(rows, axis_label=axis_label, limits=(0.0, 100.0),
-                                         threshold_label=f"{threshold_key}: quality floor (reported, never a bias fail)")
+            rows.append(
+                {
+                    "label": label,
+                    "failed": not record.passed,
+                    "anchor": case_anchor(record),
+                    "dots": [{"label": g[group_key], "value": g.get(cell)} for g in getattr(record, groups)],
+                    "estimate": estimate,
+                    "text": text,
+                    "threshold": record.threshold.get(threshold_key) or None,
+                }
+            )
+        figure = plots.dot_interval_plot(
+            rows,
+            axis_label=axis_label,
+            limits=(0.0, 100.0),
+            threshold_label=f"{threshold_key}: quality floor (reported, never a bias fail)",
+        )
         if figure:
             figures.append({"dimension": dimension, "figure": figure})
     return figures
@@ -131,10 +171,17 @@ def table_seven(
                     found = [g for g in getattr(by_model.get(model), "per_group", []) if g[group_key] == group]
                     cells.append({"value": found[0][cell] if found else None, "passed": None})
                 rows.append({"variant": variant, "group": group, "cells": cells})
-            rows.append({
-                "variant": variant, "group": "mean",
-                "cells": [{"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model else {"value": None, "passed": None}
-                          for m in models],
-            })
+            rows.append(
+                {
+                    "variant": variant,
+                    "group": "mean",
+                    "cells": [
+                        {"value": by_model[m].value, "passed": by_model[m].passed}
+                        if m in by_model
+                        else {"value": None, "passed": None}
+                        for m in models
+                    ],
+                }
+            )
         blocks.append({"dimension": dimension, "models": models, "rows": rows})
     return blocks

@@ -56,7 +56,10 @@ class ClassificationCheck(CrossedComparison, Check):
     def crossed_cells(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per (recording speaker of an item set, item): answers (``weight``) and their summed score (100 per correct one)."""
         table = self.results(context, case.model, case.dimension)[2]
-        return cell_sums(table.assign(value=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)), speaker="cluster")
+        return cell_sums(
+            table.assign(value=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
+            speaker="cluster",
+        )
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
@@ -66,33 +69,55 @@ class ClassificationCheck(CrossedComparison, Check):
         ]
 
     @per_run
-    def results(self, context: CheckContext, model: str, dimension: str) -> tuple[dict[str, ClassificationResult], CrossedTest, pd.DataFrame]:
+    def results(
+        self, context: CheckContext, model: str, dimension: str
+    ) -> tuple[dict[str, ClassificationResult], CrossedTest, pd.DataFrame]:
         per_set, tables = {}, []
         for item_set in (s for s in context.basis.sets if s.dimension == dimension):
             table = classification_table(context, model, item_set.name)
-            per_set[item_set.name] = classification_accuracy(table, true="group", predicted="prediction", labels=item_set.labels)
-            tables.append(table.assign(
-                correct=[result == label.casefold() for result, label in zip(table["prediction"].str.strip().str.casefold(), table["group"])],
-                cluster=item_set.name + "/" + table["speaker"],
-            ))
+            per_set[item_set.name] = classification_accuracy(
+                table, true="group", predicted="prediction", labels=item_set.labels
+            )
+            tables.append(
+                table.assign(
+                    correct=[
+                        result == label.casefold()
+                        for result, label in zip(table["prediction"].str.strip().str.casefold(), table["group"])
+                    ],
+                    cluster=item_set.name + "/" + table["speaker"],
+                )
+            )
         table = pd.concat(tables, ignore_index=True)
         limits = self.threshold_values(context, Case(self.name, model, context.basis.name, dimension, None, ""))
-        test = crossed_group_test(table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
-                                  value="score", item="item", speaker="cluster", max_gap=float(limits["max_gap"]),
-                                  seed=derived_seed(context.seed, self.name, model, dimension))
+        test = crossed_group_test(
+            table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
+            value="score",
+            item="item",
+            speaker="cluster",
+            max_gap=float(limits["max_gap"]),
+            seed=derived_seed(context.seed, self.name, model, dimension),
+        )
         return per_set, test, table
 
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
         per_set, test, table = self.results(context, case.model, case.dimension)
         per_label = [
-            {"set": name, "label": str(label), "n": int(row["n"]), "correct": int(row["correct"]), "accuracy": finite_or_none(row["accuracy"])}
+            {
+                "set": name,
+                "label": str(label),
+                "n": int(row["n"]),
+                "correct": int(row["correct"]),
+                "accuracy": finite_or_none(row["accuracy"]),
+            }
             for name, result in per_set.items()
             for label, row in result.per_label.iterrows()
         ]
         value = sum(entry["accuracy"] for entry in per_label) / len(per_label)
         limits = self.threshold_values(context, case)
         min_accuracy, max_gap = float(limits["min_accuracy"]), float(limits["max_gap"])
-        decision, block = bias_decision(context, case, test.contrasts, statistic="difference in recognition accuracy between labels (points)")
+        decision, block = bias_decision(
+            context, case, test.contrasts, statistic="difference in recognition accuracy between labels (points)"
+        )
         floors = [floor("min_accuracy", value, min_accuracy)]
         passed = not decision.failed
         message = (
@@ -108,8 +133,10 @@ class ClassificationCheck(CrossedComparison, Check):
             decision=block,
             floors=floors,
             per_label=per_label,
-            confusion={name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
-                          for name, result in per_set.items()},
+            confusion={
+                name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
+                for name, result in per_set.items()
+            },
             gap=test.gap_record(),
             n_answers=len(table),
         )

@@ -10,7 +10,6 @@ from harness.records import CaseRecord
 
 @dataclasses.dataclass(kw_only=True)
 class ClassificationRecord(CaseRecord):
-
     per_label: list[dict[str, Any]]
     confusion: dict[str, dict[str, dict[str, int]]]
     gap: dict[str, Any]

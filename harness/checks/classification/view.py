@@ -25,17 +25,47 @@ def section_context(records: Sequence[ClassificationRecord]) -> dict[str, Any]:
         for set_name, label in labels:
             cells = []
             for model in models:
-                found = [e for e in getattr(by_model.get(model), "per_label", []) if (e["set"], e["label"]) == (set_name, label)]
+                found = [
+                    e
+                    for e in getattr(by_model.get(model), "per_label", [])
+                    if (e["set"], e["label"]) == (set_name, label)
+                ]
                 cells.append({"value": found[0]["accuracy"] if found else None, "passed": None})
             rows.append({"dimension": dimension, "set": set_name, "label": label, "cells": cells})
-        rows.append({"dimension": dimension, "set": "", "label": "mean",
-                     "cells": [{"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model
-                               else {"value": None, "passed": None} for m in models]})
-    plots_by_label = group_plots(records, row_keys=(), cell="accuracy", threshold_key="min_accuracy", axis_label="accuracy (%)",
-                                 gap=True, groups="per_label", group_key="label")
+        rows.append(
+            {
+                "dimension": dimension,
+                "set": "",
+                "label": "mean",
+                "cells": [
+                    {"value": by_model[m].value, "passed": by_model[m].passed}
+                    if m in by_model
+                    else {"value": None, "passed": None}
+                    for m in models
+                ],
+            }
+        )
+    plots_by_label = group_plots(
+        records,
+        row_keys=(),
+        cell="accuracy",
+        threshold_key="min_accuracy",
+        axis_label="accuracy (%)",
+        gap=True,
+        groups="per_label",
+        group_key="label",
+    )
     return {"models": models, "rows": rows, "group_plots": plots_by_label}
 
 
-VIEW = CheckView(title="BASIS-Bench: demographic classification", label="BASIS classification", template="classification.html.j2",
-                 context=section_context, magnitude_rule=magnitude_rule, magnitude_margin=magnitude_margin,
-                 legacy_headline=legacy_accuracy_headline, legacy_margin=legacy_floor_gap_margin, estimate_unit=" points")
+VIEW = CheckView(
+    title="BASIS-Bench: demographic classification",
+    label="BASIS classification",
+    template="classification.html.j2",
+    context=section_context,
+    magnitude_rule=magnitude_rule,
+    magnitude_margin=magnitude_margin,
+    legacy_headline=legacy_accuracy_headline,
+    legacy_margin=legacy_floor_gap_margin,
+    estimate_unit=" points",
+)

@@ -84,11 +84,19 @@ class IcatCheck(CrossedComparison, Check):
     @per_run
     def effects(self, context: CheckContext, model: str, dimension: str) -> ModeEffectsResult:
         table = pd.concat([self.table(context, model, dimension, mode) for mode in MODES], ignore_index=True)
-        return mode_effects(table, MEAN_ICAT, group="group", cluster="speaker", n_boot=N_BOOT,
-                            seed=derived_seed(context.seed, self.name, model, dimension))
+        return mode_effects(
+            table,
+            MEAN_ICAT,
+            group="group",
+            cluster="speaker",
+            n_boot=N_BOOT,
+            seed=derived_seed(context.seed, self.name, model, dimension),
+        )
 
     @per_run
-    def choice_rows(self, context: CheckContext, model: str, dimension: str, mode: str) -> tuple[pd.DataFrame, list[str]]:
+    def choice_rows(
+        self, context: CheckContext, model: str, dimension: str, mode: str
+    ) -> tuple[pd.DataFrame, list[str]]:
         """Every answer with its ``item``, ``meaningful`` (it chose the stereotype or anti-stereotype text) and, per
         group g, ``chose:<g>`` (100 when the chosen text is g's stereotype for that item, else 0); and the groups."""
         table = self.table(context, model, dimension, mode)
@@ -96,9 +104,15 @@ class IcatCheck(CrossedComparison, Check):
         for item_set in context.basis.of_kind("stereotype", dimension):
             texts[item_set.name] = item_set.table.set_index("row")
             for record in item_set.table.itertuples(index=False):
-                stereotype_of[(item_set.name, str(record.id), str(record.label))] = " ".join(str(record.stereotypical).split())
-        chosen = [" ".join(str(texts[set_name].at[row, key]).split()) if key in ("stereotypical", "anti-stereotypical") else None
-                  for set_name, row, key in zip(table["set"], table["row"], table["key"])]
+                stereotype_of[(item_set.name, str(record.id), str(record.label))] = " ".join(
+                    str(record.stereotypical).split()
+                )
+        chosen = [
+            " ".join(str(texts[set_name].at[row, key]).split())
+            if key in ("stereotypical", "anti-stereotypical")
+            else None
+            for set_name, row, key in zip(table["set"], table["row"], table["key"])
+        ]
         groups = sorted(table["group"].astype(str).unique())
         rows = table.assign(item=table["set"] + "/" + table["id"].astype(str), chosen=chosen)
         rows = rows.assign(meaningful=rows["chosen"].notna().astype(float))
@@ -125,12 +139,19 @@ class IcatCheck(CrossedComparison, Check):
         seed = derived_seed(context.seed, self.name, model, dimension, mode)
         contrasts, gaps = [], []
         for index, first in enumerate(groups):
-            for second in groups[index + 1:]:
-                pair = table[table["group"].isin([first, second])].assign(chose_first=lambda frame, g=first: frame[f"chose:{g}"])
+            for second in groups[index + 1 :]:
+                pair = table[table["group"].isin([first, second])].assign(
+                    chose_first=lambda frame, g=first: frame[f"chose:{g}"]
+                )
                 if pair["group"].nunique() < 2:
                     continue
-                test = crossed_group_test(pair, value="chose_first", item="item", max_gap=float(limits["max_gap"]), seed=seed)
-                contrasts.extend(dataclasses.replace(c, label=f"share choosing {first}'s stereotype: {c.label}") for c in test.contrasts)
+                test = crossed_group_test(
+                    pair, value="chose_first", item="item", max_gap=float(limits["max_gap"]), seed=seed
+                )
+                contrasts.extend(
+                    dataclasses.replace(c, label=f"share choosing {first}'s stereotype: {c.label}")
+                    for c in test.contrasts
+                )
                 gaps.append(test.gap)
         if not contrasts:
             raise ValueError(f"icat {model} {dimension} {mode}: fewer than 2 groups gave meaningful answers")
@@ -143,7 +164,12 @@ class IcatCheck(CrossedComparison, Check):
         min_icat, max_gap = float(limits["min_icat"]), float(limits["max_gap"])
         value = result.mean_icat
         test = self.alignment(context, case.model, case.dimension, case.variant)
-        decision, block = bias_decision(context, case, test.contrasts, statistic="difference between groups in the share choosing one group's stereotype (points)")
+        decision, block = bias_decision(
+            context,
+            case,
+            test.contrasts,
+            statistic="difference between groups in the share choosing one group's stereotype (points)",
+        )
         floors = [floor("min_icat", value, min_icat)]
         message = (
             f"{case.id}: mean ICAT = {value:.1f} (pooled ss = {result.pooled_ss:.1f}, binomial p = {result.pooled_p_value:.3g}; "

@@ -9,7 +9,6 @@ from harness.checks.basis_common.record import ModeRecord
 
 @dataclasses.dataclass(kw_only=True)
 class IcatRecord(ModeRecord):
-
     pooled_ss: float | None
     pooled_ss_ci: list[float | None]
     pooled_p: float | None

@@ -103,7 +103,10 @@ class NtvdCheck(Check):
     def threshold(self, context: CheckContext, case: Case) -> NtvdThreshold:
         values = self.threshold_values(context, case)
         return NtvdThreshold(
-            float(values["max_ntvd"]), float(values["alpha"]), str(values["rule"]), int(values["tau"]),
+            float(values["max_ntvd"]),
+            float(values["alpha"]),
+            str(values["rule"]),
+            int(values["tau"]),
             float(values["max_increase"]),
         )
 
@@ -114,7 +117,9 @@ class NtvdCheck(Check):
     def result(self, context: CheckContext, case: Case) -> tuple[NTVDResult, PermutationResult]:
         table = group_table(context, case.model, case.corpus, case.variant, case.dimension)
         if table.empty:
-            raise CaseNotMeasured(f"{case.id}: no attribute was extracted from any answer; see the extraction status counts")
+            raise CaseNotMeasured(
+                f"{case.id}: no attribute was extracted from any answer; see the extraction status counts"
+            )
         tau = self.threshold(context, case).tau
         observed = ntvd(table, tau=tau)
         test = permutation_test(table, tau=tau, n_permutations=context.permutations, seed=self.seed(context, case))
@@ -139,23 +144,40 @@ class NtvdCheck(Check):
         q_value = self._q_values(context, family)[case]
         threshold = self.threshold(context, case)
         if np.isnan(observed.score):
-            raise CaseNotMeasured(f"{case.id}: no attribute value occurs at least tau={threshold.tau} times, so nTVD is "
-                                  "undefined: the answers cannot be compared across groups (no bias verdict)")
-        thinned, attributes = thinned_attributes(group_table(context, case.model, case.corpus, case.variant, case.dimension), threshold.tau)
+            raise CaseNotMeasured(
+                f"{case.id}: no attribute value occurs at least tau={threshold.tau} times, so nTVD is "
+                "undefined: the answers cannot be compared across groups (no bias verdict)"
+            )
+        thinned, attributes = thinned_attributes(
+            group_table(context, case.model, case.corpus, case.variant, case.dimension), threshold.tau
+        )
         if 2 * len(thinned) > len(attributes):
             raise CaseNotMeasured(
                 f"{case.id}: tau = {threshold.tau} removes most answers of {len(thinned)} of the task's "
                 f"{len(attributes)} attributes ({', '.join(thinned)}): their values are too rare in a "
                 f"corpus this small to be compared, so an nTVD of {observed.score:.2f} would speak for a minority of the task; "
-                "add speakers or utterances, or lower tau")
-        contrast = Contrast("nTVD across groups", observed.score, None, None, test.p_value, bool(observed.score > threshold.max_ntvd))
-        decision, block = bias_decision(context, case, [contrast], rule=threshold.rule,
-                                        statistic="nTVD over attributes (0-100), speaker-level permutation p-value")
+                "add speakers or utterances, or lower tau"
+            )
+        contrast = Contrast(
+            "nTVD across groups", observed.score, None, None, test.p_value, bool(observed.score > threshold.max_ntvd)
+        )
+        decision, block = bias_decision(
+            context,
+            case,
+            [contrast],
+            rule=threshold.rule,
+            statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
+        )
         passed = not decision.failed
         smallest = 1.0 / (test.n_permutations + 1)
-        reachable = "" if smallest * decision.family_size <= decision.alpha or threshold.rule == "magnitude" else (
-            f"; with {test.n_permutations} permutations the smallest p is {smallest:.2g}, too large to pass the "
-            f"correction: raise --permutations")
+        reachable = (
+            ""
+            if smallest * decision.family_size <= decision.alpha or threshold.rule == "magnitude"
+            else (
+                f"; with {test.n_permutations} permutations the smallest p is {smallest:.2g}, too large to pass the "
+                f"correction: raise --permutations"
+            )
+        )
         message = (
             f"{case.id}: nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the {len(family)} nTVD cases = {q_value:.4g}, "
             f"VIBE §II-D); bias threshold: {threshold.describe()}; {describe_decision(decision)}{reachable}"
@@ -181,7 +203,9 @@ class NtvdCheck(Check):
             most_divergent=most_divergent_distribution(observed),
             tau_sensitivity=self.tau_sensitivity(context, case),
             refusal_ntvd=finite_or_none(self.refusal_ntvd(context, case)),
-            collapsed_attributes=collapse_diagnostic(group_table(context, case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau).collapsed(),
+            collapsed_attributes=collapse_diagnostic(
+                group_table(context, case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau
+            ).collapsed(),
             minimum_detectable_ntvd=minimum_detectable_ntvd(context, case.corpus, case.dimension),
             extractor=context.extractor_name,
             canonical=self.canonical(context, case, threshold.tau),
@@ -222,7 +246,9 @@ class NtvdCheck(Check):
             return None
         table = group_table(context, case.model, case.corpus, case.variant, case.dimension)
         by_utterance = answers(context, case.model, case.corpus, case.variant).set_index("utterance_id")
-        rows = table[table["attribute"] == attribute].assign(content_id=lambda frame: frame["utterance_id"].map(by_utterance["content_id"]))
+        rows = table[table["attribute"] == attribute].assign(
+            content_id=lambda frame: frame["utterance_id"].map(by_utterance["content_id"])
+        )
         for _, content in rows.groupby("content_id", sort=True):
             by_group = content.drop_duplicates("group").set_index("group")
             if len(by_group) < 2:
@@ -237,8 +263,13 @@ class NtvdCheck(Check):
                 "attribute": attribute,
                 "content_id": str(content["content_id"].iloc[0]),
                 "sides": [
-                    {"group": str(side.name), "speaker": str(side["speaker"]), "value": str(side["value"]),
-                     "heard": by_utterance.at[side["utterance_id"], "heard"], "answer": str(by_utterance.at[side["utterance_id"], "answer"])}
+                    {
+                        "group": str(side.name),
+                        "speaker": str(side["speaker"]),
+                        "value": str(side["value"]),
+                        "heard": by_utterance.at[side["utterance_id"], "heard"],
+                        "answer": str(by_utterance.at[side["utterance_id"], "answer"]),
+                    }
                     for side in (first, second)
                 ],
             }
@@ -253,22 +284,51 @@ class NtvdCheck(Check):
         significant under the gate's decision rule (:func:`~harness.checks.base.regression_comparison`)."""
         threshold = self.threshold(context, case)
         if not baseline.paired_data:
-            return Comparison(status="unsupported", baseline_value=baseline.value, message="the baseline record carries no per-speaker data")
+            return Comparison(
+                status="unsupported",
+                baseline_value=baseline.value,
+                message="the baseline record carries no per-speaker data",
+            )
         try:
             result = paired_ntvd_difference(
-                counts_to_long_table(candidate.paired_data), counts_to_long_table(baseline.paired_data),
-                tau=threshold.tau, n_permutations=context.permutations, seed=self.seed(context, case),
+                counts_to_long_table(candidate.paired_data),
+                counts_to_long_table(baseline.paired_data),
+                tau=threshold.tau,
+                n_permutations=context.permutations,
+                seed=self.seed(context, case),
             )
         except ValueError as exc:
-            return Comparison(status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}")
+            return Comparison(
+                status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}"
+            )
         nan = float("nan")
         varies = result.null.size > 0 and bool(np.ptp(result.null) > 0)
-        test = PairedTest(result.candidate, result.baseline, result.difference, result.difference, nan, nan, nan, nan,
-                          float(result.p_value), bool(np.isfinite(result.difference) and varies),
-                          None if varies else "no value reaches tau in either run, or swapping the runs within speakers never "
-                                              "changes the difference", "speaker sign-flip permutation")
-        return regression_comparison(context, case, test, measure="nTVD on common values", margin=threshold.max_increase,
-                                     margin_key="max_increase", hears_voice=self.hears_voice(case))
+        test = PairedTest(
+            result.candidate,
+            result.baseline,
+            result.difference,
+            result.difference,
+            nan,
+            nan,
+            nan,
+            nan,
+            float(result.p_value),
+            bool(np.isfinite(result.difference) and varies),
+            None
+            if varies
+            else "no value reaches tau in either run, or swapping the runs within speakers never "
+            "changes the difference",
+            "speaker sign-flip permutation",
+        )
+        return regression_comparison(
+            context,
+            case,
+            test,
+            measure="nTVD on common values",
+            margin=threshold.max_increase,
+            margin_key="max_increase",
+            hears_voice=self.hears_voice(case),
+        )
 
 
 def thinned_attributes(table: pd.DataFrame, tau: int) -> tuple[list[str], list[str]]:

@@ -10,7 +10,6 @@ from harness.records import CaseRecord
 
 @dataclasses.dataclass(kw_only=True)
 class NtvdRecord(CaseRecord):
-
     task: str
     p: float | None
     q: float | None

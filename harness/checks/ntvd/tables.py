@@ -37,7 +37,9 @@ def answers(context: CheckContext, model: str, corpus_name: str, task_name: str)
 
 
 @per_run_table
-def extraction(context: CheckContext, model: str, corpus_name: str, task_name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def extraction(
+    context: CheckContext, model: str, corpus_name: str, task_name: str
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The long values table (``utterance_id, speaker, attribute, value``) and one status row per answer."""
     frame = answers(context, model, corpus_name, task_name)
     if context.extractor is None:
@@ -55,7 +57,9 @@ def group_table(context: CheckContext, model: str, corpus_name: str, task_name: 
     """``utterance_id, speaker, group, attribute, value``: the extracted values with each speaker's group."""
     values, _ = extraction(context, model, corpus_name, task_name)
     labels = context.corpora[corpus_name].speaker_labels(dimension)
-    return values.assign(group=values["speaker"].map(labels))[["utterance_id", "speaker", "group", "attribute", "value"]]
+    return values.assign(group=values["speaker"].map(labels))[
+        ["utterance_id", "speaker", "group", "attribute", "value"]
+    ]
 
 
 @per_run_table
@@ -73,6 +77,9 @@ def minimum_detectable_ntvd(context: CheckContext, corpus_name: str, dimension: 
     if stored is not None:
         return json.loads(stored)
     result = simulate(**design, **settings)
-    value = {"population": finite_or_none(result.min_detectable_ntvd), "observed": finite_or_none(result.expected_observed_ntvd)}
+    value = {
+        "population": finite_or_none(result.min_detectable_ntvd),
+        "observed": finite_or_none(result.expected_observed_ntvd),
+    }
     context.cache.put_many([(key, "power", POWER_SETTINGS_VERSION, json.dumps(value), {})])
     return value

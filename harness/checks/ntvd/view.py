@@ -53,14 +53,24 @@ def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
             for task in tasks:
                 case = cells.get((model, task))
                 baseline = (case.baseline if case is not None else None) or {}
-                row.append(None if case is None else {
-                    "value": case.value, "stars": significance_stars(case.q), "passed": case.passed,
-                    "color": heat(case.value, top), "delta": baseline.get("delta"),
-                    "regressed": bool(baseline.get("regressed")), "baseline_status": baseline.get("status"),
-                    "anchor": case_anchor(case),
-                })
+                row.append(
+                    None
+                    if case is None
+                    else {
+                        "value": case.value,
+                        "stars": significance_stars(case.q),
+                        "passed": case.passed,
+                        "color": heat(case.value, top),
+                        "delta": baseline.get("delta"),
+                        "regressed": bool(baseline.get("regressed")),
+                        "baseline_status": baseline.get("status"),
+                        "anchor": case_anchor(case),
+                    }
+                )
             rows.append({"model": model, "cells": row})
-        tables.append({"corpus": corpus, "dimension": dimension, "tasks": [TASKS[t].title for t in tasks], "rows": rows})
+        tables.append(
+            {"corpus": corpus, "dimension": dimension, "tasks": [TASKS[t].title for t in tasks], "rows": rows}
+        )
     return tables
 
 
@@ -79,8 +89,12 @@ def stacked_shares(record: NtvdRecord, max_values: int = 8) -> dict[str, Any] | 
     legend_item_width, legend_line_height = 120, 16
     per_line = max(1, plot_width // legend_item_width)
     legend = [
-        {"group": group, "color": PALETTE[i % len(PALETTE)],
-         "x": label_width + (i % per_line) * legend_item_width, "y": 4 + (i // per_line) * legend_line_height}
+        {
+            "group": group,
+            "color": PALETTE[i % len(PALETTE)],
+            "x": label_width + (i % per_line) * legend_item_width,
+            "y": 4 + (i // per_line) * legend_line_height,
+        }
         for i, group in enumerate(groups)
     ]
     top = 10 + -(-len(groups) // per_line) * legend_line_height
@@ -89,14 +103,26 @@ def stacked_shares(record: NtvdRecord, max_values: int = 8) -> dict[str, Any] | 
         x, segments = label_width, []
         for position, group in enumerate(groups):
             width = float(shares.loc[value, group]) * plot_width
-            segments.append({"x": round(x, 2), "width": round(width, 2), "color": PALETTE[position % len(PALETTE)],
-                             "label": f"{group}: {shares.loc[value, group]:.0%}"})
+            segments.append(
+                {
+                    "x": round(x, 2),
+                    "width": round(width, 2),
+                    "color": PALETTE[position % len(PALETTE)],
+                    "label": f"{group}: {shares.loc[value, group]:.0%}",
+                }
+            )
             x += width
         rows.append({"value": value, "y": top + index * (bar_height + 6), "segments": segments})
     return {
-        "id": record.id, "attribute": distribution["attribute"], "rows": rows, "label_width": label_width,
-        "plot_width": plot_width, "bar_height": bar_height, "height": top + 4 + len(rows) * (bar_height + 6),
-        "legend": legend, "legend_bottom": top - 6,
+        "id": record.id,
+        "attribute": distribution["attribute"],
+        "rows": rows,
+        "label_width": label_width,
+        "plot_width": plot_width,
+        "bar_height": bar_height,
+        "height": top + 4 + len(rows) * (bar_height + 6),
+        "legend": legend,
+        "legend_bottom": top - 6,
         "midline": label_width + plot_width / len(groups) if len(groups) == 2 else None,
     }
 
@@ -108,10 +134,14 @@ def tau_figures(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
 
     figures = []
     for (corpus, dimension), subset in _by_corpus_dimension(cases):
-        scores = pd.DataFrame([
-            {"model": case.model, "task": case.task, "tau": int(tau), "ntvd": value}
-            for case in subset for tau, value in (case.tau_sensitivity or {}).items() if value is not None
-        ])
+        scores = pd.DataFrame(
+            [
+                {"model": case.model, "task": case.task, "tau": int(tau), "ntvd": value}
+                for case in subset
+                for tau, value in (case.tau_sensitivity or {}).items()
+                if value is not None
+            ]
+        )
         if scores.empty or REFERENCE_TAU not in set(scores["tau"]):
             continue
         taus = sorted(scores["tau"].unique())
@@ -124,16 +154,34 @@ def tau_figures(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
         lines = []
         for position, (model, row) in enumerate(per_model.iterrows()):
             points = [(x_of(tau), y_of(value)) for tau, value in row.items() if pd.notna(value)]
-            lines.append({"model": model, "color": PALETTE[position % len(PALETTE)],
-                          "points": " ".join(f"{x:.1f},{y:.1f}" for x, y in points), "label_y": top + 14 * position})
-        figures.append({
-            "corpus": corpus, "dimension": dimension, "lines": lines, "left": left, "width": width, "top": top,
-            "height": height, "y_max": y_max, "reference_x": x_of(REFERENCE_TAU),
-            "ticks": [{"tau": tau, "x": round(x_of(tau), 1)} for tau in taus],
-            "agreement": None if agreement is None else [
-                {"tau": int(tau), "spearman": None if pd.isna(value) else float(value)} for tau, value in agreement.items()
-            ],
-        })
+            lines.append(
+                {
+                    "model": model,
+                    "color": PALETTE[position % len(PALETTE)],
+                    "points": " ".join(f"{x:.1f},{y:.1f}" for x, y in points),
+                    "label_y": top + 14 * position,
+                }
+            )
+        figures.append(
+            {
+                "corpus": corpus,
+                "dimension": dimension,
+                "lines": lines,
+                "left": left,
+                "width": width,
+                "top": top,
+                "height": height,
+                "y_max": y_max,
+                "reference_x": x_of(REFERENCE_TAU),
+                "ticks": [{"tau": tau, "x": round(x_of(tau), 1)} for tau in taus],
+                "agreement": None
+                if agreement is None
+                else [
+                    {"tau": int(tau), "spearman": None if pd.isna(value) else float(value)}
+                    for tau, value in agreement.items()
+                ],
+            }
+        )
     return figures
 
 
@@ -167,10 +215,14 @@ def example_pairs(cases: Sequence[NtvdRecord], limit: int = 6) -> list[dict[str,
     pairs = []
     for case in ranked[:limit]:
         pair = case.example_pair
-        pairs.append({
-            "id": case.id, "attribute": pair["attribute"], "content_id": pair["content_id"],
-            "sides": [dict(side, segments=highlighted(side["answer"], side["value"])) for side in pair["sides"]],
-        })
+        pairs.append(
+            {
+                "id": case.id,
+                "attribute": pair["attribute"],
+                "content_id": pair["content_id"],
+                "sides": [dict(side, segments=highlighted(side["answer"], side["value"])) for side in pair["sides"]],
+            }
+        )
     return pairs
 
 
@@ -189,23 +241,41 @@ def cross_corpus(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
     dimension, where at least 3 models ran on both."""
     from harness.metrics.vibe_analyses import cross_corpus_agreement
 
-    scores = pd.DataFrame([
-        {"corpus": case.corpus, "dimension": case.dimension, "model": case.model, "task": case.task, "ntvd": case.value}
-        for case in cases if case.check == "ntvd" and case.value is not None
-    ])
+    scores = pd.DataFrame(
+        [
+            {
+                "corpus": case.corpus,
+                "dimension": case.dimension,
+                "model": case.model,
+                "task": case.task,
+                "ntvd": case.value,
+            }
+            for case in cases
+            if case.check == "ntvd" and case.value is not None
+        ]
+    )
     results = []
     if scores.empty:
         return results
     for dimension, subset in scores.groupby("dimension"):
         corpora = sorted(subset["corpus"].unique())
         for index, corpus_a in enumerate(corpora):
-            for corpus_b in corpora[index + 1:]:
-                shared = set(subset[subset["corpus"] == corpus_a]["model"]) & set(subset[subset["corpus"] == corpus_b]["model"])
+            for corpus_b in corpora[index + 1 :]:
+                shared = set(subset[subset["corpus"] == corpus_a]["model"]) & set(
+                    subset[subset["corpus"] == corpus_b]["model"]
+                )
                 if len(shared) < 3:
                     continue
                 agreement = cross_corpus_agreement(subset, corpus_a, corpus_b)
-                results.append({"dimension": dimension, "corpora": [corpus_a, corpus_b], "rho": agreement.rho,
-                                "p": agreement.p_value, "models": agreement.n_models})
+                results.append(
+                    {
+                        "dimension": dimension,
+                        "corpora": [corpus_a, corpus_b],
+                        "rho": agreement.rho,
+                        "p": agreement.p_value,
+                        "models": agreement.n_models,
+                    }
+                )
     return results
 
 
@@ -232,9 +302,14 @@ def magnitude_margin(threshold: Mapping[str, Any], estimate: float) -> float:
 def legacy_headline(record: NtvdRecord) -> dict[str, str]:
     threshold = record.threshold
     rule, limit, alpha = threshold.get("rule"), threshold.get("max_ntvd"), threshold.get("alpha")
-    text = {"magnitude": f"nTVD > {limit:g}", "significance": f"q < {alpha:g}"}.get(rule, f"nTVD > {limit:g} and q < {alpha:g}")
-    return {"value": f"nTVD {fmt_number(record.value, 1)} (0–100)", "threshold": text,
-            "uncertainty": f"q = {p_text(record.q)}" + ("" if record.p is None else f" (p = {p_text(record.p)})")}
+    text = {"magnitude": f"nTVD > {limit:g}", "significance": f"q < {alpha:g}"}.get(
+        rule, f"nTVD > {limit:g} and q < {alpha:g}"
+    )
+    return {
+        "value": f"nTVD {fmt_number(record.value, 1)} (0–100)",
+        "threshold": text,
+        "uncertainty": f"q = {p_text(record.q)}" + ("" if record.p is None else f" (p = {p_text(record.p)})"),
+    }
 
 
 def legacy_margin(record: NtvdRecord) -> float:
@@ -245,6 +320,13 @@ def legacy_margin(record: NtvdRecord) -> float:
     return {"magnitude": size, "significance": significance}.get(threshold.get("rule"), max(size, significance))
 
 
-VIEW = CheckView(title="VIBE: nTVD by task", label="VIBE nTVD", template="ntvd.html.j2", context=section_context,
-                 magnitude_rule=magnitude_rule, magnitude_margin=magnitude_margin, legacy_headline=legacy_headline,
-                 legacy_margin=legacy_margin)
+VIEW = CheckView(
+    title="VIBE: nTVD by task",
+    label="VIBE nTVD",
+    template="ntvd.html.j2",
+    context=section_context,
+    magnitude_rule=magnitude_rule,
+    magnitude_margin=magnitude_margin,
+    legacy_headline=legacy_headline,
+    legacy_margin=legacy_margin,
+)

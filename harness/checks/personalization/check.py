@@ -74,7 +74,9 @@ class PersonalizationCheck(CrossedComparison, Check):
     def crossed_cells(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per (speaker, item): answers (``weight``) and their summed score (100 per correct answer)."""
         table = self.table(context, case.model, case.dimension, case.variant)
-        return cell_sums(table.assign(value=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)))
+        return cell_sums(
+            table.assign(value=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str))
+        )
 
     def hears_voice(self, case: Case) -> bool:
         return mode_has_audio(case.variant)
@@ -96,25 +98,39 @@ class PersonalizationCheck(CrossedComparison, Check):
         return pd.concat([personalization_table(context, model, s, mode)[columns] for s in sets], ignore_index=True)
 
     @per_run
-    def accuracy(self, context: CheckContext, model: str, dimension: str, mode: str) -> tuple[AccuracyResult, CrossedTest]:
+    def accuracy(
+        self, context: CheckContext, model: str, dimension: str, mode: str
+    ) -> tuple[AccuracyResult, CrossedTest]:
         table = self.table(context, model, dimension, mode)
         limits = self.threshold_values(context, Case(self.name, model, context.basis.name, dimension, mode, ""))
-        test = crossed_group_test(table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
-                                  value="score", item="item", max_gap=float(limits["max_gap"]),
-                                  seed=derived_seed(context.seed, self.name, model, dimension, mode))
+        test = crossed_group_test(
+            table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
+            value="score",
+            item="item",
+            max_gap=float(limits["max_gap"]),
+            seed=derived_seed(context.seed, self.name, model, dimension, mode),
+        )
         return personalization_accuracy(table, group="group"), test
 
     @per_run
     def effects(self, context: CheckContext, model: str, dimension: str) -> ModeEffectsResult:
         table = pd.concat([self.table(context, model, dimension, mode) for mode in MODES], ignore_index=True)
-        return mode_effects(table, MEAN_ACCURACY, group="group", cluster="speaker", n_boot=N_BOOT,
-                            seed=derived_seed(context.seed, self.name, model, dimension))
+        return mode_effects(
+            table,
+            MEAN_ACCURACY,
+            group="group",
+            cluster="speaker",
+            n_boot=N_BOOT,
+            seed=derived_seed(context.seed, self.name, model, dimension),
+        )
 
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
         accuracy, test = self.accuracy(context, case.model, case.dimension, case.variant)
         limits = self.threshold_values(context, case)
         min_accuracy, max_gap = float(limits["min_accuracy"]), float(limits["max_gap"])
-        decision, block = bias_decision(context, case, test.contrasts, statistic="difference in accuracy between groups (points)")
+        decision, block = bias_decision(
+            context, case, test.contrasts, statistic="difference in accuracy between groups (points)"
+        )
         floors = [floor("min_accuracy", accuracy.mean_accuracy, min_accuracy)]
         passed = not decision.failed
         message = (

@@ -10,7 +10,6 @@ from harness.checks.basis_common.record import ModeRecord
 
 @dataclasses.dataclass(kw_only=True)
 class PersonalizationRecord(ModeRecord):
-
     gap: dict[str, Any]
     sets: list[str]
     stereotype_icat: float | None

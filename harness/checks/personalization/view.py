@@ -26,8 +26,11 @@ def section_context(records: Sequence[PersonalizationRecord]) -> dict[str, Any]:
     return {
         "blocks": table_seven(records, row_keys=MODES, cell="accuracy"),
         "effects": effect_rows(records),
-        "group_plots": group_plots(records, row_keys=MODES, cell="accuracy", threshold_key="min_accuracy", axis_label="accuracy (%)"),
-        "effect_plots": effect_plots(records, "percentage points"), "unit": "percentage points",
+        "group_plots": group_plots(
+            records, row_keys=MODES, cell="accuracy", threshold_key="min_accuracy", axis_label="accuracy (%)"
+        ),
+        "effect_plots": effect_plots(records, "percentage points"),
+        "unit": "percentage points",
         "pareto": pareto_plot(records),
     }
 
@@ -53,18 +56,50 @@ def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, heig
     frontiers = []
     for dimension in dimensions:
         members = [p for p in points if p["dimension"] == dimension]
-        front = [p for p in members if not any(
-            q is not p and q["icat"] >= p["icat"] and q["accuracy"] >= p["accuracy"]
-            and (q["icat"] > p["icat"] or q["accuracy"] > p["accuracy"]) for q in members)]
+        front = [
+            p
+            for p in members
+            if not any(
+                q is not p
+                and q["icat"] >= p["icat"]
+                and q["accuracy"] >= p["accuracy"]
+                and (q["icat"] > p["icat"] or q["accuracy"] > p["accuracy"])
+                for q in members
+            )
+        ]
         front.sort(key=lambda p: p["icat"])
         frontiers.append({"colour": colours[dimension], "points": " ".join(f"{p['x']},{p['y']}" for p in front)})
-    ticks = [{"value": v, "x": round(left + v / 100 * plot_w, 1), "y": round(top + (1 - v / 100) * plot_h, 1)} for v in range(0, 101, 25)]
+    ticks = [
+        {"value": v, "x": round(left + v / 100 * plot_w, 1), "y": round(top + (1 - v / 100) * plot_h, 1)}
+        for v in range(0, 101, 25)
+    ]
     legend = [{"dimension": d, "colour": colours[d], "y": top + 14 * i + 8} for i, d in enumerate(dimensions)]
-    return {"width": width, "height": height, "left": left, "top": top, "right_x": left + plot_w, "bottom_y": top + plot_h,
-            "points": points, "frontiers": frontiers, "ticks": ticks, "legend": legend, "legend_x": left + 8,
-            "mode": PARETO_MODE, "mid_x": left + plot_w / 2, "mid_y": top + plot_h / 2}
+    return {
+        "width": width,
+        "height": height,
+        "left": left,
+        "top": top,
+        "right_x": left + plot_w,
+        "bottom_y": top + plot_h,
+        "points": points,
+        "frontiers": frontiers,
+        "ticks": ticks,
+        "legend": legend,
+        "legend_x": left + 8,
+        "mode": PARETO_MODE,
+        "mid_x": left + plot_w / 2,
+        "mid_y": top + plot_h / 2,
+    }
 
 
-VIEW = CheckView(title="BASIS-Bench: personalization", label="BASIS personalization", template="personalization.html.j2",
-                 context=section_context, magnitude_rule=magnitude_rule, magnitude_margin=magnitude_margin,
-                 legacy_headline=legacy_accuracy_headline, legacy_margin=legacy_floor_gap_margin, estimate_unit=" points")
+VIEW = CheckView(
+    title="BASIS-Bench: personalization",
+    label="BASIS personalization",
+    template="personalization.html.j2",
+    context=section_context,
+    magnitude_rule=magnitude_rule,
+    magnitude_margin=magnitude_margin,
+    legacy_headline=legacy_accuracy_headline,
+    legacy_margin=legacy_floor_gap_margin,
+    estimate_unit=" points",
+)

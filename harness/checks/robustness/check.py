@@ -75,7 +75,9 @@ class RobustnessCheck(CrossedComparison, Check):
 
     def table(self, context: CheckContext, model: str, task: str, dimension: str) -> pd.DataFrame:
         if task == "asr":
-            tables = [transcription_table(context, model, s.name) for s in context.basis.sets if s.dimension == dimension]
+            tables = [
+                transcription_table(context, model, s.name) for s in context.basis.sets if s.dimension == dimension
+            ]
             table = pd.concat(tables, ignore_index=True)
             return table.assign(score=100.0 - table["wer"].clip(upper=100.0))
         tables = [qa_table(context, model, s.name) for s in context.basis.of_kind("qa", dimension)]
@@ -83,12 +85,19 @@ class RobustnessCheck(CrossedComparison, Check):
         return table.assign(score=100.0 * table["correct"])
 
     @per_run
-    def result(self, context: CheckContext, model: str, task: str, dimension: str) -> tuple[pd.DataFrame, float, CrossedTest]:
+    def result(
+        self, context: CheckContext, model: str, task: str, dimension: str
+    ) -> tuple[pd.DataFrame, float, CrossedTest]:
         table = self.table(context, model, task, dimension)
         scored = asr_scores(table, group="group") if task == "asr" else sqa_accuracy(table, group="group")
         limits = self.threshold_values(context, Case(self.name, model, context.basis.name, dimension, task, ""))
-        test = crossed_group_test(table.assign(item=table["set"] + "/" + table["id"].astype(str)), value="score", item="item",
-                                  max_gap=float(limits["max_gap"]), seed=derived_seed(context.seed, self.name, model, task, dimension))
+        test = crossed_group_test(
+            table.assign(item=table["set"] + "/" + table["id"].astype(str)),
+            value="score",
+            item="item",
+            max_gap=float(limits["max_gap"]),
+            seed=derived_seed(context.seed, self.name, model, task, dimension),
+        )
         per_group = scored.per_group.rename(columns={"accuracy": "score"})
         return per_group, scored.score, test
 
@@ -97,7 +106,9 @@ class RobustnessCheck(CrossedComparison, Check):
         limits = self.threshold_values(context, case)
         min_score, max_gap = float(limits["min_score"]), float(limits["max_gap"])
         what = "100 - WER" if case.variant == "asr" else "SQA accuracy"
-        decision, block = bias_decision(context, case, test.contrasts, statistic=f"difference in {what} between groups (points)")
+        decision, block = bias_decision(
+            context, case, test.contrasts, statistic=f"difference in {what} between groups (points)"
+        )
         floors = [floor("min_score", value, min_score)]
         passed = not decision.failed
         message = (

@@ -10,7 +10,6 @@ from harness.records import CaseRecord
 
 @dataclasses.dataclass(kw_only=True)
 class RobustnessRecord(CaseRecord):
-
     task: str
     per_group: list[dict[str, Any]]
     gap: dict[str, Any]

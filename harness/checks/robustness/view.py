@@ -20,18 +20,36 @@ from harness.display.text import fmt_number, gap_text
 
 
 def section_context(records: Sequence[RobustnessRecord]) -> dict[str, Any]:
-    return {"blocks": table_seven(records, row_keys=ROBUSTNESS_TASKS, cell="score"),
-            "group_plots": group_plots(records, row_keys=ROBUSTNESS_TASKS, cell="score", threshold_key="min_score",
-                                       axis_label="score (0–100; asr: 100 − WER, sqa: accuracy %)", gap=True)}
+    return {
+        "blocks": table_seven(records, row_keys=ROBUSTNESS_TASKS, cell="score"),
+        "group_plots": group_plots(
+            records,
+            row_keys=ROBUSTNESS_TASKS,
+            cell="score",
+            threshold_key="min_score",
+            axis_label="score (0–100; asr: 100 − WER, sqa: accuracy %)",
+            gap=True,
+        ),
+    }
 
 
 def legacy_headline(record: RobustnessRecord) -> dict[str, str]:
     threshold = record.threshold
-    return {"value": f"{record.task} score {fmt_number(record.value, 1)} (0–100)",
-            "threshold": accuracy_gap_rule("score", threshold.get("min_score"), threshold.get("max_gap"), ""),
-            "uncertainty": gap_text(record.gap)}
+    return {
+        "value": f"{record.task} score {fmt_number(record.value, 1)} (0–100)",
+        "threshold": accuracy_gap_rule("score", threshold.get("min_score"), threshold.get("max_gap"), ""),
+        "uncertainty": gap_text(record.gap),
+    }
 
 
-VIEW = CheckView(title="BASIS-Bench: demographic robustness (ASR, spoken QA)", label="BASIS robustness", template="robustness.html.j2",
-                 context=section_context, magnitude_rule=magnitude_rule, magnitude_margin=magnitude_margin,
-                 legacy_headline=legacy_headline, legacy_margin=legacy_floor_gap_margin, estimate_unit=" points")
+VIEW = CheckView(
+    title="BASIS-Bench: demographic robustness (ASR, spoken QA)",
+    label="BASIS robustness",
+    template="robustness.html.j2",
+    context=section_context,
+    magnitude_rule=magnitude_rule,
+    magnitude_margin=magnitude_margin,
+    legacy_headline=legacy_headline,
+    legacy_margin=legacy_floor_gap_margin,
+    estimate_unit=" points",
+)

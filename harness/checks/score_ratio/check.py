@@ -33,10 +33,16 @@ class ScoreRatioCheck(WerRatioCheck):
         return super().cases(context) if context.judge else []
 
     def no_cases_reason(self, context: CheckContext) -> str:
-        return "judge-score fairness needs a judge model: pass --judge SPEC" if not context.judge else super().no_cases_reason(context)
+        return (
+            "judge-score fairness needs a judge model: pass --judge SPEC"
+            if not context.judge
+            else super().no_cases_reason(context)
+        )
 
     @per_run
-    def utterance_table(self, context: CheckContext, model: str, corpus_name: str, components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
+    def utterance_table(
+        self, context: CheckContext, model: str, corpus_name: str, components: int
+    ) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
         table = judge_scores(context, model, corpus_name).rename(columns={"speaker_id": "speaker"})
         corpus = context.corpora[corpus_name]
         for dimension in corpus.dimensions:
@@ -48,15 +54,31 @@ class ScoreRatioCheck(WerRatioCheck):
         return table, columns, semantics | {"unscored_replies": unscored}
 
     @staticmethod
-    def ratio(table: pd.DataFrame, covariates: list[str], numerator: str, denominator: str, settings: dict[str, Any], seed: int) -> RatioTable:
-        return judge_score_ratio(table, covariates=covariates, numerator=numerator, denominator=denominator,
-                                 n_boot=settings["n_boot"], alpha=settings["alpha"], seed=seed)
+    def ratio(
+        table: pd.DataFrame,
+        covariates: list[str],
+        numerator: str,
+        denominator: str,
+        settings: dict[str, Any],
+        seed: int,
+    ) -> RatioTable:
+        return judge_score_ratio(
+            table,
+            covariates=covariates,
+            numerator=numerator,
+            denominator=denominator,
+            n_boot=settings["n_boot"],
+            alpha=settings["alpha"],
+            seed=seed,
+        )
 
     def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per speaker: summed judge scores and scored replies."""
         settings = self.threshold_values(context, case)
         table, _, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
-        return table.groupby("speaker").agg(group=(case.dimension, "first"), score=("score", "sum"), replies=("score", "size"))
+        return table.groupby("speaker").agg(
+            group=(case.dimension, "first"), score=("score", "sum"), replies=("score", "size")
+        )
 
     comparison_statistic = staticmethod(largest_log_ratio)
 

@@ -2,5 +2,9 @@
 
 from harness.checks.semantic_aware.view import ratio_view
 
-VIEW = ratio_view(title="Judge-score fairness: ratio of mean judge scores", label="judge-score ratio",
-                  template="score_ratio.html.j2", quantity="judge-score ratio")
+VIEW = ratio_view(
+    title="Judge-score fairness: ratio of mean judge scores",
+    label="judge-score ratio",
+    template="score_ratio.html.j2",
+    quantity="judge-score ratio",
+)

@@ -12,7 +12,6 @@ from harness.records import CaseRecord
 class RatioRecord(CaseRecord):
     """A group ratio of expected WER or of mean judge score; ``comparisons`` holds every method's row."""
 
-
     ci: list[float | None]
     p: float | None
     q: float | None

@@ -17,14 +17,19 @@ def spoken_replies(context: CheckContext, model: Any, corpus_name: str, prompt: 
     """The reply of ``model`` (a spec or a cached model) to ``prompt`` with each utterance's audio:
     ``utterance_id, speaker_id, content_id, transcript, heard, reply``."""
     audio = context.corpus_audio(corpus_name)
-    frame = context.corpora[corpus_name].table[["utterance_id", "speaker_id", "content_id", "transcript"]].reset_index(drop=True)
+    frame = (
+        context.corpora[corpus_name]
+        .table[["utterance_id", "speaker_id", "content_id", "transcript"]]
+        .reset_index(drop=True)
+    )
     requests = [GenerationRequest(prompt=prompt, audio=audio[utterance_id]) for utterance_id in frame["utterance_id"]]
     outputs = context.outputs(model, requests, f"{corpus_name}/{label}").rename(columns={"answer": "reply"})
     return pd.concat([frame, outputs], axis=1)
 
 
-def with_semantic_covariates(context: CheckContext, table: pd.DataFrame, texts: Sequence[str],
-                             components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
+def with_semantic_covariates(
+    context: CheckContext, table: pd.DataFrame, texts: Sequence[str], components: int
+) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
     """``table`` with the PCA components of the texts' embeddings as columns (none without an embedder),
     the column names, and what to report of them (embedder, explained variance)."""
     semantics: dict[str, Any] = {"embedder": context.embedder_name, "explained_variance": []}

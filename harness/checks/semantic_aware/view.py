@@ -14,9 +14,18 @@ from harness.display.text import case_anchor, ci_words, decision_text, floor_lin
 
 def section_context(records: Sequence[RatioRecord], value_name: str) -> dict[str, Any]:
     """Per case (by id): its forest plot (:func:`harness.display.plots.forest_plot`), anchor and decision."""
-    return {"cases": [{"record": record, "anchor": case_anchor(record), "forest": forest_plot(record, value_name),
-                       "decision": decision_text(record.decision), "floors": floor_lines(record.floors)}
-                      for record in sorted(records, key=lambda record: record.id)]}
+    return {
+        "cases": [
+            {
+                "record": record,
+                "anchor": case_anchor(record),
+                "forest": forest_plot(record, value_name),
+                "decision": decision_text(record.decision),
+                "floors": floor_lines(record.floors),
+            }
+            for record in sorted(records, key=lambda record: record.id)
+        ]
+    }
 
 
 def magnitude_rule(threshold: Mapping[str, Any]) -> str:
@@ -27,7 +36,9 @@ def magnitude_margin(threshold: Mapping[str, Any], estimate: float) -> float | N
     """ln distance of the ratio to the nearer bound, over ln(upper)."""
     if estimate <= 0:
         return None
-    return min(math.log(estimate / threshold["lower"]), math.log(threshold["upper"] / estimate)) / (math.log(threshold["upper"]) or 1.0)
+    return min(math.log(estimate / threshold["lower"]), math.log(threshold["upper"] / estimate)) / (
+        math.log(threshold["upper"]) or 1.0
+    )
 
 
 def deciding_comparison(record: RatioRecord) -> dict[str, Any] | None:
@@ -43,12 +54,20 @@ def deciding_comparison(record: RatioRecord) -> dict[str, Any] | None:
 def legacy_headline(record: RatioRecord, quantity: str) -> dict[str, str]:
     threshold = record.threshold
     comparison = deciding_comparison(record)
-    row = (comparison or {}).get("row") or {"ci_low": record.ci[0] if record.ci else None, "ci_high": record.ci[1] if record.ci else None}
+    row = (comparison or {}).get("row") or {
+        "ci_low": record.ci[0] if record.ci else None,
+        "ci_high": record.ci[1] if record.ci else None,
+    }
     where = f" ({comparison['comparison']}, {comparison['judged_method']})" if comparison else ""
     bounds = f"[{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
     text = {"ci": "the 95% CI excludes 1", "bounds": f"the ratio lies outside {bounds}"}.get(
-        threshold.get("rule"), f"the 95% CI excludes 1 and the ratio lies outside {bounds}")
-    return {"value": f"{quantity} {fmt_number(record.value, 3)}{where}", "threshold": text, "uncertainty": ci_words(row, 3)}
+        threshold.get("rule"), f"the 95% CI excludes 1 and the ratio lies outside {bounds}"
+    )
+    return {
+        "value": f"{quantity} {fmt_number(record.value, 3)}{where}",
+        "threshold": text,
+        "uncertainty": ci_words(row, 3),
+    }
 
 
 def legacy_margin(record: RatioRecord) -> float | None:
@@ -66,8 +85,14 @@ def legacy_margin(record: RatioRecord) -> float | None:
 
 def ratio_view(*, title: str, label: str, template: str, quantity: str) -> CheckView:
     """The view of a ratio check whose value is a ``quantity`` (e.g. "expected-WER ratio")."""
-    return CheckView(title=title, label=label, template=template,
-                     context=lambda records: section_context(records, quantity),
-                     magnitude_rule=magnitude_rule, magnitude_margin=magnitude_margin,
-                     legacy_headline=lambda record: legacy_headline(record, quantity), legacy_margin=legacy_margin,
-                     estimate_digits=3)
+    return CheckView(
+        title=title,
+        label=label,
+        template=template,
+        context=lambda records: section_context(records, quantity),
+        magnitude_rule=magnitude_rule,
+        magnitude_margin=magnitude_margin,
+        legacy_headline=lambda record: legacy_headline(record, quantity),
+        legacy_margin=legacy_margin,
+        estimate_digits=3,
+    )

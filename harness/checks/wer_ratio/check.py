@@ -56,7 +56,12 @@ from harness.metrics.wer_ratio import (
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
 
-METHODS = {"vanilla": METHOD_VANILLA, "no_speaker": METHOD_NO_SPEAKER, "speaker": METHOD_SPEAKER, "semantic": METHOD_SEMANTIC}
+METHODS = {
+    "vanilla": METHOD_VANILLA,
+    "no_speaker": METHOD_NO_SPEAKER,
+    "speaker": METHOD_SPEAKER,
+    "semantic": METHOD_SEMANTIC,
+}
 REST = "(rest)"
 
 
@@ -64,17 +69,19 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
     name = "wer_ratio"
     gate_module = "wer"
     quantity = "expected-WER ratio"
-    schema = ThresholdSchema(keys={
-        "rule": ThresholdKey((str,), "both", one_of("ci", "bounds", "both")),
-        "lower": ThresholdKey((int, float), 0.9, at_least(0)),
-        "upper": ThresholdKey((int, float), 1.11, at_least(1)),
-        "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
-        "method": ThresholdKey((str,), "semantic", one_of(*METHODS)),
-        "nagq": ThresholdKey((int,), 10, between(1, 50)),
-        "n_boot": ThresholdKey((int,), 1000, at_least(50)),
-        "components": ThresholdKey((int,), 8, between(1, 64)),
-        **regression_keys(0.05),
-    })
+    schema = ThresholdSchema(
+        keys={
+            "rule": ThresholdKey((str,), "both", one_of("ci", "bounds", "both")),
+            "lower": ThresholdKey((int, float), 0.9, at_least(0)),
+            "upper": ThresholdKey((int, float), 1.11, at_least(1)),
+            "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
+            "method": ThresholdKey((str,), "semantic", one_of(*METHODS)),
+            "nagq": ThresholdKey((int,), 10, between(1, 50)),
+            "n_boot": ThresholdKey((int,), 1000, at_least(50)),
+            "components": ThresholdKey((int,), 8, between(1, 64)),
+            **regression_keys(0.05),
+        }
+    )
     comparison_name = "largest |log WER ratio| (vanilla, one-vs-rest)"
     worse_when = "higher"
     comparison_statistic = staticmethod(largest_log_ratio)
@@ -84,8 +91,11 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         settings = self.threshold_values(context, case)
         table, _, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
         errors = table["insertions"] + table["deletions"] + table["substitutions"]
-        return table.assign(errors=errors).groupby("speaker").agg(
-            group=(case.dimension, "first"), errors=("errors", "sum"), words=("n_ref_words", "sum"))
+        return (
+            table.assign(errors=errors)
+            .groupby("speaker")
+            .agg(group=(case.dimension, "first"), errors=("errors", "sum"), words=("n_ref_words", "sum"))
+        )
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
@@ -96,7 +106,9 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         ]
 
     @per_run
-    def utterance_table(self, context: CheckContext, model: str, corpus_name: str, components: int) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
+    def utterance_table(
+        self, context: CheckContext, model: str, corpus_name: str, components: int
+    ) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
         """Per utterance: speaker, word errors, dimension labels and semantic covariate columns."""
         heard = transcripts(context, model, corpus_name)
         corpus = context.corpora[corpus_name]
@@ -116,13 +128,30 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         results = {}
         for numerator, denominator in comparisons:
             grouped = table.assign(group=table[case.dimension].where(table[case.dimension] == numerator, denominator))
-            results[f"{numerator} / {denominator}"] = self.ratio(grouped, list(columns), numerator, denominator, settings, context.seed)
+            results[f"{numerator} / {denominator}"] = self.ratio(
+                grouped, list(columns), numerator, denominator, settings, context.seed
+            )
         return results
 
     @staticmethod
-    def ratio(table: pd.DataFrame, covariates: list[str], numerator: str, denominator: str, settings: dict[str, Any], seed: int) -> RatioTable:
-        return wer_ratio(table, covariates=covariates, numerator=numerator, denominator=denominator,
-                         nagq=settings["nagq"], n_boot=settings["n_boot"], alpha=settings["alpha"], seed=seed)
+    def ratio(
+        table: pd.DataFrame,
+        covariates: list[str],
+        numerator: str,
+        denominator: str,
+        settings: dict[str, Any],
+        seed: int,
+    ) -> RatioTable:
+        return wer_ratio(
+            table,
+            covariates=covariates,
+            numerator=numerator,
+            denominator=denominator,
+            nagq=settings["nagq"],
+            n_boot=settings["n_boot"],
+            alpha=settings["alpha"],
+            seed=seed,
+        )
 
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
         settings = self.threshold_values(context, case)
@@ -130,18 +159,31 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         method = METHODS[settings["method"]]
         note = ""
         if method == METHOD_SEMANTIC and not columns:
-            method, note = METHOD_SPEAKER, " (no semantic embedder available: judged on the speaker model without semantics)"
+            method, note = (
+                METHOD_SPEAKER,
+                " (no semantic embedder available: judged on the speaker model without semantics)",
+            )
         comparisons, contrasts = [], []
         for label, result in self.ratios(context, case).items():
             row = result.row(method)
             contrast = self._contrast(label, row, settings)
             contrasts.append(contrast)
-            comparisons.append({"comparison": label, "methods": _method_rows(result, 1.0 - settings["alpha"]), "judged_method": method,
-                                "relevant": contrast.relevant, "p": finite_or_none(contrast.p), "reason": contrast.reason})
+            comparisons.append(
+                {
+                    "comparison": label,
+                    "methods": _method_rows(result, 1.0 - settings["alpha"]),
+                    "judged_method": method,
+                    "relevant": contrast.relevant,
+                    "p": finite_or_none(contrast.p),
+                    "reason": contrast.reason,
+                }
+            )
         if all(contrast.p is None or not math.isfinite(contrast.p) for contrast in contrasts):
             reasons = "; ".join(f"{c.label}: {c.reason}" for c in contrasts)
             raise CaseNotMeasured(f"{case.id}: no {self.quantity} could be estimated by {method} ({reasons})")
-        decision, block = bias_decision(context, case, contrasts, rule=RULES[settings["rule"]], statistic=f"{self.quantity} by {method}")
+        decision, block = bias_decision(
+            context, case, contrasts, rule=RULES[settings["rule"]], statistic=f"{self.quantity} by {method}"
+        )
         for index, entry in enumerate(comparisons):
             entry["failed"] = decision.failed and index == decision.deciding
         passed = not decision.failed
@@ -173,8 +215,15 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         if not bool(row["converged"]):
             return Contrast(label, ratio, None, None, None, relevant, f"the fit did not converge ({row['message']})")
         p = ratio_p_value(row, 1.0 - settings["alpha"])
-        return Contrast(label, ratio, float(row["ci_low"]), float(row["ci_high"]), p, relevant,
-                        None if math.isfinite(p) else "no interval")
+        return Contrast(
+            label,
+            ratio,
+            float(row["ci_low"]),
+            float(row["ci_high"]),
+            p,
+            relevant,
+            None if math.isfinite(p) else "no interval",
+        )
 
 
 RULES = {"both": "both", "ci": "significance", "bounds": "magnitude"}
@@ -187,10 +236,17 @@ def _number(value: float | None) -> str:
 
 def _method_rows(result: RatioTable, level: float) -> list[dict[str, Any]]:
     return [
-        {"method": method, "ratio": finite_or_none(row["ratio"]), "ci_low": finite_or_none(row["ci_low"]), "p": finite_or_none(ratio_p_value(row, level)),
-         "ci_high": finite_or_none(row["ci_high"]), "significant": None if row["significant"] is None else bool(row["significant"]),
-         "converged": bool(row["converged"]), "wer_numerator": finite_or_none(row["value_numerator"]),
-         "wer_denominator": finite_or_none(row["value_denominator"])}
+        {
+            "method": method,
+            "ratio": finite_or_none(row["ratio"]),
+            "ci_low": finite_or_none(row["ci_low"]),
+            "p": finite_or_none(ratio_p_value(row, level)),
+            "ci_high": finite_or_none(row["ci_high"]),
+            "significant": None if row["significant"] is None else bool(row["significant"]),
+            "converged": bool(row["converged"]),
+            "wer_numerator": finite_or_none(row["value_numerator"]),
+            "wer_denominator": finite_or_none(row["value_denominator"]),
+        }
         for method, row in result.methods.iterrows()
     ]
 

@@ -26,16 +26,20 @@ from typing import Any
 from harness.data.loaders._common import LoaderError
 from harness.registry import Registry
 
-LOADERS = Registry("corpus loader", "loaders", {
-    "crema-d": "harness.data.loaders.crema_d",
-    "speech-accent-archive": "harness.data.loaders.speech_accent_archive",
-    "l2-arctic": "harness.data.loaders.l2_arctic",
-    "librispeech": "harness.data.loaders.librispeech",
-    "common-voice": "harness.data.loaders.common_voice",
-    "vctk": "harness.data.loaders.vctk",
-    "fair-speech": "harness.data.loaders.fair_speech",
-    "spoken-stereoset": "harness.data.loaders.spoken_stereoset",
-})
+LOADERS = Registry(
+    "corpus loader",
+    "loaders",
+    {
+        "crema-d": "harness.data.loaders.crema_d",
+        "speech-accent-archive": "harness.data.loaders.speech_accent_archive",
+        "l2-arctic": "harness.data.loaders.l2_arctic",
+        "librispeech": "harness.data.loaders.librispeech",
+        "common-voice": "harness.data.loaders.common_voice",
+        "vctk": "harness.data.loaders.vctk",
+        "fair-speech": "harness.data.loaders.fair_speech",
+        "spoken-stereoset": "harness.data.loaders.spoken_stereoset",
+    },
+)
 """Loader name -> its module, which declares ``NAME``, ``DIMENSIONS`` (what it can write, some on request),
 ``build(source, output, **options)`` and, for an item suite, ``PRODUCES = "suite"`` (default ``"corpus"``)."""
 
@@ -106,7 +110,9 @@ def prepared_source(
     source = Path(path)
     if not source.is_dir() or any((source / marker).is_file() for marker in BUILT_MARKERS):
         return path
-    key = hashlib.sha256(json.dumps([name, CACHE_FORMAT, source_fingerprint(source.resolve())]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(json.dumps([name, CACHE_FORMAT, source_fingerprint(source.resolve())]).encode()).hexdigest()[
+        :16
+    ]
     target = Path(cache_dir) / "loaders" / f"{name}-{key}"
     if any((target / marker).is_file() for marker in BUILT_MARKERS):
         return target
@@ -133,5 +139,14 @@ def prepared_suite(spec: str | Path | None, cache_dir: str | Path) -> str | Path
     return prepared_source(name, path, cache_dir, loaders)
 
 
-__all__ = ["LOADERS", "LoaderError", "build_corpus", "corpus_loaders", "loader_dimensions", "prepared_source", "prepared_suite",
-           "produces", "suite_loaders"]
+__all__ = [
+    "LOADERS",
+    "LoaderError",
+    "build_corpus",
+    "corpus_loaders",
+    "loader_dimensions",
+    "prepared_source",
+    "prepared_suite",
+    "produces",
+    "suite_loaders",
+]

@@ -15,8 +15,9 @@ from harness.data.loaders import LOADERS, build_corpus, produces
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.data.loaders", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.data.loaders", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("name", choices=sorted(LOADERS))
     parser.add_argument("source", help="where the distribution was unpacked")
     parser.add_argument("output", help="folder for manifest.csv and corpus.yaml (suite.yaml for an item suite)")

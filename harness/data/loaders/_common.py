@@ -169,6 +169,8 @@ def at_most_per_speaker(table: pd.DataFrame, limit: int, seed: int, *, speaker: 
     """At most ``limit`` rows per ``speaker``, drawn with ``seed`` from the rows sorted by ``order`` (so the
     draw does not depend on the order the files were listed in)."""
     rng = np.random.default_rng(seed)
-    kept = [rows.iloc[np.sort(rng.choice(len(rows), size=min(limit, len(rows)), replace=False))]
-            for _, rows in table.sort_values(order).groupby(speaker, sort=True)]
+    kept = [
+        rows.iloc[np.sort(rng.choice(len(rows), size=min(limit, len(rows)), replace=False))]
+        for _, rows in table.sort_values(order).groupby(speaker, sort=True)
+    ]
     return pd.concat(kept) if kept else table

@@ -65,13 +65,16 @@ ACCENT_SEPARATOR = "|"
 def read_validated(path: Path) -> pd.DataFrame:
     """``validated.tsv`` with its columns renamed to :data:`COLUMN_SPELLINGS`' keys (plus ``sentence_id``
     when present); labels stripped and lower-cased, gender and age spellings unified."""
-    table = read_table(path, ("client_id", "path", "sentence"), "Common Voice validated.tsv", sep="\t",
-                       quoting=csv.QUOTE_NONE)
+    table = read_table(
+        path, ("client_id", "path", "sentence"), "Common Voice validated.tsv", sep="\t", quoting=csv.QUOTE_NONE
+    )
     renamed = {}
     for ours, spellings in COLUMN_SPELLINGS.items():
         found = [spelling for spelling in spellings if spelling in table.columns]
         if not found:
-            raise LoaderError(f"{path}: no {ours!r} column (looked for {', '.join(spellings)}); it has {list(table.columns)}")
+            raise LoaderError(
+                f"{path}: no {ours!r} column (looked for {', '.join(spellings)}); it has {list(table.columns)}"
+            )
         renamed[found[0]] = ours
     table = table.rename(columns=renamed)
     for column in ("gender", "age", "accent"):
@@ -101,7 +104,9 @@ def build(
     unknown = sorted(set(dimensions) - set(DIMENSIONS))
     if unknown or not dimensions:
         raise ValueError(f"Common Voice dimensions must come from {list(DIMENSIONS)}; got {list(dimensions)}")
-    if min_clips_per_speaker < 1 or (max_clips_per_speaker is not None and max_clips_per_speaker < min_clips_per_speaker):
+    if min_clips_per_speaker < 1 or (
+        max_clips_per_speaker is not None and max_clips_per_speaker < min_clips_per_speaker
+    ):
         raise ValueError("need 1 <= min_clips_per_speaker <= max_clips_per_speaker")
     table = read_validated(source / "validated.tsv")
     clips_dir = require_dir(source / "clips", "Common Voice clips folder")
@@ -119,16 +124,21 @@ def build(
     if max_clips_per_speaker is not None:
         labelled = at_most_per_speaker(labelled, max_clips_per_speaker, seed, speaker="client_id", order="path")
 
-    frame = pd.DataFrame({
-        "utterance_id": [Path(name).stem for name in labelled["path"]],
-        "_path": [clips_dir / name for name in labelled["path"]],
-        "speaker_id": labelled["client_id"].to_numpy(),
-        "content_id": (labelled["sentence_id"] if "sentence_id" in labelled.columns
-                       else labelled["sentence"].map(content_key)).to_numpy(),
-        "transcript": labelled["sentence"].str.strip().to_numpy(),
-        **{dimension: labelled[dimension].to_numpy() for dimension in dimensions},
-    })
-    frame, dropped = testable_rows_with_audio(frame, dimensions, output, relative_audio=relative_audio, check_audio=check_audio)
+    frame = pd.DataFrame(
+        {
+            "utterance_id": [Path(name).stem for name in labelled["path"]],
+            "_path": [clips_dir / name for name in labelled["path"]],
+            "speaker_id": labelled["client_id"].to_numpy(),
+            "content_id": (
+                labelled["sentence_id"] if "sentence_id" in labelled.columns else labelled["sentence"].map(content_key)
+            ).to_numpy(),
+            "transcript": labelled["sentence"].str.strip().to_numpy(),
+            **{dimension: labelled[dimension].to_numpy() for dimension in dimensions},
+        }
+    )
+    frame, dropped = testable_rows_with_audio(
+        frame, dimensions, output, relative_audio=relative_audio, check_audio=check_audio
+    )
     description = (
         f"Common Voice read from {source.resolve()}: {len(frame)} validated clips of {frame['speaker_id'].nunique()} "
         f"contributors with a self-reported {', '.join(dimensions)} (of {len(table)} validated clips); "
@@ -138,4 +148,3 @@ def build(
         + " Not content-controlled: contributors read mostly different sentences. License: CC0."
     )
     return write_corpus(output, frame.reset_index(drop=True), name=NAME, dimensions=dimensions, description=description)
-

@@ -54,7 +54,9 @@ _CLIP_NAME = re.compile(r"^(?P<actor>\d{4})_(?P<sentence>[A-Z]{3})_(?P<emotion>[
 def parse_clip_name(path: Path) -> dict[str, str]:
     match = _CLIP_NAME.match(path.stem)
     if not match:
-        raise LoaderError(f"{path}: file name is not <actor>_<sentence>_<emotion>_<level>.wav (e.g. 1001_DFA_ANG_XX.wav)")
+        raise LoaderError(
+            f"{path}: file name is not <actor>_<sentence>_<emotion>_<level>.wav (e.g. 1001_DFA_ANG_XX.wav)"
+        )
     for field, known in (("sentence", SENTENCES), ("emotion", EMOTIONS), ("level", LEVELS)):
         if match[field] not in known:
             raise LoaderError(f"{path}: unknown {field} code {match[field]!r}; known: {sorted(known)}")
@@ -78,7 +80,9 @@ def build(
     source, output = Path(source), Path(output)
     unknown = sorted(set(dimensions) - set(DIMENSIONS))
     if unknown or "gender" not in dimensions:
-        raise ValueError(f"CREMA-D dimensions must include gender and come from {list(DIMENSIONS)}; got {list(dimensions)}")
+        raise ValueError(
+            f"CREMA-D dimensions must include gender and come from {list(DIMENSIONS)}; got {list(dimensions)}"
+        )
     if emotions is not None and set(emotions) - set(EMOTIONS):
         raise ValueError(f"unknown emotion code(s) {sorted(set(emotions) - set(EMOTIONS))}; known: {sorted(EMOTIONS)}")
     audio_dir = require_dir(source / "AudioWAV", "CREMA-D audio folder")
@@ -96,16 +100,18 @@ def build(
             continue
         if fields["actor"] not in actors.index:
             raise LoaderError(f"{clip}: actor {fields['actor']} is not in {demographics_path}")
-        rows.append({
-            "utterance_id": clip.stem,
-            "audio": audio_reference(clip, output, relative_audio),
-            "speaker_id": fields["actor"],
-            "content_id": fields["sentence"],
-            "transcript": SENTENCES[fields["sentence"]],
-            "emotion": EMOTIONS[fields["emotion"]],
-            "emotion_level": LEVELS[fields["level"]],
-            "_path": clip,
-        })
+        rows.append(
+            {
+                "utterance_id": clip.stem,
+                "audio": audio_reference(clip, output, relative_audio),
+                "speaker_id": fields["actor"],
+                "content_id": fields["sentence"],
+                "transcript": SENTENCES[fields["sentence"]],
+                "emotion": EMOTIONS[fields["emotion"]],
+                "emotion_level": LEVELS[fields["level"]],
+                "_path": clip,
+            }
+        )
     table = pd.DataFrame(rows)
     if check_audio and not table.empty:
         check_audio_files(table["_path"])
@@ -128,15 +134,20 @@ def _actor_table(demographics: pd.DataFrame, path: Path, age_edges: Sequence[int
     sex = demographics["Sex"].str.strip().str.lower().map(SEXES)
     if sex.isna().any():
         index = sex.index[sex.isna()][0]
-        raise LoaderError(f"{path}, line {csv_line(index)}: Sex {demographics.at[index, 'Sex']!r} is not Male or Female")
+        raise LoaderError(
+            f"{path}, line {csv_line(index)}: Sex {demographics.at[index, 'Sex']!r} is not Male or Female"
+        )
     age = pd.to_numeric(demographics["Age"].str.strip(), errors="coerce")
     if age.isna().any():
         index = age.index[age.isna()][0]
         raise LoaderError(f"{path}, line {csv_line(index)}: Age {demographics.at[index, 'Age']!r} is not a number")
-    return pd.DataFrame({
-        "gender": sex.to_numpy(),
-        "age_group": age_group(age.to_numpy(), age_edges),
-        "race": demographics["Race"].str.strip().str.lower().to_numpy(),
-        "age": age.astype(int).astype(str).to_numpy(),
-        "ethnicity": demographics["Ethnicity"].str.strip().str.lower().to_numpy(),
-    }, index=pd.Index(ids.to_numpy(), name="speaker_id"))
+    return pd.DataFrame(
+        {
+            "gender": sex.to_numpy(),
+            "age_group": age_group(age.to_numpy(), age_edges),
+            "race": demographics["Race"].str.strip().str.lower().to_numpy(),
+            "age": age.astype(int).astype(str).to_numpy(),
+            "ethnicity": demographics["Ethnicity"].str.strip().str.lower().to_numpy(),
+        },
+        index=pd.Index(ids.to_numpy(), name="speaker_id"),
+    )

@@ -87,28 +87,38 @@ def build(
             raise LoaderError(f"{metadata_path}, line {csv_line(empty[0])}: empty {column}")
     duplicated = metadata.index[metadata["hash_name"].duplicated()]
     if len(duplicated):
-        raise LoaderError(f"{metadata_path}, line {csv_line(duplicated[0])}: hash_name {metadata.at[duplicated[0], 'hash_name']!r} appears twice")
+        raise LoaderError(
+            f"{metadata_path}, line {csv_line(duplicated[0])}: hash_name {metadata.at[duplicated[0], 'hash_name']!r} appears twice"
+        )
 
     paths = [audio_root / f"{name}.wav" for name in metadata["hash_name"]]
-    table = pd.DataFrame({
-        "utterance_id": metadata["hash_name"],
-        "_path": paths,
-        "speaker_id": metadata["hash_name"],
-        "content_id": metadata["transcription"].map(content_key),
-        "transcript": metadata["transcription"],
-        "gender": metadata["gender"].str.lower(),
-        "age": metadata["age"].str.replace(r"\s*-\s*", "-", regex=True),
-        "ethnicity": metadata["ethnicity"],
-        "first_language": [ENGLISH if language.lower() == ENGLISH else "other" for language in metadata["first_language"]],
-        "first_language_reported": metadata["first_language"],
-    })
+    table = pd.DataFrame(
+        {
+            "utterance_id": metadata["hash_name"],
+            "_path": paths,
+            "speaker_id": metadata["hash_name"],
+            "content_id": metadata["transcription"].map(content_key),
+            "transcript": metadata["transcription"],
+            "gender": metadata["gender"].str.lower(),
+            "age": metadata["age"].str.replace(r"\s*-\s*", "-", regex=True),
+            "ethnicity": metadata["ethnicity"],
+            "first_language": [
+                ENGLISH if language.lower() == ENGLISH else "other" for language in metadata["first_language"]
+            ],
+            "first_language_reported": metadata["first_language"],
+        }
+    )
     if SOCIOECONOMIC_COLUMN in metadata.columns:
         table["socioeconomic"] = metadata[SOCIOECONOMIC_COLUMN].str.lower()
     missing = [index for index, path in enumerate(paths) if not path.is_file()]
     if missing:
-        raise LoaderError(f"{metadata_path}, line {csv_line(missing[0])}: audio {paths[missing[0]]} does not exist "
-                          f"({len(missing)} rows lack their audio)")
-    table, dropped = testable_rows_with_audio(table, dimensions, output, relative_audio=relative_audio, check_audio=check_audio)
+        raise LoaderError(
+            f"{metadata_path}, line {csv_line(missing[0])}: audio {paths[missing[0]]} does not exist "
+            f"({len(missing)} rows lack their audio)"
+        )
+    table, dropped = testable_rows_with_audio(
+        table, dimensions, output, relative_audio=relative_audio, check_audio=check_audio
+    )
     description = (
         f"Fair-Speech read from {source.resolve()}: {len(table)} voice commands, self-reported "
         f"{', '.join(dimensions)}. The release has no speaker id: every utterance is its own speaker_id, so "

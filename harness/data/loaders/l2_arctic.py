@@ -37,7 +37,8 @@ SPEAKERS: dict[str, tuple[str, str]] = {
 
 # Words that name or imply a gender, an age or a race/ethnicity. Deliberately broad: it also drops
 # "white" and "black" as colours and "age" in any sense, trading sentences for content control.
-GENDER_WORDS = frozenset("""
+GENDER_WORDS = frozenset(
+    """
 he him his himself she her hers herself man men woman women boy boys girl girls male males female females
 masculine feminine gentleman gentlemen lady ladies sir madam ma'am mr mrs ms miss mister husband husbands
 wife wives father fathers mother mothers dad daddy mom mum mama papa son sons daughter daughters brother
@@ -45,17 +46,22 @@ brothers sister sisters uncle uncles aunt aunts nephew nephews niece nieces king
 princes princess princesses lord lords bride brides groom widow widows widower fellow fellows guy guys gal
 lad lads lass manhood womanhood grandfather grandmother grandson granddaughter boyfriend girlfriend maiden
 mistress
-""".split())
-AGE_WORDS = frozenset("""
+""".split()
+)
+AGE_WORDS = frozenset(
+    """
 old older oldest young younger youngest youth youthful elderly elder elders aged age ages ageing aging child
 children childhood kid kids baby babies infant infants toddler teen teens teenage teenager teenagers
 adolescent adolescents adult adults grown senior seniors juvenile boyhood girlhood
-""".split())
-RACE_WORDS = frozenset("""
+""".split()
+)
+RACE_WORDS = frozenset(
+    """
 race races racial white whites black blacks negro negroes colored coloured indian indians native natives
 savage savages tribe tribes tribal eskimo eskimos asian asians african africans caucasian hispanic latino
 latina mexican mexicans chinese japanese oriental arab arabs arabian jew jews jewish ethnic ethnicity
-""".split())
+""".split()
+)
 DEMOGRAPHIC_WORDS = GENDER_WORDS | AGE_WORDS | RACE_WORDS
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 
@@ -104,7 +110,9 @@ def build(
         for sentence in eligible:
             wav = source / code / "wav" / f"{sentence}.wav"
             rows.append((f"{code}_{sentence}", wav, code, sentence, texts[sentence], language, gender))
-    table = pd.DataFrame(rows, columns=["utterance_id", "_path", "speaker_id", "content_id", "transcript", "accent", "gender"])
+    table = pd.DataFrame(
+        rows, columns=["utterance_id", "_path", "speaker_id", "content_id", "transcript", "accent", "gender"]
+    )
     if check_audio:
         check_audio_files(table["_path"])
     table.insert(1, "audio", [audio_reference(path, output, relative_audio) for path in table["_path"]])

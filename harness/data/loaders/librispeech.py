@@ -43,7 +43,9 @@ def read_speakers(path: Path) -> pd.DataFrame:
             continue
         fields = [field.strip() for field in line.split("|", 4)]
         if len(fields) != 5 or not fields[0].isdigit():
-            raise LoaderError(f"{path}, line {number}: expected 'ID | SEX | SUBSET | MINUTES | NAME', got {line.strip()!r}")
+            raise LoaderError(
+                f"{path}, line {number}: expected 'ID | SEX | SUBSET | MINUTES | NAME', got {line.strip()!r}"
+            )
         if fields[1] not in SEXES:
             raise LoaderError(f"{path}, line {number}: SEX {fields[1]!r} is not F or M")
         rows.append((fields[0], SEXES[fields[1]], fields[2], fields[3], fields[4]))
@@ -63,7 +65,9 @@ def read_chapter(path: Path) -> list[tuple[str, str, str, Path]]:
         utterance, _, text = line.strip().partition(" ")
         match = _UTTERANCE.match(utterance)
         if not match or not text.strip():
-            raise LoaderError(f"{path}, line {number}: expected '<speaker>-<chapter>-<utterance> TEXT', got {line.strip()[:60]!r}")
+            raise LoaderError(
+                f"{path}, line {number}: expected '<speaker>-<chapter>-<utterance> TEXT', got {line.strip()[:60]!r}"
+            )
         if f"{match['speaker']}-{match['chapter']}.trans.txt" != path.name:
             raise LoaderError(f"{path}, line {number}: utterance {utterance} does not belong to this chapter file")
         flac = path.parent / f"{utterance}.flac"
@@ -100,7 +104,9 @@ def build(
             if speaker not in speakers.index:
                 raise LoaderError(f"{chapter}: speaker {speaker} is not in {speakers_path}")
             rows.append((utterance, flac, speaker, text))
-    table = pd.DataFrame(rows, columns=["utterance_id", "_path", "speaker_id", "transcript"]).join(speakers, on="speaker_id")
+    table = pd.DataFrame(rows, columns=["utterance_id", "_path", "speaker_id", "transcript"]).join(
+        speakers, on="speaker_id"
+    )
     if subsets is not None:
         table = table[table["subset"].isin(list(subsets))]
     if max_utterances_per_speaker is not None:
@@ -116,5 +122,6 @@ def build(
         f"(subsets {', '.join(sorted(table['subset'].unique()))}). Not content-controlled: every utterance has its own "
         "text (content_id = utterance_id). License: CC BY 4.0."
     )
-    return write_corpus(output, table.reset_index(drop=True), name=NAME, dimensions=list(DIMENSIONS), description=description)
-
+    return write_corpus(
+        output, table.reset_index(drop=True), name=NAME, dimensions=list(DIMENSIONS), description=description
+    )

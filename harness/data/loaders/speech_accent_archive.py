@@ -62,7 +62,9 @@ def recordings_dir(source: Path) -> Path:
     for candidate in (source / "recordings" / "recordings", source / "recordings"):
         if candidate.is_dir() and any(candidate.glob("*.mp3")):
             return candidate
-    raise LoaderError(f"{source / 'recordings'}: no folder of .mp3 recordings (looked in recordings/ and recordings/recordings/)")
+    raise LoaderError(
+        f"{source / 'recordings'}: no folder of .mp3 recordings (looked in recordings/ and recordings/recordings/)"
+    )
 
 
 def build(
@@ -86,19 +88,21 @@ def build(
         selected = selected.assign(_path=[_decode_mp3(path, output) for path in selected["_path"]])
     if check_audio:
         check_audio_files(selected["_path"])
-    table = pd.DataFrame({
-        "utterance_id": selected["filename"].to_numpy(),
-        "audio": [audio_reference(path, output, relative_audio) for path in selected["_path"]],
-        "speaker_id": selected["speakerid"].to_numpy(),
-        "content_id": CONTENT_ID,
-        "transcript": PARAGRAPH,
-        "accent": selected["accent"].to_numpy(),
-        "gender": selected["gender"].to_numpy(),
-        "age": selected["age"].to_numpy(),
-        "age_onset": selected["age_onset"].to_numpy(),
-        "birthplace": selected["birthplace"].to_numpy(),
-        "country": selected["country"].to_numpy(),
-    })
+    table = pd.DataFrame(
+        {
+            "utterance_id": selected["filename"].to_numpy(),
+            "audio": [audio_reference(path, output, relative_audio) for path in selected["_path"]],
+            "speaker_id": selected["speakerid"].to_numpy(),
+            "content_id": CONTENT_ID,
+            "transcript": PARAGRAPH,
+            "accent": selected["accent"].to_numpy(),
+            "gender": selected["gender"].to_numpy(),
+            "age": selected["age"].to_numpy(),
+            "age_onset": selected["age_onset"].to_numpy(),
+            "birthplace": selected["birthplace"].to_numpy(),
+            "country": selected["country"].to_numpy(),
+        }
+    )
     per_language = table.groupby("accent")["speaker_id"].nunique()
     description = (
         f"Speech Accent Archive read from {source.resolve()}: the gender-balanced subset of the "
@@ -114,7 +118,9 @@ def _available_speakers(speakers: pd.DataFrame, csv_path: Path, audio_dir: Path)
         flag = speakers[MISSING_FLAG].str.strip().str.lower()
         bad = speakers.index[~flag.isin(["true", "false", ""])]
         if len(bad):
-            raise LoaderError(f"{csv_path}, line {csv_line(bad[0])}: {MISSING_FLAG} is {speakers.at[bad[0], MISSING_FLAG]!r}, not True/False")
+            raise LoaderError(
+                f"{csv_path}, line {csv_line(bad[0])}: {MISSING_FLAG} is {speakers.at[bad[0], MISSING_FLAG]!r}, not True/False"
+            )
         speakers = speakers[flag != "true"]
     speakers = speakers.assign(
         filename=speakers["filename"].str.strip(),
@@ -122,16 +128,24 @@ def _available_speakers(speakers: pd.DataFrame, csv_path: Path, audio_dir: Path)
         accent=speakers["native_language"].str.strip().str.lower(),
         gender=speakers["sex"].str.strip().str.lower().map(SEXES),
     )
-    for column, what in (("filename", "an empty filename"), ("speakerid", "an empty speakerid"), ("accent", "an empty native_language")):
+    for column, what in (
+        ("filename", "an empty filename"),
+        ("speakerid", "an empty speakerid"),
+        ("accent", "an empty native_language"),
+    ):
         empty = speakers.index[speakers[column] == ""]
         if len(empty):
             raise LoaderError(f"{csv_path}, line {csv_line(empty[0])}: {what}")
     if speakers["gender"].isna().any():
         index = speakers.index[speakers["gender"].isna()][0]
-        raise LoaderError(f"{csv_path}, line {csv_line(index)}: sex {speakers.at[index, 'sex']!r} is not male or female")
+        raise LoaderError(
+            f"{csv_path}, line {csv_line(index)}: sex {speakers.at[index, 'sex']!r} is not male or female"
+        )
     duplicated = speakers.index[speakers["filename"].duplicated()]
     if len(duplicated):
-        raise LoaderError(f"{csv_path}, line {csv_line(duplicated[0])}: filename {speakers.at[duplicated[0], 'filename']!r} appears twice")
+        raise LoaderError(
+            f"{csv_path}, line {csv_line(duplicated[0])}: filename {speakers.at[duplicated[0], 'filename']!r} appears twice"
+        )
     paths = [audio_dir / f"{name}.mp3" for name in speakers["filename"]]
     absent = [index for index, path in zip(speakers.index, paths) if not path.is_file()]
     if absent:

@@ -84,12 +84,20 @@ def build(
         table, note = _item_table(files[dimension], speech, dimension)
         atomic_write_text(output / f"{dimension}.csv", table.to_csv(index=False))
         labels = sorted(table[dimension].unique())
-        sets.append({"name": f"spoken-stereoset-{dimension}", "kind": "stereotype", "dimension": dimension,
-                     "labels": labels, "metadata": f"{dimension}.csv"})
+        sets.append(
+            {
+                "name": f"spoken-stereoset-{dimension}",
+                "kind": "stereotype",
+                "dimension": dimension,
+                "labels": labels,
+                "metadata": f"{dimension}.csv",
+            }
+        )
         notes.append(note)
     _link(output / "speech", speech.resolve(), relative_audio)
     description = (
-        f"Spoken StereoSet read from {source.resolve()}: " + " ".join(notes)
+        f"Spoken StereoSet read from {source.resolve()}: "
+        + " ".join(notes)
         + " Speakers are TTS or cloned voices, not people. License: CC BY 4.0."
     )
     config = {"name": NAME, "description": description, "sets": sets}
@@ -105,17 +113,22 @@ def _item_table(path: Path, speech: Path, dimension: str) -> tuple[pd.DataFrame,
     table = table.apply(lambda column: column.str.strip())
     bad_id = table.index[~table["id"].str.isdigit()]
     if len(bad_id):
-        raise LoaderError(f"{path}, line {csv_line(bad_id[0])}: id {table.at[bad_id[0], 'id']!r} is not a recording number")
-    has_audio = [(speech / dimension / f"{int(record_id):05d}_{speaker}.wav").is_file()
-                 for record_id, speaker in zip(table["id"], table["speaker"])]
+        raise LoaderError(
+            f"{path}, line {csv_line(bad_id[0])}: id {table.at[bad_id[0], 'id']!r} is not a recording number"
+        )
+    has_audio = [
+        (speech / dimension / f"{int(record_id):05d}_{speaker}.wav").is_file()
+        for record_id, speaker in zip(table["id"], table["speaker"])
+    ]
     without_audio = table.loc[[not found for found in has_audio], "id"].tolist()
     table = table[has_audio]
     speakers = table.groupby(dimension)["speaker"].nunique()
     small = sorted(speakers.index[speakers < MIN_SPEAKERS_PER_GROUP])
     table = table[~table[dimension].isin(small)]
     if table.empty:
-        raise LoaderError(f"{path}: no row has its audio under {speech / dimension} and a group of "
-                          f"{MIN_SPEAKERS_PER_GROUP}+ speakers")
+        raise LoaderError(
+            f"{path}: no row has its audio under {speech / dimension} and a group of {MIN_SPEAKERS_PER_GROUP}+ speakers"
+        )
     note = (
         f"{dimension}: {len(table)} recordings of {table['context'].nunique()} contexts by {table['speaker'].nunique()} "
         f"voices ({', '.join(f'{label} {n}' for label, n in table.groupby(dimension)['speaker'].nunique().items())})"
@@ -134,6 +147,8 @@ def _link(link: Path, target: Path, relative: bool) -> None:
     elif link.exists():
         raise LoaderError(f"{link}: exists and is not a link to a Spoken StereoSet speech folder")
     try:
-        link.symlink_to(os.path.relpath(target, link.parent.resolve()) if relative else target, target_is_directory=True)
+        link.symlink_to(
+            os.path.relpath(target, link.parent.resolve()) if relative else target, target_is_directory=True
+        )
     except OSError as exc:
         raise LoaderError(f"{link}: cannot link to {target} ({exc}); the suite needs speech/ beside its CSVs") from exc

@@ -61,12 +61,22 @@ def read_speaker_info(path: Path) -> pd.DataFrame:
             continue
         match = _SPEAKER_LINE.match(line.strip())
         if not match:
-            raise LoaderError(f"{path}, line {number}: expected 'ID AGE GENDER ACCENTS [REGION] [(COMMENT)]', got {line.strip()!r}")
+            raise LoaderError(
+                f"{path}, line {number}: expected 'ID AGE GENDER ACCENTS [REGION] [(COMMENT)]', got {line.strip()!r}"
+            )
         if match["gender"] not in SEXES:
             raise LoaderError(f"{path}, line {number}: GENDER {match['gender']!r} is not F or M")
         speaker = match["id"] if match["id"][0] in "ps" else f"p{match['id']}"
-        rows.append((speaker, SEXES[match["gender"]], int(match["age"]), match["accent"].lower(),
-                     " ".join(match["region"].split()), (match["comment"] or "").strip()))
+        rows.append(
+            (
+                speaker,
+                SEXES[match["gender"]],
+                int(match["age"]),
+                match["accent"].lower(),
+                " ".join(match["region"].split()),
+                (match["comment"] or "").strip(),
+            )
+        )
     table = pd.DataFrame(rows, columns=["speaker_id", "gender", "age", "accent", "region", "comment"])
     if table.empty:
         raise LoaderError(f"{path}: no speaker line")
@@ -120,7 +130,9 @@ def build(
             continue
         for stem, audio in recordings:
             text_path = text_root / folder.name / f"{stem}.txt"
-            text = " ".join(text_path.read_text(encoding="utf-8", errors="replace").split()) if text_path.is_file() else ""
+            text = (
+                " ".join(text_path.read_text(encoding="utf-8", errors="replace").split()) if text_path.is_file() else ""
+            )
             if not text:
                 without_text += 1
                 continue
@@ -133,21 +145,30 @@ def build(
     table["age"] = table["age"].astype(str)
     readers = table.groupby("content_id")["speaker_id"].transform("nunique")
     table = table[readers >= min_readers]
-    table, dropped = testable_rows_with_audio(table, list(dimensions), output, relative_audio=relative_audio, check_audio=check_audio)
+    table, dropped = testable_rows_with_audio(
+        table, list(dimensions), output, relative_audio=relative_audio, check_audio=check_audio
+    )
     left_out = "".join(
-        f" Left out, {why}: {', '.join(names)}." for why, names in
-        (("not in speaker-info.txt", unlisted), (f"no {mic} audio", without_mic)) if names
+        f" Left out, {why}: {', '.join(names)}."
+        for why, names in (("not in speaker-info.txt", unlisted), (f"no {mic} audio", without_mic))
+        if names
     )
     description = (
         f"VCTK read from {source.resolve()} ({audio_root.name}, {mic}): {len(table)} recordings of "
         f"{table['speaker_id'].nunique()} speakers; {without_text} recordings without a text file left out "
         f"(p315 has none); sentences read by at least {min_readers} speaker(s)."
-        + left_out + dropped_groups_note(dropped)
-        + (" Content-controlled only as far as min_readers makes it." if min_readers > 1 else
-           " Not content-controlled: most newspaper sentences are read by one speaker.")
+        + left_out
+        + dropped_groups_note(dropped)
+        + (
+            " Content-controlled only as far as min_readers makes it."
+            if min_readers > 1
+            else " Not content-controlled: most newspaper sentences are read by one speaker."
+        )
         + " License: CC BY 4.0."
     )
-    return write_corpus(output, table.reset_index(drop=True), name=NAME, dimensions=list(dimensions), description=description)
+    return write_corpus(
+        output, table.reset_index(drop=True), name=NAME, dimensions=list(dimensions), description=description
+    )
 
 
 def _speaker_recordings(folder: Path, mic: str) -> list[tuple[str, Path]]:

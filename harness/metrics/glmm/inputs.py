@@ -97,9 +97,7 @@ def _check_design(design: np.ndarray, names: list[str], label: str) -> None:
         involved = np.any(np.abs(eigenvectors[:, null]) > 1e-4, axis=1)
         columns = [names[k] for k in np.flatnonzero(involved)]
         rank = int(np.sum(~null))
-        raise ValueError(
-            f"{label} is rank-deficient (rank {rank} of {design.shape[1]}); collinear columns: {columns}"
-        )
+        raise ValueError(f"{label} is rank-deficient (rank {rank} of {design.shape[1]}); collinear columns: {columns}")
 
 
 def _check_separation(

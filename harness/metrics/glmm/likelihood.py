@@ -132,9 +132,7 @@ class _Evaluator:
         self.n_params = problem.design.shape[1] + 1 + int(estimate_loading)
         n_poisson = problem.n_poisson
         self._blocks = [
-            block
-            for block in (slice(0, n_poisson), slice(n_poisson, problem.n_obs))
-            if block.stop > block.start
+            block for block in (slice(0, n_poisson), slice(n_poisson, problem.n_obs)) if block.stop > block.start
         ]
         self._poisson = slice(0, n_poisson)
         self._binomial = slice(n_poisson, problem.n_obs)
@@ -264,11 +262,7 @@ class _Evaluator:
             u_nodes, sigma, loading
         )
         at_nodes = self.moments(eta0[:, None] + a[:, None] * u_rows_nodes, odds, derivatives=False)
-        h = (
-            self.cluster_sum(at_nodes.kernel + pb.log_const[:, None])
-            - 0.5 * u_nodes**2
-            - 0.5 * np.log(2.0 * np.pi)
-        )
+        h = self.cluster_sum(at_nodes.kernel + pb.log_const[:, None]) - 0.5 * u_nodes**2 - 0.5 * np.log(2.0 * np.pi)
         terms = self.log_weights[None, :] + h
         peak = np.max(terms, axis=1)
         weights = np.exp(terms - peak[:, None])

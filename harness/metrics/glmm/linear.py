@@ -70,8 +70,9 @@ def fit_linear_mixed(
     values = np.array([solve(g)[0] for g in grid])
     best = int(np.argmin(values))
     low, high = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
-    refined = optimize.minimize_scalar(lambda g: solve(g)[0], bounds=(low, high), method="bounded",
-                                       options={"xatol": 1e-10})
+    refined = optimize.minimize_scalar(
+        lambda g: solve(g)[0], bounds=(low, high), method="bounded", options={"xatol": 1e-10}
+    )
     root_gamma = refined.x if refined.fun <= values[best] else grid[best]
     if values[0] <= min(refined.fun, values[best]):
         root_gamma = 0.0

@@ -16,15 +16,19 @@ from typing import Any
 from harness.core.errors import ModelError
 from harness.registry import Registry
 
-ARCHITECTURES = Registry("architecture", "architectures", {
-    "qwen2_audio": "harness.models.hf_arch.qwen2_audio:Qwen2AudioAdapter",
-    "qwen2_5_omni": "harness.models.hf_arch.qwen2_5_omni:Qwen25OmniAdapter",
-    "voxtral": "harness.models.hf_arch.voxtral:VoxtralAdapter",
-    "gemma3n": "harness.models.hf_arch.gemma3n:Gemma3nAdapter",
-    "phi4_multimodal": "harness.models.hf_arch.phi4_multimodal:Phi4MultimodalAdapter",
-    "audioflamingo3": "harness.models.hf_arch.audioflamingo3:AudioFlamingo3Adapter",
-    "granite_speech": "harness.models.hf_arch.granite_speech:GraniteSpeechAdapter",
-})
+ARCHITECTURES = Registry(
+    "architecture",
+    "architectures",
+    {
+        "qwen2_audio": "harness.models.hf_arch.qwen2_audio:Qwen2AudioAdapter",
+        "qwen2_5_omni": "harness.models.hf_arch.qwen2_5_omni:Qwen25OmniAdapter",
+        "voxtral": "harness.models.hf_arch.voxtral:VoxtralAdapter",
+        "gemma3n": "harness.models.hf_arch.gemma3n:Gemma3nAdapter",
+        "phi4_multimodal": "harness.models.hf_arch.phi4_multimodal:Phi4MultimodalAdapter",
+        "audioflamingo3": "harness.models.hf_arch.audioflamingo3:AudioFlamingo3Adapter",
+        "granite_speech": "harness.models.hf_arch.granite_speech:GraniteSpeechAdapter",
+    },
+)
 
 # config.json model_type -> architecture name (when they differ from the name itself)
 MODEL_TYPES: dict[str, str] = {

@@ -28,13 +28,15 @@ PHI4 = (
 GEMMA = (
     "{{ bos_token }}{% for message in messages %}"
     "<start_of_turn>{{ 'model' if message['role'] == 'assistant' else message['role'] }}\n"
-    + _PARTS + "<end_of_turn>\n{% endfor %}"
+    + _PARTS
+    + "<end_of_turn>\n{% endfor %}"
     "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
 )
 
 GRANITE = (
     "{% for message in messages %}<|start_of_role|>{{ message['role'] }}<|end_of_role|>"
-    + _PARTS + "<|end_of_text|>\n{% endfor %}"
+    + _PARTS
+    + "<|end_of_text|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|start_of_role|>assistant<|end_of_role|>{% endif %}"
 )
 

@@ -85,7 +85,11 @@ class Qwen25OmniAdapter(AudioLMAdapter):
         tok = AutoTokenizer.from_pretrained(path, **hub)
         local = os.path.isdir(path)
         has_fe = (not local) or os.path.exists(os.path.join(path, "preprocessor_config.json"))
-        fe = WhisperFeatureExtractor.from_pretrained(path, **hub) if has_fe else WhisperFeatureExtractor(feature_size=128)
+        fe = (
+            WhisperFeatureExtractor.from_pretrained(path, **hub)
+            if has_fe
+            else WhisperFeatureExtractor(feature_size=128)
+        )
         return OmniAudioProcessor(tok, fe)
 
     def load_model(self, path: str, hub: Mapping[str, Any], load_kwargs: Mapping[str, Any]) -> Any:
@@ -100,7 +104,9 @@ class Qwen25OmniAdapter(AudioLMAdapter):
         if model_type == "qwen2_5_omni":
             from transformers import Qwen2_5OmniForConditionalGeneration
 
-            full = Qwen2_5OmniForConditionalGeneration.from_pretrained(path, enable_audio_output=False, **hub, **load_kwargs)
+            full = Qwen2_5OmniForConditionalGeneration.from_pretrained(
+                path, enable_audio_output=False, **hub, **load_kwargs
+            )
             return full.thinker
         return super().load_model(path, hub, load_kwargs)
 
