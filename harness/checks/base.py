@@ -109,7 +109,7 @@ def per_run(method: Callable[..., T]) -> Callable[..., T]:
     return wrapper
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Case:
     """One gate case. ``variant`` is the check's second axis (a task, a mode), or None."""
 

@@ -240,7 +240,12 @@ def compare_records(candidate: CaseRecord, baseline: CaseRecord, context: Record
             "message": "the record carries no per-speaker data",
         }
     case = Case(
-        candidate.check, candidate.model, candidate.corpus, candidate.dimension, candidate.variant, candidate.id
+        check=candidate.check,
+        model=candidate.model,
+        corpus=candidate.corpus,
+        dimension=candidate.dimension,
+        variant=candidate.variant,
+        id=candidate.id,
     )
     check = get_check(candidate.check)
     return with_floor_changes(check.compare(context, case, candidate, baseline), candidate, baseline).as_dict()

@@ -168,7 +168,7 @@ def paired_speaker_test(result: PairedBootstrapResult, worse_when: str) -> Paire
     )
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PairedTest:
     """A paired candidate-versus-baseline contrast of a bias measure, tested one-sided for worsening.
 
@@ -180,13 +180,13 @@ class PairedTest:
     baseline: float
     difference: float
     worsening: float
-    ci_low: float
-    ci_high: float
-    se: float
-    df: float
-    p_worse: float
+    ci_low: float = float("nan")
+    ci_high: float = float("nan")
+    se: float = float("nan")
+    df: float = float("nan")
+    p_worse: float = float("nan")
     estimable: bool
-    reason: str | None
+    reason: str | None = None
     resampled: str
 
 
@@ -208,7 +208,6 @@ def _one_sided(
         raise ValueError(f"worse_when must be 'higher' or 'lower', got {worse_when!r}")
     sign = 1.0 if worse_when == "higher" else -1.0
     finite = replicates[np.isfinite(replicates)]
-    nan = float("nan")
     reason = None
     if not np.isfinite(difference):
         reason = "the bias measure is undefined in one of the two runs"
@@ -221,25 +220,31 @@ def _one_sided(
         )
     if reason is not None:
         return PairedTest(
-            candidate, baseline, difference, sign * difference, nan, nan, nan, df, nan, False, reason, resampled
+            candidate=candidate,
+            baseline=baseline,
+            difference=difference,
+            worsening=sign * difference,
+            df=df,
+            estimable=False,
+            reason=reason,
+            resampled=resampled,
         )
     se = widen * float(np.std(finite, ddof=1))
     reference = student_t(df) if np.isfinite(df) else norm
     half = float(reference.ppf(0.5 + level / 2.0)) * se
     worsening = sign * difference
     return PairedTest(
-        candidate,
-        baseline,
-        difference,
-        worsening,
-        difference - half,
-        difference + half,
-        se,
-        df,
-        float(reference.sf(worsening / se)),
-        True,
-        None,
-        resampled,
+        candidate=candidate,
+        baseline=baseline,
+        difference=difference,
+        worsening=worsening,
+        ci_low=difference - half,
+        ci_high=difference + half,
+        se=se,
+        df=df,
+        p_worse=float(reference.sf(worsening / se)),
+        estimable=True,
+        resampled=resampled,
     )
 
 
@@ -312,21 +317,15 @@ def paired_crossed_gap(candidate: pd.DataFrame, baseline: pd.DataFrame, *, seed:
         reps_of[name] = replicates[groups[0]]
     reps = reps_of["candidate"]
     if reps.problems:
-        nan = float("nan")
         difference = float(statistics["candidate"]["observed"][0] - statistics["baseline"]["observed"][0])
         return PairedTest(
-            float(statistics["candidate"]["observed"][0]),
-            float(statistics["baseline"]["observed"][0]),
-            difference,
-            difference,
-            nan,
-            nan,
-            nan,
-            nan,
-            nan,
-            False,
-            "; ".join(reps.problems),
-            "speakers x items",
+            candidate=float(statistics["candidate"]["observed"][0]),
+            baseline=float(statistics["baseline"]["observed"][0]),
+            difference=difference,
+            worsening=difference,
+            estimable=False,
+            reason="; ".join(reps.problems),
+            resampled="speakers x items",
         )
     delta = {
         kind: statistics["candidate"][kind] - statistics["baseline"][kind]

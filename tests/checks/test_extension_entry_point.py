@@ -26,7 +26,7 @@ class RefusalGapCheck(Check):
     schema = ThresholdSchema(keys={"max_gap": ThresholdKey((int, float), 50.0, between(0, 100))})
 
     def cases(self, context):
-        return [Case(self.name, model, corpus_name, dimension, None, f"{model}-{corpus_name}-{dimension}")
+        return [Case(check=self.name, model=model, corpus=corpus_name, dimension=dimension, variant=None, id=f"{model}-{corpus_name}-{dimension}")
                 for model in context.models for corpus_name, corpus in context.corpora.items() for dimension in corpus.dimensions]
 
     def verdict(self, context, case, family):

@@ -63,7 +63,14 @@ class ClassificationCheck(CrossedComparison, Check):
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
-            Case(self.name, model, context.basis.name, dimension, None, f"{model}-{dimension}")
+            Case(
+                check=self.name,
+                model=model,
+                corpus=context.basis.name,
+                dimension=dimension,
+                variant=None,
+                id=f"{model}-{dimension}",
+            )
             for model in context.models
             for dimension in context.basis.dimensions()
         ]
@@ -88,7 +95,10 @@ class ClassificationCheck(CrossedComparison, Check):
                 )
             )
         table = pd.concat(tables, ignore_index=True)
-        limits = self.threshold_values(context, Case(self.name, model, context.basis.name, dimension, None, ""))
+        limits = self.threshold_values(
+            context,
+            Case(check=self.name, model=model, corpus=context.basis.name, dimension=dimension, variant=None, id=""),
+        )
         test = crossed_group_test(
             table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
             value="score",

@@ -67,7 +67,14 @@ class IcatCheck(CrossedComparison, Check):
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
-            Case(self.name, model, context.basis.name, dimension, mode, f"{model}-{dimension}-{mode}")
+            Case(
+                check=self.name,
+                model=model,
+                corpus=context.basis.name,
+                dimension=dimension,
+                variant=mode,
+                id=f"{model}-{dimension}-{mode}",
+            )
             for model in context.models
             for dimension in context.basis.dimensions("stereotype")
             for mode in MODES
@@ -135,7 +142,10 @@ class IcatCheck(CrossedComparison, Check):
         """The pairwise voice-induced stereotype contrasts ``d_ab`` (module docstring) with crossed intervals."""
         rows, groups = self.choice_rows(context, model, dimension, mode)
         table = rows[rows["meaningful"] > 0]
-        limits = self.threshold_values(context, Case(self.name, model, context.basis.name, dimension, mode, ""))
+        limits = self.threshold_values(
+            context,
+            Case(check=self.name, model=model, corpus=context.basis.name, dimension=dimension, variant=mode, id=""),
+        )
         seed = derived_seed(context.seed, self.name, model, dimension, mode)
         contrasts, gaps = [], []
         for index, first in enumerate(groups):

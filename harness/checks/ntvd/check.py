@@ -97,7 +97,16 @@ class NtvdCheck(Check):
                 for task in context.tasks:
                     for dimension in corpus.dimensions:
                         parts = [model, corpus_name, task, dimension] if show_corpus else [model, task, dimension]
-                        cases.append(Case(self.name, model, corpus_name, dimension, task, "-".join(parts)))
+                        cases.append(
+                            Case(
+                                check=self.name,
+                                model=model,
+                                corpus=corpus_name,
+                                dimension=dimension,
+                                variant=task,
+                                id="-".join(parts),
+                            )
+                        )
         return cases
 
     def threshold(self, context: CheckContext, case: Case) -> NtvdThreshold:
@@ -301,24 +310,19 @@ class NtvdCheck(Check):
             return Comparison(
                 status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}"
             )
-        nan = float("nan")
         varies = result.null.size > 0 and bool(np.ptp(result.null) > 0)
         test = PairedTest(
-            result.candidate,
-            result.baseline,
-            result.difference,
-            result.difference,
-            nan,
-            nan,
-            nan,
-            nan,
-            float(result.p_value),
-            bool(np.isfinite(result.difference) and varies),
-            None
+            candidate=result.candidate,
+            baseline=result.baseline,
+            difference=result.difference,
+            worsening=result.difference,
+            p_worse=float(result.p_value),
+            estimable=bool(np.isfinite(result.difference) and varies),
+            reason=None
             if varies
             else "no value reaches tau in either run, or swapping the runs within speakers never "
             "changes the difference",
-            "speaker sign-flip permutation",
+            resampled="speaker sign-flip permutation",
         )
         return regression_comparison(
             context,

@@ -86,7 +86,14 @@ class PersonalizationCheck(CrossedComparison, Check):
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
-            Case(self.name, model, context.basis.name, dimension, mode, f"{model}-{dimension}-{mode}")
+            Case(
+                check=self.name,
+                model=model,
+                corpus=context.basis.name,
+                dimension=dimension,
+                variant=mode,
+                id=f"{model}-{dimension}-{mode}",
+            )
             for model in context.models
             for dimension in context.basis.dimensions("personalization")
             for mode in MODES
@@ -102,7 +109,10 @@ class PersonalizationCheck(CrossedComparison, Check):
         self, context: CheckContext, model: str, dimension: str, mode: str
     ) -> tuple[AccuracyResult, CrossedTest]:
         table = self.table(context, model, dimension, mode)
-        limits = self.threshold_values(context, Case(self.name, model, context.basis.name, dimension, mode, ""))
+        limits = self.threshold_values(
+            context,
+            Case(check=self.name, model=model, corpus=context.basis.name, dimension=dimension, variant=mode, id=""),
+        )
         test = crossed_group_test(
             table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
             value="score",

@@ -67,7 +67,14 @@ class RobustnessCheck(CrossedComparison, Check):
     def cases(self, context: CheckContext) -> list[Case]:
         dimensions = {"asr": context.basis.dimensions(), "sqa": context.basis.dimensions("qa")}
         return [
-            Case(self.name, model, context.basis.name, dimension, task, f"{model}-{task}-{dimension}")
+            Case(
+                check=self.name,
+                model=model,
+                corpus=context.basis.name,
+                dimension=dimension,
+                variant=task,
+                id=f"{model}-{task}-{dimension}",
+            )
             for model in context.models
             for task in TASKS
             for dimension in dimensions[task]
@@ -90,7 +97,10 @@ class RobustnessCheck(CrossedComparison, Check):
     ) -> tuple[pd.DataFrame, float, CrossedTest]:
         table = self.table(context, model, task, dimension)
         scored = asr_scores(table, group="group") if task == "asr" else sqa_accuracy(table, group="group")
-        limits = self.threshold_values(context, Case(self.name, model, context.basis.name, dimension, task, ""))
+        limits = self.threshold_values(
+            context,
+            Case(check=self.name, model=model, corpus=context.basis.name, dimension=dimension, variant=task, id=""),
+        )
         test = crossed_group_test(
             table.assign(item=table["set"] + "/" + table["id"].astype(str)),
             value="score",
