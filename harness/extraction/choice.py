@@ -348,8 +348,15 @@ def _declared_letters(text: str, patterns: _Patterns, options: Mapping[str, str]
 
 
 def _options_prefixing(rest: str, options: Mapping[str, str]) -> set[str]:
+    """The options whose text the rest of a lettered answer restates: those it begins with, the longest only (an
+    option's text that is a prefix of another's, "Kitchen kitchen." of "Kitchen kitchen kitchen.", is not restated
+    when the longer one is)."""
     folded = _fold(rest) + " "
-    return {letter for letter, text in options.items() if _fold(text) and folded.startswith(_fold(text) + " ")}
+    prefixing = {
+        letter: _fold(text) for letter, text in options.items() if _fold(text) and folded.startswith(_fold(text) + " ")
+    }
+    longest = max(map(len, prefixing.values()), default=0)
+    return {letter for letter, text in prefixing.items() if len(text) == longest}
 
 
 def _article(text: str, position: int) -> bool:

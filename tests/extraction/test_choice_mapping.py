@@ -269,3 +269,12 @@ def test_map_then_choice_round_trip_over_all_orders():
         for letter, text in order.options.items():
             assert choice_for_letter(map_answer(text, order.options), order) == order.keys[order.letters.index(letter)]
             assert choice_for_letter(map_answer(f"({letter})", order.options), order) == order.choice_for(letter)
+
+
+def test_a_letter_restating_its_option_is_that_option_when_another_option_is_a_prefix_of_it():
+    """Found by the property above: "B. Kitchen kitchen kitchen." restates B, though A's text begins it too;
+    "A. Kitchen kitchen kitchen." names A and restates B, a conflict."""
+    options = {"A": "Kitchen kitchen.", "B": "Kitchen kitchen kitchen."}
+    assert map_answer("B. Kitchen kitchen kitchen.", options) == "B"
+    assert map_answer("A. Kitchen kitchen.", options) == "A"
+    assert map_answer("A. Kitchen kitchen kitchen.", options) == UNKNOWN
