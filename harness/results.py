@@ -2,7 +2,7 @@
 
 A results.json holds ``schema_version`` (:data:`harness.records.SCHEMA_VERSION`), the ``verdict``, the run's
 ``metadata`` and its ``cases``: one record per case, of the record class its check's folder declares
-(:func:`harness.checks.record_types`), or :class:`~harness.records.ErrorRecord` for an unmeasured case. Every
+(its folder's ``record.py``, :func:`harness.checks.check_part`), or :class:`~harness.records.ErrorRecord` for an unmeasured case. Every
 error names the file, the case and the key of whatever does not fit.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.checks import record_types
+from harness.checks import CHECKS, check_part
 from harness.core.files import atomic_write_text
 from harness.records import CaseRecord, Decision, ErrorRecord, schema_version
 
@@ -46,10 +46,10 @@ def record_from_json(data: Any, where: str) -> CaseRecord | ErrorRecord:
     """The typed record of a results.json case; ``where`` (file and case) prefixes every error."""
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: a case is a JSON object, got {type(data).__name__}")
-    kinds = record_types()
-    kind = ErrorRecord if data.get("check") == "error" else kinds.get(data.get("check"))
-    if kind is None:
-        raise ValueError(f"{where}: unknown check {data.get('check')!r}; records are of {sorted(kinds)}")
+    check = data.get("check")
+    if check != "error" and check not in CHECKS:
+        raise ValueError(f"{where}: unknown check {check!r}; records are of {sorted(CHECKS)}")
+    kind = ErrorRecord if check == "error" else check_part(check, "record")
     fields = {field.name: field for field in dataclasses.fields(kind)}
     missing = [
         name

@@ -302,6 +302,11 @@ def regression_comparison(
     )
 
 
+def unsupported(baseline: CaseRecord, reason: str) -> Comparison:
+    """A comparison the release gate cannot make (``reason``): the case keeps its absolute verdict."""
+    return Comparison(status="unsupported", baseline_value=baseline.value, message=reason)
+
+
 RELEASE_JUDGED = ("compared", "not estimable", "backbone")
 """Baseline statuses under which a case's release verdict is its regression verdict (issue 23): a contrast that
 cannot vary and a mode without audio never regress; a new or unsupported case keeps its absolute verdict."""
@@ -363,19 +368,13 @@ class SpeakerBootstrapComparison:
         from harness.metrics.paired import paired_speaker_bootstrap, paired_speaker_test
 
         if not baseline.paired_data:
-            return Comparison(
-                status="unsupported",
-                baseline_value=baseline.value,
-                message="the baseline record carries no per-speaker data",
-            )
+            return unsupported(baseline, "the baseline record carries no per-speaker data")
         tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
         settings = self.threshold_values(context, case)
         try:
             result = paired_speaker_bootstrap(*tables, self.comparison_statistic, seed=context.seed)
         except ValueError as exc:
-            return Comparison(
-                status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}"
-            )
+            return unsupported(baseline, f"cannot pair with the baseline: {exc}")
         return regression_comparison(
             context,
             case,
@@ -411,19 +410,16 @@ class CrossedComparison:
         from harness.metrics.paired import paired_crossed_gap
 
         if not baseline.paired_data or "item" not in baseline.paired_data:
-            return Comparison(
-                status="unsupported",
-                baseline_value=baseline.value,
-                message="the baseline record carries no per-(speaker, item) data (a results.json written before the "
+            return unsupported(
+                baseline,
+                "the baseline record carries no per-(speaker, item) data (a results.json written before the "
                 "two-way paired comparison; rerun the baseline checkpoint)",
             )
         tables = [pd.DataFrame(data) for data in (candidate.paired_data, baseline.paired_data)]
         try:
             test = paired_crossed_gap(*tables, seed=derived_seed(context.seed, "paired", case.id))
         except ValueError as exc:
-            return Comparison(
-                status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}"
-            )
+            return unsupported(baseline, f"cannot pair with the baseline: {exc}")
         settings = self.threshold_values(context, case)
         return regression_comparison(
             context,

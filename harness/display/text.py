@@ -41,7 +41,7 @@ def decision_text(decision: Any) -> str | None:
     ``decision`` is a record's :class:`harness.records.Decision`, or a mapping of the same fields (older files)."""
     if not decision:
         return None
-    fields = decision if isinstance(decision, Mapping) else {name: getattr(decision, name) for name in DECISION_FIELDS}
+    fields = decision if isinstance(decision, Mapping) else decision.to_json()
     parts = []
     if fields.get("p_adjusted") is not None:
         parts.append(f"adjusted p = {p_text(fields['p_adjusted'])} (α = {fields.get('alpha', 0.05):g})")
@@ -62,9 +62,6 @@ def decision_text(decision: Any) -> str | None:
         ]
         parts += [flag for flag in flags if flag]
     return "; ".join(parts) or None
-
-
-DECISION_FIELDS = ("p", "p_adjusted", "alpha", "correction", "estimable", "reason", "significant", "relevant")
 
 
 def floor_lines(floors: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:

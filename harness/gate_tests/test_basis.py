@@ -8,5 +8,6 @@ made by :func:`harness.gate_tests.gate_functions`.
 
 from harness.gate_tests import gate_functions
 
-globals().update(gate_functions("basis"))
-__all__ = list(gate_functions("basis"))
+_functions = gate_functions("basis")
+globals().update(_functions)
+__all__ = list(_functions)

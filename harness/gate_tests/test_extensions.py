@@ -3,5 +3,6 @@ module: one test function each, made by :func:`harness.gate_tests.gate_functions
 
 from harness.gate_tests import gate_functions
 
-globals().update(gate_functions("extensions"))
-__all__ = list(gate_functions("extensions"))
+_functions = gate_functions("extensions")
+globals().update(_functions)
+__all__ = list(_functions)

@@ -7,5 +7,6 @@ biased than the baseline checkpoint. The functions are made by :func:`harness.ga
 
 from harness.gate_tests import gate_functions
 
-globals().update(gate_functions("vibe"))
-__all__ = list(gate_functions("vibe"))
+_functions = gate_functions("vibe")
+globals().update(_functions)
+__all__ = list(_functions)

@@ -5,5 +5,6 @@ judge score (with --judge), and its confidence interval. The functions are made 
 
 from harness.gate_tests import gate_functions
 
-globals().update(gate_functions("wer"))
-__all__ = list(gate_functions("wer"))
+_functions = gate_functions("wer")
+globals().update(_functions)
+__all__ = list(_functions)

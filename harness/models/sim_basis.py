@@ -295,17 +295,4 @@ class KnownContent:
         return self._content.get(request.audio.content_hash)
 
 
-RESPONDERS = [
-    f"harness.models.sim_basis:{cls.__name__}"
-    for cls in (
-        StereotypeChoiceResponder,
-        PersonalizationChoiceResponder,
-        PersonalizationStyleResponder,
-        ClassificationResponder,
-        TranscriptionResponder,
-        SpokenQAResponder,
-    )
-]
-"""This module's entries for :data:`harness.models.sim.RESPONDERS`."""
-
-__all__ = ["LEXICON", "LABEL_POSITIONS", "RESPONDERS", "KnownContent", "loading", "stated_position"]
+__all__ = ["LEXICON", "LABEL_POSITIONS", "KnownContent", "loading", "stated_position"]

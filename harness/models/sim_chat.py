@@ -43,6 +43,3 @@ class JudgeResponder:
     def respond(self, request: GenerationRequest, listening: Listening) -> str:
         reply = request.prompt.split("Assistant's reply:", 1)[1]
         return str(min(10, 2 * len(_HELPFUL.findall(reply))))
-
-
-RESPONDERS = ["harness.models.sim_chat:ChatResponder", "harness.models.sim_chat:JudgeResponder"]

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.checks import views
+from harness.checks import CHECKS, check_part
 from harness.display.plots import interval_estimable
 from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number, p_text
 from harness.records import CaseRecord, Decision, ErrorRecord
@@ -21,8 +21,9 @@ UNMEASURED_LABEL = "unmeasured"
 
 def check_label(check: str) -> str:
     """The check's name on the first screen (its view's ``label``; the name itself for a check without a view)."""
-    view = views().get(check)
-    return view.label if view else UNMEASURED_LABEL if check == "error" else check
+    if check in CHECKS:
+        return check_part(check, "view").label
+    return UNMEASURED_LABEL if check == "error" else check
 
 
 def decided_headline(record: CaseRecord) -> dict[str, str]:
@@ -30,7 +31,7 @@ def decided_headline(record: CaseRecord) -> dict[str, str]:
     interval, the rule (effect beyond the threshold and/or adjusted p below alpha) and the adjusted p;
     ``statistic`` names what the contrast measures (the report shows it on hover). The check's view words
     the effect size (:attr:`~harness.checks.view.CheckView.magnitude_rule`) and the estimate."""
-    decision, view = record.decision, views()[record.check]
+    decision, view = record.decision, check_part(record.check, "view")
     digits = view.estimate_digits
     significant = f"adjusted p < {decision.alpha:g}"
     magnitude = view.magnitude_rule(record.threshold)
@@ -53,7 +54,7 @@ def headline(record: CaseRecord) -> dict[str, str]:
     from its ``decision`` when it has one (:func:`decided_headline`), else by its view's schema-1 words."""
     if record.decision and record.decision.decided:
         return decided_headline(record)
-    return views()[record.check].legacy_headline(record)
+    return check_part(record.check, "view").legacy_headline(record)
 
 
 def margin(record: CaseRecord) -> float | None:
@@ -69,7 +70,7 @@ def margin(record: CaseRecord) -> float | None:
         return None
     if record.decision and record.decision.decided:
         return _decided_margin(record, record.decision)
-    return views()[record.check].legacy_margin(record)
+    return check_part(record.check, "view").legacy_margin(record)
 
 
 def margin_parts(record: CaseRecord) -> tuple[float | None, float | None]:
@@ -80,7 +81,9 @@ def margin_parts(record: CaseRecord) -> tuple[float | None, float | None]:
         return None, None
     estimate, alpha = decision.estimate, decision.alpha
     significance = math.inf if decision.p_adjusted is None else (decision.p_adjusted - alpha) / alpha
-    magnitude = None if estimate is None else views()[record.check].magnitude_margin(record.threshold, estimate)
+    magnitude = (
+        None if estimate is None else check_part(record.check, "view").magnitude_margin(record.threshold, estimate)
+    )
     return magnitude, significance
 
 

@@ -31,6 +31,7 @@ from harness.checks.base import (
     describe_decision,
     per_run,
     regression_comparison,
+    unsupported,
 )
 from harness.checks.ntvd.record import NtvdRecord
 from harness.checks.ntvd.tables import answers, extraction, group_table, minimum_detectable_ntvd
@@ -293,11 +294,7 @@ class NtvdCheck(Check):
         significant under the gate's decision rule (:func:`~harness.checks.base.regression_comparison`)."""
         threshold = self.threshold(context, case)
         if not baseline.paired_data:
-            return Comparison(
-                status="unsupported",
-                baseline_value=baseline.value,
-                message="the baseline record carries no per-speaker data",
-            )
+            return unsupported(baseline, "the baseline record carries no per-speaker data")
         try:
             result = paired_ntvd_difference(
                 counts_to_long_table(candidate.paired_data),
@@ -307,9 +304,7 @@ class NtvdCheck(Check):
                 seed=self.seed(context, case),
             )
         except ValueError as exc:
-            return Comparison(
-                status="unsupported", baseline_value=baseline.value, message=f"cannot pair with the baseline: {exc}"
-            )
+            return unsupported(baseline, f"cannot pair with the baseline: {exc}")
         varies = result.null.size > 0 and bool(np.ptp(result.null) > 0)
         test = PairedTest(
             candidate=result.candidate,
