@@ -12,7 +12,12 @@ For an attribute ``a`` with retained values ``V_a`` (values whose count over the
     TVD(a)   = 1/|G| sum_g 1/2 sum_{v in V_a} |P_g(v) - Pbar(v)|    (eq. 4)
     nTVD(a)  = 100 * TVD(a) / (1 - 1/|G|)                           (eq. 5)
 
-and the task-level score is the mean of nTVD(a) over attributes. The speaker-level permutation test
+where ``G`` is, per attribute, the set of groups with at least one retained value of it (the VIBE authors'
+analysis: a group that never states a retained value of ``a`` takes no part in ``a``'s comparison, rather than
+entering it as an all-zero "distribution"). An attribute with fewer than two such groups cannot be compared and is
+left out; the task-level score is the mean of nTVD(a) over the attributes that remain, and NaN (unmeasured) when
+none does (the authors report 0.0 there; a number would read as "no bias"). The same rule holds inside the
+permutation null and the paired regression test, per permutation. The speaker-level permutation test
 reassigns whole speakers to groups, holding the number of speakers per group fixed, because the speaker,
 not the utterance, is the exchangeable unit under the null hypothesis (VIBE §II-D, "Statistical
 significance").
@@ -54,7 +59,9 @@ class NTVDResult:
     """``score`` is the mean nTVD over attributes; ``per_attribute`` maps attribute to its nTVD.
 
     ``distributions`` holds P_g(v) for every attribute (columns attribute, value, then one per group).
-    ``dropped_attributes`` lists attributes with no value reaching tau; they take no part in ``score``.
+    ``dropped_attributes`` lists attributes with no value reaching tau; ``single_group_attributes`` those whose
+    retained values only one group states; neither takes part in ``score``. ``groups_left_out`` maps an attribute
+    to the groups with no retained value of it (left out of that attribute's |G|).
     """
 
     score: float
@@ -64,6 +71,8 @@ class NTVDResult:
     n_groups: int
     n_speakers: int
     dropped_attributes: tuple[str, ...]
+    single_group_attributes: tuple[str, ...] = ()
+    groups_left_out: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def most_divergent_attribute(self) -> str | None:
@@ -145,15 +154,34 @@ def count_tensor(table: pd.DataFrame, tau: int = 10) -> CountTensor:
 def ntvd_from_group_counts(group_counts: np.ndarray, attribute_of_column: np.ndarray, n_attributes: int) -> np.ndarray:
     """Per-attribute nTVD from group-by-value counts, vectorised over any leading batch axes.
 
-    ``group_counts`` has shape (..., G, V). Returns (..., A). A group with no retained value of an
-    attribute has an all-zero P_g for it (it can only happen under a permutation of a sparse attribute).
+    ``group_counts`` has shape (..., G, V). Returns (..., A). For each attribute only the groups with a retained
+    value of it count (|G| per attribute, eq. 3-5); an attribute with fewer than two such groups is NaN.
     """
-    n_groups = group_counts.shape[-2]
-    probabilities = _within_group_probabilities(group_counts, attribute_of_column, n_attributes)
-    reference = probabilities.mean(axis=-2, keepdims=True)
-    absolute_deviation = np.abs(probabilities - reference).sum(axis=-2)
-    tvd = 0.5 * _segment_sum(absolute_deviation[..., None, :], attribute_of_column, n_attributes)[..., 0, :] / n_groups
-    return 100.0 * tvd / (1.0 - 1.0 / n_groups)
+    totals = _segment_sum(group_counts, attribute_of_column, n_attributes)
+    present = totals > 0
+    n_present = present.sum(axis=-2)
+    probabilities = np.divide(
+        group_counts,
+        totals[..., attribute_of_column],
+        out=np.zeros_like(group_counts),
+        where=totals[..., attribute_of_column] > 0,
+    )
+    divisor = np.maximum(n_present, 1)
+    reference = probabilities.sum(axis=-2, keepdims=True) / divisor[..., None, attribute_of_column]
+    deviation = np.abs(probabilities - reference) * present[..., attribute_of_column]
+    summed = _segment_sum(deviation.sum(axis=-2)[..., None, :], attribute_of_column, n_attributes)[..., 0, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scores = 100.0 * 0.5 * summed / divisor / (1.0 - 1.0 / divisor)
+    return np.where(n_present >= 2, scores, np.nan)
+
+
+def mean_over_measured(per_attribute: np.ndarray) -> np.ndarray:
+    """The task-level score: the mean of the last axis over attributes that are not NaN; NaN where none is."""
+    measured = ~np.isnan(per_attribute)
+    count = measured.sum(axis=-1)
+    total = np.where(measured, per_attribute, 0.0).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def _within_group_probabilities(
@@ -187,8 +215,17 @@ def ntvd(table: pd.DataFrame, tau: int = 10) -> NTVDResult:
         score = float("nan")
     else:
         scores = ntvd_from_group_counts(group_counts, tensor.attribute_of_column, n_attributes)
-        per_attribute = pd.Series(scores, index=pd.Index(tensor.attributes, name="attribute"), name="ntvd")
-        score = float(scores.mean())
+        measured = ~np.isnan(scores)
+        per_attribute = pd.Series(
+            scores[measured], index=pd.Index(tensor.attributes[measured], name="attribute"), name="ntvd"
+        )
+        score = float(mean_over_measured(scores))
+    totals = _segment_sum(group_counts, tensor.attribute_of_column, n_attributes) if n_attributes else None
+    groups_left_out = {
+        str(attribute): tuple(str(group) for group, total in zip(tensor.groups, totals[:, index]) if total == 0)
+        for index, attribute in enumerate(tensor.attributes)
+        if totals is not None and (totals[:, index] == 0).any()
+    }
     return NTVDResult(
         score=score,
         per_attribute=per_attribute,
@@ -197,6 +234,12 @@ def ntvd(table: pd.DataFrame, tau: int = 10) -> NTVDResult:
         n_groups=n_groups,
         n_speakers=len(tensor.speakers),
         dropped_attributes=tensor.dropped_attributes,
+        single_group_attributes=tuple(
+            str(attribute)
+            for attribute in tensor.attributes
+            if len(groups_left_out.get(str(attribute), ())) > n_groups - 2
+        ),
+        groups_left_out=groups_left_out,
     )
 
 
@@ -254,14 +297,15 @@ def permutation_null(tensor: CountTensor, assignments: np.ndarray, chunk_size: i
         )
         last = total_counts - leading.sum(axis=1, keepdims=True)
         group_counts = np.concatenate([leading, last], axis=1)
-        null[start : start + chunk_size] = ntvd_from_group_counts(
-            group_counts, tensor.attribute_of_column, n_attributes
-        ).mean(axis=-1)
+        null[start : start + chunk_size] = mean_over_measured(
+            ntvd_from_group_counts(group_counts, tensor.attribute_of_column, n_attributes)
+        )
     return null
 
 
 def _two_group_null(tensor: CountTensor, assignments: np.ndarray, chunk_size: int) -> np.ndarray:
-    """Two groups: Pbar = (P_1 + P_2) / 2, so eq. 4-5 reduce to nTVD(a) = 100 * 1/2 sum_v |P_1(v) - P_2(v)|.
+    """Two groups: Pbar = (P_1 + P_2) / 2, so eq. 4-5 reduce to nTVD(a) = 100 * 1/2 sum_v |P_1(v) - P_2(v)|,
+    for an attribute both groups state a retained value of; the others are left out of the permutation's mean.
 
     One float32 product (one multi-threaded BLAS call for all permutations) gives, per permutation,
     group 1's value counts and its per-attribute totals (the count matrix is extended by each speaker's
@@ -284,7 +328,8 @@ def _two_group_null(tensor: CountTensor, assignments: np.ndarray, chunk_size: in
         first_share = _shares(first[:, :n_values], first[:, n_values:], tensor.attribute_of_column)
         second_share = _shares(second[:, :n_values], second[:, n_values:], tensor.attribute_of_column)
         distance = np.add.reduceat(np.abs(first_share - second_share), starts, axis=1)
-        null[start : start + chunk_size] = 50.0 * distance.mean(axis=1)
+        both_present = (first[:, n_values:] > 0) & (second[:, n_values:] > 0)
+        null[start : start + chunk_size] = mean_over_measured(np.where(both_present, 50.0 * distance, np.nan))
 
     chunks = range(0, len(assignments), chunk_size)
     if len(chunks) == 1:
@@ -307,7 +352,9 @@ def permutation_test(
 
     In each of B permutations the speakers are reassigned to groups with the number of speakers per
     group fixed, and the mean nTVD is recomputed. The tau filter uses counts over the whole table, which
-    permutations do not change. p = (1 + #{b : null_b >= observed}) / (B + 1), so p lies in (0, 1].
+    permutations do not change. p = (1 + #{b : null_b >= observed}) / (B + 1), so p lies in (0, 1]. A
+    permutation under which no attribute has two groups stating it (its mean is NaN) counts as reaching the
+    observed value: the test stays conservative. An observed NaN (nothing comparable) gives p = NaN.
     """
     if n_permutations < 1:
         raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
@@ -318,9 +365,11 @@ def permutation_test(
     if len(tensor.attributes) == 0:
         return PermutationResult(float("nan"), float("nan"), np.empty(0), n_permutations, seed)
     observed = float(permutation_null(tensor, tensor.speaker_group[None, :])[0])
+    if np.isnan(observed):
+        return PermutationResult(observed, float("nan"), np.empty(0), n_permutations, seed)
     assignments = speaker_permutations(tensor.speaker_group, n_permutations, seed)
     null = permutation_null(tensor, assignments)
-    exceed = int(np.count_nonzero(null >= observed - 1e-9 * max(1.0, observed)))
+    exceed = int(np.count_nonzero(np.isnan(null) | (null >= observed - 1e-9 * max(1.0, observed))))
     return PermutationResult(observed, (1 + exceed) / (n_permutations + 1), null, n_permutations, seed)
 
 
@@ -393,7 +442,7 @@ def paired_ntvd_difference(
     membership = (group_index[None, :] == np.arange(n_groups)[:, None]).astype(np.float64)
 
     def mean_ntvd(group_counts: np.ndarray) -> np.ndarray:
-        return ntvd_from_group_counts(group_counts, attribute_of_column, len(attributes)).mean(axis=-1)
+        return mean_over_measured(ntvd_from_group_counts(group_counts, attribute_of_column, len(attributes)))
 
     candidate_groups, baseline_groups = membership @ counts["candidate"], membership @ counts["baseline"]
     observed_candidate, observed_baseline = float(mean_ntvd(candidate_groups)), float(mean_ntvd(baseline_groups))
@@ -408,7 +457,7 @@ def paired_ntvd_difference(
         side_baseline = baseline_groups - moved
         null[start : start + 1_000] = mean_ntvd(side_candidate) - mean_ntvd(side_baseline)
     difference = observed_candidate - observed_baseline
-    exceed = int(np.count_nonzero(null >= difference - 1e-9 * max(1.0, abs(difference))))
+    exceed = int(np.count_nonzero(np.isnan(null) | (null >= difference - 1e-9 * max(1.0, abs(difference)))))
     return PairedDifferenceResult(
         observed_candidate,
         observed_baseline,

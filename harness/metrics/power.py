@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.metrics.ntvd import ntvd_from_group_counts, speaker_permutations
+from harness.metrics.ntvd import mean_over_measured, ntvd_from_group_counts, speaker_permutations
 
 DEFAULT_ALPHA = 0.05
 DEFAULT_POWER = 0.8
@@ -167,24 +167,26 @@ class _Simulation:
         counts = self.counts(effect)
         n_attributes = self.design.n_attributes
         n_columns = counts.shape[-1]
-        observed = ntvd_from_group_counts(
-            np.einsum("gs,rsv->rgv", self.observed_one_hot, counts).astype(np.float64),
-            self.attribute_of_column,
-            n_attributes,
-        ).mean(axis=-1)
+        observed = mean_over_measured(
+            ntvd_from_group_counts(
+                np.einsum("gs,rsv->rgv", self.observed_one_hot, counts).astype(np.float64),
+                self.attribute_of_column,
+                n_attributes,
+            )
+        )
         chunk = max(1, _ELEMENTS_PER_CHUNK // (self.n_permutations * self.n_groups * n_columns))
         exceed = np.empty(self.n_simulations)
         for start in range(0, self.n_simulations, chunk):
             block = counts[start : start + chunk]  # (r, S, V)
             grouped = self.null_one_hot @ block.transpose(1, 0, 2).reshape(block.shape[1], -1)  # (B*G, r*V)
             grouped = grouped.reshape(self.n_permutations, self.n_groups, len(block), n_columns).transpose(2, 0, 1, 3)
-            null = ntvd_from_group_counts(grouped.astype(np.float64), self.attribute_of_column, n_attributes).mean(
-                axis=-1
+            null = mean_over_measured(
+                ntvd_from_group_counts(grouped.astype(np.float64), self.attribute_of_column, n_attributes)
             )
             threshold = observed[start : start + chunk, None] - 1e-9 * np.maximum(
                 1.0, observed[start : start + chunk, None]
             )
-            exceed[start : start + chunk] = (null >= threshold).sum(axis=1)
+            exceed[start : start + chunk] = (np.isnan(null) | (null >= threshold)).sum(axis=1)
         p_values = (1.0 + exceed) / (self.n_permutations + 1.0)
         design = self.design
         return DetectionRate(

@@ -26,7 +26,7 @@ from scipy import stats
 
 from harness.core.answers import REFUSAL
 from harness.core.values import require_columns
-from harness.metrics.ntvd import NTVDResult, count_tensor, ntvd, ntvd_from_group_counts
+from harness.metrics.ntvd import NTVDResult, count_tensor, mean_over_measured, ntvd, ntvd_from_group_counts
 
 VIBE_TAUS = (1, 2, 5, 10, 20, 40)
 REFERENCE_TAU = 10
@@ -68,7 +68,7 @@ def ntvd_by_tau(table: pd.DataFrame, taus: Sequence[int]) -> np.ndarray:
             continue
         _, attribute_codes = np.unique(tensor.attribute_of_column[kept], return_inverse=True)
         n_attributes = int(attribute_codes.max()) + 1
-        scores[index] = ntvd_from_group_counts(group_counts[:, kept], attribute_codes, n_attributes).mean()
+        scores[index] = mean_over_measured(ntvd_from_group_counts(group_counts[:, kept], attribute_codes, n_attributes))
     return scores
 
 
