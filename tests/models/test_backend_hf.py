@@ -2,9 +2,10 @@
 
 Processors are the real ones where they build offline (Qwen2-Audio, Audio Flamingo 3, Voxtral with a
 mistral-common Tekken file, Phi-4-multimodal with a PIL image processor standing in for the torchvision
-one). Qwen2.5-Omni's processor needs torchvision: its thinker is driven through the adapter's hand-built
-audio path (Whisper features + placeholder expansion, as the processor does). Gemma-3n (vision tower
-needs timm) and Granite Speech (feature extractor needs torchaudio) are checked for a clear error only.
+one). Qwen2.5-Omni's and Qwen3-Omni's processors need torchvision: their thinkers are driven through the
+adapters' hand-built audio paths (Whisper features + placeholder expansion, as the processors do; Qwen3-Omni's
+is checked against the real processor's audio step). Gemma-3n (vision tower needs timm) and Granite Speech
+(feature extractor needs torchaudio) are checked for a clear error only.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from harness.models.placement import gpu_skip_reason  # noqa: E402
 
 from support import tiny_models as tm  # noqa: E402
 
-ARCHS = ["qwen2_audio", "audioflamingo3", "voxtral", "phi4_multimodal", "qwen2_5_omni_thinker"]
+ARCHS = ["qwen2_audio", "audioflamingo3", "voxtral", "phi4_multimodal", "qwen2_5_omni_thinker", "qwen3_omni_moe"]
 GREEDY = DecodingParams(max_new_tokens=6)
 
 
@@ -66,6 +67,7 @@ EXPECTED_PROMPT = {
     "audioflamingo3": "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n<sound>Hello<|im_end|>\n<|im_start|>assistant\n",
     "phi4_multimodal": "<|system|>Be brief.<|end|><|user|><|audio|>Hello<|end|><|assistant|>",
     "qwen2_5_omni_thinker": "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n<|audio_bos|><|AUDIO|><|audio_eos|>Hello<|im_end|>\n<|im_start|>assistant\n",
+    "qwen3_omni_moe": "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n<|audio_start|><|audio_pad|><|audio_end|>Hello<|im_end|>\n<|im_start|>assistant\n",
     # mistral-common renders and expands at once: 1 s of audio is padded to 30 s = 375 audio tokens
     "voxtral": "<s>[INST][BEGIN_AUDIO]" + "[AUDIO]" * 375 + "Be brief.\n\nHello[/INST]",
 }  # fmt: skip
@@ -179,7 +181,7 @@ def test_max_new_tokens_option_overrides(checkpoints):
 
 
 # ---------------------------------------------------------------------------------------- representations
-@pytest.mark.parametrize("arch", ["qwen2_audio", "phi4_multimodal", "voxtral"])
+@pytest.mark.parametrize("arch", ["qwen2_audio", "phi4_multimodal", "voxtral", "qwen3_omni_moe"])
 def test_hidden_states_and_next_token_logits(models, arch):
     model = models(arch)
     hs = model.hidden_states(["short", "a longer sentence here", "short"])
@@ -192,11 +194,110 @@ def test_hidden_states_and_next_token_logits(models, arch):
     np.testing.assert_allclose(np.exp(logp).sum(-1), 1.0, atol=1e-4)
 
 
+# ---------------------------------------------------------------------------------------- Qwen3-Omni
+def test_qwen3_omni_full_checkpoint_loads_its_thinker_only(checkpoints, models):
+    from safetensors import safe_open
+
+    path = checkpoints("qwen3_omni_moe")
+    assert json.loads((path / "config.json").read_text())["model_type"] == "qwen3_omni_moe"
+    assert architecture_for("qwen3_omni_moe") == architecture_for("qwen3_omni_moe_thinker") == "qwen3_omni_moe"
+    with safe_open(str(path / "model.safetensors"), "pt") as fh:
+        stored = {key.split(".")[0] for key in fh.keys()}
+    assert {"thinker", "talker", "code2wav"} <= stored  # the speech output is in the checkpoint...
+    model = models("qwen3_omni_moe")
+    assert type(model.model).__name__ == "Qwen3OmniMoeThinkerForConditionalGeneration"  # ...but never built
+    assert not any(name.startswith(("talker", "code2wav")) for name, _ in model.model.named_parameters())
+    assert model.adapter.audio_batching == "equal_length"
+    end_of_turn = model.processor.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert end_of_turn in np.atleast_1d(model.special_ids["eos_token_id"]).tolist()
+
+
+def test_qwen3_omni_audio_step_matches_the_real_processor(models):
+    """The hand-built audio path gives the features, feature mask and ``<|audio_pad|>`` count of
+    ``Qwen3OmniMoeProcessor``'s own audio step (run here without its torchvision-only video processor)."""
+    import types
+
+    from transformers import Qwen3OmniMoeProcessor
+
+    model = models("qwen3_omni_moe")
+    waves = [audio(seconds, seed).samples for seconds, seed in ((0.55, 1), (1.0, 2), (2.37, 3))]
+    real = types.SimpleNamespace(
+        feature_extractor=model.processor.feature_extractor, n_window=50, audio_token="<|audio_pad|>"
+    )
+    real.replace_audio_token = types.MethodType(Qwen3OmniMoeProcessor.replace_audio_token, real)
+    for wave in waves:  # one at a time: equal_length batching never pads audio
+        reference, (replacement,) = Qwen3OmniMoeProcessor._process_audio(
+            real, [wave], **Qwen3OmniMoeProcessor.audio_kwargs, return_tensors="pt"
+        )
+        enc = model.adapter.encode(model.processor, [GenerationRequest("Hi", Audio(wave))], [wave])
+        torch.testing.assert_close(enc["input_features"], reference["input_features"])
+        assert enc["feature_attention_mask"].tolist() == reference["feature_attention_mask"].tolist()
+        audio_pad = model.processor.tokenizer.convert_tokens_to_ids("<|audio_pad|>")
+        assert int((enc["input_ids"] == audio_pad).sum()) == replacement.count("<|audio_pad|>")
+
+
+def test_qwen3_omni_batch_padding_would_change_a_shorter_audio(models):
+    """Why Qwen3-Omni is ``equal_length``: its processor pads a batch's audio to the longest, which adds a
+    frame to a shorter audio's feature mask, so the backend never batches audios of different lengths."""
+    model = models("qwen3_omni_moe")
+    short, long = Audio(tm.tone(8850 / tm.SR, seed=1)), Audio(tm.tone(1.0, seed=2))
+    assert len(short.samples) == 8850
+
+    def frames(*waves):
+        return model.processor(["<|audio_pad|>"] * len(waves), audio=list(waves))["feature_attention_mask"].sum(-1)
+
+    assert frames(short.samples).tolist() == [55] and frames(short.samples, long.samples).tolist() == [56, 100]
+    reqs = [GenerationRequest("a", short), GenerationRequest("b", long), GenerationRequest("c", short)]
+    assert plan_batches(reqs, 8, model.adapter.audio_batching) == [[0, 2], [1]]
+
+
+def test_qwen3_omni_audio_tokens_are_the_encoders_output_length(models):
+    model = models("qwen3_omni_moe")
+    audio_pad = model.processor.tokenizer.convert_tokens_to_ids("<|audio_pad|>")
+    counts = []
+    for seconds in (0.55, 1.0, 2.37):  # 2.37 s: two whole 100-frame chunks and a remainder
+        req = GenerationRequest("Hi", audio(seconds, 4))
+        enc = model.adapter.encode(model.processor, [req], [model._audio(req)])
+        with torch.no_grad():
+            encoded = model.model.get_audio_features(enc["input_features"], enc["feature_attention_mask"])
+        counts.append(int((enc["input_ids"] == audio_pad).sum()))
+        assert counts[-1] == encoded.last_hidden_state.shape[0]
+    assert counts == [7, 13, 31]  # 55 frames -> 28 -> 14 -> 7; 100 -> 13; 237 -> 2 x 13 + (37 -> 19 -> 10 -> 5)
+
+
+def test_qwen3_omni_answers_depend_on_the_audio_and_repeat(models):
+    model = models("qwen3_omni_moe")
+    a, b = GenerationRequest("Who is speaking?", audio(0.5, 6)), GenerationRequest("Who is speaking?", audio(0.5, 7))
+    logp = model.next_token_logits([a, b, a])
+    assert np.abs(logp[0] - logp[1]).max() > 1e-2  # the audio reaches the decoder
+    np.testing.assert_allclose(logp[0], logp[2], atol=1e-5)
+    reqs = [GenerationRequest("Who is speaking?", audio(0.5, seed)) for seed in range(6)]
+    out = model.generate(reqs, GREEDY)
+    assert all(isinstance(t, str) for t in out) and len(set(out)) > 1
+    assert model.generate(reqs, GREEDY) == out
+
+
+def test_qwen3_omni_thinker_only_checkpoint_answers_as_the_full_one(checkpoints, models, tmp_path):
+    from transformers import AutoTokenizer, WhisperFeatureExtractor
+
+    full = models("qwen3_omni_moe")
+    path = checkpoints("qwen3_omni_moe")
+    full.model.save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(path).save_pretrained(tmp_path)
+    WhisperFeatureExtractor.from_pretrained(path).save_pretrained(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "qwen3_omni_moe_thinker"
+    thinker = HFBackend(spec="hf:t", target=str(tmp_path), options={}).load()
+    assert thinker.adapter.name == "qwen3_omni_moe"
+    reqs = [GenerationRequest("Who is speaking?", audio(0.8, 8)), GenerationRequest("Just text.")]
+    assert thinker.generate(reqs, GREEDY) == full.generate(reqs, GREEDY)
+
+
 # ---------------------------------------------------------------------------------------- options and errors
 def test_supported_architectures_and_clear_errors(tmp_path):
     assert {
         "qwen2_audio",
         "qwen2_5_omni",
+        "qwen3_omni_moe",
         "voxtral",
         "gemma3n",
         "phi4_multimodal",

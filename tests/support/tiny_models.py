@@ -358,3 +358,69 @@ def build_qwen2_5_omni_thinker(directory: str | os.PathLike, *, seed: int = 0, g
         {"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **(generation or {})},
     )
     return directory
+
+
+QWEN3_OMNI_SPECIALS = QWEN_SPECIALS + [
+    "<|audio_start|>",
+    "<|audio_end|>",
+    "<|audio_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+]
+
+
+def build_qwen3_omni_moe(directory: str | os.PathLike, *, seed: int = 0, generation: dict | None = None,
+                         initializer_range: float = 0.2) -> Path:  # fmt: skip
+    """A full Qwen3-Omni checkpoint (``model_type: qwen3_omni_moe``: thinker, talker and code2wav weights) with
+    a tokenizer and Whisper feature extractor but no processor config: its processor needs torchvision.
+
+    The thinker is a 2-layer mixture-of-experts decoder (4 experts, 2 per token) over a 2-layer audio encoder
+    with the real 100-frame chunking; the talker and code2wav are there only to be skipped at load time. The
+    ``initializer_range`` is 0.2 so that answers depend on the audio (at 0.02 the logits hardly move with it).
+    """
+    from transformers import Qwen3OmniMoeConfig, Qwen3OmniMoeForConditionalGeneration, WhisperFeatureExtractor
+
+    directory = Path(directory)
+    tok = byte_tokenizer(QWEN3_OMNI_SPECIALS, eos="<|im_end|>", pad="<|endoftext|>")
+    tok.save_pretrained(directory)
+    WhisperFeatureExtractor(feature_size=128).save_pretrained(directory)
+    ids = {t: tok.convert_tokens_to_ids(t) for t in QWEN3_OMNI_SPECIALS}
+    moe = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
+    mrope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2], "interleaved": True}
+    media = dict(audio_token_id=ids["<|audio_pad|>"], image_token_id=ids["<|image_pad|>"],
+                 video_token_id=ids["<|video_pad|>"], audio_start_token_id=ids["<|audio_start|>"])  # fmt: skip
+    thinker = dict(
+        audio_config=dict(d_model=32, encoder_attention_heads=2, encoder_ffn_dim=64, encoder_layers=2, num_mel_bins=128,
+                          output_dim=32, downsample_hidden_size=8, n_window=50, n_window_infer=100,
+                          initializer_range=initializer_range),
+        vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=32,
+                           deepstack_visual_indexes=[0], num_position_embeddings=64),
+        text_config=dict(vocab_size=len(tok), max_position_embeddings=4096, rope_parameters=mrope,
+                         initializer_range=initializer_range, **TEXT, **moe),
+        initializer_range=initializer_range,
+        # not a declared field, but the real checkpoints' thinker_config has it and get_rope_index reads it
+        vision_start_token_id=ids["<|vision_start|>"], **media,
+    )  # fmt: skip
+    talker = dict(
+        text_config=dict(vocab_size=64, shared_expert_intermediate_size=32, **TEXT, **moe),
+        code_predictor_config=dict(vocab_size=64, num_code_groups=2, **TEXT),
+        num_code_groups=2, thinker_hidden_size=32, accept_hidden_layer=1, spatial_merge_size=2,
+        codec_pad_id=58, codec_bos_id=59, codec_eos_token_id=60, codec_nothink_id=61, codec_think_bos_id=62,
+        codec_think_eos_id=63, speaker_id={"ethan": 57}, vision_start_token_id=ids["<|vision_start|>"], **media,
+    )  # fmt: skip
+    code2wav = dict(codebook_size=64, hidden_size=32, num_attention_heads=2, num_key_value_heads=2,
+                    intermediate_size=64, num_hidden_layers=1, num_quantizers=2, decoder_dim=32,
+                    upsample_rates=(2, 2), upsampling_ratios=(2,))  # fmt: skip
+    cfg = Qwen3OmniMoeConfig(
+        thinker_config=thinker, talker_config=talker, code2wav_config=code2wav,
+        im_start_token_id=ids["<|im_start|>"], im_end_token_id=ids["<|im_end|>"],
+    )  # fmt: skip
+    _seed(seed)
+    _save(
+        Qwen3OmniMoeForConditionalGeneration(cfg).eval(),
+        directory,
+        {"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **(generation or {})},
+    )
+    return directory

@@ -22,6 +22,7 @@ ARCHITECTURES = Registry(
     {
         "qwen2_audio": "harness.models.hf_arch.qwen2_audio:Qwen2AudioAdapter",
         "qwen2_5_omni": "harness.models.hf_arch.qwen2_5_omni:Qwen25OmniAdapter",
+        "qwen3_omni_moe": "harness.models.hf_arch.qwen3_omni_moe:Qwen3OmniMoeAdapter",
         "voxtral": "harness.models.hf_arch.voxtral:VoxtralAdapter",
         "gemma3n": "harness.models.hf_arch.gemma3n:Gemma3nAdapter",
         "phi4_multimodal": "harness.models.hf_arch.phi4_multimodal:Phi4MultimodalAdapter",
@@ -33,6 +34,7 @@ ARCHITECTURES = Registry(
 # config.json model_type -> architecture name (when they differ from the name itself)
 MODEL_TYPES: dict[str, str] = {
     "qwen2_5_omni_thinker": "qwen2_5_omni",
+    "qwen3_omni_moe_thinker": "qwen3_omni_moe",
     "phi4mm": "phi4_multimodal",
 }
 

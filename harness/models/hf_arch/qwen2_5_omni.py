@@ -29,7 +29,9 @@ def audio_token_count(feature_lengths: Any) -> Any:
 
 
 class OmniAudioProcessor:
-    """The audio+text half of ``Qwen2_5OmniProcessor``, for environments without torchvision."""
+    """The audio+text half of ``Qwen2_5OmniProcessor``, for environments without torchvision: Whisper features,
+    and each audio placeholder of the text repeated once per encoder output token. A sibling architecture
+    overrides :meth:`features` (how the batch is padded) and :meth:`token_counts` (how the encoder counts)."""
 
     audio_token = "<|AUDIO|>"
 
@@ -41,6 +43,15 @@ class OmniAudioProcessor:
     def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any:
         return self.tokenizer.apply_chat_template(conversation, **kwargs)
 
+    def features(self, audio: Sequence[np.ndarray], sampling_rate: int) -> Any:
+        return self.feature_extractor(
+            list(audio), sampling_rate=sampling_rate, return_attention_mask=True, padding="max_length",
+            return_tensors="pt",
+        )  # fmt: skip
+
+    def token_counts(self, feature_lengths: Any) -> list[int]:
+        return audio_token_count(feature_lengths).tolist()
+
     def __call__(self, text: Sequence[str], audio: Sequence[np.ndarray] | None = None, return_tensors: str = "pt",
                  text_kwargs: dict | None = None, audio_kwargs: dict | None = None, **_: Any) -> Any:  # fmt: skip
         from transformers import BatchFeature
@@ -50,13 +61,10 @@ class OmniAudioProcessor:
         texts = list(text)
         data: dict[str, Any] = {}
         if audio is not None:
-            feats = self.feature_extractor(
-                list(audio), sampling_rate=sampling_rate, return_attention_mask=True, padding="max_length",
-                return_tensors="pt",
-            )  # fmt: skip
+            feats = self.features(audio, sampling_rate)
             data["input_features"] = feats["input_features"]
             data["feature_attention_mask"] = feats["attention_mask"]
-            counts = iter(audio_token_count(feats["attention_mask"].sum(-1)).tolist())
+            counts = iter(self.token_counts(feats["attention_mask"].sum(-1)))
             expanded = []
             for t in texts:
                 parts = t.split(self.audio_token)
