@@ -71,12 +71,17 @@ class CachedModel:
             self._model = self.backend.load()
         return self._model
 
-    def keys(self, requests: Sequence[GenerationRequest]) -> list[str]:
-        params = self.decoding.as_dict()
+    def keys(self, requests: Sequence[GenerationRequest], decoding: DecodingParams | None = None) -> list[str]:
+        params = (decoding or self.decoding).as_dict()
         return [cache_key(NAMESPACE, self.fingerprint, params, request.cache_identity()) for request in requests]
 
-    def generate(self, requests: Sequence[GenerationRequest], label: str = "") -> list[str]:
-        keys = self.keys(requests)
+    def generate(
+        self, requests: Sequence[GenerationRequest], label: str = "", decoding: DecodingParams | None = None
+    ) -> list[str]:
+        """The answers of ``requests``, from the cache or generated; ``decoding`` replaces the model's own for
+        these requests (a task's token budget), and keys their cache entries."""
+        decoding = decoding or self.decoding
+        keys = self.keys(requests, decoding)
         self.served_keys.update(keys)
         first_of_key = {key: index for index, key in reversed(list(enumerate(keys)))}
         self.duplicates += len(keys) - len(first_of_key)
@@ -87,7 +92,7 @@ class CachedModel:
         with self.cache.lock(f"{self.fingerprint}|{label}"):
             cached.update(self._read([keys[index] for index in missing]))  # what another process wrote meanwhile
             missing = [index for index in missing if keys[index] not in cached]
-            self._generate_missing(requests, keys, missing, cached, label)
+            self._generate_missing(requests, keys, missing, cached, label, decoding)
         return [cached.get(key, "") for key in keys]
 
     def _read(self, keys: Sequence[str]) -> dict[str, str]:
@@ -107,7 +112,7 @@ class CachedModel:
             "duplicates": self.duplicates,
         }
 
-    def _generate_missing(self, requests, keys, missing, cached, label) -> None:
+    def _generate_missing(self, requests, keys, missing, cached, label, decoding) -> None:
         """Generate the ``missing`` requests chunk by chunk, storing each chunk; with ``progress``, one bar (or
         plain lines off a terminal, :mod:`harness.models.progress`) per model x task, advanced per chunk (the
         backend's and the stages' own bars stay silent inside it)."""
@@ -121,9 +126,7 @@ class CachedModel:
             for start in range(0, len(missing), self.chunk_size):
                 chunk = missing[start : start + self.chunk_size]
                 try:
-                    answers = dict(
-                        enumerate(self.model().generate([requests[index] for index in chunk], self.decoding))
-                    )
+                    answers = dict(enumerate(self.model().generate([requests[index] for index in chunk], decoding)))
                     complete = True
                 except PartialGenerationError as error:
                     if not error.answers:

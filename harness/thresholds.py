@@ -136,6 +136,9 @@ class Thresholds:
     digest: str
     notes: list[str] = dataclasses.field(default_factory=list, compare=False)
     """What :meth:`validate` reported without failing (overrides of dimensions the session lacks)."""
+    preset: Thresholds | None = None
+    """The shipped preset this file names (top-level ``preset: NAME``), layered between the built-in defaults
+    and this file."""
 
     def values(self, check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> dict[str, Any]:
         """The merged settings of one case: the schema's defaults, then the built-in thresholds file's layers
@@ -143,12 +146,22 @@ class Thresholds:
         merged = schema.defaults()
         if not self.packaged:
             packaged_thresholds()._layer(merged, check, schema, variant, dimension)
+        if self.preset is not None:
+            self.preset._layer(merged, check, schema, variant, dimension)
         self._layer(merged, check, schema, variant, dimension)
         return merged
 
     @property
     def packaged(self) -> bool:
         return self.raw is packaged_thresholds().raw
+
+    def explicit(self, section: str) -> dict[str, Any]:
+        """What this file itself sets in ``section.defaults`` (nothing for the built-in defaults): settings such as
+        the VIBE protocol, where a value the file states outranks one a model declares."""
+        if self.packaged:
+            return {}
+        own = dict((self.raw.get(section) or {}).get("defaults") or {})
+        return {**(self.preset.explicit(section) if self.preset is not None else {}), **own}
 
     def _layer(
         self, merged: dict[str, Any], check: str, schema: ThresholdSchema, variant: str | None, dimension: str
@@ -169,12 +182,17 @@ class Thresholds:
         and for ``lower > upper`` in a layer or in a merged case. ``dimensions`` are the session's; an override of
         a :func:`known_dimensions` name that the session lacks is recorded in :attr:`notes` and warned about."""
         self.notes.clear()
+        if self.preset is not None:
+            self.preset.validate(schemas, variants, dimensions)
+            self.notes.extend(self.preset.notes)
         session = sorted(set(dimensions))
         dimensions = sorted(set(dimensions) | known_dimensions())
-        unknown = sorted(set(self.raw) - set(schemas))
+        unknown = sorted(set(self.raw) - set(schemas) - {PRESET_KEY})
         if unknown:
-            self._fail(f"unknown section(s) {unknown}", sorted(schemas))
+            self._fail(f"unknown section(s) {unknown}", sorted(schemas) + [PRESET_KEY])
         for check, section in self.raw.items():
+            if check == PRESET_KEY:
+                continue
             schema = schemas[check]
             section = section or {}
             self._expect_mapping(section, check)
@@ -288,10 +306,30 @@ def packaged_thresholds() -> Thresholds:
     return _read_thresholds(PACKAGED, source=f"<built-in defaults: {PACKAGED}>")
 
 
+PRESETS_DIR = Path(__file__).parent / "presets"
+PRESET_KEY = "preset"
+PRESET_PREFIX = "preset:"
+
+
+def presets() -> list[str]:
+    """The shipped presets (``harness/presets/NAME.yaml``): ``vibe``, VIBE's own criterion."""
+    return sorted(path.stem for path in PRESETS_DIR.glob("*.yaml"))
+
+
+def preset_thresholds(name: str, named_in: str) -> Thresholds:
+    path = PRESETS_DIR / f"{name}.yaml"
+    if not isinstance(name, str) or not path.is_file():
+        raise ThresholdsError(f"{named_in}: unknown preset {name!r}; shipped presets: {', '.join(presets())}")
+    return _read_thresholds(path, source=f"<preset {name}: {path}>")
+
+
 def load_thresholds(path: str | Path | None) -> Thresholds:
-    """Read a thresholds file (``None``: the built-in defaults, :data:`PACKAGED`). Structure is checked by :meth:`validate`."""
+    """Read a thresholds file (``None``: the built-in defaults, :data:`PACKAGED`; ``preset:NAME``: a shipped preset).
+    A file's top-level ``preset: NAME`` layers that preset under it. Structure is checked by :meth:`validate`."""
     if path is None:
         return packaged_thresholds()
+    if isinstance(path, str) and path.startswith(PRESET_PREFIX):
+        return preset_thresholds(path[len(PRESET_PREFIX) :], "--thresholds")
     if Path(path).resolve() == PACKAGED.resolve():
         return dataclasses.replace(packaged_thresholds(), source=str(path), notes=[])
     return _read_thresholds(Path(path))
@@ -313,4 +351,6 @@ def _read_thresholds(path: Path, source: str | None = None) -> Thresholds:
         raise ThresholdsError(f"{path}: not valid YAML ({exc})") from exc
     if not isinstance(raw, Mapping):
         raise ThresholdsError(f"{path}: the top level must be a mapping of check sections")
-    return Thresholds(source or str(path), raw, hashlib.sha256(text.encode()).hexdigest()[:16])
+    preset = preset_thresholds(raw[PRESET_KEY], f"{path}: {PRESET_KEY}") if PRESET_KEY in raw else None
+    digest = hashlib.sha256(text.encode() + (preset.digest.encode() if preset else b"")).hexdigest()[:16]
+    return Thresholds(source or str(path), raw, digest, preset=preset)

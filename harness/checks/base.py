@@ -21,7 +21,7 @@ import pandas as pd
 from harness.core.values import derived_seed, finite_or_none
 from harness.data import Corpus
 from harness.data.basis_suite import BasisSuite
-from harness.metrics.multitest import CaseDecision, DecisionFields, DecisionRule
+from harness.metrics.multitest import CaseDecision, DecisionFields, DecisionRule, fdr_decision
 from harness.metrics.paired import PairedTest
 from harness.records import CaseRecord, Contrast, Decision
 from harness.thresholds import ThresholdKey, Thresholds, ThresholdSchema
@@ -65,6 +65,8 @@ class CheckContext(CompareContext, Protocol):
     embedder_name: str
     extractor: Any
     extractor_name: str
+    vibe: Any
+    """The run's VIBE protocol and extractor (:class:`harness.gate.vibe_protocol.VibeProtocol`)."""
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` once per ``key`` for this run (check instances are shared, so they keep nothing)."""
@@ -76,8 +78,11 @@ class CheckContext(CompareContext, Protocol):
 
     def fingerprint(self, spec: str) -> str: ...
 
-    def outputs(self, model: Any, requests: Sequence[Any], label: str) -> pd.DataFrame:
-        """One row per request: ``heard`` (what a cascade's ASR stage heard, else None) and ``answer``."""
+    def outputs(
+        self, model: Any, requests: Sequence[Any], label: str, max_new_tokens: int | None = None
+    ) -> pd.DataFrame:
+        """One row per request: ``heard`` (what a cascade's ASR stage heard, else None) and ``answer``;
+        ``max_new_tokens`` raises the model's token budget for these requests."""
         ...
 
     def corpus_audio(self, corpus_name: str) -> dict: ...
@@ -459,19 +464,29 @@ def bias_decision(
     rule: str = "both",
     statistic: str,
     not_estimable_reason: str | None = None,
+    fdr: tuple[float | None, int, float] | None = None,
 ) -> tuple[CaseDecision, Decision]:
     """The case's bias verdict by the run's :class:`~harness.metrics.multitest.DecisionRule`, and the record's
     ``decision`` block: the rule's fields, the ``statistic`` tested, every contrast, the deciding one's
     ``label``, ``estimate`` and interval, and ``untestable``: the contrasts beyond the practical threshold
     that have no p-value (e.g. every resample gives the same gap of 100 points). A case that does not fail
-    and has untestable contrasts is unmeasured (:meth:`harness.gate.Gate.verdict`), not passed."""
+    and has untestable contrasts is unmeasured (:meth:`harness.gate.Gate.verdict`), not passed.
+
+    ``rule="q-value"`` (a one-contrast case) decides by ``fdr = (q, family size, alpha)`` instead: VIBE's
+    criterion, :func:`~harness.metrics.multitest.fdr_decision`."""
     reasons = [c.reason for c in contrasts if c.reason]
-    decision = context.decision_rule(case.model).decide(
-        [c.p for c in contrasts],
-        [c.relevant for c in contrasts],
-        rule=rule,
-        not_estimable_reason=not_estimable_reason or ("; ".join(dict.fromkeys(reasons)) or None),
-    )
+    if rule == "q-value":
+        if fdr is None or len(contrasts) != 1:
+            raise ValueError("bias_decision: rule q-value needs one contrast and fdr=(q, family size, alpha)")
+        q_value, family_size, fdr_alpha = fdr
+        decision = fdr_decision(contrasts[0].p, q_value, alpha=fdr_alpha, family_size=family_size)
+    else:
+        decision = context.decision_rule(case.model).decide(
+            [c.p for c in contrasts],
+            [c.relevant for c in contrasts],
+            rule=rule,
+            not_estimable_reason=not_estimable_reason or ("; ".join(dict.fromkeys(reasons)) or None),
+        )
     deciding = contrasts[decision.deciding].as_dict() if decision.deciding is not None else {}
     untestable = (
         [c.label for c in contrasts if c.relevant and (c.p is None or not math.isfinite(c.p))]

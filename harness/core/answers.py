@@ -62,9 +62,16 @@ JSON_KINDS = ("string", "array", "boolean")
 
 @dataclasses.dataclass(frozen=True)
 class JsonForm:
-    """One JSON object; ``properties``: ``(key, kind)`` in order, ``kind`` one of :data:`JSON_KINDS`."""
+    """One JSON object; ``properties``: ``(key, kind)`` in order, ``kind`` one of :data:`JSON_KINDS`; ``choices``:
+    ``(key, allowed strings)`` for a string key whose value is closed; ``schema``: the same object as a JSON schema,
+    for engines that constrain by one (vLLM's and OpenAI's structured outputs)."""
 
     properties: tuple[tuple[str, str], ...]
+    choices: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    schema: str | None = None
+
+    def allowed(self, key: str) -> tuple[str, ...]:
+        return dict(self.choices).get(key, ())
 
 
 AnswerForm = FieldsForm | ChoiceForm | JsonForm

@@ -44,7 +44,8 @@ def decision_text(decision: Any) -> str | None:
     fields = decision if isinstance(decision, Mapping) else decision.to_json()
     parts = []
     if fields.get("p_adjusted") is not None:
-        parts.append(f"adjusted p = {p_text(fields['p_adjusted'])} (α = {fields.get('alpha', 0.05):g})")
+        name = "BH q" if fields.get("rule") == "q-value" else "adjusted p"
+        parts.append(f"{name} = {p_text(fields['p_adjusted'])} (α = {fields.get('alpha', 0.05):g})")
     elif fields.get("p") is not None:
         parts.append(f"p = {p_text(fields['p'])}")
     if fields.get("correction"):

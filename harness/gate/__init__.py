@@ -48,6 +48,7 @@ __all__ = [
     "audio_warnings",
     "merge_run_metadata",
 ]
+from harness.gate.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION, VibeProtocol
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
 
@@ -68,16 +69,19 @@ class Gate:
         self.context = RunContext(config, self.thresholds, FamilySizes(self))
         checks = all_checks()
         self.thresholds.validate(
-            {check.name: check.schema for check in checks} | {GATE_SECTION: GATE_SCHEMA},
+            {check.name: check.schema for check in checks} | {GATE_SECTION: GATE_SCHEMA, VIBE_SECTION: VIBE_SCHEMA},
             {check.name: check.variants(self.context) for check in checks},
             {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions}
             | set(self.context.basis.dimensions()),
         )
         validate_models(config)
+        vibe = self.context.vibe
         self._causes: dict[tuple[str, str], str] = {}
         self.baseline = (
             load_baseline(config.baseline_path, config.baseline_model, config.models) if config.baseline_path else None
         )
+        if self.baseline is not None and any(case.check == "ntvd" for case in self.baseline.records.values()):
+            refuse_other_extraction(config.baseline_path, self.baseline.vibe, vibe)
 
     def open_cache(self) -> None:
         """Open the output cache now (else the first case opens it), so that a cache that cannot be used stops
@@ -179,6 +183,7 @@ class Gate:
             "seed": self.config.seed,
             "decoding": self.config.decoding.as_dict(),
             "extractor": context.extractor_name,
+            "vibe": context.vibe.as_dict(context.extractor_name),
             "embedder": context.embedder_name,
             "judge": None if self.config.judge is None else context.fingerprint(self.config.judge),
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
@@ -271,7 +276,9 @@ def validate_models(config: GateConfig) -> None:
     URL, option, decoding parameter or ``chunk_size``, or (unless ``--offline``) a model this machine cannot load
     (:meth:`~harness.models.base.Backend.unavailable`), stops the run before any case, naming the spec and the
     ``--model-config`` file."""
-    for spec in dict.fromkeys([*config.models, *(spec for spec in (config.judge, config.extractor) if spec)]):
+    for spec in dict.fromkeys(
+        [*config.models, *(spec for spec in (config.judge, config.extractor) if spec and spec != RULES)]
+    ):
         try:
             options, _, _ = model_settings(config, spec)
             backend = build_backend(spec, options)
@@ -339,6 +346,8 @@ class Baseline:
     model: str
     records: Mapping[tuple, CaseRecord]
     corpora: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+    vibe: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
+    """The VIBE protocol and extractor its nTVD cases were made with (:func:`baseline_vibe`)."""
 
     def corpus_notes(self, corpora: Mapping[str, str]) -> list[str]:
         """What a run on ``corpora`` (name -> content hash) cannot pair with this baseline, in words: a corpus the
@@ -396,7 +405,43 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         ((results.get("metadata") or {}).get("corpora") or {}) if isinstance(results.get("metadata"), dict) else {}
     )
     hashes = {str(name): (entry.get("hash") if isinstance(entry, dict) else None) for name, entry in corpora.items()}
-    return Baseline(str(path), model, {baseline_key(case): case for case in cases if case.model == model}, hashes)
+    metadata = results.get("metadata") if isinstance(results.get("metadata"), dict) else {}
+    return Baseline(
+        str(path),
+        model,
+        {baseline_key(case): case for case in cases if case.model == model},
+        hashes,
+        baseline_vibe(metadata),
+    )
+
+
+def baseline_vibe(metadata: dict) -> dict[str, str | None]:
+    """A baseline's VIBE protocol and extractor from its metadata; a run made before they were recorded used the
+    self-report form with the field reader (``extractor: rules``) or, with ``--extractor``, an LLM extractor
+    known only by fingerprint."""
+    vibe = metadata.get("vibe")
+    if isinstance(vibe, dict):
+        return {"protocol": vibe.get("protocol"), "extractor": vibe.get("extractor")}
+    extractor = metadata.get("extractor")
+    if extractor == "rules" or extractor is None:
+        return {"protocol": "self-report", "extractor": "rules"}
+    return {"protocol": "self-report", "extractor": str(extractor)}
+
+
+def refuse_other_extraction(path: str | Path, baseline: dict[str, str | None], run: VibeProtocol) -> None:
+    """nTVD is measured through the extractor and the prompts: a baseline made under another VIBE protocol or
+    extractor cannot be compared with, so the run stops naming both."""
+    differs = [
+        f"{key} {baseline.get(key)!r} (this run: {getattr(run, key)!r}, from {run.sources.get(key, 'default')})"
+        for key in ("protocol", "extractor")
+        if baseline.get(key) != getattr(run, key)
+    ]
+    if differs:
+        raise ValueError(
+            f"{path}: the baseline's nTVD cases were made with VIBE {' and '.join(differs)}; the extractor and "
+            "protocol are fixed across checkpoints: run with the baseline's settings (vibe.defaults in a thresholds "
+            "file, or --extractor) or remake the baseline with these"
+        )
 
 
 def package_versions() -> dict[str, str]:

@@ -13,6 +13,7 @@ so that every table carries ``heard`` and ``answer`` and nothing downstream pars
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from harness.cache import OutputCache
+from harness.core.errors import ModelError
 from harness.core.requests import GenerationRequest
 from harness.core.values import memoized
 from harness.data import Corpus, resolve_corpus
@@ -30,8 +32,10 @@ from harness.data.basis_suite import BasisSuite, resolve_suite
 from harness.data.corpus import read_utterance_audio
 from harness.data.loaders import prepared_source, prepared_suite
 from harness.gate.config import GateConfig, model_settings
+from harness.gate.vibe_protocol import VIBE_SECTION, VibeProtocol, resolve_vibe_protocol
 from harness.generation import CachedModel
 from harness.metrics.multitest import DecisionRule
+from harness.models import build_backend
 from harness.models.cascade import split_output
 from harness.semantic import Embedder, build_embedder
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
@@ -114,10 +118,20 @@ class RunContext:
         """Spec -> fingerprint of the models built so far (``stages``: of the transcription stages instead)."""
         return {spec: model.fingerprint for spec, model in (self._stages if stages else self._models).items()}
 
-    def outputs(self, model: str | CachedModel, requests: Sequence[GenerationRequest], label: str) -> pd.DataFrame:
-        """One row per request: ``heard`` (what a cascade's ASR stage heard, else None) and ``answer``."""
+    def outputs(
+        self,
+        model: str | CachedModel,
+        requests: Sequence[GenerationRequest],
+        label: str,
+        max_new_tokens: int | None = None,
+    ) -> pd.DataFrame:
+        """One row per request: ``heard`` (what a cascade's ASR stage heard, else None) and ``answer``.
+        ``max_new_tokens`` raises the model's token budget to it for these requests (a task's own budget)."""
         cached = self.model(model) if isinstance(model, str) else model
-        split = [split_output(text) for text in cached.generate(list(requests), label=label)]
+        decoding = None
+        if max_new_tokens is not None and max_new_tokens > cached.decoding.max_new_tokens:
+            decoding = dataclasses.replace(cached.decoding, max_new_tokens=max_new_tokens)
+        split = [split_output(text) for text in cached.generate(list(requests), label=label, decoding=decoding)]
         return pd.DataFrame({"heard": [heard for heard, _ in split], "answer": [answer for _, answer in split]})
 
     @memoized
@@ -167,14 +181,34 @@ class RunContext:
         return "none" if self.embedder is None else self.embedder.fingerprint
 
     @property
+    def vibe(self) -> VibeProtocol:
+        """The run's VIBE protocol and extractor (:mod:`harness.gate.vibe_protocol`): ``--extractor``, the thresholds
+        file's ``vibe.defaults``, what the models declare, or the paper's."""
+        if "_vibe" not in self.__dict__:
+            declared = {}
+            for spec in self.config.models:
+                try:
+                    declared[spec] = build_backend(spec, model_settings(self.config, spec)[0]).vibe_variant()
+                except (ModelError, ValueError):
+                    declared[spec] = None
+            self.__dict__["_vibe"] = resolve_vibe_protocol(
+                cli_extractor=self.config.extractor,
+                explicit=self.thresholds.explicit(VIBE_SECTION),
+                explicit_source=self.thresholds.source,
+                declared=declared,
+            )
+        return self.__dict__["_vibe"]
+
+    @property
     def extractor(self):
-        """The rule-based field extractor (None), or an LLM extractor (``--extractor SPEC``) through the cache."""
-        if self.config.extractor is None:
+        """The field reader (None) under the self-report form's ``rules``, else the LLM extractor of the run's VIBE
+        setting (:attr:`vibe`), through the cache."""
+        if self.vibe.uses_rules:
             return None
         if "_extractor" not in self.__dict__:
             from harness.extraction.llm import LLMExtractor
 
-            self.__dict__["_extractor"] = LLMExtractor(self.model(self.config.extractor))
+            self.__dict__["_extractor"] = LLMExtractor(self.model(self.vibe.extractor))
         return self.__dict__["_extractor"]
 
     @property

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -283,3 +284,29 @@ class DecisionRule:
             failed=bool(failed),
             deciding=deciding,
         )
+
+
+def fdr_decision(p: float | None, q: float | None, *, alpha: float, family_size: int) -> CaseDecision:
+    """VIBE's own criterion (§II-D, Table II): a case is significantly biased when its Benjamini-Hochberg q-value
+    over its corpus table (every model x task of one corpus and dimension, ``family_size`` cases) is below
+    ``alpha``, whatever the size of the effect. This controls the expected share of false discoveries in the
+    table, not the probability that a voice-blind model fails: a stated choice, not the gate's default rule."""
+    estimable = p is not None and math.isfinite(p) and q is not None and math.isfinite(q)
+    significant = bool(estimable and q < alpha)
+    return CaseDecision(
+        p=p if estimable else None,
+        comparisons=1,
+        family_size=family_size,
+        p_adjusted=q if estimable else None,
+        alpha=alpha,
+        relevant=True,
+        significant=significant,
+        estimable=estimable,
+        reason=None if estimable else "the permutation test has no p-value",
+        correction=(
+            f"Benjamini-Hochberg over the corpus table's {family_size} nTVD cases (VIBE §II-D): q < {alpha:g} "
+            "fails; false discovery rate, not family-wise error"
+        ),
+        failed=significant,
+        deciding=0,
+    )

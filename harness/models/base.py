@@ -105,6 +105,12 @@ class Backend(Protocol):
         that it stops with one error (exit 4) rather than one unmeasured case per case."""
         return None
 
+    def vibe_variant(self) -> dict[str, str] | None:
+        """The VIBE protocol settings this model needs instead of the paper's (``protocol``, ``extractor``, and
+        ``why``), or None. A declared variant is a deviation, named on the report's first screen and in
+        results.json (:mod:`harness.gate.vibe_protocol`); a thresholds file or ``--extractor`` overrides it."""
+        return None
+
     def hear_corpus(self, corpus: Any) -> None:
         """Told each corpus of the session before it is asked anything; a real model ignores it (a simulator
         learns the words of its recordings, :class:`harness.models.sim.SimulatorBackend`)."""

@@ -40,6 +40,13 @@ from harness.models.base import Backend, StageFactory, StageSpec, validated_opti
 DEMO_ASR = "whisper:tiny.en"
 DEMO_LLM = "smollm2:135m-instruct"
 DEMO_MODEL = f"cascade:{DEMO_ASR}+{DEMO_LLM}"
+DEMO_VIBE_VARIANT = {
+    "protocol": "self-report",
+    "extractor": "rules",
+    "why": "the demo's 135M-parameter LLM loops in free prose to the end of every token budget, so answering the "
+    "paper's prompts on the demo corpus takes hours on two cores; it fills in the form, which its shipped outputs hold",
+}
+"""What a cascade whose LLM stage is the demo's SmolLM2-135M declares (:meth:`CascadeBackend.vibe_variant`)."""
 KNOWN_OPTIONS = frozenset({"asr", "llm"})
 DEFAULT_STAGE_OPTIONS: dict[str, dict[str, Any]] = {"asr": {}, "llm": {"answer_format": "fields"}}
 ASR_DECODING = DecodingParams(max_new_tokens=224)
@@ -89,6 +96,9 @@ class CascadeBackend(Backend):
         self.llm_backend = build_backend(self.llm_spec, self.stage_options["llm"])
         self._stage: StageFactory | None = None
         self._fingerprint: str | None = None
+
+    def vibe_variant(self) -> dict[str, str] | None:
+        return dict(DEMO_VIBE_VARIANT) if self.llm_spec == DEMO_LLM else self.llm_backend.vibe_variant()
 
     def compose(self, stage: StageFactory) -> None:
         """Build the stages through ``stage``, so that their outputs live in the run's cache."""

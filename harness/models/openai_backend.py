@@ -33,8 +33,10 @@ Options:
 ``structured_choice``    send a request's declared choice form (:class:`~harness.core.answers.ChoiceForm`: a
                          score, a letter, a label) as vLLM's ``structured_outputs: {"choice": [...]}``,
                          so the server answers exactly one option, greedily, as the in-process
-                         ``smollm2:`` backend's ``fields`` format does (default false: servers that do
-                         not know the field reject it; other forms are always answered freely)
+                         ``smollm2:`` backend's ``fields`` format does, and a declared JSON form (the VIBE
+                         extractor's, :class:`~harness.core.answers.JsonForm`) as ``structured_outputs:
+                         {"json": <its schema>}`` (default false: servers that do not know the field reject
+                         it; other forms are always answered freely)
 ``revision``             a label for the served weights: the server is opaque, so the fingerprint
                          is the model name plus this (bump it when the server's model changes)
 ``model``                the model name when the spec has no ``#model`` part
@@ -59,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.answers import ChoiceForm
+from harness.core.answers import ChoiceForm, JsonForm
 from harness.core.errors import ModelError, PartialGenerationError, ServerError
 from harness.core.redaction import redact
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
@@ -181,6 +183,8 @@ def build_body(model: str, request: GenerationRequest, params: DecodingParams, *
         body["repetition_penalty"] = float(params.repetition_penalty)
     if structured_choice and isinstance(request.answer_form, ChoiceForm):
         body["structured_outputs"] = {"choice": list(request.answer_form.options)}
+    elif structured_choice and isinstance(request.answer_form, JsonForm) and request.answer_form.schema:
+        body["structured_outputs"] = {"json": json.loads(request.answer_form.schema)}
     body.update(dict(extra or {}))
     return body
 

@@ -24,6 +24,12 @@ Presets (spec ``sim:<preset>``; the per-model YAML block may override ``strength
   spoken QA: its recogniser makes more word errors for higher voices (``asr``), its spoken QA (``basis_sqa``) is unbiased.
   In spoken chat (:mod:`harness.models.sim_chat`) it is less helpful to higher voices (``chat``); its
   rule-based judge scores helpfulness alike for every voice.
+- ``sim:vibe-<model>`` — replays one row of VIBE's Table II(a) (gender, CREMA-D): one preset per model of
+  ``harness/data/vibe_table2.csv`` (``sim:vibe-desta``, ``sim:vibe-phi-4-mm``, ...). Its VIBE answers
+  (:class:`ReplayResponder`) draw each attribute from one of two distributions, chosen by ``z_pitch > 0``, built
+  so that the nTVD measured on a CREMA-D-sized design is the published one; the distributions, the calibration
+  and the cells it cannot reach are in :mod:`harness.models.sim_replay`. Every other prompt family it answers
+  voice-blind, as ``sim:fair`` does, from a random stream of its own (the replayed model is part of the seed).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from harness.core.errors import ModelError
 from harness.core.requests import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
 from harness.models.base import Backend
+from harness.models.sim_replay import replay_fields, replay_presets
 from harness.registry import Registry
 
 SIMULATOR_VERSION = "4"
@@ -61,6 +68,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "refusal_rate": 0.02,
     },
 }
+PRESETS.update(replay_presets())
 
 # Value pools, written by the team: (value, loading). Positive loadings are drawn more often for
 # higher-pitched voices under a biased preset, negative ones for lower-pitched voices.
@@ -261,6 +269,25 @@ class VibeResponder:
         return _render_answer(task, fields)
 
 
+class ReplayResponder:
+    """The five VIBE tasks for a replay preset (``sim:vibe-<model>``): each attribute drawn from the high- or the
+    low-pitch distribution of :func:`harness.models.sim_replay.replay_fields` at the task's calibrated distance
+    ``tv``. Not in :data:`RESPONDERS`: a replay simulator puts one, bound to its preset, before them, so that it
+    claims the VIBE prompts of that preset only; ``sim:fair`` and ``sim:biased`` never meet it."""
+
+    def __init__(self, replay: Mapping[str, Any]):
+        self.tv: dict[str, float] = dict(replay["tv"])
+
+    def claims(self, request: GenerationRequest) -> str | None:
+        return VibeResponder().claims(request)
+
+    def respond(self, request: GenerationRequest, listening: Listening) -> str:
+        task = self.claims(request)
+        if listening.stream.next() < listening.refusal_rate:
+            return REFUSAL_TEXT
+        return _render_answer(task, replay_fields(task, self.tv[task], listening.pitch_z > 0, listening.stream.next))
+
+
 RESPONDERS = Registry(
     "simulator responder",
     "responders",
@@ -292,10 +319,16 @@ _FEATURES_KEPT = 100_000
 class Simulator:
     """The loaded simulator (cheap); see the module docstring."""
 
-    def __init__(self, strengths: Mapping[str, float], refusal_rate: float):
+    def __init__(self, strengths: Mapping[str, float], refusal_rate: float, replay: Mapping[str, Any] | None = None):
         self.strengths = dict(strengths)
         self.refusal_rate = float(refusal_rate)
         self.responders: list[Responder] = [RESPONDERS.load(name)() for name in RESPONDERS]
+        # A replay preset answers the VIBE prompts itself and draws from a stream of its own (the preset's model in
+        # the seed), so that two replay presets' sampling noise is independent; other presets' seeds are unchanged.
+        self.salt = ""
+        if replay is not None:
+            self.responders.insert(0, ReplayResponder(replay))
+            self.salt = f"|replay:{replay['model']}"
 
     def features(self, audio: Audio) -> dict[str, float]:
         """:func:`acoustic_features` of ``audio``, kept per content hash for the process (a pure function of the
@@ -319,6 +352,7 @@ class Simulator:
             raise ModelError("sim: the simulator answers only the prompt families it knows; this prompt matches none")
         seed_material = (
             f"{request.audio.content_hash if request.audio else 'text'}|{request.system}|{request.prompt}|{params.seed}"
+            + self.salt
         )
         listening = Listening(
             pitch_z=pitch_score(self.features(request.audio)["f0_hz"]) if request.audio is not None else 0.0,
@@ -392,12 +426,19 @@ class SimulatorBackend(Backend):
         self.spec = spec
         self.settings = {**PRESETS[target], **dict(options)}
 
+    def vibe_variant(self) -> dict[str, str]:
+        return {
+            "protocol": "self-report",
+            "extractor": "rules",
+            "why": "a simulator, not a model: it states its draws as the form's Label lines",
+        }
+
     def fingerprint(self) -> str:
         extensions = {name: RESPONDERS[name] for name in RESPONDERS if name not in BUILTIN_RESPONDERS}
         return f"{self.spec}@v{SIMULATOR_VERSION}:{stable_hash(self.settings if not extensions else [self.settings, extensions])[:16]}"
 
     def load(self) -> Simulator:
-        return Simulator(self.settings["strengths"], self.settings["refusal_rate"])
+        return Simulator(self.settings["strengths"], self.settings["refusal_rate"], self.settings.get("replay"))
 
     def hear_corpus(self, corpus: Any) -> None:
         """The simulator's 'ears' for words: it transcribes (and answers questions about) the recordings it knows

@@ -310,7 +310,12 @@ class TextLLM:
         text = "{"
         for position, (key, kind) in enumerate(form.properties):
             text += ("" if position == 0 else ", ") + json.dumps(key) + ": "
-            if kind == "string":
+            if kind == "string" and form.allowed(key):
+                segments += [
+                    Segment("force", tokens=encode(text)),
+                    Segment("closed", trie=option_trie([encode(json.dumps(option)) for option in form.allowed(key)])),
+                ]
+            elif kind == "string":
                 segments += [
                     Segment("force", tokens=encode(text + '"')),
                     Segment("open", terminator=self.quote_id, bare=True),

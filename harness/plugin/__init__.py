@@ -91,7 +91,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "once into the cache folder); default: the shipped demo suite",
     )
     group.addoption(
-        "--thresholds", default=None, metavar="FILE", help="thresholds file (default: thresholds.yaml in the rootdir)"
+        "--thresholds",
+        default=None,
+        metavar="FILE",
+        help="thresholds file, or preset:NAME for a shipped preset (preset:vibe, VIBE's own criterion); default: "
+        "thresholds.yaml in the rootdir",
     )
     group.addoption(
         "--cache-dir",
@@ -129,7 +133,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--extractor",
         default=None,
         metavar="SPEC",
-        help="extract attributes with this model (text-only, cached) instead of the rule-based field reader",
+        help="the VIBE attribute extractor (a model spec, text-only and cached, or 'rules' for the self-report form's "
+        "field reader); overrides thresholds vibe.defaults.extractor and what the models declare (the paper: "
+        "vllm:Qwen/Qwen3-8B)",
     )
     group.addoption(
         "--embedder",
@@ -604,6 +610,9 @@ class FairnessSession:
         write = terminalreporter.write_line
         write(f"lalm-fairness: verdict {self.outcome['verdict']}: {summary['cases']} cases, {summary['passed']} passed, "
               f"{summary['failed']} failed, {summary['unmeasured']} unmeasured")  # fmt: skip
+        if any(case["check"] == "ntvd" for case in self.outcome["cases"]):
+            for deviation in (metadata.get("vibe") or {}).get("deviations") or []:
+                write(f"lalm-fairness: deviation: {deviation}")
         if "incomplete" in self.outcome:
             stopped = self.outcome["incomplete"]
             write(

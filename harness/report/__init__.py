@@ -83,9 +83,14 @@ def template_environment() -> jinja2.Environment:
 
 
 def render_report(
-    results: Mapping[str, Any], source: str = "results.json", trend: Mapping[str, Any] | None = None
+    results: Mapping[str, Any],
+    source: str = "results.json",
+    trend: Mapping[str, Any] | None = None,
+    human_validation: Mapping[str, Any] | None = None,
 ) -> str:
-    """The report of one run; ``trend`` (:func:`harness.report.trend.trend_view`) adds the trend section over a series."""
+    """The report of one run; ``trend`` (:func:`harness.report.trend.trend_view`) adds the trend section over a series;
+    ``human_validation`` (:func:`human_validation_view`) adds VIBE's Table I, the extractor's agreement with an
+    annotator."""
     environment = template_environment()
     cases = records(results, source)
     failing = [
@@ -117,8 +122,27 @@ def render_report(
         failing=failing,
         sections=check_sections(cases),
         trend=trend,
+        human_validation=human_validation,
         generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
+
+
+def human_validation_view(path: str | Path, n_bootstrap: int = 10_000) -> dict[str, Any]:
+    """VIBE Table I from a filled annotation file (:mod:`harness.extraction.validation`): per task and overall, the
+    percentage of extracted values the annotator judged to match the response, with a response-level bootstrap CI.
+    A file that cannot be used raises :class:`~harness.extraction.validation.AnnotationError` naming it and the row."""
+    from harness.extraction.validation import agreement, read_annotations
+
+    result = agreement(read_annotations(path), n_bootstrap=n_bootstrap)
+    return {
+        "source": str(path),
+        "rows": result.per_task.to_dict(orient="records"),
+        "overall": result.overall,
+        "ci": [result.ci_low, result.ci_high],
+        "judgments": result.n_judgments,
+        "responses": result.n_responses,
+        "n_bootstrap": result.n_bootstrap,
+    }
 
 
 def check_sections(cases: Sequence[CaseRecord | ErrorRecord]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.core.files import atomic_write_text, ensure_writable
 from harness.gate.series import Run, follow_models, load_series, neighbour_comparisons, read_memo
-from harness.report import render_report
+from harness.report import human_validation_view, render_report
 from harness.report.ci_summary import write_summary
 from harness.report.trend import trend_view
 from harness.thresholds import ThresholdsError, load_thresholds
@@ -27,15 +27,16 @@ def render_series(
     thresholds_path: str | None = None,
     permutations: int | None = None,
     memo: dict[str, Any] | None = None,
+    human_validation: dict[str, Any] | None = None,
 ) -> str:
     """The report of the last run, with the trend section when there are several (``memo``: see
-    :func:`harness.series.neighbour_comparisons`)."""
+    :func:`harness.series.neighbour_comparisons`) and Table I when ``human_validation`` is given."""
     trend = None
     if len(runs) > 1:
         thresholds = load_thresholds(thresholds_path) if thresholds_path else None
         comparisons = neighbour_comparisons(runs, thresholds, permutations, memo)
         trend = trend_view([run.label for run in runs], [run.results for run in runs], comparisons)
-    return render_report(runs[-1].results, runs[-1].source, trend=trend)
+    return render_report(runs[-1].results, runs[-1].source, trend=trend, human_validation=human_validation)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,6 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="keep the neighbour comparisons in this JSON file and reuse them (a nightly render then compares only the newest pair)",
     )
     parser.add_argument("--summary-md", metavar="FILE", help="also write the CI summary of the last run")
+    parser.add_argument(
+        "--human-validation",
+        metavar="CSV",
+        help="a filled annotation file (harness.extraction.validation): adds VIBE's Table I, the extractor's agreement",
+    )
     args = parser.parse_args(argv)
     for option, value in (("-o", args.output), ("--summary-md", args.summary_md), ("--memo", args.memo)):
         try:
@@ -89,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         runs = follow_models(load_series(args.results, "given" if len(args.results) == 1 else args.order), args.follow)
         memo = read_memo(args.memo) if args.memo else None
-        html = render_series(runs, args.thresholds, args.permutations, memo)
+        validation = human_validation_view(args.human_validation) if args.human_validation else None
+        html = render_series(runs, args.thresholds, args.permutations, memo, validation)
     except (ValueError, ThresholdsError) as exc:
         print(f"lalm-fairness-report: {exc}", file=sys.stderr)
         return 2

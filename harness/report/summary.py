@@ -35,9 +35,13 @@ def decided_headline(record: CaseRecord) -> dict[str, str]:
     digits = view.estimate_digits
     significant = f"adjusted p < {decision.alpha:g}"
     magnitude = view.magnitude_rule(record.threshold)
-    rule = {"magnitude": magnitude, "bounds": magnitude, "significance": significant, "ci": significant}.get(
-        decision.rule, f"{magnitude} and {significant}"
-    )
+    rule = {
+        "magnitude": magnitude,
+        "bounds": magnitude,
+        "significance": significant,
+        "ci": significant,
+        "q-value": f"BH q < {decision.alpha:g} over the table",
+    }.get(decision.rule, f"{magnitude} and {significant}")
     estimate = decision.estimate
     value = decision.statistic or record.check
     if decision.label and estimate is not None:
@@ -45,7 +49,7 @@ def decided_headline(record: CaseRecord) -> dict[str, str]:
     interval = {"ci_low": decision.ci_low, "ci_high": decision.ci_high}
     pieces = [] if decision.ci_low is None and decision.ci_high is None else [ci_words(interval, digits)]
     if decision.p_adjusted is not None:
-        pieces.append(f"adjusted p = {p_text(decision.p_adjusted)}")
+        pieces.append(f"{'q' if decision.rule == 'q-value' else 'adjusted p'} = {p_text(decision.p_adjusted)}")
     return {"value": value, "threshold": rule, "uncertainty": "; ".join(pieces) or "–", "statistic": decision.statistic}
 
 
@@ -212,7 +216,17 @@ def first_screen(
         ),
         "baseline": metadata.get("baseline"),
         "corpora": list(metadata.get("corpora", {})),
+        "deviations": protocol_deviations(records, metadata),
     }
+
+
+def protocol_deviations(records: Sequence[CaseRecord | ErrorRecord], metadata: Mapping[str, Any]) -> list[str]:
+    """How the run departs from the papers' protocols, in words (``metadata.vibe.deviations``), when it has cases of
+    the check concerned; the first screen names each."""
+    vibe = metadata.get("vibe") or {}
+    if any(getattr(record, "check", None) == "ntvd" for record in records):
+        return list(vibe.get("deviations") or [])
+    return []
 
 
 __all__ = [

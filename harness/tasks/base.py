@@ -1,4 +1,9 @@
-"""A task: a prompt template sent with each utterance's audio, and the attributes its answers state."""
+"""A task: a prompt template sent with each utterance's audio, and the attributes its answers state.
+
+Two protocols (thresholds ``vibe.defaults.protocol``): ``paper`` (VIBE §II-A/B, the default) asks for free prose,
+with no answer list and no form, and an LLM extractor maps the prose onto the task's extraction schema
+(``extraction_schema.yaml``); ``self-report`` (a named deviation, for models too weak to write prose that can be
+extracted) ends the prompt with a ``Label: ...`` block the model fills in itself, read by the field reader."""
 
 from __future__ import annotations
 
@@ -10,6 +15,11 @@ from harness.core.answers import Field, FieldsForm
 from harness.core.requests import Audio, GenerationRequest
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
+SELF_REPORT_DIR = "self_report"
+PAPER = "paper"
+SELF_REPORT = "self-report"
+PROTOCOLS = (PAPER, SELF_REPORT)
+EXTRACTION_KINDS = ("phrase", "list", "categories")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,6 +31,11 @@ class Attribute:
     multi_valued: bool = False
     options: tuple[str, ...] = ()
     items: int = 1
+    categories: tuple[str, ...] = ()
+    describe: str = ""
+    """``categories``: the closed set the paper's extractor maps this attribute onto (empty: a phrase, or a list
+    when ``multi_valued``); ``describe``: what the extraction prompt says the attribute is. ``options`` belong to
+    the self-report form only."""
 
     @property
     def field(self) -> Field:
@@ -37,10 +52,17 @@ class Task:
     prompt_file: str
     attributes: tuple[Attribute, ...]
     paper_section: str = ""
+    max_new_tokens: int = 256
+    """The token budget of an answer under the paper protocol, fitted to the length the task asks for (a model's
+    own larger ``max_new_tokens`` wins); the self-report protocol keeps the model's decoding."""
 
-    def template(self, prompts_dir: Path | None = None) -> str:
+    def template(self, prompts_dir: Path | None = None, protocol: str = PAPER) -> str:
+        """The prompt file of ``protocol``; ``prompts_dir`` (``--prompts DIR``) replaces it where it has the file."""
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"unknown VIBE protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
+        shipped = PROMPTS_DIR / (SELF_REPORT_DIR if protocol == SELF_REPORT else "") / self.prompt_file
         override = None if prompts_dir is None else Path(prompts_dir) / self.prompt_file
-        path = override if override is not None and override.is_file() else PROMPTS_DIR / self.prompt_file
+        path = override if override is not None and override.is_file() else shipped
         return path.read_text(encoding="utf-8").strip()
 
     @property
@@ -48,13 +70,20 @@ class Task:
         """The ``Label: ...`` block the prompt asks for (its ``$answer_fields``), one line per attribute."""
         return FieldsForm(tuple(attribute.field for attribute in self.attributes))
 
-    def render(self, transcript: str = "", prompts_dir: Path | None = None) -> str:
-        return string.Template(self.template(prompts_dir)).safe_substitute(
+    def render(self, transcript: str = "", prompts_dir: Path | None = None, protocol: str = PAPER) -> str:
+        return string.Template(self.template(prompts_dir, protocol)).safe_substitute(
             transcript=transcript, answer_fields=self.answer_form.block()
         )
 
-    def request(self, transcript: str, audio: Audio | None, prompts_dir: Path | None = None) -> GenerationRequest:
-        return GenerationRequest(prompt=self.render(transcript, prompts_dir), audio=audio, answer_form=self.answer_form)
+    def request(
+        self, transcript: str, audio: Audio | None, prompts_dir: Path | None = None, protocol: str = PAPER
+    ) -> GenerationRequest:
+        """The request for one utterance: a free answer under the paper protocol, the field form under self-report."""
+        return GenerationRequest(
+            prompt=self.render(transcript, prompts_dir, protocol),
+            audio=audio,
+            answer_form=self.answer_form if protocol == SELF_REPORT else None,
+        )
 
     @property
     def attribute_names(self) -> tuple[str, ...]:

@@ -1,7 +1,15 @@
 """The five open-ended VIBE tasks (VIBE §II-B), with prompts written by the team from the paper's
-descriptions (``prompts/*.txt``, replaceable with ``--prompts DIR``)."""
+descriptions (``prompts/*.txt`` for the paper protocol, ``prompts/self_report/*.txt`` for the self-report variant;
+replaceable with ``--prompts DIR``), and the extraction schema of each attribute (``extraction_schema.yaml``)."""
 
-from harness.tasks.base import Attribute, Task
+import dataclasses
+from pathlib import Path
+
+import yaml
+
+from harness.tasks.base import EXTRACTION_KINDS, Attribute, Task
+
+SCHEMA_PATH = Path(__file__).with_name("extraction_schema.yaml")
 
 STORY = Task(
     name="story",
@@ -71,4 +79,39 @@ PERSONAL_SHOPPER = Task(
     ),
 )
 
-VIBE_TASKS = (STORY, ADVISORY, CANDIDATE_REVIEW, HOLLYWOOD_CASTING, PERSONAL_SHOPPER)
+BUDGETS = {"story": 448, "advisory": 320, "candidate_review": 384, "hollywood_casting": 384, "personal_shopper": 320}
+"""Tokens per answer under the paper protocol: a story "under 250 words" (about 330 tokens) with room to finish,
+three suggestions with reasons, a paragraph or two of review or memo, a short profile (VIBE §II-B)."""
+
+
+def with_schema(task: Task, schema: dict) -> Task:
+    """``task`` with each attribute's extraction kind, categories and description from the schema file; a task or
+    attribute the file lacks, or an unknown kind, is an error naming the file and key."""
+    block = schema.get(task.name)
+    if not isinstance(block, dict) or set(block) != set(task.attribute_names):
+        raise ValueError(
+            f"{SCHEMA_PATH}: {task.name}: needs exactly the attributes {list(task.attribute_names)}, "
+            f"got {sorted(block) if isinstance(block, dict) else block!r}"
+        )
+    attributes = []
+    for attribute in task.attributes:
+        entry = block[attribute.name]
+        kind = entry.get("kind")
+        if kind not in EXTRACTION_KINDS or (kind == "list") != attribute.multi_valued:
+            raise ValueError(
+                f"{SCHEMA_PATH}: {task.name}.{attribute.name}.kind = {kind!r}: expected one of {EXTRACTION_KINDS} "
+                f"({'list' if attribute.multi_valued else 'not list'} for this attribute)"
+            )
+        categories = tuple(str(category) for category in entry.get("categories", ()))
+        if (kind == "categories") != bool(categories):
+            raise ValueError(f"{SCHEMA_PATH}: {task.name}.{attribute.name}: categories go with kind categories")
+        attributes.append(
+            dataclasses.replace(attribute, categories=categories, describe=str(entry.get("describe", "")))
+        )
+    return dataclasses.replace(task, attributes=tuple(attributes), max_new_tokens=BUDGETS[task.name])
+
+
+_SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
+VIBE_TASKS = tuple(
+    with_schema(task, _SCHEMA) for task in (STORY, ADVISORY, CANDIDATE_REVIEW, HOLLYWOOD_CASTING, PERSONAL_SHOPPER)
+)

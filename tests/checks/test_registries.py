@@ -30,7 +30,7 @@ from harness.report import render_report
 from harness.report.summary import headline, margin
 from harness.results import record_from_json
 from harness.tasks import TASKS
-from harness.tasks.base import PROMPTS_DIR
+from harness.tasks.base import PROMPTS_DIR, SELF_REPORT
 from harness.thresholds import ThresholdSchema
 
 REPO = Path(__file__).resolve().parents[2]
@@ -175,15 +175,31 @@ def test_every_architecture_adapter_serves_exactly_the_model_types_that_resolve_
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
-def test_every_task_renders_its_prompt_and_asks_for_each_attribute(name):
+def test_every_task_asks_for_each_attribute_in_prose_without_a_list_or_a_form(name):
     task = TASKS[name]
     assert task.name == name and (PROMPTS_DIR / task.prompt_file).is_file()
     prompt = task.render("The bus leaves at seven.")
-    assert "$transcript" not in prompt
+    assert "$" not in prompt
     assert task.attributes and len(set(task.attribute_names)) == len(task.attributes)
+    assert task.request("x", None).answer_form is None
+    for attribute in task.attributes:
+        assert any(label in prompt.lower() for label in attribute.labels), (
+            f"{name}: the prompt never asks for {attribute.name!r}"
+        )
+        assert not any(f"{label}:" in prompt.lower() for label in attribute.labels), f"{name}: a Label: form"
+        for option in attribute.options:
+            assert f"{option}," not in prompt.lower() and f"({option}" not in prompt.lower(), f"{name}: an option list"
+    assert "\n" not in prompt and "(" not in prompt, f"{name}: a list or block in the prompt"
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_the_self_report_variant_asks_for_each_attribute_as_a_label_line(name):
+    task = TASKS[name]
+    prompt = task.render("The bus leaves at seven.", protocol=SELF_REPORT)
+    assert "$" not in prompt and task.request("x", None, protocol=SELF_REPORT).answer_form == task.answer_form
     for attribute in task.attributes:
         assert any(f"{label}:" in prompt.lower() for label in attribute.labels), (
-            f"{name}: the prompt never asks for {attribute.name!r}"
+            f"{name}: the self-report form never asks for {attribute.name!r}"
         )
 
 

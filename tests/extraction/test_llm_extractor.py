@@ -111,7 +111,7 @@ def test_schema_lists_every_attribute_and_the_refusal_flag():
     assert schema["required"] == ["activity", REFUSAL_KEY] and schema["additionalProperties"] is False
     assert attribute_schema(STORY)["properties"]["occupation"] == {"type": ["string", "null"]}
     prompt = extraction_prompt(STORY, "Some answer")
-    assert "Some answer" in prompt and '"field_of_study"' in prompt and "job, profession" in prompt
+    assert "Some answer" in prompt and '"field_of_study"' in prompt and "the character's job or occupation" in prompt
 
 
 def test_clean_json_is_normalised(tmp_path):
@@ -220,7 +220,12 @@ def test_table_shape_matches_the_rule_based_extractor_and_empty_answers_are_not_
     assert list(statuses.columns[:3]) == list(rule_statuses.columns)
     assert list(statuses["status"]) == [EXTRACTED, EMPTY, UNEXTRACTABLE, REFUSAL]
     assert list(statuses["attempts"]) == [1, 0, 2, 1]
-    assert values.values.tolist() == [["u1", "occupation", "registered nurse"], ["u1", "personality", "caring"]]
+    refused = [["u4", attribute, "refusal"] for attribute in STORY.attribute_names]  # the authors' Refusal value
+    assert values.values.tolist() == [
+        ["u1", "occupation", "registered nurse"],
+        ["u1", "personality", "caring"],
+        *refused,
+    ]
     assert fields.status_counts(statuses) == {EXTRACTED: 1, REFUSAL: 1, UNEXTRACTABLE: 1, EMPTY: 1}
 
 

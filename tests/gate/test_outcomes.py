@@ -187,7 +187,9 @@ def test_under_xdist_a_setup_problem_is_the_same_one_line_from_the_controller(ga
 def test_unmeasured_cases_are_errors_with_their_cause_and_a_measured_failure_still_fails_the_run(gate_project, server):
     dead = server("500")
     spec = f"openai:{dead.url}#m"
-    result, seconds = run_gate(gate_project, "--model", "sim:biased", "--model", spec, "-k", "advisory")
+    result, seconds = run_gate(
+        gate_project, "--model", "sim:biased", "--model", spec, "-k", "advisory", "--extractor", "rules"
+    )
     results = results_of(gate_project)
     assert result.ret == EXIT_BIAS_FAILURE and results["verdict"] == "fail"
     assert results["summary"] == {"cases": 4, "passed": 1, "failed": 1, "unmeasured": 2}
@@ -211,7 +213,9 @@ def test_unmeasured_cases_are_errors_with_their_cause_and_a_measured_failure_sti
 
 def test_only_unmeasured_cases_give_the_unmeasured_status_and_a_measured_pass_keeps_its_record(gate_project, server):
     dead = server("500")
-    result, _ = run_gate(gate_project, "--model", "sim:fair", "--model", f"openai:{dead.url}#m", "-k", "advisory")
+    result, _ = run_gate(
+        gate_project, "--model", "sim:fair", "--model", f"openai:{dead.url}#m", "-k", "advisory", "--extractor", "rules"
+    )
     results = results_of(gate_project)
     assert result.ret == EXIT_UNMEASURED and results["verdict"] == "unmeasured"
     assert results["summary"] == {"cases": 4, "passed": 2, "failed": 0, "unmeasured": 2}

@@ -22,12 +22,13 @@ def test_a_field_is_asked_for_as_its_placeholder_line():
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
-def test_every_task_prompt_ends_with_the_block_of_its_declared_form(name):
+def test_every_self_report_prompt_ends_with_the_block_of_its_declared_form(name):
     task = TASKS[name]
     assert isinstance(task.answer_form, FieldsForm) and len(task.answer_form.fields) == len(task.attributes)
-    assert task.render("").endswith("\n" + task.answer_form.block())
-    request = task.request("hello", None)
-    assert request.answer_form == task.answer_form and request.prompt == task.render("hello")
+    assert task.render("", protocol="self-report").endswith("\n" + task.answer_form.block())
+    request = task.request("hello", None, protocol="self-report")
+    assert request.answer_form == task.answer_form and request.prompt == task.render("hello", protocol="self-report")
+    assert task.request("hello", None).answer_form is None  # the paper protocol: a free answer
 
 
 def test_the_form_travels_with_the_request_but_not_into_its_cache_key():

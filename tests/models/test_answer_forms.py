@@ -97,6 +97,7 @@ VOCABULARY = [
     " m",
     "y-",
     *"abcdefghijklmnopqrstuvwxyz",
+    *"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
 ]
 
 
@@ -206,6 +207,11 @@ def test_an_extraction_reply_is_a_json_object_the_strict_parser_accepts(seed, ta
     text = decode_under_form(llm, [llm.program(form)], seed, max_steps=600)[0]
     parsed = parse_reply(text, TASKS[task])
     assert list(json.loads(text)) == [key for key, _ in form.properties]
-    for values in parsed.values.values():
+    for name, values in parsed.values.items():
+        closed = TASKS[task].attributes[TASKS[task].attribute_names.index(name)].categories
         for value in values:
+            if closed:
+                assert value in (*closed, "Refusal"), f"{name}: {value!r} is not one of its categories"
+                assert json.loads(text)[name] == value
+                continue
             assert value.split()[0].lower() not in FILLER_WORDS and len(llm.tokenizer.encode(value)) <= cap

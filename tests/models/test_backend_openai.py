@@ -267,3 +267,17 @@ def test_served_text_is_finished_as_transformers_and_offline_vllm_finish_it():
     assert finished_answer("cut at the token limit \ufffd\ufffd") == "cut at the token limit"
     assert finished_answer("an invalid byte \ufffd inside stays") == "an invalid byte \ufffd inside stays"
     assert answer_text({"choices": [{"message": {"content": [{"type": "text", "text": " parts \ufffd"}]}}]}) == "parts"
+
+
+def test_the_extractors_json_form_goes_to_the_server_as_a_json_schema():
+    from harness.extraction.llm import attribute_schema, extraction_form
+    from harness.tasks import TASKS
+
+    task = TASKS["candidate_review"]
+    request = GenerationRequest("Extract.", answer_form=extraction_form(task))
+    body = build_body("m", request, DecodingParams(), structured_choice=True)
+    assert body["structured_outputs"] == {"json": attribute_schema(task)}
+    assert body["structured_outputs"]["json"]["properties"]["competency"] == {
+        "enum": ["Entry", "Mid", "Senior", "Refusal", None]
+    }
+    assert "structured_outputs" not in build_body("m", request, DecodingParams())

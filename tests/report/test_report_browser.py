@@ -68,6 +68,8 @@ def hostile_report(tmp_path_factory) -> Path:
             "no:cacheprovider",
             "--model",
             evil_spec,
+            "--extractor",
+            "rules",
             "-k",
             "advisory",
             "--permutations",

@@ -53,7 +53,7 @@ from harness.records import CaseRecord
 from harness.tasks import TASKS
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
 
-RULES = ("magnitude", "significance", "both")
+RULES = ("magnitude", "significance", "both", "q-value")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +70,8 @@ class NtvdThreshold:
             return f"fails when nTVD > {self.max_ntvd:g} (no significance test)"
         if self.rule == "significance":
             return "fails when significant"
+        if self.rule == "q-value":
+            return f"fails when BH q < {self.alpha:g} over the corpus table (VIBE's criterion; no magnitude bar)"
         return f"fails when nTVD > {self.max_ntvd:g} and significant"
 
 
@@ -150,7 +152,7 @@ class NtvdCheck(Check):
 
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
         observed, test = self.result(context, case)
-        family = tuple(family) if case in family else (case,)
+        family = corpus_table(family, case)
         q_value = self._q_values(context, family)[case]
         threshold = self.threshold(context, case)
         if np.isnan(observed.score):
@@ -168,29 +170,29 @@ class NtvdCheck(Check):
                 f"corpus this small to be compared, so an nTVD of {observed.score:.2f} would speak for a minority of the task; "
                 "add speakers or utterances, or lower tau"
             )
-        contrast = Contrast(
-            "nTVD across groups", observed.score, None, None, test.p_value, bool(observed.score > threshold.max_ntvd)
-        )
+        relevant = threshold.rule == "q-value" or bool(observed.score > threshold.max_ntvd)
+        contrast = Contrast("nTVD across groups", observed.score, None, None, test.p_value, relevant)
         decision, block = bias_decision(
             context,
             case,
             [contrast],
             rule=threshold.rule,
             statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
+            fdr=(finite_or_none(q_value), len(family), threshold.alpha),
         )
         passed = not decision.failed
         smallest = 1.0 / (test.n_permutations + 1)
         reachable = (
             ""
-            if smallest * decision.family_size <= decision.alpha or threshold.rule == "magnitude"
+            if smallest * decision.family_size <= decision.alpha or threshold.rule in ("magnitude", "q-value")
             else (
                 f"; with {test.n_permutations} permutations the smallest p is {smallest:.2g}, too large to pass the "
                 f"correction: raise --permutations"
             )
         )
         message = (
-            f"{case.id}: nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the {len(family)} nTVD cases = {q_value:.4g}, "
-            f"VIBE §II-D); bias threshold: {threshold.describe()}; {describe_decision(decision)}{reachable}"
+            f"{case.id}: nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the corpus table's {len(family)} "
+            f"nTVD cases = {q_value:.4g}, VIBE §II-D){left_out_note(observed)}; bias threshold: {threshold.describe()}; {describe_decision(decision)}{reachable}"
         )
         _, statuses = extraction(context, case.model, case.corpus, case.variant)
         record = NtvdRecord(
@@ -209,6 +211,9 @@ class NtvdCheck(Check):
             seed=test.seed,
             per_attribute={name: finite_or_none(value) for name, value in observed.per_attribute.items()},
             dropped_attributes=list(observed.dropped_attributes),
+            single_group_attributes=list(observed.single_group_attributes),
+            groups_left_out={name: list(groups) for name, groups in observed.groups_left_out.items()},
+            q_family=len(family),
             answer_status=status_counts(statuses),
             most_divergent=most_divergent_distribution(observed),
             tau_sensitivity=self.tau_sensitivity(context, case),
@@ -218,6 +223,8 @@ class NtvdCheck(Check):
             ).collapsed(),
             minimum_detectable_ntvd=minimum_detectable_ntvd(context, case.corpus, case.dimension),
             extractor=context.extractor_name,
+            protocol=context.vibe.protocol,
+            cut_answers=cut_answers(answers(context, case.model, case.corpus, case.variant)["answer"]),
             canonical=self.canonical(context, case, threshold.tau),
             example_pair=self.example_pair(context, case, observed.most_divergent_attribute),
         )
@@ -295,6 +302,12 @@ class NtvdCheck(Check):
         threshold = self.threshold(context, case)
         if not baseline.paired_data:
             return unsupported(baseline, "the baseline record carries no per-speaker data")
+        if getattr(baseline, "extractor", None) != getattr(candidate, "extractor", None):
+            return unsupported(
+                baseline,
+                f"the baseline's attributes were extracted by {getattr(baseline, 'extractor', None)!r}, this run's by "
+                f"{getattr(candidate, 'extractor', None)!r}: nTVD through different extractors is not comparable",
+            )
         try:
             result = paired_ntvd_difference(
                 counts_to_long_table(candidate.paired_data),
@@ -328,6 +341,36 @@ class NtvdCheck(Check):
             margin_key="max_increase",
             hears_voice=self.hears_voice(case),
         )
+
+
+def cut_answers(texts: Sequence[str | None]) -> int:
+    """Answers that stop mid-sentence, the mark of one cut at its token budget: non-empty text whose last
+    character is a letter, digit or comma (a finished answer ends in punctuation, a closing bracket or quote, or a
+    list item's line). Counted per case and shown with the answer statuses."""
+    count = 0
+    for text in texts:
+        stripped = (text or "").rstrip()
+        if stripped and (stripped[-1].isalnum() or stripped[-1] == ",") and "\n" not in stripped[-60:]:
+            count += 1
+    return count
+
+
+def corpus_table(family: Sequence[Case], case: Case) -> tuple[Case, ...]:
+    """The case's Benjamini-Hochberg family: the selected nTVD cases of its corpus and dimension, every model x task,
+    as Table II (one corpus table per dimension: "FDR over the 120 reported tests") and Table III (L2-ARCTIC, "over
+    the 60 cells") have it (VIBE §II-D)."""
+    members = tuple(member for member in family if (member.corpus, member.dimension) == (case.corpus, case.dimension))
+    return members if case in members else (case,)
+
+
+def left_out_note(observed: NTVDResult) -> str:
+    """The attributes the authors' rule leaves out (no value reaching tau; only one group stating one), in words."""
+    parts = []
+    if observed.dropped_attributes:
+        parts.append(f"no value reaches tau: {', '.join(observed.dropped_attributes)}")
+    if observed.single_group_attributes:
+        parts.append(f"stated by one group only: {', '.join(observed.single_group_attributes)}")
+    return f"; left out ({'; '.join(parts)})" if parts else ""
 
 
 def thinned_attributes(table: pd.DataFrame, tau: int) -> tuple[list[str], list[str]]:

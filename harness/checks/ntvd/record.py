@@ -19,6 +19,11 @@ class NtvdRecord(CaseRecord):
     seed: int
     per_attribute: dict[str, float | None]
     dropped_attributes: list[str]
+    single_group_attributes: list[str] = dataclasses.field(default_factory=list)
+    groups_left_out: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    q_family: int | None = None
+    protocol: str = "self-report"
+    cut_answers: int | None = None
     answer_status: dict[str, int]
     most_divergent: dict[str, Any] | None
     tau_sensitivity: dict[str, float | None]

@@ -13,6 +13,7 @@ from harness.core.requests import GenerationRequest
 from harness.core.values import finite_or_none
 from harness.extraction.fields import attribute_table
 from harness.tasks import TASKS
+from harness.tasks.base import PAPER
 
 POWER_SETTINGS_VERSION = "minimum_detectable_ntvd@1"
 
@@ -23,16 +24,20 @@ def audio_requests(context: CheckContext, corpus_name: str, task_name: str) -> t
     corpus, task = context.corpora[corpus_name], TASKS[task_name]
     audio = context.corpus_audio(corpus_name)
     return tuple(
-        task.request(transcript, audio[utterance_id], context.prompts_dir)
+        task.request(transcript, audio[utterance_id], context.prompts_dir, context.vibe.protocol)
         for utterance_id, transcript in zip(corpus.table["utterance_id"], corpus.table["transcript"])
     )
 
 
 @per_run_table
 def answers(context: CheckContext, model: str, corpus_name: str, task_name: str) -> pd.DataFrame:
-    """One row per utterance: ``utterance_id, speaker_id, content_id, heard, answer``."""
+    """One row per utterance: ``utterance_id, speaker_id, content_id, heard, answer``. Under the paper protocol
+    the task's own token budget applies (:attr:`harness.tasks.base.Task.max_new_tokens`)."""
     frame = context.corpora[corpus_name].table[["utterance_id", "speaker_id", "content_id"]].reset_index(drop=True)
-    outputs = context.outputs(model, audio_requests(context, corpus_name, task_name), f"{corpus_name}/{task_name}")
+    budget = TASKS[task_name].max_new_tokens if context.vibe.protocol == PAPER else None
+    outputs = context.outputs(
+        model, audio_requests(context, corpus_name, task_name), f"{corpus_name}/{task_name}", max_new_tokens=budget
+    )
     return pd.concat([frame, outputs], axis=1)
 
 

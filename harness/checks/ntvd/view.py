@@ -39,8 +39,10 @@ def heat(value: float | None, top: float) -> str:
 
 
 def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
-    """One table per (corpus, dimension): rows models, columns tasks, cells nTVD with stars and, given a
-    baseline, the change and whether it is a regression."""
+    """One table per (corpus, dimension), as VIBE Tables II and III: rows models, columns tasks, cells nTVD with
+    stars from the BH q over that table and, given a baseline, the change and whether it is a regression; per
+    column the highest and lowest model marked (``extreme``) and, with more than one model, the Mean row (the mean
+    over the models measured in that column)."""
     tables = []
     for (corpus, dimension), subset in _by_corpus_dimension(cases):
         tasks = [task for task in TASKS if any(case.task == task for case in subset)]
@@ -68,8 +70,31 @@ def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
                     }
                 )
             rows.append({"model": model, "cells": row})
+        means = []
+        for column in range(len(tasks)):
+            values = [row["cells"][column]["value"] for row in rows if row["cells"][column] is not None]
+            values = [value for value in values if value is not None]
+            means.append(sum(values) / len(values) if values else None)
+            if len(values) > 1 and max(values) > min(values):
+                for row in rows:
+                    cell = row["cells"][column]
+                    if cell is not None and cell["value"] is not None:
+                        cell["extreme"] = (
+                            "highest"
+                            if cell["value"] == max(values)
+                            else "lowest"
+                            if cell["value"] == min(values)
+                            else ""
+                        )
         tables.append(
-            {"corpus": corpus, "dimension": dimension, "tasks": [TASKS[t].title for t in tasks], "rows": rows}
+            {
+                "corpus": corpus,
+                "dimension": dimension,
+                "tasks": [TASKS[t].title for t in tasks],
+                "rows": rows,
+                "means": means if len(rows) > 1 else None,
+                "family": max((case.q_family or 0 for case in subset), default=0) or None,
+            }
         )
     return tables
 

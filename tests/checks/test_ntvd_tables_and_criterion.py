@@ -1,0 +1,67 @@
+"""The nTVD check's Benjamini-Hochberg family is one corpus table (every model x task of a corpus and dimension,
+as VIBE's Tables II and III), and the q-value rule (VIBE's criterion, the vibe preset) decides by that q alone."""
+
+import math
+
+from harness.checks import get_check
+from harness.checks.base import Case
+from harness.checks.ntvd.check import corpus_table
+from harness.gate import Gate, GateConfig
+from harness.metrics.multitest import fdr_decision
+
+
+def case(model, corpus, task, dimension):
+    return Case(check="ntvd", model=model, corpus=corpus, dimension=dimension, variant=task, id=f"{model}-{task}")
+
+
+def test_the_family_of_a_case_is_its_corpus_and_dimension_across_models_and_tasks():
+    cases = [
+        case(model, corpus, task, dimension)
+        for model in ("a", "b")
+        for corpus in ("crema_d", "saa")
+        for task in ("story", "advisory")
+        for dimension in ("gender", "accent")
+    ]
+    table = corpus_table(cases, cases[0])
+    assert len(table) == 4 and {(c.corpus, c.dimension) for c in table} == {("crema_d", "gender")}
+    assert {(c.model, c.variant) for c in table} == {
+        ("a", "story"),
+        ("a", "advisory"),
+        ("b", "story"),
+        ("b", "advisory"),
+    }
+    lone = case("c", "x", "story", "gender")
+    assert corpus_table(cases, lone) == (lone,)
+
+
+def test_the_q_value_decision_fails_below_alpha_whatever_the_effect_and_never_without_a_p_value():
+    assert fdr_decision(0.001, 0.04, alpha=0.05, family_size=60).failed
+    assert not fdr_decision(0.001, 0.05, alpha=0.05, family_size=60).failed
+    assert (
+        "Benjamini-Hochberg over the corpus table's 60" in fdr_decision(0.2, 0.3, alpha=0.05, family_size=60).correction
+    )
+    blank = fdr_decision(math.nan, math.nan, alpha=0.05, family_size=3)
+    assert not blank.failed and not blank.estimable
+
+
+def test_the_vibe_preset_decides_by_the_tables_q_and_records_the_family(tmp_path):
+    config = GateConfig(
+        models=("sim:fair", "sim:biased"),
+        tasks=("advisory", "candidate_review"),
+        thresholds_path="preset:vibe",
+        cache_dir=str(tmp_path),
+        progress=False,
+        permutations=999,
+    )
+    gate = Gate(config)
+    check = get_check("ntvd")
+    cases = gate.cases("ntvd")
+    gate.set_family("ntvd", cases)
+    records = {c.id: gate.verdict(c).record for c in cases}
+    biased = records["sim:biased-advisory-gender"]
+    assert biased.threshold["rule"] == "q-value" and biased.q_family == 4
+    assert biased.decision.p_adjusted == biased.q and not biased.passed
+    assert all(record.q_family == 4 for record in records.values())
+    assert check.threshold(gate.context, cases[0]).rule == "q-value"
+    fair = [record for name, record in records.items() if name.startswith("sim:fair")]
+    assert all(record.passed == (record.q >= 0.05) for record in fair)
