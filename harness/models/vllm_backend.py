@@ -25,11 +25,13 @@ chat-template text): use ``openai:`` against ``vllm serve`` for it.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.core.answers import JsonForm
 from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.models.base import Backend, cuda_available, finished_answer, resolve_dtype, validated_options
@@ -162,16 +164,29 @@ class VLLMModel:
             item["multi_modal_data"] = {"audio": [(request.audio.samples, request.audio.sample_rate)]}
         return item
 
-    def sampling_params(self, params: DecodingParams) -> Any:
-        return self.vllm.SamplingParams(**sampling_kwargs(params))
+    def sampling_params(self, params: DecodingParams, request: GenerationRequest | None = None) -> Any:
+        """vLLM's sampling parameters; a request that declares a JSON form with a schema (the VIBE extractor's) is
+        decoded inside it, by vLLM's structured outputs (``StructuredOutputsParams(json=schema)``)."""
+        kwargs = sampling_kwargs(params)
+        form = None if request is None else request.answer_form
+        if isinstance(form, JsonForm) and form.schema:
+            structured = importlib.import_module("vllm.sampling_params").StructuredOutputsParams
+            kwargs["structured_outputs"] = structured(json=json.loads(form.schema))
+        return self.vllm.SamplingParams(**kwargs)
 
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
-        sp = self.sampling_params(params)
+        shared = self.sampling_params(params)
+        per_request = [
+            self.sampling_params(params, request) if isinstance(request.answer_form, JsonForm) else shared
+            for request in requests
+        ]
         prompts = [self.prompt(r) for r in requests]
         out: list[str] = []
         with Progress(len(prompts), f"{self.spec} generate") as bar:
             for start in range(0, len(prompts), self.batch_size):
                 chunk = prompts[start : start + self.batch_size]
+                chunk_params = per_request[start : start + self.batch_size]
+                sp = shared if all(item is shared for item in chunk_params) else chunk_params
                 try:
                     results = self.llm.generate(chunk, sp, use_tqdm=False)
                 except Exception as exc:

@@ -139,6 +139,25 @@ def test_requests_carry_rendered_prompt_audio_and_explicit_sampling(fake_vllm, q
     assert (sp["temperature"], sp["top_k"], sp["top_p"], sp["max_tokens"], sp["seed"]) == (0.0, -1, 1.0, 7, 4)
 
 
+def test_the_extractors_json_form_is_decoded_by_vllms_structured_outputs(fake_vllm, qwen2_audio_dir, monkeypatch):
+    from harness.extraction.llm import attribute_schema, extraction_form
+    from harness.tasks import TASKS
+
+    submodule = types.ModuleType("vllm.sampling_params")
+    submodule.StructuredOutputsParams = lambda **kwargs: ("structured", kwargs)
+    monkeypatch.setitem(sys.modules, "vllm.sampling_params", submodule)
+    model = VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={"batch_size": 2}).load()
+    task = TASKS["hollywood_casting"]
+    reqs = [GenerationRequest("Plain."), GenerationRequest("Extract.", answer_form=extraction_form(task))]
+    model.generate(reqs, DecodingParams(max_new_tokens=5))
+    model.generate(reqs[:1], DecodingParams(max_new_tokens=5))
+    first, second = FakeLLM.instances[-1].calls
+    plain, extract = first[1]
+    assert "structured_outputs" not in plain.kwargs
+    assert extract.kwargs["structured_outputs"] == ("structured", {"json": attribute_schema(task)})
+    assert isinstance(second[1], FakeSamplingParams)  # no form in the batch: one shared parameter set
+
+
 def test_sampling_params_are_explicit():
     kw = sampling_kwargs(DecodingParams(do_sample=True, temperature=0.7, top_p=0.8, top_k=20, repetition_penalty=1.05))
     assert (kw["temperature"], kw["top_p"], kw["top_k"], kw["repetition_penalty"]) == (0.7, 0.8, 20, 1.05)
