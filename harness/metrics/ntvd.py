@@ -160,12 +160,7 @@ def ntvd_from_group_counts(group_counts: np.ndarray, attribute_of_column: np.nda
     totals = _segment_sum(group_counts, attribute_of_column, n_attributes)
     present = totals > 0
     n_present = present.sum(axis=-2)
-    probabilities = np.divide(
-        group_counts,
-        totals[..., attribute_of_column],
-        out=np.zeros_like(group_counts),
-        where=totals[..., attribute_of_column] > 0,
-    )
+    probabilities = _within_group_probabilities(group_counts, attribute_of_column, n_attributes, totals)
     divisor = np.maximum(n_present, 1)
     reference = probabilities.sum(axis=-2, keepdims=True) / divisor[..., None, attribute_of_column]
     deviation = np.abs(probabilities - reference) * present[..., attribute_of_column]
@@ -185,11 +180,14 @@ def mean_over_measured(per_attribute: np.ndarray) -> np.ndarray:
 
 
 def _within_group_probabilities(
-    group_counts: np.ndarray, attribute_of_column: np.ndarray, n_attributes: int
+    group_counts: np.ndarray, attribute_of_column: np.ndarray, n_attributes: int, totals: np.ndarray | None = None
 ) -> np.ndarray:
-    """P_g(v): counts normalised within each group and attribute (eq. 2); 0 where a group has none."""
-    totals = _segment_sum(group_counts, attribute_of_column, n_attributes)[..., attribute_of_column]
-    return np.divide(group_counts, totals, out=np.zeros_like(group_counts), where=totals > 0)
+    """P_g(v): counts normalised within each group and attribute (eq. 2); 0 where a group has none. ``totals``: the
+    per-group, per-attribute sums when the caller has them already."""
+    if totals is None:
+        totals = _segment_sum(group_counts, attribute_of_column, n_attributes)
+    per_column = totals[..., attribute_of_column]
+    return np.divide(group_counts, per_column, out=np.zeros_like(group_counts), where=per_column > 0)
 
 
 def _segment_sum(values: np.ndarray, segment_of_column: np.ndarray, n_segments: int) -> np.ndarray:
