@@ -2,11 +2,15 @@
 
 Every function returns plain dicts of coordinates and labels that a Jinja template draws; none draws text
 of its own beyond the labels it is given, so one template serves every check without carrying its words.
+The one exception is :func:`pca_scatter`, which draws :func:`pca_scatter_figure` as a finished ``<svg>`` string
+(its own words: "% of variance", "drawn", "dropped", "no points to draw").
 """
 
 from __future__ import annotations
 
+import html
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -252,3 +256,208 @@ def dot_interval_plot(
         "mid_x": label_width + plot_width / 2,
         "threshold_label": threshold_label,
     }
+
+
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(value: Any) -> str:
+    """``value`` as text safe in an XML element or attribute: escaped (``&<>"'``), characters XML forbids removed."""
+    return html.escape(_XML_ILLEGAL.sub("", str(value)), quote=True)
+
+
+def _coordinate(value: float) -> str:
+    """A pixel coordinate at one decimal, without a trailing ``.0``."""
+    return f"{value:.1f}".removesuffix(".0")
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a float, or None when it is not a finite number."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _finite_pair(point: Any) -> tuple[float, float] | None:
+    """``point`` as ``(x, y)`` floats, or None when it is not a pair of finite numbers."""
+    try:
+        x, y = (_finite(v) for v in point)
+    except (TypeError, ValueError):
+        return None
+    return None if x is None or y is None else (x, y)
+
+
+def _spread_axis(values: Sequence[float], left: float, width: float) -> LinearAxis | None:
+    """A :class:`LinearAxis` over ``values`` (None without any), widened around a single value by 5% of it (at least 1)."""
+    if not values:
+        return None
+    lo, hi = min(values), max(values)
+    if lo == hi:
+        half = max(1.0, 0.05 * abs(lo))
+        lo, hi = lo - half, hi + half
+    return LinearAxis([lo, hi], left, width)
+
+
+def _axis_ticks(axis: LinearAxis | None) -> list[dict[str, Any]]:
+    if axis is None:
+        return []
+    return [{**tick, "label": "0" if tick["label"] == "-0" else tick["label"]} for tick in axis.ticks()]
+
+
+def pca_scatter_figure(
+    points: Mapping[str, Sequence[tuple[float, float]]],
+    *,
+    title: str,
+    x_label: str = "PC1",
+    y_label: str = "PC2",
+    explained: Sequence[float] | None = None,
+    max_points_per_group: int = 2000,
+) -> dict[str, Any]:
+    """Geometry of a scatter of points on their first two principal components, one colour per group (the
+    semantic-aware paper's Fig. 1: utterances' semantic embeddings projected by PCA, coloured by group).
+
+    ``points`` maps a group label to its ``(pc1, pc2)`` coordinates. Groups are coloured from :data:`PALETTE` in
+    sorted label order; a point that is not a pair of finite numbers is dropped and the drops are counted in
+    ``note``. A group of more than ``max_points_per_group`` finite points is drawn as an evenly spaced subsample
+    (``n`` of them, ``drawn`` drawn); the axes span every finite point. ``explained`` (PC1's and PC2's ratios of
+    explained variance, 0 to 1) adds "(41.2% of variance)" to the axis labels."""
+    if max_points_per_group < 1:
+        raise ValueError(f"max_points_per_group must be at least 1, not {max_points_per_group}")
+    labels = sorted(points)
+    given = {label: [] if points[label] is None else list(points[label]) for label in labels}
+    finite = {label: [p for p in map(_finite_pair, given[label]) if p is not None] for label in labels}
+    dropped = {label: len(given[label]) - len(finite[label]) for label in labels}
+    left, plot_width, plot_height, legend_gap = 72, 380, 300, 24
+    note = ""
+    if sum(dropped.values()):
+        total = sum(dropped.values())
+        where = ", ".join(f"{label}: {count}" for label, count in dropped.items() if count)
+        note = f"{total} point{'s' if total != 1 else ''} with non-finite coordinates dropped ({where})"
+    top = 24 + (16 if note else 0)
+    bottom = top + plot_height
+    everything = [p for label in labels for p in finite[label]]
+    x_axis = _spread_axis([p[0] for p in everything], left, plot_width)
+    y_axis = _spread_axis([p[1] for p in everything], bottom, -plot_height)
+    ratios = list(explained) if explained is not None else []
+    axis_labels = []
+    for index, label in enumerate((x_label, y_label)):
+        ratio = _finite(ratios[index]) if index < len(ratios) else None
+        if ratio is not None and 0 <= ratio <= 1:
+            label = f"{label} ({100 * ratio:.1f}% of variance)"
+        axis_labels.append(label)
+    groups = []
+    for position, label in enumerate(labels):
+        chosen = finite[label]
+        n = len(chosen)
+        if n > max_points_per_group:
+            chosen = [chosen[i * n // max_points_per_group] for i in range(max_points_per_group)]
+        count = f"n={n}" + (f", {len(chosen)} drawn" if len(chosen) < n else "")
+        groups.append(
+            {
+                "label": label,
+                "colour": PALETTE[position % len(PALETTE)],
+                "n": n,
+                "drawn": len(chosen),
+                "dropped": dropped[label],
+                "legend": f"{label} ({count})",
+                "legend_y": top + 8 + 16 * position,
+                "points": [(x_axis.x(x), y_axis.x(y)) for x, y in chosen] if x_axis and y_axis else [],
+            }
+        )
+    right = left + plot_width
+    legend_x = right + legend_gap
+    legend_width = max([0] + [round(6.5 * len(group["legend"])) + 16 for group in groups])
+    caption_width = left + round(6.5 * max(len(title), len(note))) + 8
+    summary = ", ".join(group["legend"] for group in groups) or "no groups"
+    description = f"{title}: {axis_labels[1]} against {axis_labels[0]} by group; {summary}" + (
+        f"; {note}" if note else ""
+    )
+    return {
+        "width": max(legend_x + legend_width, caption_width),
+        "height": max(bottom + 40, top + 16 * len(groups) + 8),
+        "title": title,
+        "note": note,
+        "description": description,
+        "top": top,
+        "bottom": bottom,
+        "left": left,
+        "right": right,
+        "mid_x": left + plot_width / 2,
+        "mid_y": top + plot_height / 2,
+        "x_ticks": _axis_ticks(x_axis),
+        "y_ticks": _axis_ticks(y_axis),
+        "x_label": axis_labels[0],
+        "y_label": axis_labels[1],
+        "legend_x": legend_x,
+        "groups": groups,
+        "empty": not everything,
+    }
+
+
+def pca_scatter(
+    points: Mapping[str, Sequence[tuple[float, float]]],
+    *,
+    title: str,
+    x_label: str = "PC1",
+    y_label: str = "PC2",
+    explained: Sequence[float] | None = None,
+    max_points_per_group: int = 2000,
+) -> str:
+    """:func:`pca_scatter_figure` drawn as one inline ``<svg>`` element (a string, every label escaped): a
+    ``<title>`` and ``aria-label`` describing it, the title and any drop note above the plot, axes with ticks,
+    one semi-transparent ``<g>`` of circles (r=2.5, coordinates at one decimal) per group in the figure's
+    colour and titled with its legend, and the legend to the right. Same input, same string."""
+    figure = pca_scatter_figure(
+        points,
+        title=title,
+        x_label=x_label,
+        y_label=y_label,
+        explained=explained,
+        max_points_per_group=max_points_per_group,
+    )
+    f, c = figure, _coordinate
+    lines = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{f["width"]}" height="{f["height"]}" role="img" '
+        f'aria-label="{_xml_text(f["description"])}">',
+        f"<title>{_xml_text(f['description'])}</title>",
+        f'<text x="{f["left"]}" y="14" font-weight="600">{_xml_text(f["title"])}</text>',
+    ]
+    if f["note"]:
+        lines.append(f'<text x="{f["left"]}" y="30" fill="#8a5a00">{_xml_text(f["note"])}</text>')
+    lines.append(
+        f'<line x1="{f["left"]}" x2="{f["right"]}" y1="{f["bottom"]}" y2="{f["bottom"]}" stroke="#999"></line>'
+        f'<line x1="{f["left"]}" x2="{f["left"]}" y1="{f["top"]}" y2="{f["bottom"]}" stroke="#999"></line>'
+    )
+    ticks = "".join(
+        f'<line x1="{c(t["x"])}" x2="{c(t["x"])}" y1="{f["bottom"]}" y2="{f["bottom"] + 4}" stroke="#999"></line>'
+        f'<text x="{c(t["x"])}" y="{f["bottom"] + 15}" text-anchor="middle">{_xml_text(t["label"])}</text>'
+        for t in f["x_ticks"]
+    ) + "".join(
+        f'<line x1="{f["left"] - 4}" x2="{f["left"]}" y1="{c(t["x"])}" y2="{c(t["x"])}" stroke="#999"></line>'
+        f'<text x="{f["left"] - 6}" y="{c(t["x"] + 4)}" text-anchor="end">{_xml_text(t["label"])}</text>'
+        for t in f["y_ticks"]
+    )
+    if ticks:
+        lines.append(ticks)
+    lines.append(
+        f'<text x="{c(f["mid_x"])}" y="{f["bottom"] + 30}" text-anchor="middle">{_xml_text(f["x_label"])}</text>'
+        f'<text x="{c(-f["mid_y"])}" y="14" transform="rotate(-90)" text-anchor="middle">{_xml_text(f["y_label"])}</text>'
+    )
+    if f["empty"]:
+        lines.append(
+            f'<text x="{c(f["mid_x"])}" y="{c(f["mid_y"])}" text-anchor="middle" fill="#777">no points to draw</text>'
+        )
+    for group in f["groups"]:
+        if group["points"]:
+            circles = "".join(f'<circle cx="{c(x)}" cy="{c(y)}" r="2.5"/>' for x, y in group["points"])
+            lines.append(
+                f'<g fill="{group["colour"]}" fill-opacity="0.45"><title>{_xml_text(group["legend"])}</title>{circles}</g>'
+            )
+        lines.append(
+            f'<circle cx="{f["legend_x"] + 5}" cy="{group["legend_y"]}" r="4" fill="{group["colour"]}"></circle>'
+            f'<text x="{f["legend_x"] + 12}" y="{group["legend_y"] + 4}">{_xml_text(group["legend"])}</text>'
+        )
+    lines.append("</svg>")
+    return "\n".join(lines)
