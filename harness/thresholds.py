@@ -21,8 +21,8 @@ lack, so that one file serves every corpus: such an override is *unused*, report
 known kind stays an error; the known dimensions are those of the session's corpora and suite, those any
 registered corpus loader writes (``harness.data.loaders.loader_dimensions()``, what each loader module declares: CREMA-D's gender, age_group,
 race; accent and gender of SAA and L2-ARCTIC; LibriSpeech's gender; Common Voice's gender, age, accent; VCTK's
-gender, accent, age_group; Fair-Speech's gender, age, ethnicity, first_language, socioeconomic; Spoken
-StereoSet's gender, age) and those of the shipped demo corpus and demo BASIS suite (:func:`known_dimensions`).
+gender, accent, age_group; Fair-Speech's gender, age, ethnicity, first_language, socioeconomic; AIR-Bench-Chat's
+gender; Spoken StereoSet's gender, age) and those of the shipped demo corpus and demo BASIS suite (:func:`known_dimensions`).
 """
 
 from __future__ import annotations

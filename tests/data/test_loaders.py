@@ -330,6 +330,7 @@ def test_broken_librispeech_names_the_file_and_line(tmp_path):
 
 def test_registry():
     assert sorted(corpus_loaders()) == [
+        "air-bench-chat",
         "common-voice",
         "crema-d",
         "fair-speech",

@@ -37,6 +37,7 @@ LOADERS = Registry(
         "common-voice": "harness.data.loaders.common_voice",
         "vctk": "harness.data.loaders.vctk",
         "fair-speech": "harness.data.loaders.fair_speech",
+        "air-bench-chat": "harness.data.loaders.air_bench_chat",
         "spoken-stereoset": "harness.data.loaders.spoken_stereoset",
     },
 )
