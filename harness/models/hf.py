@@ -153,6 +153,9 @@ class HFBackend(Backend):
         self.is_local = os.path.isdir(self.path)
         self._fingerprint: str | None = None
 
+    def semantic_source(self) -> HFBackend:
+        return self
+
     def unavailable(self) -> str | None:
         import importlib.util
 
@@ -357,6 +360,19 @@ class HFModel:
         return [r if r is not None else "" for r in results]
 
     # ------------------------------------------------------------------ representations
+    def semantic_pass(self) -> Any:
+        """Embed-AGG and Embed-EOWL of raw texts through this model's text path (semantic-aware paper §III-B)."""
+        from harness.models.semantic_pass import SemanticPass, soft_capped
+
+        return SemanticPass(
+            self.spec,
+            lambda texts: self._to_device(self.adapter.encode_text(self.processor, texts)),
+            lambda inputs, **kwargs: self.adapter.forward(self.model, inputs, **kwargs),
+            self.model.get_output_embeddings(),
+            batch_size=self.batch_size,
+            linear_logits=not soft_capped(self.model.config),
+        )
+
     def hidden_states(self, texts: Sequence[str], *, layer: int = -1, pool: str = "mean") -> np.ndarray:
         """Hidden states of raw texts (no chat template), pooled per text: float32 ``[n, hidden]``.
 

@@ -65,13 +65,13 @@ from harness.core.answers import ChoiceForm, JsonForm
 from harness.core.errors import ModelError, PartialGenerationError, ServerError
 from harness.core.redaction import redact
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
-from harness.models.base import Backend, finished_answer, validated_options
+from harness.models.base import Backend, finished_answer, local_semantic_source, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.progress import Progress
 
 KNOWN_OPTIONS = {
     "api_key_env", "concurrency", "timeout_s", "max_retries", "backoff_s", "backoff_max_s",
-    "extended_sampling", "extra_body", "revision", "model", "breaker_failures", "breaker_s", "structured_choice",
+    "extended_sampling", "extra_body", "revision", "model", "breaker_failures", "breaker_s", "structured_choice", "checkpoint",
 }  # fmt: skip
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -207,6 +207,9 @@ class OpenAIBackend(Backend):
         self.target = target
         self.options = validated_options(spec, "openai", options, KNOWN_OPTIONS)
         self.urls, self.model = parse_target(target, self.options)
+        checkpoint = self.options.get("checkpoint")
+        if checkpoint is not None and not os.path.isdir(os.path.expanduser(str(checkpoint))):
+            raise ModelError(f"{spec}: option checkpoint {checkpoint} is not a folder", source=spec)
         for key, least in (("concurrency", 1), ("breaker_failures", 1), ("timeout_s", 1e-9), ("breaker_s", 1e-9)):
             value = self.options.get(key, least)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < least:
@@ -214,6 +217,12 @@ class OpenAIBackend(Backend):
                     f"{spec}: option {key} must be a number {'>= 1' if least == 1 else '> 0'}, got {value!r}",
                     source=spec,
                 )
+
+    def semantic_source(self) -> Backend | None:
+        """The served model's own embeddings, through transformers, where its weights are a local folder: the
+        ``checkpoint`` option, or a served model name that is one (vLLM serves a local path under its own name)."""
+        path = os.path.expanduser(str(self.options.get("checkpoint") or self.model))
+        return local_semantic_source(path, {}) if os.path.isdir(path) else None
 
     def fingerprint(self) -> str:
         behaviour = {

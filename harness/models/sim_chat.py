@@ -13,7 +13,7 @@ import numpy as np
 
 from harness.core.requests import GenerationRequest
 from harness.models.sim import Listening, _weighted_sample_without_replacement
-from harness.tasks.chat import CHAT_PROMPT
+from harness.tasks.chat import ANSWER_HEADING, CHAT_PROMPT, JUDGE_PROMPT
 
 HELPFUL_SENTENCES = (
     "Here is what I would suggest.",
@@ -38,8 +38,8 @@ class ChatResponder:
 
 class JudgeResponder:
     def claims(self, request: GenerationRequest) -> str | None:
-        return "judge" if request.prompt.startswith("You are grading an assistant's reply") else None
+        return "judge" if request.prompt.startswith(JUDGE_PROMPT.split("\n", 1)[0]) else None
 
     def respond(self, request: GenerationRequest, listening: Listening) -> str:
-        reply = request.prompt.split("Assistant's reply:", 1)[1]
+        reply = request.prompt.split(ANSWER_HEADING, 1)[1].rsplit("\n\nRate the answer", 1)[0]
         return str(min(10, 2 * len(_HELPFUL.findall(reply))))

@@ -180,6 +180,9 @@ class TextLLMBackend(Backend):
     def resolved_settings(self) -> dict[str, Any]:
         return {"device": "cpu", "dtype": "float32", "cpu_numerics": numerics_status("torch")}
 
+    def semantic_source(self) -> TextLLMBackend:
+        return self
+
     def converted_directory(self) -> Path:
         key = stable_hash({"weights": self.weights.identity(), "engine": engine_versions(ENGINE_PINS)})[:16]
         return converted_models_root() / f"{self.weights.distribution}-{self.target}-{key}"
@@ -251,6 +254,23 @@ class TextLLM:
         self.close_bracket_id = self._single_token("]")
         self.space_quote_ids = tuple(tokenizer.encode(' "', add_special_tokens=False))
         self._heads: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+
+    def semantic_pass(self) -> Any:
+        """Embed-AGG and Embed-EOWL of raw texts (semantic-aware paper §III-B), batches padded on the left."""
+        from harness.models.semantic_pass import SemanticPass, left_padded, soft_capped
+
+        def encode(texts: list[str]) -> dict[str, Any]:
+            ids, mask = left_padded([self.tokenizer.encode(text) for text in texts], self.pad_id)
+            return {"input_ids": ids, "attention_mask": mask}
+
+        return SemanticPass(
+            self.spec,
+            encode,
+            lambda inputs, **kwargs: self.model(**inputs, **kwargs),
+            self.model.get_output_embeddings(),
+            batch_size=self.backend.batch_size,
+            linear_logits=not soft_capped(self.model.config),
+        )
 
     def _single_token(self, text: str) -> int:
         ids = self.tokenizer.encode(text, add_special_tokens=False)

@@ -34,7 +34,14 @@ from typing import Any
 from harness.core.answers import JsonForm
 from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams, GenerationRequest
-from harness.models.base import Backend, cuda_available, finished_answer, resolve_dtype, validated_options
+from harness.models.base import (
+    Backend,
+    cuda_available,
+    finished_answer,
+    local_semantic_source,
+    resolve_dtype,
+    validated_options,
+)
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
 from harness.models.progress import Progress
@@ -102,6 +109,10 @@ class VLLMBackend(Backend):
             options=behaviour,
             libraries=("vllm", "transformers", "torch"),
         )
+
+    def semantic_source(self) -> Backend | None:
+        """A local checkpoint's own embeddings, through transformers (``hf:`` on the same folder)."""
+        return local_semantic_source(self.path, self.options) if self.is_local else None
 
     def engine_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {

@@ -141,7 +141,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--embedder",
         default="auto",
         metavar="SPEC",
-        help="semantic embedder for the WER checks: minilm, embed-agg:<hf spec>, embed-eowl:<hf spec>, none (auto: minilm if installed)",
+        help="semantic covariates of the ratio checks: auto (each model's own Embed-AGG and Embed-EOWL where its weights "
+        "are here, else minilm if installed, named as a deviation), model (its own or stop), minilm, "
+        "embed-agg:<model spec>, embed-eowl:<model spec>, none; also the nTVD phrase merger (minilm under auto)",
     )
     group.addoption(
         "--judge",
@@ -610,9 +612,12 @@ class FairnessSession:
         write = terminalreporter.write_line
         write(f"lalm-fairness: verdict {self.outcome['verdict']}: {summary['cases']} cases, {summary['passed']} passed, "
               f"{summary['failed']} failed, {summary['unmeasured']} unmeasured")  # fmt: skip
+        deviations = []
         if any(case["check"] == "ntvd" for case in self.outcome["cases"]):
-            for deviation in (metadata.get("vibe") or {}).get("deviations") or []:
-                write(f"lalm-fairness: deviation: {deviation}")
+            deviations += (metadata.get("vibe") or {}).get("deviations") or []
+        deviations += [(case.get("semantics") or {}).get("deviation") for case in self.outcome["cases"]]
+        for deviation in dict.fromkeys(filter(None, deviations)):
+            write(f"lalm-fairness: deviation: {deviation}")
         if "incomplete" in self.outcome:
             stopped = self.outcome["incomplete"]
             write(

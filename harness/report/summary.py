@@ -221,12 +221,18 @@ def first_screen(
 
 
 def protocol_deviations(records: Sequence[CaseRecord | ErrorRecord], metadata: Mapping[str, Any]) -> list[str]:
-    """How the run departs from the papers' protocols, in words (``metadata.vibe.deviations``), when it has cases of
-    the check concerned; the first screen names each."""
+    """How the run departs from the papers' protocols, in words, when it has cases of the check concerned: VIBE's
+    (``metadata.vibe.deviations``) and each ratio case's semantic covariates not taken from the model under test
+    (``semantics.deviation``); the first screen names each."""
     vibe = metadata.get("vibe") or {}
+    deviations = []
     if any(getattr(record, "check", None) == "ntvd" for record in records):
-        return list(vibe.get("deviations") or [])
-    return []
+        deviations += list(vibe.get("deviations") or [])
+    for record in records:
+        semantic = (getattr(record, "semantics", None) or {}).get("deviation")
+        if semantic and semantic not in deviations:
+            deviations.append(semantic)
+    return deviations
 
 
 __all__ = [

@@ -70,7 +70,9 @@ def test_biased_recogniser_fails_gender_and_fair_one_passes(project):
     gender = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
     methods = [row["method"] for row in gender["comparisons"][0]["methods"]]
     assert methods[0] == "vanilla" and len(methods) in (3, 4)
-    assert gender["value"] > 1.5 and gender["ci"][0] > 1.0
+    # The paper's Male-Female orientation: sim:biased mis-hears higher voices, so male / female is well below 1.
+    assert gender["comparisons"][0]["comparison"] == "male / female"
+    assert gender["value"] < 1 / 1.5 and gender["ci"][1] < 1.0
     accent = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-accent")
     assert len(accent["comparisons"]) == 6  # one-vs-rest for each accent
     assert "Semantic-aware WER fairness" in (project.path / "report.html").read_text()
@@ -81,7 +83,7 @@ def test_without_an_embedder_the_speaker_model_decides_and_says_so(project):
     result.assert_outcomes(failed=1)
     case = results["cases"][0]
     assert case["semantics"]["embedder"] == "none"
-    assert "no semantic embedder available" in case["message"]
+    assert "no semantic covariates: judged on the speaker model without semantics" in case["message"]
     assert case["comparisons"][0]["judged_method"] == "regression w/ speaker w/o semantics"
 
 
@@ -97,7 +99,7 @@ def test_judge_score_ratio_runs_only_with_a_judge_and_catches_the_biased_chat(pr
     failed = {case["id"] for case in results["cases"] if not case["passed"]}
     assert failed == {"sim:biased-demo-gender"}
     biased = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
-    assert biased["check"] == "score_ratio" and biased["value"] < 1 and biased["semantics"]["unscored_replies"] == 0
+    assert biased["check"] == "score_ratio" and biased["value"] > 1 and biased["semantics"]["unscored_replies"] == 0
     assert results["metadata"]["judge"].startswith("sim:fair")
 
 
@@ -127,6 +129,23 @@ HARD_QUESTIONS = (
 )
 
 
+def section_iv_design(seed: int = 0) -> tuple[list[str], pd.DataFrame]:
+    """§IV's design: 2,000 spoken questions, male voices 800 simple + 200 hard, female voices 200 + 800, scores
+    N(6, 1) on simple and N(5, 1) on hard ones (gender confounded with difficulty only): the questions, and the
+    table ``group, speaker, score`` (20 speakers per gender)."""
+    rng = np.random.default_rng(seed)
+    hard = np.r_[np.zeros(800), np.ones(200), np.zeros(200), np.ones(800)].astype(bool)
+    questions = np.where(hard, rng.choice(HARD_QUESTIONS, size=2000), rng.choice(SIMPLE_QUESTIONS, size=2000))
+    table = pd.DataFrame(
+        {
+            "group": np.r_[np.full(1000, "M"), np.full(1000, "F")],
+            "speaker": np.r_[np.repeat(np.arange(20), 50), np.repeat(np.arange(20, 40), 50)],
+            "score": rng.normal(np.where(hard, 5.0, 6.0), 1.0),
+        }
+    )
+    return list(questions), table
+
+
 def test_semantic_paper_simulation_with_minilm_embeddings(tmp_path):
     """Semantic-aware paper §IV, rebuilt with the team's own questions: male voices ask 800 simple and 200
     hard questions, female voices 200 and 800; scores N(6, 1) on simple and N(5, 1) on hard ones, so
@@ -138,17 +157,8 @@ def test_semantic_paper_simulation_with_minilm_embeddings(tmp_path):
     from harness.metrics.wer_ratio import METHOD_SEMANTIC, METHOD_VANILLA
     from harness.semantic import build_embedder, semantic_covariates
 
-    rng = np.random.default_rng(0)
-    hard = np.r_[np.zeros(800), np.ones(200), np.zeros(200), np.ones(800)].astype(bool)
-    questions = np.where(hard, rng.choice(HARD_QUESTIONS, size=2000), rng.choice(SIMPLE_QUESTIONS, size=2000))
-    table = pd.DataFrame(
-        {
-            "group": np.r_[np.full(1000, "M"), np.full(1000, "F")],
-            "speaker": np.r_[np.repeat(np.arange(20), 50), np.repeat(np.arange(20, 40), 50)],
-            "score": rng.normal(np.where(hard, 5.0, 6.0), 1.0),
-        }
-    )
-    covariates = semantic_covariates(build_embedder("minilm"), list(questions), OutputCache(tmp_path), k=8)
+    questions, table = section_iv_design()
+    covariates = semantic_covariates(build_embedder("minilm"), questions, OutputCache(tmp_path), k=8)
     for index, column in enumerate(covariates.columns):
         table[column] = covariates.scores[:, index]
     methods = judge_score_ratio(
@@ -167,9 +177,17 @@ def test_default_run_judges_the_demo_cascade_with_the_demo_judge_and_reads_its_a
     from harness.models import build_backend
 
     result, results = run(project, "-k", "gender")
-    result.assert_outcomes(passed=2)
+    # The demo judge gives every answer 10 under the paper's prompt: the score case is unmeasured, saying so.
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*gave every one of the 324 answers the same score, 10*"])
     cases = {case["check"]: case for case in results["cases"]}
-    assert set(cases) == {"wer_ratio", "score_ratio"}
+    assert set(cases) == {"wer_ratio", "error"}
+    assert cases["error"]["nodeid"].endswith(
+        "test_score_ratio[cascade:whisper:tiny.en+smollm2:135m-instruct-demo-gender]"
+    )
+    semantics = cases["wer_ratio"]["semantics"]
+    assert semantics["source"] == "model" and set(semantics["embeddings"]) == {"Embed-AGG", "Embed-EOWL"}
+    assert all("smollm2:" in entry["fingerprint"] for entry in semantics["embeddings"].values())
     assert {case["model"] for case in cases.values()} == {"cascade:whisper:tiny.en+smollm2:135m-instruct"}
     metadata = results["metadata"]
     assert metadata["judge"] == build_backend("smollm2:135m-instruct").fingerprint()

@@ -1,26 +1,32 @@
 """Judge-score fairness (semantic-aware mixed-effects paper §IV-V, AIR-Bench-Chat style): one case per
 model x corpus x dimension, run when a judge is given (``--judge SPEC``).
 
-The model under test replies to each utterance as a user's message; the judge (any backend, text only,
-cached) scores each reply from 1 to 10; the ratio of group mean scores is estimated by the vanilla
-ratio, OLS, and a linear mixed model with a speaker random intercept without and with the semantic
-covariates of the message (:func:`harness.metrics.wer_ratio.judge_score_ratio`). Replies the judge does
-not score are counted and left out. Rules as for the WER ratio; a lower score is worse.
+The model under test answers each utterance (its audio, with the corpus's ``question`` where it has one, as
+AIR-Bench-Chat does, else :data:`harness.tasks.chat.CHAT_PROMPT`); the judge (any backend, text only, cached)
+scores each answer from 1 to 10 on usefulness, relevance, accuracy and comprehensiveness (§V-A;
+:data:`harness.tasks.chat.JUDGE_PROMPT`); the ratio of group mean scores is estimated by the rows of the paper's
+Table V (:func:`harness.metrics.wer_ratio.judge_score_ratio`): vanilla, OLS, and, when speakers are known, a
+linear mixed model with a speaker random intercept; then one semantic row per embedding of the reference text
+(the transcript and the prompt). A corpus without speaker ids (every utterance its own speaker, as AIR-Bench-Chat
+and Fair-Speech) has no speaker row: each utterance is its own unit, as the record's ``semantics.units`` says.
+Replies the judge does not score are counted and left out. Rules and orientation as for the WER ratio; a lower
+score is worse.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import Case, CheckContext, per_run
-from harness.checks.score_ratio.tables import judge_scores
+from harness.checks.base import Case, CheckContext, Verdict, per_run
+from harness.checks.score_ratio.tables import judge_scores, speaker_units
 from harness.checks.semantic_aware.tables import with_semantic_covariates
 from harness.checks.wer_ratio.check import WerRatioCheck
+from harness.core.errors import CaseNotMeasured
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
-from harness.tasks.chat import CHAT_PROMPT
 
 
 class ScoreRatioCheck(WerRatioCheck):
@@ -42,21 +48,22 @@ class ScoreRatioCheck(WerRatioCheck):
     @per_run
     def utterance_table(
         self, context: CheckContext, model: str, corpus_name: str, components: int
-    ) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
+    ) -> tuple[pd.DataFrame, dict[str, tuple[str, ...]], dict[str, Any]]:
         table = judge_scores(context, model, corpus_name).rename(columns={"speaker_id": "speaker"})
         corpus = context.corpora[corpus_name]
         for dimension in corpus.dimensions:
             table[dimension] = table["speaker"].map(corpus.speaker_labels(dimension)).to_numpy()
         unscored = int(table["score"].isna().sum())
         table = table.dropna(subset=["score"]).reset_index(drop=True)
-        texts = [f"{CHAT_PROMPT}\n{message}" for message in table["transcript"]]
-        table, columns, semantics = with_semantic_covariates(context, table, texts, components)
-        return table, columns, semantics | {"unscored_replies": unscored}
+        texts = [f"{prompt}\n{message}" for prompt, message in zip(table["prompt"], table["transcript"])]
+        table, covariate_sets, semantics = with_semantic_covariates(context, model, table, texts, components)
+        units = speaker_units(table)
+        return table, covariate_sets, semantics | {"unscored_replies": unscored, "units": units}
 
     @staticmethod
     def ratio(
         table: pd.DataFrame,
-        covariates: list[str],
+        covariates: Mapping[str, Sequence[str]],
         numerator: str,
         denominator: str,
         settings: dict[str, Any],
@@ -67,10 +74,24 @@ class ScoreRatioCheck(WerRatioCheck):
             covariates=covariates,
             numerator=numerator,
             denominator=denominator,
+            speaker="speaker" if table["speaker"].duplicated().any() else None,
             n_boot=settings["n_boot"],
             alpha=settings["alpha"],
             seed=seed,
         )
+
+    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+        """Unmeasured when the judge gave every answer the same score: a constant score has ratio 1 whatever the
+        answers, so it cannot show a difference (a judge too weak for the answers); otherwise as the WER ratio."""
+        settings = self.threshold_values(context, case)
+        table, _, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
+        scores = sorted(table["score"].unique())
+        if len(scores) == 1:
+            raise CaseNotMeasured(
+                f"{case.id}: the judge ({context.judge}) gave every one of the {len(table)} answers the same score, "
+                f"{scores[0]:g}: a constant score cannot show a difference between groups; use a stronger --judge"
+            )
+        return super().verdict(context, case, family)
 
     def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per speaker: summed judge scores and scored replies."""

@@ -6,22 +6,76 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from markupsafe import Markup
+
 from harness.checks.semantic_aware.record import RatioRecord
 from harness.checks.view import CheckView
-from harness.display.plots import forest_plot
+from harness.display.plots import forest_plot, pca_scatter
 from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number
+
+PAPER_ROW_LABELS = (
+    ("vanilla", "Vanilla Estimation"),
+    ("regression w/o speaker w/o semantics", "Regression w/o Spk. w/o Sem."),
+    ("regression w/ speaker w/o semantics", "Regression w/ Spk. w/o Sem."),
+    ("regression w/ speaker w/ semantics", "Spk. Sem.-Aware"),
+    ("regression w/o speaker w/ semantics", "Semantic-Aware"),
+)
+"""Each method row's name in the paper's Tables III-V."""
+
+INTERVAL_WORDS = {
+    "linearised t": "linearised t over speakers",
+    "bootstrap": "bootstrap",
+    "delta": "delta method",
+}
+
+
+def paper_row_label(method: str) -> str:
+    """The paper's name of a method row (``regression w/ speaker w/ semantics: Embed-AGG`` -> ``Spk. Sem.-Aware:
+    Embed-AGG``)."""
+    base, _, embedding = method.partition(": ")
+    for name, label in PAPER_ROW_LABELS:
+        if base == name:
+            return f"{label}: {embedding}" if embedding else label
+    return method
+
+
+def interval_words(row: Mapping[str, Any]) -> str:
+    """What a row's interval is, in words."""
+    kind = str(row.get("ci_method") or "")
+    return INTERVAL_WORDS.get(kind, kind or "–")
+
+
+def semantic_figures(record: RatioRecord) -> list[Markup]:
+    """The paper's Fig. 1 for each embedding of the case: its utterances on the first two principal components,
+    coloured by group (inline SVG)."""
+    figures = []
+    for name, figure in (record.semantics.get("pca") or {}).items():
+        figures.append(
+            Markup(
+                pca_scatter(
+                    figure["groups"],
+                    title=f"{name}: first two principal components by {record.dimension}",
+                    explained=figure.get("explained_variance"),
+                )
+            )
+        )
+    return figures
 
 
 def section_context(records: Sequence[RatioRecord], value_name: str) -> dict[str, Any]:
-    """Per case (by id): its forest plot (:func:`harness.display.plots.forest_plot`), anchor and decision."""
+    """Per case (by id): its forest plot (:func:`harness.display.plots.forest_plot`), the paper's Fig. 1 per
+    embedding, anchor and decision."""
     return {
         "cases": [
             {
                 "record": record,
                 "anchor": case_anchor(record),
                 "forest": forest_plot(record, value_name),
+                "pca": semantic_figures(record),
                 "decision": decision_text(record.decision),
                 "floors": floor_lines(record.floors),
+                "row_label": paper_row_label,
+                "interval_words": interval_words,
             }
             for record in sorted(records, key=lambda record: record.id)
         ]

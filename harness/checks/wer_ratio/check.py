@@ -2,15 +2,21 @@
 dimension.
 
 The model under test transcribes every utterance; word errors are counted after Whisper's normaliser;
-the expected-WER ratio between groups is estimated by the paper's four methods (vanilla, regression
-without speaker, with a speaker random intercept, and with speaker and semantic covariates — PCA of
-embeddings of the reference text). A dimension with two groups gives one ratio (first / second in sorted
-order); with more, each group is compared with all the others pooled (one-vs-rest) and the case is judged
-on the ratio farthest from 1.
+the expected-WER ratio between groups is estimated by every row of the paper's Tables III-IV: vanilla,
+regression without speaker or semantics, with a speaker random intercept, and with speaker and semantic
+covariates, one row per embedding (the model under test's own Embed-AGG and Embed-EOWL by default, PCA k = 8 of
+the reference text: the transcript and the prompt the model was asked with; :mod:`harness.semantic`).
 
-Rules (thresholds.yaml ``wer_ratio``), on the row of ``method`` of every comparison: ``both`` (default)
-fails when some ratio lies outside [lower, upper] and is significantly different from 1 under the whole
-gate's decision rule (:class:`harness.metrics.multitest.DecisionRule`: Bonferroni over the case's
+Orientation (threshold key ``numerator``). A dimension with two groups gives one ratio ``numerator / other``:
+under ``auto``, ``male / female`` for a gender dimension labelled female and male (the paper's Male-Female
+ratio, 3.21 / 4.47 = 0.719 in Table II), otherwise the first group in sorted order over the second; a group
+named by the key is the numerator. A dimension with more groups compares each group with all the others pooled
+(``group / (rest)``) and the case is judged on the ratio farthest from 1.
+
+Rules (thresholds.yaml ``wer_ratio``), on the row of ``method`` (``semantic``: the row of the embedding named
+by ``embedding``, ``agg`` by default, the paper's more effective one, §V-B) of every comparison: ``both``
+(default) fails when some ratio lies outside [lower, upper] and is significantly different from 1 under the
+whole gate's decision rule (:class:`harness.metrics.multitest.DecisionRule`: Bonferroni over the case's
 comparisons and across the model's bias cases; each comparison's p-value is the one its interval implies,
 :func:`harness.metrics.ratio_table.ratio_p_value`); ``ci`` when significant, whatever the size; ``bounds``
 when outside the bounds (no significance test, no error control). A fit that did not converge is
@@ -20,7 +26,7 @@ reported and never used to pass or fail: when no comparison could be fitted the 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -38,7 +44,7 @@ from harness.checks.base import (
     regression_keys,
 )
 from harness.checks.semantic_aware.record import RatioRecord
-from harness.checks.semantic_aware.tables import with_semantic_covariates
+from harness.checks.semantic_aware.tables import first_components, with_semantic_covariates
 from harness.checks.wer_ratio.tables import transcripts
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import finite_or_none
@@ -47,13 +53,14 @@ from harness.metrics.ratio_table import ratio_p_value
 from harness.metrics.wer import wer_table
 from harness.metrics.wer_ratio import (
     METHOD_NO_SPEAKER,
+    METHOD_NO_SPEAKER_SEMANTIC,
     METHOD_SEMANTIC,
     METHOD_SPEAKER,
     METHOD_VANILLA,
     RatioTable,
     wer_ratio,
 )
-from harness.tasks.asr import TRANSCRIPTION_PROMPT
+from harness.semantic import AGG, EOWL
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
 
 METHODS = {
@@ -63,6 +70,28 @@ METHODS = {
     "semantic": METHOD_SEMANTIC,
 }
 REST = "(rest)"
+EMBEDDINGS = {"agg": AGG, "eowl": EOWL}
+PAPER_NUMERATOR = {"gender": "male"}
+"""The numerator group of the paper's ratios by dimension, under ``numerator: auto`` (Male-Female, §V)."""
+
+
+def nonempty(value: str) -> str | None:
+    return None if value.strip() else "must name a group (or be auto)"
+
+
+def ratio_comparisons(levels: Sequence[str], dimension: str, numerator: str) -> list[tuple[str, str]]:
+    """The (numerator, denominator) pairs of a case (module docstring, "Orientation")."""
+    levels = sorted(levels)
+    if numerator != "auto" and numerator not in levels:
+        raise CaseNotMeasured(
+            f"threshold key numerator: {numerator!r} is not a group of dimension {dimension!r} (groups: {levels})"
+        )
+    if len(levels) != 2:
+        return [(level, REST) for level in levels]
+    if numerator == "auto":
+        paper = PAPER_NUMERATOR.get(dimension)
+        numerator = paper if paper in levels else levels[0]
+    return [(numerator, next(level for level in levels if level != numerator))]
 
 
 class WerRatioCheck(SpeakerBootstrapComparison, Check):
@@ -76,6 +105,8 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             "upper": ThresholdKey((int, float), 1.11, at_least(1)),
             "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
             "method": ThresholdKey((str,), "semantic", one_of(*METHODS)),
+            "embedding": ThresholdKey((str,), "agg", one_of(*EMBEDDINGS)),
+            "numerator": ThresholdKey((str,), "auto", nonempty),
             "nagq": ThresholdKey((int,), 10, between(1, 50)),
             "n_boot": ThresholdKey((int,), 1000, at_least(50)),
             "components": ThresholdKey((int,), 8, between(1, 64)),
@@ -115,35 +146,35 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
     @per_run
     def utterance_table(
         self, context: CheckContext, model: str, corpus_name: str, components: int
-    ) -> tuple[pd.DataFrame, tuple[str, ...], dict[str, Any]]:
-        """Per utterance: speaker, word errors, dimension labels and semantic covariate columns."""
+    ) -> tuple[pd.DataFrame, dict[str, tuple[str, ...]], dict[str, Any]]:
+        """Per utterance: speaker, word errors, dimension labels and each embedder's semantic covariate columns."""
         heard = transcripts(context, model, corpus_name)
+        _, prompt = context.transcriber(model)
         corpus = context.corpora[corpus_name]
         table = wer_table(heard.rename(columns={"transcript": "reference"}))
         table = table.rename(columns={"speaker_id": "speaker"})
         for dimension in corpus.dimensions:
             table[dimension] = table["speaker"].map(corpus.speaker_labels(dimension)).to_numpy()
-        texts = [f"{TRANSCRIPTION_PROMPT}\n{reference}" for reference in table["reference"]]
-        return with_semantic_covariates(context, table, texts, components)
+        texts = [f"{prompt}\n{reference}" if prompt else reference for reference in table["reference"]]
+        return with_semantic_covariates(context, model, table, texts, components)
 
     @per_run
     def ratios(self, context: CheckContext, case: Case) -> dict[str, RatioTable]:
         settings = self.threshold_values(context, case)
-        table, columns, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
-        levels = sorted(table[case.dimension].unique())
-        comparisons = [(levels[0], levels[1])] if len(levels) == 2 else [(level, REST) for level in levels]
+        table, covariate_sets, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
+        comparisons = ratio_comparisons(list(table[case.dimension].unique()), case.dimension, settings["numerator"])
         results = {}
         for numerator, denominator in comparisons:
             grouped = table.assign(group=table[case.dimension].where(table[case.dimension] == numerator, denominator))
             results[f"{numerator} / {denominator}"] = self.ratio(
-                grouped, list(columns), numerator, denominator, settings, context.seed
+                grouped, covariate_sets, numerator, denominator, settings, context.seed
             )
         return results
 
     @staticmethod
     def ratio(
         table: pd.DataFrame,
-        covariates: list[str],
+        covariates: Mapping[str, Sequence[str]],
         numerator: str,
         denominator: str,
         settings: dict[str, Any],
@@ -162,16 +193,14 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
 
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
         settings = self.threshold_values(context, case)
-        _, columns, semantics = self.utterance_table(context, case.model, case.corpus, settings["components"])
-        method = METHODS[settings["method"]]
-        note = ""
-        if method == METHOD_SEMANTIC and not columns:
-            method, note = (
-                METHOD_SPEAKER,
-                " (no semantic embedder available: judged on the speaker model without semantics)",
-            )
+        table, covariate_sets, semantics = self.utterance_table(
+            context, case.model, case.corpus, settings["components"]
+        )
+        results = self.ratios(context, case)
+        method, note = judged_method(settings, list(semantics["embeddings"]), next(iter(results.values())))
+        semantics = semantics | {"pca": first_components(table, semantics, case.dimension)}
         comparisons, contrasts = [], []
-        for label, result in self.ratios(context, case).items():
+        for label, result in results.items():
             row = result.row(method)
             contrast = self._contrast(label, row, settings)
             contrasts.append(contrast)
@@ -233,6 +262,27 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         )
 
 
+def judged_method(settings: Mapping[str, Any], embedders: Sequence[str], result: RatioTable) -> tuple[str, str]:
+    """The row that decides (threshold keys ``method`` and ``embedding``) and a note when it is not the one asked for:
+    ``semantic`` is the row of the asked embedding, else of the first computed one, else the speaker row."""
+    rows = list(result.methods.index)
+    speaker = METHOD_SPEAKER if METHOD_SPEAKER in rows else METHOD_NO_SPEAKER
+    if settings["method"] != "semantic":
+        method = METHODS[settings["method"]]
+        if method in rows:
+            return method, ""
+        return speaker, f" (no speaker ids: judged on {speaker}, not {method})"
+    semantic = [row for row in rows if row.startswith((METHOD_SEMANTIC, METHOD_NO_SPEAKER_SEMANTIC))]
+    wanted = EMBEDDINGS[settings["embedding"]]
+    for row in semantic:
+        if row.endswith(f": {wanted}"):
+            return row, ""
+    if semantic:
+        asked = wanted in embedders
+        return semantic[0], f" ({wanted} not computed: judged on {semantic[0]})" if asked else ""
+    return speaker, " (no semantic covariates: judged on the speaker model without semantics)"
+
+
 RULES = {"both": "both", "ci": "significance", "bounds": "magnitude"}
 """thresholds.yaml's WER rule names -> :meth:`DecisionRule.decide`'s."""
 
@@ -245,6 +295,8 @@ def _method_rows(result: RatioTable, level: float) -> list[dict[str, Any]]:
     return [
         {
             "method": method,
+            "ci_method": str(row["ci_method"]),
+            "df": finite_or_none(row["df"]),
             "ratio": finite_or_none(row["ratio"]),
             "ci_low": finite_or_none(row["ci_low"]),
             "p": finite_or_none(ratio_p_value(row, level)),
