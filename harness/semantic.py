@@ -10,8 +10,8 @@ both of the paper's ways, each giving its own row of the ratio table:
 
       e_AGG(x) = 1/3 ( mean_k h_{1,k} + mean_k h_{floor(L/2),k} + mean_k h_{L,k} )
 
-  (:func:`agg_layers` gives the three layer indices; transformers' last hidden state carries the model's final
-  norm, as its logits do).
+  (:func:`harness.models.semantic_pass.agg_layers` gives the three layer indices; transformers' last hidden
+  state carries the model's final norm, as its logits do).
 - **Embed-EOWL** (eq. 8). The logits of the next token after ``This sentence: "x" means in one word:``
   (:data:`EOWL_TEMPLATE`, the paper's template; raw text, no chat template). A logit vector has the size of the
   vocabulary (49k to 262k), but it is ``l = W h + b`` for the output head ``W`` (vocab x d), so every
@@ -100,14 +100,6 @@ class SemanticCovariates:
     explained_variance_ratio: np.ndarray
     columns: tuple[str, ...]
     embedder: str
-
-
-def agg_layers(depth: int) -> tuple[int, int, int]:
-    """Eq. 7's layers of a model with ``depth`` Transformer layers: the first, ``floor(L / 2)`` and the last
-    (indices into ``h_0 .. h_L``; ``L = 1`` gives ``(1, 0, 1)``, the embedding layer as the middle one)."""
-    if depth < 1:
-        raise ModelError(f"Embed-AGG needs at least one Transformer layer, got {depth}")
-    return 1, depth // 2, depth
 
 
 def eowl_prompt(text: str) -> str:

