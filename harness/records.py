@@ -191,3 +191,12 @@ def schema_version(results: Mapping[str, Any], where: str) -> int:
             f"{where}: schema_version {version!r}; this lalm-fairness reads versions 1 to {SCHEMA_VERSION}"
         )
     return version
+
+
+RULE_JUDGES = "rules"
+"""A BASIS record's ``judge`` when the offline rule judges read its open answers."""
+RULE_JUDGES_DEVIATION = (
+    "BASIS open answers judged by the offline rule judges (a word-list register judge for age personalization, the "
+    "gold answer as a substring for spoken QA), not the paper's LLM judge (gpt-5.4-mini, Appendix B.3): pass "
+    "--basis-judge SPEC"
+)

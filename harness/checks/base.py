@@ -57,6 +57,9 @@ class CheckContext(CompareContext, Protocol):
     models: tuple[str, ...]
     tasks: tuple[str, ...]
     judge: str | None
+    basis_judge: str | None
+    """The BASIS LLM judge's spec (``--basis-judge``), or None for the offline rule judges."""
+    basis_judge_name: str
     prompts_dir: Path | None
     corpora: Mapping[str, Corpus]
     basis: BasisSuite

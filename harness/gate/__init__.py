@@ -187,6 +187,7 @@ class Gate:
             "embedder": context.embedder_name,
             "semantic": {model: setup.as_dict() for model, setup in context.semantic_setups().items()},
             "judge": None if self.config.judge is None else context.fingerprint(self.config.judge),
+            "basis_judge": context.basis_judge_name,
             "cache_dir": str(Path(self.config.cache_dir).resolve()),
             "baseline": None
             if self.baseline is None

@@ -45,6 +45,7 @@ class GateConfig:
     extractor: str | None = None
     embedder: str = "auto"
     judge: str | None = None
+    basis_judge: str = "rules"
     basis_suite: str | None = None
     bundled_exports: Mapping[str, Sequence[str | Path]] = dataclasses.field(
         default_factory=lambda: dict(BUNDLED_EXPORTS)

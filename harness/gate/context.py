@@ -70,6 +70,7 @@ class RunContext:
         self.seed: int = config.seed
         self.permutations: int = config.permutations
         self.judge: str | None = config.judge
+        self.basis_judge: str | None = None if config.basis_judge == "rules" else config.basis_judge
         self.prompts_dir: Path | None = Path(config.prompts_dir) if config.prompts_dir else None
         self.bundled_outputs: list[dict[str, Any]] = []
         self._models: dict[str, CachedModel] = {}
@@ -226,6 +227,11 @@ class RunContext:
             f"semantic covariates of {model}: {described}, not the model's own Embed-AGG and Embed-EOWL (semantic-aware "
             "paper §III-B): its weights are not on this machine",
         )
+
+    @property
+    def basis_judge_name(self) -> str:
+        """``rules`` (the offline rule judges) or the fingerprint of the BASIS LLM judge (``--basis-judge``)."""
+        return "rules" if self.basis_judge is None else f"{self.basis_judge} ({self.fingerprint(self.basis_judge)})"
 
     @property
     def embedder_name(self) -> str:

@@ -46,7 +46,7 @@ from harness.gate.outcomes import EXIT_INCOMPLETE, EXIT_STATUS, run_outcome
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
 from harness.models.progress import attach_terminal, detach_terminal
 from harness.plugin.junit import AtomicJunitXml
-from harness.records import SCHEMA_VERSION
+from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, SCHEMA_VERSION
 from harness.results import write_results
 from harness.thresholds import ThresholdsError
 
@@ -144,6 +144,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="semantic covariates of the ratio checks: auto (each model's own Embed-AGG and Embed-EOWL where its weights "
         "are here, else minilm if installed, named as a deviation), model (its own or stop), minilm, "
         "embed-agg:<model spec>, embed-eowl:<model spec>, none; also the nTVD phrase merger (minilm under auto)",
+    )
+    group.addoption(
+        "--basis-judge",
+        default="rules",
+        metavar="SPEC",
+        help="the judge of BASIS's open answers (age personalization, spoken QA): rules (the offline rule judges) or "
+        "a model spec, text only and cached, asked the paper's questions (Appendix B.3; the paper: gpt-5.4-mini)",
     )
     group.addoption(
         "--judge",
@@ -370,6 +377,7 @@ def gate_config(config: pytest.Config) -> GateConfig:
         extractor=config.getoption("--extractor"),
         embedder=config.getoption("--embedder"),
         judge=judge,
+        basis_judge=config.getoption("--basis-judge"),
         permutations=config.getoption("--permutations"),
         seed=config.getoption("--fairness-seed"),
         prompts_dir=config.getoption("--prompts"),
@@ -616,6 +624,8 @@ class FairnessSession:
         if any(case["check"] == "ntvd" for case in self.outcome["cases"]):
             deviations += (metadata.get("vibe") or {}).get("deviations") or []
         deviations += [(case.get("semantics") or {}).get("deviation") for case in self.outcome["cases"]]
+        if any(case.get("judge") == RULE_JUDGES for case in self.outcome["cases"]):
+            deviations.append(RULE_JUDGES_DEVIATION)
         for deviation in dict.fromkeys(filter(None, deviations)):
             write(f"lalm-fairness: deviation: {deviation}")
         if "incomplete" in self.outcome:

@@ -14,7 +14,7 @@ from typing import Any
 from harness.checks import CHECKS, check_part
 from harness.display.plots import interval_estimable
 from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number, p_text
-from harness.records import CaseRecord, Decision, ErrorRecord
+from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, CaseRecord, Decision, ErrorRecord
 
 UNMEASURED_LABEL = "unmeasured"
 
@@ -217,6 +217,9 @@ def first_screen(
         "baseline": metadata.get("baseline"),
         "corpora": list(metadata.get("corpora", {})),
         "deviations": protocol_deviations(records, metadata),
+        "basis_judge": next(
+            (r.judge for r in records if getattr(r, "judge", None) not in (None, "none", RULE_JUDGES)), None
+        ),
     }
 
 
@@ -232,6 +235,8 @@ def protocol_deviations(records: Sequence[CaseRecord | ErrorRecord], metadata: M
         semantic = (getattr(record, "semantics", None) or {}).get("deviation")
         if semantic and semantic not in deviations:
             deviations.append(semantic)
+    if any(getattr(record, "judge", None) == RULE_JUDGES for record in records):
+        deviations.append(RULE_JUDGES_DEVIATION)
     return deviations
 
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.checks.base import CheckContext, per_run_table
-from harness.checks.basis_common.judges import rule_style_judge
+from harness.checks.basis_common.judges import (
+    parse_style_verdict,
+    rule_style_judge,
+    style_judge_request,
+)
 from harness.checks.basis_common.requests import RequestTable, choice_requests, open_requests
 from harness.data.basis_suite import CHOICE_OF_OPTION, ItemSet
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
@@ -49,10 +53,22 @@ def open_personalization_table(context: CheckContext, model: str, set_name: str,
     item_set = context.basis.item_set(set_name)
     frame = basis_outputs(context, model, open_requests(item_set, mode), f"basis/{set_name}/{mode}")
     references = item_set.table.set_index("row")
-    judged = [
-        rule_style_judge(answer, {label: references.at[row, label] for label in item_set.labels}) or UNKNOWN
-        for row, answer in zip(frame["row"], frame["answer"])
-    ]
+    profiles = [{label: references.at[row, label] for label in item_set.labels} for row in frame["row"]]
+    if context.basis_judge is None:
+        judged = [rule_style_judge(answer, refs) or UNKNOWN for answer, refs in zip(frame["answer"], profiles)]
+    else:
+        labels = tuple(item_set.labels)
+        if len(labels) != 2:
+            raise ValueError(f"{set_name}: the style judge compares two profiles; the set has {list(labels)}")
+        asked = [index for index, answer in enumerate(frame["answer"]) if str(answer).strip()]
+        requests = [
+            style_judge_request(references.at[frame["row"][i], "question"], profiles[i], labels, frame["answer"][i])
+            for i in asked
+        ]
+        verdicts = context.model(context.basis_judge).generate(requests, label=f"basis/{set_name}/{mode}/judge")
+        judged = [UNKNOWN] * len(frame)
+        for index, text in zip(asked, verdicts):
+            judged[index] = parse_style_verdict(text, labels) or UNKNOWN
     return frame.assign(judged=judged, correct=[j == g for j, g in zip(judged, frame["group"])])
 
 

@@ -164,6 +164,9 @@ class PersonalizationCheck(CrossedComparison, Check):
             n_speakers=int(table["speaker"].nunique()),
             mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
             stereotype_icat=self.stereotype_icat(context, case),
+            judge=context.basis_judge_name
+            if any(s.answer == "open" for s in context.basis.of_kind("personalization", case.dimension))
+            else "none",
         )
 
         return Verdict(passed, message, record)

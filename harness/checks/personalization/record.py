@@ -11,6 +11,9 @@ from harness.checks.basis_common.record import ModeRecord
 @dataclasses.dataclass(kw_only=True)
 class PersonalizationRecord(ModeRecord):
     gap: dict[str, Any]
+    judge: str = "rules"
+    """Who judged the open answers: ``rules`` (the offline rule judges), an LLM judge's spec and fingerprint
+    (``--basis-judge``), or ``none`` when no answer needed one (multiple choice, WER)."""
     sets: list[str]
     stereotype_icat: float | None
 

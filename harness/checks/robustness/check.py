@@ -136,6 +136,7 @@ class RobustnessCheck(CrossedComparison, Check):
             floors=floors,
             per_group=frame_records(per_group, "group"),
             gap=test.gap_record(),
+            judge=context.basis_judge_name if case.variant == "sqa" else "none",
         )
 
         return Verdict(passed, message, record)

@@ -13,6 +13,9 @@ class RobustnessRecord(CaseRecord):
     task: str
     per_group: list[dict[str, Any]]
     gap: dict[str, Any]
+    judge: str = "rules"
+    """Who judged the open answers: ``rules`` (the offline rule judges), an LLM judge's spec and fingerprint
+    (``--basis-judge``), or ``none`` when no answer needed one (multiple choice, WER)."""
 
 
 RECORD = RobustnessRecord

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from harness.checks.base import CheckContext, per_run_table
-from harness.checks.basis_common.judges import rule_qa_judge
+from harness.checks.basis_common.judges import parse_sqa_verdict, rule_qa_judge, sqa_judge_request
 from harness.checks.basis_common.requests import QA_PROMPT, speech_requests
 from harness.checks.basis_common.tables import basis_outputs
 from harness.metrics.wer import wer_table
@@ -25,12 +25,22 @@ def transcription_table(context: CheckContext, model: str, set_name: str) -> pd.
 
 @per_run_table
 def qa_table(context: CheckContext, model: str, set_name: str) -> pd.DataFrame:
-    """Spoken QA answers judged against the gold answer; an abstention (empty answer) counts as wrong."""
+    """Spoken QA answers judged against the gold answer, by the rule judge or the ``--basis-judge`` LLM; an
+    abstention (an empty answer, a verdict off the judge's form) counts as wrong."""
     item_set = context.basis.item_set(set_name)
     frame = basis_outputs(context, model, speech_requests(item_set, QA_PROMPT), f"basis/{set_name}/sqa")
     gold = item_set.table.set_index("row")
-    verdicts = [
-        rule_qa_judge(gold.at[row, "question"], gold.at[row, "answer"], answer)
-        for row, answer in zip(frame["row"], frame["answer"])
+    items = [
+        (gold.at[row, "question"], gold.at[row, "answer"], answer) for row, answer in zip(frame["row"], frame["answer"])
     ]
+    if context.basis_judge is None:
+        verdicts = [rule_qa_judge(*item) for item in items]
+    else:
+        asked = [index for index, item in enumerate(items) if str(item[2]).strip()]
+        texts = context.model(context.basis_judge).generate(
+            [sqa_judge_request(*items[index]) for index in asked], label=f"basis/{set_name}/sqa/judge"
+        )
+        verdicts = [None] * len(items)
+        for index, text in zip(asked, texts):
+            verdicts[index] = parse_sqa_verdict(text)
     return frame.assign(judged=[v is not None for v in verdicts], correct=[bool(v) for v in verdicts])
