@@ -83,7 +83,14 @@ def start_gate(folder: Path, *args: str) -> subprocess.Popen:
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONPATH": f"{folder}:{REPO}"},
+        preexec_fn=_default_sigint,
     )
+
+
+def _default_sigint() -> None:
+    """A background job of a non-interactive shell starts with SIGINT ignored, and Python then installs no
+    KeyboardInterrupt handler: the gate must get the signal as a user's terminal gives it, however the suite runs."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def stop_after(process: subprocess.Popen, sig: int, when) -> tuple[int, str]:
