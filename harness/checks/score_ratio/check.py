@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from harness.checks.base import Case, CheckContext, Verdict, per_run
-from harness.checks.score_ratio.tables import judge_scores, speaker_units
+from harness.checks.score_ratio.tables import has_speaker_ids, judge_scores, speaker_units
 from harness.checks.semantic_aware.tables import with_semantic_covariates
 from harness.checks.wer_ratio.check import WerRatioCheck
 from harness.core.errors import CaseNotMeasured
@@ -74,7 +74,7 @@ class ScoreRatioCheck(WerRatioCheck):
             covariates=covariates,
             numerator=numerator,
             denominator=denominator,
-            speaker="speaker" if table["speaker"].duplicated().any() else None,
+            speaker="speaker" if has_speaker_ids(table) else None,
             n_boot=settings["n_boot"],
             alpha=settings["alpha"],
             seed=seed,

@@ -33,10 +33,15 @@ def judge_scores(context: CheckContext, model: str, corpus_name: str) -> pd.Data
     return frame.assign(score=[parse_score(text) for text in judgements])
 
 
+def has_speaker_ids(table: pd.DataFrame) -> bool:
+    """Whether some speaker has several utterances (a corpus without speaker ids gives each its own speaker_id)."""
+    return bool(table["speaker"].duplicated().any())
+
+
 def speaker_units(table: pd.DataFrame) -> str:
     """What a speaker-level resample or random intercept stands on: speakers, or utterances where the corpus has no
     speaker ids (every utterance its own speaker_id)."""
-    if len(table) and not table["speaker"].duplicated().any():
+    if len(table) and not has_speaker_ids(table):
         return (
             f"utterances: no speaker ids (each of the {len(table)} utterances is its own speaker), so there is no "
             "speaker row and intervals treat utterances as independent (semantic-aware paper Table V)"

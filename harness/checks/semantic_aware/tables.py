@@ -67,8 +67,8 @@ def with_semantic_covariates(
                 "columns": list(covariates.columns),
             }
         semantics["embeddings"][embedder.name] = entry
-    semantics["embedder"] = ", ".join(f"{name} ({e['fingerprint']})" for name, e in semantics["embeddings"].items())
-    semantics["embedder"] = semantics["embedder"] or "none"
+    named = [f"{name} ({entry['fingerprint']})" for name, entry in semantics["embeddings"].items()]
+    semantics["embedder"] = ", ".join(named) or "none"
     return table, covariate_sets, semantics
 
 
