@@ -26,6 +26,7 @@ BACKENDS = Registry(
         "whisper": "harness.models.whisper_backend:WhisperBackend",
         "smollm2": "harness.models.text_llm:TextLLMBackend",
         "cascade": "harness.models.cascade:CascadeBackend",
+        "voice": "harness.models.voice_profile:VoiceProfileBackend",
     },
 )
 
