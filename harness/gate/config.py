@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.requests import DecodingParams
-from harness.models.cascade import DEMO_MODEL
+from harness.models.cascade import DEMO_MODEL, VOICE_BLIND_MODEL
 from harness.tasks import TASKS
 
 DEFAULT_CACHE_DIR = ".lalm_cache"
@@ -19,8 +19,15 @@ DEFAULT_MODELS = (DEMO_MODEL,)
 # Shipped cache exports, per model spec: imported into the cache whenever the model runs, so the default
 # model on the demo corpus is served without loading anything (scripts/build_demo_outputs.py makes them;
 # the provenance.json beside an export says when and how, and reaches the report).
+# The voice-blind cascade, the demo's previous release, keeps its own export and provenance (voice-blind/), and
+# that release's results.json, which the README's release-gating example passes to --baseline.
 DEMO_OUTPUTS_DIR = Path(__file__).parent.parent / "data" / "demo_outputs"
-BUNDLED_EXPORTS: dict[str, tuple[Path, ...]] = {DEMO_MODEL: (DEMO_OUTPUTS_DIR / "cascade-demo.jsonl.gz",)}
+VOICE_BLIND_OUTPUTS_DIR = DEMO_OUTPUTS_DIR / "voice-blind"
+DEMO_RELEASE_RESULTS = VOICE_BLIND_OUTPUTS_DIR / "results.json"
+BUNDLED_EXPORTS: dict[str, tuple[Path, ...]] = {
+    DEMO_MODEL: (DEMO_OUTPUTS_DIR / "cascade-demo.jsonl.gz",),
+    VOICE_BLIND_MODEL: (VOICE_BLIND_OUTPUTS_DIR / "cascade-demo.jsonl.gz",),
+}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,7 +35,7 @@ from harness.gate.vibe_protocol import VIBE_SECTION, VibeProtocol, resolve_vibe_
 from harness.generation import CachedModel
 from harness.metrics.multitest import DecisionRule
 from harness.models import build_backend
-from harness.models.cascade import split_output
+from harness.models.cascade import split_voice
 from harness.semantic import (
     MINILM,
     Embedder,
@@ -133,14 +133,16 @@ class RunContext:
         label: str,
         max_new_tokens: int | None = None,
     ) -> pd.DataFrame:
-        """One row per request: ``heard`` (what a cascade's ASR stage heard, else None) and ``answer``.
+        """One row per request: ``heard`` (what a cascade's ASR stage heard, else None), ``voice`` (what its voice
+        stage said of the speaker's voice, else None) and ``answer``.
         ``max_new_tokens`` raises the model's token budget to it for these requests (a task's own budget)."""
         cached = self.model(model) if isinstance(model, str) else model
         decoding = None
         if max_new_tokens is not None and max_new_tokens > cached.decoding.max_new_tokens:
             decoding = dataclasses.replace(cached.decoding, max_new_tokens=max_new_tokens)
-        split = [split_output(text) for text in cached.generate(list(requests), label=label, decoding=decoding)]
-        return pd.DataFrame({"heard": [heard for heard, _ in split], "answer": [answer for _, answer in split]})
+        split = [split_voice(text) for text in cached.generate(list(requests), label=label, decoding=decoding)]
+        heard, voice, answer = zip(*split) if split else ((), (), ())
+        return pd.DataFrame({"heard": list(heard), "voice": list(voice), "answer": list(answer)})
 
     @memoized
     def corpus_audio(self, corpus_name: str) -> dict:

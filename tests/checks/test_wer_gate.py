@@ -183,12 +183,12 @@ def test_default_run_judges_the_demo_cascade_with_the_demo_judge_and_reads_its_a
     cases = {case["check"]: case for case in results["cases"]}
     assert set(cases) == {"wer_ratio", "error"}
     assert cases["error"]["nodeid"].endswith(
-        "test_score_ratio[cascade:whisper:tiny.en+smollm2:135m-instruct-demo-gender]"
+        "test_score_ratio[cascade:whisper:tiny.en+voice:praat+smollm2:135m-instruct-demo-gender]"
     )
     semantics = cases["wer_ratio"]["semantics"]
     assert semantics["source"] == "model" and set(semantics["embeddings"]) == {"Embed-AGG", "Embed-EOWL"}
     assert all("smollm2:" in entry["fingerprint"] for entry in semantics["embeddings"].values())
-    assert {case["model"] for case in cases.values()} == {"cascade:whisper:tiny.en+smollm2:135m-instruct"}
+    assert {case["model"] for case in cases.values()} == {"cascade:whisper:tiny.en+voice:praat+smollm2:135m-instruct"}
     metadata = results["metadata"]
     assert metadata["judge"] == build_backend("smollm2:135m-instruct").fingerprint()
     assert metadata["stage_models"] == {"whisper:tiny.en": build_backend("whisper:tiny.en").fingerprint()}

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.gate import DEMO_RELEASE_RESULTS
 from harness.gate.outcomes import EXIT_UNMEASURED
+from harness.models.cascade import DEMO_MODEL, VOICE_BLIND_MODEL
 
 REPO = Path(__file__).resolve().parents[2]
 BIASED_TASKS = ("story", "advisory", "personal_shopper", "hollywood_casting")
@@ -230,11 +232,38 @@ def test_llm_extractor_through_the_gate_agrees_with_the_rule_reader(gate_project
 )
 def test_default_run_judges_the_demo_cascade_from_its_shipped_outputs(gate_project):
     result, results = run_gate(gate_project, "-k", "advisory", "--cache-dir", str(gate_project.path / "fresh"))
-    assert {case["model"] for case in results["cases"]} == {"cascade:whisper:tiny.en+smollm2:135m-instruct"}
+    assert {case["model"] for case in results["cases"]} == {"cascade:whisper:tiny.en+voice:praat+smollm2:135m-instruct"}
     assert len(results["cases"]) == 2 and all(case["check"] == "ntvd" for case in results["cases"])
     metadata = results["metadata"]
     assert metadata["model_calls"] == 0 and metadata["models_loaded"] == []
     assert metadata["bundled_outputs"][0]["entries"] > 0
     report = (gate_project.path / "report.html").read_text()
     assert "Shipped outputs" in report and "scripts/build_demo_outputs.py" in report
-    assert "[transcript]" in report
+    assert "[transcript]" in report and "[voice] The speaker has a" in report
+
+
+def test_release_example_gates_the_voice_aware_demo_against_the_voice_blind_release(gate_project):
+    """The README's release-gating example, from shipped outputs only: the voice-aware default gated against the
+    voice-blind cascade's shipped results.json. A case fails only on a significant regression (or, new in the
+    candidate, on its absolute threshold); an absolute failure the release shared is not one."""
+    for module in (REPO / "fairness_tests").glob("test_*.py"):
+        shutil.copy(module, gate_project.path / module.name)
+    result = gate_project.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--cache-dir",
+        str(gate_project.path / "fresh"),
+        f"--baseline={DEMO_RELEASE_RESULTS}",  # as one token: pytest would take a separate path for the rootdir
+    )
+    results = json.loads((gate_project.path / "results.json").read_text())
+    metadata = results["metadata"]
+    assert metadata["model_calls"] == 0 and metadata["models_loaded"] == []
+    assert metadata["baseline"]["model"] == VOICE_BLIND_MODEL
+    assert {case["model"] for case in results["cases"]} == {DEMO_MODEL}
+    regressions = {case["id"] for case in results["cases"] if (case.get("baseline") or {}).get("regressed")}
+    new = {case["id"] for case in results["cases"] if (case.get("baseline") or {}).get("status") == "new"}
+    failed = {case["id"] for case in results["cases"] if case["check"] != "error" and not case["passed"]}
+    assert regressions and regressions <= failed <= regressions | new
+    shared = {case["id"] for case in results["cases"] if case.get("absolute_passed") is False and case["passed"]}
+    assert shared, "the release example shows an absolute failure that the release shared and that is no regression"
+    assert result.ret == pytest.ExitCode.TESTS_FAILED and results["verdict"] == "fail"

@@ -207,14 +207,14 @@ def test_drift_counts_outputs_transcript_words_and_fields_by_hand():
             "the bus leaves at seven", "Department: shoes\nBudget: low\nBuying trigger: late night\nVibe: calm"
         ),
         "we met on the second floor",
-        join_output("i sew", "B"),
+        join_output("i sew", "B", "The speaker has a low-pitched voice and sounds like a man."),
     ]
     regenerated = [
         join_output(
             "the bus leaves at heaven", "Department: shoes\nBudget: high\nBuying trigger: late night\nVibe: calm"
         ),
         "we met on the second floor",
-        join_output("i sew", "C"),
+        join_output("i sew", "C", "The speaker has a high-pitched voice and sounds like a woman."),
     ]
     drift = output_drift(shipped, regenerated, ["personal_shopper", None, None])
     # Outputs: 1 of 3 identical. Transcripts: "seven" -> "heaven" is 1 substitution in 5 + 6 + 2 reference words.
@@ -223,6 +223,9 @@ def test_drift_counts_outputs_transcript_words_and_fields_by_hand():
     assert drift.transcript_wer == pytest.approx(1 / 13)
     # Fields of personal_shopper: 4 attributes, the budget differs.
     assert (drift.fields, drift.fields_identical) == (4, 0.75)
+    # One answer carries a voice description, and it differs.
+    assert (drift.voices, drift.voices_identical) == (1, 0.0)
+    assert "0.0% of 1 voice descriptions identical" in drift.summary()
     assert not drift.within(None)
     assert "33.3% of 3 outputs identical" in drift.summary() and "seven" in drift.summary()
 

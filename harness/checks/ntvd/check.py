@@ -285,6 +285,7 @@ class NtvdCheck(Check):
                         "speaker": str(side["speaker"]),
                         "value": str(side["value"]),
                         "heard": by_utterance.at[side["utterance_id"], "heard"],
+                        "voice": by_utterance.at[side["utterance_id"], "voice"],
                         "answer": str(by_utterance.at[side["utterance_id"], "answer"]),
                     }
                     for side in (first, second)
