@@ -154,9 +154,12 @@ def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
             + (" (a mode without audio: the backbone's change, not gated)" if baseline["status"] == "backbone" else "")
         )
     decided = bool(record.decision) and record.decision.decided
+    shown = headline(record)
+    if status == "regressed":
+        shown["threshold"] = regression_rule(baseline)
     return (
         line
-        | headline(record)
+        | shown
         | {
             "cause": None,
             "regression": regression,
@@ -164,6 +167,15 @@ def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
             "decision": None if decided else decision_text(record.decision),
         }
     )
+
+
+def regression_rule(baseline: Mapping[str, Any]) -> str:
+    """What makes a case with a baseline fail: its bias measure worse than the baseline's by more than the margin
+    (``max_increase`` or ``max_worsening``) and the one-sided paired test's adjusted p below alpha."""
+    decision = baseline.get("decision") or {}
+    margin, alpha = decision.get("margin"), decision.get("alpha")
+    worse = "worse than the baseline" if margin is None else f"worse than the baseline by > {margin:g}"
+    return worse + ("" if alpha is None else f" and adjusted p < {alpha:g}")
 
 
 def first_screen(

@@ -231,6 +231,7 @@ def test_first_screen_names_every_failed_regressed_and_unmeasured_case_before_th
             "p_value": 0.001,
             "regressed": True,
             "message": "m",
+            "decision": {"margin": 0.05, "alpha": 0.05, "p_adjusted": 0.004},
         },
     )
     error = {
@@ -255,6 +256,8 @@ def test_first_screen_names_every_failed_regressed_and_unmeasured_case_before_th
         ("failed", "m1-demo-gender"),
     ]
     assert "server error (http://127.0.0.1:9/v1): connection refused" in top
+    regressed_row = top[top.index('data-case="m2-demo-gender"') :].split("</tr>", 1)[0]
+    assert "<td>worse than the baseline by &gt; 0.05 and adjusted p &lt; 0.05</td>" in regressed_row
     assert re.search(
         r'data-case="m1-broken">\s*<td class="fail"><a [^>]*>unmeasured</a></td><td>BASIS classification</td>', top
     )  # check from the nodeid
