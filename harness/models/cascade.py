@@ -226,20 +226,18 @@ class Cascade:
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         transcripts = self.transcripts(requests)
         voices = self.voices(requests) if self.voice is not None else {}
+        template, default_system = (
+            (USER_TEMPLATE, SYSTEM_TEXT) if self.voice is None else (VOICE_USER_TEMPLATE, VOICE_SYSTEM_TEXT)
+        )
         llm_requests = []
         for request in requests:
             if request.audio is None:
                 llm_requests.append(request)
                 continue
-            heard = request.audio.content_hash
-            if self.voice is None:
-                prompt = USER_TEMPLATE.format(transcript=transcripts[heard], prompt=request.prompt)
-                default_system = SYSTEM_TEXT
-            else:
-                prompt = VOICE_USER_TEMPLATE.format(
-                    transcript=transcripts[heard], voice=voices[heard], prompt=request.prompt
-                )
-                default_system = VOICE_SYSTEM_TEXT
+            recording = request.audio.content_hash
+            prompt = template.format(
+                transcript=transcripts[recording], voice=voices.get(recording), prompt=request.prompt
+            )
             system = request.system if request.system is not None else default_system
             llm_requests.append(GenerationRequest(prompt=prompt, system=system, answer_form=request.answer_form))
         distinct = list(dict.fromkeys(llm_requests))

@@ -8,7 +8,8 @@ WER checks) should therefore use an empty prompt, so that one recording is one c
 
 The log-Mel features are computed by :class:`~harness.models.whisper_features.PortableFeatureExtractor`,
 not faster-whisper's own extractor, whose float32 NumPy and BLAS steps round differently on different CPUs
-and so changed 3 of 12 sampled transcripts between two machines with the same packages.
+and so changed 3 of 12 sampled transcripts between an AMD-made export and an Intel machine with the same
+packages.
 
 Decoding is fixed and greedy: English, no timestamps, no VAD, temperature 0 without fallback, no
 conditioning on previous text, ``max_new_tokens`` from the decoding parameters. Each utterance is

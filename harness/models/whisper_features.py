@@ -5,8 +5,9 @@ depends on the CPU: ``np.abs`` of the complex STFT and ``np.log10`` run NumPy's 
 (AVX-512 or AVX2 code, each rounding its own way), and the Mel projection is a float32 ``matmul``, whose
 summation order is that of the BLAS kernel OpenBLAS picks for the CPU (SkylakeX, Haswell, Zen, ...). The
 features then differ in their last bits between machines, and greedy decoding turns a last-bit difference
-into another word often enough to matter: between two Intel machines with the same packages, 3 of 12
-sampled transcripts differed ("milt from the sharp" / "milk from the shop").
+into another word often enough to matter: between outputs made on an AMD EPYC and regenerated on an Intel
+Xeon with the same packages, 3 of 12 sampled transcripts differed ("milt from the sharp" / "milk from the
+shop"), and on one machine asking NumPy for its AVX2 loops or OpenBLAS for its Haswell kernel changed them.
 
 :class:`PortableFeatureExtractor` computes the same quantity (Whisper, Radford et al. 2022, §2.2: 25 ms
 Hann windows every 10 ms, an 80-channel Slaney Mel filterbank, log10, clipped 8 below the maximum, then
@@ -20,9 +21,9 @@ scaled as (x + 4) / 4) with operations whose every result IEEE 754 rounds exactl
   non-zero weights, elementwise products and sums, which every SIMD width rounds alike;
 * log10 by :func:`math.log10`, element by element.
 
-Its features agree with faster-whisper's within float32 rounding of the STFT (at most about 1e-5 on the demo corpus, where
-the features span about -0.5 to 1.5; the tests compare them), so the
-transcripts are those of the same model, and they are bit-identical wherever the contract applies.
+Its features agree with faster-whisper's within float32 rounding of the STFT (at most about 1e-5 on the demo
+corpus, where the features span about -0.5 to 1.5; the tests compare them), so the transcripts are those of
+the same model, and the features are the same bits whatever SIMD code NumPy and OpenBLAS choose.
 """
 
 from __future__ import annotations

@@ -145,20 +145,14 @@ def test_bit_identical_whatever_simd_numpy_and_openblas_choose():
 
 
 @needs_faster_whisper
-def test_the_whisper_backend_uses_the_portable_extractor_and_says_so_in_its_fingerprint():
+def test_the_whisper_backend_uses_the_portable_extractor_and_says_so_in_its_fingerprint(monkeypatch):
+    import harness.models.whisper_backend as whisper_backend
     from harness.models.whisper_backend import WhisperBackend
-    from harness.models.whisper_features import FEATURES_VERSION
 
     backend = WhisperBackend("whisper:tiny.en", "tiny.en", {})
     fingerprint = backend.fingerprint()
     loaded = backend.load()
     assert isinstance(loaded.model.feature_extractor, PortableFeatureExtractor)
     assert loaded.model.feature_extractor.nb_max_frames == 3000
-    import harness.models.whisper_backend as whisper_backend
-
-    original = whisper_backend.FEATURES_VERSION
-    try:
-        whisper_backend.FEATURES_VERSION = FEATURES_VERSION + "-other"
-        assert WhisperBackend("whisper:tiny.en", "tiny.en", {}).fingerprint() != fingerprint
-    finally:
-        whisper_backend.FEATURES_VERSION = original
+    monkeypatch.setattr(whisper_backend, "FEATURES_VERSION", whisper_backend.FEATURES_VERSION + "-other")
+    assert WhisperBackend("whisper:tiny.en", "tiny.en", {}).fingerprint() != fingerprint
