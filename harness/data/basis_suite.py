@@ -22,6 +22,8 @@ label in a column named after the dimension, and the columns of its kind:
   BASIS-Product) the columns are the responses that differ by the label's marker, and the correct one is
   the speaker's; with ``answer: open`` (ELIP-Pair) they are reference responses for the judge.
 * ``qa`` (§3.1): ``question, answer``.
+* ``asr`` (§3.1: Fair-Speech, SD-QA, the Spoken StereoSet+ ASR age split): ``transcript``, the reference
+  text of the recording, scored by the robustness check's ``asr`` task.
 
 Audio is at ``<metadata folder>/speech/<dimension>/<id:05d>_<speaker>.wav`` (``.flac`` is accepted too).
 Loading rejects, naming the file and row: a missing column or empty cell (e.g. a missing continuation),
@@ -44,11 +46,13 @@ from harness.core.requests import Audio
 from harness.core.values import memoized
 from harness.data.audio import AudioChecks, AudioError, inspect_audio_files, read_audio
 
-KINDS = ("stereotype", "personalization", "qa")
+KINDS = ("stereotype", "personalization", "qa", "asr")
 ANSWER_FORMATS = ("choice", "open")
 STEREOTYPE_OPTIONS = ("stereotypical", "anti-stereotypical", "irrelevant")
 """StereoSet continuation types in column order; they map to :data:`harness.metrics.basis.CHOICES`."""
 CHOICE_OF_OPTION = {"stereotypical": "stereotype", "anti-stereotypical": "anti-stereotype", "irrelevant": "unrelated"}
+TRANSCRIPT_COLUMN = {"stereotype": "context", "asr": "transcript"}
+"""The column holding what the speaker says, per kind (``question`` for the others)."""
 AUDIO_EXTENSIONS = (".wav", ".flac")
 MIN_SPEAKERS_PER_GROUP = 2
 SUITE_KEYS = ("name", "description", "sets")
@@ -206,6 +210,8 @@ def required_columns(kind: str, dimension: str, labels: tuple[str, ...]) -> list
         return [*base, "context", *STEREOTYPE_OPTIONS]
     if kind == "personalization":
         return [*base, "question", *labels]
+    if kind == "asr":
+        return [*base, "transcript"]
     return [*base, "question", "answer"]
 
 
@@ -228,7 +234,7 @@ def _read_metadata(path: Path, kind: str, dimension: str, labels: tuple[str, ...
     table["id"] = table["id"].str.strip().astype(int)
     table["speaker"] = table["speaker"].str.strip()
     table["label"] = table[dimension].str.strip()
-    table["transcript"] = table["context" if kind == "stereotype" else "question"].str.strip()
+    table["transcript"] = table[TRANSCRIPT_COLUMN.get(kind, "question")].str.strip()
     _validate_table(path, table, dimension)
     table["audio"] = [_audio_path(path, dimension, record) for record in table.to_dict(orient="records")]
     return table.reset_index(drop=True)

@@ -339,9 +339,9 @@ def test_registry():
         "speech-accent-archive",
         "vctk",
     ]
-    assert sorted(suite_loaders()) == ["spoken-stereoset"] and sorted(LOADERS) == sorted(
-        {*corpus_loaders(), *suite_loaders()}
-    )
+    assert sorted(suite_loaders()) == ["librisqa", "sd-qa", "spoken-stereoset", "spoken-stereoset-plus"] and sorted(
+        LOADERS
+    ) == sorted({*corpus_loaders(), *suite_loaders()})
     with pytest.raises(KeyError, match="no loader for corpus 'timit'"):
         build_corpus("timit", ".", ".")
 

@@ -39,6 +39,9 @@ LOADERS = Registry(
         "fair-speech": "harness.data.loaders.fair_speech",
         "air-bench-chat": "harness.data.loaders.air_bench_chat",
         "spoken-stereoset": "harness.data.loaders.spoken_stereoset",
+        "sd-qa": "harness.data.loaders.sd_qa",
+        "librisqa": "harness.data.loaders.librisqa",
+        "spoken-stereoset-plus": "harness.data.loaders.spoken_stereoset_plus",
     },
 )
 """Loader name -> its module, which declares ``NAME``, ``DIMENSIONS`` (what it can write, some on request),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -174,3 +174,40 @@ def at_most_per_speaker(table: pd.DataFrame, limit: int, seed: int, *, speaker: 
         for _, rows in table.sort_values(order).groupby(speaker, sort=True)
     ]
     return pd.concat(kept) if kept else table
+
+
+def testable_groups(table: pd.DataFrame, dimension: str) -> tuple[pd.DataFrame, list[str]]:
+    """The rows of the groups with at least :data:`MIN_SPEAKERS_PER_GROUP` speakers, and the groups left out."""
+    speakers = table.groupby(dimension)["speaker"].nunique()
+    small = sorted(speakers.index[speakers < MIN_SPEAKERS_PER_GROUP])
+    return table[~table[dimension].isin(small)].sort_values(["id", "speaker"]).reset_index(drop=True), small
+
+
+def link_recordings(links: Mapping[Path, Path], folder: Path, relative: bool) -> None:
+    """Make ``folder`` hold exactly the symbolic links ``links`` (link -> audio file; relative to the link's
+    folder when ``relative``), replacing the links an earlier build left; any other file there is an error."""
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise LoaderError(f"{folder}: exists and is not a folder of audio links")
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in folder.iterdir():
+        if not entry.is_symlink():
+            raise LoaderError(
+                f"{entry}: is not an audio link; the suite folder holds only links to the release's audio"
+            )
+        entry.unlink()
+    base = folder.resolve()
+    for link, audio in links.items():
+        target = audio.resolve()
+        try:
+            link.symlink_to(os.path.relpath(target, base) if relative else target)
+        except OSError as exc:
+            raise LoaderError(
+                f"{link}: cannot link to {target} ({exc}); the suite needs its audio under speech/"
+            ) from exc
+
+
+def write_suite_config(output: Path, name: str, description: str, sets: Sequence[Mapping]) -> Path:
+    """``output/suite.yaml`` of a suite loader (:mod:`harness.data.basis_suite`): its name, description and sets."""
+    config = {"name": name, "description": description, "sets": [dict(entry) for entry in sets]}
+    text = yaml.safe_dump(config, sort_keys=False, width=100, allow_unicode=True)
+    return atomic_write_text(output / "suite.yaml", text)

@@ -30,12 +30,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from harness.core.files import atomic_write_text
 from harness.data.basis_suite import STEREOTYPE_OPTIONS, load_suite
 from harness.data.corpus import MIN_SPEAKERS_PER_GROUP
-from harness.data.loaders._common import LoaderError, csv_line, read_table, require_dir
+from harness.data.loaders._common import LoaderError, csv_line, read_table, require_dir, write_suite_config
 
 NAME = "spoken-stereoset"
 DIMENSIONS = ("gender", "age")
@@ -94,20 +93,22 @@ def build(
             }
         )
         notes.append(note)
-    _link(output / "speech", speech.resolve(), relative_audio)
+    link_speech(output / "speech", speech.resolve(), relative_audio)
     description = (
         f"Spoken StereoSet read from {source.resolve()}: "
         + " ".join(notes)
         + " Speakers are TTS or cloned voices, not people. License: CC BY 4.0."
     )
-    config = {"name": NAME, "description": description, "sets": sets}
-    atomic_write_text(output / "suite.yaml", yaml.safe_dump(config, sort_keys=False, width=100, allow_unicode=True))
+    write_suite_config(output, NAME, description, sets)
     if check_audio:
         load_suite(output)
     return output
 
 
-def _item_table(path: Path, speech: Path, dimension: str) -> tuple[pd.DataFrame, str]:
+def read_metadata(path: Path, dimension: str) -> pd.DataFrame:
+    """The item columns of a release metadata CSV with every cell stripped, indexed by data row (so
+    :func:`~harness.data.loaders._common.csv_line` of the index is the CSV line); an id that is not a
+    recording number is an error naming its line."""
     columns = ["id", "speaker", dimension, "context", *STEREOTYPE_OPTIONS]
     table = read_table(path, columns, f"Spoken StereoSet {dimension} metadata")[columns]
     table = table.apply(lambda column: column.str.strip())
@@ -116,12 +117,25 @@ def _item_table(path: Path, speech: Path, dimension: str) -> tuple[pd.DataFrame,
         raise LoaderError(
             f"{path}, line {csv_line(bad_id[0])}: id {table.at[bad_id[0], 'id']!r} is not a recording number"
         )
+    return table
+
+
+def recording_path(speech: Path, dimension: str, record_id: str, speaker: str) -> Path:
+    return speech / dimension / f"{int(record_id):05d}_{speaker}.wav"
+
+
+def split_by_audio(table: pd.DataFrame, speech: Path, dimension: str) -> tuple[pd.DataFrame, list[str]]:
+    """The rows whose recording is under ``speech/<dimension>``, and the ids of the rows without one."""
     has_audio = [
-        (speech / dimension / f"{int(record_id):05d}_{speaker}.wav").is_file()
+        recording_path(speech, dimension, record_id, speaker).is_file()
         for record_id, speaker in zip(table["id"], table["speaker"])
     ]
     without_audio = table.loc[[not found for found in has_audio], "id"].tolist()
-    table = table[has_audio]
+    return table[has_audio], without_audio
+
+
+def _item_table(path: Path, speech: Path, dimension: str) -> tuple[pd.DataFrame, str]:
+    table, without_audio = split_by_audio(read_metadata(path, dimension), speech, dimension)
     speakers = table.groupby(dimension)["speaker"].nunique()
     small = sorted(speakers.index[speakers < MIN_SPEAKERS_PER_GROUP])
     table = table[~table[dimension].isin(small)]
@@ -140,7 +154,7 @@ def _item_table(path: Path, speech: Path, dimension: str) -> tuple[pd.DataFrame,
     return table.reset_index(drop=True), note
 
 
-def _link(link: Path, target: Path, relative: bool) -> None:
+def link_speech(link: Path, target: Path, relative: bool) -> None:
     """``link`` -> ``target`` (a folder), replacing an older link; an existing real folder is an error."""
     if link.is_symlink():
         link.unlink()
