@@ -270,14 +270,27 @@ SETS = (
         ("c01", "c02", "f02", "m01"),
     ),
     ("sqa", "qa", None, "gender", ("female", "male"), "qa", ("f01", "f02", "m01", "m02")),
+    ("stereoset-age-asr", "asr", None, "age", ("elderly", "young"), "stereoset", ("e01", "e02", "y01", "y02")),
+    ("sqa-asr", "asr", None, "gender", ("female", "male"), "qa", ("f01", "f02", "m01", "m02")),
 )
+"""An ``asr`` set reads the recordings of the set it is named after (the paper's Spoken StereoSet+ ASR age
+split, §3.1): its rows are that set's, with what is said as ``transcript``."""
+
+
+def metadata_name(kind: str, dimension: str) -> str:
+    return f"{dimension}-asr.csv" if kind == "asr" else f"{dimension}.csv"
 
 
 def set_rows(
     name: str, dimension: str, labels: tuple[str, ...], speakers: tuple[str, ...]
 ) -> tuple[list[str], list[dict]]:
     rows = []
-    if name.startswith("stereoset"):
+    if name.endswith("-asr"):
+        _, source_rows = set_rows(name.removesuffix("-asr"), dimension, labels, speakers)
+        columns = ["id", "speaker", dimension, "transcript"]
+        for row in source_rows:
+            rows.append({**{c: row[c] for c in columns[:3]}, "transcript": row.get("context") or row["question"]})
+    elif name.startswith("stereoset"):
         items = STEREOTYPE_GENDER if dimension == "gender" else STEREOTYPE_AGE
         columns = ["id", "speaker", dimension, "context", "stereotypical", "anti-stereotypical", "irrelevant"]
         for number, (context, first, second, irrelevant) in enumerate(items, 1):
@@ -310,7 +323,7 @@ def write_suite_yaml(out: Path) -> None:
     lines = [
         "name: basis-demo",
         "description: >-",
-        "  Team-written BASIS-Bench-style items (stereotype, gender and age personalization, spoken QA)",
+        "  Team-written BASIS-Bench-style items (stereotype, gender and age personalization, spoken QA, ASR)",
         "  read by espeak-ng voices, built by scripts/build_basis_demo.py. Synthetic speech, NOT human",
         "  speech: its labels name synthesiser settings, and results on it say nothing about real speakers.",
         "sets:",
@@ -319,7 +332,7 @@ def write_suite_yaml(out: Path) -> None:
         extra = f", answer: {answer}" if answer else ""
         lines.append(
             f"  - {{name: {name}, kind: {kind}{extra}, dimension: {dimension}, labels: [{', '.join(labels)}], "
-            f"metadata: {folder}/{dimension}.csv}}"
+            f"metadata: {folder}/{metadata_name(kind, dimension)}}}"
         )
     (out / "suite.yaml").write_text("\n".join(lines) + "\n")
 
@@ -336,13 +349,15 @@ def build(out: Path, jobs: int) -> int:
     out.mkdir(parents=True, exist_ok=True)
     write_suite_yaml(out)
     work: list[tuple[Speaker, str, Path]] = []
-    for name, _, _, dimension, labels, folder, speakers in SETS:
+    for name, kind, _, dimension, labels, folder, speakers in SETS:
         columns, rows = set_rows(name, dimension, labels, speakers)
         (out / folder).mkdir(exist_ok=True)
-        with open(out / folder / f"{dimension}.csv", "w", newline="") as handle:
+        with open(out / folder / metadata_name(kind, dimension), "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
+        if kind == "asr":
+            continue
         speech = out / folder / "speech" / dimension
         speech.mkdir(parents=True, exist_ok=True)
         for row in rows:

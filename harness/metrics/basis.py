@@ -35,6 +35,7 @@ def _first_bad_row(table: pd.DataFrame, column: str, bad: np.ndarray, what: str,
     positions = np.flatnonzero(bad)
     position = positions[0]
     value = table[column].iloc[position]
+    value = value.item() if isinstance(value, np.generic) else value
     more = f" (and {len(positions) - 1} more row(s))" if len(positions) > 1 else ""
     return ValueError(
         f"{what}: column {column!r}, row {table.index[position]!r} has {value!r}; expected {expected}{more}"
@@ -394,6 +395,59 @@ def asr_scores(table: pd.DataFrame, *, group: str | Sequence[str] = "demographic
 def content_score(asr: AsrResult, sqa: AccuracyResult) -> float:
     """Content-based robustness score, §3.1: the mean of the ASR score and the SQA accuracy."""
     return (asr.mean_score + sqa.mean_accuracy) / 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class PerDatasetResult:
+    """A robustness score aggregated as §3.1 does, per demographic group and data set, then averaged.
+
+    ``per_cell``: one row per (data set, group) with ``n`` and ``score`` (the mean of the rows' scores).
+    ``per_dataset``: per data set, ``n_groups``, ``n`` and ``score = mean_g score(set, g)``.
+    ``per_group``: per group, ``n_datasets``, ``n`` and ``score = mean_s score(s, g)`` over the data sets
+    holding the group, each data set counting once whatever its size. ``score`` is ``mean_s score(s)``.
+    """
+
+    per_cell: pd.DataFrame
+    per_dataset: pd.DataFrame
+    per_group: pd.DataFrame
+    score: float
+
+
+def per_dataset_scores(
+    table: pd.DataFrame, *, score: str = "score", dataset: str = "dataset", group: str = "group"
+) -> PerDatasetResult:
+    """``score(s, g) = mean(score | s, g)``; a data set's score ``mean_g score(s, g)``; the result's score
+    ``mean_s score(s)``: "(100 - WER) averaged for each demographic and dataset" and SQA "accuracy for each
+    demographic category and dataset before aggregating across them" (BASIS-Bench §3.1, Tables 8 and 10).
+
+    Pooling rows instead would let the largest data set decide the score, and a group present in one data
+    set only would be compared on that set's difficulty. ``score`` is per row on 0-100 (``100 - min(WER, 100)``
+    or 100 per correct answer)."""
+    what = "per_dataset_scores"
+    require_columns(table, [dataset, group, score], what, nonempty=True)
+    _require_present(table, [dataset, group, score], what)
+    values = pd.to_numeric(table[score], errors="coerce")
+    bad = (values.isna() | (values < 0) | (values > 100)).to_numpy()
+    if bad.any():
+        raise _first_bad_row(table, score, bad, what, "a score between 0 and 100")
+    frame = pd.DataFrame({"dataset": table[dataset].astype(str), "group": table[group].astype(str), "score": values})
+    per_cell = frame.groupby(["dataset", "group"], sort=True)["score"].agg(n="size", score="mean")
+    cells = per_cell.reset_index()
+    per_dataset = cells.groupby("dataset", sort=True).agg(
+        n_groups=("group", "size"), n=("n", "sum"), score=("score", "mean")
+    )
+    per_group = cells.groupby("group", sort=True).agg(
+        n_datasets=("dataset", "size"), n=("n", "sum"), score=("score", "mean")
+    )
+    return PerDatasetResult(per_cell, per_dataset, per_group, float(per_dataset["score"].mean()))
+
+
+def content_based_score(asr: Sequence[float], sqa: Sequence[float]) -> float:
+    """The content-based score of §3.1 and Table 7: ``(mean(asr) + mean(sqa)) / 2``, where ``asr`` and ``sqa``
+    hold one score per (data set, demographic dimension) (:func:`per_dataset_scores`). With only one task
+    measured, that task's mean; NaN with neither."""
+    means = [float(np.mean(values)) for values in (asr, sqa) if len(values)]
+    return float(np.mean(means)) if means else float("nan")
 
 
 # ------------------------------------------------------------------------------------------ mode effects

@@ -271,7 +271,9 @@ class KnownContent:
         for item_set in resolve_suite().sets:
             for record in item_set.table.to_dict(orient="records"):
                 answer = record.get("answer") if item_set.kind == "qa" else None
-                self._content[item_set.audio(record["row"]).content_hash] = (record["transcript"], answer)
+                key = item_set.audio(record["row"]).content_hash
+                known = self._content.get(key)
+                self._content[key] = (record["transcript"], answer if answer is not None else known and known[1])
 
     @classmethod
     @functools.cache

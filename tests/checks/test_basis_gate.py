@@ -95,7 +95,10 @@ def test_robustness_sees_recognition_degrade_with_pitch_but_two_speakers_per_gro
     assert asr["gap"]["best"] == "male" and asr["gap"]["value"] > asr["threshold"]["max_gap"]
     decision = asr["decision"]
     assert decision["relevant"] and decision["p"] < 0.1 and decision["family_size"] == 3 and not decision["significant"]
-    assert asr["gap"]["ci_low"] < 0 < asr["gap"]["ci_high"]  # t with about 2 df from 2 speakers per group
+    assert asr["gap"]["p"] > 0.05  # Student's t with about 2 df from 2 speakers per group
+    assert [entry["set"] for entry in asr["per_dataset"]] == ["sqa-asr"]
+    content = asr["content_score"]
+    assert content["value"] == pytest.approx((content["asr"] + content["sqa"]) / 2)
     result.assert_outcomes(passed=3)
 
 

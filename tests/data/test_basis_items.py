@@ -1,5 +1,6 @@
 """BASIS item sets: loading and validation, mode requests, judges, WER counts, group gaps, simulator."""
 
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from harness.checks.basis_common.judges import rule_qa_judge, rule_style_judge
 from harness.checks.basis_common.requests import choice_requests, open_requests
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
-from harness.data.basis_suite import BasisError, load_suite, resolve_suite
+from harness.data.basis_suite import DEMO_SUITE_PATH, BasisError, load_suite, resolve_suite
 from harness.metrics.basis import MODES
 from harness.metrics.group_gap import group_gap
 from harness.metrics.wer import WordErrors, normalise_text, word_errors
@@ -31,12 +32,32 @@ def test_demo_suite_loads_every_set_with_its_audio(demo):
         "basis-product-health",
         "elip-pair",
         "sqa",
+        "stereoset-age-asr",
+        "sqa-asr",
     ]
-    assert sum(len(s.table) for s in demo.sets) == 136
+    assert sum(len(s.table) for s in demo.sets) == 136 + 24 + 24
     assert demo.dimensions() == ["gender", "age"]
     for item_set in demo.sets:
         assert item_set.table["audio"].map(Path.is_file).all()
         assert (item_set.table.groupby("label")["speaker"].nunique() >= 2).all()
+
+
+def test_an_asr_set_reads_the_recordings_of_its_sibling_set_with_their_text_as_reference(demo):
+    asr, stereotype = demo.item_set("stereoset-age-asr"), demo.item_set("stereoset-age")
+    assert asr.kind == "asr" and asr.option_columns == ()
+    merged = asr.table.merge(stereotype.table, on=["id", "speaker"], suffixes=("", "_stereotype"))
+    assert len(merged) == len(asr.table) == len(stereotype.table)
+    assert (merged["audio"] == merged["audio_stereotype"]).all()
+    assert (merged["transcript"] == merged["context"]).all()
+
+
+def test_an_asr_set_without_its_reference_column_names_the_file(tmp_path):
+    suite = tmp_path / "suite"
+    shutil.copytree(DEMO_SUITE_PATH, suite)
+    metadata = suite / "qa" / "gender-asr.csv"
+    metadata.write_text(metadata.read_text().replace("transcript", "text", 1))
+    with pytest.raises(BasisError, match=r"gender-asr.csv: missing column\(s\) \['transcript'\]"):
+        load_suite(suite)
 
 
 def test_stereotype_types_flip_with_the_speakers_group(demo):

@@ -20,10 +20,12 @@ from harness.metrics.basis import (
     asr_scores,
     cat_scores,
     classification_accuracy,
+    content_based_score,
     content_score,
     group_accuracy,
     mean_icat_metric,
     mode_effects,
+    per_dataset_scores,
     personalization_accuracy,
     sqa_accuracy,
     stereoset_scores,
@@ -385,3 +387,63 @@ def test_mode_effects_rejects_bad_modes_and_straddling_speakers():
     assert mode_effects(straddling, MEAN_ICAT, n_boot=10, stratify=False).n_clusters == 4
     with pytest.raises(ValueError, match=r"\['speaker'\]"):
         mode_effects(table.drop(columns="speaker"), MEAN_ICAT)
+
+
+def test_per_dataset_scores_average_each_set_over_its_groups_then_the_sets():
+    # set A: f = (100, 80) -> 90, m = 60 -> 60, set mean 75; set B: f = 40, x = (100, 100, 70) -> 90, set mean 65
+    table = pd.DataFrame(
+        {
+            "dataset": ["A", "A", "A", "B", "B", "B", "B"],
+            "group": ["f", "f", "m", "f", "x", "x", "x"],
+            "score": [100.0, 80.0, 60.0, 40.0, 100.0, 100.0, 70.0],
+        }
+    )
+    result = per_dataset_scores(table)
+    assert result.per_cell.loc[("A", "f"), "score"] == pytest.approx(90.0)
+    assert result.per_dataset["score"].tolist() == pytest.approx([75.0, 65.0])
+    assert result.per_dataset["n_groups"].tolist() == [2, 2]
+    assert result.per_group.loc["f", "score"] == pytest.approx((90.0 + 40.0) / 2)
+    assert result.per_group.loc["f", "n_datasets"] == 2 and result.per_group.loc["m", "n_datasets"] == 1
+    assert result.score == pytest.approx(70.0)
+    pooled = table["score"].mean()
+    assert abs(pooled - result.score) > 1  # the row-pooled mean is another quantity
+
+
+def test_per_dataset_scores_reject_a_score_off_the_scale_naming_the_row():
+    table = pd.DataFrame({"dataset": ["A", "A"], "group": ["f", "m"], "score": [50.0, 130.0]})
+    with pytest.raises(ValueError, match=r"'score', row 1 has 130.0"):
+        per_dataset_scores(table)
+
+
+def test_content_based_score_is_the_mean_of_the_two_tasks_means():
+    assert content_based_score([90.0, 80.0, 70.0], [60.0]) == pytest.approx((80.0 + 60.0) / 2)
+    assert content_based_score([90.0], []) == pytest.approx(90.0)
+    assert np.isnan(content_based_score([], []))
+
+
+def test_the_weighted_crossed_gap_is_the_difference_of_the_per_dataset_group_means():
+    """Robustness weights each row 1 / n(set, group): the crossed test's group means are then exactly
+    :func:`per_dataset_scores`' per-group scores, however unequal the sets' sizes."""
+    from harness.checks.basis_common.stats import crossed_group_test
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for set_name, items in (("big", 12), ("small", 3)):
+        for group in ("f", "m"):
+            for speaker in range(2):
+                for item in range(items):
+                    score = 100.0 * (rng.random() < (0.9 if set_name == "big" else 0.4))
+                    rows.append((set_name, group, f"{set_name}-{group}{speaker}", f"{set_name}/{item}", score))
+    table = pd.DataFrame(rows, columns=["set", "group", "speaker", "item", "score"])
+    table["weight"] = 1.0 / table.groupby(["set", "group"])["score"].transform("size")
+    test = crossed_group_test(
+        table.assign(weighted=table["score"] * table["weight"]),
+        value="weighted",
+        denominator="weight",
+        item="item",
+        max_gap=10.0,
+        seed=1,
+    )
+    per_group = per_dataset_scores(table, dataset="set").per_group["score"]
+    (contrast,) = test.contrasts
+    assert contrast.estimate == pytest.approx(per_group["f"] - per_group["m"])

@@ -56,12 +56,14 @@ def crossed_group_test(
     seed: int,
     speaker: str = "speaker",
     group: str = "group",
+    denominator: str | None = None,
 ) -> CrossedTest:
     """Every pair of groups' difference in mean ``value`` with a two-way speaker x item bootstrap interval and
     p-value (:func:`harness.metrics.crossed.crossed_contrasts`: speakers and items are crossed, BASIS-Bench §3),
-    each relevant when ``|difference| > max_gap``; and the best-minus-worst gap from the same replicates."""
+    each relevant when ``|difference| > max_gap``; and the best-minus-worst gap from the same replicates.
+    With ``denominator`` a group's mean is ``sum(value) / sum(denominator)`` (row weights)."""
     replicates = crossed_replicates(
-        table, value=value, group=group, speaker=speaker, item=item, n_boot=N_BOOT, seed=seed
+        table, value=value, denominator=denominator, group=group, speaker=speaker, item=item, n_boot=N_BOOT, seed=seed
     )
     groups = replicates.groups
     contrasts = []

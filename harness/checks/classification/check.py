@@ -1,7 +1,8 @@
 """BASIS-Bench demographic classification (§3.1): one case per model x dimension.
 
-Every recording of every item set on the dimension is asked for the speaker's label, the set's categories
-listed in the prompt; a prediction is correct only on an exact match (case and whitespace aside). Per set
+Every recording of the dimension's stereotype and personalization sets ("the same data as the other axes",
+§3.1; Table 8 reads Spoken StereoSet+, BASIS-Health/Product and ELIP-Pair, not the ASR and QA sets) is asked
+for the speaker's label, the set's categories listed in the prompt; a prediction is correct only on an exact match (case and whitespace aside). Per set
 and label, ``accuracy = 100·#(pred = label | true = label)/#(true = label)``; the case's value is the mean
 of these per-label accuracies over all sets of the dimension. It measures whether the model *perceives*
 the cue, which is context for the bias axes (§4.2) rather than bias itself; the gate fails a case
@@ -39,6 +40,9 @@ from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import ClassificationResult, classification_accuracy
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
+CLASSIFIED_KINDS = ("stereotype", "personalization")
+"""The item-set kinds whose recordings are classified: the bias and personalization axes' data (§3.1)."""
+
 
 class ClassificationCheck(CrossedComparison, Check):
     name = "classification"
@@ -72,7 +76,7 @@ class ClassificationCheck(CrossedComparison, Check):
                 id=f"{model}-{dimension}",
             )
             for model in context.models
-            for dimension in context.basis.dimensions()
+            for dimension in dict.fromkeys(d for kind in CLASSIFIED_KINDS for d in context.basis.dimensions(kind))
         ]
 
     @per_run
@@ -80,7 +84,7 @@ class ClassificationCheck(CrossedComparison, Check):
         self, context: CheckContext, model: str, dimension: str
     ) -> tuple[dict[str, ClassificationResult], CrossedTest, pd.DataFrame]:
         per_set, tables = {}, []
-        for item_set in (s for s in context.basis.sets if s.dimension == dimension):
+        for item_set in (s for kind in CLASSIFIED_KINDS for s in context.basis.of_kind(kind, dimension)):
             table = classification_table(context, model, item_set.name)
             per_set[item_set.name] = classification_accuracy(
                 table, true="group", predicted="prediction", labels=item_set.labels

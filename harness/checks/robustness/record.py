@@ -13,6 +13,12 @@ class RobustnessRecord(CaseRecord):
     task: str
     per_group: list[dict[str, Any]]
     gap: dict[str, Any]
+    per_dataset: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """Per item set: its groups, answers and score (the mean over its groups), BASIS-Bench Tables 8 and 10."""
+    per_cell: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """Per (item set, group): answers and score (``cell`` is ``set/group``)."""
+    content_score: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The model's content-based score (Table 7): ``value``, the ``asr`` and ``sqa`` means, ``per_dataset``."""
     judge: str = "rules"
     """Who judged the open answers: ``rules`` (the offline rule judges), an LLM judge's spec and fingerprint
     (``--basis-judge``), or ``none`` when no answer needed one (multiple choice, WER)."""
