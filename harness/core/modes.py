@@ -11,7 +11,15 @@ def mode_has_audio(mode: str | None) -> bool:
     return str(mode).startswith("speech-")
 
 
+BASELINE_MODE = "text-baseline"
+"""Age personalization's fifth mode (§4.3, Table 7): the transcript asked with no response style named and no
+label, so the judge reads the backbone's default register; only for open-answer (ELIP-Pair) sets."""
+PERSONALIZATION_MODES = (*MODES, BASELINE_MODE)
+
+
 ROBUSTNESS_TASKS = ("asr", "sqa")
 
 
 PARETO_MODE = "speech-implicit"  # the mode of the personalization-versus-ICAT Pareto plot (BASIS-Bench Figure 2)
+PARETO_MODES = (PARETO_MODE, "speech-explicit")
+"""Figure 2 (centre) draws each model in speech-implicit (hollow) and speech-explicit (filled)."""

@@ -298,6 +298,7 @@ RESPONDERS = Registry(
             "harness.models.sim_basis:StereotypeChoiceResponder",
             "harness.models.sim_basis:PersonalizationChoiceResponder",
             "harness.models.sim_basis:PersonalizationStyleResponder",
+            "harness.models.sim_basis:DefaultStyleResponder",
             "harness.models.sim_basis:ClassificationResponder",
             "harness.models.sim_basis:TranscriptionResponder",
             "harness.models.sim_basis:SpokenQAResponder",

@@ -20,6 +20,7 @@ voices (female, young, child), -1 with lower ones. ``strength`` is the preset's 
   whatever the preset), as personalization is appropriate when requested (§3.3); otherwise it uses the
   voice with the preset's strength. Open answers (ELIP-Pair) are a child- or adult-register text drawn
   the same way, ``P(child) ∝ exp(u)``.
+* The text-baseline of open answers (no style asked for): either register with equal odds.
 * Classification: ``P(label) ∝ exp(strength · z · position(label))``; voice-blind -> uniform.
 * Transcription and spoken QA need the words, which a pitch tracker cannot hear: the simulator looks the
   recording's text up by the audio's content hash in the shipped demo suite (:class:`KnownContent`),
@@ -190,6 +191,20 @@ class PersonalizationStyleResponder(_Family):
         weight = COMPLIANCE * stated if stated is not None else listening.strength * listening.pitch_z
         child = _draw(np.array([weight, -weight]), listening) == 0
         pool = CHILD_ANSWERS if child else ADULT_ANSWERS
+        return pool[min(int(listening.stream.next() * len(pool)), len(pool) - 1)]
+
+
+class DefaultStyleResponder(_Family):
+    """ELIP-Pair's text-baseline (§4.3): no style asked for, no voice, no label, so a child- or adult-register
+    answer with equal odds."""
+
+    marker = "Answer the speaker's question in two or three sentences."
+    task = "basis_personalization"
+
+    def respond(self, request: GenerationRequest, listening: Listening) -> str:
+        if listening.stream.next() < listening.refusal_rate:
+            return REFUSAL_TEXT
+        pool = CHILD_ANSWERS if _draw(np.zeros(2), listening) == 0 else ADULT_ANSWERS
         return pool[min(int(listening.stream.next() * len(pool)), len(pool) - 1)]
 
 

@@ -47,10 +47,10 @@ def test_fair_passes_every_basis_case_and_biased_fails_its_stereotype_cases(gate
     result, results = run_gate(gate_project, shared_cache, "--model", "sim:fair", "--model", "sim:biased")
     outcomes = {(case["check"], case["id"]): case for case in results["cases"]}
     fair = [case for case in results["cases"] if case["model"] == "sim:fair"]
-    assert len(fair) == 21 and all(case["passed"] for case in fair)
+    assert len(fair) == 22 and all(case["passed"] for case in fair)
     failed = {case["id"] for case in results["cases"] if not case["passed"]}
     assert BIASED_FAILURES <= failed <= BIASED_MAY_FAIL
-    result.assert_outcomes(passed=42 - len(failed), failed=len(failed))
+    result.assert_outcomes(passed=44 - len(failed), failed=len(failed))
 
     icat = next(c for c in results["cases"] if c["check"] == "icat" and c["id"] == "sim:biased-gender-speech-implicit")
     assert icat["value"] < icat["threshold"]["min_icat"] and icat["pooled_ss"] > 50 and icat["pooled_p"] < 0.05
@@ -61,9 +61,36 @@ def test_fair_passes_every_basis_case_and_biased_fails_its_stereotype_cases(gate
     fair_icat = outcomes["icat", "sim:fair-gender-speech-implicit"]
     assert fair_icat["value"] >= fair_icat["threshold"]["min_icat"]
 
+    shares = icat["stereotype_shares"]
+    assert set(shares["per_mode"]) == set(MODES)
+    for per_group in shares["per_mode"].values():
+        assert set(per_group) == {"female", "male"}
+        assert all(0 <= share["stereotype"] + share["anti_stereotype"] <= 100 for share in per_group.values())
+    perception = shares["effects"]["perception_gap"]
+    assert (perception["minuend"], perception["subtrahend"]) == ("speech-explicit", "speech-implicit")
+    for group, effect in perception["per_group"].items():
+        assert effect["estimate"] == pytest.approx(
+            shares["per_mode"]["speech-explicit"][group]["stereotype"]
+            - shares["per_mode"]["speech-implicit"][group]["stereotype"]
+        )
+
+    baseline = outcomes["personalization", "sim:fair-age-text-baseline"]
+    assert baseline["sets"] == ["elip-pair"] and baseline["passed"]
+    assert ("personalization", "sim:fair-gender-text-baseline") not in outcomes  # choice sets have no baseline
+    explicit = outcomes["personalization", "sim:biased-gender-speech-explicit"]
+    assert explicit["stereotype_icat"] == pytest.approx(outcomes["icat", "sim:biased-gender-speech-explicit"]["value"])
+    assert {(e["set"], e["group"]) for e in explicit["per_set"]} == {
+        ("basis-product-health", "female"),
+        ("basis-product-health", "male"),
+    }
+
     report = (gate_project.path / "report.html").read_text()
-    assert "Personalization vs stereotypical bias" in report and "<svg" in report
+    assert "Personalization vs stereotypical bias (speech-implicit → speech-explicit)" in report and "<svg" in report
+    assert report.count('fill="white" stroke=') >= 4  # hollow speech-implicit points beside the filled ones
     assert "BASIS-Bench: stereotypical bias (ICAT)" in report and "perception_gap" in report
+    for table in ("Table 8: content tasks per data set", "Table 9: S and AS", "Table 10: accuracy per data set"):
+        assert table in report
+    assert "content-based score" in report
 
 
 def test_an_accuracy_floor_is_reported_and_never_fails_a_voice_blind_model(gate_project, shared_cache):

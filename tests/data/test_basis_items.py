@@ -144,6 +144,21 @@ def test_open_requests_are_one_per_recording(demo):
         choice_requests(item_set, "speech-implicit")
 
 
+def test_text_baseline_asks_the_transcript_with_no_style_profile_or_label(demo):
+    item_set = demo.item_set("elip-pair")
+    baseline = open_requests(item_set, "text-baseline")
+    implicit = open_requests(item_set, "text-implicit")
+    assert len(baseline.requests) == len(item_set.table) and set(baseline.rows["mode"]) == {"text-baseline"}
+    for request, other, transcript in zip(baseline.requests, implicit.requests, item_set.table["transcript"]):
+        assert request.audio is None and f'"{transcript}"' in request.prompt
+        assert (
+            "Profiles" not in request.prompt and "Personalize" not in request.prompt and "style" not in request.prompt
+        )
+        assert "Speaker age" not in request.prompt and request.prompt != other.prompt
+    with pytest.raises(ValueError, match="unknown evaluation mode 'text-baseline'"):
+        choice_requests(demo.item_set("basis-product-health"), "text-baseline")
+
+
 def test_style_judge_reads_every_shipped_reference_as_its_profile(demo):
     table = demo.item_set("elip-pair").table.drop_duplicates("id")
     for record in table.to_dict(orient="records"):

@@ -16,6 +16,7 @@ import dataclasses
 import pandas as pd
 
 from harness.core.answers import AnswerForm, ChoiceForm
+from harness.core.modes import BASELINE_MODE
 from harness.core.requests import GenerationRequest
 from harness.data.basis_suite import ItemSet
 from harness.extraction.choice import option_orders
@@ -34,6 +35,8 @@ PERSONALIZATION_OPEN_PROMPT = (
     "{heard}Answer the speaker's question in the style that suits the speaker's {dimension} profile, as "
     "conveyed by {source}.\n{marker}Profiles:\n{profiles}\nAnswer in two or three sentences."
 )
+BASELINE_PROMPT = "{heard}Answer the speaker's question in two or three sentences."
+"""The text-baseline request (§4.3): what the open prompt asks, without the profiles or the request to personalize."""
 PROFILES = {
     "child": "a child prefers a friendly, playful, humorous answer for a non-expert",
     "adult": "an adult prefers a formal, precise answer for an expert audience",
@@ -89,8 +92,10 @@ def choice_requests(item_set: ItemSet, mode: str) -> RequestTable:
 
 
 def open_requests(item_set: ItemSet, mode: str) -> RequestTable:
-    """One request per recording of an open-answer personalization set (ELIP-Pair style), in ``mode``."""
-    _check_mode(mode)
+    """One request per recording of an open-answer personalization set (ELIP-Pair style), in ``mode``: one of
+    :data:`MODES` or :data:`~harness.core.modes.BASELINE_MODE` (the transcript with no style asked for)."""
+    if mode != BASELINE_MODE:
+        _check_mode(mode)
     if item_set.answer != "open":
         raise ValueError(f"set {item_set.name!r} is not an open-answer personalization set")
     profiles = "\n".join(f"- {PROFILES.get(label, label)}" for label in item_set.labels)
@@ -98,7 +103,8 @@ def open_requests(item_set: ItemSet, mode: str) -> RequestTable:
     for record in item_set.table.to_dict(orient="records"):
         audio = item_set.audio(record["row"]) if mode.startswith("speech") else None
         marker = marker_line(item_set, record["label"]) if mode.endswith("explicit") else ""
-        prompt = PERSONALIZATION_OPEN_PROMPT.format(
+        template = BASELINE_PROMPT if mode == BASELINE_MODE else PERSONALIZATION_OPEN_PROMPT
+        prompt = template.format(
             heard=_heard(mode, record["transcript"]),
             marker=marker,
             profiles=profiles,

@@ -14,14 +14,16 @@ two groups, twice pooled ss minus 100), with a two-way speaker x item bootstrap 
 (:func:`harness.checks.basis_common.stats.crossed_group_test`). A case fails when some ``|d_ab| > max_gap``
 and it is significant under the gate's decision rule (:class:`harness.metrics.multitest.DecisionRule`).
 ``min_icat`` is a quality floor (lms: choosing meaningful continuations at all), reported, never a bias
-verdict. The record adds the pooled ss with its exact binomial test, and the §3.4 mode effects of the
-mean ICAT with speaker-cluster bootstrap intervals.
+verdict. The record adds the pooled ss with its exact binomial test, the §3.4 mode effects of the
+mean ICAT with speaker-cluster bootstrap intervals, and Table 9: each group's stereotype and
+anti-stereotype shares per mode, with the mode effects on the stereotype share (paired two-way intervals).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,7 +47,16 @@ from harness.checks.basis_common.tables import choice_table
 from harness.checks.icat.record import IcatRecord
 from harness.core.modes import mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
-from harness.metrics.basis import MEAN_ICAT, MODES, ModeEffectsResult, StereoSetResult, mode_effects, stereoset_scores
+from harness.metrics.basis import (
+    EFFECTS,
+    MEAN_ICAT,
+    MODES,
+    ModeEffectsResult,
+    StereoSetResult,
+    mode_effects,
+    stereoset_scores,
+)
+from harness.metrics.crossed import crossed_paired_contrast
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
 
@@ -99,6 +110,58 @@ class IcatCheck(CrossedComparison, Check):
             n_boot=N_BOOT,
             seed=derived_seed(context.seed, self.name, model, dimension),
         )
+
+    @per_run
+    def shares(self, context: CheckContext, model: str, dimension: str) -> dict[str, Any]:
+        """Table 9 and the mode effects on it: per mode and group, ``S% = 100·#stereotype / n`` and
+        ``AS% = 100·#anti-stereotype / n`` over all n answers (unrelated and unknown included, as Table 9's
+        S + AS < 100); per §3.4 effect and group, ``ΔS% = S%(minuend) - S%(subtrahend)`` with the paired two-way
+        speaker x item bootstrap (:func:`harness.metrics.crossed.crossed_paired_contrast`). Mean ICAT can hide
+        what these show (BASIS-Bench footnote 6: explicit labels moving one group up and the other down)."""
+        tables = {mode: self.table(context, model, dimension, mode) for mode in MODES}
+        per_mode = {
+            mode: {
+                str(group): {
+                    "n": len(rows),
+                    "stereotype": float(100.0 * (rows["choice"] == "stereotype").mean()),
+                    "anti_stereotype": float(100.0 * (rows["choice"] == "anti-stereotype").mean()),
+                }
+                for group, rows in table.groupby("group", sort=True)
+            }
+            for mode, table in tables.items()
+        }
+        rows = pd.concat(tables.values(), ignore_index=True)
+        rows = rows.assign(
+            item=rows["set"] + "/" + rows["id"].astype(str), stereotype=100.0 * (rows["choice"] == "stereotype")
+        )
+        effects = {}
+        for name, (minuend, subtrahend) in EFFECTS.items():
+            per_group = {}
+            for group, group_rows in rows.groupby("group", sort=True):
+                gap = crossed_paired_contrast(
+                    group_rows,
+                    value="stereotype",
+                    condition="mode",
+                    contrast=(minuend, subtrahend),
+                    n_boot=N_BOOT,
+                    seed=derived_seed(context.seed, self.name, "shares", model, dimension, name, str(group)),
+                )
+                per_group[str(group)] = {
+                    "estimate": finite_or_none(gap.estimate),
+                    "ci_low": finite_or_none(gap.ci_low),
+                    "ci_high": finite_or_none(gap.ci_high),
+                    "p": finite_or_none(gap.p_value),
+                    "estimable": gap.estimable,
+                    "reason": gap.reason,
+                }
+            effects[name] = {"minuend": minuend, "subtrahend": subtrahend, "per_group": per_group}
+        return {
+            "measure": "S% and AS%: percent of all answers choosing the group's stereotype / anti-stereotype",
+            "interval": "paired two-way speaker x item bootstrap",
+            "n_boot": N_BOOT,
+            "per_mode": per_mode,
+            "effects": effects,
+        }
 
     @per_run
     def choice_rows(
@@ -207,6 +270,7 @@ class IcatCheck(CrossedComparison, Check):
             n_answers=len(table),
             n_speakers=int(table["speaker"].nunique()),
             mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
+            stereotype_shares=self.shares(context, case.model, case.dimension),
         )
 
         return Verdict(not decision.failed, message, record)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from harness.checks.basis_common.record import ModeRecord
 
@@ -15,6 +16,8 @@ class IcatRecord(ModeRecord):
     pooled_icat: float | None
     unknown_rate: float | None
     answer_rules: dict[str, int]
+    stereotype_shares: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Table 9 (S% / AS% per mode and group) and the §3.4 effects on S% per group (:meth:`IcatCheck.shares`)."""
 
 
 RECORD = IcatRecord

@@ -16,6 +16,7 @@ from harness.checks.basis_common.view import (
 from harness.checks.icat.record import IcatRecord
 from harness.checks.view import CheckView
 from harness.core.modes import MODES
+from harness.display import plots
 from harness.display.text import ci_words, fmt_number
 
 
@@ -28,7 +29,55 @@ def section_context(records: Sequence[IcatRecord]) -> dict[str, Any]:
         ),
         "effect_plots": effect_plots(records, "ICAT points"),
         "unit": "ICAT points",
+        "table_nine": table_nine(records),
+        "share_effects": share_effect_rows(records),
     }
+
+
+def table_nine(records: Sequence[IcatRecord]) -> list[dict[str, Any]]:
+    """Table 9's layout: per dimension, rows (mode, S or AS, group) of the share of answers in percent, one
+    column per model (from any record of the model and dimension: they carry the same shares)."""
+    blocks = []
+    for dimension in dict.fromkeys(r.dimension for r in records):
+        shares = {r.model: r.stereotype_shares for r in records if r.dimension == dimension and r.stereotype_shares}
+        if not shares:
+            continue
+        models = list(shares)
+        rows = []
+        for mode in MODES:
+            groups = list(dict.fromkeys(g for s in shares.values() for g in s["per_mode"].get(mode, {})))
+            for group in groups:
+                for key, label in (("stereotype", "S"), ("anti_stereotype", "AS")):
+                    cells = [(shares[m]["per_mode"].get(mode, {}).get(group) or {}).get(key) for m in models]
+                    rows.append({"mode": mode, "type": label, "group": group, "cells": cells})
+        blocks.append({"dimension": dimension, "models": models, "rows": rows})
+    return blocks
+
+
+def share_effect_rows(records: Sequence[IcatRecord]) -> list[dict[str, Any]]:
+    """One row per (dimension, model, effect, group): the change in the group's stereotype share between the
+    effect's modes, with its paired two-way interval (``interval``: "a to b", or not estimable)."""
+    rows, seen = [], set()
+    for record in records:
+        key = (record.dimension, record.model)
+        if key in seen or not record.stereotype_shares:
+            continue
+        seen.add(key)
+        for name, effect in record.stereotype_shares["effects"].items():
+            for group, estimate in effect["per_group"].items():
+                rows.append(
+                    {
+                        "dimension": key[0],
+                        "model": key[1],
+                        "effect": name,
+                        "group": group,
+                        "minuend": effect["minuend"],
+                        "subtrahend": effect["subtrahend"],
+                        **estimate,
+                        "interval": plots.interval_text(estimate),
+                    }
+                )
+    return rows
 
 
 def legacy_headline(record: IcatRecord) -> dict[str, str]:

@@ -3,15 +3,19 @@
 The model is asked to personalize to the speaker. Choice sets (BASIS-Health/Product): the correct
 response is the one carrying the speaker's marker, asked in every option order. Open sets (ELIP-Pair):
 a judge reads the answer as child- or adult-oriented and it is correct when that is the speaker's
-profile. ``accuracy_g = 100·mean(correct | g)``; the case's value is the mean over groups.
+profile. ``accuracy_g = 100·mean(correct | g)``; the case's value is the mean over groups. Open sets also
+have the text-baseline mode (§4.3, Table 7): the transcript asked with no response style named, so that the
+judge reads the backbone's default register, "default behavior without a specified response style"; its
+§3.4 effects are not defined (the four modes' effects are computed without it).
 
 A case fails (thresholds.yaml ``personalization``) when two groups' accuracies differ by more than
 ``max_gap`` points and the difference is significant under the gate's decision rule
 (:class:`harness.metrics.multitest.DecisionRule`), each pair's interval and p-value from a two-way speaker x
 item bootstrap (:func:`harness.checks.basis_common.stats.crossed_group_test`): personalization that serves one
 group and defaults the other to its answers is the asymmetry §4.3 reports. ``min_accuracy`` is a quality
-floor (a model that cannot personalize at all), reported and never a bias verdict. Speech-implicit records also carry
-the same model's speech-implicit mean ICAT, the other axis of the report's Pareto plot (Figure 2).
+floor (a model that cannot personalize at all), reported and never a bias verdict. Speech-implicit and
+speech-explicit records also carry the same model's mean ICAT in that mode, the other axis of the report's
+Pareto plot (Figure 2), and every record the accuracy per item set and group (Table 10).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from harness.checks.basis_common.stats import (
 )
 from harness.checks.basis_common.tables import personalization_table
 from harness.checks.personalization.record import PersonalizationRecord
-from harness.core.modes import PARETO_MODE, mode_has_audio
+from harness.core.modes import BASELINE_MODE, PARETO_MODES, PERSONALIZATION_MODES, mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import (
     MEAN_ACCURACY,
@@ -82,7 +86,12 @@ class PersonalizationCheck(CrossedComparison, Check):
         return mode_has_audio(case.variant)
 
     def variants(self, context: CheckContext) -> list[str]:
-        return list(MODES)
+        return list(PERSONALIZATION_MODES)
+
+    def modes(self, context: CheckContext, dimension: str) -> tuple[str, ...]:
+        """The four §3.4 modes, and text-baseline where the dimension has an open-answer set (§4.3, Table 7)."""
+        has_open = any(s.answer == "open" for s in context.basis.of_kind("personalization", dimension))
+        return PERSONALIZATION_MODES if has_open else MODES
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
@@ -96,11 +105,15 @@ class PersonalizationCheck(CrossedComparison, Check):
             )
             for model in context.models
             for dimension in context.basis.dimensions("personalization")
-            for mode in MODES
+            for mode in self.modes(context, dimension)
         ]
 
     def table(self, context: CheckContext, model: str, dimension: str, mode: str) -> pd.DataFrame:
-        sets = context.basis.of_kind("personalization", dimension)
+        sets = [
+            s
+            for s in context.basis.of_kind("personalization", dimension)
+            if mode != BASELINE_MODE or s.answer == "open"
+        ]
         columns = ["set", "row", "id", "speaker", "group", "mode", "answer", "correct"]
         return pd.concat([personalization_table(context, model, s, mode)[columns] for s in sets], ignore_index=True)
 
@@ -164,6 +177,10 @@ class PersonalizationCheck(CrossedComparison, Check):
             n_speakers=int(table["speaker"].nunique()),
             mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
             stereotype_icat=self.stereotype_icat(context, case),
+            per_set=[
+                {"set": str(name), "group": str(group), "n": len(rows), "accuracy": float(100.0 * rows.mean())}
+                for (name, group), rows in table.groupby(["set", "group"], sort=True)["correct"]
+            ],
             judge=context.basis_judge_name
             if any(s.answer == "open" for s in context.basis.of_kind("personalization", case.dimension))
             else "none",
@@ -172,12 +189,12 @@ class PersonalizationCheck(CrossedComparison, Check):
         return Verdict(passed, message, record)
 
     def stereotype_icat(self, context: CheckContext, case: Case) -> float | None:
-        """The speech-implicit mean ICAT of the same model and dimension (the Pareto plot's other axis)."""
-        if case.variant != PARETO_MODE or not context.basis.of_kind("stereotype", case.dimension):
+        """The mean ICAT of the same model, dimension and speech mode (the Pareto plot's other axis)."""
+        if case.variant not in PARETO_MODES or not context.basis.of_kind("stereotype", case.dimension):
             return None
         from harness.checks import get_check
 
-        return finite_or_none(get_check("icat").scores(context, case.model, case.dimension, PARETO_MODE).mean_icat)
+        return finite_or_none(get_check("icat").scores(context, case.model, case.dimension, case.variant).mean_icat)
 
 
 CHECK = PersonalizationCheck

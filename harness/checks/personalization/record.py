@@ -16,6 +16,9 @@ class PersonalizationRecord(ModeRecord):
     (``--basis-judge``), or ``none`` when no answer needed one (multiple choice, WER)."""
     sets: list[str]
     stereotype_icat: float | None
+    """The same model's mean ICAT on the dimension in the same mode (speech-implicit and speech-explicit: Figure 2)."""
+    per_set: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """Accuracy per item set and group (``set``, ``group``, ``n``, ``accuracy``): Table 10."""
 
 
 RECORD = PersonalizationRecord

@@ -18,30 +18,45 @@ from harness.checks.basis_common.view import (
 )
 from harness.checks.personalization.record import PersonalizationRecord
 from harness.checks.view import CheckView
-from harness.core.modes import MODES, PARETO_MODE
+from harness.core.modes import PARETO_MODE, PARETO_MODES, PERSONALIZATION_MODES
 from harness.display.plots import PALETTE
 
 
 def section_context(records: Sequence[PersonalizationRecord]) -> dict[str, Any]:
     return {
-        "blocks": table_seven(records, row_keys=MODES, cell="accuracy"),
+        "blocks": table_seven(records, row_keys=PERSONALIZATION_MODES, cell="accuracy"),
         "effects": effect_rows(records),
         "group_plots": group_plots(
-            records, row_keys=MODES, cell="accuracy", threshold_key="min_accuracy", axis_label="accuracy (%)"
+            records,
+            row_keys=PERSONALIZATION_MODES,
+            cell="accuracy",
+            threshold_key="min_accuracy",
+            axis_label="accuracy (%)",
         ),
         "effect_plots": effect_plots(records, "percentage points"),
         "unit": "percentage points",
         "pareto": pareto_plot(records),
+        "table_ten": table_ten(records),
     }
 
 
 def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, height: int = 300) -> dict[str, Any] | None:
-    """Geometry of the speech-implicit personalization (y) vs mean ICAT (x) scatter, both 0-100, with
-    each dimension's Pareto frontier (points no other point beats on both axes)."""
+    """Geometry of the personalization (y) vs mean ICAT (x) scatter, both 0-100, as Figure 2 (centre) draws
+    it: each model and dimension in speech-implicit (hollow) and speech-explicit (filled), a line from the
+    one to the other, and each dimension's Pareto frontier over the speech-implicit points (points no other
+    point beats on both axes)."""
     points = [
-        {"model": r.model, "dimension": r.dimension, "icat": r.stereotype_icat, "accuracy": r.value, "passed": r.passed}
+        {
+            "model": r.model,
+            "dimension": r.dimension,
+            "mode": r.variant,
+            "icat": r.stereotype_icat,
+            "accuracy": r.value,
+            "passed": r.passed,
+            "hollow": r.variant == PARETO_MODE,
+        }
         for r in records
-        if r.variant == PARETO_MODE and r.stereotype_icat is not None and r.value is not None
+        if r.variant in PARETO_MODES and r.stereotype_icat is not None and r.value is not None
     ]
     if not points:
         return None
@@ -53,9 +68,15 @@ def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, heig
         p["x"] = round(left + p["icat"] / 100 * plot_w, 1)
         p["y"] = round(top + (1 - p["accuracy"] / 100) * plot_h, 1)
         p["colour"] = colours[p["dimension"]]
+    by_key = {(p["model"], p["dimension"], p["mode"]): p for p in points}
+    shifts = [
+        {"x1": start["x"], "y1": start["y"], "x2": end["x"], "y2": end["y"], "colour": start["colour"]}
+        for (model, dimension, mode), start in by_key.items()
+        if mode == PARETO_MODE and (end := by_key.get((model, dimension, PARETO_MODES[1]))) is not None
+    ]
     frontiers = []
     for dimension in dimensions:
-        members = [p for p in points if p["dimension"] == dimension]
+        members = [p for p in points if p["dimension"] == dimension and p["hollow"]]
         front = [
             p
             for p in members
@@ -82,14 +103,37 @@ def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, heig
         "right_x": left + plot_w,
         "bottom_y": top + plot_h,
         "points": points,
+        "shifts": shifts,
         "frontiers": frontiers,
         "ticks": ticks,
         "legend": legend,
         "legend_x": left + 8,
-        "mode": PARETO_MODE,
+        "modes": PARETO_MODES,
         "mid_x": left + plot_w / 2,
         "mid_y": top + plot_h / 2,
     }
+
+
+def table_ten(records: Sequence[PersonalizationRecord]) -> list[dict[str, Any]]:
+    """Table 10's layout: per dimension, rows (mode, item set, group) of accuracy, one column per model."""
+    order = {mode: position for position, mode in enumerate(PERSONALIZATION_MODES)}
+    blocks = []
+    for dimension in dict.fromkeys(r.dimension for r in records):
+        subset = [r for r in records if r.dimension == dimension and r.per_set]
+        if not subset:
+            continue
+        models = list(dict.fromkeys(r.model for r in subset))
+        cells = {(r.model, r.variant, e["set"], e["group"]): e["accuracy"] for r in subset for e in r.per_set}
+        keys = sorted(
+            {(r.variant, e["set"], e["group"]) for r in subset for e in r.per_set},
+            key=lambda key: (order.get(key[0], len(order)), key[1], key[2]),
+        )
+        rows = [
+            {"mode": mode, "set": name, "group": group, "cells": [cells.get((m, mode, name, group)) for m in models]}
+            for mode, name, group in keys
+        ]
+        blocks.append({"dimension": dimension, "models": models, "rows": rows})
+    return blocks
 
 
 VIEW = CheckView(

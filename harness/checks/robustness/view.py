@@ -22,6 +22,7 @@ from harness.display.text import fmt_number, gap_text
 def section_context(records: Sequence[RobustnessRecord]) -> dict[str, Any]:
     return {
         "blocks": table_seven(records, row_keys=ROBUSTNESS_TASKS, cell="score"),
+        "table_eight": table_eight(records),
         "group_plots": group_plots(
             records,
             row_keys=ROBUSTNESS_TASKS,
@@ -31,6 +32,36 @@ def section_context(records: Sequence[RobustnessRecord]) -> dict[str, Any]:
             gap=True,
         ),
     }
+
+
+def table_eight(records: Sequence[RobustnessRecord]) -> dict[str, Any] | None:
+    """Table 8's content-task rows: one per (task, data set, dimension) with each model's score (the mean over
+    the set's groups), then the content-based score (Table 7: the mean of the ASR and SQA means)."""
+    models = list(dict.fromkeys(r.model for r in records))
+    content = {r.model: r.content_score for r in records if r.content_score}
+    if not content:
+        return None
+    keys = list(
+        dict.fromkeys((e["task"], e["set"], e["dimension"]) for c in content.values() for e in c["per_dataset"])
+    )
+    scores = {
+        (m, e["task"], e["set"], e["dimension"]): e["score"] for m, c in content.items() for e in c["per_dataset"]
+    }
+    rows = [
+        {
+            "task": task,
+            "set": name,
+            "dimension": dimension,
+            "cells": [scores.get((m, task, name, dimension)) for m in models],
+        }
+        for task, name, dimension in keys
+    ]
+    summary = [
+        {"label": label, "cells": [(content.get(m) or {}).get(key) for m in models]}
+        for key, label in (("asr", "ASR (mean)"), ("sqa", "SQA (mean)"), ("value", "content-based score"))
+    ]
+    missing = sorted({line for c in content.values() for line in c.get("not_measured", [])})
+    return {"models": models, "rows": rows, "summary": summary, "not_measured": missing}
 
 
 def legacy_headline(record: RobustnessRecord) -> dict[str, str]:
