@@ -134,7 +134,13 @@ class Gate:
         if self.baseline is None:
             return Verdict(verdict.passed, verdict.message, record)
         baseline_record = self.baseline.records.get(baseline_key(record))
-        if baseline_record is None:
+        unmeasured = self.baseline.unmeasured.get(unmeasured_key(f"test_{case.check}", case.id, case.model))
+        if baseline_record is None and unmeasured is not None:
+            comparison = Comparison(
+                status="new",
+                message=f"unmeasured in the baseline ({unmeasured}): nothing to compare with, judged by its absolute threshold",
+            )
+        elif baseline_record is None:
             comparison = Comparison(
                 status="new", message="new check, absent from the baseline: judged by its absolute threshold"
             )
@@ -354,6 +360,9 @@ class Baseline:
     corpora: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
     vibe: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
     """The VIBE protocol and extractor its nTVD cases were made with (:func:`baseline_vibe`)."""
+    unmeasured: Mapping[tuple, str] = dataclasses.field(default_factory=dict)
+    """The cases that run could not measure (:func:`unmeasured_key` -> why), so that a case now measured is said
+    to have been unmeasured, not to be new."""
 
     def corpus_notes(self, corpora: Mapping[str, str]) -> list[str]:
         """What a run on ``corpora`` (name -> content hash) cannot pair with this baseline, in words: a corpus the
@@ -378,6 +387,12 @@ class Baseline:
 def baseline_key(record: CaseRecord) -> tuple:
     """Cases of two runs match on check, corpus, variant and dimension; the model is what differs."""
     return (record.check, record.corpus, record.variant, record.dimension)
+
+
+def unmeasured_key(test_function: str, case_id: str, model: str) -> tuple[str, str]:
+    """An unmeasured case (``check: error``, which keeps its ``nodeid``, ``id`` and ``model``, not its check's
+    variant) matches a case of another model by its test function and its id without the model."""
+    return (test_function, case_id.removeprefix(f"{model}-"))
 
 
 def load_baseline(path: str | Path, model: str | None = None, candidates: Sequence[str] = ()) -> Baseline:
@@ -418,6 +433,16 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         {baseline_key(case): case for case in cases if case.model == model},
         hashes,
         baseline_vibe(metadata),
+        {
+            unmeasured_key(str(case.get("nodeid", "")).rpartition("::")[2].partition("[")[0], case["id"], model): str(
+                (case.get("cause") or {}).get("message") or case.get("message") or "no reason recorded"
+            ).removeprefix(f"{case['id']}: ")
+            for case in results["cases"]
+            if isinstance(case, dict)
+            and case.get("check") == "error"
+            and case.get("model") == model
+            and isinstance(case.get("id"), str)
+        },
     )
 
 
