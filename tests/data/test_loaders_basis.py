@@ -308,3 +308,20 @@ def test_command_line_builds_the_suite(tmp_path, capsys, name, replica):
     assert load_suite(tmp_path / "suite").sets
     assert main([name, str(tmp_path / "nowhere"), str(tmp_path / "other")]) == 1
     assert "nowhere" in capsys.readouterr().err
+
+
+def test_built_suites_compose_into_one_suite_yaml_as_the_paper_runs_them(tmp_path):
+    """docs/corpora.md: a suite.yaml listing the sets of several built loaders, by relative metadata paths."""
+    import yaml
+
+    sd_qa.build(sd_qa_replica(tmp_path / "SD-QA"), tmp_path / "suites" / "sd-qa")
+    librisqa.build(librisqa_replica(tmp_path / "LibriSQA"), tmp_path / "suites" / "librisqa")
+    sets = []
+    for name in ("sd-qa", "librisqa"):
+        config = yaml.safe_load((tmp_path / "suites" / name / "suite.yaml").read_text())
+        sets += [entry | {"metadata": f"{name}/{entry['metadata']}"} for entry in config["sets"]]
+    (tmp_path / "suites" / "suite.yaml").write_text(yaml.safe_dump({"name": "paper", "sets": sets}))
+    suite = load_suite(tmp_path / "suites")
+    assert [s.kind for s in suite.sets] == ["asr", "qa", "qa"]
+    assert suite.dimensions("qa") == ["accent", "gender"]
+    assert all(path.is_file() for s in suite.sets for path in s.table["audio"])
