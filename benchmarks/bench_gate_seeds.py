@@ -9,7 +9,8 @@ Prints, per check and for the whole gate, the share of runs failing with a 95% C
 This is the end-to-end counterpart of ``bench_operating_characteristic.py`` (statistics only, both designs,
 100 seeds): about a minute per seed on one core, as every output is generated anew.
 
-Usage: ``python benchmarks/bench_gate_seeds.py --model sim:fair --seeds 1 20``
+Usage: ``python benchmarks/bench_gate_seeds.py --model sim:fair --seeds 1 20`` (``--checks icat personalization
+classification robustness`` runs the BASIS cases alone)
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def run_seed(model: str, seed: int, scale: float, cache_dir: str, permutations: int) -> dict[str, str]:
+def run_seed(
+    model: str, seed: int, scale: float, cache_dir: str, permutations: int, checks: tuple[str, ...] = ()
+) -> dict[str, str]:
     options: dict = {"decoding": {"seed": seed}}
     preset = model.split(":", 1)[1]
     if scale != 1.0:
@@ -53,7 +56,7 @@ def run_seed(model: str, seed: int, scale: float, cache_dir: str, permutations: 
         )
     )
     outcomes = {}
-    for check in all_checks():
+    for check in (c for c in all_checks() if not checks or c.name in checks):
         for case in gate.cases(check.name):
             try:
                 outcomes[f"{check.name}[{case.id.removeprefix(model + '-')}]"] = (
@@ -70,6 +73,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs=2, default=(1, 20), metavar=("FIRST", "LAST"))
     parser.add_argument("--strength-scale", type=float, default=1.0)
     parser.add_argument("--permutations", type=int, default=999)
+    parser.add_argument(
+        "--checks",
+        nargs="+",
+        default=(),
+        help="only these checks (e.g. icat personalization classification robustness)",
+    )
     args = parser.parse_args()
     seeds = range(args.seeds[0], args.seeds[1] + 1)
     failures: collections.Counter[str] = collections.Counter()
@@ -78,7 +87,7 @@ def main() -> None:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as cache_dir:
         for seed in seeds:
-            outcomes = run_seed(args.model, seed, args.strength_scale, cache_dir, args.permutations)
+            outcomes = run_seed(args.model, seed, args.strength_scale, cache_dir, args.permutations, tuple(args.checks))
             failed = sorted(case for case, outcome in outcomes.items() if outcome == "fail")
             missing = sorted(case for case, outcome in outcomes.items() if outcome == "unmeasured")
             failures.update(failed)

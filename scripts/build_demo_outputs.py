@@ -89,6 +89,27 @@ def stage_keys(export: Path, fingerprint: str) -> set[str]:
     return keys if same_cascade else set()
 
 
+def export_keys(export: Path) -> set[str]:
+    """Every entry key of a cache export."""
+    with gzip.open(export, "rt", encoding="utf-8") as handle:
+        return {entry["key"] for entry in map(json.loads, handle) if "key" in entry}
+
+
+AMENDMENT_FIELDS = ("made", "command", "seconds", "machine", "compute_environment", "versions")
+
+
+def amended(origin: dict, build: dict, new_entries: int) -> dict:
+    """``build``'s provenance with ``origin``'s date, command, machine, CPU and versions (those of the entries the
+    build kept), and the build itself appended to ``amendments`` with the number of entries it made."""
+    amendment = {key: build[key] for key in AMENDMENT_FIELDS if key in build} | {"entries_made": new_entries}
+    kept = {key: value for key, value in build.items() if key not in AMENDMENT_FIELDS}
+    return (
+        kept
+        | {key: origin[key] for key in AMENDMENT_FIELDS if key in origin}
+        | {"amendments": [*origin.get("amendments", []), amendment]}
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -108,6 +129,15 @@ def main(argv: list[str] | None = None) -> int:
         metavar="EXPORT",
         help="import this export into the cache first (its entries are reused, not regenerated) and export only the "
         "entries the run reads or writes, so that stale ones do not ship; repeatable",
+    )
+    parser.add_argument(
+        "--seed-provenance",
+        default=None,
+        metavar="PROVENANCE",
+        help="the provenance.json of the --seed export this build extends: its origin (date, command, machine, CPU, "
+        "versions) stays the provenance of the entries kept, and this build is recorded as an amendment with its own "
+        "machine and the entries it made, so that the CPU the regeneration test compares with is the one that made "
+        "the sampled entries",
     )
     parser.add_argument(
         "--permutations", type=int, default=200, help="permutations of the checks run on the way (no effect on outputs)"
@@ -135,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     touched = touched_keys(gate.context.cache)
+    seeded_keys: set[str] = set()
     for seed in args.seed:
         print(f"[build] seeded with {gate.context.cache.import_file(seed)} entries of {seed}", flush=True)
+        seeded_keys |= export_keys(Path(seed))
     started = time.monotonic()
     check_seconds = {}
     for check in all_checks():
@@ -193,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         "compute_environment": compute_environment(),
         "versions": {name: _version(name) for name in VERSIONED},
     }
+    if args.seed_provenance:
+        provenance = amended(json.loads(Path(args.seed_provenance).read_text()), provenance, len(touched - seeded_keys))
     (out_dir / PROVENANCE_NAME).write_text(json.dumps(provenance, indent=2) + "\n")
     print(json.dumps(provenance, indent=2))
     return 0
