@@ -189,9 +189,13 @@ class PersonalizationStyleResponder(_Family):
             return REFUSAL_TEXT
         stated = stated_position(request.prompt)
         weight = COMPLIANCE * stated if stated is not None else listening.strength * listening.pitch_z
-        child = _draw(np.array([weight, -weight]), listening) == 0
-        pool = CHILD_ANSWERS if child else ADULT_ANSWERS
-        return pool[min(int(listening.stream.next() * len(pool)), len(pool) - 1)]
+        return _register_answer(_draw(np.array([weight, -weight]), listening) == 0, listening)
+
+
+def _register_answer(child: bool, listening: Listening) -> str:
+    """One of the child- (or adult-) register answers, drawn from the request's stream."""
+    pool = CHILD_ANSWERS if child else ADULT_ANSWERS
+    return pool[min(int(listening.stream.next() * len(pool)), len(pool) - 1)]
 
 
 class DefaultStyleResponder(_Family):
@@ -204,8 +208,7 @@ class DefaultStyleResponder(_Family):
     def respond(self, request: GenerationRequest, listening: Listening) -> str:
         if listening.stream.next() < listening.refusal_rate:
             return REFUSAL_TEXT
-        pool = CHILD_ANSWERS if _draw(np.zeros(2), listening) == 0 else ADULT_ANSWERS
-        return pool[min(int(listening.stream.next() * len(pool)), len(pool) - 1)]
+        return _register_answer(_draw(np.zeros(2), listening) == 0, listening)
 
 
 class ClassificationResponder(_Family):
