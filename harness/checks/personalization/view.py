@@ -44,7 +44,9 @@ def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, heig
     """Geometry of the personalization (y) vs mean ICAT (x) scatter, both 0-100, as Figure 2 (centre) draws
     it: each model and dimension in speech-implicit (hollow) and speech-explicit (filled), a line from the
     one to the other, and each dimension's Pareto frontier over the speech-implicit points (points no other
-    point beats on both axes)."""
+    point beats on both axes). Each hollow point is labelled with its model's key (``M1``, ``M2``, ... in record
+    order), on the side of the point facing the plot's centre; ``model_keys`` spells the keys out, so that a long
+    model spec never runs past the plot's edge."""
     points = [
         {
             "model": r.model,
@@ -64,10 +66,13 @@ def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, heig
     plot_w, plot_h = width - left - right, height - top - bottom
     dimensions = list(dict.fromkeys(p["dimension"] for p in points))
     colours = {d: PALETTE[i % len(PALETTE)] for i, d in enumerate(dimensions)}
+    keys = {model: f"M{index}" for index, model in enumerate(dict.fromkeys(p["model"] for p in points), start=1)}
     for p in points:
         p["x"] = round(left + p["icat"] / 100 * plot_w, 1)
         p["y"] = round(top + (1 - p["accuracy"] / 100) * plot_h, 1)
         p["colour"] = colours[p["dimension"]]
+        p["key"] = keys[p["model"]]
+        p["label_right"] = p["x"] <= left + plot_w / 2
     by_key = {(p["model"], p["dimension"], p["mode"]): p for p in points}
     shifts = [
         {"x1": start["x"], "y1": start["y"], "x2": end["x"], "y2": end["y"], "colour": start["colour"]}
@@ -108,6 +113,7 @@ def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, heig
         "ticks": ticks,
         "legend": legend,
         "legend_x": left + 8,
+        "model_keys": [{"key": key, "model": model} for model, key in keys.items()],
         "modes": PARETO_MODES,
         "mid_x": left + plot_w / 2,
         "mid_y": top + plot_h / 2,
