@@ -16,9 +16,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from harness.checks import all_checks, get_check
 from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, with_floor_changes
 from harness.core.errors import CaseNotMeasured, ModelError
+from harness.extraction.validation import annotation_sample, export_annotation_sample
 from harness.gate.baseline import check_baseline_cases
 from harness.gate.config import (
     BUNDLED_EXPORTS,
@@ -156,6 +159,28 @@ class Gate:
             baseline=comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},
         )
         return Verdict(passed, f"{verdict.message}; {comparison.message}", record)
+
+    def annotation_sample(
+        self, records: Sequence[Mapping[str, Any]], path: str | Path, per_task: int = 12, seed: int = 0
+    ) -> pd.DataFrame:
+        """Draw a human-validation sample of this run's VIBE answers (VIBE §II-D, Table I) and write it to ``path``
+        as CSV: ``per_task`` responses per model and task of the nTVD ``records`` (the results.json records of the
+        cases that ran), drawn with ``seed`` among the responses with an extracted value; one row per extracted
+        value, with an empty ``annotator_agrees`` column for the annotator
+        (:func:`harness.extraction.validation.annotation_sample`). Answers and extractions are the run's own, read
+        back from its cache; ``lalm-fairness-report results.json --human-validation FILE`` makes Table I of the
+        filled file."""
+        cases = [
+            Case(**{field: record[field] for field in ("check", "model", "corpus", "dimension", "variant", "id")})
+            for record in records
+            if record.get("check") == "ntvd"
+        ]
+        if not cases:
+            raise ValueError("no nTVD case was measured in this run: there are no VIBE answers to sample")
+        responses, values = get_check("ntvd").annotation_tables(self.context, cases)
+        sample = annotation_sample(responses, values, n_per_stratum=per_task, seed=seed, strata=("model", "task"))
+        export_annotation_sample(sample, path)
+        return sample
 
     def served_keys(self) -> set[str]:
         """The cache keys of every output this process used (for --export-cache)."""

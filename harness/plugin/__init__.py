@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +176,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="also write a short Markdown summary (verdict, failed/unmeasured/regressed cases) for a CI page",
     )
+    group.addoption(
+        "--annotation-sample",
+        default=None,
+        metavar="FILE",
+        help="also write a human-validation sample of the run's VIBE answers and extracted values (VIBE Table I) to a "
+        "new CSV file, for an annotator to fill in; then lalm-fairness-report RESULTS_JSON --human-validation FILE",
+    )
+    group.addoption(
+        "--annotation-per-task",
+        type=int,
+        default=12,
+        metavar="N",
+        help="answers drawn per model and task for --annotation-sample (default 12; seeded by --fairness-seed)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -195,8 +209,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def prepare_outputs(config: pytest.Config) -> None:
     """Before any case runs: the folder of each output named on the command line exists (made when missing)
-    and can be written, else one ``ERROR:`` line and exit 4."""
-    for option in OUTPUT_OPTIONS:
+    and can be written, else one ``ERROR:`` line and exit 4. An ``--annotation-sample`` file must not exist yet:
+    an annotator may have filled it in."""
+    sample = config.getoption("--annotation-sample")
+    if sample and Path(sample).exists():
+        raise pytest.UsageError(
+            f"lalm-fairness: --annotation-sample {sample}: the file exists and may hold an annotator's work; "
+            "name a new file, or move this one away"
+        )
+    if config.getoption("--annotation-per-task") < 1:
+        raise pytest.UsageError(
+            f"lalm-fairness: --annotation-per-task must be >= 1, got {config.getoption('--annotation-per-task')}"
+        )
+    for option in (*OUTPUT_OPTIONS, "--annotation-sample"):
         value = config.getoption(option)
         if value:
             try:
@@ -605,6 +630,32 @@ class FairnessSession:
             from harness.report.ci_summary import write_summary
 
             write_summary(results, summary_path, report_path or None, results_path or None)
+        sample_path = self.config.getoption("--annotation-sample")
+        if sample_path:
+            self.write_annotation_sample(sample_path, results, results_path)
+
+    def write_annotation_sample(self, path: str, results: Mapping[str, Any], results_path: str | None) -> None:
+        """Draw the ``--annotation-sample`` from the run's nTVD cases (answers and extractions read back from its
+        cache) and say what to do with it; a run that is incomplete or measured no nTVD case writes none, saying why."""
+        write = self.config.get_terminal_writer().line
+        if results["verdict"] == "incomplete":
+            write(f"lalm-fairness: no annotation sample written to {path}: the run is incomplete", red=True)
+            return
+        try:
+            sample = get_gate(self.config).annotation_sample(
+                results["cases"],
+                path,
+                per_task=self.config.getoption("--annotation-per-task"),
+                seed=self.config.getoption("--fairness-seed"),
+            )
+        except (ValueError, OSError) as exc:
+            write(f"lalm-fairness: no annotation sample written to {path}: {exc}", red=True)
+            return
+        write(
+            f"lalm-fairness: annotation sample of {len(sample)} extracted values in {sample['response_id'].nunique()} "
+            f"answers written to {path}; fill its annotator_agrees column with yes or no, then run "
+            f"lalm-fairness-report {results_path or 'RESULTS_JSON'} --human-validation {path} for Table I"
+        )
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

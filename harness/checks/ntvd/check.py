@@ -34,7 +34,13 @@ from harness.checks.base import (
     unsupported,
 )
 from harness.checks.ntvd.record import NtvdRecord
-from harness.checks.ntvd.tables import answers, extraction, group_table, minimum_detectable_ntvd
+from harness.checks.ntvd.tables import (
+    annotation_tables,
+    answers,
+    extraction,
+    group_table,
+    minimum_detectable_ntvd,
+)
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.extraction.canonical import DEFAULT_THRESHOLD, Embedder, MergeMap, build_merge_map
@@ -292,6 +298,11 @@ class NtvdCheck(Check):
                 ],
             }
         return None
+
+    def annotation_tables(self, context: CheckContext, cases: Sequence[Case]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The responses and extracted values of each model, corpus and task among ``cases``, for a human-validation
+        sample (VIBE §II-D): :func:`harness.checks.ntvd.tables.annotation_tables`."""
+        return annotation_tables(context, [(case.model, case.corpus, case.variant) for case in cases])
 
     def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
         return long_table_to_counts(group_table(context, case.model, case.corpus, case.variant, case.dimension))

@@ -4,6 +4,7 @@ attribute values with each speaker's group, and the corpus's minimum detectable 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -88,3 +89,25 @@ def minimum_detectable_ntvd(context: CheckContext, corpus_name: str, dimension: 
     }
     context.cache.put_many([(key, "power", POWER_SETTINGS_VERSION, json.dumps(value), {})])
     return value
+
+
+def annotation_tables(context: CheckContext, runs: Sequence[tuple[str, str, str]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What a human-validation sample (VIBE §II-D, Table I) is drawn from, for each ``(model, corpus, task)`` of
+    ``runs``: the responses (``model, task, corpus, dimension, utterance_id, answer``; ``dimension`` is ``all``,
+    as one response serves every dimension of its corpus) and the values the run's extractor took from them
+    (``model, task, utterance_id, attribute, value``), as :func:`harness.extraction.validation.annotation_sample`
+    takes them."""
+    responses, values = [], []
+    for model, corpus_name, task_name in dict.fromkeys(runs):
+        frame = answers(context, model, corpus_name, task_name)
+        extracted, _ = extraction(context, model, corpus_name, task_name)
+        labels = {"model": model, "task": task_name}
+        responses.append(
+            frame[["utterance_id", "answer"]].assign(**labels, corpus=corpus_name, dimension="all")[
+                ["model", "task", "corpus", "dimension", "utterance_id", "answer"]
+            ]
+        )
+        values.append(extracted.assign(**labels)[["model", "task", "utterance_id", "attribute", "value"]])
+    if not responses:
+        raise ValueError("no nTVD case ran: there are no responses to sample")
+    return pd.concat(responses, ignore_index=True), pd.concat(values, ignore_index=True)
