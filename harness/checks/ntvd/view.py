@@ -176,6 +176,7 @@ def tau_figures(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
         y_max = max(10.0, math.ceil(float(per_model.max().max()) / 10) * 10)
         x_of = functools.partial(tau_x, largest=max(taus))
         y_of = functools.partial(ntvd_y, y_max=y_max)
+        longest_label = max(len(str(model)) for model in per_model.index)
         lines = []
         for position, (model, row) in enumerate(per_model.iterrows()):
             points = [(x_of(tau), y_of(value)) for tau, value in row.items() if pd.notna(value)]
@@ -192,6 +193,7 @@ def tau_figures(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
                 "corpus": corpus,
                 "dimension": dimension,
                 "lines": lines,
+                "label_room": LABEL_GAP + math.ceil(LABEL_CHAR_WIDTH * longest_label),
                 "left": left,
                 "width": width,
                 "top": top,
@@ -212,6 +214,10 @@ def tau_figures(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
 
 TAU_PLOT = (50, 420, 20, 200)
 """Left margin, width, top margin and height of a Figure 4 panel (pixels)."""
+LABEL_GAP = 20
+LABEL_CHAR_WIDTH = 6.5
+"""Pixels per character of an 11-pixel label (a generous average, so that a model's spec beside its line is never
+cut at the panel's right edge: the panel widens to its longest label)."""
 
 
 def tau_x(tau: int, largest: int) -> float:
