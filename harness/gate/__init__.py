@@ -165,15 +165,15 @@ class Gate:
     ) -> pd.DataFrame:
         """Draw a human-validation sample of this run's VIBE answers (VIBE §II-D, Table I) and write it to ``path``
         as CSV: ``per_task`` responses per model and task of the nTVD ``records`` (the results.json records of the
-        cases that ran), drawn with ``seed`` among the responses with an extracted value; one row per extracted
+        cases that ran, those whose answers could not be compared included), drawn with ``seed`` among the responses with an extracted value; one row per extracted
         value, with an empty ``annotator_agrees`` column for the annotator
         (:func:`harness.extraction.validation.annotation_sample`). Answers and extractions are the run's own, read
         back from its cache; ``lalm-fairness-report results.json --human-validation FILE`` makes Table I of the
         filled file."""
         cases = [
-            Case(**{field: record[field] for field in ("check", "model", "corpus", "dimension", "variant", "id")})
+            Case(check="ntvd", **{field: record[field] for field in ("model", "corpus", "dimension", "variant", "id")})
             for record in records
-            if record.get("check") == "ntvd"
+            if record.get("check") == "ntvd" or answered_but_unmeasured(record, "test_ntvd")
         ]
         if not cases:
             raise ValueError("no nTVD case was measured in this run: there are no VIBE answers to sample")
@@ -261,6 +261,16 @@ class FamilySizes(Mapping[str, int]):
 
     def __len__(self) -> int:
         return len(self._sizes())
+
+
+def answered_but_unmeasured(record: Mapping[str, Any], test_function: str) -> bool:
+    """Whether an error ``record`` is a case of ``test_function`` that the model answered but whose answers could not
+    support the statistic (cause ``input``, e.g. nTVD undefined at tau): its outputs are in the cache."""
+    return (
+        record.get("check") == "error"
+        and str(record.get("nodeid", "")).partition("::")[2].startswith(f"{test_function}[")
+        and (record.get("cause") or {}).get("kind") == "input"
+    )
 
 
 def audio_warnings(metadata: Mapping[str, Any]) -> list[str]:

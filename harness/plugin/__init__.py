@@ -552,6 +552,7 @@ class FairnessSession:
         self.worker_setup_error: str | None = None
         self.selected: list[str] | None = None
         self.finished: set[str] = set()
+        self.summary_lines: list[tuple[str, bool]] = []
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -636,8 +637,12 @@ class FairnessSession:
 
     def write_annotation_sample(self, path: str, results: Mapping[str, Any], results_path: str | None) -> None:
         """Draw the ``--annotation-sample`` from the run's nTVD cases (answers and extractions read back from its
-        cache) and say what to do with it; a run that is incomplete or measured no nTVD case writes none, saying why."""
-        write = self.config.get_terminal_writer().line
+        cache) and say what to do with it (in the terminal summary); a run that is incomplete or measured no nTVD
+        case writes none, saying why."""
+
+        def write(line: str, red: bool = False) -> None:
+            self.summary_lines.append((line, red))
+
         if results["verdict"] == "incomplete":
             write(f"lalm-fairness: no annotation sample written to {path}: the run is incomplete", red=True)
             return
@@ -697,6 +702,8 @@ class FairnessSession:
             write(
                 f"lalm-fairness: the cache database was damaged; set aside as {metadata['cache_set_aside']} and rebuilt"
             )
+        for line, red in self.summary_lines:
+            terminalreporter.write_line(line, red=red)
 
     def export_cache(self) -> None:
         path = self.config.getoption("--export-cache")

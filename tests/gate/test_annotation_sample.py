@@ -51,3 +51,14 @@ def test_an_existing_sample_is_never_overwritten(project):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--annotation-sample*sample.csv: the file exists and may hold an annotator's work*"])
     assert filled.read_text() == "row_id,annotator_agrees\nv000000,yes\n"
+
+
+def test_an_unmeasured_case_with_answers_is_sampled_and_a_failed_model_is_not():
+    from harness.gate import answered_but_unmeasured
+
+    nodeid = "fairness_tests/test_vibe.py::test_ntvd[sim:fair-story-gender]"
+    assert answered_but_unmeasured({"check": "error", "nodeid": nodeid, "cause": {"kind": "input"}}, "test_ntvd")
+    assert not answered_but_unmeasured({"check": "error", "nodeid": nodeid, "cause": {"kind": "model"}}, "test_ntvd")
+    other = "fairness_tests/test_wer.py::test_wer_ratio[sim:fair-demo-gender]"
+    assert not answered_but_unmeasured({"check": "error", "nodeid": other, "cause": {"kind": "input"}}, "test_ntvd")
+    assert not answered_but_unmeasured({"check": "ntvd", "nodeid": nodeid}, "test_ntvd")
