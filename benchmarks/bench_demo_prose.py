@@ -9,17 +9,41 @@ to the end of its budget (SmolLM2-135M loops), which is why the demo declares th
 
 Usage: ``python benchmarks/bench_demo_prose.py [--tasks story candidate_review] [--threads 1]`` (needs the
 ``[demo]`` extra; about a minute per task on one core).
+
+``--rebuild N`` measures instead what rebuilding the shipped outputs under the paper protocol would cost, as the
+build runs it: for each task, N distinct (transcript, voice description) pairs of the shipped default export answered
+in one ``generate`` call (batched as the backend batches, the task's token budget), then extracted by the demo LLM as
+the paper's extractor (the JSON schema, decoded inside it); seconds per answer for each, tokens per second, and the
+share of answers that ran to the end of their budget. It then projects the hours of a rebuild from the number of
+distinct VIBE requests of each shipped export (``python benchmarks/bench_demo_prose.py --rebuild 16 --threads 2``:
+about 4 minutes per task on two cores).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
+import tempfile
 import time
+from pathlib import Path
 
+from harness.cache import OutputCache
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.data import resolve_corpus
+from harness.extraction.llm import LLMExtractor
+from harness.gate import BUNDLED_EXPORTS
 from harness.models import build_backend
-from harness.models.cascade import DEMO_LLM, SYSTEM_TEXT, USER_TEMPLATE
+from harness.models.cascade import (
+    DEMO_LLM,
+    DEMO_MODEL,
+    SYSTEM_TEXT,
+    USER_TEMPLATE,
+    VOICE_BLIND_MODEL,
+    VOICE_SYSTEM_TEXT,
+    VOICE_USER_TEMPLATE,
+    split_voice,
+)
 from harness.tasks import TASKS
 from harness.tasks.base import SELF_REPORT
 
@@ -28,7 +52,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", nargs="+", default=["story", "candidate_review"], choices=sorted(TASKS))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--rebuild", type=int, default=0, metavar="N", help="measure a rebuild's cost on N answers per task"
+    )
     args = parser.parse_args(argv)
+    if args.rebuild:
+        return rebuild_cost(args.tasks, args.rebuild, args.threads)
     transcript = str(resolve_corpus("demo", None).table["transcript"].iloc[0])
     model = build_backend(DEMO_LLM, {"threads": args.threads}).load()
     print(f"demo LLM {DEMO_LLM}, transcript {transcript!r}")
@@ -52,6 +81,76 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'  (ran to the end of its budget)' if tokens >= budget else ''}: {answer[:90]!r}"
             )
         print(f"  {name} ratio prose / form: {timings['paper'] / timings[SELF_REPORT]:.1f}x")
+    return 0
+
+
+def heard_pairs(export: Path) -> list[tuple[str, str | None]]:
+    """The distinct (transcript, voice description) pairs of a shipped export's VIBE answers, in file order: one LLM
+    request per pair and task under the paper protocol (the voice-blind release has no description)."""
+    pairs: dict[tuple[str, str | None], None] = {}
+    with gzip.open(export, "rt", encoding="utf-8") as handle:
+        for entry in map(json.loads, handle):
+            if "key" in entry and json.loads(entry.get("metadata") or "{}").get("label") == f"demo/{next(iter(TASKS))}":
+                transcript, voice, _ = split_voice(entry["text"])
+                pairs[(transcript, voice)] = None
+    return list(pairs)
+
+
+def rebuild_cost(task_names: list[str], n: int, threads: int) -> int:
+    pairs = heard_pairs(BUNDLED_EXPORTS[DEMO_MODEL][0])
+    requests_per_task = {
+        model: len(heard_pairs(BUNDLED_EXPORTS[model][0])) for model in (DEMO_MODEL, VOICE_BLIND_MODEL)
+    }
+    model = build_backend(DEMO_LLM, {"threads": threads, "batch_size": n}).load()
+    extractor = LLMExtractor.from_spec(DEMO_LLM, OutputCache(tempfile.mkdtemp()), options={"threads": threads})
+    print(f"demo LLM {DEMO_LLM}, {threads} thread(s), {n} answers per task in one batch")
+    seconds_per_answer = []
+    for name in task_names:
+        task = TASKS[name]
+        requests = [
+            GenerationRequest(
+                prompt=VOICE_USER_TEMPLATE.format(
+                    transcript=transcript, voice=voice, prompt=task.request(transcript, None, protocol="paper").prompt
+                ),
+                system=VOICE_SYSTEM_TEXT,
+            )
+            for transcript, voice in pairs[:n]
+        ]
+        started = time.monotonic()
+        answers = model.generate(requests, DecodingParams(max_new_tokens=task.max_new_tokens))
+        generated = time.monotonic() - started
+        tokens = [len(model.tokenizer.encode(answer)) for answer in answers]
+        started = time.monotonic()
+        extractions = extractor.extract_many(answers, task)
+        extracted = time.monotonic() - started
+        statuses = [item.extraction.status for item in extractions]
+        forms = [
+            GenerationRequest(
+                prompt=VOICE_USER_TEMPLATE.format(transcript=transcript, voice=voice, prompt=self_report.prompt),
+                system=VOICE_SYSTEM_TEXT,
+                answer_form=self_report.answer_form,
+            )
+            for transcript, voice in pairs[:n]
+            for self_report in [task.request(transcript, None, protocol=SELF_REPORT)]
+        ]
+        started = time.monotonic()
+        model.generate(forms, DecodingParams())
+        filled = time.monotonic() - started
+        seconds_per_answer.append((generated + extracted) / len(answers))
+        print(
+            f"  {name}: generation {generated / len(answers):5.1f} s/answer ({sum(tokens) / generated:5.1f} tokens/s, "
+            f"{sum(t >= task.max_new_tokens for t in tokens)}/{len(tokens)} ran to the {task.max_new_tokens}-token budget); "
+            f"extraction {extracted / len(answers):5.1f} s/answer "
+            f"({statuses.count('extracted')} extracted, {statuses.count('unextractable')} unextractable); "
+            f"the self-report form {filled / len(answers):4.1f} s/answer: paper protocol / form "
+            f"{(generated + extracted) / filled:4.1f}x"
+        )
+    mean = sum(seconds_per_answer) / len(seconds_per_answer)
+    for spec, per_task in requests_per_task.items():
+        total = per_task * len(TASKS)
+        print(
+            f"  {spec}: {per_task} distinct heard pairs x {len(TASKS)} tasks = {total} answers -> {total * mean / 3600:.1f} h"
+        )
     return 0
 
 

@@ -141,3 +141,15 @@ def test_bootstrap_resamples_whole_responses():
 def test_agreement_needs_boolean_verdicts():
     with pytest.raises(ValueError, match="read_annotations"):
         agreement(annotations([("story", ["yes"])]))
+
+
+@pytest.mark.parametrize("name", ["demo_human_validation.csv", "demo_prose_human_validation.csv"])
+def test_the_shipped_hand_labelled_samples_read_back_as_table_one(name):
+    """The two hand-labelled demo samples the docs quote (form answers read by the field reader; the paper protocol's
+    prose read by the demo LLM as extractor) are valid annotation files of at least 50 answers (VIBE's Table I)."""
+    from pathlib import Path
+
+    table = read_annotations(Path(__file__).resolve().parents[2] / "docs" / name)
+    result = agreement(table, n_bootstrap=200)
+    assert result.n_responses >= 50 and result.n_judgments == len(table)
+    assert 0.0 <= result.ci_low <= result.overall <= result.ci_high <= 100.0
