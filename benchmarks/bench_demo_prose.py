@@ -96,10 +96,21 @@ def heard_pairs(export: Path) -> list[tuple[str, str | None]]:
     return list(pairs)
 
 
+def llm_stage_request(transcript: str, voice: str | None, task, protocol: str) -> GenerationRequest:
+    """What the voice-aware cascade's LLM stage is asked for ``task`` under ``protocol`` (its template and system text)."""
+    request = task.request(transcript, None, protocol=protocol)
+    return GenerationRequest(
+        prompt=VOICE_USER_TEMPLATE.format(transcript=transcript, voice=voice, prompt=request.prompt),
+        system=VOICE_SYSTEM_TEXT,
+        answer_form=request.answer_form,
+    )
+
+
 def rebuild_cost(task_names: list[str], n: int, threads: int) -> int:
     pairs = heard_pairs(BUNDLED_EXPORTS[DEMO_MODEL][0])
     requests_per_task = {
-        model: len(heard_pairs(BUNDLED_EXPORTS[model][0])) for model in (DEMO_MODEL, VOICE_BLIND_MODEL)
+        DEMO_MODEL: len(pairs),
+        VOICE_BLIND_MODEL: len(heard_pairs(BUNDLED_EXPORTS[VOICE_BLIND_MODEL][0])),
     }
     model = build_backend(DEMO_LLM, {"threads": threads, "batch_size": n}).load()
     extractor = LLMExtractor.from_spec(DEMO_LLM, OutputCache(tempfile.mkdtemp()), options={"threads": threads})
@@ -107,15 +118,7 @@ def rebuild_cost(task_names: list[str], n: int, threads: int) -> int:
     seconds_per_answer = []
     for name in task_names:
         task = TASKS[name]
-        requests = [
-            GenerationRequest(
-                prompt=VOICE_USER_TEMPLATE.format(
-                    transcript=transcript, voice=voice, prompt=task.request(transcript, None, protocol="paper").prompt
-                ),
-                system=VOICE_SYSTEM_TEXT,
-            )
-            for transcript, voice in pairs[:n]
-        ]
+        requests = [llm_stage_request(transcript, voice, task, "paper") for transcript, voice in pairs[:n]]
         started = time.monotonic()
         answers = model.generate(requests, DecodingParams(max_new_tokens=task.max_new_tokens))
         generated = time.monotonic() - started
@@ -124,15 +127,7 @@ def rebuild_cost(task_names: list[str], n: int, threads: int) -> int:
         extractions = extractor.extract_many(answers, task)
         extracted = time.monotonic() - started
         statuses = [item.extraction.status for item in extractions]
-        forms = [
-            GenerationRequest(
-                prompt=VOICE_USER_TEMPLATE.format(transcript=transcript, voice=voice, prompt=self_report.prompt),
-                system=VOICE_SYSTEM_TEXT,
-                answer_form=self_report.answer_form,
-            )
-            for transcript, voice in pairs[:n]
-            for self_report in [task.request(transcript, None, protocol=SELF_REPORT)]
-        ]
+        forms = [llm_stage_request(transcript, voice, task, SELF_REPORT) for transcript, voice in pairs[:n]]
         started = time.monotonic()
         model.generate(forms, DecodingParams())
         filled = time.monotonic() - started

@@ -165,8 +165,9 @@ class Gate:
     ) -> pd.DataFrame:
         """Draw a human-validation sample of this run's VIBE answers (VIBE §II-D, Table I) and write it to ``path``
         as CSV: ``per_task`` responses per model and task of the nTVD ``records`` (the results.json records of the
-        cases that ran, those whose answers could not be compared included), drawn with ``seed`` among the responses with an extracted value; one row per extracted
-        value, with an empty ``annotator_agrees`` column for the annotator
+        cases that ran, those whose answers could not be compared included), drawn with ``seed`` among the responses
+        with an extracted value; one row per extracted value, with an empty ``annotator_agrees`` column for the
+        annotator
         (:func:`harness.extraction.validation.annotation_sample`). Answers and extractions are the run's own, read
         back from its cache; ``lalm-fairness-report results.json --human-validation FILE`` makes Table I of the
         filled file."""

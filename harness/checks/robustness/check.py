@@ -2,8 +2,8 @@
 
 Tasks: ``asr`` transcribes every recording of the dimension's ``asr`` item sets (Fair-Speech, SD-QA, the
 Spoken StereoSet+ ASR age split), scored per utterance as ``100 - min(WER, 100)`` (WER after Whisper's English
-normaliser on both sides, as §3.1 has it, :mod:`harness.metrics.wer`); ``sqa`` answers every spoken question of the dimension's ``qa``
-sets (SD-QA, LibriSQA), judged against the gold answer, 100 per correct answer. As §3.1 aggregates, a score
+normaliser on both sides, as §3.1 has it, :mod:`harness.metrics.wer`); ``sqa`` answers every spoken question of the
+dimension's ``qa`` sets (SD-QA, LibriSQA), judged against the gold answer, 100 per correct answer. As §3.1 aggregates, a score
 is taken per demographic group and data set, then averaged (:func:`harness.metrics.basis.per_dataset_scores`):
 the case's value is ``mean_s mean_g score(s, g)``, a group's score ``mean_s score(s, g)`` over the sets that
 hold it. Every record also carries the model's content-based score (Table 7), the mean of its ASR and SQA
