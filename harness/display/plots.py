@@ -42,6 +42,18 @@ def interval_text(entry: Mapping[str, Any] | None, digits: int = 1, layout: str 
     return layout.format(f"{entry['ci_low']:.{digits}f}", f"{entry['ci_high']:.{digits}f}")
 
 
+CHARACTER_PX = 6.5
+"""The width of one character of an 11 px label, in pixels, rounded up: the widths the layout reserves for text."""
+
+FAILED_SUFFIX = " (fails)"
+"""Appended to the label of a row whose case failed."""
+
+
+def text_width(text: str) -> int:
+    """The pixels an 11 px label of ``text`` takes, at most: ``len(text)`` × :data:`CHARACTER_PX`, rounded."""
+    return round(CHARACTER_PX * len(text))
+
+
 class LinearAxis:
     """x = left + width * (v - lo) / (hi - lo), with round ticks."""
 
@@ -174,6 +186,7 @@ def dot_interval_plot(
     reference: float | None = None,
     limits: tuple[float, float] | None = None,
     threshold_label: str = "threshold",
+    keys: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any] | None:
     """Rows of group dots and an estimate with its interval on a linear axis.
 
@@ -181,11 +194,18 @@ def dot_interval_plot(
     (``{"value", "ci_low", "ci_high", "estimable"?}``; without ``ci_low`` a point that claims no interval; or None),
     optional ``threshold`` (a tick mark, titled ``threshold_label``) and ``text`` (replaces the printed estimate). An interval
     :func:`interval_estimable` rejects is drawn as a hollow marker labelled :data:`NOT_ESTIMABLE`.
-    ``reference`` draws a dashed line (e.g. 0 for differences); ``limits`` fixes the axis range.
+    ``reference`` draws a dashed line (e.g. 0 for differences); ``limits`` fixes the axis range. ``keys``
+    (``[{"key", "model"}]``, :func:`harness.display.text.key_legend`) spell out the model keys the labels use.
+
+    Row labels have a column of their own, as wide as the longest label (:func:`text_width`), so that no label
+    reaches the plot; the printed estimates have another, right of the plot.
     """
     if not rows:
         return None
-    label_width, plot_width, value_width, row_height, legend_width = 230, 380, 190, 20, 110
+    plot_width, value_width, row_height, legend_width = 380, 190, 20, 110
+    label_width = max(
+        [120] + [text_width(row["label"] + (FAILED_SUFFIX if row.get("failed") else "")) + 16 for row in rows]
+    )
     per_line = (plot_width + value_width) // legend_width
     names = list(dict.fromkeys(d["label"] for row in rows for d in row.get("dots", [])))
     top = 12 + 16 * -(-len(names) // per_line) if names else 16
@@ -230,7 +250,7 @@ def dot_interval_plot(
             item["text"] = row["text"]
         drawn.append(item)
     bottom = top + len(rows) * row_height
-    value_width = max([value_width] + [round(6.5 * len(item.get("text", ""))) + 16 for item in drawn])
+    value_width = max([value_width] + [text_width(item.get("text", "")) + 16 for item in drawn])
     legend = [
         {
             "label": name,
@@ -255,6 +275,8 @@ def dot_interval_plot(
         "axis_label": axis_label,
         "mid_x": label_width + plot_width / 2,
         "threshold_label": threshold_label,
+        "failed_suffix": FAILED_SUFFIX,
+        "keys": list(keys),
     }
 
 

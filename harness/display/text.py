@@ -76,3 +76,22 @@ def floor_lines(floors: Sequence[Mapping[str, Any]] | None) -> list[dict[str, An
         }
         for floor in floors or []
     ]
+
+
+SHORT_SPEC = 20
+"""The longest model spec a plot or table prints in full; longer ones are shown by a key (M1, M2, ...)."""
+
+
+def model_keys(models: Sequence[str]) -> dict[str, str]:
+    """Each model's name in a plot or table: its spec where every spec is at most :data:`SHORT_SPEC` characters,
+    otherwise ``M1``, ``M2``, ... in order of first appearance (a key legend, :func:`key_legend`, spells them out)."""
+    ordered = list(dict.fromkeys(models))
+    if all(len(model) <= SHORT_SPEC for model in ordered):
+        return {model: model for model in ordered}
+    return {model: f"M{index}" for index, model in enumerate(ordered, start=1)}
+
+
+def key_legend(keys: Mapping[str, str]) -> list[dict[str, str]]:
+    """The keys of :func:`model_keys` that stand for a longer spec, as ``{"key", "model"}`` rows (empty when
+    every spec is printed in full)."""
+    return [{"key": key, "model": model} for model, key in keys.items() if key != model]

@@ -16,8 +16,8 @@ import jinja2
 
 from harness.checks import BUILTIN_FOLDER, CHECKS, check_folder, views
 from harness.core.files import atomic_write_text
-from harness.display.plots import PALETTE, interval_text
-from harness.display.text import case_anchor, decision_text, floor_lines
+from harness.display.plots import PALETTE, interval_text, text_width
+from harness.display.text import case_anchor, decision_text, floor_lines, key_legend, model_keys
 from harness.records import CaseRecord, ErrorRecord
 from harness.report.summary import cause_text, first_screen
 from harness.results import records
@@ -26,11 +26,13 @@ __all__ = ["bar_chart", "check_sections", "render_report", "write_report"]
 
 
 def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Geometry of a grouped horizontal bar chart of P_g(v) for each value v (one bar per group)."""
+    """Geometry of a grouped horizontal bar chart of P_g(v) for each value v (one bar per group), with a value
+    axis of P_g(v) in percent (ticks every 25%) below the bars; the values' column is as wide as the longest."""
     if not distribution or not distribution.get("values"):
         return None
     groups, values = distribution["groups"], distribution["values"]
-    bar_height, gap, label_width, plot_width = 12, 8, 170, 320
+    bar_height, gap, plot_width = 12, 8, 320
+    label_width = max([60] + [text_width(str(value)) + 12 for value in values])
     rows, y = [], 24
     for index, value in enumerate(values):
         bars = []
@@ -49,13 +51,19 @@ def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
     legend = [
         {"group": g, "color": PALETTE[i % len(PALETTE)], "x": label_width + i * 110} for i, g in enumerate(groups)
     ]
+    axis_y = y
     return {
         "attribute": distribution["attribute"],
         "rows": rows,
         "legend": legend,
-        "height": y + 4,
+        "height": axis_y + 40,
         "width": label_width + plot_width + 60,
         "label_width": label_width,
+        "plot_width": plot_width,
+        "axis_y": axis_y,
+        "ticks": [{"x": label_width + plot_width * share / 100, "label": f"{share}%"} for share in range(0, 101, 25)],
+        "axis_label": "share of the group's answers, P_g(v)",
+        "mid_x": label_width + plot_width / 2,
     }
 
 
@@ -79,6 +87,8 @@ def template_environment() -> jinja2.Environment:
     environment.filters["fmt"] = lambda value, digits=2: "–" if value is None else f"{value:.{digits}f}"
     environment.filters["pval"] = lambda value: "–" if value is None else f"{value:.3g}"
     environment.filters["interval"] = interval_text
+    environment.filters["model_keys"] = model_keys
+    environment.filters["key_legend"] = key_legend
     return environment
 
 

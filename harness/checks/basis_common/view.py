@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.checks.basis_common.record import ModeRecord
 from harness.display import plots
-from harness.display.text import GAP_UNITS, case_anchor, fmt_number, gap_text
+from harness.display.text import GAP_UNITS, case_anchor, fmt_number, gap_text, key_legend, model_keys
 from harness.records import CaseRecord
 
 Records = Sequence[CaseRecord]
@@ -76,15 +76,22 @@ def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
 def effect_plots(records: Sequence[ModeRecord], unit: str) -> list[dict[str, Any]]:
     """Per dimension, a dot-and-interval plot of the §3.4 mode effects (one row per model and effect; line at 0)."""
     figures = []
+    keys = model_keys([record.model for record in records])
     for dimension in dict.fromkeys(record.dimension for record in records):
+        effects = effect_rows([r for r in records if r.dimension == dimension])
         rows = [
             {
-                "label": f"{row['model']} · {row['effect'].replace('_', ' ')}",
+                "label": f"{keys[row['model']]} · {row['effect'].replace('_', ' ')}",
                 "estimate": {"value": row["estimate"], **row},
             }
-            for row in effect_rows([r for r in records if r.dimension == dimension])
+            for row in effects
         ]
-        figure = plots.dot_interval_plot(rows, axis_label=f"mode effect ({unit}); 0 = no effect", reference=0.0)
+        figure = plots.dot_interval_plot(
+            rows,
+            axis_label=f"mode effect ({unit}); 0 = no effect",
+            reference=0.0,
+            keys=key_legend({row["model"]: keys[row["model"]] for row in effects}),
+        )
         if figure:
             figures.append({"dimension": dimension, "figure": figure})
     return figures
@@ -107,6 +114,7 @@ def group_plots(
     group gap and its interval in words) and the quality floor (``threshold_key``, schema 2: never a bias fail)
     as a tick. Axis 0-100."""
     order = {key: position for position, key in enumerate(row_keys)}
+    keys = model_keys([record.model for record in records])
     figures = []
     for dimension in dict.fromkeys(record.dimension for record in records):
         subset = sorted(
@@ -124,7 +132,7 @@ def group_plots(
                 )
                 if "estimable" in per_mode:
                     estimate["estimable"] = per_mode["estimable"]
-            label = record.model if record.variant is None else f"{record.model} · {record.variant}"
+            label = keys[record.model] if record.variant is None else f"{keys[record.model]} · {record.variant}"
             rows.append(
                 {
                     "label": label,
@@ -141,6 +149,7 @@ def group_plots(
             axis_label=axis_label,
             limits=(0.0, 100.0),
             threshold_label=f"{threshold_key}: quality floor (reported, never a bias fail)",
+            keys=key_legend({record.model: keys[record.model] for record in subset}),
         )
         if figure:
             figures.append({"dimension": dimension, "figure": figure})

@@ -17,7 +17,7 @@ import pandas as pd
 
 from harness.checks.ntvd.record import NtvdRecord
 from harness.checks.view import CheckView
-from harness.display.plots import PALETTE
+from harness.display.plots import PALETTE, text_width
 from harness.display.text import case_anchor, fmt_number, p_text
 from harness.tasks import TASKS
 
@@ -101,7 +101,8 @@ def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
 
 def stacked_shares(record: NtvdRecord, max_values: int = 8) -> dict[str, Any] | None:
     """Figure 3: for each value of the most divergent attribute, the groups' shares of
-    P_g(v) / sum_g P_g(v), stacked to 100% (50/50 for two groups means no disparity)."""
+    P_g(v) / sum_g P_g(v), stacked to 100% (50/50 for two groups means no disparity), over a share axis
+    (ticks every 25%); the values' column is as wide as the longest value."""
     distribution = record.most_divergent
     if not distribution or not distribution.get("values"):
         return None
@@ -110,7 +111,8 @@ def stacked_shares(record: NtvdRecord, max_values: int = 8) -> dict[str, Any] | 
     totals = probabilities.sum(axis=1)
     shares = probabilities.div(totals.where(totals > 0, 1), axis=0)
     imbalance = (shares - 1 / len(groups)).abs().max(axis=1).sort_values(ascending=False)
-    label_width, plot_width, bar_height = 150, 360, 16
+    plot_width, bar_height = 360, 16
+    label_width = max([60] + [text_width(str(value)) + 12 for value in imbalance.index[:max_values]])
     legend_item_width, legend_line_height = 120, 16
     per_line = max(1, plot_width // legend_item_width)
     legend = [
@@ -145,7 +147,11 @@ def stacked_shares(record: NtvdRecord, max_values: int = 8) -> dict[str, Any] | 
         "label_width": label_width,
         "plot_width": plot_width,
         "bar_height": bar_height,
-        "height": top + 4 + len(rows) * (bar_height + 6),
+        "height": top + 40 + len(rows) * (bar_height + 6),
+        "axis_y": top + len(rows) * (bar_height + 6),
+        "ticks": [{"x": label_width + plot_width * share / 100, "label": f"{share}%"} for share in range(0, 101, 25)],
+        "axis_label": "group's share of P_g(v) summed over the groups",
+        "mid_x": label_width + plot_width / 2,
         "legend": legend,
         "legend_bottom": top - 6,
         "midline": label_width + plot_width / len(groups) if len(groups) == 2 else None,

@@ -19,7 +19,10 @@ from harness.checks.basis_common.view import (
 from harness.checks.personalization.record import PersonalizationRecord
 from harness.checks.view import CheckView
 from harness.core.modes import PARETO_MODE, PARETO_MODES, PERSONALIZATION_MODES
-from harness.display.plots import PALETTE
+from harness.display.plots import PALETTE, text_width
+
+LABEL_STEP = 14
+"""The least vertical distance, in pixels, between two labels of the Pareto plot's label column."""
 
 
 def section_context(records: Sequence[PersonalizationRecord]) -> dict[str, Any]:
@@ -45,8 +48,9 @@ def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, heig
     it: each model and dimension in speech-implicit (hollow) and speech-explicit (filled), a line from the
     one to the other, and each dimension's Pareto frontier over the speech-implicit points (points no other
     point beats on both axes). Each hollow point is labelled with its model's key (``M1``, ``M2``, ... in record
-    order), on the side of the point facing the plot's centre; ``model_keys`` spells the keys out, so that a long
-    model spec never runs past the plot's edge."""
+    order), its dimension and both values, in a column right of the plot (under the dimensions' legend) and
+    joined to its point by a faint leader, labels at least :data:`LABEL_STEP` px apart in the order of their points'
+    heights; ``model_keys`` spells the keys out, so that no label is drawn over a mark."""
     points = [
         {
             "model": r.model,
@@ -72,7 +76,16 @@ def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, heig
         p["y"] = round(top + (1 - p["accuracy"] / 100) * plot_h, 1)
         p["colour"] = colours[p["dimension"]]
         p["key"] = keys[p["model"]]
-        p["label_right"] = p["x"] <= left + plot_w / 2
+    label_x = left + plot_w + 24
+    legend = [{"dimension": d, "colour": colours[d], "y": top + LABEL_STEP * i + 8} for i, d in enumerate(dimensions)]
+    next_y = top + LABEL_STEP * len(dimensions) + 8 + LABEL_STEP / 2
+    labels = []
+    for p in sorted((p for p in points if p["hollow"]), key=lambda p: (p["y"], p["x"])):
+        text = f"{p['key']} · {p['dimension']}: ICAT {p['icat']:.1f}, accuracy {p['accuracy']:.1f}"
+        label_y = max(p["y"] + 4, next_y)
+        next_y = label_y + LABEL_STEP
+        labels.append({"text": text, "y": label_y, "colour": p["colour"], "point_x": p["x"] + 6, "point_y": p["y"]})
+    label_width = max([text_width(label["text"]) for label in labels] + [0]) + 16
     by_key = {(p["model"], p["dimension"], p["mode"]): p for p in points}
     shifts = [
         {"x1": start["x"], "y1": start["y"], "x2": end["x"], "y2": end["y"], "colour": start["colour"]}
@@ -99,10 +112,9 @@ def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, heig
         {"value": v, "x": round(left + v / 100 * plot_w, 1), "y": round(top + (1 - v / 100) * plot_h, 1)}
         for v in range(0, 101, 25)
     ]
-    legend = [{"dimension": d, "colour": colours[d], "y": top + 14 * i + 8} for i, d in enumerate(dimensions)]
     return {
-        "width": width,
-        "height": height,
+        "width": label_x + label_width,
+        "height": max(height, round(next_y)),
         "left": left,
         "top": top,
         "right_x": left + plot_w,
@@ -112,7 +124,9 @@ def pareto_plot(records: Sequence[PersonalizationRecord], width: int = 420, heig
         "frontiers": frontiers,
         "ticks": ticks,
         "legend": legend,
-        "legend_x": left + 8,
+        "legend_x": label_x + 4,
+        "labels": labels,
+        "label_x": label_x,
         "model_keys": [{"key": key, "model": model} for model, key in keys.items()],
         "modes": PARETO_MODES,
         "mid_x": left + plot_w / 2,
