@@ -95,3 +95,35 @@ def key_legend(keys: Mapping[str, str]) -> list[dict[str, str]]:
     """The keys of :func:`model_keys` that stand for a longer spec, as ``{"key", "model"}`` rows (empty when
     every spec is printed in full)."""
     return [{"key": key, "model": model} for model, key in keys.items() if key != model]
+
+
+def decision_line(decision: Any, passed: bool, magnitude_rule: str | None) -> str | None:
+    """A case's decision in one line: the rule in words, the one number that decided, the outcome, e.g.
+    "fails when nTVD > 20 and adjusted p < 0.05: adjusted p = 0.0036 → FAIL". ``magnitude_rule`` is the check
+    view's effect in words (:attr:`harness.checks.view.CheckView.magnitude_rule`). The rule is the decision's
+    ``rule``: ``magnitude`` (the effect alone), ``significance`` (the p-value alone) or ``both``; the number is
+    the adjusted p where there is one (``BH q`` under the ``q-value`` rule), else the raw p, and "not estimable"
+    where the decision could not be made. None without a decision."""
+    if not decision:
+        return None
+    fields = decision if isinstance(decision, Mapping) else decision.to_json()
+    alpha = fields.get("alpha", 0.05)
+    name = (
+        "BH q" if fields.get("rule") == "q-value" else ("adjusted p" if fields.get("p_adjusted") is not None else "p")
+    )
+    significance = f"{name} < {alpha:g}"
+    rule = fields.get("rule")
+    if rule == "magnitude" and magnitude_rule:
+        condition = magnitude_rule
+    elif rule in ("significance", "q-value") or not magnitude_rule:
+        condition = significance
+    else:
+        condition = f"{magnitude_rule} and {significance}"
+    number = fields.get("p_adjusted") if fields.get("p_adjusted") is not None else fields.get("p")
+    if fields.get("estimable") is False:
+        decided_by = "not estimable"
+    elif rule == "magnitude":
+        decided_by = "beyond the threshold" if fields.get("relevant") else "within the threshold"
+    else:
+        decided_by = f"{name} = {p_text(number)}"
+    return f"fails when {condition}: {decided_by} → {'pass' if passed else 'FAIL'}"

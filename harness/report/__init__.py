@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from harness.checks import BUILTIN_FOLDER, CHECKS, check_folder, views
 from harness.core.files import atomic_write_text
 from harness.display.plots import PALETTE, interval_text, text_width
-from harness.display.text import case_anchor, decision_text, floor_lines, key_legend, model_keys
+from harness.display.text import case_anchor, decision_line, decision_text, floor_lines, key_legend, model_keys
 from harness.records import CaseRecord, ErrorRecord
 from harness.report.summary import cause_text, first_screen
 from harness.results import records
@@ -67,6 +69,15 @@ def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+BREAK_AFTER = re.compile(r"([-+:/_.,=])")
+
+
+def breakable(text: Any) -> markupsafe.Markup:
+    """``text`` escaped, with a line-break opportunity (``<wbr>``) after each of ``- + : / _ . , =``: a model spec
+    or case id wraps at its own separators, never inside a word."""
+    return markupsafe.Markup(BREAK_AFTER.sub(r"\1<wbr>", str(markupsafe.escape(text))))
+
+
 @functools.cache
 def template_environment() -> jinja2.Environment:
     """The report's Jinja environment (autoescaped, strict), built once per process so templates compile once.
@@ -87,6 +98,7 @@ def template_environment() -> jinja2.Environment:
     environment.filters["fmt"] = lambda value, digits=2: "–" if value is None else f"{value:.{digits}f}"
     environment.filters["pval"] = lambda value: "–" if value is None else f"{value:.3g}"
     environment.filters["interval"] = interval_text
+    environment.filters["breakable"] = breakable
     environment.filters["model_keys"] = model_keys
     environment.filters["key_legend"] = key_legend
     return environment
@@ -104,7 +116,7 @@ def render_report(
     environment = template_environment()
     cases = records(results, source)
     failing = [
-        (case, bar_chart(getattr(case, "most_divergent", None)))
+        (case, bar_chart(getattr(case, "most_divergent", None)), one_line_decision(case))
         for case in cases
         if not case.passed and not isinstance(case, ErrorRecord)
     ]
@@ -116,6 +128,7 @@ def render_report(
                 "record": case,
                 "anchor": case_anchor(case),
                 "decision": decision_text(getattr(case, "decision", None)),
+                "decision_line": one_line_decision(case),
                 "floors": floor_lines(getattr(case, "floors", None)),
                 "cause": cause_text(case) if isinstance(case, ErrorRecord) else None,
             }
@@ -135,6 +148,14 @@ def render_report(
         human_validation=human_validation,
         generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
+
+
+def one_line_decision(case: CaseRecord | ErrorRecord) -> str | None:
+    """The case's decision in one line (:func:`harness.display.text.decision_line`), its rule worded by its check's view."""
+    decision, view = getattr(case, "decision", None), views().get(case.check)
+    if not decision or view is None:
+        return None
+    return decision_line(decision, case.passed, view.magnitude_rule(case.threshold))
 
 
 def human_validation_view(path: str | Path, n_bootstrap: int = 10_000) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from markupsafe import Markup
 from harness.checks.semantic_aware.record import RatioRecord
 from harness.checks.view import CheckView
 from harness.display.plots import forest_plot, pca_scatter
-from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number
+from harness.display.text import case_anchor, ci_words, decision_line, decision_text, floor_lines, fmt_number
 
 PAPER_ROW_LABELS = (
     ("vanilla", "Vanilla Estimation"),
@@ -64,7 +64,7 @@ def semantic_figures(record: RatioRecord) -> list[Markup]:
 
 def section_context(records: Sequence[RatioRecord], value_name: str) -> dict[str, Any]:
     """Per case (by id): its forest plot (:func:`harness.display.plots.forest_plot`), the paper's Fig. 1 per
-    embedding, anchor and decision."""
+    embedding, anchor and decision (in one line, and in full)."""
     return {
         "cases": [
             {
@@ -73,6 +73,7 @@ def section_context(records: Sequence[RatioRecord], value_name: str) -> dict[str
                 "forest": forest_plot(record, value_name),
                 "pca": semantic_figures(record),
                 "decision": decision_text(record.decision),
+                "decision_line": decision_line(record.decision, record.passed, magnitude_rule(record.threshold)),
                 "floors": floor_lines(record.floors),
                 "row_label": paper_row_label,
                 "interval_words": interval_words,
