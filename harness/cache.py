@@ -280,15 +280,38 @@ def run_output_lines(results: Mapping[str, Any], source: str) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``lalm-fairness-cache export|import|stats``: move a run's outputs between machines."""
-    parser = argparse.ArgumentParser(prog="lalm-fairness-cache", description=main.__doc__)
-    parser.add_argument("command", choices=["export", "import", "stats"])
-    parser.add_argument("--cache-dir", default=".lalm_cache")
+    """``lalm-fairness-cache export|import|stats``: move a run's outputs between machines. ``stats`` and
+    ``export`` read an existing cache folder and refuse one that does not exist (exit 2, naming it);
+    ``import`` creates it."""
+    parser = argparse.ArgumentParser(
+        prog="lalm-fairness-cache",
+        description="Move a run's model outputs between machines: export a cache folder to a file, import a file "
+        "into a cache folder, or count a cache folder's entries per model.",
+    )
+    parser.add_argument(
+        "command",
+        choices=["export", "import", "stats"],
+        help="export: write the cache's entries to --file; import: add --file's entries to the cache (creating "
+        "the folder); stats: count the cache's entries per model",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        default=".lalm_cache",
+        metavar="DIR",
+        help="the cache folder, as the gate's --cache-dir (default .lalm_cache); export and stats need it to exist",
+    )
     parser.add_argument("--file", help="the export file (gzip JSON lines)")
     parser.add_argument("--results", metavar="RESULTS_JSON", help="stats: also the outputs per model of this run")
     args = parser.parse_args(argv)
     if args.command != "stats" and not args.file:
         parser.error(f"{args.command} needs --file")
+    if args.command in ("export", "stats") and not Path(args.cache_dir).exists():
+        print(
+            f"lalm-fairness-cache: {args.command}: cache folder {args.cache_dir} does not exist; give the folder "
+            "the gate ran with (its --cache-dir, default .lalm_cache in the rootdir)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         cache = OutputCache(args.cache_dir)
         if cache.set_aside is not None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from harness.core.files import atomic_write_text, ensure_writable
@@ -20,6 +22,27 @@ from harness.report import human_validation_view, render_report
 from harness.report.ci_summary import write_summary
 from harness.report.trend import trend_view
 from harness.thresholds import ThresholdsError, load_thresholds
+
+PREVIOUS_SUFFIX = ".previous"
+"""Appended to a report that ``-o`` finds at its path, as the gate moves its earlier outputs aside
+(``harness.plugin.PREVIOUS_SUFFIX``)."""
+
+DESCRIPTION = (
+    "Write the HTML report from results.json files, with no pytest run and no model. One file: its report, as "
+    "the gate writes it. Several (nights, or checkpoints in release order): the report of the last run plus a "
+    "trend section over all of them, whose regressions are the checks' own baseline tests between neighbouring "
+    "runs. An existing report at the output path is moved to <path>.previous first."
+)
+
+
+def move_aside(path: str | Path) -> Path | None:
+    """Move the file at ``path`` to ``<path>.previous`` (replacing an older one); None when there is none."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    previous = path.with_name(path.name + PREVIOUS_SUFFIX)
+    os.replace(path, previous)
+    return previous
 
 
 def render_series(
@@ -40,10 +63,14 @@ def render_series(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lalm-fairness-report", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="lalm-fairness-report", description=DESCRIPTION)
     parser.add_argument("results", nargs="+", metavar="RESULTS_JSON", help="one results.json, or a series of them")
     parser.add_argument(
-        "-o", "--output", default="report.html", metavar="FILE", help="report path (default report.html)"
+        "-o",
+        "--output",
+        default="report.html",
+        metavar="FILE",
+        help="report path (default report.html); a report already there is moved to FILE.previous",
     )
     parser.add_argument(
         "--order",
@@ -100,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, ThresholdsError) as exc:
         print(f"lalm-fairness-report: {exc}", file=sys.stderr)
         return 2
+    previous = move_aside(args.output)
     atomic_write_text(args.output, html)
     if args.memo:
         atomic_write_text(args.memo, json.dumps(memo))
@@ -107,6 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_summary(runs[-1].results, args.summary_md, args.output, runs[-1].source)
     print(
         f"lalm-fairness-report: {args.output} from {len(runs)} run(s)"
+        + (f"; the earlier report moved to {previous}" if previous else "")
         + (f"; summary {args.summary_md}" if args.summary_md else "")
     )
     return 0
