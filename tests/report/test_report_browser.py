@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from support.browser import CHROMIUM, chromium
+from harness.report import render_report
+
+from support.browser import CHROMIUM, LONG_SPECS, chromium, measure_layout, three_model_results
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
@@ -196,3 +198,67 @@ def test_failing_report_is_self_contained_and_renders_without_console_errors(bia
         f"--screenshot={tmp_path / 'full.png'}", "--window-size=1200,4000", (biased_run / "report.html").as_uri()
     )
     assert "CONSOLE" not in run.stderr
+
+
+@pytest.fixture(scope="module")
+def layout_reports(tmp_path_factory) -> dict[str, Path]:
+    """The default gate's report (the embedded default model on its shipped outputs) and a three-model report
+    of long specs made from its results.json (:func:`support.browser.three_model_results`)."""
+    out = tmp_path_factory.mktemp("layout")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "fairness_tests",
+            "-p",
+            "no:cacheprovider",
+            "--cache-dir",
+            str(out / "cache"),
+            "--report",
+            str(out / "report.html"),
+            "--results-json",
+            str(out / "results.json"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    three = out / "three" / "report.html"
+    three.parent.mkdir()
+    three.write_text(render_report(three_model_results(json.loads((out / "results.json").read_text()))))
+    assert all(spec in three.read_text() for spec in LONG_SPECS)
+    return {"default": out / "report.html", "three models": three}
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+@pytest.mark.parametrize("name", ["default", "three models"])
+def test_no_label_over_a_mark_no_horizontal_overflow_every_table_within_the_window(
+    layout_reports, name, width, tmp_path
+):
+    """With every <details> open: no <text> of an inline SVG meets another text or a plotted mark, the page is
+    no wider than the window, and no table reaches past its right edge."""
+    layout = measure_layout(layout_reports[name], width, tmp_path)
+    assert layout["width"] == width
+    assert layout["overlaps"] == []
+    assert layout["overflow"] == 0
+    assert layout["tables"] == []
+
+
+CROWDED_PAGE = """<!DOCTYPE html><html><body style="margin: 0">
+<svg xmlns="http://www.w3.org/2000/svg" width="300" height="60"><circle cx="30" cy="20" r="6"/>
+<text x="10" y="24">a label over the dot</text><text x="40" y="26">and another</text>
+<line x1="0" x2="300" y1="50" y2="50" stroke="#999"/></svg>
+<table><tr><td style="white-space: nowrap">{wide}</td></tr></table></body></html>"""
+
+
+def test_the_measurement_finds_a_label_over_a_mark_a_crowded_label_and_a_table_past_the_window(tmp_path):
+    page = tmp_path / "crowded" / "report.html"
+    page.parent.mkdir()
+    page.write_text(CROWDED_PAGE.format(wide="x" * 400))
+    layout = measure_layout(page, 1280, tmp_path)
+    kinds = sorted((overlap["kind"], overlap["text"]) for overlap in layout["overlaps"])
+    assert kinds == [("mark", "a label over the dot"), ("text", "a label over the dot")]
+    assert layout["overflow"] > 0 and len(layout["tables"]) == 1
