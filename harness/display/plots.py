@@ -107,8 +107,13 @@ class LogAxis:
 def forest_plot(record: Any, value_name: str) -> dict[str, Any]:
     """A forest plot of a ratio record: per comparison, one row per method with its ratio and interval on a
     log axis, a line at 1 (no difference), the case's ``[lower, upper]`` bounds shaded, the deciding method
-    (``judged_method``) filled. ``value_name`` names the ratio ("expected-WER ratio", "judge-score ratio")."""
-    label_width, plot_width, value_width, row_height, top = 300, 380, 150, 17, 34
+    (``judged_method``) filled. ``value_name`` names the ratio ("expected-WER ratio", "judge-score ratio"). The
+    labels' column is at least 300 px and as wide as the longest label, so that no label reaches the plot."""
+    plot_width, value_width, row_height, top = 380, 150, 17, 34
+    labels = [comparison["comparison"] + FAILED_SUFFIX for comparison in record.comparisons] + [
+        "●   " + method["method"] for comparison in record.comparisons for method in comparison["methods"]
+    ]
+    label_width = max([300] + [text_width(str(label)) + 24 for label in labels])
     bounds = (record.threshold.get("lower"), record.threshold.get("upper"))
     values = [1.0] + [b for b in bounds if b is not None]
     for comparison in record.comparisons:
@@ -175,6 +180,7 @@ def forest_plot(record: Any, value_name: str) -> dict[str, Any]:
         "ticks": axis.ticks(),
         "rows": rows,
         "axis_label": f"{value_name} (log scale; 1 = no difference)",
+        "failed_suffix": FAILED_SUFFIX,
         "mid_x": label_width + plot_width / 2,
     }
 

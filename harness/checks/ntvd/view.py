@@ -18,7 +18,7 @@ import pandas as pd
 from harness.checks.ntvd.record import NtvdRecord
 from harness.checks.view import CheckView
 from harness.display.plots import PALETTE, text_width
-from harness.display.text import case_anchor, fmt_number, p_text
+from harness.display.text import case_anchor, fmt_number, key_legend, model_keys, p_text
 from harness.tasks import TASKS
 
 
@@ -160,7 +160,9 @@ def stacked_shares(record: NtvdRecord, max_values: int = 8) -> dict[str, Any] | 
 
 def tau_figures(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
     """Figure 4 per (corpus, dimension): mean nTVD over tasks against tau for each model, and the mean
-    within-task Spearman correlation of model rankings with tau = 10 (VIBE §III-D)."""
+    within-task Spearman correlation of model rankings with tau = 10 (VIBE §III-D). Each line is labelled at
+    its right with its model's name (:func:`harness.display.text.model_keys`: a key where a spec is long,
+    spelled out in ``keys``); the nTVD axis has :data:`TAU_Y_TICKS` + 1 ticks from 0 to its top."""
     from harness.metrics.vibe_analyses import REFERENCE_TAU, rank_agreement
 
     figures = []
@@ -182,13 +184,15 @@ def tau_figures(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
         y_max = max(10.0, math.ceil(float(per_model.max().max()) / 10) * 10)
         x_of = functools.partial(tau_x, largest=max(taus))
         y_of = functools.partial(ntvd_y, y_max=y_max)
-        longest_label = max(len(str(model)) for model in per_model.index)
+        keys = model_keys([str(model) for model in per_model.index])
+        longest_label = max(len(name) for name in keys.values())
         lines = []
         for position, (model, row) in enumerate(per_model.iterrows()):
             points = [(x_of(tau), y_of(value)) for tau, value in row.items() if pd.notna(value)]
             lines.append(
                 {
                     "model": model,
+                    "name": keys[str(model)],
                     "color": PALETTE[position % len(PALETTE)],
                     "points": " ".join(f"{x:.1f},{y:.1f}" for x, y in points),
                     "label_y": top + 14 * position,
@@ -205,6 +209,11 @@ def tau_figures(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
                 "top": top,
                 "height": height,
                 "y_max": y_max,
+                "y_ticks": [
+                    {"label": f"{y_max * step / TAU_Y_TICKS:g}", "y": round(y_of(y_max * step / TAU_Y_TICKS), 1)}
+                    for step in range(TAU_Y_TICKS + 1)
+                ],
+                "keys": key_legend(keys),
                 "reference_x": x_of(REFERENCE_TAU),
                 "ticks": [{"tau": tau, "x": round(x_of(tau), 1)} for tau in taus],
                 "agreement": None
@@ -220,9 +229,11 @@ def tau_figures(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
 
 TAU_PLOT = (50, 420, 20, 200)
 """Left margin, width, top margin and height of a Figure 4 panel (pixels)."""
+TAU_Y_TICKS = 4
+"""Intervals between the ticks of Figure 4's nTVD axis."""
 LABEL_GAP = 20
 LABEL_CHAR_WIDTH = 6.5
-"""Pixels per character of an 11-pixel label (a generous average, so that a model's spec beside its line is never
+"""Pixels per character of an 11-pixel label (a generous average, so that a model's name beside its line is never
 cut at the panel's right edge: the panel widens to its longest label)."""
 
 
