@@ -112,13 +112,16 @@ def group_plots(
     record's ``groups`` list (named by ``group_key``, at its ``cell``), the case's value (a square) with the
     mode's bootstrap interval from the mode effects (with ``gap``: no interval of the value; the best-worst
     group gap and its interval in words) and the quality floor (``threshold_key``, schema 2: never a bias fail)
-    as a tick. Axis 0-100."""
+    as a tick. Axis 0-100. Models are named by :func:`harness.display.text.model_keys` and their rows run in
+    the keys' order (first appearance)."""
     order = {key: position for position, key in enumerate(row_keys)}
     keys = model_keys([record.model for record in records])
+    position = {model: index for index, model in enumerate(keys)}
     figures = []
     for dimension in dict.fromkeys(record.dimension for record in records):
         subset = sorted(
-            (r for r in records if r.dimension == dimension), key=lambda r: (r.model, order.get(r.variant, len(order)))
+            (r for r in records if r.dimension == dimension),
+            key=lambda r: (position[r.model], order.get(r.variant, len(order))),
         )
         rows = []
         for record in subset:
