@@ -208,6 +208,19 @@ def test_a_file_changed_in_place_is_hashed_and_decoded_again(tmp_path):
     assert corpus.audio("b_1").content_hash == read_audio(changed).content_hash != before
 
 
+def test_a_reloaded_basis_suite_gives_lazy_audio_of_the_same_hash(tmp_path):
+    folder = small_suite(tmp_path)
+    memo = tmp_path / "cache" / "audio_checks.json"
+    load_suite(folder, audio_checks=AudioChecks(memo))
+    again = AudioChecks(memo)
+    suite = load_suite(folder, audio_checks=again)
+    assert again.decoded == 0 and again.hashed == 0
+    item_set = suite.sets[0]
+    for row, path in zip(item_set.table["row"], item_set.table["audio"]):
+        audio = item_set.audio(row)
+        assert isinstance(audio, FileAudio) and audio.content_hash == read_audio(path).content_hash
+
+
 def test_the_resampling_filter_is_designed_once_per_rate_pair_and_matches_scipys_own():
     from scipy.signal import resample_poly
 
