@@ -2,14 +2,20 @@
 
 :func:`inspect_audio` decodes a file completely and says what makes it unusable (unreadable, no samples,
 truncated, non-finite samples) or merely doubtful (silent, very short); :class:`AudioChecks` memoizes its
-results by the file's content (SHA-256 of its bytes) in a small JSON file, so a re-run decodes nothing.
+results, and the content hash of the file's 16 kHz audio (the hash the output cache keys requests by), by the
+file's content (SHA-256 of its bytes), and that SHA-256 by the file's (path, size, modification time), in a small
+JSON file; so a re-run reads no audio file, and a request's audio (:class:`FileAudio`) is decoded only when a
+model has to hear it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Iterable, Sequence
 from math import gcd
 from pathlib import Path
@@ -25,7 +31,7 @@ MIN_DURATION_S = 0.5
 """A clip shorter than this (seconds) is reported as very short."""
 AUDIO_CHECKS_FILE = "audio_checks.json"
 """Name of the :class:`AudioChecks` memo inside the output cache folder."""
-AUDIO_CHECKS_VERSION = 1
+AUDIO_CHECKS_VERSION = 2
 _DECODE_BLOCK_FRAMES = 65536
 _GIT_LFS_POINTER = b"version https://git-lfs"
 _UNKNOWN_RIFF_SIZES = (0, 0xFFFFFFFF)
@@ -57,12 +63,29 @@ def read_audio(path: str | Path, target_rate: int = SAMPLE_RATE) -> Audio:
 
 
 def resample(samples: np.ndarray, source_rate: int, target_rate: int) -> np.ndarray:
+    """Polyphase resampling (``scipy.signal.resample_poly``, its default Kaiser window, beta 5) by the reduced
+    ratio up/down = target/gcd : source/gcd, with the anti-aliasing filter of :func:`resampling_filter`."""
     if source_rate == target_rate:
         return np.ascontiguousarray(samples, dtype=np.float32)
     from scipy.signal import resample_poly
 
     divisor = gcd(int(source_rate), int(target_rate))
-    return resample_poly(samples, target_rate // divisor, source_rate // divisor).astype(np.float32)
+    up, down = target_rate // divisor, source_rate // divisor
+    samples = np.asarray(samples, dtype=np.float32)
+    return resample_poly(samples, up, down, window=resampling_filter(up, down)).astype(np.float32)
+
+
+@functools.lru_cache(maxsize=16)
+def resampling_filter(up: int, down: int) -> np.ndarray:
+    """The low-pass FIR filter ``resample_poly`` designs for up/down, designed once per rate pair: ``firwin`` of
+    2 * 10 * max(up, down) + 1 taps, cutoff 1 / max(up, down) of Nyquist, Kaiser window (beta 5), in float32 as
+    ``resample_poly`` casts it for float32 samples; so the output equals ``resample_poly``'s own. Read-only."""
+    from scipy.signal import firwin
+
+    half_length = 10 * max(up, down)
+    taps = firwin(2 * half_length + 1, 1.0 / max(up, down), window=("kaiser", 5.0)).astype(np.float32)
+    taps.flags.writeable = False
+    return taps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,71 +194,133 @@ def _wav_missing_bytes(path: Path) -> int | None:
     return None
 
 
+class FileAudio(Audio):
+    """The audio of a file whose :attr:`content_hash` is known (memoised by :class:`AudioChecks`): the samples are
+    read (:func:`read_audio`) on first use, so a request whose answer is cached never decodes its file."""
+
+    def __init__(self, path: Path, content_hash: str, sample_rate: int = SAMPLE_RATE):
+        object.__setattr__(self, "path", Path(path))
+        object.__setattr__(self, "sample_rate", sample_rate)
+        object.__setattr__(self, "_content_hash", content_hash)
+
+    @property
+    def samples(self) -> np.ndarray:  # type: ignore[override]
+        decoded = self.__dict__.get("_samples")
+        if decoded is None:
+            decoded = read_audio(self.path, self.sample_rate).samples
+            object.__setattr__(self, "_samples", decoded)
+        return decoded
+
+    def __repr__(self) -> str:
+        return f"FileAudio({str(self.path)!r}, {self.content_hash[:12]}, {self.sample_rate} Hz)"
+
+
 class AudioChecks:
-    """:func:`inspect_audio` memoized by file content (SHA-256 of the bytes) in the JSON file ``path``
-    (``{"version": 1, "entries": {sha256: {frames, sample_rate, peak, problem}}}``); None keeps it in memory.
+    """:func:`inspect_audio` memoized by file content (SHA-256 of the bytes), and that SHA-256 memoized by the
+    file's path, size and modification time (ns), in the JSON file ``path``
+    (``{"version": 2, "entries": {sha256: {frames, sample_rate, peak, problem, audio_hash}},
+    "files": {absolute path: {size, mtime_ns, sha256}}}``); None keeps it in memory. ``audio_hash`` is the
+    :attr:`~harness.core.requests.Audio.content_hash` of the file read as 16 kHz mono (:func:`read_audio`;
+    None for an unusable file), so a run whose answers are all cached neither reads nor decodes any audio.
+    A file whose size or modification time changed is read and hashed again.
 
     The memo holds measurements, not verdicts, so changing :data:`SILENT_PEAK_DBFS` or :data:`MIN_DURATION_S`
     needs no re-decode. A memo that cannot be parsed or has another version is ignored and rewritten (it is
     only a speed-up); :meth:`save` merges with what other processes saved meanwhile, writes atomically, and
     skips a folder it cannot write (the output cache names that problem itself). ``decoded`` counts the
-    files this instance had to decode; ``digests`` the content hash of each path inspected."""
+    files this instance had to decode, ``hashed`` those it had to read to hash; ``digests`` the content hash of
+    each path inspected; ``audio_hashes`` the 16 kHz audio hash of each usable one."""
 
     def __init__(self, path: str | Path | None = None):
         self.path = None if path is None else Path(path)
-        self._entries: dict[str, dict] = self._read()
+        self._entries, self._files = self._read()
         self._new: dict[str, dict] = {}
+        self._new_files: dict[str, dict] = {}
         self.decoded = 0
+        self.hashed = 0
         self.digests: dict[Path, str] = {}
         """The SHA-256 of every file inspected, by path (e.g. to find one recording listed for two speakers)."""
+        self.audio_hashes: dict[Path, str] = {}
+        """The content hash of every usable file's 16 kHz audio, by path (:class:`FileAudio`)."""
 
     def inspect(self, path: str | Path) -> AudioInspection:
         """:func:`inspect_audio` of ``path``, decoded only when no file of the same bytes was; a file that
         is missing or cannot be opened raises :class:`AudioError`."""
         path = Path(path)
-        if not path.is_file():
-            raise AudioError(f"{path}: audio file does not exist")
-        try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError as exc:
-            raise AudioError(f"{path}: audio file cannot be read ({exc})") from exc
+        digest = self._digest(path)
         self.digests[path] = digest
         entry = self._entries.get(digest)
         if entry is None:
             self.decoded += 1
-            entry = dataclasses.asdict(inspect_audio(path))
+            inspection = inspect_audio(path)
+            audio_hash = read_audio(path).content_hash if inspection.problem is None else None
+            entry = {**dataclasses.asdict(inspection), "audio_hash": audio_hash}
             self._entries[digest] = self._new[digest] = entry
-        return AudioInspection(**entry)
+        if entry["audio_hash"] is not None:
+            self.audio_hashes[path] = entry["audio_hash"]
+        return AudioInspection(**{key: value for key, value in entry.items() if key != "audio_hash"})
+
+    def _digest(self, path: Path) -> str:
+        """The SHA-256 of the file's bytes: from the memo when its path, size and mtime are those memoised."""
+        try:
+            status = path.stat()
+        except OSError:
+            status = None
+        if status is None or not stat.S_ISREG(status.st_mode):
+            raise AudioError(f"{path}: audio file does not exist")
+        key = os.path.abspath(path)
+        known = self._files.get(key)
+        if known is not None and known["size"] == status.st_size and known["mtime_ns"] == status.st_mtime_ns:
+            return known["sha256"]
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError as exc:
+            raise AudioError(f"{path}: audio file cannot be read ({exc})") from exc
+        self.hashed += 1
+        record = {"size": status.st_size, "mtime_ns": status.st_mtime_ns, "sha256": digest}
+        self._files[key] = self._new_files[key] = record
+        return digest
 
     def save(self) -> None:
-        if self.path is None or not self._new:
+        if self.path is None or not (self._new or self._new_files):
             return
-        merged = {**self._read(), **self._new}
-        text = json.dumps({"version": AUDIO_CHECKS_VERSION, "entries": merged}, sort_keys=True)
+        entries, files = self._read()
+        content = {
+            "version": AUDIO_CHECKS_VERSION,
+            "entries": {**entries, **self._new},
+            "files": {**files, **self._new_files},
+        }
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.path, text)
+            atomic_write_text(self.path, json.dumps(content, sort_keys=True))
         except OSError:
             return
-        self._new = {}
+        self._new, self._new_files = {}, {}
 
-    def _read(self) -> dict[str, dict]:
+    def _read(self) -> tuple[dict[str, dict], dict[str, dict]]:
         if self.path is None or not self.path.is_file():
-            return {}
+            return {}, {}
         try:
             content = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return {}
+            return {}, {}
         if (
             not isinstance(content, dict)
             or content.get("version") != AUDIO_CHECKS_VERSION
             or not isinstance(content.get("entries"), dict)
+            or not isinstance(content.get("files"), dict)
         ):
-            return {}
-        fields = {field.name for field in dataclasses.fields(AudioInspection)}
-        return {
+            return {}, {}
+        fields = {field.name for field in dataclasses.fields(AudioInspection)} | {"audio_hash"}
+        entries = {
             key: entry for key, entry in content["entries"].items() if isinstance(entry, dict) and set(entry) == fields
         }
+        files = {
+            key: record
+            for key, record in content["files"].items()
+            if isinstance(record, dict) and set(record) == {"size", "mtime_ns", "sha256"}
+        }
+        return entries, files
 
 
 def inspect_audio_files(

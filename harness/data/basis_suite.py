@@ -36,7 +36,7 @@ non-finite audio is rejected, silent and very short clips are listed in :attr:`B
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -44,7 +44,7 @@ import yaml
 
 from harness.core.requests import Audio
 from harness.core.values import memoized
-from harness.data.audio import AudioChecks, AudioError, inspect_audio_files, read_audio
+from harness.data.audio import AudioChecks, AudioError, FileAudio, inspect_audio_files, read_audio
 
 KINDS = ("stereotype", "personalization", "qa", "asr")
 ANSWER_FORMATS = ("choice", "open")
@@ -76,6 +76,9 @@ class ItemSet:
     answer: str | None
     metadata_path: Path
     table: pd.DataFrame
+    audio_hashes: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
+    """Audio path -> the content hash of its 16 kHz audio, for the files the load checked (:class:`AudioChecks`):
+    their :meth:`audio` is decoded only when its samples are used."""
 
     @property
     def option_columns(self) -> tuple[str, ...]:
@@ -96,6 +99,8 @@ class ItemSet:
     def audio(self, row: int) -> Audio:
         """The audio of the recording on CSV line ``row``; a failure names the row."""
         path = self.table.loc[self.table["row"] == row, "audio"].iloc[0]
+        if str(path) in self.audio_hashes:
+            return FileAudio(Path(path), self.audio_hashes[str(path)])
         try:
             return read_audio(path)
         except AudioError as exc:
@@ -149,13 +154,25 @@ def load_suite(path: str | Path, audio_checks: AudioChecks | None = None, check_
     duplicated = sorted({name for name in names if names.count(name) > 1})
     if duplicated:
         raise BasisError(f"{config_path}: duplicate set name(s) {duplicated}")
+    audio_checks = audio_checks or AudioChecks()
+    warnings = _check_audio(sets, audio_checks) if check_audio else []
+    if check_audio:
+        sets = [
+            dataclasses.replace(item_set, audio_hashes=_known_hashes(item_set.table["audio"], audio_checks))
+            for item_set in sets
+        ]
     return BasisSuite(
         name=str(config.get("name") or config_path.parent.name),
         path=config_path.resolve(),
         description=str(config.get("description", "")).strip(),
         sets=tuple(sets),
-        audio_warnings=tuple(_check_audio(sets, audio_checks or AudioChecks()) if check_audio else ()),
+        audio_warnings=tuple(warnings),
     )
+
+
+def _known_hashes(paths: Iterable[str], audio_checks: AudioChecks) -> dict[str, str]:
+    known = ((str(path), audio_checks.audio_hashes.get(Path(path))) for path in paths)
+    return {path: content_hash for path, content_hash in known if content_hash is not None}
 
 
 def _check_audio(sets: list[ItemSet], audio_checks: AudioChecks) -> list[str]:

@@ -27,7 +27,7 @@ import pandas as pd
 import yaml
 
 from harness.core.requests import Audio
-from harness.data.audio import AudioChecks, AudioError, inspect_audio_files, read_audio
+from harness.data.audio import AudioChecks, AudioError, FileAudio, inspect_audio_files, read_audio
 
 REQUIRED_COLUMNS = ("utterance_id", "audio", "speaker_id", "content_id", "transcript")
 MIN_SPEAKERS_PER_GROUP = 2
@@ -50,6 +50,9 @@ class Corpus:
     description: str = ""
     audio_warnings: tuple[str, ...] = ()
     """Silent and very short clips (not fatal), one line per kind, naming the manifest rows."""
+    audio_hashes: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False, compare=False)
+    """The manifest's ``audio`` value -> the content hash of its 16 kHz audio, for the files the load checked
+    (:class:`~harness.data.audio.AudioChecks`); their :meth:`audio` is decoded only when its samples are used."""
 
     @property
     def root(self) -> Path:
@@ -59,7 +62,11 @@ class Corpus:
         return self.root / self.table.loc[utterance_id, "audio"]
 
     def audio(self, utterance_id: str) -> Audio:
-        return read_audio(self.audio_path(utterance_id))
+        relative = self.table.loc[utterance_id, "audio"]
+        content_hash = self.audio_hashes.get(relative)
+        if content_hash is None:
+            return read_audio(self.root / relative)
+        return FileAudio(self.root / relative, content_hash)
 
     def speaker_labels(self, dimension: str) -> pd.Series:
         """The group of every speaker on ``dimension`` (validated to be one label per speaker)."""
@@ -110,7 +117,14 @@ def load_corpus(
     _validate_rows(table, manifest_path)
     _validate_audio_locations(table, manifest_path, _audio_folders(config, config_path, manifest_path))
     _validate_dimensions(table, dimensions, manifest_path)
-    warnings = _validate_audio(table, manifest_path, audio_checks or AudioChecks()) if check_audio else []
+    audio_checks = audio_checks or AudioChecks()
+    warnings = _validate_audio(table, manifest_path, audio_checks) if check_audio else []
+    audio_hashes = {}
+    if check_audio:
+        for relative in table["audio"]:
+            content_hash = audio_checks.audio_hashes.get(manifest_path.parent / relative)
+            if content_hash is not None:
+                audio_hashes[relative] = content_hash
     return Corpus(
         name=name or str(config.get("name") or manifest_path.parent.name),
         manifest_path=manifest_path.resolve(),
@@ -118,6 +132,7 @@ def load_corpus(
         dimensions=dimensions,
         description=str(config.get("description", "")).strip(),
         audio_warnings=tuple(warnings),
+        audio_hashes=audio_hashes,
     )
 
 

@@ -145,10 +145,16 @@ def attribute_table(answers: pd.DataFrame, task: Task) -> tuple[pd.DataFrame, pd
     Returns the long table (``utterance_id, attribute, value``; one row per value) and a status table
     (``utterance_id, status, missing``) with one row per answer, so that nothing is dropped silently.
     """
+    return extraction_tables(answers["utterance_id"], [extract_fields(answer, task) for answer in answers["answer"]])
+
+
+def extraction_tables(
+    utterance_ids: Iterable[str], extractions: Iterable[Extraction]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`attribute_table`'s two tables from each utterance's :class:`Extraction`, in order."""
     rows: list[tuple[str, str, str]] = []
     statuses: list[tuple[str, str, str]] = []
-    for utterance_id, answer in zip(answers["utterance_id"], answers["answer"]):
-        extraction = extract_fields(answer, task)
+    for utterance_id, extraction in zip(utterance_ids, extractions):
         statuses.append((utterance_id, extraction.status, ",".join(extraction.missing)))
         rows.extend(
             (utterance_id, attribute, value) for attribute, values in extraction.values.items() for value in values

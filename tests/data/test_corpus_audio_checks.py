@@ -2,6 +2,7 @@
 refused naming file and row, silent and very short clips are reported, and the decode is memoized by content."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,10 +11,12 @@ import soundfile
 
 from harness.data import CorpusError, load_corpus
 from harness.data.audio import (
+    AUDIO_CHECKS_VERSION,
     MIN_DURATION_S,
     SILENT_PEAK_DBFS,
     AudioChecks,
     AudioError,
+    FileAudio,
     inspect_audio,
     read_audio,
 )
@@ -163,6 +166,79 @@ def test_the_decode_is_memoized_by_content_across_loads(tmp_path):
         load_corpus(manifest, audio_checks=AudioChecks(memo))
 
 
+def test_a_reload_reads_no_audio_and_its_audio_hashes_as_a_decode_does(tmp_path, monkeypatch):
+    manifest = make_corpus(tmp_path, good_rows())
+    for position, row in enumerate(good_rows()):
+        write_tone(tmp_path / row.split(",")[1], seconds=1.0, hz=150.0 + 11.0 * position, rate=22_050)
+    memo = tmp_path / "cache" / "audio_checks.json"
+    first = AudioChecks(memo)
+    decoded = {uid: read_audio(path) for uid, path in zip(*_ids_and_paths(load_corpus(manifest, audio_checks=first)))}
+    assert (first.decoded, first.hashed) == (4, 4)
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("a memoised file was read")
+
+    second = AudioChecks(memo)
+    monkeypatch.setattr("harness.data.audio.read_audio", no_reading)
+    monkeypatch.setattr("harness.data.audio.inspect_audio", no_reading)
+    read_bytes = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: no_reading() if self.suffix == ".wav" else read_bytes(self))
+    corpus = load_corpus(manifest, audio_checks=second)
+    assert (second.decoded, second.hashed) == (0, 0)
+    lazy = {uid: corpus.audio(uid) for uid in corpus.table["utterance_id"]}
+    assert all(isinstance(audio, FileAudio) for audio in lazy.values())
+    assert {uid: audio.content_hash for uid, audio in lazy.items()} == {
+        uid: audio.content_hash for uid, audio in decoded.items()
+    }
+    monkeypatch.undo()
+    for uid, audio in lazy.items():
+        assert np.array_equal(audio.samples, decoded[uid].samples) and audio.sample_rate == 16_000
+
+
+def test_a_file_changed_in_place_is_hashed_and_decoded_again(tmp_path):
+    manifest = make_corpus(tmp_path, good_rows())
+    memo = tmp_path / "cache" / "audio_checks.json"
+    load_corpus(manifest, audio_checks=AudioChecks(memo))
+    changed = tmp_path / "audio" / "b_1.wav"
+    before = load_corpus(manifest, audio_checks=AudioChecks(memo)).audio("b_1").content_hash
+    write_tone(changed, seconds=1.0, hz=333.0)
+    again = AudioChecks(memo)
+    corpus = load_corpus(manifest, audio_checks=again)
+    assert (again.decoded, again.hashed) == (1, 1)
+    assert corpus.audio("b_1").content_hash == read_audio(changed).content_hash != before
+
+
+def test_a_reloaded_basis_suite_gives_lazy_audio_of_the_same_hash(tmp_path):
+    folder = small_suite(tmp_path)
+    memo = tmp_path / "cache" / "audio_checks.json"
+    load_suite(folder, audio_checks=AudioChecks(memo))
+    again = AudioChecks(memo)
+    suite = load_suite(folder, audio_checks=again)
+    assert again.decoded == 0 and again.hashed == 0
+    item_set = suite.sets[0]
+    for row, path in zip(item_set.table["row"], item_set.table["audio"]):
+        audio = item_set.audio(row)
+        assert isinstance(audio, FileAudio) and audio.content_hash == read_audio(path).content_hash
+
+
+def test_the_resampling_filter_is_designed_once_per_rate_pair_and_matches_scipys_own():
+    from scipy.signal import resample_poly
+
+    from harness.data.audio import resample, resampling_filter
+
+    resampling_filter.cache_clear()
+    samples = np.random.default_rng(0).standard_normal(5000).astype(np.float32)
+    for _ in range(3):
+        ours = resample(samples, 22_050, 16_000)
+    assert np.array_equal(ours, resample_poly(samples, 320, 441).astype(np.float32))
+    assert np.array_equal(resample(samples, 48_000, 16_000), resample_poly(samples, 1, 3).astype(np.float32))
+    assert resampling_filter.cache_info().misses == 2 and resampling_filter.cache_info().hits == 2
+
+
+def _ids_and_paths(corpus):
+    return list(corpus.table["utterance_id"]), [corpus.root / relative for relative in corpus.table["audio"]]
+
+
 def test_a_damaged_memo_is_ignored_and_rewritten(tmp_path):
     manifest = make_corpus(tmp_path, good_rows())
     memo = tmp_path / "audio_checks.json"
@@ -170,7 +246,7 @@ def test_a_damaged_memo_is_ignored_and_rewritten(tmp_path):
     checks = AudioChecks(memo)
     load_corpus(manifest, audio_checks=checks)
     assert checks.decoded >= 1
-    assert json.loads(memo.read_text())["version"] == 1
+    assert json.loads(memo.read_text())["version"] == AUDIO_CHECKS_VERSION
     unusable = tmp_path / "a_file"
     unusable.write_text("")
     load_corpus(manifest, audio_checks=AudioChecks(unusable / "audio_checks.json"))

@@ -12,7 +12,7 @@ from harness.cache import cache_key
 from harness.checks.base import CheckContext, per_run_table
 from harness.core.requests import GenerationRequest
 from harness.core.values import finite_or_none
-from harness.extraction.fields import attribute_table
+from harness.extraction.memo import field_attribute_table
 from harness.tasks import TASKS
 from harness.tasks.base import PAPER
 
@@ -49,7 +49,7 @@ def extraction(
     """The long values table (``utterance_id, speaker, attribute, value``) and one status row per answer."""
     frame = answers(context, model, corpus_name, task_name)
     if context.extractor is None:
-        values, statuses = attribute_table(frame, TASKS[task_name])
+        values, statuses = field_attribute_table(frame, TASKS[task_name], context.cache)
     else:
         values, statuses = context.extractor.attribute_table(frame, TASKS[task_name])
     speakers = frame.set_index("utterance_id")["speaker_id"]

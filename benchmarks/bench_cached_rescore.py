@@ -1,0 +1,157 @@
+"""A cached re-score of a CREMA-D-sized corpus: the gate run twice over one output cache, cold then cached.
+
+The corpus has CREMA-D's design and names (VIBE §II-C; :mod:`harness.data.cremad_design`): 91 speakers 1001..1091
+(43 female, 48 male, genders shuffled), each saying CREMA-D's 12 sentences in its 6 emotions, files named
+``<speaker>_<sentence>_<emotion>_XX.wav`` as in the release: 6552 clips. Each clip is spoken by espeak-ng
+(22,050 Hz, so every clip is resampled to 16 kHz), one voice variant, pitch and speed per speaker, the emotion
+moving pitch and speed a little. The gate then runs ``fairness_tests`` on it with ``sim:fair`` and
+``sim:biased`` (a pytest subprocess each time, ``-p no:cacheprovider``, every option of the quick start); the
+first run generates every answer (cold), the second reads all of them from the cache (cached). The benchmark
+prints both wall times, their ratio, and whether the two runs wrote the same records (results.json, the
+volatile run metadata left out). ``--profile FILE`` runs the cached run under cProfile and prints its 15 most
+costly functions (cumulative time).
+
+    .venv/bin/python benchmarks/bench_cached_rescore.py [--corpus-dir DIR] [--permutations 1000] [--profile FILE]
+
+``--corpus-dir`` keeps the synthesized corpus between invocations (espeak-ng takes about 2 minutes for the 6552
+clips on a 2-core machine); without it the corpus is built in a temporary folder. Target: the cached run within
+15 s (issue 41).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.data.cremad_design import EMOTIONS, SENTENCES, SPEAKERS
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_CACHED_S = 15.0
+MODELS = ("sim:fair", "sim:biased")
+# espeak-ng voice variants; each speaker takes one, a base pitch (0-99) and a speed (words per minute).
+VOICES = {"female": ("f1", "f2", "f3", "f4", "f5"), "male": ("m1", "m2", "m3", "m4", "m5", "m6", "m7")}
+PITCH = {"female": (50, 80), "male": (20, 45)}
+# Emotion -> (pitch offset, speed offset): CREMA-D's actors speak anger and happiness higher and faster,
+# sadness lower and slower.
+EMOTION_PROSODY = {"ANG": (8, 20), "DIS": (-4, -10), "FEA": (10, 15), "HAP": (12, 10), "NEU": (0, 0), "SAD": (-8, -25)}
+# run metadata that differs between a cold and a cached run by design (when, what was loaded, generated and read)
+VOLATILE_METADATA = ("created", "cache_hits", "models_loaded", "model_calls", "outputs")
+
+
+def build_corpus(folder: Path, seed: int = 0) -> Path:
+    """Write the 6552 espeak-ng clips and ``manifest.csv`` into ``folder``; return the manifest (kept if present)."""
+    manifest = folder / "manifest.csv"
+    if manifest.is_file():
+        return manifest
+    if shutil.which("espeak-ng") is None:
+        raise SystemExit("espeak-ng is not installed (apt-get install espeak-ng)")
+    (folder / "audio").mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    genders = np.array([gender for gender, count in SPEAKERS.items() for _ in range(count)], dtype=object)
+    genders = genders[rng.permutation(len(genders))]
+    rows = []
+    for position, gender in enumerate(genders):
+        speaker = str(1001 + position)
+        voice = VOICES[gender][int(rng.integers(len(VOICES[gender])))]
+        pitch = int(rng.integers(*PITCH[gender]))
+        speed = int(rng.integers(150, 185))
+        for code, text in SENTENCES:
+            for emotion in EMOTIONS:
+                pitch_offset, speed_offset = EMOTION_PROSODY[emotion]
+                relative = f"audio/{speaker}_{code}_{emotion}_XX.wav"
+                subprocess.run(
+                    ["espeak-ng", "-v", f"en-us+{voice}", "-p", str(pitch + pitch_offset),
+                     "-s", str(speed + speed_offset), "-w", str(folder / relative), text],
+                    check=True,
+                )  # fmt: skip
+                rows.append((f"{speaker}_{code}_{emotion}", relative, speaker, f"{code}_{emotion}", text, gender))
+    columns = ["utterance_id", "audio", "speaker_id", "content_id", "transcript", "gender"]
+    pd.DataFrame(rows, columns=columns).to_csv(manifest, index=False)
+    return manifest
+
+
+# pytest under cProfile, keeping pytest's exit status (``python -m cProfile`` exits 0 whatever the script's)
+PROFILED_PYTEST = (
+    "import cProfile, sys, pytest; profile = cProfile.Profile(); status = profile.runcall(pytest.main, sys.argv[2:]); "
+    "profile.dump_stats(sys.argv[1]); sys.exit(int(status))"
+)
+
+
+def gate_command(manifest: Path, work: Path, permutations: int, profile: Path | None) -> list[str]:
+    runner = ["-c", PROFILED_PYTEST, str(profile)] if profile else ["-m", "pytest"]
+    models = [argument for model in MODELS for argument in ("--model", model)]
+    return [
+        sys.executable, *runner, str(REPO / "fairness_tests"), "-q", "-p", "no:cacheprovider", "-n", "0",
+        "--rootdir", str(work), "--corpus", f"cremad={manifest}", *models, "--permutations", str(permutations),
+        "--cache-dir", str(work / "cache"), "--results-json", str(work / "results.json"), "--report", "",
+    ]  # fmt: skip
+
+
+def run_gate(command: list[str]) -> tuple[float, int, str]:
+    started = time.perf_counter()
+    done = subprocess.run(
+        command, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}
+    )
+    return time.perf_counter() - started, done.returncode, done.stdout.strip().splitlines()[-1] if done.stdout else ""
+
+
+def stable_records(path: Path) -> dict:
+    """The run's results.json without its volatile run metadata."""
+    results = json.loads(path.read_text(encoding="utf-8"))
+    results["metadata"] = {k: v for k, v in results.get("metadata", {}).items() if k not in VOLATILE_METADATA}
+    return results
+
+
+def differences(first: dict, second: dict, where: str = "") -> list[str]:
+    """The JSON paths at which ``first`` and ``second`` differ."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        return [path for key in sorted(set(first) | set(second), key=str)
+                for path in differences(first.get(key), second.get(key), f"{where}.{key}")]  # fmt: skip
+    if isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
+        return [path for i, (a, b) in enumerate(zip(first, second)) for path in differences(a, b, f"{where}[{i}]")]
+    return [] if first == second else [where or "."]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus-dir", type=Path, default=None, help="build (or reuse) the corpus here")
+    parser.add_argument("--permutations", type=int, default=1000)
+    parser.add_argument("--profile", type=Path, default=None, help="profile the cached run into this file")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus_dir = args.corpus_dir or Path(tmp) / "cremad"
+        started = time.perf_counter()
+        manifest = build_corpus(corpus_dir)
+        print(f"corpus: {manifest} ({len(pd.read_csv(manifest))} clips, ready in {time.perf_counter() - started:.1f}s)")
+        work = Path(tmp) / "run"
+        work.mkdir()
+        cold_s, cold_rc, cold_line = run_gate(gate_command(manifest, work, args.permutations, None))
+        cold_records = stable_records(work / "results.json")
+        cached_s, cached_rc, cached_line = run_gate(gate_command(manifest, work, args.permutations, args.profile))
+        changed = differences(cold_records, stable_records(work / "results.json"))
+    print(f"cold run:   {cold_s:6.1f}s  exit {cold_rc}  {cold_line}")
+    print(f"cached run: {cached_s:6.1f}s  exit {cached_rc}  {cached_line}")
+    print(f"cold / cached: {cold_s / cached_s:.1f}x; same records: {not changed}")
+    if changed:
+        print(f"  records differ at {len(changed)} place(s): {', '.join(changed[:10])}")
+    print(f"target (cached run <= {TARGET_CACHED_S:g} s): {'met' if cached_s <= TARGET_CACHED_S else 'NOT met'}")
+    if args.profile:
+        stats = pstats.Stats(str(args.profile))
+        stats.sort_stats("tottime").print_stats(15)
+        stats.sort_stats("cumulative").print_stats("harness", 25)
+    return 0 if not changed and cold_rc == cached_rc else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

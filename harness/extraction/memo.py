@@ -1,0 +1,114 @@
+"""Extraction results in the output cache, keyed by (extractor fingerprint, task, answer), as model outputs are.
+
+An extraction is a pure function of the answer text, the task's attributes and the extractor: the field reader's
+code (:mod:`harness.extraction.fields`), or the LLM extractor's fingerprint and code. Each distinct non-empty answer
+is extracted once and stored under ``cache_key("extraction", fingerprint, {"task": ...}, {"answer": answer})``
+(:func:`harness.cache.cache_key`) as JSON ``{values: [[attribute, [value, ...]], ...], status, missing, attempts,
+error}`` (attributes in the order the extractor gave them); a re-score of cached
+answers then reads every extraction back instead of re-running the reader (or re-parsing every extraction reply).
+The fingerprint holds the SHA-256 of the extractor's source files, so any change to them extracts afresh. An empty
+answer is ``empty`` without asking anything, as both extractors have it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from harness.cache import OutputCache, cache_key
+from harness.core.values import stable_hash
+from harness.extraction import fields
+from harness.extraction.fields import EMPTY, Extraction, extract_fields, extraction_tables
+from harness.tasks.base import Task
+
+NAMESPACE = "extraction"
+
+
+@dataclasses.dataclass(frozen=True)
+class Extracted:
+    """One answer's extraction, the extraction-model replies it took (0 for the field reader and for an empty
+    answer) and the last reply's parse error when no reply parsed."""
+
+    extraction: Extraction
+    attempts: int = 0
+    error: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "values": [[name, list(values)] for name, values in self.extraction.values.items()],
+                "status": self.extraction.status,
+                "missing": list(self.extraction.missing),
+                "attempts": self.attempts,
+                "error": self.error,
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Extracted:
+        stored = json.loads(text)
+        values = {name: tuple(items) for name, items in stored["values"]}
+        return cls(Extraction(values, stored["status"], tuple(stored["missing"])), stored["attempts"], stored["error"])
+
+
+@functools.cache
+def source_fingerprint(*modules: str) -> str:
+    """SHA-256 (first 16 hex digits) of the source files of ``modules`` (dotted names under ``harness``)."""
+    root = Path(fields.__file__).resolve().parents[2]
+    return stable_hash([(root / (name.replace(".", "/") + ".py")).read_text(encoding="utf-8") for name in modules])[:16]
+
+
+def field_reader_fingerprint() -> str:
+    """Identifies the rule-based field reader by its code."""
+    return f"field-reader:{source_fingerprint('harness.extraction.fields')}"
+
+
+def task_identity(task: Task) -> str:
+    """The task's name and attributes (labels, categories, multi-valuedness): what an extraction depends on."""
+    return stable_hash([task.name, [repr(attribute) for attribute in task.attributes]])
+
+
+def memoised_extractions(
+    cache: OutputCache | None,
+    fingerprint: str,
+    task: Task,
+    answers: Sequence[str | None],
+    extract: Callable[[list[str]], list[Extracted]],
+) -> list[Extracted]:
+    """The :class:`Extracted` of every answer, in order: empty answers ``empty``; the others read from ``cache``
+    under ``fingerprint``, and those not stored extracted by ``extract`` (each distinct answer once) and stored.
+    Without a cache, every distinct answer is extracted."""
+    empty = Extracted(Extraction({}, EMPTY, task.attribute_names))
+    distinct = list(dict.fromkeys(str(answer) for answer in answers if answer is not None and str(answer).strip()))
+    identity = {"task": task_identity(task)}
+    keys = {answer: cache_key(NAMESPACE, fingerprint, identity, {"answer": answer}) for answer in distinct}
+    stored = cache.get_many(list(keys.values())) if cache is not None and keys else {}
+    found = {answer: Extracted.from_json(stored[key]) for answer, key in keys.items() if key in stored}
+    missing = [answer for answer in distinct if answer not in found]
+    if missing:
+        fresh = extract(missing)
+        found.update(zip(missing, fresh))
+        if cache is not None:
+            cache.put_many([(keys[answer], NAMESPACE, fingerprint, found[answer].to_json(), {}) for answer in missing])
+    return [empty if answer is None or not str(answer).strip() else found[str(answer)] for answer in answers]
+
+
+def field_attribute_table(
+    answers: pd.DataFrame, task: Task, cache: OutputCache | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`harness.extraction.fields.attribute_table`, each distinct answer's fields read once and kept in
+    ``cache`` (:func:`memoised_extractions`)."""
+    results = memoised_extractions(
+        cache,
+        field_reader_fingerprint(),
+        task,
+        list(answers["answer"]),
+        lambda texts: [Extracted(extract_fields(text, task)) for text in texts],
+    )
+    return extraction_tables(answers["utterance_id"], [result.extraction for result in results])

@@ -1,0 +1,119 @@
+"""The package's pytest entry point (``pytest11``): registers the gate's options and loads :mod:`harness.plugin`
+only for a gate run, so that any other pytest run in an environment with the package installed pays nothing.
+
+A run is a gate run when a gate option is given on the command line, when it names the shipped gate modules
+(``--pyargs harness.gate_tests``), or when a gate test is collected (a function of :mod:`harness.gate_tests`,
+wherever a module collects it; under pytest-xdist the controller learns it from a worker's collection). Until
+then nothing of :mod:`harness` is imported: in a folder whose own top-level ``harness/`` shadows the package, an
+unrelated run is untouched and a gate run stops with one error naming that folder.
+
+This module's name is the entry point's, and this repository's ``conftest.py`` names it, so pytest registers it
+once; :mod:`harness.plugin` is registered under its own name, which a conftest may also name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lalm_fairness_pytest.options import GATE_OPTIONS, add_options
+
+PLUGIN = "harness.plugin"
+GATE_PACKAGE = "harness.gate_tests"
+PACKAGE_FOLDER = Path(__file__).resolve().parent.parent / "harness"
+"""Where this installation's ``harness`` package lies: beside this module, in site-packages or the checkout."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if gate_options_given(config) or names_gate_modules(config):
+        load_plugin(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) -> None:
+    """A gate test about to be collected: load the plugin first, so its fixtures and parametrization apply."""
+    if str(getattr(obj, "__module__", "")).startswith(GATE_PACKAGE) and name.startswith("test_"):
+        load_plugin(collector.config, late=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None:
+    """The xdist controller collects nothing itself: a worker's collection of a gate module makes it a gate run."""
+    config = node.config
+    if config.pluginmanager.has_plugin(PLUGIN) or not any(_is_gate_file(config, nodeid) for nodeid in set(ids)):
+        return
+    load_plugin(config, late=True)
+    controller = config.pluginmanager.get_plugin("lalm_fairness_xdist")
+    if controller is not None:  # registered as the plugin loaded; this hook call had already begun
+        controller.pytest_xdist_node_collection_finished(node=node, ids=ids)
+
+
+def gate_options_given(config: pytest.Config) -> bool:
+    """Any option of the gate's group given a value other than its default."""
+    return any(config.getoption(dest) != default for dest, default in GATE_OPTIONS.items())
+
+
+def names_gate_modules(config: pytest.Config) -> bool:
+    """``--pyargs harness.gate_tests`` (or one of its modules): the README's command in a model team's repository."""
+    return bool(config.option.pyargs) and any(
+        str(argument).split("::")[0].startswith(GATE_PACKAGE) for argument in config.args
+    )
+
+
+def _is_gate_file(config: pytest.Config, nodeid: str) -> bool:
+    path = Path(config.rootpath) / nodeid.split("::")[0]
+    if path.parent.name == "gate_tests" and path.parent.parent.name == "harness":
+        return True
+    try:
+        return path.suffix == ".py" and GATE_PACKAGE in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def shadowing_folder() -> Path | None:
+    """The folder that ``import harness`` would import instead of this installation's package (a model team's own
+    top-level ``harness/`` on ``sys.path`` first), else None."""
+    try:
+        spec = importlib.util.find_spec("harness")
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations or any(Path(location).resolve() == PACKAGE_FOLDER for location in locations):
+        return None
+    return Path(locations[0])
+
+
+def load_plugin(config: pytest.Config, late: bool = False) -> None:
+    """Import and register :mod:`harness.plugin` (once); ``late``, during collection: then also say the lines its
+    report header would have said."""
+    if config.pluginmanager.has_plugin(PLUGIN):
+        return
+    shadow = shadowing_folder()
+    if shadow is not None:
+        raise pytest.UsageError(
+            f"lalm-fairness: the folder {shadow} shadows the installed package harness ({PACKAGE_FOLDER}), so the gate "
+            "cannot run here: run pytest from another folder (python -m pytest puts the current folder first on "
+            "sys.path), or rename that folder"
+        )
+    plugin = importlib.import_module(PLUGIN)
+    config.pluginmanager.register(plugin, PLUGIN)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if late and reporter is not None:
+        lines = plugin.pytest_report_header(config)
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            for line in [lines] if isinstance(lines, str) else lines or []:
+                reporter.write_line(line)
+
+
+__all__ = ["add_options", "load_plugin", "shadowing_folder"]

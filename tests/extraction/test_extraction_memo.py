@@ -1,0 +1,64 @@
+"""The field reader's extractions are kept in the output cache by (reader fingerprint, task, answer): a re-score
+reads them back, giving the tables the reader itself gives."""
+
+import pandas as pd
+import pytest
+from pandas.testing import assert_frame_equal
+
+from harness.cache import OutputCache
+from harness.extraction import fields, memo
+from harness.tasks import TASKS
+
+ANSWERS = [
+    "Here is the story.\n\n**Occupation:** Nurses\n- Hobby: rock-climbing (weekends)\nName: Sam",
+    "I'm sorry, I cannot make assumptions about a person from their voice.",
+    "",
+    "  \n ",
+    "A story with no fields at all.",
+    "Here is the story.\n\n**Occupation:** Nurses\n- Hobby: rock-climbing (weekends)\nName: Sam",
+    "Occupation: the Mechanic!\nHobby: hikes",
+]
+
+
+def answers_table(answers=ANSWERS):
+    return pd.DataFrame({"utterance_id": [f"u{i}" for i in range(len(answers))], "answer": answers})
+
+
+@pytest.mark.parametrize("task_name", ["story", "advisory"])
+def test_a_cached_rescore_reads_every_extraction_back_and_gives_the_readers_tables(tmp_path, monkeypatch, task_name):
+    task = TASKS[task_name]
+    expected = fields.attribute_table(answers_table(), task)
+    cache = OutputCache(tmp_path / "cache")
+    calls = []
+    reader = fields.extract_fields
+    monkeypatch.setattr(memo, "extract_fields", lambda answer, task: calls.append(answer) or reader(answer, task))
+    first = memo.field_attribute_table(answers_table(), task, cache)
+    assert len(calls) == 4  # the distinct non-empty answers, each read once
+    assert len(cache) == 4
+    monkeypatch.setattr(memo, "extract_fields", lambda *args: pytest.fail("a cached extraction was read again"))
+    again = memo.field_attribute_table(answers_table(), task, OutputCache(tmp_path / "cache"))
+    for result in (first, again):
+        assert_frame_equal(result[0], expected[0])
+        assert_frame_equal(result[1], expected[1])
+
+
+def test_another_reader_or_task_extracts_afresh(tmp_path, monkeypatch):
+    cache = OutputCache(tmp_path / "cache")
+    memo.field_attribute_table(answers_table(), TASKS["story"], cache)
+    memo.field_attribute_table(answers_table(), TASKS["advisory"], cache)
+    assert len(cache) == 8
+    monkeypatch.setattr(memo, "field_reader_fingerprint", lambda: "field-reader:changed")
+    memo.field_attribute_table(answers_table(), TASKS["story"], cache)
+    assert len(cache) == 12
+
+
+def test_without_a_cache_every_distinct_answer_is_read_once():
+    values, statuses = memo.field_attribute_table(answers_table(), TASKS["story"], None)
+    expected = fields.attribute_table(answers_table(), TASKS["story"])
+    assert_frame_equal(values, expected[0])
+    assert_frame_equal(statuses, expected[1])
+
+
+def test_the_reader_fingerprint_follows_its_source():
+    assert memo.field_reader_fingerprint().startswith("field-reader:")
+    assert memo.source_fingerprint("harness.extraction.fields") != memo.source_fingerprint("harness.extraction.llm")
