@@ -92,15 +92,15 @@ def vibe_table(swapped_recordings: int, recordings: int = 60, speakers: int = 10
 
 def test_arm_ntvd_flip_rates_and_shifts_on_known_answers():
     result = arm_ntvd(vibe_table(swapped_recordings=60), tau=5, n_permutations=999)
-    assert result.per_attribute == {"city": pytest.approx(0.0), "occupation": pytest.approx(100.0)}
+    assert result.per_attribute == {"all": {"city": pytest.approx(0.0), "occupation": pytest.approx(100.0)}}
     assert result.score == pytest.approx(50.0)
     assert result.test.p_value < 0.01
-    assert result.distributions.loc[("occupation", "nurse"), "swap"] == 1.0
+    assert result.distributions.loc[("all", "occupation", "nurse"), "swap"] == 1.0
     shifts = largest_shifts(result.distributions)
-    assert shifts[["direction", "value"]].values.tolist() == [["from", "engineer"], ["to", "nurse"]]
+    assert shifts[["shift", "value"]].values.tolist() == [["from", "engineer"], ["to", "nurse"]]
 
     half = arm_ntvd(vibe_table(swapped_recordings=30), tau=5, n_permutations=99)
-    assert half.per_attribute["occupation"] == pytest.approx(50.0)
+    assert half.per_attribute["all"]["occupation"] == pytest.approx(50.0)
     rates = flip_rates(vibe_table(swapped_recordings=15))
     assert rates.loc["occupation"].to_dict() == {"recordings": 60, "flipped": 15, "flip_rate": 0.25}
     assert rates.loc["city", "flip_rate"] == 0.0
@@ -154,8 +154,10 @@ def test_perceived_shares_per_direction():
 
 def test_bad_tables_are_refused_naming_the_problem():
     table = vibe_table(swapped_recordings=3)
-    with pytest.raises(ValueError, match="recording 'r00' lacks an answer in one of the arms"):
-        flip_rates(table.drop(index=table.index[(table["recording"] == "r00") & (table["arm"] == "swap")]))
+    choices = pd.DataFrame([("s0", "i0", "identity", "stereotype"), ("s0", "i1", "identity", "stereotype"),
+                            ("s0", "i1", "swap", "stereotype")], columns=["speaker", "recording", "arm", "choice"])  # fmt: skip
+    with pytest.raises(ValueError, match="recording 'i0' lacks an answer in one of the arms"):
+        choice_flips(choices)
     with pytest.raises(ValueError, match="lacks column\\(s\\) \\['speaker'\\]"):
         arm_ntvd(table.drop(columns="speaker"))
     with pytest.raises(ValueError, match="no attribute value occurs 1000 times"):
@@ -166,3 +168,31 @@ def test_bad_tables_are_refused_naming_the_problem():
                        columns=["speaker", "recording", "arm", "errors", "words"])  # fmt: skip
     with pytest.raises(ValueError, match="row 0 has no reference words"):
         paired_wer_difference(wer)
+
+
+def test_a_recording_answered_in_one_arm_only_is_left_out_and_counted():
+    """A refusal in one arm leaves its recording without values there: it is not compared, and it is counted."""
+    table = vibe_table(swapped_recordings=60)
+    refused = table.drop(index=table.index[(table["recording"] == "r00") & (table["arm"] == "swap")])
+    result = arm_ntvd(refused, tau=5, n_permutations=99)
+    assert result.recordings == 59 and result.unpaired_recordings == 1
+    assert flip_rates(refused).loc["occupation", "recordings"] == 59
+
+
+def test_directions_are_measured_apart_so_opposite_swaps_do_not_cancel():
+    """Male -> female swaps turn "engineer" into "nurse", female -> male swaps the reverse: pooled, both arms hold
+    30 of each and the nTVD would be 0; per direction each is 100."""
+    rows = []
+    for index in range(60):
+        source = "male" if index % 2 else "female"
+        speaker, recording = f"{source}{index % 10}", f"r{index:02d}"
+        before, after = ("engineer", "nurse") if source == "male" else ("nurse", "engineer")
+        rows += [(speaker, recording, "identity", source, "occupation", before),
+                 (speaker, recording, "swap", source, "occupation", after)]  # fmt: skip
+    table = pd.DataFrame(rows, columns=["speaker", "recording", "arm", "source_group", "attribute", "value"])
+    result = arm_ntvd(table, tau=5, n_permutations=999)
+    assert result.per_direction == {"female": pytest.approx(100.0), "male": pytest.approx(100.0)}
+    assert result.score == pytest.approx(100.0) and result.test.p_value < 0.01
+    assert arm_ntvd(table, direction=None, tau=5, n_permutations=99).score == pytest.approx(0.0)
+    shifts = largest_shifts(result.distributions).set_index(["direction", "shift"])["value"]
+    assert shifts[("male", "to")] == "nurse" and shifts[("female", "to")] == "engineer"
