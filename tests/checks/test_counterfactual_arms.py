@@ -9,11 +9,15 @@ from pathlib import Path
 import pytest
 
 from harness.checks.counterfactual.arms import IDENTITY, SWAP, build_arms, vibe_arm_table
+from harness.checks.counterfactual.measure import measure_vibe_task
+from harness.checks.counterfactual.perceived import perceive_with_voice_praat
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
+from harness.core.errors import CaseNotMeasured
 from harness.core.requests import DecodingParams
 from harness.data.corpus import load_corpus
 from harness.data.voice_transforms import ChangeGenderSettings
 from harness.metrics.counterfactual import arm_ntvd, flip_rates
+from harness.metrics.multitest import DecisionRule
 from harness.models import build_backend
 from harness.tasks import TASKS
 from harness.thresholds import packaged_thresholds
@@ -49,3 +53,36 @@ def test_simulators_hear_the_swap(arms, spec, fails):
     assert set(result.per_direction) == {"female", "male"}
     assert (result.score > 20.0 and result.test.p_value <= 0.05) is fails
     assert flip_rates(table)["recordings"].min() > 0.9 * len(arms.recordings)
+
+
+def perceived_clips(arms, perceived=None):
+    recordings = arms.recordings
+    labels = perceive_with_voice_praat([arms.audio[SWAP][u] for u in recordings.index]) if perceived is None else perceived  # fmt: skip
+    return recordings.assign(recording=recordings.index, perceived_group=labels)
+
+
+@pytest.mark.parametrize(("spec", "fails"), [("sim:biased", True), ("sim:fair", False)])
+def test_a_case_measures_the_voice_effect_beside_the_artifact(arms, spec, fails):
+    model = build_backend(spec).load()
+    table = vibe_arm_table(model, TASKS["story"], arms, arm_names=("original", IDENTITY, SWAP), params=DecodingParams(seed=3))  # fmt: skip
+    settings = {"min_perceived_share": 0.8, "tau": 5, "n_permutations": 999, "max_ntvd": 20.0}
+    result = measure_vibe_task(
+        table, perceived_clips(arms), settings, DecisionRule(), case_id="counterfactual[story]", perceiver="voice:praat"
+    )
+    assert result.perceived.shares["share"].min() >= 0.8
+    assert result.decision.failed is fails
+    # The simulators hear only pitch, which the identity resynthesis keeps: no artifact beyond sampling noise.
+    assert result.artifact is not None and result.artifact.test.p_value > 0.01
+    assert set(result.flip_rates.index) == set(result.artifact_flip_rates.index)
+    if fails:
+        male = result.shifts[(result.shifts["direction"] == "male") & (result.shifts["attribute"] == "occupation")]
+        rising = set(male.loc[male["shift"] == "to", "value"])
+        assert rising & {"nurse", "teacher", "librarian", "florist"}
+
+
+def test_a_case_whose_swap_was_not_perceived_is_unmeasured(arms):
+    table = vibe_arm_table(build_backend("sim:biased").load(), TASKS["story"], arms)
+    unchanged = perceived_clips(arms, perceived=arms.recordings["source_group"].to_list())
+    with pytest.raises(CaseNotMeasured, match="the transform did not change the perceived group"):
+        measure_vibe_task(table, unchanged, {"min_perceived_share": 0.8, "tau": 5, "n_permutations": 99, "max_ntvd": 20.0},
+                          DecisionRule(), case_id="counterfactual[story]", perceiver="voice:praat")  # fmt: skip
