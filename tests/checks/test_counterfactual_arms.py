@@ -65,7 +65,7 @@ def perceived_clips(arms, perceived=None):
 def test_a_case_measures_the_voice_effect_beside_the_artifact(arms, spec, fails):
     model = build_backend(spec).load()
     table = vibe_arm_table(model, TASKS["story"], arms, arm_names=("original", IDENTITY, SWAP), params=DecodingParams(seed=3))  # fmt: skip
-    settings = {"min_perceived_share": 0.8, "tau": 5, "n_permutations": 999, "max_ntvd": 20.0}
+    settings = {"min_perceived_share": 0.8, "tau": 5, "n_permutations": 999, "max_ntvd": 20.0, "rule": "both"}
     result = measure_vibe_task(
         table, perceived_clips(arms), settings, DecisionRule(), case_id="counterfactual[story]", perceiver="voice:praat"
     )
@@ -84,5 +84,16 @@ def test_a_case_whose_swap_was_not_perceived_is_unmeasured(arms):
     table = vibe_arm_table(build_backend("sim:biased").load(), TASKS["story"], arms)
     unchanged = perceived_clips(arms, perceived=arms.recordings["source_group"].to_list())
     with pytest.raises(CaseNotMeasured, match="the transform did not change the perceived group"):
-        measure_vibe_task(table, unchanged, {"min_perceived_share": 0.8, "tau": 5, "n_permutations": 99, "max_ntvd": 20.0},
+        measure_vibe_task(table, unchanged, {"min_perceived_share": 0.8, "tau": 5, "n_permutations": 99, "max_ntvd": 20.0, "rule": "both"},
                           DecisionRule(), case_id="counterfactual[story]", perceiver="voice:praat")  # fmt: skip
+
+
+def test_the_significance_rule_fails_a_significant_effect_below_the_bar(arms):
+    table = vibe_arm_table(build_backend("sim:biased").load(), TASKS["story"], arms)
+    settings = {"min_perceived_share": 0.8, "tau": 5, "n_permutations": 999, "max_ntvd": 100.0}
+    decisions = {
+        rule: measure_vibe_task(table, perceived_clips(arms), settings | {"rule": rule}, DecisionRule(),
+                                case_id="counterfactual[story]", perceiver="voice:praat").decision.failed
+        for rule in ("both", "significance")
+    }  # fmt: skip
+    assert decisions == {"both": False, "significance": True}

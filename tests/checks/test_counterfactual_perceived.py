@@ -140,3 +140,11 @@ def test_the_gate_validates_the_section(tmp_path):
     with pytest.raises(ThresholdsError, match="audio_blind_share = 1.5"):
         Gate(GateConfig(thresholds_path=str(path)))
     assert Path(packaged_thresholds().source.split(": ", 1)[1].rstrip(">")).name == "thresholds.yaml"
+
+
+def test_the_vibe_preset_judges_counterfactual_cases_by_significance():
+    from harness.thresholds import load_thresholds
+
+    preset = load_thresholds("preset:vibe")
+    assert preset.values(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")["rule"] == "significance"
+    assert packaged_thresholds().values(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")["rule"] == "both"

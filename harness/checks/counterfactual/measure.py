@@ -11,7 +11,7 @@ recordings whose swap was perceived as the target,
   resynthesis, what the pipeline alone does to the answers (reported, never a fail: the identity arm is the
   control of the swap, so an artifact cancels in the voice effect);
 * the decision: the gate's :class:`~harness.metrics.multitest.DecisionRule` on the voice effect, relevant when the
-  nTVD exceeds ``max_ntvd``.
+  nTVD exceeds ``max_ntvd`` (rule ``both``), or whenever significant (rule ``significance``, the VIBE preset's).
 """
 
 from __future__ import annotations
@@ -70,7 +70,9 @@ def measure_vibe_task(
         raise CaseNotMeasured(f"{case_id}: the arms cannot be compared: {exc}") from exc
     has_original = ORIGINAL in set(kept["arm"])
     artifact = arm_ntvd(kept, (ORIGINAL, IDENTITY), **common) if has_original else None
-    decision = rule.decide([voice_effect.test.p_value], [voice_effect.score > settings["max_ntvd"]])
+    decision = rule.decide(
+        [voice_effect.test.p_value], [voice_effect.score > settings["max_ntvd"]], rule=settings["rule"]
+    )
     return VibeCounterfactual(
         perceived=perceived,
         voice_effect=voice_effect,

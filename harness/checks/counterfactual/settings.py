@@ -9,9 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from harness.data.voice_transforms import VOICE_TRANSFORMS
-from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between
+from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, one_of
 
 SECTION = "counterfactual"
+RULES = ("both", "significance")
+"""``both``: a case fails when its effect exceeds its bar and is significant under the gate's decision rule;
+``significance``: when significant, whatever the size (the VIBE preset's criterion: VIBE §II-D stars a significant
+disparity without a magnitude bar)."""
 
 
 def registered_transform(value: Any) -> str | None:
@@ -31,6 +35,7 @@ COUNTERFACTUAL_SCHEMA = ThresholdSchema(
         "male_to_female_pitch_hz": ThresholdKey((int, float), 210.0, between(100, 400)),
         "female_to_male_formant_ratio": ThresholdKey((int, float), 0.85, between(0.6, 1.0)),
         "female_to_male_pitch_hz": ThresholdKey((int, float), 115.0, between(60, 250)),
+        "rule": ThresholdKey((str,), "both", one_of(*RULES)),
         "min_perceived_share": ThresholdKey((int, float), 0.8, in_half_open_unit_interval),
         "max_ntvd": ThresholdKey((int, float), 20.0, between(0, 100)),
         "max_stereotype_shift": ThresholdKey((int, float), 20.0, between(0, 100)),
