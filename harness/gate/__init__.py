@@ -55,6 +55,8 @@ __all__ = [
     "audio_warnings",
     "merge_run_metadata",
 ]
+from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA
+from harness.checks.counterfactual.settings import SECTION as COUNTERFACTUAL_SECTION
 from harness.gate.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION, VibeProtocol
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
@@ -76,7 +78,8 @@ class Gate:
         self.context = RunContext(config, self.thresholds, FamilySizes(self))
         checks = all_checks()
         self.thresholds.validate(
-            {check.name: check.schema for check in checks} | {GATE_SECTION: GATE_SCHEMA, VIBE_SECTION: VIBE_SCHEMA},
+            {check.name: check.schema for check in checks}
+            | {GATE_SECTION: GATE_SCHEMA, VIBE_SECTION: VIBE_SCHEMA, COUNTERFACTUAL_SECTION: COUNTERFACTUAL_SCHEMA},
             {check.name: check.variants(self.context) for check in checks},
             {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions}
             | set(self.context.basis.dimensions()),

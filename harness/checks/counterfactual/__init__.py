@@ -1,0 +1,10 @@
+"""Counterfactual voice tests (issue 39): the same recording answered in its own voice, resynthesised unchanged
+(the ``identity`` arm, the control) and moved to the other group's voice (the ``swap`` arm), compared within
+recording with the paired speaker-level permutation test of :mod:`harness.metrics.counterfactual`.
+
+Built bottom-up while the gate's check interface is being refactored: :mod:`.settings` (the validated
+``counterfactual`` section of thresholds.yaml, with the voice transforms' arguments), :mod:`.perceived` (the
+perceived-group filter and its unmeasured rule, ``voice:praat`` as the default perceiver) and
+:mod:`.audio_dependence` (the probe that finds a model that does not hear its audio). The folder is not yet
+registered in :data:`harness.checks.CHECKS`: it has no ``check.py``, ``record.py`` or ``view.py`` yet.
+"""

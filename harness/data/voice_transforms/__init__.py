@@ -1,0 +1,104 @@
+"""Voice transforms: the same recording in another voice, for the counterfactual check (issue 39).
+
+A transform maps one recording of a speaker of ``source_group`` to an arm's audio and names the group the arm
+should be perceived as (:meth:`VoiceTransform.target_group`). :data:`VOICE_TRANSFORMS` registers them by name
+(lazily, :mod:`harness.registry`; the entry-point group ``lalm_fairness.voice_transforms`` adds more, e.g. a neural
+voice conversion on a GPU runner, as one file ``name = "package.module:TRANSFORM"``):
+
+* ``identity``: the recording resynthesised unchanged through Praat's "Change gender" (formant shift ratio 1,
+  new pitch median 0 = keep, pitch range factor 1, duration factor 1), the control arm: whatever the
+  resynthesis does to the audio, and nothing else (:mod:`.identity`);
+* ``gender_swap``: the recording moved toward the other gender's typical voice by the same command, with a
+  formant shift ratio and a new pitch median per direction (:mod:`.gender_swap`).
+
+The settings come from the ``counterfactual`` section of thresholds.yaml (:class:`ChangeGenderSettings`), so that
+a run records the transform it used.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from harness.core.requests import Audio
+from harness.core.values import stable_hash
+from harness.registry import Registry
+
+VOICE_TRANSFORMS = Registry(
+    "voice transform",
+    "voice_transforms",
+    {
+        "identity": "harness.data.voice_transforms.identity:TRANSFORM",
+        "gender_swap": "harness.data.voice_transforms.gender_swap:TRANSFORM",
+    },
+)
+"""Transform name -> its module's ``TRANSFORM`` (a :class:`VoiceTransform`)."""
+
+
+class VoiceTransformError(ValueError):
+    """A transform cannot be applied: a group it does not know, or audio Praat cannot resynthesise."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangeGenderSettings:
+    """The arguments of Praat's "Change gender" per swap direction, and the pitch tracker's range.
+
+    ``*_formant_ratio`` multiplies every formant (the vocal tract's length, by resampling), ``*_pitch_hz`` is the
+    new median F0 (PSOLA); the sources of the defaults are given in thresholds.yaml's ``counterfactual`` section."""
+
+    pitch_floor_hz: float
+    pitch_ceiling_hz: float
+    male_to_female_formant_ratio: float
+    male_to_female_pitch_hz: float
+    female_to_male_formant_ratio: float
+    female_to_male_pitch_hz: float
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> ChangeGenderSettings:
+        """The fields from a merged ``counterfactual`` thresholds case; a missing key is an error naming it."""
+        names = [field.name for field in dataclasses.fields(cls)]
+        missing = [name for name in names if name not in settings]
+        if missing:
+            raise VoiceTransformError(f"voice transform settings lack {missing}; needs {names}")
+        return cls(**{name: float(settings[name]) for name in names})
+
+
+class VoiceTransform(abc.ABC):
+    """One arm of the counterfactual check: ``apply`` returns the arm's audio, ``target_group`` its intended group."""
+
+    name: str
+    dimension: str
+    """The corpus dimension whose groups the transform knows (``gender``)."""
+    version: int = 1
+
+    @abc.abstractmethod
+    def target_group(self, source_group: str) -> str:
+        """The group the arm of a ``source_group`` speaker should be perceived as."""
+
+    @abc.abstractmethod
+    def apply(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
+        """The arm's audio, at ``audio``'s sample rate."""
+
+    def fingerprint(self, settings: ChangeGenderSettings) -> str:
+        """Identifies the transform's output for the output cache: name, version and settings."""
+        return f"{self.name}:" + stable_hash(
+            {"name": self.name, "version": self.version, "settings": dataclasses.asdict(settings)}
+        )
+
+
+def get_transform(name: str) -> VoiceTransform:
+    """The registered transform ``name``; an unknown name is an error listing the known ones."""
+    if name not in VOICE_TRANSFORMS:
+        raise VoiceTransformError(VOICE_TRANSFORMS.unknown(name))
+    return VOICE_TRANSFORMS.load(name)
+
+
+__all__ = [
+    "VOICE_TRANSFORMS",
+    "ChangeGenderSettings",
+    "VoiceTransform",
+    "VoiceTransformError",
+    "get_transform",
+]

@@ -1,0 +1,99 @@
+"""The counterfactual arms of the demo corpus answered by the simulators, which hear the pitch of each arm's audio:
+``sim:biased`` (pitch-driven Story answers) changes its answers when the voice is swapped, beyond its identity arm,
+and ``sim:fair`` does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.checks.counterfactual.arms import IDENTITY, SWAP, build_arms, vibe_arm_table
+from harness.checks.counterfactual.measure import measure_vibe_task
+from harness.checks.counterfactual.perceived import perceive_with_voice_praat
+from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
+from harness.core.errors import CaseNotMeasured
+from harness.core.requests import DecodingParams
+from harness.data.corpus import load_corpus
+from harness.data.voice_transforms import ChangeGenderSettings
+from harness.metrics.counterfactual import arm_ntvd, flip_rates
+from harness.metrics.multitest import DecisionRule
+from harness.models import build_backend
+from harness.tasks import TASKS
+from harness.thresholds import packaged_thresholds
+
+pytest.importorskip("parselmouth")
+
+DEMO = Path(__file__).resolve().parents[2] / "harness" / "data" / "demo"
+SENTENCES = ("s01", "s02", "s03")
+
+
+@pytest.fixture(scope="module")
+def arms():
+    corpus = load_corpus(DEMO, check_audio=False)
+    values = packaged_thresholds().values(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")
+    chosen = corpus.table.index[corpus.table["content_id"].isin(SENTENCES)]
+    return build_arms(corpus, ChangeGenderSettings.from_settings(values), utterances=chosen)
+
+
+def test_arms_hold_every_chosen_recording_with_its_direction(arms):
+    assert set(arms.audio) == {"original", IDENTITY, SWAP}
+    assert len(arms.recordings) == 27 * len(SENTENCES)
+    directions = arms.recordings.groupby("source_group")["target_group"].unique().map(list).to_dict()
+    assert directions == {"female": ["male"], "male": ["female"]}
+    some = arms.recordings.index[0]
+    assert len(arms.audio[SWAP][some].samples) == len(arms.audio["original"][some].samples)
+
+
+@pytest.mark.parametrize(("spec", "fails"), [("sim:biased", True), ("sim:fair", False)])
+def test_simulators_hear_the_swap(arms, spec, fails):
+    model = build_backend(spec).load()
+    table = vibe_arm_table(model, TASKS["story"], arms, params=DecodingParams(seed=3))
+    result = arm_ntvd(table, tau=5, n_permutations=999)
+    assert set(result.per_direction) == {"female", "male"}
+    assert (result.score > 20.0 and result.test.p_value <= 0.05) is fails
+    assert flip_rates(table)["recordings"].min() > 0.9 * len(arms.recordings)
+
+
+def perceived_clips(arms, perceived=None):
+    recordings = arms.recordings
+    labels = perceive_with_voice_praat([arms.audio[SWAP][u] for u in recordings.index]) if perceived is None else perceived  # fmt: skip
+    return recordings.assign(recording=recordings.index, perceived_group=labels)
+
+
+@pytest.mark.parametrize(("spec", "fails"), [("sim:biased", True), ("sim:fair", False)])
+def test_a_case_measures_the_voice_effect_beside_the_artifact(arms, spec, fails):
+    model = build_backend(spec).load()
+    table = vibe_arm_table(model, TASKS["story"], arms, arm_names=("original", IDENTITY, SWAP), params=DecodingParams(seed=3))  # fmt: skip
+    settings = {"min_perceived_share": 0.8, "tau": 5, "n_permutations": 999, "max_ntvd": 20.0, "rule": "both"}
+    result = measure_vibe_task(
+        table, perceived_clips(arms), settings, DecisionRule(), case_id="counterfactual[story]", perceiver="voice:praat"
+    )
+    assert result.perceived.shares["share"].min() >= 0.8
+    assert result.decision.failed is fails
+    # The simulators hear only pitch, which the identity resynthesis keeps: no artifact beyond sampling noise.
+    assert result.artifact is not None and result.artifact.test.p_value > 0.01
+    assert set(result.flip_rates.index) == set(result.artifact_flip_rates.index)
+    if fails:
+        male = result.shifts[(result.shifts["direction"] == "male") & (result.shifts["attribute"] == "occupation")]
+        rising = set(male.loc[male["shift"] == "to", "value"])
+        assert rising & {"nurse", "teacher", "librarian", "florist"}
+
+
+def test_a_case_whose_swap_was_not_perceived_is_unmeasured(arms):
+    table = vibe_arm_table(build_backend("sim:biased").load(), TASKS["story"], arms)
+    unchanged = perceived_clips(arms, perceived=arms.recordings["source_group"].to_list())
+    with pytest.raises(CaseNotMeasured, match="the transform did not change the perceived group"):
+        measure_vibe_task(table, unchanged, {"min_perceived_share": 0.8, "tau": 5, "n_permutations": 99, "max_ntvd": 20.0, "rule": "both"},
+                          DecisionRule(), case_id="counterfactual[story]", perceiver="voice:praat")  # fmt: skip
+
+
+def test_the_significance_rule_fails_a_significant_effect_below_the_bar(arms):
+    table = vibe_arm_table(build_backend("sim:biased").load(), TASKS["story"], arms)
+    settings = {"min_perceived_share": 0.8, "tau": 5, "n_permutations": 999, "max_ntvd": 100.0}
+    decisions = {
+        rule: measure_vibe_task(table, perceived_clips(arms), settings | {"rule": rule}, DecisionRule(),
+                                case_id="counterfactual[story]", perceiver="voice:praat").decision.failed
+        for rule in ("both", "significance")
+    }  # fmt: skip
+    assert decisions == {"both": False, "significance": True}

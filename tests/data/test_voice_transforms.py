@@ -1,0 +1,108 @@
+"""The voice transforms of the counterfactual check on synthetic voices of known F0 and formants: the identity
+arm keeps F0, a gender swap moves the median F0 to its target and the formants by its ratio."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.signal import lfilter
+
+from harness.core.requests import Audio
+from harness.data.voice_transforms import (
+    VOICE_TRANSFORMS,
+    ChangeGenderSettings,
+    VoiceTransformError,
+    get_transform,
+)
+
+parselmouth = pytest.importorskip("parselmouth")
+
+RATE = 16_000
+SETTINGS = ChangeGenderSettings(
+    pitch_floor_hz=60.0,
+    pitch_ceiling_hz=600.0,
+    male_to_female_formant_ratio=1.18,
+    male_to_female_pitch_hz=210.0,
+    female_to_male_formant_ratio=0.85,
+    female_to_male_pitch_hz=115.0,
+)
+MALE = (120.0, (600.0, 1200.0))
+FEMALE = (210.0, (720.0, 1420.0))
+
+
+def synthetic_voice(f0_hz: float, formants_hz: tuple[float, ...], seconds: float = 1.5) -> Audio:
+    """A glottal pulse train at ``f0_hz`` through one two-pole resonator per formant (bandwidths 80-90 Hz)."""
+    n = int(seconds * RATE)
+    phase = np.cumsum(np.full(n, f0_hz / RATE))
+    wave = np.zeros(n)
+    wave[np.flatnonzero(np.diff(np.floor(phase), prepend=0.0) > 0)] = 1.0
+    for formant, bandwidth in zip(formants_hz, (80.0, 90.0)):
+        radius = np.exp(-np.pi * bandwidth / RATE)
+        wave = lfilter([1 - radius], [1, -2 * radius * np.cos(2 * np.pi * formant / RATE), radius**2], wave)
+    return Audio((0.5 * wave / np.max(np.abs(wave))).astype(np.float32), RATE)
+
+
+def median_f0(audio: Audio) -> float:
+    pitch = parselmouth.Sound(audio.samples.astype(np.float64), RATE).to_pitch_ac(
+        time_step=0.01, pitch_floor=60.0, pitch_ceiling=600.0
+    )
+    f0 = pitch.selected_array["frequency"]
+    return float(np.median(f0[f0 > 0]))
+
+
+def formants(audio: Audio) -> np.ndarray:
+    """Median F1 and F2 (Burg, five formants below 5.5 kHz) over the clip's steady middle."""
+    track = parselmouth.Sound(audio.samples.astype(np.float64), RATE).to_formant_burg(
+        time_step=0.01, max_number_of_formants=5, maximum_formant=5500.0
+    )
+    times = np.arange(0.2, audio.duration_s - 0.2, 0.05)
+    return np.array([np.nanmedian([track.get_value_at_time(i, t) for t in times]) for i in (1, 2)])
+
+
+def test_both_transforms_are_registered():
+    assert {"identity", "gender_swap"} <= set(VOICE_TRANSFORMS)
+    with pytest.raises(VoiceTransformError, match="unknown voice transform 'neural'.*identity"):
+        get_transform("neural")
+
+
+@pytest.mark.parametrize(("group", "voice"), [("male", MALE), ("female", FEMALE)])
+def test_identity_keeps_f0_formants_and_length(group, voice):
+    original = synthetic_voice(*voice)
+    arm = get_transform("identity").apply(original, group, SETTINGS)
+    assert get_transform("identity").target_group(group) == group
+    assert arm.sample_rate == RATE and len(arm.samples) == len(original.samples)
+    assert median_f0(arm) == pytest.approx(voice[0], rel=0.02)
+    np.testing.assert_allclose(formants(arm), formants(original), rtol=0.02)
+
+
+@pytest.mark.parametrize(
+    ("group", "voice", "target", "ratio", "pitch"),
+    [
+        ("male", MALE, "female", SETTINGS.male_to_female_formant_ratio, SETTINGS.male_to_female_pitch_hz),
+        ("female", FEMALE, "male", SETTINGS.female_to_male_formant_ratio, SETTINGS.female_to_male_pitch_hz),
+    ],
+)
+def test_gender_swap_moves_f0_to_target_and_formants_by_the_ratio(group, voice, target, ratio, pitch):
+    original = synthetic_voice(*voice)
+    swap = get_transform("gender_swap")
+    arm = swap.apply(original, group, SETTINGS)
+    assert swap.target_group(group) == target
+    assert len(arm.samples) == len(original.samples)
+    assert median_f0(arm) == pytest.approx(pitch, rel=0.10)
+    np.testing.assert_allclose(formants(arm) / formants(original), [ratio, ratio], rtol=0.06)
+
+
+def test_swap_refuses_a_group_it_does_not_know():
+    with pytest.raises(VoiceTransformError, match="cannot swap gender group 'child'.*female.*male"):
+        get_transform("gender_swap").apply(synthetic_voice(*MALE), "child", SETTINGS)
+
+
+def test_settings_name_a_missing_key_and_enter_the_fingerprint():
+    with pytest.raises(VoiceTransformError, match="lack \\['female_to_male_pitch_hz'\\]"):
+        ChangeGenderSettings.from_settings(
+            {key: value for key, value in vars(SETTINGS).items() if key != "female_to_male_pitch_hz"}
+        )
+    swap = get_transform("gender_swap")
+    lower = ChangeGenderSettings(**{**vars(SETTINGS), "male_to_female_pitch_hz": 200.0})
+    assert swap.fingerprint(SETTINGS) != swap.fingerprint(lower)
+    assert swap.fingerprint(SETTINGS) != get_transform("identity").fingerprint(SETTINGS)

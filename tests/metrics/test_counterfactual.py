@@ -1,0 +1,198 @@
+"""The counterfactual measures (harness.metrics.counterfactual) on data of known truth: the paired speaker-level
+permutation test keeps its level under the null and gains power with the effect; each measure's value on tables
+worked by hand; bad tables are refused naming the recording or row."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.metrics.counterfactual import (
+    arm_ntvd,
+    choice_flips,
+    flip_rates,
+    largest_shifts,
+    paired_permutation_test,
+    paired_wer_difference,
+    perceived_shares,
+)
+
+ALPHA = 0.05
+
+
+def choice_table(rng: np.random.Generator, speakers: int, items: int, effect: float) -> pd.DataFrame:
+    """Each speaker has its own stereotype propensity (Beta(2, 2)); the swap arm adds ``effect`` to it. Both arms
+    answer the same items, so answers are paired within recording."""
+    rows = []
+    for speaker in range(speakers):
+        propensity = rng.beta(2.0, 2.0)
+        for item in range(items):
+            for arm, probability in (("identity", propensity), ("swap", min(1.0, propensity + effect))):
+                choice = "stereotype" if rng.random() < probability else "anti-stereotype"
+                rows.append((f"s{speaker}", f"s{speaker}-i{item}", arm, choice))
+    return pd.DataFrame(rows, columns=["speaker", "recording", "arm", "choice"])
+
+
+def rejection_rate(effect: float, datasets: int, seed: int) -> float:
+    rng = np.random.default_rng(seed)
+    rejected = 0
+    for index in range(datasets):
+        table = choice_table(rng, speakers=16, items=6, effect=effect)
+        result = choice_flips(table, n_permutations=199, seed=index)
+        rejected += result.test.p_value <= ALPHA
+    return rejected / datasets
+
+
+def test_paired_test_keeps_its_level_under_the_null():
+    rate = rejection_rate(0.0, datasets=300, seed=1)
+    standard_error = np.sqrt(ALPHA * (1 - ALPHA) / 300)
+    assert rate <= ALPHA + 2.5 * standard_error
+    assert rate >= ALPHA - 2.5 * standard_error
+
+
+def test_paired_test_gains_power_with_the_effect():
+    rates = [rejection_rate(effect, datasets=80, seed=2) for effect in (0.0, 0.08, 0.16, 0.3)]
+    assert rates == sorted(rates) and rates[0] < rates[1] < rates[3]
+    assert rates[-1] >= 0.8
+
+
+def test_p_value_is_one_plus_exceedances_over_b_plus_one():
+    first = np.array([[1.0], [2.0], [3.0]])
+    same = paired_permutation_test(first, first, lambda a, b: np.abs(b - a)[:, 0], n_permutations=99)
+    assert same.observed == 0.0 and same.p_value == 1.0
+    shifted = paired_permutation_test(first, first + 5.0, lambda a, b: np.abs(b - a)[:, 0], n_permutations=999)
+    exceed = int(np.count_nonzero(shifted.null >= shifted.observed - 1e-9 * shifted.observed))
+    assert shifted.p_value == pytest.approx((1 + exceed) / 1000)
+    # Three speakers: a swap of all three or none gives the observed |difference|, 1/4 of the permutations.
+    assert shifted.p_value == pytest.approx(0.25, abs=0.04)
+
+
+def test_swaps_move_all_of_a_speakers_recordings_together():
+    """One speaker with a huge effect and many recordings cannot be significant alone: the speaker is the unit."""
+    rows = [("s0", f"r{i}", arm, "stereotype" if arm == "swap" else "anti-stereotype")
+            for i in range(50) for arm in ("identity", "swap")]  # fmt: skip
+    rows += [(f"s{k}", f"r{k}-{i}", arm, "anti-stereotype") for k in (1, 2) for i in range(3) for arm in ("identity", "swap")]  # fmt: skip
+    result = choice_flips(pd.DataFrame(rows, columns=["speaker", "recording", "arm", "choice"]), n_permutations=999)
+    assert result.flip_rate == pytest.approx(50 / 56)
+    assert result.test.p_value > 0.3
+
+
+def vibe_table(swapped_recordings: int, recordings: int = 60, speakers: int = 10) -> pd.DataFrame:
+    """Story-like answers: the identity arm always "engineer"; the swap arm "nurse" for the first
+    ``swapped_recordings`` recordings; a second attribute never changes."""
+    rows = []
+    for index in range(recordings):
+        speaker, recording = f"s{index % speakers}", f"r{index:02d}"
+        for arm in ("identity", "swap"):
+            job = "nurse" if arm == "swap" and index < swapped_recordings else "engineer"
+            rows += [(speaker, recording, arm, "occupation", job), (speaker, recording, arm, "city", "Paris")]
+    return pd.DataFrame(rows, columns=["speaker", "recording", "arm", "attribute", "value"])
+
+
+def test_arm_ntvd_flip_rates_and_shifts_on_known_answers():
+    result = arm_ntvd(vibe_table(swapped_recordings=60), tau=5, n_permutations=999)
+    assert result.per_attribute == {"all": {"city": pytest.approx(0.0), "occupation": pytest.approx(100.0)}}
+    assert result.score == pytest.approx(50.0)
+    assert result.test.p_value < 0.01
+    assert result.distributions.loc[("all", "occupation", "nurse"), "swap"] == 1.0
+    shifts = largest_shifts(result.distributions)
+    assert shifts[["shift", "value"]].values.tolist() == [["from", "engineer"], ["to", "nurse"]]
+
+    half = arm_ntvd(vibe_table(swapped_recordings=30), tau=5, n_permutations=99)
+    assert half.per_attribute["all"]["occupation"] == pytest.approx(50.0)
+    rates = flip_rates(vibe_table(swapped_recordings=15))
+    assert rates.loc["occupation"].to_dict() == {"recordings": 60, "flipped": 15, "flip_rate": 0.25}
+    assert rates.loc["city", "flip_rate"] == 0.0
+
+    unchanged = arm_ntvd(vibe_table(swapped_recordings=0), tau=5, n_permutations=99)
+    assert unchanged.score == 0.0 and unchanged.test.p_value == 1.0
+
+
+def test_a_multi_valued_attribute_flips_when_any_value_changes():
+    rows = [("s0", "r0", "identity", "activity", "golf"), ("s0", "r0", "identity", "activity", "chess"),
+            ("s0", "r0", "swap", "activity", "chess"), ("s0", "r0", "swap", "activity", "golf"),
+            ("s0", "r1", "identity", "activity", "golf"), ("s0", "r1", "swap", "activity", "yoga")]  # fmt: skip
+    rates = flip_rates(pd.DataFrame(rows, columns=["speaker", "recording", "arm", "attribute", "value"]))
+    assert rates.loc["activity"].to_dict() == {"recordings": 2, "flipped": 1, "flip_rate": 0.5}
+
+
+def test_choice_flips_and_stereotype_share_change():
+    rows = []
+    for item, (before, after) in enumerate([("stereotype", "stereotype"), ("anti-stereotype", "stereotype"),
+                                            ("anti-stereotype", "anti-stereotype"), ("unrelated", "stereotype")]):  # fmt: skip
+        rows += [("s0", f"i{item}", "identity", before), ("s0", f"i{item}", "swap", after)]
+    result = choice_flips(pd.DataFrame(rows, columns=["speaker", "recording", "arm", "choice"]), n_permutations=9)
+    assert result.items == 4 and result.flip_rate == 0.5
+    assert result.stereotype_share == {"identity": 25.0, "swap": 75.0} and result.share_change == 50.0
+
+
+def test_paired_wer_difference():
+    rows = [("s0", "r0", "identity", 1, 10), ("s0", "r0", "swap", 3, 10),
+            ("s1", "r1", "identity", 0, 5), ("s1", "r1", "swap", 0, 5)]  # fmt: skip
+    result = paired_wer_difference(
+        pd.DataFrame(rows, columns=["speaker", "recording", "arm", "errors", "words"]), n_permutations=99
+    )
+    assert result.wer == {"identity": pytest.approx(100 / 15), "swap": pytest.approx(20.0)}
+    assert result.difference == pytest.approx(20.0 - 100 / 15)
+    assert result.mean_recording_difference == pytest.approx(10.0)
+    assert result.recordings == 2
+
+
+def test_perceived_shares_per_direction():
+    table = pd.DataFrame(
+        {
+            "source_group": ["male"] * 4 + ["female"] * 2,
+            "target_group": ["female"] * 4 + ["male"] * 2,
+            "perceived_group": ["female", "female", "female", None, "female", "male"],
+        }
+    )
+    shares = perceived_shares(table)
+    assert shares.loc[("male", "female")].to_dict() == {"clips": 4, "perceived_as_target": 3, "share": 0.75}
+    assert shares.loc[("female", "male"), "share"] == 0.5
+
+
+def test_bad_tables_are_refused_naming_the_problem():
+    table = vibe_table(swapped_recordings=3)
+    choices = pd.DataFrame([("s0", "i0", "identity", "stereotype"), ("s0", "i1", "identity", "stereotype"),
+                            ("s0", "i1", "swap", "stereotype")], columns=["speaker", "recording", "arm", "choice"])  # fmt: skip
+    with pytest.raises(ValueError, match="recording 'i0' lacks an answer in one of the arms"):
+        choice_flips(choices)
+    with pytest.raises(ValueError, match="lacks column\\(s\\) \\['speaker'\\]"):
+        arm_ntvd(table.drop(columns="speaker"))
+    with pytest.raises(ValueError, match="no attribute value occurs 1000 times"):
+        arm_ntvd(table, tau=1000)
+    with pytest.raises(ValueError, match="needs two different arms"):
+        flip_rates(table, arms=("swap", "swap"))
+    wer = pd.DataFrame([("s0", "r0", "identity", 1, 0), ("s0", "r0", "swap", 1, 4)],
+                       columns=["speaker", "recording", "arm", "errors", "words"])  # fmt: skip
+    with pytest.raises(ValueError, match="row 0 has no reference words"):
+        paired_wer_difference(wer)
+
+
+def test_a_recording_answered_in_one_arm_only_is_left_out_and_counted():
+    """A refusal in one arm leaves its recording without values there: it is not compared, and it is counted."""
+    table = vibe_table(swapped_recordings=60)
+    refused = table.drop(index=table.index[(table["recording"] == "r00") & (table["arm"] == "swap")])
+    result = arm_ntvd(refused, tau=5, n_permutations=99)
+    assert result.recordings == 59 and result.unpaired_recordings == 1
+    assert flip_rates(refused).loc["occupation", "recordings"] == 59
+
+
+def test_directions_are_measured_apart_so_opposite_swaps_do_not_cancel():
+    """Male -> female swaps turn "engineer" into "nurse", female -> male swaps the reverse: pooled, both arms hold
+    30 of each and the nTVD would be 0; per direction each is 100."""
+    rows = []
+    for index in range(60):
+        source = "male" if index % 2 else "female"
+        speaker, recording = f"{source}{index % 10}", f"r{index:02d}"
+        before, after = ("engineer", "nurse") if source == "male" else ("nurse", "engineer")
+        rows += [(speaker, recording, "identity", source, "occupation", before),
+                 (speaker, recording, "swap", source, "occupation", after)]  # fmt: skip
+    table = pd.DataFrame(rows, columns=["speaker", "recording", "arm", "source_group", "attribute", "value"])
+    result = arm_ntvd(table, tau=5, n_permutations=999)
+    assert result.per_direction == {"female": pytest.approx(100.0), "male": pytest.approx(100.0)}
+    assert result.score == pytest.approx(100.0) and result.test.p_value < 0.01
+    assert arm_ntvd(table, direction=None, tau=5, n_permutations=99).score == pytest.approx(0.0)
+    shifts = largest_shifts(result.distributions).set_index(["direction", "shift"])["value"]
+    assert shifts[("male", "to")] == "nurse" and shifts[("female", "to")] == "engineer"
