@@ -267,7 +267,7 @@ def choice_flips(
         return 100.0 * np.abs(second_sums[:, 0] / second_sums[:, 1] - first_sums[:, 0] / first_sums[:, 1])
 
     test = paired_permutation_test(first, second, statistic, n_permutations, seed)
-    shares = {arm: 100.0 * sums[:, 0].sum() / sums[:, 1].sum() for arm, sums in zip(arms, (first, second))}
+    shares = {arm: float(100.0 * sums[:, 0].sum() / sums[:, 1].sum()) for arm, sums in zip(arms, (first, second))}
     return ChoiceFlipResult(len(stereotyped), flip_rate, shares, shares[arms[1]] - shares[arms[0]], test)
 
 
@@ -305,7 +305,7 @@ def paired_wer_difference(
         return 100.0 * np.abs(second_sums[:, 0] / second_sums[:, 1] - first_sums[:, 0] / first_sums[:, 1])
 
     test = paired_permutation_test(first, second, statistic, n_permutations, seed)
-    wer = {arm: 100.0 * sums[:, 0].sum() / sums[:, 1].sum() for arm, sums in zip(arms, (first, second))}
+    wer = {arm: float(100.0 * sums[:, 0].sum() / sums[:, 1].sum()) for arm, sums in zip(arms, (first, second))}
     return PairedWerResult(
         len(per_recording),
         wer,

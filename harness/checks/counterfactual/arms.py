@@ -3,7 +3,8 @@ reads.
 
 :func:`build_arms` resynthesises every recording of a corpus once per arm (``identity`` and the configured swap);
 :func:`vibe_arm_table` asks a loaded model one VIBE task on every arm's audio and reads its answers with the field
-reader (the self-report protocol's ``rules`` extractor), one row per extracted value.
+reader (the self-report protocol's ``rules`` extractor), one row per extracted value; :func:`wer_arm_table` asks
+it for a transcript of every arm's audio and counts its word errors against the corpus's transcript.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from collections.abc import Iterable, Mapping
 
 import pandas as pd
 
-from harness.core.requests import Audio, DecodingParams
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.data.corpus import Corpus, read_utterance_audio
 from harness.data.voice_transforms import ChangeGenderSettings, get_transform
 from harness.extraction.fields import attribute_table
+from harness.metrics.wer import word_errors
+from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.tasks.base import SELF_REPORT, Task
 
 IDENTITY = "identity"
@@ -90,6 +93,42 @@ def vibe_arm_table(
                     "source_group": info["source_group"].to_numpy(),
                     "attribute": values["attribute"].to_numpy(),
                     "value": values["value"].to_numpy(),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def wer_arm_table(
+    model,
+    corpus: Corpus,
+    arms: CorpusArms,
+    *,
+    arm_names: Iterable[str] = (IDENTITY, SWAP),
+    params: DecodingParams | None = None,
+) -> pd.DataFrame:
+    """One row per recording and arm of ``model``'s transcript scored against the corpus's ``transcript``:
+    ``speaker, recording, arm, source_group, errors`` (S + D + I) and ``words`` (reference words), the table
+    :func:`harness.metrics.counterfactual.paired_wer_difference` reads."""
+    params = params or DecodingParams()
+    frames = []
+    for arm in arm_names:
+        utterances = list(arms.audio[arm])
+        requests = [GenerationRequest(TRANSCRIPTION_PROMPT, arms.audio[arm][utterance]) for utterance in utterances]
+        scored = [
+            word_errors(str(corpus.table.loc[utterance, "transcript"]), hypothesis)
+            for utterance, hypothesis in zip(utterances, model.generate(requests, params))
+        ]
+        info = arms.recordings.loc[utterances]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "speaker": info["speaker"].to_numpy(),
+                    "recording": utterances,
+                    "arm": arm,
+                    "source_group": info["source_group"].to_numpy(),
+                    "errors": [e.substitutions + e.deletions + e.insertions for e in scored],
+                    "words": [e.n_ref_words for e in scored],
                 }
             )
         )
