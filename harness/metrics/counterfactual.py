@@ -368,3 +368,13 @@ def audio_dependence(table: pd.DataFrame, original: str = "original") -> AudioDe
         raise ValueError("audio_dependence: needs answers to the same requests with the recording and a replacement")
     unchanged = {name: float((answers[name] == answers[original]).mean()) for name in replacements}
     return AudioDependence(unchanged, max(unchanged.values()), len(answers))
+
+
+def smallest_p_value(speakers: int) -> float:
+    """The smallest p-value the exact paired test can give with ``speakers`` units: swapping every speaker's arms
+    gives the same absolute effect as swapping none, so at least 2 of the 2**speakers swap patterns reach the
+    observed one, and p >= 2 / 2**speakers (a Monte Carlo p is near it). A design where this exceeds the case's
+    alpha cannot show a significant effect, however large."""
+    if speakers < 1:
+        raise ValueError(f"smallest_p_value: needs at least one speaker, got {speakers}")
+    return min(1.0, 2.0 / 2.0**speakers)
