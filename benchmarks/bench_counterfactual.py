@@ -11,6 +11,8 @@ p significant after Bonferroni across the model's five cases, family-wise alpha 
 
 * **Operating characteristic**: the share of seeds in which ``sim:fair`` passes every case and in which
   ``sim:biased`` fails at least one, with 95% Clopper-Pearson intervals.
+* **WER arms**: for seed 1, each preset's pooled WER per swap direction on the original, identity and swap
+  audio, the paired difference swap - identity with its p, and the artifact (identity - original).
 * **Power against the between-speaker nTVD**: for Story alone, a simulator whose only bias is Story strength
   ``s`` (``sim:fair`` with ``strengths: {story: s}``), the share of seeds each test detects (one case at alpha,
   under rule ``both`` and under rule ``significance``): the counterfactual test on the arms, and the nTVD check's between-speaker permutation test
@@ -19,7 +21,7 @@ p significant after Bonferroni across the model's five cases, family-wise alpha 
   ratio per rule (between-speaker / counterfactual; above 1 means the counterfactual test needs a weaker bias).
 
 Usage: ``python benchmarks/bench_counterfactual.py --seeds 100 --power-seeds 50`` (about 7 minutes on one core;
-``--part oc`` or ``--part power`` runs one of the two; ``--seeds 20 --power-seeds 20`` for a quick look).
+``--part oc``, ``--part power`` or ``--part wer`` runs one of them; ``--seeds 20 --power-seeds 20`` for a quick look).
 """
 
 from __future__ import annotations
@@ -32,13 +34,13 @@ import numpy as np
 import pandas as pd
 from scipy.stats import beta
 
-from harness.checks.counterfactual.arms import IDENTITY, SWAP, build_arms, vibe_arm_table
+from harness.checks.counterfactual.arms import IDENTITY, SWAP, build_arms, vibe_arm_table, wer_arm_table
 from harness.checks.counterfactual.perceived import perceive_with_voice_praat, perceived_filter
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
 from harness.core.requests import DecodingParams
 from harness.data.corpus import load_corpus
 from harness.data.voice_transforms import ChangeGenderSettings
-from harness.metrics.counterfactual import arm_ntvd
+from harness.metrics.counterfactual import arm_ntvd, paired_wer_difference
 from harness.metrics.multitest import DecisionRule
 from harness.metrics.ntvd import permutation_test
 from harness.models.sim import PRESETS, SimulatorBackend
@@ -135,11 +137,30 @@ def power(arms, settings: dict, gate: dict, seeds: int) -> None:
         print(f"  ratio between_speaker / counterfactual, rule {rule_name}: {ratio:.2f}")
 
 
+def wer_arms(corpus, arms, settings: dict) -> None:
+    """Seed 1's paired WER per swap direction of both presets (their ``asr`` strength), with the artifact measure."""
+    print("\nWER per swap direction (seed 1): original, identity, swap (%); swap - identity (points) and its paired p")
+    for preset in ("fair", "biased"):
+        model = simulator(PRESETS[preset]["strengths"])
+        table = wer_arm_table(
+            model, corpus, arms, arm_names=("original", IDENTITY, SWAP), params=DecodingParams(seed=1)
+        )
+        for source, rows in table.groupby("source_group"):
+            voice = paired_wer_difference(rows, n_permutations=settings["n_permutations"], seed=1)
+            artifact = paired_wer_difference(
+                rows, ("original", IDENTITY), n_permutations=settings["n_permutations"], seed=1
+            )
+            print(f"  sim:{preset} {source} -> {arms.recordings.loc[rows['recording'].iloc[0], 'target_group']}: "
+                  f"{artifact.wer['original']:.1f}, {voice.wer[IDENTITY]:.1f}, {voice.wer[SWAP]:.1f}; "
+                  f"{voice.difference:+.1f} (p {voice.test.p_value:.3f}); artifact {artifact.difference:+.1f} "
+                  f"(p {artifact.test.p_value:.3f})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=100, help="seeds of the operating characteristic")
     parser.add_argument("--power-seeds", type=int, default=50, help="seeds per strength of the power curve")
-    parser.add_argument("--part", choices=("all", "oc", "power"), default="all", help="which measurement to run")
+    parser.add_argument("--part", choices=("all", "oc", "power", "wer"), default="all", help="which measurement to run")
     arguments = parser.parse_args()
     thresholds = packaged_thresholds()
     settings = thresholds.values(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")
@@ -160,6 +181,8 @@ def main() -> None:
         operating_characteristic(arms, settings, gate, arguments.seeds)
     if arguments.part in ("all", "power"):
         power(arms, settings, gate, arguments.power_seeds)
+    if arguments.part in ("all", "wer"):
+        wer_arms(corpus, arms, settings)
     print(f"\nsimulation: {time.perf_counter() - started:.0f} s")
 
 

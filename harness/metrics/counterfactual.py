@@ -267,7 +267,7 @@ def choice_flips(
         return 100.0 * np.abs(second_sums[:, 0] / second_sums[:, 1] - first_sums[:, 0] / first_sums[:, 1])
 
     test = paired_permutation_test(first, second, statistic, n_permutations, seed)
-    shares = {arm: 100.0 * sums[:, 0].sum() / sums[:, 1].sum() for arm, sums in zip(arms, (first, second))}
+    shares = {arm: float(100.0 * sums[:, 0].sum() / sums[:, 1].sum()) for arm, sums in zip(arms, (first, second))}
     return ChoiceFlipResult(len(stereotyped), flip_rate, shares, shares[arms[1]] - shares[arms[0]], test)
 
 
@@ -305,7 +305,7 @@ def paired_wer_difference(
         return 100.0 * np.abs(second_sums[:, 0] / second_sums[:, 1] - first_sums[:, 0] / first_sums[:, 1])
 
     test = paired_permutation_test(first, second, statistic, n_permutations, seed)
-    wer = {arm: 100.0 * sums[:, 0].sum() / sums[:, 1].sum() for arm, sums in zip(arms, (first, second))}
+    wer = {arm: float(100.0 * sums[:, 0].sum() / sums[:, 1].sum()) for arm, sums in zip(arms, (first, second))}
     return PairedWerResult(
         len(per_recording),
         wer,
@@ -368,3 +368,13 @@ def audio_dependence(table: pd.DataFrame, original: str = "original") -> AudioDe
         raise ValueError("audio_dependence: needs answers to the same requests with the recording and a replacement")
     unchanged = {name: float((answers[name] == answers[original]).mean()) for name in replacements}
     return AudioDependence(unchanged, max(unchanged.values()), len(answers))
+
+
+def smallest_p_value(speakers: int) -> float:
+    """The smallest p-value the exact paired test can give with ``speakers`` units: swapping every speaker's arms
+    gives the same absolute effect as swapping none, so at least 2 of the 2**speakers swap patterns reach the
+    observed one, and p >= 2 / 2**speakers (a Monte Carlo p is near it). A design where this exceeds the case's
+    alpha cannot show a significant effect, however large."""
+    if speakers < 1:
+        raise ValueError(f"smallest_p_value: needs at least one speaker, got {speakers}")
+    return min(1.0, 2.0 / 2.0**speakers)

@@ -274,7 +274,8 @@ class SpokenQAResponder(_Family):
 class KnownContent:
     """Text of every recording of the shipped demo corpus and demo suite, and of the corpora the session
     :meth:`learn` (read on the first recording not found), by audio content hash: the simulator's 'ears' for
-    words. Reads only the ``transcript`` and ``answer`` columns, never the demographic ones."""
+    words. Reads only the ``transcript`` and ``answer`` columns, never the demographic ones. A recording in another
+    voice (a counterfactual arm, :func:`harness.data.voice_transforms.source_recording`) says what its source says."""
 
     def __init__(self) -> None:
         self._content: dict[str, tuple[str, str | None]] = {}
@@ -320,7 +321,13 @@ class KnownContent:
                     self._content.setdefault(corpus.audio(utterance_id).content_hash, (str(transcript), None))
                 self._learnt.add(path)
                 del self._pending[path]
-        return self._content.get(request.audio.content_hash)
+        known = self._content.get(request.audio.content_hash)
+        if known is None:
+            from harness.data.voice_transforms import source_recording
+
+            source = source_recording(request.audio)
+            known = None if source is None else self._content.get(source)
+        return known
 
 
 __all__ = ["LEXICON", "LABEL_POSITIONS", "KnownContent", "loading", "stated_position"]

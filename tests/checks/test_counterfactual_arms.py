@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks.counterfactual.arms import IDENTITY, SWAP, build_arms, vibe_arm_table
+from harness.checks.counterfactual.arms import (
+    IDENTITY,
+    SWAP,
+    build_arms,
+    choice_arm_table,
+    item_set_arms,
+    vibe_arm_table,
+    wer_arm_table,
+)
 from harness.checks.counterfactual.measure import measure_vibe_task
 from harness.checks.counterfactual.perceived import perceive_with_voice_praat
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
@@ -16,7 +24,7 @@ from harness.core.errors import CaseNotMeasured
 from harness.core.requests import DecodingParams
 from harness.data.corpus import load_corpus
 from harness.data.voice_transforms import ChangeGenderSettings
-from harness.metrics.counterfactual import arm_ntvd, flip_rates
+from harness.metrics.counterfactual import arm_ntvd, choice_flips, flip_rates, paired_wer_difference, smallest_p_value
 from harness.metrics.multitest import DecisionRule
 from harness.models import build_backend
 from harness.tasks import TASKS
@@ -97,3 +105,41 @@ def test_the_significance_rule_fails_a_significant_effect_below_the_bar(arms):
         for rule in ("both", "significance")
     }  # fmt: skip
     assert decisions == {"both": False, "significance": True}
+
+
+@pytest.mark.parametrize(("spec", "biased"), [("sim:biased", True), ("sim:fair", False)])
+def test_the_simulators_transcribe_the_arms_and_their_asr_bias_follows_the_voice(arms, spec, biased):
+    """sim:biased makes more word errors for higher voices: a male -> female swap raises its WER, a female -> male
+    swap lowers it; sim:fair's WER does not move beyond chance."""
+    corpus = load_corpus(DEMO, check_audio=False)
+    table = wer_arm_table(build_backend(spec).load(), corpus, arms, params=DecodingParams(seed=3))
+    assert table["words"].min() > 0 and len(table) == 2 * len(arms.recordings)
+    results = {
+        source: paired_wer_difference(rows, n_permutations=999, seed=1)
+        for source, rows in table.groupby("source_group")
+    }
+    assert all(result.wer["identity"] < 60.0 for result in results.values())
+    if biased:
+        assert results["male"].difference > 5.0 and results["male"].test.p_value <= 0.01
+        assert results["female"].difference < -5.0 and results["female"].test.p_value <= 0.01
+    else:
+        assert all(result.test.p_value > 0.01 for result in results.values())
+
+
+def test_basis_stereotype_choices_follow_the_swapped_voice_but_two_speakers_cannot_be_significant():
+    """The demo suite's stereoset-gender set has two speakers per direction: sim:biased's stereotype share falls by
+    tens of points when the voice is swapped, yet the paired test cannot reach 0.05 (smallest p 0.5)."""
+    from harness.data.basis_suite import resolve_suite
+
+    item_set = next(s for s in resolve_suite().sets if s.name == "stereoset-gender")
+    values = packaged_thresholds().values(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")
+    item_arms = item_set_arms(item_set, ChangeGenderSettings.from_settings(values))
+    changes = {}
+    for spec in ("sim:biased", "sim:fair"):
+        table = choice_arm_table(build_backend(spec).load(), item_set, item_arms, params=DecodingParams(seed=1))
+        for source, rows in table.groupby("source_group"):
+            result = choice_flips(rows, n_permutations=999)
+            assert result.test.p_value >= smallest_p_value(rows["speaker"].nunique()) - 0.05
+            changes[spec, source] = result.share_change
+    assert changes["sim:biased", "male"] < -30 and changes["sim:biased", "female"] < -30
+    assert abs(changes["sim:fair", "male"]) < 20 and abs(changes["sim:fair", "female"]) < 20

@@ -13,6 +13,7 @@ from harness.data.voice_transforms import (
     ChangeGenderSettings,
     VoiceTransformError,
     get_transform,
+    source_recording,
 )
 
 parselmouth = pytest.importorskip("parselmouth")
@@ -106,3 +107,12 @@ def test_settings_name_a_missing_key_and_enter_the_fingerprint():
     lower = ChangeGenderSettings(**{**vars(SETTINGS), "male_to_female_pitch_hz": 200.0})
     assert swap.fingerprint(SETTINGS) != swap.fingerprint(lower)
     assert swap.fingerprint(SETTINGS) != get_transform("identity").fingerprint(SETTINGS)
+
+
+def test_an_arm_remembers_the_recording_it_was_made_from():
+    original = synthetic_voice(*MALE)
+    identity = get_transform("identity").apply(original, "male", SETTINGS)
+    twice = get_transform("gender_swap").apply(identity, "male", SETTINGS)
+    assert source_recording(original) is None
+    assert source_recording(identity) == original.content_hash
+    assert source_recording(twice) == original.content_hash

@@ -196,3 +196,12 @@ def test_directions_are_measured_apart_so_opposite_swaps_do_not_cancel():
     assert arm_ntvd(table, direction=None, tau=5, n_permutations=99).score == pytest.approx(0.0)
     shifts = largest_shifts(result.distributions).set_index(["direction", "shift"])["value"]
     assert shifts[("male", "to")] == "nurse" and shifts[("female", "to")] == "engineer"
+
+
+def test_smallest_p_value_bounds_the_monte_carlo_p():
+    from harness.metrics.counterfactual import smallest_p_value
+
+    assert smallest_p_value(1) == 1.0 and smallest_p_value(2) == 0.5 and smallest_p_value(10) == 2 / 1024
+    first = np.zeros((3, 1))
+    result = paired_permutation_test(first, first + 1.0, lambda a, b: np.abs(b - a)[:, 0], n_permutations=4999, seed=3)
+    assert result.p_value == pytest.approx(smallest_p_value(3), abs=0.03)

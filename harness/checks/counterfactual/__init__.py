@@ -3,8 +3,9 @@
 recording with the paired speaker-level permutation test of :mod:`harness.metrics.counterfactual`.
 
 Built bottom-up while the gate's check interface is being refactored: :mod:`.settings` (the validated
-``counterfactual`` section of thresholds.yaml, with the voice transforms' arguments), :mod:`.perceived` (the
-perceived-group filter and its unmeasured rule, ``voice:praat`` as the default perceiver) and
+``counterfactual`` section of thresholds.yaml, with the voice transforms' arguments), :mod:`.arms` (a corpus's arms
+and a model's answers and transcripts on them), :mod:`.perceived` (the perceived-group filter and its unmeasured
+rule, ``voice:praat`` as the default perceiver), :mod:`.measure` (one VIBE case measured and decided) and
 :mod:`.audio_dependence` (the probe that finds a model that does not hear its audio). The folder is not yet
 registered in :data:`harness.checks.CHECKS`: it has no ``check.py``, ``record.py`` or ``view.py`` yet.
 """

@@ -3,33 +3,43 @@ reads.
 
 :func:`build_arms` resynthesises every recording of a corpus once per arm (``identity`` and the configured swap);
 :func:`vibe_arm_table` asks a loaded model one VIBE task on every arm's audio and reads its answers with the field
-reader (the self-report protocol's ``rules`` extractor), one row per extracted value.
+reader (the self-report protocol's ``rules`` extractor), one row per extracted value; :func:`wer_arm_table` asks
+it for a transcript of every arm's audio and counts its word errors against the corpus's transcript.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
-from harness.core.requests import Audio, DecodingParams
+from harness.checks.basis_common.requests import choice_requests
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
+from harness.data.basis_suite import CHOICE_OF_OPTION, ItemSet
 from harness.data.corpus import Corpus, read_utterance_audio
 from harness.data.voice_transforms import ChangeGenderSettings, get_transform
+from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
 from harness.extraction.fields import attribute_table
+from harness.metrics.wer import word_errors
+from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.tasks.base import SELF_REPORT, Task
 
 IDENTITY = "identity"
 SWAP = "swap"
+SPEECH_IMPLICIT = "speech-implicit"
+"""The BASIS mode whose only cue to the speaker's group is the voice: the mode of the counterfactual arms."""
 
 
 @dataclasses.dataclass(frozen=True)
 class CorpusArms:
-    """Every recording's audio per arm (``audio[arm][utterance_id]``), with its speaker, source and target group."""
+    """Every recording's audio per arm (``audio[arm][key]``: a corpus's utterance id, an item set's CSV row), with its
+    speaker, source and target group."""
 
     audio: Mapping[str, Mapping[str, Audio]]
     recordings: pd.DataFrame
-    """Index ``utterance_id``; columns ``speaker``, ``source_group``, ``target_group``."""
+    """Index: the recordings' keys; columns ``speaker``, ``source_group``, ``target_group``."""
 
 
 def build_arms(
@@ -41,26 +51,49 @@ def build_arms(
 ) -> CorpusArms:
     """The ``identity`` and ``swap`` (``transform``) arms of ``utterances`` (default: every recording of ``corpus``)
     on the transform's dimension; the ``original`` audio is kept beside them, as the artifact measure's reference."""
-    swap = get_transform(transform)
-    identity = get_transform(IDENTITY)
-    groups = corpus.table[swap.dimension] if swap.dimension in corpus.dimensions else None
-    if groups is None:
-        raise ValueError(f"{corpus.manifest_path}: the {transform} transform needs dimension {swap.dimension!r}; "
+    dimension = get_transform(transform).dimension
+    if dimension not in corpus.dimensions:
+        raise ValueError(f"{corpus.manifest_path}: the {transform} transform needs dimension {dimension!r}; "
                          f"the corpus has {list(corpus.dimensions)}")  # fmt: skip
     selected = list(corpus.table.index if utterances is None else utterances)
-    audio: dict[str, dict[str, Audio]] = {"original": {}, IDENTITY: {}, SWAP: {}}
-    rows = []
-    for utterance_id in selected:
-        source = str(groups.loc[utterance_id])
-        original = read_utterance_audio(corpus, utterance_id)
-        audio["original"][utterance_id] = original
-        audio[IDENTITY][utterance_id] = identity.apply(original, source, settings)
-        audio[SWAP][utterance_id] = swap.apply(original, source, settings)
-        rows.append(
-            (utterance_id, str(corpus.table.loc[utterance_id, "speaker_id"]), source, swap.target_group(source))
-        )
-    recordings = pd.DataFrame(rows, columns=["utterance_id", "speaker", "source_group", "target_group"])
-    return CorpusArms(audio, recordings.set_index("utterance_id"))
+    recordings = pd.DataFrame(
+        {
+            "speaker": corpus.table.loc[selected, "speaker_id"].astype(str).to_numpy(),
+            "source_group": corpus.table.loc[selected, dimension].astype(str).to_numpy(),
+        },
+        index=pd.Index(selected, name="utterance_id"),
+    )
+    return transformed_arms(recordings, lambda utterance: read_utterance_audio(corpus, utterance), settings, transform)
+
+
+def item_set_arms(item_set: ItemSet, settings: ChangeGenderSettings, *, transform: str = "gender_swap") -> CorpusArms:
+    """The arms of every recording of a BASIS item set, keyed by its CSV ``row``; the set's dimension must be the
+    transform's."""
+    dimension = get_transform(transform).dimension
+    if item_set.dimension != dimension:
+        raise ValueError(f"{item_set.metadata_path}: the {transform} transform needs dimension {dimension!r}; the set "
+                         f"{item_set.name!r} is of {item_set.dimension!r}")  # fmt: skip
+    recordings = pd.DataFrame(
+        {"speaker": item_set.table["speaker"].astype(str).to_numpy(), "source_group": item_set.table["label"].astype(str).to_numpy()},
+        index=pd.Index(item_set.table["row"].to_numpy(), name="row"),
+    )  # fmt: skip
+    return transformed_arms(recordings, item_set.audio, settings, transform)
+
+
+def transformed_arms(
+    recordings: pd.DataFrame, read: Callable[[Any], Audio], settings: ChangeGenderSettings, transform: str
+) -> CorpusArms:
+    """Each recording (index: its key for ``read``; columns ``speaker``, ``source_group``) read once and
+    resynthesised by ``identity`` and ``transform``."""
+    swap, identity = get_transform(transform), get_transform(IDENTITY)
+    audio: dict[str, dict[Any, Audio]] = {"original": {}, IDENTITY: {}, SWAP: {}}
+    for key, source in zip(recordings.index, recordings["source_group"]):
+        original = read(key)
+        audio["original"][key] = original
+        audio[IDENTITY][key] = identity.apply(original, source, settings)
+        audio[SWAP][key] = swap.apply(original, source, settings)
+    targets = [swap.target_group(source) for source in recordings["source_group"]]
+    return CorpusArms(audio, recordings.assign(target_group=targets))
 
 
 def vibe_arm_table(
@@ -90,6 +123,82 @@ def vibe_arm_table(
                     "source_group": info["source_group"].to_numpy(),
                     "attribute": values["attribute"].to_numpy(),
                     "value": values["value"].to_numpy(),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def wer_arm_table(
+    model,
+    corpus: Corpus,
+    arms: CorpusArms,
+    *,
+    arm_names: Iterable[str] = (IDENTITY, SWAP),
+    params: DecodingParams | None = None,
+) -> pd.DataFrame:
+    """One row per recording and arm of ``model``'s transcript scored against the corpus's ``transcript``:
+    ``speaker, recording, arm, source_group, errors`` (S + D + I) and ``words`` (reference words), the table
+    :func:`harness.metrics.counterfactual.paired_wer_difference` reads."""
+    params = params or DecodingParams()
+    frames = []
+    for arm in arm_names:
+        utterances = list(arms.audio[arm])
+        requests = [GenerationRequest(TRANSCRIPTION_PROMPT, arms.audio[arm][utterance]) for utterance in utterances]
+        scored = [
+            word_errors(str(corpus.table.loc[utterance, "transcript"]), hypothesis)
+            for utterance, hypothesis in zip(utterances, model.generate(requests, params))
+        ]
+        info = arms.recordings.loc[utterances]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "speaker": info["speaker"].to_numpy(),
+                    "recording": utterances,
+                    "arm": arm,
+                    "source_group": info["source_group"].to_numpy(),
+                    "errors": [e.substitutions + e.deletions + e.insertions for e in scored],
+                    "words": [e.n_ref_words for e in scored],
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def choice_arm_table(
+    model,
+    item_set: ItemSet,
+    arms: CorpusArms,
+    *,
+    arm_names: Iterable[str] = (IDENTITY, SWAP),
+    params: DecodingParams | None = None,
+) -> pd.DataFrame:
+    """``model``'s choices on a BASIS stereotype set in the speech-implicit mode, every option order asked on every
+    arm's audio: one row per (recording, option order) and arm with ``speaker, recording`` (``row|order``, the
+    unit paired across arms), ``arm, source_group`` and ``choice`` (:data:`harness.metrics.basis.CHOICES`)."""
+    if item_set.kind != "stereotype":
+        raise ValueError(f"{item_set.metadata_path}: choice_arm_table reads stereotype sets; {item_set.name!r} is "
+                         f"{item_set.kind!r}")  # fmt: skip
+    params = params or DecodingParams()
+    table = choice_requests(item_set, SPEECH_IMPLICIT)
+    texts = item_set.table.set_index("row")
+    frames = []
+    for arm in arm_names:
+        requests = [dataclasses.replace(request, audio=arms.audio[arm][row]) for request, row in zip(table.requests, table.rows["row"])]  # fmt: skip
+        choices = []
+        for row, order_code, answer in zip(table.rows["row"], table.rows["order"], model.generate(requests, params)):
+            order = order_code.split("|")
+            options = {chr(ord("A") + i): " ".join(texts.at[row, key].split()) for i, key in enumerate(order)}
+            key = choice_for_letter(match_answer(answer, options).letter, order)
+            choices.append(CHOICE_OF_OPTION.get(key, UNKNOWN))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "speaker": arms.recordings.loc[table.rows["row"], "speaker"].to_numpy(),
+                    "recording": [f"{row}|{order}" for row, order in zip(table.rows["row"], table.rows["order"])],
+                    "arm": arm,
+                    "source_group": arms.recordings.loc[table.rows["row"], "source_group"].to_numpy(),
+                    "choice": choices,
                 }
             )
         )

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from harness.checks.counterfactual.arms import SPEECH_IMPLICIT
 from harness.core.modes import BASELINE_MODE, MODES
 from harness.core.requests import Audio, DecodingParams
 from harness.data.corpus import Corpus, read_utterance_audio
@@ -24,7 +25,6 @@ from harness.metrics.counterfactual import AudioDependence, audio_dependence
 from harness.tasks.base import SELF_REPORT, Task
 
 ORIGINAL, SILENCE, OTHER_RECORDING = "original", "silence", "other recording"
-SPEECH_IMPLICIT = "speech-implicit"
 GROUP_IN_TEXT_MODES = frozenset((*MODES, BASELINE_MODE)) - {SPEECH_IMPLICIT}
 """BASIS modes whose group reaches the model in the text (explicit), or that have no audio (text): measured
 whether or not the model hears."""

@@ -78,14 +78,37 @@ class VoiceTransform(abc.ABC):
         """The group the arm of a ``source_group`` speaker should be perceived as."""
 
     @abc.abstractmethod
+    def resynthesise(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
+        """The arm's audio, at ``audio``'s sample rate (what :meth:`apply` returns)."""
+
     def apply(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
-        """The arm's audio, at ``audio``'s sample rate."""
+        """The arm's audio, its source recorded for :func:`source_recording`."""
+        arm = self.resynthesise(audio, source_group, settings)
+        _remember_source(arm, audio)
+        return arm
 
     def fingerprint(self, settings: ChangeGenderSettings) -> str:
         """Identifies the transform's output for the output cache: name, version and settings."""
         return f"{self.name}:" + stable_hash(
             {"name": self.name, "version": self.version, "settings": dataclasses.asdict(settings)}
         )
+
+
+_SOURCES: dict[str, str] = {}
+_SOURCES_KEPT = 100_000
+
+
+def _remember_source(arm: Audio, source: Audio) -> None:
+    if len(_SOURCES) >= _SOURCES_KEPT:
+        _SOURCES.clear()
+    _SOURCES[arm.content_hash] = _SOURCES.get(source.content_hash, source.content_hash)
+
+
+def source_recording(audio: Audio) -> str | None:
+    """The content hash of the recording ``audio`` was transformed from in this process (None for a recording no
+    transform made): a transform changes the voice, not the words, so whoever knows what a recording says (the
+    simulators' ears for words, :class:`harness.models.sim_basis.KnownContent`) knows its arms too."""
+    return _SOURCES.get(audio.content_hash)
 
 
 def get_transform(name: str) -> VoiceTransform:
@@ -101,4 +124,5 @@ __all__ = [
     "VoiceTransform",
     "VoiceTransformError",
     "get_transform",
+    "source_recording",
 ]

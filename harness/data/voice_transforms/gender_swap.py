@@ -25,7 +25,7 @@ class GenderSwapTransform(VoiceTransform):
             )
         return OTHER_GENDER[source_group]
 
-    def apply(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
+    def resynthesise(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
         direction = f"{source_group}_to_{self.target_group(source_group)}"
         return change_gender(
             audio,

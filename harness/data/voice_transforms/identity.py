@@ -19,7 +19,7 @@ class IdentityTransform(VoiceTransform):
     def target_group(self, source_group: str) -> str:
         return source_group
 
-    def apply(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
+    def resynthesise(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
         return change_gender(
             audio,
             pitch_floor_hz=settings.pitch_floor_hz,
