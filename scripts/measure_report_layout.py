@@ -5,7 +5,8 @@ Runs the default gate of ``--repo`` (default: this checkout) into a temporary fo
 report of long specs from its results.json (``tests/support/browser.py``: ``three_model_results``), renders both
 with that checkout's harness, and measures each at 1280 and 1920 px with every ``<details>`` open
 (``measure_layout``): SVG labels meeting a plotted mark, labels meeting another label, the pixels the page is
-wider than the window, and the tables reaching past it. The measurement is always this checkout's.
+wider than the window, and the tables reaching past it; then, as a reader first sees it (folded parts closed),
+the heights of the page and of its table of all cases. The measurement is always this checkout's.
 
 How to run
 ----------
@@ -56,7 +57,10 @@ def main() -> int:
             print(f"measure_report_layout: the gate in {repo} wrote no results.json", file=sys.stderr)
             return 2
         one = json.loads((folder / "results.json").read_text())
-        print(f"report        width  label-mark  label-label  overflow(px)  tables-past-window   ({repo})")
+        print(
+            "report        width  label-mark  label-label  overflow(px)  tables-past-window  page(px)  all-cases(px)"
+            f"   ({repo})"
+        )
         for name, results in (("default", one), ("three-model", three_model_results(one))):
             report_folder = folder / name
             report_folder.mkdir()
@@ -70,8 +74,10 @@ def main() -> int:
                 layout = measure_layout(report_folder / "report.html", width, report_folder)
                 marks = sum(overlap["kind"] == "mark" for overlap in layout["overlaps"])
                 labels = len(layout["overlaps"]) - marks
+                folded = measure_layout(report_folder / "report.html", width, report_folder, open_details=False)
                 print(
-                    f"{name:<13} {width:>5}  {marks:>10}  {labels:>11}  {layout['overflow']:>12}  {len(layout['tables']):>18}"
+                    f"{name:<13} {width:>5}  {marks:>10}  {labels:>11}  {layout['overflow']:>12}  "
+                    f"{len(layout['tables']):>18}  {folded['height']:>8}  {folded['all_cases_height']:>13}"
                 )
     return 0
 

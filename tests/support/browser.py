@@ -37,7 +37,7 @@ def chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
 
 LAYOUT_SCRIPT = """<script>
 (() => {
-  document.querySelectorAll("details").forEach(d => { d.open = true; });
+  if (OPEN_DETAILS) document.querySelectorAll("details").forEach(d => { d.open = true; });
   const page = document.documentElement;
   const width = page.clientWidth;
   const boxOf = e => { const r = e.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top + scrollY, bottom: r.bottom + scrollY}; };
@@ -64,20 +64,24 @@ LAYOUT_SCRIPT = """<script>
   });
   const tables = [...document.querySelectorAll("table")].map(t => [t, boxOf(t)]).filter(([, b]) => shown(b) && b.right > width + 0.5)
     .map(([t, b]) => ({right: Math.round(b.right), head: name(t).slice(0, 60)}));
-  const report = {width, overflow: Math.max(0, page.scrollWidth - width), overlaps, tables, height: page.scrollHeight};
+  const allCases = document.querySelector("#all-cases + table");
+  const report = {width, overflow: Math.max(0, page.scrollWidth - width), overlaps, tables, height: page.scrollHeight,
+    all_cases_height: allCases ? Math.round(allCases.getBoundingClientRect().height) : null};
   document.body.insertAdjacentHTML("beforeend", "<pre id='layout-measure'></pre>");
   document.getElementById("layout-measure").textContent = JSON.stringify(report);
 })();
 </script>"""
 
 
-def measure_layout(report: Path, width: int, scratch: Path) -> dict:
-    """The layout of ``report`` in headless Chromium at ``width`` px, every ``<details>`` opened: ``overflow`` (px
-    the page is wider than the window), ``tables`` (those whose right edge lies beyond it), ``overlaps`` (pairs
-    in an inline SVG of a ``<text>`` and another text or a plotted mark, whose boxes meet by more than 0.5 px; a
-    mark is a circle, rect with a fill, path, polygon, polyline, or a line at least 2 px wide)."""
-    measured = scratch / f"measured-{width}-{report.parent.name}.html"
-    measured.write_text(report.read_text().replace("</body>", LAYOUT_SCRIPT + "</body>"))
+def measure_layout(report: Path, width: int, scratch: Path, open_details: bool = True) -> dict:
+    """The layout of ``report`` in headless Chromium at ``width`` px, every ``<details>`` opened unless
+    ``open_details`` is false: ``overflow`` (px the page is wider than the window), ``tables`` (those whose right
+    edge lies beyond it), ``overlaps`` (pairs in an inline SVG of a ``<text>`` and another text or a plotted mark,
+    whose boxes meet by more than 0.5 px; a mark is a circle, rect with a fill, path, polygon, polyline, or a
+    line at least 2 px wide), ``height`` (the page's) and ``all_cases_height`` (the table of all cases')."""
+    measured = scratch / f"measured-{width}-{open_details}-{report.parent.name}.html"
+    script = LAYOUT_SCRIPT.replace("OPEN_DETAILS", "true" if open_details else "false")
+    measured.write_text(report.read_text().replace("</body>", script + "</body>"))
     run = chromium("--dump-dom", f"--window-size={width},1000", "--hide-scrollbars", measured.as_uri())
     found = re.search(r'<pre id="layout-measure">(.*?)</pre>', run.stdout, re.S)
     if not found:
