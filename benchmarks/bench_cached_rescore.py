@@ -128,6 +128,7 @@ def main() -> int:
     parser.add_argument("--corpus-dir", type=Path, default=None, help="build (or reuse) the corpus here")
     parser.add_argument("--permutations", type=int, default=1000)
     parser.add_argument("--profile", type=Path, default=None, help="profile the cached run into this file")
+    parser.add_argument("--keep-results", type=Path, default=None, help="copy both runs' results.json here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         corpus_dir = args.corpus_dir or Path(tmp) / "cremad"
@@ -138,8 +139,13 @@ def main() -> int:
         work.mkdir()
         cold_s, cold_rc, cold_line = run_gate(gate_command(manifest, work, args.permutations, None))
         cold_records = stable_records(work / "results.json")
+        if args.keep_results:
+            args.keep_results.mkdir(parents=True, exist_ok=True)
+            shutil.copy(work / "results.json", args.keep_results / "cold.json")
         cached_s, cached_rc, cached_line = run_gate(gate_command(manifest, work, args.permutations, args.profile))
         changed = differences(cold_records, stable_records(work / "results.json"))
+        if args.keep_results:
+            shutil.copy(work / "results.json", args.keep_results / "cached.json")
     print(f"cold run:   {cold_s:6.1f}s  exit {cold_rc}  {cold_line}")
     print(f"cached run: {cached_s:6.1f}s  exit {cached_rc}  {cached_line}")
     print(f"cold / cached: {cold_s / cached_s:.1f}x; same records: {not changed}")
