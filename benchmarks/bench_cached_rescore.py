@@ -45,8 +45,9 @@ PITCH = {"female": (50, 80), "male": (20, 45)}
 # Emotion -> (pitch offset, speed offset): CREMA-D's actors speak anger and happiness higher and faster,
 # sadness lower and slower.
 EMOTION_PROSODY = {"ANG": (8, 20), "DIS": (-4, -10), "FEA": (10, 15), "HAP": (12, 10), "NEU": (0, 0), "SAD": (-8, -25)}
-# run metadata that differs between a cold and a cached run by design (when, what was loaded, generated and read)
-VOLATILE_METADATA = ("created", "cache_hits", "models_loaded", "model_calls", "outputs")
+# run metadata that differs between a cold and a cached run by design (when; what was loaded, generated and read; the
+# numerics settings of the engines loaded, none when every embedding and answer is cached)
+VOLATILE_METADATA = ("created", "cache_hits", "models_loaded", "model_calls", "outputs", "compute_environment")
 
 
 def build_corpus(folder: Path, seed: int = 0) -> Path:
