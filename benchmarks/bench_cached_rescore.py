@@ -45,8 +45,9 @@ PITCH = {"female": (50, 80), "male": (20, 45)}
 # Emotion -> (pitch offset, speed offset): CREMA-D's actors speak anger and happiness higher and faster,
 # sadness lower and slower.
 EMOTION_PROSODY = {"ANG": (8, 20), "DIS": (-4, -10), "FEA": (10, 15), "HAP": (12, 10), "NEU": (0, 0), "SAD": (-8, -25)}
-# run metadata that differs between a cold and a cached run by design (when, what was loaded, generated and read)
-VOLATILE_METADATA = ("created", "cache_hits", "models_loaded", "model_calls", "outputs")
+# run metadata that differs between a cold and a cached run by design (when; what was loaded, generated and read; the
+# numerics settings of the engines loaded, none when every embedding and answer is cached)
+VOLATILE_METADATA = ("created", "cache_hits", "models_loaded", "model_calls", "outputs", "compute_environment")
 
 
 def build_corpus(folder: Path, seed: int = 0) -> Path:
@@ -128,6 +129,7 @@ def main() -> int:
     parser.add_argument("--corpus-dir", type=Path, default=None, help="build (or reuse) the corpus here")
     parser.add_argument("--permutations", type=int, default=1000)
     parser.add_argument("--profile", type=Path, default=None, help="profile the cached run into this file")
+    parser.add_argument("--keep-results", type=Path, default=None, help="copy both runs' results.json here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         corpus_dir = args.corpus_dir or Path(tmp) / "cremad"
@@ -138,8 +140,13 @@ def main() -> int:
         work.mkdir()
         cold_s, cold_rc, cold_line = run_gate(gate_command(manifest, work, args.permutations, None))
         cold_records = stable_records(work / "results.json")
+        if args.keep_results:
+            args.keep_results.mkdir(parents=True, exist_ok=True)
+            shutil.copy(work / "results.json", args.keep_results / "cold.json")
         cached_s, cached_rc, cached_line = run_gate(gate_command(manifest, work, args.permutations, args.profile))
         changed = differences(cold_records, stable_records(work / "results.json"))
+        if args.keep_results:
+            shutil.copy(work / "results.json", args.keep_results / "cached.json")
     print(f"cold run:   {cold_s:6.1f}s  exit {cold_rc}  {cold_line}")
     print(f"cached run: {cached_s:6.1f}s  exit {cached_rc}  {cached_line}")
     print(f"cold / cached: {cold_s / cached_s:.1f}x; same records: {not changed}")

@@ -8,6 +8,7 @@ extracted) ends the prompt with a ``Label: ...`` block the model fills in itself
 from __future__ import annotations
 
 import dataclasses
+import functools
 import string
 from pathlib import Path
 
@@ -63,16 +64,20 @@ class Task:
         shipped = PROMPTS_DIR / (SELF_REPORT_DIR if protocol == SELF_REPORT else "") / self.prompt_file
         override = None if prompts_dir is None else Path(prompts_dir) / self.prompt_file
         path = override if override is not None and override.is_file() else shipped
-        return path.read_text(encoding="utf-8").strip()
+        return _prompt_text(path, path.stat().st_mtime_ns)
 
-    @property
+    @functools.cached_property
     def answer_form(self) -> FieldsForm:
         """The ``Label: ...`` block the prompt asks for (its ``$answer_fields``), one line per attribute."""
         return FieldsForm(tuple(attribute.field for attribute in self.attributes))
 
+    @functools.cached_property
+    def _answer_block(self) -> str:
+        return self.answer_form.block()
+
     def render(self, transcript: str = "", prompts_dir: Path | None = None, protocol: str = PAPER) -> str:
         return string.Template(self.template(prompts_dir, protocol)).safe_substitute(
-            transcript=transcript, answer_fields=self.answer_form.block()
+            transcript=transcript, answer_fields=self._answer_block
         )
 
     def request(
@@ -88,3 +93,9 @@ class Task:
     @property
     def attribute_names(self) -> tuple[str, ...]:
         return tuple(attribute.name for attribute in self.attributes)
+
+
+@functools.lru_cache(maxsize=64)
+def _prompt_text(path: Path, modified_ns: int) -> str:
+    """A prompt file's text, read once per version (its modification time is in the key, so an edit is read)."""
+    return path.read_text(encoding="utf-8").strip()

@@ -6,6 +6,7 @@ folder. (Its start-up time against bare pytest: ``benchmarks/bench_plugin_startu
 The runs here are subprocesses with plugin autoloading off and the entry point named with ``-p``, so that they
 test this checkout's entry point whatever an installed copy of the package registers."""
 
+import json
 import os
 import subprocess
 import sys
@@ -78,6 +79,21 @@ def test_a_gate_module_collected_without_gate_options_loads_the_plugin(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "<Function test_ntvd[" in done.stdout and "<Function test_one>" in done.stdout
     assert "lalm-fairness: thresholds" in done.stdout  # the report header's line, said when the plugin loads
+
+
+def test_under_xdist_the_controller_loads_the_plugin_when_a_worker_collects_a_gate_test(tmp_path):
+    """No gate option: the controller, which collects nothing, learns from the workers that this is a gate run,
+    and writes results.json (one case selected, served from the demo's shipped outputs)."""
+    project = unrelated_project(tmp_path / "team")
+    (project / "test_gate.py").write_text("from harness.gate_tests.test_vibe import *  # noqa: F403\n")
+    done = python(
+        "-m", "pytest", "-p", "lalm_fairness_pytest", "-p", "xdist", "-p", "no:cacheprovider", "-n", "2",
+        "-k", "test_one or story-gender", "--rootdir", str(project), cwd=project,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    results = json.loads((project / "results.json").read_text())
+    assert [case["check"] for case in results["cases"]] == ["ntvd"]
+    assert "lalm-fairness: verdict" in done.stdout
 
 
 def test_in_a_shadowed_folder_an_unrelated_run_is_untouched_and_a_gate_run_names_the_folder(tmp_path):

@@ -56,6 +56,7 @@ from harness.metrics.ntvd import (
 from harness.metrics.paired import PairedTest
 from harness.metrics.vibe_analyses import VIBE_TAUS, collapse_diagnostic, ntvd_by_tau, refusal_rate_ntvd
 from harness.records import CaseRecord
+from harness.semantic import cached_embeddings
 from harness.tasks import TASKS
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
 
@@ -243,7 +244,10 @@ class NtvdCheck(Check):
         if context.embedder is None:
             return None
         table = group_table(context, case.model, case.corpus, case.variant, case.dimension)
-        comparison = ntvd_with_merging(table, embedder=context.embedder.embed, tau=tau)
+        embedder = context.embedder
+        comparison = ntvd_with_merging(
+            table, embedder=lambda texts: cached_embeddings(embedder, texts, context.cache), tau=tau
+        )
         merges = comparison.merge_map.merges
         return {
             "ntvd": finite_or_none(comparison.merged.score),
