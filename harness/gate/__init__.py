@@ -38,7 +38,7 @@ from harness.gate.outcomes import Cause, cause_of
 from harness.models import build_backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
-from harness.records import CaseRecord, ErrorRecord
+from harness.records import SPOT_CHECK, CaseRecord, ErrorRecord
 from harness.results import case_where, read_results, record_from_json
 
 __all__ = [
@@ -76,7 +76,8 @@ class Gate:
         self.context = RunContext(config, self.thresholds, FamilySizes(self))
         checks = all_checks()
         self.thresholds.validate(
-            {check.name: check.schema for check in checks} | {GATE_SECTION: GATE_SCHEMA, VIBE_SECTION: VIBE_SCHEMA},
+            {check.name: check.gate_schema() for check in checks}
+            | {GATE_SECTION: GATE_SCHEMA, VIBE_SECTION: VIBE_SCHEMA},
             {check.name: check.variants(self.context) for check in checks},
             {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions}
             | set(self.context.basis.dimensions()),
@@ -107,9 +108,16 @@ class Gate:
             return Unmeasured(case, cause, None if first == case.id else first, error)
 
     def cases(self, check: str) -> list[Case]:
-        return get_check(check).cases(self.context)
+        """The check's cases for the run's models and corpora; none for a check the thresholds turn off."""
+        return [] if check in self.off_checks() else get_check(check).cases(self.context)
+
+    def off_checks(self) -> list[str]:
+        """The checks the thresholds file turns off (:meth:`~harness.checks.base.Check.is_off`)."""
+        return [check.name for check in all_checks() if check.is_off(self.thresholds)]
 
     def no_cases_reason(self, check: str) -> str:
+        if check in self.off_checks():
+            return f"{check} is turned off in {self.thresholds.source} ({check}.defaults.enabled: false)"
         return get_check(check).no_cases_reason(self.context)
 
     def set_family(self, check: str, cases: Sequence[Case]) -> None:
@@ -440,6 +448,8 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         raise ValueError(
             f"{path}: an incomplete run (it was stopped before every case ran) is not a baseline; gate against a complete results.json"
         )
+    if results.get("verdict") == SPOT_CHECK:
+        raise ValueError(f"{path}: {spot_check_refusal(results.get('scope'))}")
     check_baseline_cases(path, results["cases"])
     cases = [
         record_from_json(case, case_where(str(path), index, case))
@@ -479,6 +489,19 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
             and case.get("model") == model
             and isinstance(case.get("id"), str)
         },
+    )
+
+
+def spot_check_refusal(scope: Any) -> str:
+    """Why a spot check is no baseline, naming the cases it lacks (its ``scope``, :mod:`harness.gate.scope`)."""
+    if not isinstance(scope, Mapping):
+        return "a spot check (it did not run every case of its gate) is not a baseline; gate against a full run"
+    omitted = [entry for key in ("deselected", "skipped", "not_collected") for entry in scope.get(key) or []]
+    named = "; ".join(f"{entry['check']} {entry['id']} ({entry['reason']})" for entry in omitted[:3])
+    more = f"; and {len(omitted) - 3} more" if len(omitted) > 3 else ""
+    return (
+        f"a spot check is not a baseline: it ran {scope.get('ran')} of the {scope.get('gate_cases')} cases of its gate "
+        f"and lacks {len(omitted)}: {named}{more}; gate against a run of the full gate (no -k, -m or skipped case)"
     )
 
 

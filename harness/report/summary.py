@@ -14,7 +14,7 @@ from typing import Any
 from harness.checks import CHECKS, check_part
 from harness.display.plots import interval_estimable
 from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number, p_text
-from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, CaseRecord, Decision, ErrorRecord
+from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, SPOT_CHECK, CaseRecord, Decision, ErrorRecord, Scope
 
 UNMEASURED_LABEL = "unmeasured"
 
@@ -208,6 +208,8 @@ def first_screen(
     verdict = results.get("verdict") or ("fail" if lines else "pass")
     return {
         "verdict": verdict,
+        "spot_check": Scope.from_json(results.get("scope"), "results.json").title() if verdict == SPOT_CHECK else None,
+        "off": list((results.get("scope") or {}).get("off") or []),
         "lines": lines,
         "closest": closest_lines,
         "below_floor": len(below_floor),
