@@ -119,7 +119,7 @@ def _known_fields(kind: type, data: Any, where: str) -> dict[str, Any]:
 
 
 # Filled in after the check's verdict, and omitted from results.json while unset.
-_WHEN_SET = ("decision", "floors", "absolute_passed", "baseline", "nodeid")
+_WHEN_SET = ("decision", "floors", "absolute_passed", "release", "baseline", "nodeid")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -128,7 +128,10 @@ class CaseRecord:
 
     ``passed`` is the bias verdict: ``decision`` says how it was reached (the case's comparisons, its p-value,
     the correction, ``estimable``); ``floors`` lists the quality floors (``min_icat``, ``min_accuracy``,
-    ``min_score``: a model that is merely weak), each ``{key, value, threshold, met}``, which never fail a case."""
+    ``min_score``: a model that is merely weak), each ``{key, value, threshold, met}``, which never fail a case.
+    Against a baseline, ``absolute_passed`` is the case's own criterion, ``release`` the ratchet's outcome
+    (:func:`harness.gate.release_outcome`: pass, no regression, known failure, new failure or regression) and
+    ``passed`` whether that outcome passes."""
 
     check: str
     id: str
@@ -145,6 +148,7 @@ class CaseRecord:
     floors: list[dict[str, Any]] | None = None
     paired_data: dict[str, Any] | None = None
     absolute_passed: bool | None = None
+    release: str | None = None
     baseline: dict[str, Any] | None = None
     nodeid: str | None = None
 

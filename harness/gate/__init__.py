@@ -130,7 +130,7 @@ class Gate:
         return self._families[check]
 
     def verdict(self, case: Case) -> Verdict:
-        """The check's verdict; with a baseline, the case fails only on a significant regression."""
+        """The check's verdict; with a baseline, the release ratchet of :func:`release_outcome`."""
         check = get_check(case.check)
         verdict = check.verdict(self.context, case, self.family(case.check))
         record = dataclasses.replace(verdict.record, paired_data=check.paired_data(self.context, case))
@@ -159,14 +159,23 @@ class Gate:
             comparison = with_floor_changes(
                 check.compare(self.context, case, record, baseline_record), record, baseline_record
             )
-        passed = not comparison.regressed if comparison.status in RELEASE_JUDGED else verdict.passed
+        outcome = release_outcome(
+            verdict.passed,
+            comparison.regressed,
+            comparison.status in RELEASE_JUDGED,
+            None if baseline_record is None else baseline_absolute_passed(baseline_record),
+        )
+        passed = outcome in RELEASE_PASSES
+        message = f"{verdict.message}; {comparison.message}; release: {outcome} -> {'PASS' if passed else 'FAIL'}"
         record = dataclasses.replace(
             record,
             passed=passed,
+            message=message,
             absolute_passed=verdict.passed,
+            release=outcome,
             baseline=comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},
         )
-        return Verdict(passed, f"{verdict.message}; {comparison.message}", record)
+        return Verdict(passed, message, record)
 
     def annotation_sample(
         self, records: Sequence[Mapping[str, Any]], path: str | Path, per_task: int = 12, seed: int = 0
@@ -246,6 +255,31 @@ class Gate:
             "cache_set_aside": context.cache_set_aside,
             "compute_environment": compute_environment(),
         }
+
+
+RELEASE_OUTCOMES = ("pass", "no regression", "known failure", "new failure", "regression")
+"""A case's outcome against a baseline (:func:`release_outcome`), the record's ``release``."""
+RELEASE_PASSES = ("pass", "no regression", "known failure")
+
+
+def release_outcome(absolute_passed: bool, regressed: bool, compared: bool, baseline_passed: bool | None) -> str:
+    """The release ratchet (README "Release gating"): a case against a baseline fails when it regressed
+    significantly (``regression``), or when it fails its absolute criterion and the baseline's case did not
+    (``new failure``; a baseline case that was unmeasured or absent, ``baseline_passed`` None, is judged as new).
+    A case failing in both runs without a regression is a ``known failure``: it does not fail the release and
+    is listed. A case passing its criterion is ``no regression`` when ``compared`` with the baseline, else
+    ``pass``."""
+    if regressed:
+        return "regression"
+    if not absolute_passed:
+        return "known failure" if baseline_passed is False else "new failure"
+    return "no regression" if compared else "pass"
+
+
+def baseline_absolute_passed(record: CaseRecord) -> bool:
+    """Whether a baseline's case met its absolute criterion: its ``absolute_passed`` where that run had a baseline
+    of its own, else its ``passed``."""
+    return record.passed if record.absolute_passed is None else record.absolute_passed
 
 
 class FamilySizes(Mapping[str, int]):

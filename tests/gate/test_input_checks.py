@@ -317,8 +317,6 @@ def test_a_baseline_from_another_corpus_is_said_not_silent(pytester):
         "sim:fair",
         "--corpus",
         f"tiny={manifest}",
-        "-k",
-        "advisory",
         "-p",
         "no:cacheprovider",
         "--permutations",
