@@ -275,3 +275,35 @@ def test_release_example_gates_the_voice_aware_demo_against_the_voice_blind_rele
     assert classification["baseline"]["status"] == "new"  # unmeasured by the voice-blind release: nothing to pair with
     assert classification["baseline"]["message"].startswith("unmeasured in the baseline (female - male beyond")
     assert result.ret == pytest.ExitCode.TESTS_FAILED and results["verdict"] == "fail"
+    assert_readme_quotes_the_release_example(results)
+
+
+def assert_readme_quotes_the_release_example(results: dict) -> None:
+    """The README's release example states this run's counts, outcomes and figures."""
+    readme = " ".join((REPO / "README.md").read_text().split())
+    cases = [case for case in results["cases"] if case["check"] != "error"]
+    failed = [case for case in cases if not case["passed"]]
+    summary = results["summary"]
+    assert f"the default fails {summary['failed']} of its {summary['cases']} cases and exits 1" in readme
+    words = {2: "Two", 3: "Three", 4: "Four"}
+
+    def task(case: dict) -> str:
+        return f"{case['variant'].replace('_', ' ')} gender"
+
+    regressed = [case for case in failed if case["release"] == "regression"]
+    assert f"{words[len(regressed)]} regressed:" in readme
+    for case in regressed:
+        baseline = case["baseline"]
+        assert (
+            f"{task(case)} {'nTVD ' if case['variant'] == 'story' else ''}{baseline['baseline_value']:.1f} -> "
+            f"{case['value']:.1f} (+{baseline['delta']:.1f}, adjusted p {baseline['decision']['p_adjusted']:.2g})"
+        ) in readme
+    new = [case for case in failed if case["release"] == "new failure"]
+    assert f"{words[len(new)]} are new failures" in readme
+    for case in new:
+        if case["check"] == "ntvd":
+            assert f"{task(case)} {case['baseline']['baseline_value']:.1f} -> {case['value']:.1f}" in readme
+        else:
+            assert f"{case['dimension']} {case['check']}, unmeasured in the release" in readme
+    assert f"{words[summary['unmeasured']]} cases are unmeasured" in readme
+    assert not any(case["release"] == "known failure" for case in cases) and "none is a known failure" in readme
