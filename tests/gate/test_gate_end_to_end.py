@@ -305,5 +305,5 @@ def assert_readme_quotes_the_release_example(results: dict) -> None:
             assert f"{task(case)} {case['baseline']['baseline_value']:.1f} -> {case['value']:.1f}" in readme
         else:
             assert f"{case['dimension']} {case['check']}, unmeasured in the release" in readme
-    assert f"{words[summary['unmeasured']]} cases are unmeasured" in readme
+    assert f"{words[summary['unmeasured']]} are unmeasured" in readme
     assert not any(case["release"] == "known failure" for case in cases) and "none is a known failure" in readme
