@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import platform
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -219,14 +220,17 @@ class Gate:
             "models_loaded": sorted(model.spec for model in models if model.loaded),
             "corpora": {
                 name: {
-                    "path": str(c.manifest_path),
+                    "path": portable_path(c.manifest_path),
                     "hash": c.content_hash,
                     "utterances": len(c.table),
                     "audio_warnings": list(c.audio_warnings),
                 }
                 for name, c in context.corpora.items()
             },
-            "basis_suite": {"path": str(context.basis.path), "audio_warnings": list(context.basis.audio_warnings)},
+            "basis_suite": {
+                "path": portable_path(context.basis.path),
+                "audio_warnings": list(context.basis.audio_warnings),
+            },
             "thresholds": {
                 "source": self.thresholds.source,
                 "hash": self.thresholds.digest,
@@ -241,7 +245,7 @@ class Gate:
             "semantic": {model: setup.as_dict() for model, setup in context.semantic_setups().items()},
             "judge": None if self.config.judge is None else context.fingerprint(self.config.judge),
             "basis_judge": context.basis_judge_name,
-            "cache_dir": str(Path(self.config.cache_dir).resolve()),
+            "cache_dir": portable_path(self.config.cache_dir),
             "baseline": None
             if self.baseline is None
             else {
@@ -566,6 +570,26 @@ def refuse_other_extraction(path: str | Path, baseline: dict[str, str | None], r
             "protocol are fixed across checkpoints: run with the baseline's settings (vibe.defaults in a thresholds "
             "file, or --extractor) or remake the baseline with these"
         )
+
+
+def portable_path(path: str | Path, root: Path | None = None) -> str:
+    """A path as results.json records it, naming no build machine's folders (issue 38): relative to ``root`` (the
+    working folder pytest runs in, by default) when inside it, else relative to the installed package
+    (``<harness>/...``), else with the home folder as ``~`` or the temporary folder as ``<tmp>``, else as given."""
+    resolved = Path(path).resolve()
+    places = [
+        (Path.cwd() if root is None else root, None),
+        (Path(__file__).resolve().parents[1], "<harness>"),
+        (Path(tempfile.gettempdir()), "<tmp>"),
+        (Path.home(), "~"),
+    ]
+    for place, label in places:
+        try:
+            relative = resolved.relative_to(place.resolve())
+        except ValueError:
+            continue
+        return relative.as_posix() if label is None else f"{label}/{relative.as_posix()}"
+    return str(resolved)
 
 
 def package_versions() -> dict[str, str]:
