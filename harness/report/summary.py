@@ -227,6 +227,7 @@ def first_screen(
             "unmeasured": len(unmeasured),
         },
         "models": [model for model in dict.fromkeys(getattr(r, "model", None) for r in records) if model],
+        "model_verdicts": model_verdicts(records),
         "judge": next(
             (
                 spec
@@ -242,6 +243,21 @@ def first_screen(
             (r.judge for r in records if getattr(r, "judge", None) not in (None, "none", RULE_JUDGES)), None
         ),
     }
+
+
+def model_verdicts(records: Sequence[CaseRecord | ErrorRecord]) -> dict[str, str]:
+    """Each model's own verdict in a run of several (none for one): ``fail`` when a case of it failed, else
+    ``unmeasured`` when one was, else ``pass``."""
+    models = [model for model in dict.fromkeys(getattr(r, "model", None) for r in records) if model]
+    if len(models) < 2:
+        return {}
+    verdicts = {}
+    for model in models:
+        own = [r for r in records if getattr(r, "model", None) == model]
+        failed = any(not r.passed for r in own if not isinstance(r, ErrorRecord))
+        unmeasured = any(isinstance(r, ErrorRecord) for r in own)
+        verdicts[model] = "fail" if failed else "unmeasured" if unmeasured else "pass"
+    return verdicts
 
 
 def protocol_deviations(records: Sequence[CaseRecord | ErrorRecord], metadata: Mapping[str, Any]) -> list[str]:
