@@ -11,7 +11,9 @@ nTVD and decides nothing):
 - ``biased/fair``: ``sim:biased`` (preset strengths) against the fair baseline: a failing run is a detection;
 - ``half/fair``: ``sim:biased`` at ``--strength-scale`` (default 0.5) of every preset strength.
 
-A run fails when some case fails (a significant regression, or a new case failing its absolute threshold).
+A run fails when some case fails under the release ratchet (:func:`harness.gate.release_outcome`): a
+significant regression, or a new failure (a case failing its absolute threshold where the baseline's did not,
+or was unmeasured); a case failing in both runs without a regression is a known failure and passes.
 Prints each scenario's failing share with a 95% Clopper-Pearson interval, and the cases behind the fails.
 The absolute counterpart is ``bench_gate_seeds.py``; ``tests/gate/test_release_path.py`` runs the first two
 scenarios on 30 pairs.
@@ -31,8 +33,7 @@ from pathlib import Path
 from scipy.stats import beta
 
 from harness.checks import all_checks
-from harness.core.errors import CaseNotMeasured
-from harness.gate import Baseline, Gate, GateConfig, baseline_key
+from harness.gate import Baseline, Gate, GateConfig, Unmeasured, baseline_key
 from harness.models.sim import PRESETS
 from harness.records import CaseRecord
 
@@ -77,9 +78,8 @@ def gate_run(
     for check in all_checks():
         for case in gate.cases(check.name):
             name = f"{check.name}[{case.id.removeprefix(model + '-')}]"
-            try:
-                verdict = gate.verdict(case)
-            except CaseNotMeasured:
+            verdict = gate.outcome(case)
+            if isinstance(verdict, Unmeasured):
                 outcomes[name] = "unmeasured"
                 continue
             outcomes[name] = "pass" if verdict.passed else "fail"

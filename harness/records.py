@@ -119,7 +119,7 @@ def _known_fields(kind: type, data: Any, where: str) -> dict[str, Any]:
 
 
 # Filled in after the check's verdict, and omitted from results.json while unset.
-_WHEN_SET = ("decision", "floors", "absolute_passed", "baseline", "nodeid")
+_WHEN_SET = ("decision", "floors", "absolute_passed", "release", "baseline", "nodeid")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -128,7 +128,10 @@ class CaseRecord:
 
     ``passed`` is the bias verdict: ``decision`` says how it was reached (the case's comparisons, its p-value,
     the correction, ``estimable``); ``floors`` lists the quality floors (``min_icat``, ``min_accuracy``,
-    ``min_score``: a model that is merely weak), each ``{key, value, threshold, met}``, which never fail a case."""
+    ``min_score``: a model that is merely weak), each ``{key, value, threshold, met}``, which never fail a case.
+    Against a baseline, ``absolute_passed`` is the case's own criterion, ``release`` the ratchet's outcome
+    (:func:`harness.gate.release_outcome`: pass, no regression, known failure, new failure or regression) and
+    ``passed`` whether that outcome passes."""
 
     check: str
     id: str
@@ -145,6 +148,7 @@ class CaseRecord:
     floors: list[dict[str, Any]] | None = None
     paired_data: dict[str, Any] | None = None
     absolute_passed: bool | None = None
+    release: str | None = None
     baseline: dict[str, Any] | None = None
     nodeid: str | None = None
 
@@ -181,6 +185,89 @@ class ErrorRecord:
             for name, value in dataclasses.asdict(self).items()
             if value is not None or name not in ("cause", "model", "corpus", "dimension", "variant")
         }
+
+
+SPOT_CHECK = "spot-check"
+"""The verdict of a run that ran fewer than every case of its gate (:class:`Scope`): no release verdict."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Omitted:
+    """A case of the full gate that did not run, and why (``reason``)."""
+
+    check: str
+    id: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """``gate_cases``: the number of cases of the full gate; ``ran``: how many of them ran; ``deselected``,
+    ``skipped`` and ``not_collected``: the others, each with its reason; ``off``: the checks the thresholds file
+    turns off (no case of theirs is in the gate)."""
+
+    gate_cases: int
+    ran: int
+    deselected: tuple[Omitted, ...] = ()
+    skipped: tuple[Omitted, ...] = ()
+    not_collected: tuple[Omitted, ...] = ()
+    off: tuple[str, ...] = ()
+
+    @property
+    def omitted(self) -> tuple[Omitted, ...]:
+        return (*self.deselected, *self.skipped, *self.not_collected)
+
+    @property
+    def spot_check(self) -> bool:
+        """Whether some case of the full gate did not run."""
+        return bool(self.omitted)
+
+    def title(self) -> str:
+        """``SPOT CHECK — N of M cases; not a release verdict`` (only for a spot check)."""
+        return f"SPOT CHECK — {self.ran} of {self.gate_cases} cases; not a release verdict"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "gate_cases": self.gate_cases,
+            "ran": self.ran,
+            "spot_check": self.spot_check,
+            "deselected": [entry.as_dict() for entry in self.deselected],
+            "skipped": [entry.as_dict() for entry in self.skipped],
+            "not_collected": [entry.as_dict() for entry in self.not_collected],
+            "off": list(self.off),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Scope:
+        """The scope block of a results.json; ``where`` names the file in errors."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: 'scope' is a JSON object, got {type(data).__name__}")
+        for key in ("gate_cases", "ran"):
+            if not isinstance(data.get(key), int):
+                raise ValueError(f"{where}: scope.{key} must be a whole number, got {data.get(key)!r}")
+
+        def entries(key: str) -> tuple[Omitted, ...]:
+            values = data.get(key) or []
+            if not isinstance(values, list) or not all(
+                isinstance(v, Mapping) and {"check", "id", "reason"} <= set(v) for v in values
+            ):
+                raise ValueError(f"{where}: scope.{key} must be a list of {{check, id, reason}} objects")
+            return tuple(Omitted(str(v["check"]), str(v["id"]), str(v["reason"])) for v in values)
+
+        off = data.get("off") or []
+        if not isinstance(off, list) or not all(isinstance(name, str) for name in off):
+            raise ValueError(f"{where}: scope.off must be a list of check names")
+        return cls(
+            data["gate_cases"],
+            data["ran"],
+            entries("deselected"),
+            entries("skipped"),
+            entries("not_collected"),
+            tuple(off),
+        )
 
 
 def schema_version(results: Mapping[str, Any], where: str) -> int:

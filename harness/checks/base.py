@@ -28,6 +28,10 @@ from harness.thresholds import ThresholdKey, Thresholds, ThresholdSchema
 
 T = TypeVar("T")
 
+OFF_KEY = "enabled"
+"""The thresholds key that turns a check off: ``<check>: {defaults: {enabled: false}}`` (YAML reads a bare ``off``
+as false, so the key is not named so)."""
+
 
 class Embedding(Protocol):
     fingerprint: str
@@ -225,6 +229,15 @@ class Check(abc.ABC):
         """Whether the model hears the speaker in this case. A mode without audio (BASIS text modes) cannot show
         voice-induced bias: a change there is the text backbone's, and the release gate reports it as such."""
         return True
+
+    def gate_schema(self) -> ThresholdSchema:
+        """The check's threshold schema with :data:`OFF_KEY`, which every check accepts in its ``defaults``."""
+        return dataclasses.replace(self.schema, keys={**self.schema.keys, OFF_KEY: ThresholdKey((bool,), True)})
+
+    def is_off(self, thresholds: Thresholds) -> bool:
+        """Whether the thresholds turn the check off (``<check>: {defaults: {enabled: false}}``): it has no case,
+        and results.json and the report list it as off."""
+        return not thresholds.values(self.name, self.gate_schema(), None, "")[OFF_KEY]
 
     def threshold_values(self, context: CompareContext, case: Case) -> dict[str, Any]:
         return context.thresholds.values(self.name, self.schema, case.variant, case.dimension)

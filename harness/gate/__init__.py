@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import platform
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from harness.gate.outcomes import Cause, cause_of
 from harness.models import build_backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
-from harness.records import CaseRecord, ErrorRecord
+from harness.records import SPOT_CHECK, CaseRecord, ErrorRecord
 from harness.results import case_where, read_results, record_from_json
 
 __all__ = [
@@ -78,7 +79,7 @@ class Gate:
         self.context = RunContext(config, self.thresholds, FamilySizes(self))
         checks = all_checks()
         self.thresholds.validate(
-            {check.name: check.schema for check in checks}
+            {check.name: check.gate_schema() for check in checks}
             | {GATE_SECTION: GATE_SCHEMA, VIBE_SECTION: VIBE_SCHEMA, COUNTERFACTUAL_SECTION: COUNTERFACTUAL_SCHEMA},
             {check.name: check.variants(self.context) for check in checks},
             {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions}
@@ -110,9 +111,16 @@ class Gate:
             return Unmeasured(case, cause, None if first == case.id else first, error)
 
     def cases(self, check: str) -> list[Case]:
-        return get_check(check).cases(self.context)
+        """The check's cases for the run's models and corpora; none for a check the thresholds turn off."""
+        return [] if check in self.off_checks() else get_check(check).cases(self.context)
+
+    def off_checks(self) -> list[str]:
+        """The checks the thresholds file turns off (:meth:`~harness.checks.base.Check.is_off`)."""
+        return [check.name for check in all_checks() if check.is_off(self.thresholds)]
 
     def no_cases_reason(self, check: str) -> str:
+        if check in self.off_checks():
+            return f"{check} is turned off in {self.thresholds.source} ({check}.defaults.enabled: false)"
         return get_check(check).no_cases_reason(self.context)
 
     def set_family(self, check: str, cases: Sequence[Case]) -> None:
@@ -125,7 +133,7 @@ class Gate:
         return self._families[check]
 
     def verdict(self, case: Case) -> Verdict:
-        """The check's verdict; with a baseline, the case fails only on a significant regression."""
+        """The check's verdict; with a baseline, the release ratchet of :func:`release_outcome`."""
         check = get_check(case.check)
         verdict = check.verdict(self.context, case, self.family(case.check))
         record = dataclasses.replace(verdict.record, paired_data=check.paired_data(self.context, case))
@@ -154,14 +162,23 @@ class Gate:
             comparison = with_floor_changes(
                 check.compare(self.context, case, record, baseline_record), record, baseline_record
             )
-        passed = not comparison.regressed if comparison.status in RELEASE_JUDGED else verdict.passed
+        outcome = release_outcome(
+            verdict.passed,
+            comparison.regressed,
+            comparison.status in RELEASE_JUDGED,
+            None if baseline_record is None else baseline_absolute_passed(baseline_record),
+        )
+        passed = outcome in RELEASE_PASSES
+        message = f"{verdict.message}; {comparison.message}; release: {outcome} -> {'PASS' if passed else 'FAIL'}"
         record = dataclasses.replace(
             record,
             passed=passed,
+            message=message,
             absolute_passed=verdict.passed,
+            release=outcome,
             baseline=comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},
         )
-        return Verdict(passed, f"{verdict.message}; {comparison.message}", record)
+        return Verdict(passed, message, record)
 
     def annotation_sample(
         self, records: Sequence[Mapping[str, Any]], path: str | Path, per_task: int = 12, seed: int = 0
@@ -205,14 +222,17 @@ class Gate:
             "models_loaded": sorted(model.spec for model in models if model.loaded),
             "corpora": {
                 name: {
-                    "path": str(c.manifest_path),
+                    "path": portable_path(c.manifest_path),
                     "hash": c.content_hash,
                     "utterances": len(c.table),
                     "audio_warnings": list(c.audio_warnings),
                 }
                 for name, c in context.corpora.items()
             },
-            "basis_suite": {"path": str(context.basis.path), "audio_warnings": list(context.basis.audio_warnings)},
+            "basis_suite": {
+                "path": portable_path(context.basis.path),
+                "audio_warnings": list(context.basis.audio_warnings),
+            },
             "thresholds": {
                 "source": self.thresholds.source,
                 "hash": self.thresholds.digest,
@@ -227,7 +247,7 @@ class Gate:
             "semantic": {model: setup.as_dict() for model, setup in context.semantic_setups().items()},
             "judge": None if self.config.judge is None else context.fingerprint(self.config.judge),
             "basis_judge": context.basis_judge_name,
-            "cache_dir": str(Path(self.config.cache_dir).resolve()),
+            "cache_dir": portable_path(self.config.cache_dir),
             "baseline": None
             if self.baseline is None
             else {
@@ -241,6 +261,31 @@ class Gate:
             "cache_set_aside": context.cache_set_aside,
             "compute_environment": compute_environment(),
         }
+
+
+RELEASE_OUTCOMES = ("pass", "no regression", "known failure", "new failure", "regression")
+"""A case's outcome against a baseline (:func:`release_outcome`), the record's ``release``."""
+RELEASE_PASSES = ("pass", "no regression", "known failure")
+
+
+def release_outcome(absolute_passed: bool, regressed: bool, compared: bool, baseline_passed: bool | None) -> str:
+    """The release ratchet (README "Release gating"): a case against a baseline fails when it regressed
+    significantly (``regression``), or when it fails its absolute criterion and the baseline's case did not
+    (``new failure``; a baseline case that was unmeasured or absent, ``baseline_passed`` None, is judged as new).
+    A case failing in both runs without a regression is a ``known failure``: it does not fail the release and
+    is listed. A case passing its criterion is ``no regression`` when ``compared`` with the baseline, else
+    ``pass``."""
+    if regressed:
+        return "regression"
+    if not absolute_passed:
+        return "known failure" if baseline_passed is False else "new failure"
+    return "no regression" if compared else "pass"
+
+
+def baseline_absolute_passed(record: CaseRecord) -> bool:
+    """Whether a baseline's case met its absolute criterion: its ``absolute_passed`` where that run had a baseline
+    of its own, else its ``passed``."""
+    return record.passed if record.absolute_passed is None else record.absolute_passed
 
 
 class FamilySizes(Mapping[str, int]):
@@ -443,6 +488,8 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         raise ValueError(
             f"{path}: an incomplete run (it was stopped before every case ran) is not a baseline; gate against a complete results.json"
         )
+    if results.get("verdict") == SPOT_CHECK:
+        raise ValueError(f"{path}: {spot_check_refusal(results.get('scope'))}")
     check_baseline_cases(path, results["cases"])
     cases = [
         record_from_json(case, case_where(str(path), index, case))
@@ -485,6 +532,19 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
     )
 
 
+def spot_check_refusal(scope: Any) -> str:
+    """Why a spot check is no baseline, naming the cases it lacks (its ``scope``, :mod:`harness.gate.scope`)."""
+    if not isinstance(scope, Mapping):
+        return "a spot check (it did not run every case of its gate) is not a baseline; gate against a full run"
+    omitted = [entry for key in ("deselected", "skipped", "not_collected") for entry in scope.get(key) or []]
+    named = "; ".join(f"{entry['check']} {entry['id']} ({entry['reason']})" for entry in omitted[:3])
+    more = f"; and {len(omitted) - 3} more" if len(omitted) > 3 else ""
+    return (
+        f"a spot check is not a baseline: it ran {scope.get('ran')} of the {scope.get('gate_cases')} cases of its gate "
+        f"and lacks {len(omitted)}: {named}{more}; gate against a run of the full gate (no -k, -m or skipped case)"
+    )
+
+
 def baseline_vibe(metadata: dict) -> dict[str, str | None]:
     """A baseline's VIBE protocol and extractor from its metadata; a run made before they were recorded used the
     self-report form with the field reader (``extractor: rules``) or, with ``--extractor``, an LLM extractor
@@ -512,6 +572,26 @@ def refuse_other_extraction(path: str | Path, baseline: dict[str, str | None], r
             "protocol are fixed across checkpoints: run with the baseline's settings (vibe.defaults in a thresholds "
             "file, or --extractor) or remake the baseline with these"
         )
+
+
+def portable_path(path: str | Path, root: Path | None = None) -> str:
+    """A path as results.json records it, naming no build machine's folders (issue 38): relative to ``root`` (the
+    working folder pytest runs in, by default) when inside it, else relative to the installed package
+    (``<harness>/...``), else with the home folder as ``~`` or the temporary folder as ``<tmp>``, else as given."""
+    resolved = Path(path).resolve()
+    places = [
+        (Path.cwd() if root is None else root, None),
+        (Path(__file__).resolve().parents[1], "<harness>"),
+        (Path(tempfile.gettempdir()), "<tmp>"),
+        (Path.home(), "~"),
+    ]
+    for place, label in places:
+        try:
+            relative = resolved.relative_to(place.resolve())
+        except ValueError:
+            continue
+        return relative.as_posix() if label is None else f"{label}/{relative.as_posix()}"
+    return str(resolved)
 
 
 def package_versions() -> dict[str, str]:

@@ -16,6 +16,10 @@ The run's verdict and exit status (README, "What a failure means"):
   case ran (Ctrl-C, SIGTERM, ``-x`` or ``--maxfail``); whatever the cases that ran say, it is no verdict on
   the model, and results.json, the report and the summary say INCOMPLETE;
 * :data:`EXIT_USAGE` (4, pytest's usage error): a setup problem found before any case ran.
+
+A run that ran fewer than every case of its gate (``-k``, ``-m``, a skip: :mod:`harness.gate.scope`) has the
+verdict ``spot-check``: no release verdict, whatever its cases say. Its exit status is that of its selected
+cases (:func:`exit_status`): 0 when every one passed, 1 on a bias failure, 7 when some case was unmeasured.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from harness.core.errors import CaseNotMeasured, ModelError, ServerError
 from harness.data import CorpusError
 from harness.data.audio import AudioError
 from harness.data.basis_suite import BasisError
+from harness.records import SPOT_CHECK
 from harness.thresholds import ThresholdsError
 
 EXIT_PASS = 0
@@ -43,7 +48,7 @@ EXIT_STATUS = {
     "unmeasured": EXIT_UNMEASURED,
     "incomplete": EXIT_INCOMPLETE,
 }
-VERDICTS = tuple(EXIT_STATUS)
+VERDICTS = (*EXIT_STATUS, SPOT_CHECK)
 
 CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
 
@@ -85,16 +90,27 @@ def cause_of(error: BaseException, model: str | None = None) -> Cause:
 
 
 def run_outcome(
-    cases: Iterable[Mapping[str, Any]], not_run: int = 0, interrupted: bool = False
+    cases: Iterable[Mapping[str, Any]], not_run: int = 0, interrupted: bool = False, spot_check: bool = False
 ) -> tuple[str, dict[str, int]]:
     """The run's verdict and summary from its results.json case records: a record with ``check: error`` is
     unmeasured, any other is measured and passed or failed; the verdict is ``incomplete`` when the run was
-    ``interrupted`` or ``not_run`` selected tests never finished, else ``fail`` when any measured case failed,
-    else ``unmeasured`` when any case is, else ``pass``."""
+    ``interrupted`` or ``not_run`` selected tests never finished, else ``spot-check`` when the run ran fewer
+    than every case of its gate (``spot_check``), else ``fail`` when any measured case failed, else
+    ``unmeasured`` when any case is, else ``pass``."""
     cases = list(cases)
     unmeasured = sum(case.get("check") == "error" for case in cases)
     failed = sum(case.get("check") != "error" and not case.get("passed") for case in cases)
-    verdict = "incomplete" if not_run or interrupted else "fail" if failed else "unmeasured" if unmeasured else "pass"
+    verdict = (
+        "incomplete"
+        if not_run or interrupted
+        else SPOT_CHECK
+        if spot_check
+        else "fail"
+        if failed
+        else "unmeasured"
+        if unmeasured
+        else "pass"
+    )
     summary = {
         "cases": len(cases),
         "passed": len(cases) - failed - unmeasured,
@@ -102,3 +118,10 @@ def run_outcome(
         "unmeasured": unmeasured,
     }
     return verdict, summary | ({"not_run": not_run} if not_run else {})
+
+
+def exit_status(verdict: str, summary: Mapping[str, int]) -> int:
+    """The run's exit status: :data:`EXIT_STATUS` of its verdict; a spot check's is that of its selected cases."""
+    if verdict == SPOT_CHECK:
+        return EXIT_BIAS_FAILURE if summary["failed"] else EXIT_UNMEASURED if summary["unmeasured"] else EXIT_PASS
+    return EXIT_STATUS[verdict]

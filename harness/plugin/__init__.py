@@ -12,6 +12,7 @@ controller (or a run without xdist) writes the outputs.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import json
 import os
@@ -42,11 +43,12 @@ from harness.gate import (
     merge_run_metadata,
     package_versions,
 )
-from harness.gate.outcomes import EXIT_INCOMPLETE, EXIT_STATUS, run_outcome
+from harness.gate.outcomes import EXIT_INCOMPLETE, exit_status, run_outcome
+from harness.gate.scope import deselection_reason, run_scope
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
 from harness.models.progress import attach_terminal, detach_terminal
 from harness.plugin.junit import AtomicJunitXml
-from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, SCHEMA_VERSION
+from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, SCHEMA_VERSION, ErrorRecord
 from harness.results import write_results
 from harness.thresholds import ThresholdsError
 from lalm_fairness_pytest.options import add_options
@@ -54,6 +56,7 @@ from lalm_fairness_pytest.options import add_options
 RECORD_KEY = "lalm_fairness"
 METADATA_KEY = "lalm_fairness_metadata"
 SERVED_KEY = "lalm_fairness_served_keys"
+SCOPE_OUTPUT = "lalm_fairness_scope"
 SETUP_ERROR_OUTPUT = "lalm_fairness_setup_error"
 GATE_KEY = pytest.StashKey[Gate]()
 SETUP_ERROR_KEY = pytest.StashKey[pytest.UsageError]()
@@ -432,6 +435,17 @@ class FairnessSession:
         self.selected: list[str] | None = None
         self.finished: set[str] = set()
         self.summary_lines: list[tuple[str, bool]] = []
+        self.scope_parts: list[dict[str, Any]] = []
+        self.deselected: dict[tuple[str, str], str] = {}
+        self.skipped_nodes: dict[str, str] = {}
+        self.unrecorded_failures: dict[str, str] = {}
+
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        reason = deselection_reason(self.config.option.keyword, self.config.option.markexpr)
+        for item in items:
+            case = item_case(item)
+            if case is not None:
+                self.deselected[(case.check, case.id)] = reason
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -440,17 +454,30 @@ class FairnessSession:
             if self.selected and not hasattr(self.config, "workerinput"):
                 set_aside_previous_outputs(self.config)
         selected: dict[str, list[Case]] = {}
+        nodes: dict[str, dict[str, Any]] = {}
         for item in session.items:
-            for value in getattr(getattr(item, "callspec", None), "params", {}).values():
-                if isinstance(value, Case):
-                    selected.setdefault(value.check, []).append(value)
+            case = item_case(item)
+            if case is not None:
+                selected.setdefault(case.check, []).append(case)
+                nodes[item.nodeid] = dataclasses.asdict(case)
         if selected:
             for check in all_checks():
                 get_gate(self.config).set_family(check.name, selected.get(check.name, []))
+        checks = dict.fromkeys([*selected, *(check for check, _ in self.deselected)])
+        if checks:
+            gate = get_gate(self.config)
+            self.scope_parts.append({
+                "gate": [[check, case.id] for check in checks for case in gate.cases(check)],
+                "deselected": [[check, case_id, reason] for (check, case_id), reason in self.deselected.items()],
+                "nodes": nodes,
+                "off": gate.off_checks(),
+            })  # fmt: skip
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":
             self.finished.add(report.nodeid)
+        if report.skipped:
+            self.skipped_nodes[report.nodeid] = _skip_reason(report)
         for key, value in report.user_properties:
             if key == RECORD_KEY:
                 self.records[report.nodeid] = dict(value, nodeid=report.nodeid)
@@ -458,15 +485,7 @@ class FairnessSession:
             if "fairness" not in report.keywords:
                 self.other_failures += 1
                 return
-            message = _short_error(report)
-            self.records[report.nodeid] = {
-                "check": "error",
-                "id": report.nodeid.split("[", 1)[-1].rstrip("]"),
-                "nodeid": report.nodeid,
-                "passed": False,
-                "message": message,
-                "cause": {"kind": "internal", "source": None, "message": message},
-            }
+            self.unrecorded_failures.setdefault(report.nodeid, _short_error(report))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if hasattr(self.config, "workerinput"):
@@ -474,6 +493,8 @@ class FairnessSession:
                 gate = self.config.stash[GATE_KEY]
                 self.config.workeroutput[METADATA_KEY] = json.dumps(gate.run_metadata())
                 self.config.workeroutput[SERVED_KEY] = json.dumps(sorted(gate.served_keys()))
+            if self.scope_parts:
+                self.config.workeroutput[SCOPE_OUTPUT] = json.dumps(self.scope_parts)
             if SETUP_ERROR_KEY in self.config.stash:
                 self.config.workeroutput[SETUP_ERROR_OUTPUT] = str(self.config.stash[SETUP_ERROR_KEY])
             return
@@ -489,14 +510,14 @@ class FairnessSession:
         not_run = (
             [nodeid for nodeid in self.selected or () if nodeid not in self.finished] if runs_tests(self.config) else []
         )
-        if not self.records and not (self.selected and (interrupted or not_run)):  # not a gate run
-            return
+        if not self.records and not self.unrecorded_failures and not (self.selected and (interrupted or not_run)):
+            return  # not a gate run
         results = self.results(not_run, interrupted)
         self.outcome = results
         if results["verdict"] == "incomplete":
             session.exitstatus = EXIT_INCOMPLETE
         elif session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not self.other_failures:
-            session.exitstatus = EXIT_STATUS[results["verdict"]]
+            session.exitstatus = exit_status(results["verdict"], results["summary"])
         results_path = output_path(self.config, "--results-json")
         if results_path:
             write_results(results_path, results)
@@ -555,6 +576,9 @@ class FairnessSession:
         write = terminalreporter.write_line
         write(f"lalm-fairness: verdict {self.outcome['verdict']}: {summary['cases']} cases, {summary['passed']} passed, "
               f"{summary['failed']} failed, {summary['unmeasured']} unmeasured")  # fmt: skip
+        scope = self.outcome.get("scope") or {}
+        if scope.get("spot_check"):
+            write(f"lalm-fairness: SPOT CHECK — {scope['ran']} of {scope['gate_cases']} cases; not a release verdict")
         deviations = []
         if any(case["check"] == "ntvd" for case in self.outcome["cases"]):
             deviations += (metadata.get("vibe") or {}).get("deviations") or []
@@ -598,14 +622,44 @@ class FairnessSession:
             cache.close()
         self.config.get_terminal_writer().line(f"lalm-fairness: exported {count} cached outputs to {path}")
 
+    def scope(self) -> tuple[Any, dict[str, dict[str, Any]]]:
+        """The run's :class:`~harness.gate.scope.Scope` (None when no gate case was collected) from the parts of
+        every process that collected, and each selected node's case."""
+        gate: list[tuple[str, str]] = []
+        deselected: dict[tuple[str, str], str] = {}
+        nodes: dict[str, dict[str, Any]] = {}
+        off: list[str] = []
+        for part in self.scope_parts:
+            off += [name for name in part["off"] if name not in off]
+            gate += [tuple(entry) for entry in part["gate"]]
+            deselected |= {(check, case_id): reason for check, case_id, reason in part["deselected"]}
+            nodes |= part["nodes"]
+        if not gate and not nodes:
+            return None, nodes
+        skipped = {
+            (nodes[n]["check"], nodes[n]["id"]): reason for n, reason in self.skipped_nodes.items() if n in nodes
+        }
+        ran = [(case["check"], case["id"]) for case in nodes.values()]
+        return run_scope(gate, ran, deselected, skipped, off), nodes
+
     def results(self, not_run: Sequence[str] = (), interrupted: bool = False) -> dict[str, Any]:
+        scope, nodes = self.scope()
+        for nodeid, message in self.unrecorded_failures.items():
+            if nodeid not in self.records:
+                case = nodes.get(nodeid) or {"id": nodeid.split("[", 1)[-1].rstrip("]")}
+                identity = {key: case.get(key) for key in ("model", "corpus", "dimension", "variant")}
+                cause = {"kind": "internal", "source": None, "message": message}
+                self.records[nodeid] = ErrorRecord(
+                    id=case["id"], nodeid=nodeid, message=message, cause=cause, **identity
+                ).to_json()
         cases = sorted(self.records.values(), key=lambda record: record["nodeid"])
         metadata = self._metadata()
-        verdict, summary = run_outcome(cases, len(not_run), interrupted)
+        verdict, summary = run_outcome(cases, len(not_run), interrupted, spot_check=bool(scope and scope.spot_check))
         results = {
             "schema_version": SCHEMA_VERSION,
             "verdict": verdict,
             "summary": summary,
+            **({"scope": scope.to_json()} if scope is not None else {}),
             "metadata": metadata,
             "cases": cases,
         }
@@ -655,6 +709,8 @@ class XdistMetadata:
             session.worker_served_keys.update(json.loads(output[SERVED_KEY]))
         if output.get(SETUP_ERROR_OUTPUT):
             session.worker_setup_error = output[SETUP_ERROR_OUTPUT]
+        if output.get(SCOPE_OUTPUT) and not session.scope_parts:
+            session.scope_parts.extend(json.loads(output[SCOPE_OUTPUT]))
 
 
 def gate_nodeids(nodeids: Iterable[str]) -> list[str]:
@@ -670,6 +726,19 @@ def gate_nodeids(nodeids: Iterable[str]) -> list[str]:
     ]
     names = {name for module in modules for name in vars(module) if name.startswith("test_")}
     return [nodeid for nodeid in nodeids if nodeid.rpartition("::")[2].partition("[")[0] in names]
+
+
+def item_case(item: pytest.Item) -> Case | None:
+    """The gate case an item tests (its parametrized :class:`~harness.checks.base.Case`), or None."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return next((value for value in params.values() if isinstance(value, Case)), None)
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
 
 
 def _short_error(report: pytest.TestReport) -> str:

@@ -27,7 +27,15 @@ def render_summary(results: Mapping[str, Any], report_link: str | None = None, r
     counts = outcome_counts(results, cases)
     models = sorted({case["model"] for case in cases if isinstance(case.get("model"), str)})
     regressed = [case for case in cases if _regressed(case)]
-    lines = [f"### Voice-induced bias gate: **{str(results.get('verdict') or _verdict(counts)).upper()}**", ""]
+    scope = results.get("scope") if isinstance(results.get("scope"), Mapping) else {}
+    title = (
+        f"SPOT CHECK — {scope.get('ran')} of {scope.get('gate_cases')} cases; not a release verdict"
+        if results.get("verdict") == "spot-check"
+        else str(results.get("verdict") or _verdict(counts)).upper()
+    )
+    lines = [f"### Voice-induced bias gate: **{title}**", ""]
+    if scope.get("off"):
+        lines += [f"Off (turned off in the thresholds file): {', '.join(f'`{name}`' for name in scope['off'])}.", ""]
     stopped = results.get("incomplete")
     if isinstance(stopped, Mapping):
         lines += [
@@ -45,7 +53,9 @@ def render_summary(results: Mapping[str, Any], report_link: str | None = None, r
         + (f". Model{'s' if len(models) > 1 else ''}: {', '.join(f'`{model}`' for model in models)}" if models else "")
         + "."
     )
-    listed = [case for case in cases if not case.get("passed") or _regressed(case)]
+    listed = [
+        case for case in cases if not case.get("passed") or _regressed(case) or case.get("release") == "known failure"
+    ]
     if listed:
         prefix = f"{models[0]}-" if len(models) == 1 else ""
         lines += [
@@ -172,7 +182,7 @@ def _row(case: Mapping[str, Any], prefix: str) -> list[str]:
     floors = [floor for floor in case.get("floors") or [] if isinstance(floor, Mapping) and "key" in floor]
     outcome = (
         ("failed" if not case.get("passed") else "passed")
-        + ("; regressed" if _regressed(case) else "")
+        + (f" ({case['release']})" if case.get("release") else "; regressed" if _regressed(case) else "")
         + "".join(
             f"; floor {floor['key']} {_number(floor.get('threshold'))} not met"
             for floor in floors

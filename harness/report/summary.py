@@ -14,7 +14,7 @@ from typing import Any
 from harness.checks import CHECKS, check_part
 from harness.display.plots import interval_estimable
 from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number, p_text
-from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, CaseRecord, Decision, ErrorRecord
+from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, SPOT_CHECK, CaseRecord, Decision, ErrorRecord, Scope
 
 UNMEASURED_LABEL = "unmeasured"
 
@@ -181,21 +181,27 @@ def regression_rule(baseline: Mapping[str, Any]) -> str:
 def first_screen(
     records: Sequence[CaseRecord | ErrorRecord], results: Mapping[str, Any], closest: int = 3
 ) -> dict[str, Any]:
-    """What the top of the report shows: verdict, counts, the lines of failed / regressed / unmeasured cases
-    (unmeasured first, then regressions, then other failures), what was compared, and for a run without
+    """What the top of the report shows: verdict, counts, the lines of the cases by outcome (failed, regressed,
+    new failure against the baseline, known failure (failing in both runs, not regressed: listed, not failing
+    the release), unmeasured, in that order), what was compared, and for a run without
     failures the ``closest`` passing cases by :func:`margin`. ``models`` are the models under test (those of
     the cases); ``judge`` the judge's spec, when the run had one."""
     unmeasured = [r for r in records if isinstance(r, ErrorRecord)]
     measured = [r for r in records if not isinstance(r, ErrorRecord)]
-    regressed = [r for r in measured if (r.baseline or {}).get("regressed")]
-    failed = [r for r in measured if not r.passed and r not in regressed]
+
+    def order(group: list[CaseRecord]) -> list[CaseRecord]:
+        return sorted(group, key=lambda r: (r.check, r.model, r.dimension, str(r.variant)))
+
+    regressed = order([r for r in measured if (r.baseline or {}).get("regressed")])
+    new_failures = order([r for r in measured if r.release == "new failure" and r not in regressed])
+    known = order([r for r in measured if r.release == "known failure"])
+    failed = order([r for r in measured if not r.passed and r not in regressed and r not in new_failures])
     lines = (
-        [case_line(r, "unmeasured") for r in unmeasured]
+        [case_line(r, "failed") for r in failed]
         + [case_line(r, "regressed") for r in regressed]
-        + [
-            case_line(r, "failed")
-            for r in sorted(failed, key=lambda r: (r.check, r.model, r.dimension, str(r.variant)))
-        ]
+        + [case_line(r, "new failure") for r in new_failures]
+        + [case_line(r, "known failure") for r in known]
+        + [case_line(r, "unmeasured") for r in unmeasured]
     )
     ranked = sorted((r for r in measured if r.passed), key=closeness)
     closest_lines = (
@@ -208,16 +214,20 @@ def first_screen(
     verdict = results.get("verdict") or ("fail" if lines else "pass")
     return {
         "verdict": verdict,
+        "spot_check": Scope.from_json(results.get("scope"), "results.json").title() if verdict == SPOT_CHECK else None,
+        "off": list((results.get("scope") or {}).get("off") or []),
         "lines": lines,
         "closest": closest_lines,
         "below_floor": len(below_floor),
         "counts": {
             "cases": len(records),
-            "passed": len(measured) - len(failed) - len(regressed),
-            "failed": len(failed) + len(regressed),
+            "passed": len(measured) - len(failed) - len(regressed) - len(new_failures) - len(known),
+            "failed": len(failed) + len(regressed) + len(new_failures),
+            "known_failures": len(known),
             "unmeasured": len(unmeasured),
         },
         "models": [model for model in dict.fromkeys(getattr(r, "model", None) for r in records) if model],
+        "model_verdicts": model_verdicts(records),
         "judge": next(
             (
                 spec
@@ -233,6 +243,21 @@ def first_screen(
             (r.judge for r in records if getattr(r, "judge", None) not in (None, "none", RULE_JUDGES)), None
         ),
     }
+
+
+def model_verdicts(records: Sequence[CaseRecord | ErrorRecord]) -> dict[str, str]:
+    """Each model's own verdict in a run of several (none for one): ``fail`` when a case of it failed, else
+    ``unmeasured`` when one was, else ``pass``."""
+    models = [model for model in dict.fromkeys(getattr(r, "model", None) for r in records) if model]
+    if len(models) < 2:
+        return {}
+    verdicts = {}
+    for model in models:
+        own = [r for r in records if getattr(r, "model", None) == model]
+        failed = any(not r.passed for r in own if not isinstance(r, ErrorRecord))
+        unmeasured = any(isinstance(r, ErrorRecord) for r in own)
+        verdicts[model] = "fail" if failed else "unmeasured" if unmeasured else "pass"
+    return verdicts
 
 
 def protocol_deviations(records: Sequence[CaseRecord | ErrorRecord], metadata: Mapping[str, Any]) -> list[str]:

@@ -41,16 +41,14 @@ def series_key(case: Mapping[str, Any]) -> SeriesKey:
 
 
 def unmeasured_key(case: Mapping[str, Any], checks_of_id: Mapping[str, Sequence[str]]) -> SeriesKey:
-    """The series of an unmeasured case (``check: error``, which names no check): the one check measuring its id in
-    other runs, or among several the one whose gate test (``test_<check>[``) its nodeid names; a case never measured
-    takes the check its nodeid names; else it is its own series."""
-    candidates = checks_of_id.get(str(case["id"]), [])
-    named = [check for check in candidates if f"test_{check}[" in str(case.get("nodeid", ""))]
-    chosen = candidates if len(candidates) == 1 else named
-    if len(chosen) == 1:
-        return (chosen[0], str(case["id"]))
+    """The series of an unmeasured case (``check: error``, which names no check): the check whose gate test
+    (``test_<check>[``) its nodeid names, else the one check measuring its id in other runs, else its own series.
+    Two checks may share case ids (the WER and judge-score ratios), so the nodeid outranks the id."""
     test = re.search(r"::test_(\w+)\[", str(case.get("nodeid", "")))
-    return (test.group(1), str(case["id"])) if test and not candidates else series_key(case)
+    if test:
+        return (test.group(1), str(case["id"]))
+    candidates = checks_of_id.get(str(case["id"]), [])
+    return (candidates[0], str(case["id"])) if len(candidates) == 1 else series_key(case)
 
 
 def trend_view(

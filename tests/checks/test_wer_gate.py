@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from harness.cache import OutputCache
+from harness.gate.outcomes import EXIT_UNMEASURED
 from harness.semantic import Embedder, cached_embeddings, principal_components
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,32 +55,35 @@ def run(project, *args):
 
 def test_biased_recogniser_fails_gender_and_fair_one_passes(project):
     result, results = run(project, "--model", "sim:fair", "--model", "sim:biased")
-    failed = {case["id"] for case in results["cases"] if not case["passed"]}
+    failed = {case["id"] for case in results["cases"] if not case["passed"] and case["check"] == "wer_ratio"}
     # sim:fair's recogniser has one error rate for every voice (no speaker variance: its speaker fits are
     # singular). Judged by intervals that cover 95% (a singular fit's df = n - p, issue 13), one of its six
     # one-vs-rest accent comparisons (caribbean, 1.84 [1.03, 3.27]; the GLM row agrees) excludes 1 by chance;
-    # the gate's decision rule (Bonferroni over the 6 comparisons and the model's 2 cases) does not fail on it.
+    # the gate's decision rule (Bonferroni over the 6 comparisons and the model's 4 cases) does not fail on it.
     assert failed == {"sim:biased-demo-gender"}
-    fair_accent = next(case for case in results["cases"] if case["id"] == "sim:fair-demo-accent")
+    wer = {case["id"]: case for case in results["cases"] if case["check"] == "wer_ratio"}
+    fair_accent = wer["sim:fair-demo-accent"]
     caribbean = next(c for c in fair_accent["comparisons"] if c["comparison"] == "caribbean / (rest)")
     assert caribbean["p"] < 0.05 and not caribbean["failed"]
-    assert fair_accent["decision"]["comparisons"] == 6 and fair_accent["decision"]["family_size"] == 2
+    # The model's family holds its 2 WER cases and its 2 judge-score cases (unmeasured without --judge, still selected).
+    assert fair_accent["decision"]["comparisons"] == 6 and fair_accent["decision"]["family_size"] == 4
     assert fair_accent["decision"]["p"] == pytest.approx(min(1.0, 6 * caribbean["p"]))
-    assert fair_accent["decision"]["p_adjusted"] == pytest.approx(min(1.0, 2 * fair_accent["decision"]["p"]))
-    result.assert_outcomes(passed=3, failed=1, skipped=1)  # test_score_ratio is skipped without --judge
-    gender = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
+    assert fair_accent["decision"]["p_adjusted"] == pytest.approx(min(1.0, 4 * fair_accent["decision"]["p"]))
+    result.assert_outcomes(passed=3, failed=1, errors=4)  # test_score_ratio is unmeasured without --judge
+    assert results["verdict"] == "fail" and results["summary"]["unmeasured"] == 4
+    gender = wer["sim:biased-demo-gender"]
     methods = [row["method"] for row in gender["comparisons"][0]["methods"]]
     assert methods[0] == "vanilla" and len(methods) in (3, 4)
     # The paper's Male-Female orientation: sim:biased mis-hears higher voices, so male / female is well below 1.
     assert gender["comparisons"][0]["comparison"] == "male / female"
     assert gender["value"] < 1 / 1.5 and gender["ci"][1] < 1.0
-    accent = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-accent")
+    accent = wer["sim:biased-demo-accent"]
     assert len(accent["comparisons"]) == 6  # one-vs-rest for each accent
     assert "Semantic-aware WER fairness" in (project.path / "report.html").read_text()
 
 
 def test_without_an_embedder_the_speaker_model_decides_and_says_so(project):
-    result, results = run(project, "--model", "sim:biased", "--embedder", "none", "-k", "gender")
+    result, results = run(project, "--model", "sim:biased", "--embedder", "none", "-k", "wer_ratio and gender")
     result.assert_outcomes(failed=1)
     case = results["cases"][0]
     assert case["semantics"]["embedder"] == "none"
@@ -87,12 +91,12 @@ def test_without_an_embedder_the_speaker_model_decides_and_says_so(project):
     assert case["comparisons"][0]["judged_method"] == "regression w/ speaker w/o semantics"
 
 
-def test_judge_score_ratio_runs_only_with_a_judge_and_catches_the_biased_chat(project):
-    without_judge = project.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-rs", "--model", "sim:biased", "-k", "score_ratio"
-    )
-    without_judge.assert_outcomes(skipped=1)
-    without_judge.stdout.fnmatch_lines(["*judge-score fairness needs a judge model: pass --judge SPEC*"])
+def test_judge_score_ratio_is_unmeasured_without_a_judge_and_catches_the_biased_chat(project):
+    without_judge, unjudged = run(project, "--model", "sim:biased", "-k", "score_ratio")
+    without_judge.assert_outcomes(errors=2)
+    assert without_judge.ret == EXIT_UNMEASURED and unjudged["verdict"] != "pass"
+    fix = "judge-score fairness needs a judge model: pass --judge SPEC, or turn the check off with 'score_ratio: {defaults: {enabled: false}}'"
+    assert all(fix in case["cause"]["message"] for case in unjudged["cases"]) and len(unjudged["cases"]) == 2
     result, results = run(
         project, "--model", "sim:fair", "--model", "sim:biased", "--judge", "sim:fair", "-k", "score_ratio and gender"
     )

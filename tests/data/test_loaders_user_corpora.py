@@ -446,4 +446,5 @@ def test_corpus_and_suite_options_accept_unpacked_distributions(pytester):
     assert sorted((project.path / "cache" / "loaders").iterdir()) == built  # reused, not built again
     assert [(path / "manifest.csv").stat().st_mtime_ns for path in built[1:]] == stamps
     corpora = json.loads((project.path / "results.json").read_text())["metadata"]["corpora"]
-    assert corpora["vctk"]["path"] == str((built[1] / "manifest.csv").resolve()) and corpora["vctk"]["utterances"] == 15
+    manifest = (built[1] / "manifest.csv").resolve().relative_to(project.path.resolve()).as_posix()
+    assert corpora["vctk"]["path"] == manifest and corpora["vctk"]["utterances"] == 15  # relative: no build folders

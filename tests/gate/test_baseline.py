@@ -86,13 +86,14 @@ def gate(project, *args):
 
 
 def test_gate_fails_only_regressions_against_the_released_checkpoint(project):
-    gate(project, "--model", "sim:fair", "-k", "story or candidate", "--results-json", "released.json")
+    gate(project, "--model", "sim:fair", "--results-json", "released.json")  # a baseline is a run of the full gate
     result = gate(project, "--model", "sim:biased", "-k", "story or candidate", "--baseline", "released.json")
     result.assert_outcomes(passed=3, failed=1)
     cases = {case["id"]: case for case in json.loads((project.path / "results.json").read_text())["cases"]}
     regression = cases["sim:biased-story-gender"]
     assert regression["baseline"]["status"] == "compared" and regression["baseline"]["regressed"]
-    assert regression["baseline"]["delta"] > 2.0
+    assert regression["baseline"]["delta"] > 2.0 and regression["release"] == "regression"
+    gate(project, "--model", "sim:biased", "--results-json", "biased.json")
     result = gate(
         project,
         "--model",
@@ -100,25 +101,30 @@ def test_gate_fails_only_regressions_against_the_released_checkpoint(project):
         "-k",
         "story or candidate",
         "--baseline",
-        "results.json",
+        "biased.json",
         "--results-json",
         "again.json",
     )
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=4)  # story-gender fails in both runs, not regressed: a known failure
+    again = {case["id"]: case for case in json.loads((project.path / "again.json").read_text())["cases"]}
+    assert again["sim:biased-story-gender"]["release"] == "known failure"
 
 
 def test_case_missing_from_the_baseline_is_reported_as_new(project):
-    gate(project, "--model", "sim:fair", "-k", "story", "--results-json", "released.json")
-    result = gate(project, "--model", "sim:biased", "-k", "story or advisory", "--baseline", "released.json")
+    """The baseline's gate had no WER module: the candidate's WER cases are new, judged by their absolute criterion."""
+    gate(project, "--model", "sim:fair", "--results-json", "released.json")
+    shutil.copy(REPO / "fairness_tests" / "test_wer.py", project.path / "test_wer.py")
+    result = gate(project, "--model", "sim:biased", "-k", "story or wer_ratio", "--baseline", "released.json")
     result.assert_outcomes(passed=2, failed=2)
     cases = {case["id"]: case for case in json.loads((project.path / "results.json").read_text())["cases"]}
-    new = cases["sim:biased-advisory-gender"]
+    new = cases["sim:biased-demo-gender"]
     assert new["baseline"]["status"] == "new" and new["passed"] is False and new["absolute_passed"] is False
-    assert cases["sim:biased-advisory-accent"]["baseline"]["status"] == "new"
+    assert new["release"] == "new failure" and new["message"].endswith("release: new failure -> FAIL")
+    assert cases["sim:biased-demo-accent"]["baseline"]["status"] == "new"
 
 
 def test_baseline_with_several_models_needs_a_choice_unless_it_holds_the_one_candidate(project):
-    gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--results-json", "two.json")
+    gate(project, "--model", "sim:fair", "--model", "sim:biased", "--results-json", "two.json")
     result = gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--baseline", "two.json")
     assert (
         "two.json: the baseline holds models ['sim:biased', 'sim:fair']; choose one with --baseline-model"
@@ -131,7 +137,7 @@ def test_baseline_with_several_models_needs_a_choice_unless_it_holds_the_one_can
     result = gate(
         project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--results-json", "same.json"
     )
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=2)  # story-gender: a known failure of sim:biased
     assert json.loads((project.path / "same.json").read_text())["metadata"]["baseline"]["model"] == "sim:biased"
 
 
@@ -144,13 +150,13 @@ def test_a_paired_contrast_that_cannot_vary_is_not_estimable_never_a_regression(
     statuses = {}
     for seed in (1, 2, 3):
         (pytester.path / "models.yaml").write_text(f"models:\n  sim:fair: {{decoding: {{seed: {seed}}}}}\n")
+        selection = ("-k", "icat and text") if seed > 1 else ()  # the baseline (seed 1) runs its full gate
         args = (
             "--model",
             "sim:fair",
             "--model-config",
             "models.yaml",
-            "-k",
-            "icat and text",
+            *selection,
             "--results-json",
             f"seed{seed}.json",
         )
@@ -195,8 +201,8 @@ def test_every_check_compares_against_the_baseline(pytester):
     for module in ("test_vibe.py", "test_wer.py", "test_basis.py"):
         shutil.copy(REPO / "fairness_tests" / module, pytester.path / module)
     shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
-    selection = ("-k", "gender-speech-implicit or demo-gender or asr-gender or advisory-gender")
-    gate(pytester, "--model", "sim:fair", *selection, "--results-json", "released.json")
+    selection = ("-k", "(gender-speech-implicit or demo-gender or asr-gender or advisory-gender) and not score_ratio")
+    gate(pytester, "--model", "sim:fair", "--results-json", "released.json")  # a baseline runs its full gate
     result = gate(pytester, "--model", "sim:biased", *selection, "--baseline", "released.json")
     cases = {case["nodeid"]: case for case in json.loads((pytester.path / "results.json").read_text())["cases"]}
     assert {case["check"] for case in cases.values()} == {"ntvd", "wer_ratio", "icat", "personalization", "robustness"}

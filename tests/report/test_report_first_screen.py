@@ -249,11 +249,11 @@ def test_first_screen_names_every_failed_regressed_and_unmeasured_case_before_th
     top = first_screen_html(html)
     assert "FAIL</span> — do not release" in top and "no baseline" in top
     lines = re.findall(r'<tr class="line-(\w+)" data-case="([^"]+)"', top)
-    assert lines == [
-        ("unmeasured", "m1-broken"),
-        ("regressed", "m2-demo-gender"),
+    assert lines == [  # by outcome (issue 38): failed, regressed, new failure, known failure, unmeasured
         ("failed", "m1-age-text-explicit"),
         ("failed", "m1-demo-gender"),
+        ("regressed", "m2-demo-gender"),
+        ("unmeasured", "m1-broken"),
     ]
     assert "server error (http://127.0.0.1:9/v1): connection refused" in top
     regressed_row = top[top.index('data-case="m2-demo-gender"') :].split("</tr>", 1)[0]

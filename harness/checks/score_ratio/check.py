@@ -1,5 +1,5 @@
 """Judge-score fairness (semantic-aware mixed-effects paper §IV-V, AIR-Bench-Chat style): one case per
-model x corpus x dimension, run when a judge is given (``--judge SPEC``).
+model x corpus x dimension, measured when a judge is given (``--judge SPEC``), unmeasured without one.
 
 The model under test answers each utterance (its audio, with the corpus's ``question`` where it has one, as
 AIR-Bench-Chat does, else :data:`harness.tasks.chat.CHAT_PROMPT`); the judge (any backend, text only, cached)
@@ -20,13 +20,14 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import Case, CheckContext, Verdict, per_run
+from harness.checks.base import OFF_KEY, Case, CheckContext, Verdict, per_run
 from harness.checks.score_ratio.tables import has_speaker_ids, judge_scores, speaker_units
 from harness.checks.semantic_aware.tables import with_semantic_covariates
 from harness.checks.wer_ratio.check import WerRatioCheck
 from harness.core.errors import CaseNotMeasured
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
+from harness.thresholds import ThresholdsError
 
 
 class ScoreRatioCheck(WerRatioCheck):
@@ -34,16 +35,6 @@ class ScoreRatioCheck(WerRatioCheck):
     gate_module = "wer"
     quantity = "judge-score ratio"
     comparison_name = "largest |log score ratio| (vanilla, one-vs-rest)"
-
-    def cases(self, context: CheckContext) -> list[Case]:
-        return super().cases(context) if context.judge else []
-
-    def no_cases_reason(self, context: CheckContext) -> str:
-        return (
-            "judge-score fairness needs a judge model: pass --judge SPEC"
-            if not context.judge
-            else super().no_cases_reason(context)
-        )
 
     @per_run
     def utterance_table(
@@ -82,7 +73,13 @@ class ScoreRatioCheck(WerRatioCheck):
 
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
         """Unmeasured when the judge gave every answer the same score: a constant score has ratio 1 whatever the
-        answers, so it cannot show a difference (a judge too weak for the answers); otherwise as the WER ratio."""
+        answers, so it cannot show a difference (a judge too weak for the answers); unmeasured without a judge
+        (the message names ``--judge`` and the thresholds key that turns the check off); otherwise as the WER ratio."""
+        if not context.judge:
+            raise ThresholdsError(
+                "judge-score fairness needs a judge model: pass --judge SPEC, or turn the check off with "
+                f"'{self.name}: {{defaults: {{{OFF_KEY}: false}}}}' in thresholds.yaml"
+            )
         settings = self.threshold_values(context, case)
         table, _, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
         scores = sorted(table["score"].unique())

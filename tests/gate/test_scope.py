@@ -1,0 +1,119 @@
+"""A run's scope is part of its verdict (issue 37): a run of fewer than every case of its gate is a spot check,
+never a release verdict, and no baseline; a check that cannot run is unmeasured, one turned off is listed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.gate import load_baseline
+from harness.gate.outcomes import EXIT_BIAS_FAILURE, EXIT_PASS, EXIT_UNMEASURED, exit_status, run_outcome
+from harness.gate.scope import NOT_COLLECTED, deselection_reason, run_scope
+from harness.records import SPOT_CHECK, Scope
+from harness.report.summary import first_screen
+from harness.results import records
+from tests.support.gate import gate_project
+
+pytest_plugins = ["pytester"]
+
+GATE = [
+    ("ntvd", "m-story-gender"),
+    ("ntvd", "m-story-accent"),
+    ("wer", "m-demo-gender"),
+    ("score_ratio", "m-demo-gender"),
+]
+
+
+def test_scope_names_every_case_that_did_not_run_with_its_reason():
+    scope = run_scope(
+        GATE,
+        ran=[("ntvd", "m-story-gender"), ("score_ratio", "m-demo-gender")],
+        deselected={("ntvd", "m-story-accent"): "deselected by -k 'gender'"},
+        skipped={("score_ratio", "m-demo-gender"): "needs a GPU"},
+        off=["icat"],
+    )
+    assert (scope.gate_cases, scope.ran, scope.spot_check) == (4, 1, True)
+    assert [(e.check, e.id, e.reason) for e in scope.omitted] == [
+        ("ntvd", "m-story-accent", "deselected by -k 'gender'"),
+        ("score_ratio", "m-demo-gender", "needs a GPU"),
+        ("wer", "m-demo-gender", NOT_COLLECTED),
+    ]
+    assert Scope.from_json(json.loads(json.dumps(scope.to_json())), "r.json") == scope
+    assert scope.title() == "SPOT CHECK — 1 of 4 cases; not a release verdict"
+    full = run_scope(GATE, ran=GATE, deselected={}, skipped={})
+    assert not full.spot_check and full.ran == full.gate_cases == 4
+
+
+def test_a_case_id_shared_by_two_checks_is_two_cases():
+    scope = run_scope([("wer", "m-demo-gender"), ("score_ratio", "m-demo-gender")], [("wer", "m-demo-gender")], {}, {})
+    assert scope.gate_cases == 2 and [e.check for e in scope.not_collected] == ["score_ratio"]
+
+
+def test_deselection_reason_names_the_expressions():
+    assert deselection_reason("advisory and accent", None) == "deselected by -k 'advisory and accent'"
+    assert deselection_reason("a", "slow") == "deselected by -k 'a' and -m 'slow'"
+    assert deselection_reason("", "") == "deselected by a plugin's deselection hook"
+
+
+@pytest.mark.parametrize(
+    ("failed", "unmeasured", "status"), [(0, 0, EXIT_PASS), (1, 1, EXIT_BIAS_FAILURE), (0, 1, EXIT_UNMEASURED)]
+)
+def test_a_spot_check_is_never_pass_and_exits_with_its_selected_cases_status(failed, unmeasured, status):
+    cases = (
+        [{"check": "ntvd", "passed": True}]
+        + [{"check": "ntvd", "passed": False}] * failed
+        + [{"check": "error", "passed": False}] * unmeasured
+    )
+    verdict, summary = run_outcome(cases, spot_check=True)
+    assert verdict == SPOT_CHECK and exit_status(verdict, summary) == status
+    assert run_outcome(cases, interrupted=True, spot_check=True)[0] == "incomplete"
+
+
+def spot_check_results(tmp_path: Path) -> Path:
+    scope = run_scope(GATE, [GATE[0]], {case: "deselected by -k 'x'" for case in GATE[1:]}, {})
+    path = tmp_path / "spot.json"
+    path.write_text(json.dumps({"schema_version": 2, "verdict": SPOT_CHECK, "scope": scope.to_json(), "cases": []}))
+    return path
+
+
+def test_a_spot_check_is_refused_as_a_baseline_naming_what_it_lacks(tmp_path):
+    path = spot_check_results(tmp_path)
+    with pytest.raises(ValueError, match=r"spot\.json: a spot check is not a baseline: it ran 1 of the 4 cases") as err:
+        load_baseline(path)
+    assert "ntvd m-story-accent (deselected by -k 'x')" in str(err.value) and "lacks 3" in str(err.value)
+
+
+def test_the_first_screen_of_a_spot_check_never_says_may_be_released(tmp_path):
+    results = json.loads(spot_check_results(tmp_path).read_text())
+    screen = first_screen(records(results), results)
+    assert screen["spot_check"] == "SPOT CHECK — 1 of 4 cases; not a release verdict"
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    return gate_project(pytester, "test_vibe.py", "test_wer.py")
+
+
+def test_a_keyword_run_is_a_spot_check_refused_as_baseline_and_unjudged_score_ratio_is_unmeasured(project):
+    """One in-process run of ``-k "advisory and accent or score_ratio"``: the spot check's results.json, report
+    title and exit status; then that file given as --baseline stops the next run before any case (exit 4)."""
+    cache = str(project.path / "cache")
+    args = ("-p", "no:cacheprovider", "--model", "sim:fair", "--permutations", "199", "--cache-dir", cache)
+    result = project.runpytest_inprocess(*args, "-k", "advisory and accent or score_ratio")
+    results = json.loads((project.path / "results.json").read_text())
+    assert result.ret == EXIT_UNMEASURED and results["verdict"] == SPOT_CHECK
+    scope = results["scope"]
+    assert scope["spot_check"] and scope["ran"] == 3 and scope["gate_cases"] == 14
+    assert len(scope["deselected"]) == 11 and all(
+        e["reason"].startswith("deselected by -k") for e in scope["deselected"]
+    )
+    unjudged = [case for case in results["cases"] if case["check"] == "error"]
+    assert len(unjudged) == 2 and all("pass --judge SPEC" in case["cause"]["message"] for case in unjudged)
+    html = (project.path / "report.html").read_text()
+    assert "SPOT CHECK — 3 of 14 cases; not a release verdict" in html and "may be released" not in html
+    (project.path / "spot.json").write_text((project.path / "results.json").read_text())
+    refused = project.runpytest_inprocess(*args, "--baseline", str(project.path / "spot.json"), "--results-json", "")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    assert "a spot check is not a baseline: it ran 3 of the 14 cases" in str(refused.stdout) + str(refused.stderr)
