@@ -14,6 +14,7 @@ from harness.models import build_backend
 from harness.models.base import Backend, Model, StageSpec, release_model
 from harness.models.progress import Progress
 from harness.models.residency import DEVICE_BUDGET, Residency, memory_shares, stated_share
+from harness.plan import Planner, RequestsPlanned
 
 NAMESPACE = "generate"
 
@@ -32,6 +33,9 @@ class CachedModel:
     admitted there before it loads (which may release the models of other stages on that device) with its memory
     ``share``: stated in its option block, else the whole budget, or for a stage of a composite model (``group``:
     the composite's spec) its equal part of what the stages' option blocks leave.
+
+    With a ``planner`` (``--plan``, :mod:`harness.plan`), nothing is generated: the requests the cache lacks are
+    planned and :class:`~harness.plan.RequestsPlanned` stops the caller there.
     """
 
     def __init__(
@@ -46,8 +50,11 @@ class CachedModel:
         residency: Residency | None = None,
         group: str | None = None,
         share: float | None = None,
+        planner: Planner | None = None,
     ):
         self.spec = spec
+        self.options = dict(options or {})
+        self.planner = planner
         self.cache = cache
         self.decoding = decoding
         self.chunk_size = chunk_size
@@ -78,6 +85,7 @@ class CachedModel:
             residency=self.residency,
             group=self.group,
             share=self.stage_shares.get(stage.spec),
+            planner=self.planner,
         )
 
     @property
@@ -125,6 +133,8 @@ class CachedModel:
         self.duplicates += len(keys) - len(first_of_key)
         cached = self._read(list(first_of_key))
         missing = sorted(index for key, index in first_of_key.items() if key not in cached)
+        if self.planner is not None:
+            self._plan(requests, keys, missing, cached, label, decoding)
         if not missing:
             return [cached[key] for key in keys]
         with self.cache.lock(f"{self.fingerprint}|{label}"):
@@ -132,6 +142,21 @@ class CachedModel:
             missing = [index for index in missing if keys[index] not in cached]
             self._generate_missing(requests, keys, missing, cached, label, decoding)
         return [cached.get(key, "") for key in keys]
+
+    def _plan(self, requests, keys, missing, cached, label, decoding) -> None:
+        self.planner.note_cached(list(cached))
+        if missing:
+            self.planner.add(
+                namespace=NAMESPACE,
+                spec=self.spec,
+                fingerprint=self.fingerprint,
+                options=self.options,
+                decoding=decoding,
+                label=label,
+                requests=[requests[index] for index in missing],
+                keys=[keys[index] for index in missing],
+            )
+            raise RequestsPlanned(f"{self.spec}: {len(missing)} request(s) of {label or 'a batch'} planned")
 
     def _read(self, keys: Sequence[str]) -> dict[str, str]:
         """The stored answers of ``keys``, counted as read (``hits``; ``hits_imported`` of them imported entries)."""

@@ -37,6 +37,7 @@ from harness.metrics.multitest import DecisionRule
 from harness.models import build_backend
 from harness.models.cascade import split_voice
 from harness.models.residency import Residency
+from harness.plan import Planner
 from harness.semantic import (
     MINILM,
     Embedder,
@@ -77,6 +78,7 @@ class RunContext:
         self._models: dict[str, CachedModel] = {}
         self._stages: dict[str, CachedModel] = {}
         self.residency = Residency()
+        self.planner: Planner | None = None
         self._cache: OutputCache | None = None
         self._results: dict[Hashable, Any] = {}
 
@@ -119,6 +121,7 @@ class RunContext:
                 self.config.progress,
                 offline=self.config.offline,
                 residency=self.residency,
+                planner=self.planner,
             )
             for corpus in self.corpora.values():
                 self._models[spec].backend.hear_corpus(corpus)
@@ -180,6 +183,7 @@ class RunContext:
                 progress=self.config.progress,
                 offline=self.config.offline,
                 residency=self.residency,
+                planner=self.planner,
             )
         return self._stages[source.spec], ""
 

@@ -46,6 +46,7 @@ from harness.gate.outcomes import EXIT_INCOMPLETE, EXIT_STATUS, run_outcome
 from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
 from harness.models.progress import attach_terminal, detach_terminal
 from harness.plugin.junit import AtomicJunitXml
+from harness.plugin.plan import PlanSession
 from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, SCHEMA_VERSION
 from harness.results import write_results
 from harness.thresholds import ThresholdsError
@@ -81,6 +82,8 @@ def pytest_configure(config: pytest.Config) -> None:
         import_caches(config)
         attach_progress_terminal(config)
     config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
+    if config.getoption("--plan") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(PlanSession(config, get_gate), "lalm_fairness_plan")
     config.pluginmanager.register(AtomicJunitXml(config), "lalm_fairness_atomic_junit")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
@@ -152,8 +155,10 @@ def hold_run_lock(config: pytest.Config) -> None:
 
 
 def runs_tests(config: pytest.Config) -> bool:
-    """False for ``--collect-only``, ``--setup-only`` and ``--setup-plan``: runs that run no test by design."""
-    return not (config.option.collectonly or config.option.setuponly or config.option.setupplan)
+    """False for ``--collect-only``, ``--setup-only``, ``--setup-plan`` and ``--plan``: runs that run no test by design."""
+    return not (
+        config.option.collectonly or config.option.setuponly or config.option.setupplan or config.getoption("--plan")
+    )
 
 
 def interrupt_on_sigterm(config: pytest.Config) -> None:
@@ -275,7 +280,7 @@ def gate_config(config: pytest.Config) -> GateConfig:
         corpora=corpora,
         thresholds_path=thresholds,
         cache_dir=cache_dir(config),
-        offline=config.getoption("--offline"),
+        offline=config.getoption("--offline") or bool(config.getoption("--plan")),
         baseline_path=config.getoption("--baseline"),
         baseline_model=config.getoption("--baseline-model"),
         extractor=config.getoption("--extractor"),
