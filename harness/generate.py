@@ -2,6 +2,7 @@
 export format, for ``--import-cache`` and ``--offline`` re-scoring.
 
     lalm-fairness-generate --plan PLAN.parquet --out OUTPUTS.jsonl.gz [--shard i/N] [--cache-dir DIR]
+                           [--ray ADDRESS|auto [--workers N] [--resources JSON]]
 
 Each model of the plan is built from its row's spec and option block and must have the plan's fingerprint (a
 model whose weights, engine or settings differ here would answer other questions: its rows fail, saying both
@@ -10,12 +11,16 @@ else a temporary one), so each model loads once and a batch's duplicates are ask
 decoding, every answered row of the plan is written to ``--out`` (atomically). Rerun on the same ``--out``, it
 skips the keys already there. It ends with the counts of rows done, failed and left; exit 0 when none failed or
 is left, 1 otherwise, 2 for a plan or output that cannot be read.
+
+With ``--ray``, the rows are answered on a Ray cluster through Ray Data (:mod:`harness.ray_generate`): ``--workers``
+actors per model, each holding the model's tensor x pipeline parallel degree of GPUs where the cluster has GPUs,
+and ``--resources`` (a JSON mapping of custom resources each actor claims).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import json
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -24,36 +29,7 @@ from pathlib import Path
 from harness.cache import CacheError, OutputCache
 from harness.core.errors import ModelError
 from harness.generation import CachedModel
-from harness.plan import PlanError, PlannedRequest, parse_shard, read_plan, shard
-
-
-@dataclasses.dataclass
-class FillCounts:
-    """Rows of the plan (or shard): answered before this run, answered now, failed, and still unanswered."""
-
-    planned: int = 0
-    already: int = 0
-    generated: int = 0
-    failed: int = 0
-    failures: list[str] = dataclasses.field(default_factory=list)
-
-    @property
-    def left(self) -> int:
-        return self.planned - self.already - self.generated
-
-    def line(self) -> str:
-        return (
-            f"{self.planned} planned: {self.already + self.generated} done ({self.already} before this run), "
-            f"{self.failed} failed, {self.left} left"
-        )
-
-
-def model_groups(rows: Sequence[PlannedRequest]) -> dict[tuple[str, str, str], list[PlannedRequest]]:
-    """Rows per model as planned: (spec, option block, fingerprint)."""
-    groups: dict[tuple[str, str, str], list[PlannedRequest]] = {}
-    for row in rows:
-        groups.setdefault((row.spec, row.options, row.fingerprint), []).append(row)
-    return groups
+from harness.plan import FillCounts, PlanError, PlannedRequest, model_groups, parse_shard, read_plan, shard
 
 
 def fill(
@@ -114,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shard", default=None, metavar="i/N", help="fill only the i-th of N disjoint parts")
     parser.add_argument("--cache-dir", default=None, metavar="DIR", help="the output cache to generate through")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS", help="fill on a Ray cluster (an address, or auto)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N", help="with --ray: actors per model (default 1)")
+    parser.add_argument("--resources", default=None, metavar="JSON", help="with --ray: custom resources per actor")
     args = parser.parse_args(argv)
     try:
         rows = read_plan(args.plan)
@@ -125,8 +104,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="lalm-generate-") as scratch:
         cache = OutputCache(args.cache_dir or scratch)
         try:
-            counts = fill(rows, args.out, cache, progress=not args.no_progress)
-        except (CacheError, PlanError) as exc:
+            if args.ray:
+                from harness.ray_generate import fill_on_ray
+
+                resources = json.loads(args.resources) if args.resources else {}
+                counts = fill_on_ray(rows, args.out, cache, address=args.ray, workers=args.workers, resources=resources)
+            else:
+                counts = fill(rows, args.out, cache, progress=not args.no_progress)
+        except (CacheError, PlanError, ValueError) as exc:
             print(f"lalm-fairness-generate: {exc}", file=sys.stderr)
             return 2
         finally:

@@ -224,3 +224,32 @@ def shard(rows: Sequence[PlannedRequest], index: int, count: int) -> list[Planne
     """The ``index``-th of ``count`` disjoint parts (1-based): the rows whose key, read as a hexadecimal number,
     is ``index - 1`` modulo ``count``; the parts together are the plan."""
     return [row for row in rows if int(row.key[:15], 16) % count == index - 1]
+
+
+@dataclasses.dataclass
+class FillCounts:
+    """Rows of the plan (or shard): answered before this run, answered now, failed, and still unanswered."""
+
+    planned: int = 0
+    already: int = 0
+    generated: int = 0
+    failed: int = 0
+    failures: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def left(self) -> int:
+        return self.planned - self.already - self.generated
+
+    def line(self) -> str:
+        return (
+            f"{self.planned} planned: {self.already + self.generated} done ({self.already} before this run), "
+            f"{self.failed} failed, {self.left} left"
+        )
+
+
+def model_groups(rows: Sequence[PlannedRequest]) -> dict[tuple[str, str, str], list[PlannedRequest]]:
+    """Rows per model as planned: (spec, option block, fingerprint)."""
+    groups: dict[tuple[str, str, str], list[PlannedRequest]] = {}
+    for row in rows:
+        groups.setdefault((row.spec, row.options, row.fingerprint), []).append(row)
+    return groups

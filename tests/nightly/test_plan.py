@@ -119,9 +119,7 @@ def test_generate_refuses_rows_whose_model_has_another_fingerprint_here(tmp_path
 @pytest.mark.slow
 def test_a_plan_filled_elsewhere_rescores_to_the_in_process_records_on_a_tiny_hf_checkpoint(tmp_path):
     pytest.importorskip("transformers")
-    from support import tiny_models as tm
-
-    checkpoint = tm.build_qwen2_audio(tmp_path / "tiny-qwen2-audio", initializer_range=0.5)
+    checkpoint = es.build_engine_checkpoint(tmp_path / "tiny-qwen2-audio")
     corpus = es.small_corpus(tmp_path / "corpus", sentences=2)
     selection = ("--pyargs", "harness.gate_tests.test_wer", "-k", "wer_ratio")
     options = ("--model", f"hf:{checkpoint}", "--corpus", f"small={corpus}", "--embedder", "none")
