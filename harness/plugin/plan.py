@@ -37,6 +37,8 @@ class PlanSession:
         gate = self.gate_of(self.config)
         planner = Planner(audio_folder_for(self.path))
         gate.context.planner = planner
+        for model in gate.context.all_models():  # built while the cases were collected
+            model.planner = planner
         cases = list(
             dict.fromkeys(
                 value
