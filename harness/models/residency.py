@@ -48,6 +48,18 @@ def parallel_degree(spec: str, options: Mapping[str, Any]) -> int:
     return degree
 
 
+def largest_parallel_degree(blocks: Mapping[str, Mapping[str, Any]]) -> int:
+    """The most GPUs one of these models needs (spec -> option block); 1 where none states a parallel size, and
+    a block that states a bad one counts 1 here (:func:`check_backend_placement` names it before any case)."""
+    degrees = [1]
+    for spec, options in blocks.items():
+        try:
+            degrees.append(parallel_degree(spec, options))
+        except PlacementError:
+            continue
+    return max(degrees)
+
+
 def stated_share(spec: str, options: Mapping[str, Any]) -> float | None:
     """The ``gpu_memory_utilization`` an option block states (a number in (0, 1]), or None."""
     value = options.get(SHARE_OPTION)

@@ -43,8 +43,9 @@ from harness.gate import (
     package_versions,
 )
 from harness.gate.outcomes import EXIT_INCOMPLETE, EXIT_STATUS, run_outcome
-from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
+from harness.models.placement import GPU_MARKER, assign_worker_gpus, gpu_skip_reason, xdist_group_name
 from harness.models.progress import attach_terminal, detach_terminal
+from harness.models.residency import largest_parallel_degree
 from harness.plugin.junit import AtomicJunitXml
 from harness.plugin.plan import PlanSession
 from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, SCHEMA_VERSION
@@ -75,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fairness: a voice-induced bias gate case")
     config.addinivalue_line("markers", "gpu: needs a CUDA device; skipped with a reason without one")
-    assign_worker_gpu()
+    assign_gpus_of_worker(config)
     if not hasattr(config, "workerinput"):
         prepare_outputs(config)
         interrupt_on_sigterm(config)
@@ -87,6 +88,20 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(AtomicJunitXml(config), "lalm_fairness_atomic_junit")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
+
+
+def assign_gpus_of_worker(config: pytest.Config) -> None:
+    """An xdist worker claims the GPUs the run's largest model needs (tensor x pipeline parallel), before CUDA starts."""
+    blocks = _read_model_config(Path(config.getoption("--model-config"))) if config.getoption("--model-config") else {}
+    named = [
+        *(config.getoption("--model") or DEFAULT_MODELS),
+        config.getoption("--extractor"),
+        config.getoption("--judge"),
+    ]
+    try:
+        assign_worker_gpus(largest_parallel_degree({spec: blocks.get(spec, {}) for spec in named if spec}))
+    except ValueError as exc:
+        raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
 
 
 def prepare_outputs(config: pytest.Config) -> None:

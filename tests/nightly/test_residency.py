@@ -210,3 +210,31 @@ def test_the_compute_row_says_who_shared_which_device_and_when_each_left():
         "vllm:Qwen/Qwen3-8B); vllm:Qwen/Qwen3-8B (memory share 0.9, loaded at 2.0 s, resident to the end)"
     ) in html
     assert "Shared cpu" not in html
+
+
+@pytest.mark.parametrize(
+    ("worker", "need", "expected"),
+    [("gw0", 2, ["0", "1"]), ("gw1", 2, ["2", "3"]), ("gw2", 2, ["0", "1"]), ("gw1", 4, ["0", "1", "2", "3"])],
+)
+def test_an_xdist_worker_claims_the_gpus_its_largest_model_needs(worker, need, expected):
+    from harness.models.placement import assign_worker_gpus
+
+    env = {"PYTEST_XDIST_WORKER": worker, "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+    assert assign_worker_gpus(need, env) == expected
+    assert env["CUDA_VISIBLE_DEVICES"] == ",".join(expected)
+
+
+def test_an_xdist_worker_refuses_a_model_larger_than_the_visible_gpus():
+    from harness.models.placement import assign_worker_gpus
+    from harness.models.residency import largest_parallel_degree
+
+    need = largest_parallel_degree(
+        {
+            "vllm:big": {"tensor_parallel_size": 4, "pipeline_parallel_size": 2},
+            "sim:fair": {},
+            "bad": {"tensor_parallel_size": 0},
+        }
+    )
+    assert need == 8
+    with pytest.raises(ValueError, match=r"gw0: a model needs 8 GPUs .* 4 are visible \(0, 1, 2, 3\)"):
+        assign_worker_gpus(need, {"PYTEST_XDIST_WORKER": "gw0", "CUDA_VISIBLE_DEVICES": "0,1,2,3"})
