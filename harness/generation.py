@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,8 +11,10 @@ from harness.cache import IMPORTED, OutputCache, cache_key
 from harness.core.errors import ModelError, PartialGenerationError
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.models import build_backend
-from harness.models.base import Backend, Model, StageSpec
+from harness.models.base import Backend, Model, StageSpec, release_model
 from harness.models.progress import Progress
+from harness.models.residency import DEVICE_BUDGET, Residency, memory_shares, stated_share
+from harness.plan import Planner, RequestsPlanned
 
 NAMESPACE = "generate"
 
@@ -25,6 +28,14 @@ class CachedModel:
     never stored. A chunk whose backend answered only some requests (:class:`~harness.core.errors.PartialGenerationError`)
     keeps those answers in the cache and the next chunk runs; the first error is raised once every chunk
     has had its turn. A chunk that failed outright stops the generation at once.
+
+    With a ``residency`` (the run's, :mod:`harness.models.residency`), a model that holds a device's memory is
+    admitted there before it loads (which may release the models of other stages on that device) with its memory
+    ``share``: stated in its option block, else the whole budget, or for a stage of a composite model (``group``:
+    the composite's spec) its equal part of what the stages' option blocks leave.
+
+    With a ``planner`` (``--plan``, :mod:`harness.plan`), nothing is generated: the requests the cache lacks are
+    planned and :class:`~harness.plan.RequestsPlanned` stops the caller there.
     """
 
     def __init__(
@@ -36,8 +47,14 @@ class CachedModel:
         chunk_size: int = 32,
         progress: bool = True,
         offline: bool = False,
+        residency: Residency | None = None,
+        group: str | None = None,
+        share: float | None = None,
+        planner: Planner | None = None,
     ):
         self.spec = spec
+        self.options = dict(options or {})
+        self.planner = planner
         self.cache = cache
         self.decoding = decoding
         self.chunk_size = chunk_size
@@ -47,6 +64,10 @@ class CachedModel:
         self.fingerprint = self.backend.fingerprint()
         self._model: Model | None = None
         self.offline = offline
+        self.residency = residency
+        self.group = group or spec
+        self.share = stated_share(spec, options or {}) or share or DEVICE_BUDGET
+        self.stage_shares = memory_shares(self.backend.resident_stages()) if residency is not None else {}
         self.calls = 0
         self.hits = 0
         self.hits_imported = 0
@@ -55,7 +76,17 @@ class CachedModel:
 
     def _stage(self, stage: StageSpec, chunk_size: int) -> CachedModel:
         """A stage of a composite backend, behind the same cache (its own fingerprint keys its entries)."""
-        return CachedModel(stage.spec, self.cache, stage.decoding, stage.options, chunk_size=chunk_size)
+        return CachedModel(
+            stage.spec,
+            self.cache,
+            stage.decoding,
+            stage.options,
+            chunk_size=chunk_size,
+            residency=self.residency,
+            group=self.group,
+            share=self.stage_shares.get(stage.spec),
+            planner=self.planner,
+        )
 
     @property
     def loaded(self) -> bool:
@@ -68,8 +99,23 @@ class CachedModel:
                     f"{self.spec}: an output is missing from the cache and the run is offline (no model is loaded); "
                     "import the cache export of the run that made the outputs, or drop --offline"
                 )
-            self._model = self.backend.load()
+            device = self.backend.memory_device() if self.residency is not None else None
+            if device is not None:
+                self.residency.admit(self.spec, device, self.share, self.group, self.release)
+            try:
+                self._model = load_with_share(self.backend, self.share if device is not None else None)
+            except BaseException:
+                if device is not None:
+                    self.residency.release(self.spec)
+                raise
         return self._model
+
+    def release(self) -> None:
+        """Give back the loaded model's memory (:func:`harness.models.base.release_model`); it loads again when
+        asked."""
+        model, self._model = self._model, None
+        if model is not None:
+            release_model(model)
 
     def keys(self, requests: Sequence[GenerationRequest], decoding: DecodingParams | None = None) -> list[str]:
         params = (decoding or self.decoding).as_dict()
@@ -87,6 +133,8 @@ class CachedModel:
         self.duplicates += len(keys) - len(first_of_key)
         cached = self._read(list(first_of_key))
         missing = sorted(index for key, index in first_of_key.items() if key not in cached)
+        if self.planner is not None:
+            self._plan(requests, keys, missing, cached, label, decoding)
         if not missing:
             return [cached[key] for key in keys]
         with self.cache.lock(f"{self.fingerprint}|{label}"):
@@ -94,6 +142,21 @@ class CachedModel:
             missing = [index for index in missing if keys[index] not in cached]
             self._generate_missing(requests, keys, missing, cached, label, decoding)
         return [cached.get(key, "") for key in keys]
+
+    def _plan(self, requests, keys, missing, cached, label, decoding) -> None:
+        self.planner.note_cached(list(cached))
+        if missing:
+            self.planner.add(
+                namespace=NAMESPACE,
+                spec=self.spec,
+                fingerprint=self.fingerprint,
+                options=self.options,
+                decoding=decoding,
+                label=label,
+                requests=[requests[index] for index in missing],
+                keys=[keys[index] for index in missing],
+            )
+            raise RequestsPlanned(f"{self.spec}: {len(missing)} request(s) of {label or 'a batch'} planned")
 
     def _read(self, keys: Sequence[str]) -> dict[str, str]:
         """The stored answers of ``keys``, counted as read (``hits``; ``hits_imported`` of them imported entries)."""
@@ -158,3 +221,10 @@ class CachedModel:
                     bar.advance_to(start + len(chunk))
         if first_error is not None:
             raise first_error
+
+
+def load_with_share(backend: Backend, share: float | None) -> Model:
+    """``backend.load()``, handing it its memory share where its ``load`` takes one (``memory_share``: vLLM's)."""
+    if share is not None and "memory_share" in inspect.signature(backend.load).parameters:
+        return backend.load(memory_share=share)
+    return backend.load()

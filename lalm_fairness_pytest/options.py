@@ -80,6 +80,16 @@ def _add_gate_options(group: pytest.OptionGroup) -> None:
         metavar="FILE",
         help="add a cache export (lalm-fairness-cache export) to the cache before the run; repeatable",
     )
+    group.addoption(
+        "--plan",
+        default=None,
+        metavar="PATH",
+        help="write the requests the selected cases need and the cache lacks to a Parquet plan, loading no model and "
+        "running no case; fill it with lalm-fairness-generate, then --import-cache its output (repeat for later stages)",
+    )
+    group.addoption(
+        "--shard", default=None, metavar="i/N", help="with --plan: write only the i-th of N disjoint parts of the plan"
+    )
     group.addoption("--export-cache", default=None, metavar="FILE", help="write every output this run used to one file")
     group.addoption(
         "--baseline",

@@ -39,6 +39,7 @@ from harness.gate.outcomes import Cause, cause_of
 from harness.models import build_backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
+from harness.models.residency import check_backend_placement
 from harness.records import SPOT_CHECK, CaseRecord, ErrorRecord
 from harness.results import case_where, read_results, record_from_json
 
@@ -220,6 +221,7 @@ class Gate:
             "cache_hits": sum(model.hits for model in models),
             "outputs": {model.spec: model.output_counts() for model in models},
             "models_loaded": sorted(model.spec for model in models if model.loaded),
+            "residency": context.residency.to_json(),
             "corpora": {
                 name: {
                     "path": portable_path(c.manifest_path),
@@ -381,6 +383,8 @@ def validate_models(config: GateConfig) -> None:
             reason = None if config.offline else backend.unavailable()
             if reason:
                 raise ModelError(f"model {spec}: {reason}", source=spec)
+            if not config.offline:
+                check_backend_placement(backend, options)
         except ModelError as error:
             where = (
                 f"{config.model_options_source}: "
@@ -413,6 +417,8 @@ def merge_run_metadata(
                         totals[name] = totals.get(name, 0) + count
             elif key in ("models", "stage_models", "resolved_settings"):
                 merged[key] = {**merged.get(key, {}), **value}
+            elif key == "residency":
+                merged[key] = [*merged.get(key, []), *value]
             elif key == "models_loaded":
                 merged[key] = sorted(set(merged.get(key, [])) | set(value))
             elif key == "bundled_outputs":

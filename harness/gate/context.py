@@ -36,6 +36,8 @@ from harness.generation import CachedModel
 from harness.metrics.multitest import DecisionRule
 from harness.models import build_backend
 from harness.models.cascade import split_voice
+from harness.models.residency import Residency
+from harness.plan import Planner
 from harness.semantic import (
     MINILM,
     Embedder,
@@ -75,6 +77,8 @@ class RunContext:
         self.bundled_outputs: list[dict[str, Any]] = []
         self._models: dict[str, CachedModel] = {}
         self._stages: dict[str, CachedModel] = {}
+        self.residency = Residency()
+        self.planner: Planner | None = None
         self._cache: OutputCache | None = None
         self._results: dict[Hashable, Any] = {}
 
@@ -109,7 +113,15 @@ class RunContext:
         if spec not in self._models:
             options, decoding, chunk_size = model_settings(self.config, spec)
             self._models[spec] = CachedModel(
-                spec, self.cache, decoding, options, chunk_size, self.config.progress, offline=self.config.offline
+                spec,
+                self.cache,
+                decoding,
+                options,
+                chunk_size,
+                self.config.progress,
+                offline=self.config.offline,
+                residency=self.residency,
+                planner=self.planner,
             )
             for corpus in self.corpora.values():
                 self._models[spec].backend.hear_corpus(corpus)
@@ -170,6 +182,8 @@ class RunContext:
                 source.options,
                 progress=self.config.progress,
                 offline=self.config.offline,
+                residency=self.residency,
+                planner=self.planner,
             )
         return self._stages[source.spec], ""
 

@@ -10,6 +10,8 @@ expensive part and is called lazily, on the first cache miss.
 from __future__ import annotations
 
 import dataclasses
+import gc
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -58,6 +60,18 @@ class Model(Protocol):
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         """One answer per request, in order. Raise :class:`ModelError` for a failure of the whole batch."""
         ...
+
+
+def release_model(model: Any) -> None:
+    """Give back what a loaded model holds: its own ``release()`` where it has one (a vLLM engine shut down, an
+    ``hf:`` model's weights dropped), then Python's garbage and, where torch has initialised CUDA, its cache."""
+    release = getattr(model, "release", None)
+    if callable(release):
+        release()
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,6 +146,16 @@ class Backend(Protocol):
         """Receive the factory of cached stage models, so that a composite model keeps its stages' outputs
         in the run's cache; a model without stages ignores it."""
         return None
+
+    def memory_device(self) -> str | None:
+        """The device whose memory the loaded model holds (``cuda``, ``cpu``), for the run's residency
+        (:mod:`harness.models.residency`); None for a model that holds none in this process (a simulator, a server)."""
+        return None
+
+    def resident_stages(self) -> dict[str, Mapping[str, Any]]:
+        """Spec -> option block of the stages that must be loaded together to answer one request (a composite
+        model's); they split a device's memory budget. A model without stages has none."""
+        return {}
 
 
 def local_semantic_source(path: str, options: Mapping[str, Any]) -> Backend:

@@ -168,6 +168,11 @@ class CascadeBackend(Backend):
             self._fingerprint = "cascade:" + stable_hash(parts)
         return self._fingerprint
 
+    def resident_stages(self) -> dict[str, Mapping[str, Any]]:
+        """The ASR, voice and LLM stages: each request passes through all of them, so they stay loaded together."""
+        specs = {"asr": self.asr_spec, "voice": self.voice_spec, "llm": self.llm_spec}
+        return {spec: self.stage_options[stage] for stage, spec in specs.items() if spec is not None}
+
     def transcription_source(self) -> StageSpec:
         """What transcribes for the WER checks: the ASR stage, as the cascade itself runs it."""
         return StageSpec(self.asr_spec, ASR_DECODING, dict(self.stage_options["asr"]))

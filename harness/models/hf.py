@@ -198,6 +198,9 @@ class HFBackend(Backend):
     def resolved_settings(self) -> dict[str, Any]:
         return {"dtype": self.resolved_dtype(), "device": "cuda" if self.on_gpu() else "cpu"}
 
+    def memory_device(self) -> str:
+        return "cuda" if self.on_gpu() else "cpu"
+
     def fingerprint(self) -> str:
         if self._fingerprint is None:
             behaviour = {k: self.options[k] for k in BEHAVIOUR_OPTIONS if k in self.options}
@@ -287,6 +290,10 @@ class HFModel:
     @property
     def device(self) -> Any:
         return next(self.model.parameters()).device
+
+    def release(self) -> None:
+        """Drop the weights (the caller then empties the CUDA cache: :func:`harness.models.base.release_model`)."""
+        self.model = None
 
     # ------------------------------------------------------------------ helpers
     def render_prompt(self, request: GenerationRequest) -> str:

@@ -1,7 +1,8 @@
 """GPU placement under pytest-xdist, and why the ``gpu`` marker's tests must skip here.
 
-Each xdist worker (``PYTEST_XDIST_WORKER`` = ``gw0``, ``gw1``...) takes one GPU: worker ``k`` gets the
-``k mod n``-th of the ``n`` visible GPUs, by narrowing ``CUDA_VISIBLE_DEVICES`` to it. This only works
+Each xdist worker (``PYTEST_XDIST_WORKER`` = ``gw0``, ``gw1``...) takes as many GPUs as the run's models need
+(the largest tensor x pipeline parallel degree of their option blocks, :func:`assign_worker_gpus`; one by default):
+worker ``k`` gets the ``k mod s``-th of the ``s`` disjoint slots of the visible GPUs, by narrowing ``CUDA_VISIBLE_DEVICES`` to it. This only works
 before torch initialises CUDA in the process, so :func:`assign_worker_gpu` must run early (e.g. from
 ``pytest_configure`` in the plugin) and refuses to act silently once CUDA is initialised.
 
@@ -71,6 +72,14 @@ def assign_worker_gpu(env: MutableMapping[str, str] | None = None) -> str | None
     No-op outside xdist and without GPUs. Raises RuntimeError when CUDA is already initialised in this
     process with a different visibility (too late to choose: call this before anything touches CUDA).
     """
+    chosen = assign_worker_gpus(1, env)
+    return None if chosen is None else chosen[0]
+
+
+def assign_worker_gpus(need: int, env: MutableMapping[str, str] | None = None) -> list[str] | None:
+    """Narrow ``CUDA_VISIBLE_DEVICES`` to this xdist worker's ``need`` GPUs (a model's tensor x pipeline parallel
+    degree): the visible GPUs form ``len(gpus) // need`` disjoint slots and worker ``k`` takes slot ``k mod slots``.
+    Returns them, or None outside xdist and without GPUs. More GPUs than are visible is a ValueError saying so."""
     env = os.environ if env is None else env
     index = worker_index(env)
     if index is None:
@@ -78,15 +87,22 @@ def assign_worker_gpu(env: MutableMapping[str, str] | None = None) -> str | None
     gpus = visible_gpus(env)
     if not gpus:
         return None
-    chosen = gpus[index % len(gpus)]
-    if env.get("CUDA_VISIBLE_DEVICES") == chosen:
+    if need > len(gpus):
+        raise ValueError(
+            f"xdist worker gw{index}: a model needs {need} GPUs (tensor x pipeline parallel) and {len(gpus)} are "
+            f"visible ({', '.join(gpus)})"
+        )
+    slot = index % (len(gpus) // need)
+    chosen = gpus[slot * need : (slot + 1) * need]
+    setting = ",".join(chosen)
+    if env.get("CUDA_VISIBLE_DEVICES") == setting:
         return chosen
     if env is os.environ and _cuda_initialised():
         raise RuntimeError(
-            f"CUDA is already initialised in xdist worker gw{index}: cannot pin it to GPU {chosen}; "
+            f"CUDA is already initialised in xdist worker gw{index}: cannot pin it to GPU {setting}; "
             "call assign_worker_gpu() before torch touches CUDA (e.g. in pytest_configure)"
         )
-    env["CUDA_VISIBLE_DEVICES"] = chosen
+    env["CUDA_VISIBLE_DEVICES"] = setting
     return chosen
 
 

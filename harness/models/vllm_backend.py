@@ -9,7 +9,8 @@ explicit ``SamplingParams`` and the engine is built with ``generation_config="vl
 Parallelism is vLLM's own: ``tensor_parallel_size`` and ``pipeline_parallel_size`` are passed through.
 For several nodes, start a Ray cluster (``ray start --head`` on one node, ``ray start --address=...`` on
 the others), then set ``distributed_executor_backend: ray`` with TP x PP equal to the total GPU count;
-the harness does not manage Ray itself.
+the harness does not manage that Ray cluster. Data parallelism across a cluster is the plan's
+(``pytest ... --plan``, then ``lalm-fairness-generate --ray``: :mod:`harness.ray_generate`).
 
 Options: ``tensor_parallel_size``, ``pipeline_parallel_size``, ``distributed_executor_backend``,
 ``dtype`` (default ``auto``: resolved by the harness, float32 on a CPU, bfloat16 or float16 on CUDA;
@@ -99,6 +100,9 @@ class VLLMBackend(Backend):
     def resolved_settings(self) -> dict[str, Any]:
         return {"dtype": self.dtype, "device": self.device}
 
+    def memory_device(self) -> str:
+        return self.device
+
     def fingerprint(self) -> str:
         behaviour = {k: self.options[k] for k in BEHAVIOUR_OPTIONS if k in self.options}
         behaviour.update(self.resolved_settings())
@@ -141,7 +145,9 @@ class VLLMBackend(Backend):
             self.target, trust_remote_code=bool(self.options.get("trust_remote_code")), **kw
         ).model_type
 
-    def load(self) -> VLLMModel:
+    def load(self, memory_share: float | None = None) -> VLLMModel:
+        """The engine; ``memory_share`` is its ``gpu_memory_utilization`` where the option block states none (the
+        run's residency derives it, :mod:`harness.models.residency`)."""
         vllm = import_vllm()
         name = architecture_for(self._model_type(), self.options.get("architecture"))
         if name in UNSUPPORTED:
@@ -154,7 +160,10 @@ class VLLMBackend(Backend):
             hub["trust_remote_code"] = True
         try:
             processor = adapter.load_processor(self.path if self.is_local else self.target, hub)
-            llm = vllm.LLM(**self.engine_kwargs())
+            kwargs = self.engine_kwargs()
+            if memory_share is not None and self.device == "cuda":
+                kwargs.setdefault("gpu_memory_utilization", memory_share)
+            llm = vllm.LLM(**kwargs)
         except Exception as exc:
             raise ModelError(f"{self.spec}: vLLM engine failed to start: {type(exc).__name__}: {exc}") from exc
         return VLLMModel(self.spec, vllm, llm, adapter, processor, self.batch_size)
@@ -168,6 +177,24 @@ class VLLMModel:
         self.adapter = adapter
         self.processor = processor
         self.batch_size = batch_size
+
+    def release(self) -> None:
+        """Shut the engine down (its worker processes and their memory), then tear down vLLM's process groups so
+        that the next engine of the run can start in this process."""
+        engine = getattr(self.llm, "llm_engine", None)
+        for part in (getattr(engine, "engine_core", None), engine):
+            shutdown = getattr(part, "shutdown", None)
+            if callable(shutdown):
+                shutdown()
+                break
+        self.llm = None
+        try:
+            state = importlib.import_module("vllm.distributed.parallel_state")
+        except ImportError:
+            return
+        for teardown in ("destroy_model_parallel", "destroy_distributed_environment"):
+            if callable(getattr(state, teardown, None)):
+                getattr(state, teardown)()
 
     def prompt(self, request: GenerationRequest) -> dict[str, Any]:
         item: dict[str, Any] = {"prompt": self.adapter.render(self.processor, request)}

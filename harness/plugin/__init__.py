@@ -45,9 +45,11 @@ from harness.gate import (
 )
 from harness.gate.outcomes import EXIT_INCOMPLETE, exit_status, run_outcome
 from harness.gate.scope import deselection_reason, run_scope
-from harness.models.placement import GPU_MARKER, assign_worker_gpu, gpu_skip_reason, xdist_group_name
+from harness.models.placement import GPU_MARKER, assign_worker_gpus, gpu_skip_reason, xdist_group_name
 from harness.models.progress import attach_terminal, detach_terminal
+from harness.models.residency import largest_parallel_degree
 from harness.plugin.junit import AtomicJunitXml
+from harness.plugin.plan import PlanSession
 from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, SCHEMA_VERSION, ErrorRecord
 from harness.results import write_results
 from harness.thresholds import ThresholdsError
@@ -77,16 +79,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fairness: a voice-induced bias gate case")
     config.addinivalue_line("markers", "gpu: needs a CUDA device; skipped with a reason without one")
-    assign_worker_gpu()
+    assign_gpus_of_worker(config)
     if not hasattr(config, "workerinput"):
         prepare_outputs(config)
         interrupt_on_sigterm(config)
         import_caches(config)
         attach_progress_terminal(config)
     config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
+    if config.getoption("--plan") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(PlanSession(config, get_gate), "lalm_fairness_plan")
     config.pluginmanager.register(AtomicJunitXml(config), "lalm_fairness_atomic_junit")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
+
+
+def assign_gpus_of_worker(config: pytest.Config) -> None:
+    """An xdist worker claims the GPUs the run's largest model needs (tensor x pipeline parallel), before CUDA starts."""
+    blocks = _read_model_config(Path(config.getoption("--model-config"))) if config.getoption("--model-config") else {}
+    named = [
+        *(config.getoption("--model") or DEFAULT_MODELS),
+        config.getoption("--extractor"),
+        config.getoption("--judge"),
+    ]
+    try:
+        assign_worker_gpus(largest_parallel_degree({spec: blocks.get(spec, {}) for spec in named if spec}))
+    except ValueError as exc:
+        raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
 
 
 def prepare_outputs(config: pytest.Config) -> None:
@@ -155,8 +173,10 @@ def hold_run_lock(config: pytest.Config) -> None:
 
 
 def runs_tests(config: pytest.Config) -> bool:
-    """False for ``--collect-only``, ``--setup-only`` and ``--setup-plan``: runs that run no test by design."""
-    return not (config.option.collectonly or config.option.setuponly or config.option.setupplan)
+    """False for ``--collect-only``, ``--setup-only``, ``--setup-plan`` and ``--plan``: runs that run no test by design."""
+    return not (
+        config.option.collectonly or config.option.setuponly or config.option.setupplan or config.getoption("--plan")
+    )
 
 
 def interrupt_on_sigterm(config: pytest.Config) -> None:
@@ -278,7 +298,7 @@ def gate_config(config: pytest.Config) -> GateConfig:
         corpora=corpora,
         thresholds_path=thresholds,
         cache_dir=cache_dir(config),
-        offline=config.getoption("--offline"),
+        offline=config.getoption("--offline") or bool(config.getoption("--plan")),
         baseline_path=config.getoption("--baseline"),
         baseline_model=config.getoption("--baseline-model"),
         extractor=config.getoption("--extractor"),

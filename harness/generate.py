@@ -1,0 +1,126 @@
+"""``lalm-fairness-generate``: fill a plan (:mod:`harness.plan`) with the project's own backends, into the cache's
+export format, for ``--import-cache`` and ``--offline`` re-scoring.
+
+    lalm-fairness-generate --plan PLAN.parquet --out OUTPUTS.jsonl.gz [--shard i/N] [--cache-dir DIR]
+                           [--ray ADDRESS|auto [--workers N] [--resources JSON]]
+
+Each model of the plan is built from its row's spec and option block and must have the plan's fingerprint (a
+model whose weights, engine or settings differ here would answer other questions: its rows fail, saying both
+fingerprints). Requests go through :class:`~harness.generation.CachedModel` over a cache folder (``--cache-dir``,
+else a temporary one), so each model loads once and a batch's duplicates are asked once; after each model and
+decoding, every answered row of the plan is written to ``--out`` (atomically). Rerun on the same ``--out``, it
+skips the keys already there. It ends with the counts of rows done, failed and left; exit 0 when none failed or
+is left, 1 otherwise, 2 for a plan or output that cannot be read.
+
+With ``--ray``, the rows are answered on a Ray cluster through Ray Data (:mod:`harness.ray_generate`): ``--workers``
+actors per model, each holding the model's tensor x pipeline parallel degree of GPUs where the cluster has GPUs,
+and ``--resources`` (a JSON mapping of custom resources each actor claims).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from harness.cache import CacheError, OutputCache
+from harness.core.errors import ModelError
+from harness.generation import CachedModel
+from harness.plan import FillCounts, PlanError, PlannedRequest, model_groups, parse_shard, read_plan, shard
+
+
+def fill(
+    rows: Sequence[PlannedRequest],
+    out: str | Path,
+    cache: OutputCache,
+    *,
+    progress: bool = True,
+    model_factory: Callable[..., CachedModel] = CachedModel,
+) -> FillCounts:
+    """Answer the ``rows`` that ``out`` does not hold yet, writing ``out`` after each model and decoding."""
+    out = Path(out)
+    if out.is_file():
+        cache.import_file(out)
+    planned_keys = [row.key for row in rows]
+    counts = FillCounts(planned=len(rows), already=len(cache.lookup(planned_keys)))
+    answered = set(cache.lookup(planned_keys))
+    for (spec, _, fingerprint), group in model_groups([row for row in rows if row.key not in answered]).items():
+        try:
+            model = model_factory(spec, cache, group[0].decoding_params(), group[0].option_block(), progress=progress)
+        except (ModelError, ValueError) as exc:
+            counts.failed += len(group)
+            counts.failures.append(f"{spec}: cannot be built here ({exc}); {len(group)} rows failed")
+            continue
+        if model.fingerprint != fingerprint:
+            counts.failed += len(group)
+            counts.failures.append(
+                f"{spec}: its fingerprint here is {model.fingerprint}, the plan's is {fingerprint} (weights, engine or "
+                f"settings differ): {len(group)} rows failed"
+            )
+            continue
+        by_decoding: dict[str, list[PlannedRequest]] = {}
+        for row in group:
+            by_decoding.setdefault(row.decoding, []).append(row)
+        for decoding_rows in by_decoding.values():
+            requests = [row.request() for row in decoding_rows]
+            decoding = decoding_rows[0].decoding_params()
+            keys = model.keys(requests, decoding)
+            wrong = [row.key for row, key in zip(decoding_rows, keys, strict=True) if row.key != key]
+            if wrong:
+                raise PlanError(f"plan rows {wrong[:3]}: their requests do not hash to their keys here")
+            try:
+                model.generate(requests, label=decoding_rows[0].label, decoding=decoding)
+            except ModelError as exc:
+                counts.failures.append(f"{spec}: {exc}")
+            done = set(cache.lookup(keys))
+            counts.generated += len(done)
+            counts.failed += len(decoding_rows) - len(done)
+            cache.export(out, set(cache.lookup(planned_keys)))
+        model.release()
+    return counts
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lalm-fairness-generate", description=__doc__.splitlines()[0])
+    parser.add_argument("--plan", required=True, metavar="PATH", help="a plan written by pytest ... --plan PATH")
+    parser.add_argument("--out", required=True, metavar="FILE", help="the cache export to write (JSONL.gz)")
+    parser.add_argument("--shard", default=None, metavar="i/N", help="fill only the i-th of N disjoint parts")
+    parser.add_argument("--cache-dir", default=None, metavar="DIR", help="the output cache to generate through")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS", help="fill on a Ray cluster (an address, or auto)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N", help="with --ray: actors per model (default 1)")
+    parser.add_argument("--resources", default=None, metavar="JSON", help="with --ray: custom resources per actor")
+    args = parser.parse_args(argv)
+    try:
+        rows = read_plan(args.plan)
+        if args.shard:
+            rows = shard(rows, *parse_shard(args.shard))
+    except (PlanError, ValueError) as exc:
+        print(f"lalm-fairness-generate: {exc}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="lalm-generate-") as scratch:
+        cache = OutputCache(args.cache_dir or scratch)
+        try:
+            if args.ray:
+                from harness.ray_generate import fill_on_ray
+
+                resources = json.loads(args.resources) if args.resources else {}
+                counts = fill_on_ray(rows, args.out, cache, address=args.ray, workers=args.workers, resources=resources)
+            else:
+                counts = fill(rows, args.out, cache, progress=not args.no_progress)
+        except (CacheError, PlanError, ValueError) as exc:
+            print(f"lalm-fairness-generate: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            cache.close()
+    for failure in counts.failures:
+        print(f"lalm-fairness-generate: failed: {failure}", file=sys.stderr)
+    print(f"lalm-fairness-generate: {args.out}: {counts.line()}")
+    return 0 if counts.failed == 0 and counts.left == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

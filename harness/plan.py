@@ -1,0 +1,255 @@
+"""The gate's requests as a plan: every request the selected cases need that the cache does not hold, one Parquet
+row each, for another engine to answer (``lalm-fairness-generate``, a Ray cluster, a batch API), and then
+``--import-cache`` to re-score.
+
+A row holds the cache key and namespace; the model spec, its fingerprint and its option block (redacted, as
+everywhere: :mod:`harness.core.redaction`); the decoding parameters; the prompt, system text and declared answer
+form (JSON); the audio's content hash and the path of its float32 WAV, written once per hash into a folder beside
+the plan; and the label of the stage that asked. Stages run in order, so a request whose input is not in the cache
+yet (an extraction of an answer still to be generated) cannot be planned: :class:`RequestsPlanned` stops that
+case at its first miss, and the next round's plan, made once this round's answers are imported, holds it.
+
+:func:`shard` cuts a plan into ``N`` disjoint parts by cache key, so that an array job can fill one part per task.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.core.answers import AnswerForm, ChoiceForm, Field, FieldsForm, JsonForm
+from harness.core.errors import ModelError
+from harness.core.redaction import redact
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
+
+PLAN_COLUMNS = (
+    "key", "namespace", "spec", "fingerprint", "options", "decoding", "prompt", "system", "answer_form",
+    "audio_sha256", "audio_path", "label",
+)  # fmt: skip
+AUDIO_FOLDER_SUFFIX = ".audio"
+
+
+class RequestsPlanned(ModelError):
+    """A stage's requests that the cache does not hold were planned: the case stops here until they are answered."""
+
+
+class PlanError(ValueError):
+    """A plan file that cannot be read, or a row that cannot be turned back into a request (names file and row)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedRequest:
+    """One row of a plan."""
+
+    key: str
+    namespace: str
+    spec: str
+    fingerprint: str
+    options: str
+    decoding: str
+    prompt: str
+    system: str | None
+    answer_form: str | None
+    audio_sha256: str | None
+    audio_path: str | None
+    label: str
+
+    def request(self) -> GenerationRequest:
+        """The request this row asks (its audio read back from ``audio_path``)."""
+        audio = None
+        if self.audio_path is not None:
+            import soundfile
+
+            samples, rate = soundfile.read(self.audio_path, dtype="float32")
+            audio = Audio(samples, rate)
+            if audio.content_hash != self.audio_sha256:
+                raise PlanError(f"{self.audio_path}: its samples do not hash to the plan's {self.audio_sha256}")
+        return GenerationRequest(self.prompt, audio, self.system, form_from_json(self.answer_form))
+
+    def decoding_params(self) -> DecodingParams:
+        return DecodingParams.from_mapping(json.loads(self.decoding), source=f"plan row {self.key}: decoding")
+
+    def option_block(self) -> dict[str, Any]:
+        return json.loads(self.options)
+
+
+def form_to_json(form: AnswerForm | None) -> str | None:
+    """A declared answer form as JSON with its kind (``fields``, ``choice`` or ``json``)."""
+    if form is None:
+        return None
+    kind = {FieldsForm: "fields", ChoiceForm: "choice", JsonForm: "json"}[type(form)]
+    return json.dumps({"kind": kind, **dataclasses.asdict(form)}, sort_keys=True)
+
+
+def form_from_json(text: str | None) -> AnswerForm | None:
+    if text is None:
+        return None
+    data = json.loads(text)
+    kind = data.pop("kind")
+    if kind == "fields":
+        return FieldsForm(tuple(Field(f["label"], tuple(f["options"]), f["items"]) for f in data["fields"]))
+    if kind == "choice":
+        return ChoiceForm(tuple(data["options"]))
+    if kind == "json":
+        return JsonForm(
+            tuple((key, value) for key, value in data["properties"]),
+            tuple((key, tuple(allowed)) for key, allowed in data["choices"]),
+            data["schema"],
+        )
+    raise PlanError(f"unknown answer form kind {kind!r}")
+
+
+class Planner:
+    """Collects the requests a run asks for: how many in all (by cache key) and which the cache lacks."""
+
+    def __init__(self, audio_folder: str | Path):
+        self.audio_folder = Path(audio_folder)
+        self.rows: dict[str, PlannedRequest] = {}
+        self.cached: set[str] = set()
+
+    @property
+    def total(self) -> int:
+        return len(self.cached | set(self.rows))
+
+    def note_cached(self, keys: Sequence[str]) -> None:
+        self.cached.update(keys)
+
+    def add(
+        self,
+        *,
+        namespace: str,
+        spec: str,
+        fingerprint: str,
+        options: Mapping[str, Any],
+        decoding: DecodingParams,
+        label: str,
+        requests: Sequence[GenerationRequest],
+        keys: Sequence[str],
+    ) -> None:
+        """Plan ``requests`` (whose cache keys are ``keys``), writing each new audio once."""
+        option_text = redact(json.dumps(dict(options), sort_keys=True, default=str))
+        decoding_text = json.dumps(decoding.as_dict(), sort_keys=True)
+        for key, request in zip(keys, requests, strict=True):
+            if key in self.rows:
+                continue
+            audio_path = None if request.audio is None else str(self._audio_file(request.audio))
+            self.rows[key] = PlannedRequest(
+                key=key,
+                namespace=namespace,
+                spec=spec,
+                fingerprint=fingerprint,
+                options=option_text,
+                decoding=decoding_text,
+                prompt=request.prompt,
+                system=request.system,
+                answer_form=form_to_json(request.answer_form),
+                audio_sha256=None if request.audio is None else request.audio.content_hash,
+                audio_path=audio_path,
+                label=label,
+            )
+
+    def _audio_file(self, audio: Audio) -> Path:
+        path = self.audio_folder / f"{audio.content_hash}.wav"
+        if not path.is_file():
+            import soundfile
+
+            self.audio_folder.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(".wav.partial")
+            soundfile.write(partial, audio.samples, audio.sample_rate, subtype="FLOAT", format="WAV")
+            partial.replace(path)
+        return path.resolve()
+
+    def write(self, path: str | Path) -> int:
+        """Write the planned rows (sorted by key) to a Parquet file; returns their count."""
+        write_plan(path, sorted(self.rows.values(), key=lambda row: row.key))
+        return len(self.rows)
+
+
+def audio_folder_for(plan_path: str | Path) -> Path:
+    """Where a plan's audio files go: ``<plan>.audio/`` beside it."""
+    plan_path = Path(plan_path)
+    return plan_path.with_name(plan_path.name + AUDIO_FOLDER_SUFFIX)
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as exc:
+        raise PlanError(f"plans are Parquet files and need pyarrow: pip install 'lalm-fairness[plan]' ({exc})") from exc
+    return pyarrow
+
+
+def write_plan(path: str | Path, rows: Sequence[PlannedRequest]) -> None:
+    pa = _pyarrow()
+    columns = {name: [getattr(row, name) for row in rows] for name in PLAN_COLUMNS}
+    table = pa.table({name: pa.array(values, type=pa.string()) for name, values in columns.items()})
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    pa.parquet.write_table(table, partial)
+    partial.replace(path)
+
+
+def read_plan(path: str | Path) -> list[PlannedRequest]:
+    """The rows of a plan file; a missing column or key is a :class:`PlanError` naming the file (and row)."""
+    pa = _pyarrow()
+    try:
+        table = pa.parquet.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise PlanError(f"{path}: cannot be read as a plan ({exc})") from exc
+    missing = [name for name in PLAN_COLUMNS if name not in table.column_names]
+    if missing:
+        raise PlanError(f"{path}: not a lalm-fairness plan, it lacks the column(s) {missing}")
+    rows = [PlannedRequest(**{name: row[name] for name in PLAN_COLUMNS}) for row in table.to_pylist()]
+    for index, row in enumerate(rows):
+        if not row.key or not row.fingerprint or not row.spec:
+            raise PlanError(f"{path}, row {index}: key, spec and fingerprint must be set")
+    return rows
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``i/N`` -> (i, N), 1 <= i <= N; anything else is a ValueError saying the expected form."""
+    match = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+        raise ValueError(f"--shard {text!r}: expected i/N with 1 <= i <= N (e.g. 2/8)")
+    return int(match.group(1)), int(match.group(2))
+
+
+def shard(rows: Sequence[PlannedRequest], index: int, count: int) -> list[PlannedRequest]:
+    """The ``index``-th of ``count`` disjoint parts (1-based): the rows whose key, read as a hexadecimal number,
+    is ``index - 1`` modulo ``count``; the parts together are the plan."""
+    return [row for row in rows if int(row.key[:15], 16) % count == index - 1]
+
+
+@dataclasses.dataclass
+class FillCounts:
+    """Rows of the plan (or shard): answered before this run, answered now, failed, and still unanswered."""
+
+    planned: int = 0
+    already: int = 0
+    generated: int = 0
+    failed: int = 0
+    failures: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def left(self) -> int:
+        return self.planned - self.already - self.generated
+
+    def line(self) -> str:
+        return (
+            f"{self.planned} planned: {self.already + self.generated} done ({self.already} before this run), "
+            f"{self.failed} failed, {self.left} left"
+        )
+
+
+def model_groups(rows: Sequence[PlannedRequest]) -> dict[tuple[str, str, str], list[PlannedRequest]]:
+    """Rows per model as planned: (spec, option block, fingerprint)."""
+    groups: dict[tuple[str, str, str], list[PlannedRequest]] = {}
+    for row in rows:
+        groups.setdefault((row.spec, row.options, row.fingerprint), []).append(row)
+    return groups

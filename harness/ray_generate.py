@@ -1,0 +1,155 @@
+"""``lalm-fairness-generate --ray``: a plan (:mod:`harness.plan`) filled on a Ray cluster through Ray Data.
+
+Per model of the plan, the rows become a Ray dataset mapped in batches by a pool of ``workers`` actors
+(:class:`PlanWorker`): each builds the model from the row's spec and option block once, checks its fingerprint
+against the plan's, and answers its batches through :class:`~harness.generation.CachedModel` (so a composite
+model's stages and a batch's duplicates work as in a gate run). An actor claims one CPU, the model's tensor x
+pipeline parallel degree of GPUs when the cluster has GPUs, and any ``resources`` given. Actors and their tasks
+are restarted and retried by Ray when a node is lost.
+
+The driver stores each returned batch in its cache and rewrites ``--out`` (atomically) after it, keyed by cache
+key: an answer is written once whichever actor or retry gave it, and a run stopped part-way keeps what it had.
+The workers read each row's audio from its path, so the plan's audio folder must be readable where they run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.cache import OutputCache
+from harness.core.errors import ModelError
+from harness.core.requests import DecodingParams
+from harness.generation import NAMESPACE, CachedModel
+from harness.models.residency import parallel_degree
+from harness.plan import PLAN_COLUMNS, FillCounts, PlanError, PlannedRequest, model_groups
+
+INSTALL_HINT = "pip install 'lalm-fairness[ray]'"
+BATCH_SIZE = 16
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise PlanError(f"--ray needs Ray Data: {INSTALL_HINT} ({exc})") from exc
+    return ray
+
+
+def _row(record: Mapping[str, Any]) -> PlannedRequest:
+    """A plan row from a Ray Data record (pandas turns a missing string into NaN)."""
+
+    def value(name: str) -> Any:
+        item = record[name]
+        return None if item is None or (isinstance(item, float) and math.isnan(item)) else item
+
+    return PlannedRequest(**{name: value(name) for name in PLAN_COLUMNS})
+
+
+class PlanWorker:
+    """A Ray Data actor: one model, loaded on its first batch, answering batches of plan rows."""
+
+    def __init__(self, spec: str, options: str, fingerprint: str):
+        self.scratch = tempfile.TemporaryDirectory(prefix="lalm-ray-worker-")
+        self.model = CachedModel(
+            spec, OutputCache(self.scratch.name), DecodingParams(), json.loads(options), progress=False
+        )
+        if self.model.fingerprint != fingerprint:
+            raise PlanError(
+                f"{spec}: its fingerprint on this worker is {self.model.fingerprint}, the plan's is {fingerprint}"
+            )
+
+    def __call__(self, batch: Any) -> Any:
+        import pandas as pd
+
+        rows = [_row(record) for record in batch.to_dict("records")]
+        by_decoding: dict[str, list[PlannedRequest]] = {}
+        for row in rows:
+            by_decoding.setdefault(row.decoding, []).append(row)
+        keys, texts, labels, errors = [], [], [], []
+        for group in by_decoding.values():
+            error = ""
+            try:
+                answers = self.model.generate(
+                    [row.request() for row in group], label=group[0].label, decoding=group[0].decoding_params()
+                )
+            except ModelError as exc:
+                answers, error = [""] * len(group), str(exc)
+            keys += [row.key for row in group]
+            texts += answers
+            labels += [row.label for row in group]
+            errors += [error] * len(group)
+        return pd.DataFrame({"key": keys, "text": texts, "label": labels, "error": errors})
+
+
+def fill_on_ray(
+    rows: Sequence[PlannedRequest],
+    out: str | Path,
+    cache: OutputCache,
+    *,
+    address: str,
+    workers: int = 1,
+    resources: Mapping[str, float] | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> FillCounts:
+    """Answer the ``rows`` that ``out`` does not hold yet on the Ray cluster at ``address`` (``auto``: the one
+    this machine belongs to), ``workers`` actors per model; ``out`` is rewritten after every batch."""
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {workers}")
+    ray = import_ray()
+    out = Path(out)
+    if out.is_file():
+        cache.import_file(out)
+    planned_keys = [row.key for row in rows]
+    answered = set(cache.lookup(planned_keys))
+    counts = FillCounts(planned=len(rows), already=len(answered))
+    left = [row for row in rows if row.key not in answered]
+    if not left:
+        return counts
+    ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        cluster_gpus = ray.cluster_resources().get("GPU", 0)
+        for (spec, options, fingerprint), group in model_groups(left).items():
+            gpus = parallel_degree(spec, json.loads(options)) if cluster_gpus else 0
+            dataset = ray.data.from_items([dataclasses.asdict(row) for row in group])
+            mapped = dataset.map_batches(
+                PlanWorker,
+                fn_constructor_kwargs={"spec": spec, "options": options, "fingerprint": fingerprint},
+                batch_size=batch_size,
+                batch_format="pandas",
+                compute=ray.data.ActorPoolStrategy(min_size=1, max_size=workers),
+                num_cpus=1,
+                num_gpus=gpus,
+                resources=dict(resources or {}) or None,
+                max_restarts=-1,
+                max_task_retries=-1,
+            )
+            try:
+                for batch in mapped.iter_batches(batch_format="pandas", batch_size=None):
+                    entries = [
+                        (
+                            record["key"],
+                            NAMESPACE,
+                            fingerprint,
+                            record["text"],
+                            {"spec": spec, "label": record["label"]},
+                        )
+                        for record in batch.to_dict("records")
+                        if not record["error"]
+                    ]
+                    cache.put_many(entries)
+                    counts.failures += sorted({record["error"] for record in batch.to_dict("records")} - {""})
+                    cache.export(out, set(cache.lookup(planned_keys)))
+            except Exception as exc:  # an actor that cannot start (a fingerprint that differs there) fails its model
+                counts.failures.append(f"{spec}: {type(exc).__name__}: {str(exc).splitlines()[-1:]}")
+    finally:
+        ray.shutdown()
+    counts.generated = len(cache.lookup(planned_keys)) - counts.already
+    counts.failed = counts.left
+    return counts

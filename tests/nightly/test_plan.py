@@ -1,0 +1,150 @@
+"""The gate's requests as a plan (``--plan``), filled by ``lalm-fairness-generate`` (no Ray), imported and re-scored
+``--offline``: the records equal the in-process run's, on the simulators and on a tiny random ``hf:`` checkpoint;
+and ``--shard i/N`` cuts a plan into disjoint parts whose union is the plan."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.generate import main as generate_main
+from harness.plan import PLAN_COLUMNS, parse_shard, read_plan, shard
+
+from support import engine as es
+
+pytest.importorskip("pyarrow")
+ROOT = Path(__file__).resolve().parents[2]
+SIM_SELECTION = ("--pyargs", "harness.gate_tests.test_vibe", "harness.gate_tests.test_wer")
+
+
+def gate(workdir: Path, *arguments: str, exits: tuple[int, ...] = (0, 1)) -> str:
+    """One gate run in a fresh interpreter (this worktree's harness), its output returned."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "--rootdir", str(workdir),
+               "--permutations", "100", "--report", "", *arguments]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=workdir, timeout=900)
+    assert done.returncode in exits, f"exit {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
+    return done.stdout
+
+
+def plan_fill_and_rescore(workdir: Path, selection: tuple[str, ...], *options: str) -> tuple[dict, list[str]]:
+    """Plan rounds, each filled by lalm-fairness-generate and imported, until nothing is left; then the offline
+    run's results.json, and each round's plan line."""
+    cache, plan, lines, imports = workdir / "cache", workdir / "plan.parquet", [], []
+    for round_number in range(1, 6):
+        output = gate(workdir, *selection, *options, "--cache-dir", str(cache), "--plan", str(plan), *imports)
+        lines += [line for line in output.splitlines() if line.startswith("lalm-fairness: plan ")]
+        if not read_plan(plan):
+            break
+        filled = workdir / f"round{round_number}.jsonl.gz"
+        assert generate_main(["--plan", str(plan), "--out", str(filled), "--no-progress"]) == 0
+        imports = ["--import-cache", str(filled)]
+    else:
+        pytest.fail(f"the plan still had requests after 5 rounds: {lines}")
+    results = workdir / "results.json"
+    gate(workdir, *selection, *options, "--cache-dir", str(cache), "--offline", "--results-json", str(results))
+    return json.loads(results.read_text()), lines
+
+
+def in_process(workdir: Path, selection: tuple[str, ...], *options: str) -> dict:
+    results = workdir / "results.json"
+    gate(workdir, *selection, *options, "--cache-dir", str(workdir / "cache"), "--results-json", str(results))
+    return json.loads(results.read_text())
+
+
+@pytest.mark.slow
+def test_a_plan_filled_elsewhere_rescores_to_the_in_process_records_on_the_simulators(tmp_path):
+    """About 110 s on two shared cores: an in-process run, two plan rounds, their fills and the offline run."""
+    options = ("--model", "sim:fair", "--model", "sim:biased")
+    expected = in_process(tmp_path / "in-process", SIM_SELECTION, *options)
+    rescored, lines = plan_fill_and_rescore(tmp_path / "planned", SIM_SELECTION, *options)
+    assert rescored["cases"] == expected["cases"] and len(expected["cases"]) > 10
+    assert rescored["metadata"]["model_calls"] == 0 and expected["metadata"]["model_calls"] > 0
+    assert len(lines) >= 2 and ", 0 already in the cache" in lines[0] and ": 0 requests to generate" in lines[-1]
+
+
+def test_a_plan_row_holds_what_a_worker_needs(tmp_path):
+    gate(tmp_path, *SIM_SELECTION, "--model", "sim:fair", "--cache-dir", str(tmp_path / "c"), "--plan", "p.parquet")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "p.parquet")
+    assert tuple(table.column_names) == PLAN_COLUMNS
+    rows = read_plan(tmp_path / "p.parquet")
+    with_audio = next(row for row in rows if row.audio_path)
+    assert Path(with_audio.audio_path).is_file() and with_audio.request().audio.content_hash == with_audio.audio_sha256
+    assert {row.spec for row in rows} == {"sim:fair"} and all(row.fingerprint for row in rows)
+    assert not (tmp_path / "results.json").exists(), "a plan run writes no results"
+
+
+def test_the_shards_of_a_plan_are_disjoint_and_together_the_plan(tmp_path):
+    gate(tmp_path, *SIM_SELECTION, "--model", "sim:fair", "--cache-dir", str(tmp_path / "c"), "--plan", "p.parquet")
+    rows = read_plan(tmp_path / "p.parquet")
+    parts = [shard(rows, index, 3) for index in range(1, 4)]
+    keys = [row.key for part in parts for row in part]
+    assert len(keys) == len(set(keys)) == len(rows) and sorted(keys) == sorted(row.key for row in rows)
+    assert all(parts)
+    gate(tmp_path, *SIM_SELECTION, "--model", "sim:fair", "--cache-dir", str(tmp_path / "c"), "--plan", "p2.parquet",
+         "--shard", "2/3")  # fmt: skip
+    assert [row.key for row in read_plan(tmp_path / "p2.parquet")] == [row.key for row in parts[1]]
+    outputs = [tmp_path / f"shard{index}.jsonl.gz" for index in range(1, 4)]
+    for index, output in enumerate(outputs, start=1):
+        arguments = ["--plan", str(tmp_path / "p.parquet"), "--out", str(output), "--shard", f"{index}/3"]
+        assert generate_main([*arguments, "--no-progress"]) == 0
+    imports = [argument for output in outputs for argument in ("--import-cache", str(output))]
+    output = gate(tmp_path, *SIM_SELECTION, "--model", "sim:fair", "--cache-dir", str(tmp_path / "c2"), "--plan",
+                  "p3.parquet", *imports)  # fmt: skip
+    assert f"{len(rows)} already in the cache" in output
+    with pytest.raises(ValueError, match=r"expected i/N with 1 <= i <= N"):
+        parse_shard("4/3")
+
+
+def test_generate_refuses_rows_whose_model_has_another_fingerprint_here(tmp_path, capsys):
+    gate(tmp_path, *SIM_SELECTION, "--model", "sim:fair", "--cache-dir", str(tmp_path / "c"), "--plan", "p.parquet")
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "p.parquet").to_pandas()
+    table["fingerprint"] = "sim:fair-elsewhere"
+    table.to_parquet(tmp_path / "altered.parquet", index=False)
+    assert generate_main(["--plan", str(tmp_path / "altered.parquet"), "--out", str(tmp_path / "o.jsonl.gz")]) == 1
+    captured = capsys.readouterr()
+    assert "the plan's is sim:fair-elsewhere" in captured.err and f"{len(table)} failed" in captured.out
+
+
+@pytest.mark.slow
+def test_a_plan_filled_elsewhere_rescores_to_the_in_process_records_on_a_tiny_hf_checkpoint(tmp_path):
+    pytest.importorskip("transformers")
+    checkpoint = es.build_engine_checkpoint(tmp_path / "tiny-qwen2-audio")
+    corpus = es.small_corpus(tmp_path / "corpus", sentences=2)
+    selection = ("--pyargs", "harness.gate_tests.test_wer", "-k", "wer_ratio")
+    options = ("--model", f"hf:{checkpoint}", "--corpus", f"small={corpus}", "--embedder", "none")
+    expected = in_process(tmp_path / "in-process", selection, *options)
+    rescored, lines = plan_fill_and_rescore(tmp_path / "planned", selection, *options)
+    assert rescored["cases"] == expected["cases"] and expected["cases"]
+    assert rescored["metadata"]["model_calls"] == 0
+
+
+def test_a_plan_holds_no_secret(tmp_path):
+    from harness.core.requests import DecodingParams, GenerationRequest
+    from harness.plan import Planner, write_plan
+
+    planner = Planner(tmp_path / "audio")
+    planner.add(
+        namespace="generate",
+        spec="openai:http://127.0.0.1:1/v1/model",
+        fingerprint="openai:x",
+        options={"api_key": "sk-proj-abcdefghijklmnop", "headers": {"Authorization": "Bearer abcdefghijkl"}},
+        decoding=DecodingParams(),
+        label="t",
+        requests=[GenerationRequest("hello")],
+        keys=["0" * 64],
+    )
+    write_plan(tmp_path / "p.parquet", list(planner.rows.values()))
+    text = (tmp_path / "p.parquet").read_bytes()
+    assert b"abcdefghijklmnop" not in text and b"abcdefghijkl" not in text
+    assert "[REDACTED]" in read_plan(tmp_path / "p.parquet")[0].options
