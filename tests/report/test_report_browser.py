@@ -102,7 +102,7 @@ def test_hostile_model_output_and_case_ids_stay_inert_text(hostile_report):
     assert "<script>" not in html and "<img src=x" not in html
     assert "&lt;script&gt;" in html
     dom = chromium("--dump-dom", (hostile_report / "report.html").as_uri()).stdout
-    assert "<title>lalm-fairness report: FAIL</title>" in dom
+    assert "<title>lalm-fairness report: SPOT-CHECK</title>" in dom  # -k advisory: a spot check, not a verdict
     assert "PWNED</title>" not in dom
     assert "<img" not in dom
 
