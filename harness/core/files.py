@@ -175,3 +175,29 @@ def _process_alive(pid: int) -> bool:
     except OSError:  # exists, owned by someone else
         return True
     return True
+
+
+def portable_path(path: str | Path, root: Path | None = None) -> str:
+    """A path as results.json records it, naming no build machine's folders (issue 38): relative to ``root`` (the
+    working folder pytest runs in, by default) when inside it, else relative to the installed package
+    (``<harness>/...``), else with the home folder as ``~`` or the temporary folder as ``<tmp>``, else as given."""
+    resolved = Path(path).resolve()
+    places = [
+        (Path.cwd() if root is None else root, None),
+        (Path(__file__).resolve().parents[1], "<harness>"),
+        (Path(tempfile.gettempdir()), "<tmp>"),
+        (Path.home(), "~"),
+    ]
+    for place, label in places:
+        try:
+            relative = resolved.relative_to(place.resolve())
+        except ValueError:
+            continue
+        return relative.as_posix() if label is None else f"{label}/{relative.as_posix()}"
+    return str(resolved)
+
+
+def portable_source(source: str) -> str:
+    """A file's name as results.json records it (:func:`portable_path`); a description in angle brackets (such as
+    ``<built-in defaults: ...>``) is kept as it is."""
+    return source if source.startswith("<") else portable_path(source)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import platform
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import pandas as pd
 from harness.checks import all_checks, get_check
 from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, with_floor_changes
 from harness.core.errors import CaseNotMeasured, ModelError
+from harness.core.files import portable_path, portable_source
 from harness.extraction.validation import annotation_sample, export_annotation_sample
 from harness.gate.baseline import check_baseline_cases
 from harness.gate.config import (
@@ -177,7 +177,8 @@ class Gate:
             message=message,
             absolute_passed=verdict.passed,
             release=outcome,
-            baseline=comparison.as_dict() | {"source": self.baseline.source, "model": self.baseline.model},
+            baseline=comparison.as_dict()
+            | {"source": portable_source(self.baseline.source), "model": self.baseline.model},
         )
         return Verdict(passed, message, record)
 
@@ -236,7 +237,7 @@ class Gate:
                 "audio_warnings": list(context.basis.audio_warnings),
             },
             "thresholds": {
-                "source": self.thresholds.source,
+                "source": portable_source(self.thresholds.source),
                 "hash": self.thresholds.digest,
                 "notes": list(self.thresholds.notes),
             },
@@ -253,7 +254,7 @@ class Gate:
             "baseline": None
             if self.baseline is None
             else {
-                "source": self.baseline.source,
+                "source": portable_source(self.baseline.source),
                 "model": self.baseline.model,
                 "notes": self.baseline.corpus_notes(
                     {name: corpus.content_hash for name, corpus in context.corpora.items()}
@@ -578,26 +579,6 @@ def refuse_other_extraction(path: str | Path, baseline: dict[str, str | None], r
             "protocol are fixed across checkpoints: run with the baseline's settings (vibe.defaults in a thresholds "
             "file, or --extractor) or remake the baseline with these"
         )
-
-
-def portable_path(path: str | Path, root: Path | None = None) -> str:
-    """A path as results.json records it, naming no build machine's folders (issue 38): relative to ``root`` (the
-    working folder pytest runs in, by default) when inside it, else relative to the installed package
-    (``<harness>/...``), else with the home folder as ``~`` or the temporary folder as ``<tmp>``, else as given."""
-    resolved = Path(path).resolve()
-    places = [
-        (Path.cwd() if root is None else root, None),
-        (Path(__file__).resolve().parents[1], "<harness>"),
-        (Path(tempfile.gettempdir()), "<tmp>"),
-        (Path.home(), "~"),
-    ]
-    for place, label in places:
-        try:
-            relative = resolved.relative_to(place.resolve())
-        except ValueError:
-            continue
-        return relative.as_posix() if label is None else f"{label}/{relative.as_posix()}"
-    return str(resolved)
 
 
 def package_versions() -> dict[str, str]:

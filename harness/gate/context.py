@@ -23,6 +23,7 @@ import pandas as pd
 
 from harness.cache import OutputCache
 from harness.core.errors import ModelError
+from harness.core.files import portable_path
 from harness.core.requests import GenerationRequest
 from harness.core.values import memoized
 from harness.data import Corpus, resolve_corpus
@@ -307,7 +308,7 @@ def import_bundled_exports(cache: OutputCache, config: GateConfig) -> list[dict[
             imported.append(
                 {
                     "model": spec,
-                    "file": str(path),
+                    "file": portable_path(path),
                     "entries": sum(per_model.values()),
                     "per_model": per_model,
                     "provenance": provenance,

@@ -30,7 +30,7 @@ from harness.cache import CacheError, OutputCache
 from harness.checks import all_checks
 from harness.checks.base import Case, Verdict
 from harness.core.errors import ModelError
-from harness.core.files import LockHeld, ensure_writable, file_lock
+from harness.core.files import LockHeld, ensure_writable, file_lock, portable_path
 from harness.data import CorpusError
 from harness.gate import (
     DEFAULT_CACHE_DIR,
@@ -212,7 +212,7 @@ def import_caches(config: pytest.Config) -> None:
     cache = OutputCache(cache_dir(config))
     try:
         config.stash[IMPORTED_KEY] = [
-            {"file": str(path), "entries": sum(counts.values()), "per_model": counts}
+            {"file": portable_path(path), "entries": sum(counts.values()), "per_model": counts}
             for path, counts in ((path, cache.import_counts(path)) for path in files)
         ]
     except CacheError as exc:
