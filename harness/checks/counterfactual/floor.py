@@ -82,9 +82,8 @@ def _probe(context: CheckContext, model: str, may_load: bool) -> AudioFloor:
                 None,
                 blind_share,
                 unmeasured=(
-                    f"{missing} of the audio-dependence probe's {len(set(keys))} answers on corpus {corpus_name} are "
-                    f"not cached (none are shipped with {model}'s outputs, or the run is offline) and the floor "
-                    "loads no model: whether it hears the audio is unmeasured, and its cases keep their own verdicts"
+                    f"{missing} of its {len(set(keys))} probe answers on {corpus_name} are not cached and the floor "
+                    "loads no model (shipped outputs or an offline run); its cases keep their own verdicts"
                 ),
             )
     answers = rows.assign(answer=context.outputs(cached, requests, "audio-dependence probe")["answer"].to_numpy())
