@@ -336,8 +336,8 @@ def perceived_shares(table: pd.DataFrame) -> pd.DataFrame:
 @dataclasses.dataclass(frozen=True)
 class AudioDependence:
     """``unchanged``: replacement -> the share (0-1) of probe requests whose answer with the replaced audio equals
-    the answer with the recording itself; ``share``: the largest of them, the model's audio-dependence figure
-    (1 = its answers never depend on the audio); ``requests``: the probe requests answered in every variant."""
+    the answer with the recording itself; ``share``: the smallest of them, the model's audio-dependence figure
+    (1 = no replacement ever changed an answer: the model does not hear its audio); ``requests``: the probe requests answered in every variant."""
 
     unchanged: dict[str, float]
     share: float
@@ -347,9 +347,10 @@ class AudioDependence:
 def audio_dependence(table: pd.DataFrame, original: str = "original") -> AudioDependence:
     """How often a model's answer survives replacing its audio. ``table``: one row per probe request and audio
     variant with ``request``, ``audio`` (``original`` or a replacement's name: silence of the same length, another
-    recording) and ``answer``. Answers are compared after collapsing white space. The figure is the largest share
-    over replacements: a model whose answers survive silence (or another voice) in most requests does not use
-    the audio for them, whatever it does with the other replacement."""
+    recording) and ``answer``. Answers are compared after collapsing white space. The figure is the smallest share
+    over replacements: a model does not hear when its answers survive *every* replacement. One replacement alone
+    does not show it: a fair model may rightly answer alike when another speaker's recording says the same words,
+    and a model whose answers change with silence hears something of its audio."""
     require_columns(table, ["request", "audio", "answer"], "audio_dependence", nonempty=True)
     if original not in set(table["audio"]):
         raise ValueError(
@@ -367,7 +368,7 @@ def audio_dependence(table: pd.DataFrame, original: str = "original") -> AudioDe
     if not replacements or answers.empty:
         raise ValueError("audio_dependence: needs answers to the same requests with the recording and a replacement")
     unchanged = {name: float((answers[name] == answers[original]).mean()) for name in replacements}
-    return AudioDependence(unchanged, max(unchanged.values()), len(answers))
+    return AudioDependence(unchanged, min(unchanged.values()), len(answers))
 
 
 def smallest_p_value(speakers: int) -> float:

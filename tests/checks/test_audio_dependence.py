@@ -33,8 +33,8 @@ PROBE_TASKS = {name: TASKS[name] for name in ("story", "personal_shopper")}
 
 
 class SilencedModel:
-    """A test backend that drops the audio: every request reaches ``model`` with silence of the same length, as a
-    wrong processor argument would leave it."""
+    """A test backend that drops the audio: every request reaches ``model`` with the same second of silence, as a
+    wrong processor argument leaves it (the model then sees one input whatever the recording)."""
 
     def __init__(self, model):
         self.model = model
@@ -42,7 +42,7 @@ class SilencedModel:
     def generate(self, requests, params):
         silenced = [
             request if request.audio is None else
-            type(request)(**{**vars(request), "audio": Audio(np.zeros_like(request.audio.samples), request.audio.sample_rate)})
+            type(request)(**{**vars(request), "audio": Audio(np.zeros(request.audio.sample_rate), request.audio.sample_rate)})
             for request in requests
         ]  # fmt: skip
         return self.model.generate(silenced, params)
@@ -58,11 +58,12 @@ def settings():
     return packaged_thresholds().values(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")
 
 
-def test_probe_plan_pairs_each_recording_with_another_speakers(corpus):
+def test_probe_plan_pairs_each_recording_with_another_speaker_saying_other_words(corpus):
     plan = probe_plan(corpus, 24, seed=0)
     assert len(plan) == 24 and plan["utterance_id"].is_unique
-    speakers = corpus.table["speaker_id"]
-    assert (speakers[plan["utterance_id"]].to_numpy() != speakers[plan["other_utterance_id"]].to_numpy()).all()
+    for column in ("speaker_id", "content_id"):
+        values = corpus.table[column]
+        assert (values[plan["utterance_id"]].to_numpy() != values[plan["other_utterance_id"]].to_numpy()).all()
     assert plan.equals(probe_plan(corpus, 24, seed=0)) and not plan.equals(probe_plan(corpus, 24, seed=1))
 
 
@@ -87,9 +88,18 @@ def test_audio_dependence_shares_on_known_answers():
             ("r3", ORIGINAL, "E"), ("r3", SILENCE, "F"), ("r3", OTHER_RECORDING, "G"),
             ("r4", ORIGINAL, "H"), ("r4", SILENCE, "H"), ("r4", OTHER_RECORDING, "I")]  # fmt: skip
     result = audio_dependence(pd.DataFrame(rows, columns=["request", "audio", "answer"]))
-    assert result.unchanged == {OTHER_RECORDING: 0.25, SILENCE: 0.75} and result.share == 0.75 and result.requests == 4
+    assert result.unchanged == {OTHER_RECORDING: 0.25, SILENCE: 0.75} and result.share == 0.25 and result.requests == 4
     with pytest.raises(ValueError, match="request 'r1' has two answers with audio 'original'"):
         audio_dependence(pd.DataFrame(rows + [rows[0]], columns=["request", "audio", "answer"]))
+
+
+def test_a_model_that_answers_by_the_words_alone_hears_even_when_another_voice_leaves_it_unchanged():
+    """The false call of a first floor: on a corpus where every recording has the same words, a fair model answers
+    alike for another speaker (100% unchanged) but not for silence (0%): it hears, and its figure is the smaller."""
+    rows = [(f"r{i}", audio, answer) for i in range(10)
+            for audio, answer in ((ORIGINAL, f"words {i}"), (OTHER_RECORDING, f"words {i}"), (SILENCE, "nothing heard"))]  # fmt: skip
+    result = audio_dependence(pd.DataFrame(rows, columns=["request", "audio", "answer"]))
+    assert result.unchanged == {OTHER_RECORDING: 1.0, SILENCE: 0.0} and result.share == 0.0
 
 
 def test_probe_answers_are_one_row_per_task_recording_and_audio(corpus):

@@ -3,8 +3,8 @@
 A model that ignores its audio (audio dropped by a wrong processor argument, a text-only checkpoint behind a speech
 API) answers every voice alike, so it passes every between-group and counterfactual comparison: a pass that says
 nothing. The probe answers ``probe_requests_per_task`` requests of each task three times: with the recording, with
-silence of the same length, and with another speaker's recording (the next sampled one). When the answers with a
-replacement equal those with the recording in at least ``audio_blind_share`` of the requests
+silence of the same length, and with another speaker's recording of other words (the next sampled one). When the
+answers with every replacement equal those with the recording in at least ``audio_blind_share`` of the requests
 (:func:`harness.metrics.counterfactual.audio_dependence`), the model does not hear the audio, and every voice-bias
 case of it is unmeasured with that reason and the share (:func:`audio_blind_reason`). Cases whose group reaches the
 model in the text (BASIS's explicit and text modes) stay measured (:func:`needs_audio`).
@@ -38,20 +38,22 @@ def needs_audio(variant: str | None) -> bool:
 
 
 def probe_plan(corpus: Corpus, per_task: int, seed: int) -> pd.DataFrame:
-    """``per_task`` recordings drawn without replacement (seeded), each with another speaker's recording as its
-    replacement: columns ``utterance_id``, ``other_utterance_id``."""
+    """``per_task`` recordings drawn without replacement (seeded), each with a replacement recording: another
+    speaker's, saying other words where the corpus has them (its ``content_id``), so that an answer that survives
+    the replacement cannot be explained by the words alone. Columns ``utterance_id``, ``other_utterance_id``."""
     table = corpus.table
     order = np.random.default_rng(seed).permutation(len(table))[: min(per_task, len(table))]
     chosen = table.index[order]
     speakers = table["speaker_id"]
+    contents = table["content_id"] if "content_id" in table.columns else pd.Series(table.index, index=table.index)
     others = []
     for position, utterance in enumerate(chosen):
-        candidates = [u for u in np.roll(chosen, -position - 1) if speakers[u] != speakers[utterance]]
-        if not candidates:
-            candidates = list(table.index[speakers != speakers[utterance]][:1])
-        if not candidates:
+        pool = [*np.roll(chosen, -position - 1), *table.index]
+        other_speaker = [u for u in pool if speakers[u] != speakers[utterance]]
+        if not other_speaker:
             raise ValueError(f"{corpus.manifest_path}: the audio-dependence probe needs two speakers; it has one")
-        others.append(candidates[0])
+        other_words = [u for u in other_speaker if contents[u] != contents[utterance]]
+        others.append((other_words or other_speaker)[0])
     return pd.DataFrame({"utterance_id": list(chosen), "other_utterance_id": others})
 
 
@@ -90,12 +92,12 @@ def probe_answers(
 
 def audio_blind_reason(model_spec: str, dependence: AudioDependence, blind_share: float) -> str | None:
     """The unmeasured reason of every voice-bias case of ``model_spec`` when it does not hear the audio (its answers
-    survive a replacement in at least ``blind_share`` of the probe requests); None when it hears."""
+    survive each replacement in at least ``blind_share`` of the probe requests); None when it hears."""
     if dependence.share < blind_share:
         return None
     survived = ", ".join(f"{100 * share:.0f}% with {name}" for name, share in dependence.unchanged.items())
     return (
-        f"{model_spec} does not hear the audio: with the audio replaced, its answers were unchanged in "
+        f"{model_spec} does not hear the audio: whatever replaced the audio, its answers were unchanged in at least "
         f"{100 * dependence.share:.0f}% of {dependence.requests} probe requests ({survived}; audio_blind_share "
         f"{100 * blind_share:.0f}%), so no voice-bias case of it can be measured"
     )
