@@ -27,7 +27,9 @@ chat-template text): use ``openai:`` against ``vllm serve`` for it.
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
+import multiprocessing
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -56,6 +58,9 @@ ENGINE_OPTIONS = (
 KNOWN_OPTIONS = set(ENGINE_OPTIONS) | {"architecture", "batch_size", "engine_kwargs"}
 BEHAVIOUR_OPTIONS = ("dtype", "quantization", "architecture", "trust_remote_code", "max_model_len")
 UNSUPPORTED = {"voxtral": "use openai: against `vllm serve --tokenizer_mode mistral` for Voxtral"}
+
+ENGINE_SHUTDOWN_TIMEOUT_S = 60.0
+"""How long a released engine's processes may take to exit before vLLM kills them."""
 
 
 def import_vllm() -> Any:
@@ -179,15 +184,22 @@ class VLLMModel:
         self.batch_size = batch_size
 
     def release(self) -> None:
-        """Shut the engine down (its worker processes and their memory), then tear down vLLM's process groups so
-        that the next engine of the run can start in this process."""
+        """Shut the engine down (its worker processes and their memory), waiting up to
+        :data:`ENGINE_SHUTDOWN_TIMEOUT_S` for its engine-core process to finish its teardown and be reaped (vLLM's
+        default wait, 5 s, is shorter than the CPU engine's teardown: it then kills the process mid-teardown and
+        leaves it a zombie of this one), then tear down vLLM's process groups so that the next engine of the run can
+        start in this process."""
         engine = getattr(self.llm, "llm_engine", None)
         for part in (getattr(engine, "engine_core", None), engine):
             shutdown = getattr(part, "shutdown", None)
             if callable(shutdown):
-                shutdown()
+                if "timeout" in inspect.signature(shutdown).parameters:
+                    shutdown(timeout=ENGINE_SHUTDOWN_TIMEOUT_S)
+                else:
+                    shutdown()
                 break
         self.llm = None
+        multiprocessing.active_children()
         try:
             state = importlib.import_module("vllm.distributed.parallel_state")
         except ImportError:

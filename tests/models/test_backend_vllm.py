@@ -170,3 +170,16 @@ def test_voxtral_is_refused_with_a_pointer(fake_vllm, tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "voxtral"}')
     with pytest.raises(ModelError, match="openai:"):
         VLLMBackend(spec="vllm:v", target=str(tmp_path), options={}).load()
+
+
+def test_release_waits_for_the_engine_processes_instead_of_vllms_five_seconds(fake_vllm, qwen2_audio_dir):
+    """vLLM kills an engine core still tearing down after its default 5 s and leaves it a zombie; release hands
+    the engine a longer wait, so its process exits and is reaped (the real engine: tests/nightly)."""
+    from harness.models.vllm_backend import ENGINE_SHUTDOWN_TIMEOUT_S
+
+    timeouts = []
+    core = types.SimpleNamespace(shutdown=lambda timeout=None: timeouts.append(timeout))
+    model = VLLMBackend(spec="vllm:q", target=qwen2_audio_dir, options={}).load()
+    model.llm.llm_engine = types.SimpleNamespace(engine_core=core)
+    model.release()
+    assert timeouts == [ENGINE_SHUTDOWN_TIMEOUT_S] and ENGINE_SHUTDOWN_TIMEOUT_S > 5 and model.llm is None

