@@ -57,6 +57,7 @@ __all__ = [
     "audio_warnings",
     "merge_run_metadata",
 ]
+from harness.checks.counterfactual.floor import audio_floor_reason, probed_floors
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA
 from harness.checks.counterfactual.settings import SECTION as COUNTERFACTUAL_SECTION
 from harness.gate.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION, VibeProtocol
@@ -133,9 +134,18 @@ class Gate:
             self._families[check] = tuple(self.cases(check))
         return self._families[check]
 
+    def probe_tasks(self) -> tuple[str, ...]:
+        """The VIBE tasks the audio-dependence probe asks: those of the selected nTVD cases, in the run's order."""
+        selected = {case.variant for case in self.family("ntvd")}
+        return tuple(task for task in self.context.tasks if task in selected)
+
     def verdict(self, case: Case) -> Verdict:
         """The check's verdict; with a baseline, the release ratchet of :func:`release_outcome`."""
         check = get_check(case.check)
+        may_load = not self.config.offline and not self.config.bundled_exports.get(case.model)
+        deaf = audio_floor_reason(self.context, case, may_load=may_load, tasks=self.probe_tasks())
+        if deaf is not None:
+            raise CaseNotMeasured(deaf)
         verdict = check.verdict(self.context, case, self.family(case.check))
         record = dataclasses.replace(verdict.record, paired_data=check.paired_data(self.context, case))
         untestable = record.decision.untestable if record.decision else ()
@@ -263,6 +273,7 @@ class Gate:
             "bundled_outputs": context.bundled_outputs,
             "cache_set_aside": context.cache_set_aside,
             "compute_environment": compute_environment(),
+            "audio_dependence": probed_floors(context),
         }
 
 
@@ -416,7 +427,7 @@ def merge_run_metadata(
                     totals = outputs.setdefault(model, {})
                     for name, count in counts.items():
                         totals[name] = totals.get(name, 0) + count
-            elif key in ("models", "stage_models", "resolved_settings"):
+            elif key in ("models", "stage_models", "resolved_settings", "audio_dependence"):
                 merged[key] = {**merged.get(key, {}), **value}
             elif key == "residency":
                 merged[key] = [*merged.get(key, []), *value]

@@ -30,6 +30,23 @@ def run_gate(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, di
     return result, results
 
 
+def probe_calls_beyond(*asked_tasks: str) -> int:
+    """The audio-dependence probe's distinct requests on the demo corpus (every task), less those of the
+    ``asked_tasks``' own recordings, which their cases ask already."""
+    from harness.checks.counterfactual.audio_dependence import ORIGINAL, probe_requests
+    from harness.data.corpus import load_corpus
+    from harness.tasks import TASKS
+
+    rows, requests = probe_requests(load_corpus(REPO / "harness" / "data" / "demo", check_audio=False), TASKS, 24)
+    identity = [json.dumps(request.cache_identity(), sort_keys=True, default=str) for request in requests]
+    asked = {
+        key
+        for key, task, audio in zip(identity, rows["task"], rows["audio"])
+        if task in asked_tasks and audio == ORIGINAL
+    }
+    return len(set(identity) - asked)
+
+
 def test_fair_simulator_passes_every_case(gate_project):
     result, results = run_gate(gate_project, "--model", "sim:fair")
     result.assert_outcomes(passed=10)
@@ -55,7 +72,7 @@ def test_keyword_selects_advisory_only_and_second_run_makes_no_model_call(gate_p
     result, first = run_gate(gate_project, "--model", "sim:fair", "-k", "advisory", "--cache-dir", str(cache))
     result.assert_outcomes(passed=2)
     assert {case["task"] for case in first["cases"]} == {"advisory"}
-    assert first["metadata"]["model_calls"] == 324
+    assert first["metadata"]["model_calls"] == 324 + probe_calls_beyond("advisory")
     result, second = run_gate(gate_project, "--model", "sim:fair", "-k", "advisory", "--cache-dir", str(cache))
     result.assert_outcomes(passed=2)
     assert second["metadata"]["model_calls"] == 0
@@ -92,7 +109,7 @@ def test_fresh_cache_under_two_workers_generates_each_output_once(gate_project):
         str(gate_project.path / "fresh"),
     )
     result.assert_outcomes(passed=2)
-    assert results["metadata"]["model_calls"] == 324
+    assert results["metadata"]["model_calls"] == 324 + probe_calls_beyond("personal_shopper")
 
 
 def test_invalid_thresholds_file_stops_collection_naming_file_and_valid_keys(gate_project):
@@ -127,7 +144,8 @@ def test_export_import_offline_rescore_gives_identical_results(gate_project):
         "2",
     )
     result.assert_outcomes(passed=2, failed=2)
-    result.stdout.fnmatch_lines(["*exported 648 cached outputs*"])
+    exported = 648 + probe_calls_beyond("advisory", "story")
+    result.stdout.fnmatch_lines([f"*exported {exported} cached outputs*"])
     result, rescored = run_gate(
         gate_project,
         *args,
@@ -140,7 +158,7 @@ def test_export_import_offline_rescore_gives_identical_results(gate_project):
     result.assert_outcomes(passed=2, failed=2)
     assert rescored["cases"] == original["cases"]
     assert rescored["metadata"]["model_calls"] == 0 and rescored["metadata"]["offline"] is True
-    assert rescored["metadata"]["imported_caches"][0]["entries"] == 648
+    assert rescored["metadata"]["imported_caches"][0]["entries"] == exported
     assert "no model was loaded" in (gate_project.path / "report.html").read_text()
 
 

@@ -169,10 +169,9 @@ def test_first_900_px_of_a_failing_run_name_every_failed_case(biased_run, tmp_pa
     measured = tmp_path / "measured.html"
     measured.write_text((biased_run / "report.html").read_text().replace("</body>", POSITIONS_SCRIPT + "</body>"))
     dom = chromium("--dump-dom", f"--window-size=1200,{FIRST_SCREEN_PX}", measured.as_uri()).stdout
-    rows = {
-        row["id"]: row
-        for row in json.loads(html.unescape(re.search(r"<pre id=\"positions\">(.*?)</pre>", dom, re.S).group(1)))
-    }
+    rows: dict[str, dict] = {}
+    for row in json.loads(html.unescape(re.search(r"<pre id=\"positions\">(.*?)</pre>", dom, re.S).group(1))):
+        rows.setdefault(row["id"], row)  # failed lines come first: the WER and judge-score cases share an id
     for case in failed:
         row = rows[case["id"]]
         assert row["bottom"] <= FIRST_SCREEN_PX, f"{case['id']} ends at {row['bottom']:.0f} px"

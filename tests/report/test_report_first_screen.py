@@ -462,3 +462,18 @@ def test_closest_calls_tied_on_an_adjusted_p_of_one_are_ranked_by_effect_size():
         "m1-age-speech-implicit",
         "m1-age-speech-explicit",
     ]
+
+
+def test_the_first_screen_gives_each_models_audio_dependence_or_why_it_is_unmeasured():
+    probes = {
+        "deaf": {"share": 1.0, "requests": 48, "audio_blind_share": 0.9, "hears": False, "unmeasured": None},
+        "hearing": {"share": 0.25, "requests": 48, "audio_blind_share": 0.9, "hears": True, "unmeasured": None},
+        "shipped": {"share": None, "requests": None, "audio_blind_share": 0.9, "hears": None, "unmeasured": HOSTILE},
+    }
+    cases = [ratio_case(passed=True)]
+    top = first_screen_html(render_report(results(cases, audio_dependence=probes)))
+    line = top[top.index('<p id="audio-dependence"') :]
+    assert "<code>deaf</code> 100% of 48 probe requests (bar 90%): <strong>does not hear the audio</strong>" in line
+    assert "<code>hearing</code> 25% of 48 probe requests (bar 90%): hears the audio" in line
+    assert "<code>shipped</code> unmeasured (&lt;script&gt;" in line and "<script>" not in line
+    assert 'id="audio-dependence"' not in first_screen_html(render_report(results(cases)))

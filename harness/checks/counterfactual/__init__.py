@@ -6,6 +6,8 @@ Built bottom-up while the gate's check interface is being refactored: :mod:`.set
 ``counterfactual`` section of thresholds.yaml, with the voice transforms' arguments), :mod:`.arms` (a corpus's arms
 and a model's answers and transcripts on them), :mod:`.perceived` (the perceived-group filter and its unmeasured
 rule, ``voice:praat`` as the default perceiver), :mod:`.measure` (one VIBE case measured and decided) and
-:mod:`.audio_dependence` (the probe that finds a model that does not hear its audio). The folder is not yet
-registered in :data:`harness.checks.CHECKS`: it has no ``check.py``, ``record.py`` or ``view.py`` yet.
+:mod:`.audio_dependence` (the probe that finds a model that does not hear its audio), with :mod:`.floor` (the probe
+as the gate's floor: :meth:`harness.gate.Gate.verdict` makes every voice-bias case of such a model unmeasured).
+The folder is not yet registered in :data:`harness.checks.CHECKS`: it has no ``check.py``, ``record.py`` or
+``view.py`` yet.
 """

@@ -72,7 +72,17 @@ def probe_answers(
 ) -> pd.DataFrame:
     """``model``'s (a loaded backend) answers to the probe: one row per task, recording and audio variant, with the
     columns ``request`` (``task/utterance``), ``task``, ``audio`` and ``answer``."""
-    params = params or DecodingParams()
+    rows, requests = probe_requests(corpus, tasks, per_task, seed=seed)
+    answers = model.generate(requests, params or DecodingParams())
+    return rows.assign(answer=answers)
+
+
+def probe_requests(
+    corpus: Corpus, tasks: Mapping[str, Task], per_task: int, *, seed: int = 0
+) -> tuple[pd.DataFrame, list]:
+    """The probe's requests and their rows (``request`` = ``task/utterance``, ``task``, ``audio``): each sampled
+    recording of :func:`probe_plan` asked by each task with the recording, silence of its length and another
+    speaker's recording."""
     plan = probe_plan(corpus, per_task, seed)
     rows, requests = [], []
     for name, task in tasks.items():
@@ -86,8 +96,7 @@ def probe_answers(
             for variant, audio in variants.items():
                 rows.append((f"{name}/{utterance}", name, variant))
                 requests.append(task.request("", audio, protocol=SELF_REPORT))
-    answers = model.generate(requests, params)
-    return pd.DataFrame(rows, columns=["request", "task", "audio"]).assign(answer=answers)
+    return pd.DataFrame(rows, columns=["request", "task", "audio"]), requests
 
 
 def audio_blind_reason(model_spec: str, dependence: AudioDependence, blind_share: float) -> str | None:

@@ -1,0 +1,105 @@
+"""The audio-dependence floor in the gate (issue 39): a model fed silence has every voice-bias case unmeasured, with
+a reason naming the audio; a hearing simulator is unaffected; a model served from shipped outputs without probe
+answers has its probe unmeasured, loads nothing, and keeps its cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.checks import all_checks
+from harness.checks.counterfactual.audio_dependence import needs_audio
+from harness.checks.counterfactual.floor import audio_floor, audio_floor_reason, probed_floors
+from harness.core.requests import Audio
+from harness.gate import Gate, GateConfig, Unmeasured, merge_run_metadata
+from harness.models import register_backend
+from harness.models.cascade import DEMO_MODEL
+from harness.models.sim import SimulatorBackend
+
+TASKS = ("story", "personal_shopper")
+
+
+class SilencedSimulator:
+    def __init__(self, model):
+        self.model = model
+
+    def generate(self, requests, params):
+        silenced = [
+            request if request.audio is None else
+            type(request)(**{**vars(request), "audio": Audio(np.zeros(request.audio.sample_rate), request.audio.sample_rate)})
+            for request in requests
+        ]  # fmt: skip
+        return self.model.generate(silenced, params)
+
+
+class SilencedBackend(SimulatorBackend):
+    """A test backend (``silenced:<simulator>``): the simulator with every recording replaced by the same second
+    of silence, as a wrong processor argument leaves a model."""
+
+    def fingerprint(self) -> str:
+        return "silenced/" + super().fingerprint()
+
+    def load(self):
+        return SilencedSimulator(super().load())
+
+
+register_backend("silenced", f"{__name__}:SilencedBackend")
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory):
+    config = GateConfig(
+        models=("silenced:biased", "sim:fair"),
+        cache_dir=str(tmp_path_factory.mktemp("cache")),
+        tasks=TASKS,
+        judge="sim:fair",
+        progress=False,
+    )
+    return Gate(config)
+
+
+def all_cases(gate):
+    return [case for check in all_checks() for case in check.cases(gate.context)]
+
+
+def test_a_model_fed_silence_has_every_voice_bias_case_unmeasured_naming_the_audio(gate):
+    cases = [case for case in all_cases(gate) if case.model == "silenced:biased"]
+    voice = [case for case in cases if needs_audio(case.variant)]
+    assert {case.check for case in voice} >= {"ntvd", "wer_ratio", "score_ratio", "classification", "icat"}
+    for case in voice:
+        outcome = gate.outcome(case)
+        assert isinstance(outcome, Unmeasured), case.id
+        assert "silenced:biased does not hear the audio" in outcome.cause.message
+        assert "probe requests" in outcome.cause.message and "audio_blind_share" in outcome.cause.message
+    text = [case for case in cases if not needs_audio(case.variant)]
+    assert text and all(audio_floor_reason(gate.context, case, may_load=True) is None for case in text)
+
+
+def test_a_hearing_simulator_is_unaffected(gate):
+    floor = audio_floor(gate.context, "sim:fair", may_load=True)
+    assert floor.blind_reason is None and floor.unmeasured is None
+    assert floor.dependence.share < floor.blind_share
+    cases = [case for case in all_cases(gate) if case.model == "sim:fair"]
+    assert all(audio_floor_reason(gate.context, case, may_load=True) is None for case in cases)
+
+
+def test_the_figures_reach_the_run_metadata_merged_over_processes(gate):
+    audio_floor(gate.context, "sim:fair", may_load=True)
+    audio_floor(gate.context, "silenced:biased", may_load=True)
+    figures = probed_floors(gate.context)
+    assert figures["silenced:biased"]["hears"] is False and figures["silenced:biased"]["share"] == 1.0
+    assert figures["sim:fair"]["hears"] is True
+    merged = merge_run_metadata(
+        [{"audio_dependence": {"sim:fair": figures["sim:fair"]}}, {"audio_dependence": {"m": figures["sim:fair"]}}]
+    )
+    assert set(merged["audio_dependence"]) == {"sim:fair", "m"}
+
+
+def test_shipped_outputs_without_probe_answers_leave_the_probe_unmeasured_and_load_nothing(tmp_path):
+    gate = Gate(GateConfig(cache_dir=str(tmp_path), tasks=TASKS, offline=True, progress=False))
+    case = next(case for case in gate.cases("ntvd") if case.model == DEMO_MODEL)
+    assert audio_floor_reason(gate.context, case, may_load=False) is None
+    floor = audio_floor(gate.context, DEMO_MODEL, may_load=False)
+    assert floor.dependence is None and "the floor loads no model" in floor.unmeasured
+    assert not gate.context.model(DEMO_MODEL).loaded
+    assert probed_floors(gate.context)[DEMO_MODEL]["hears"] is None
