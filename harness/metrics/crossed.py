@@ -38,6 +38,17 @@ cut to the range a difference of two means can take (``±(max - min)`` of the ro
 percentages). ``CrossedGap.widen`` is the total
 factor applied to the percentile interval about the estimate, ``CrossedGap.df`` the degrees of freedom.
 
+Speakers nested in item sets (BASIS-Bench §3.1's classification pools several item sets, each read by its own
+speakers). The speaker x item incidence then falls into blocks, the connected components of the graph joining
+each speaker to the items it answered; a speaker of one set never meets another set's items. When there are
+several blocks and each holds at least 2 speakers of every group it contains, a replicate draws speakers within
+each (block, group) cell and items within each (block, stratum), so a resample keeps every set's speakers with
+that set's items. The degrees of freedom follow the draw: the speaker part has ``sum_(b,g) (n_bg - 1)`` (the
+demo's 2 sets x 2 groups x 2 speakers: 4, not the ``8 - 2 = 6`` of a pool of 4 speakers per group), the item
+part ``n_items_g - (blocks holding g)``, and the widening ``sqrt(n / (n - 1))`` takes ``n`` from the smallest
+cell (2 at the demo). A single block (speakers crossed with items) or a block with a lone speaker of a group
+(items nested in speakers, e.g. each speaker reads its own sentences) is the crossed design above, unchanged.
+
 Not estimable (``estimable=False`` with a ``reason``, interval and p NaN) rather than a degenerate
 interval: a group with fewer than 2 speakers, an item stratum with fewer than 2 items, or a contrast
 whose replicates never vary (all equal to the estimate).
@@ -49,6 +60,8 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
@@ -121,6 +134,14 @@ class CrossedReplicates:
     rest_item_replicates: np.ndarray | None = None
     value_range: tuple[float, float] = (float("nan"), float("nan"))
     """The smallest and largest row value (``value / denominator``): every group mean lies between them."""
+    speaker_df: pd.Series | None = None
+    """Per group, the speaker draw's degrees of freedom ``sum_b (n_bg - 1)`` over the blocks holding it."""
+    item_df: pd.Series | None = None
+    """Per group, the item draw's degrees of freedom: its items less the number of blocks holding it."""
+    fewest: pd.Series | None = None
+    """Per group, the fewest units of one draw: speakers of one (block, group) cell or items of one block."""
+    n_blocks: int = 1
+    """How many blocks the draw resamples within (1: speakers crossed with items, the plain two-way draw)."""
 
 
 def _cells(table: pd.DataFrame, value: str, denominator: str | None, group: str, speaker: str, item: str):
@@ -157,9 +178,10 @@ def crossed_replicates(
     """Group means and their two-way bootstrap replicates (module docstring), vectorised.
 
     Random-number protocol (the tests' brute force repeats it): ``rng = default_rng(seed)``; for each
-    group in sorted order ``rng.integers(0, n_g, (n_boot, n_g))`` picks speaker positions (speakers sorted);
-    then for each item stratum in sorted order of its (sorted) group tuple, ``rng.integers(0, n_k,
-    (n_boot, n_k))`` picks item positions (items sorted).
+    block (module docstring; one block when speakers and items are crossed) in order of its first item, for each
+    group in sorted order that it holds, ``rng.integers(0, n_bg, (n_boot, n_bg))`` picks speaker positions
+    (the cell's speakers sorted); then for each block, for each item stratum of the block in sorted order of
+    its (sorted) group tuple, ``rng.integers(0, n_k, (n_boot, n_k))`` picks item positions (items sorted).
     """
     values, denominators = _cells(table, value, denominator, group, speaker, item)
     groups = sorted(table[group].astype(str).unique())
@@ -178,28 +200,48 @@ def crossed_replicates(
     groups_of_item = (
         table.groupby(table[item].astype(str))[group].agg(lambda g: tuple(sorted(set(g.astype(str))))).reindex(items)
     )
-    strata = sorted(set(groups_of_item))
+
+    present = np.zeros((len(speakers), len(items)), bool)
+    present[s_codes, i_codes] = True
+    speaker_block, item_block = _blocks(present, group_of_speaker)
+    blocks = sorted(set(speaker_block))
 
     rng = np.random.default_rng(seed)
     a = np.zeros((n_boot, len(speakers)))
     problems = []
-    n_speakers = {}
-    for g in groups:
-        members = np.flatnonzero(group_of_speaker == g)
-        n_speakers[g] = len(members)
-        if len(members) < 2:
-            problems.append(f"group {g!r} has {len(members)} speaker(s); speaker variation needs at least 2")
-        picks = rng.integers(0, len(members), size=(n_boot, len(members)))
-        np.add.at(a, (np.arange(n_boot)[:, None], members[picks]), 1.0)
+    n_speakers, speaker_df, fewest = {}, dict.fromkeys(groups, 0), {}
+    for block in blocks:
+        for g in groups:
+            members = np.flatnonzero((group_of_speaker == g) & (speaker_block == block))
+            if len(blocks) > 1 and len(members) == 0:
+                continue
+            n_speakers[g] = n_speakers.get(g, 0) + len(members)
+            speaker_df[g] += len(members) - 1
+            fewest[g] = min(fewest.get(g, len(members)), len(members))
+            if len(members) < 2:
+                problems.append(f"group {g!r} has {len(members)} speaker(s); speaker variation needs at least 2")
+            picks = rng.integers(0, len(members), size=(n_boot, len(members)))
+            np.add.at(a, (np.arange(n_boot)[:, None], members[picks]), 1.0)
     b = np.zeros((n_boot, len(items)))
-    for stratum in strata:
-        members = np.flatnonzero(np.array([groups_of_item[i] == stratum for i in items]))
-        if len(members) < 2:
-            problems.append(
-                f"the items answered by {', '.join(stratum)} number {len(members)}; item variation needs at least 2"
-            )
-        picks = rng.integers(0, len(members), size=(n_boot, len(members)))
-        np.add.at(b, (np.arange(n_boot)[:, None], members[picks]), 1.0)
+    items_of_block = {}
+    for block in blocks:
+        in_block = item_block == block
+        for stratum in sorted({groups_of_item.iloc[k] for k in np.flatnonzero(in_block)}):
+            members = np.flatnonzero(in_block & np.array([groups_of_item[i] == stratum for i in items]))
+            for g in stratum:
+                items_of_block[(block, g)] = items_of_block.get((block, g), 0) + len(members)
+            if len(members) < 2:
+                problems.append(
+                    f"the items answered by {', '.join(stratum)} number {len(members)}; item variation needs at least 2"
+                )
+            picks = rng.integers(0, len(members), size=(n_boot, len(members)))
+            np.add.at(b, (np.arange(n_boot)[:, None], members[picks]), 1.0)
+    for (_, g), count in items_of_block.items():
+        fewest[g] = min(fewest[g], count)
+    item_df = {
+        g: sum(n for (_, h), n in items_of_block.items() if h == g) - sum(h == g for _, h in items_of_block)
+        for g in groups
+    }
 
     n_items = pd.Series({g: int(sum(g in stratum for stratum in groups_of_item)) for g in groups}, name="items")
     num_g = np.array([num[group_of_speaker == g].sum() for g in groups])
@@ -244,7 +286,28 @@ def crossed_replicates(
         rest_speaker_reps,
         rest_item_reps,
         value_range,
+        pd.Series(speaker_df, name="speaker_df"),
+        pd.Series(item_df, name="item_df"),
+        pd.Series(fewest, name="fewest").reindex(groups),
+        len(blocks),
     )
+
+
+def _blocks(present: np.ndarray, group_of_speaker: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Block labels of the speakers and items (module docstring): the connected components of the bipartite
+    speaker-item graph ``present`` (S x I), numbered in order of their first item; all 0 (one block) when
+    there is one component or some component holds a lone speaker of a group."""
+    n_speakers, n_items = present.shape
+    graph = sparse.bmat([[None, sparse.csr_matrix(present)], [sparse.csr_matrix(present.T), None]])
+    _, labels = connected_components(graph, directed=False)
+    speaker_labels, item_labels = labels[:n_speakers], labels[n_speakers:]
+    order = {label: k for k, label in enumerate(dict.fromkeys(item_labels))}
+    speaker_block = np.array([order.get(label, -1) for label in speaker_labels])
+    item_block = np.array([order[label] for label in item_labels])
+    cells = pd.Series(1, index=pd.MultiIndex.from_arrays([speaker_block, group_of_speaker])).groupby(level=[0, 1]).sum()
+    if len(order) == 1 or (speaker_block < 0).any() or (cells < 2).any():
+        return np.zeros(n_speakers, int), np.zeros(n_items, int)
+    return speaker_block, item_block
 
 
 def _contrast(x: np.ndarray, y: np.ndarray, scale: str) -> np.ndarray:
@@ -362,12 +425,9 @@ def crossed_gap(
         other_one_way = rest_reps[:, i] if b_name == REST else group_reps[:, groups.index(b_name)]
         one_way[name] = np.asarray(_contrast(group_reps[:, i], other_one_way, scale), float)
     df = satterthwaite_df(
-        one_way["speaker"],
-        one_way["item"],
-        int(reps.n_speakers[involved].sum()) - len(involved),
-        int(reps.n_items[involved].max()) - 1,
+        one_way["speaker"], one_way["item"], int(reps.speaker_df[involved].sum()), int(reps.item_df[involved].max())
     )
-    widen = small_sample_factor(int(min(reps.n_speakers[involved].min(), reps.n_items[involved].min())))
+    widen = small_sample_factor(int(reps.fewest[involved].min()))
     low, high, p, se, reason = _summarise(est, boot, level, widen, df)
     if scale == DIFFERENCE and np.isfinite(low):
         span = reps.value_range[1] - reps.value_range[0]

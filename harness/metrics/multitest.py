@@ -288,9 +288,9 @@ class DecisionRule:
 
 def fdr_decision(p: float | None, q: float | None, *, alpha: float, family_size: int) -> CaseDecision:
     """VIBE's own criterion (§II-D, Table II): a case is significantly biased when its Benjamini-Hochberg q-value
-    over its corpus table (every model x task of one corpus and dimension, ``family_size`` cases) is below
-    ``alpha``, whatever the size of the effect. This controls the expected share of false discoveries in the
-    table, not the probability that a voice-blind model fails: a stated choice, not the gate's default rule."""
+    over the run's nTVD tests (every model x task x dimension, ``family_size`` cases: Table II's "120 reported
+    tests") is below ``alpha``, whatever the size of the effect. This controls the expected share of false
+    discoveries among them, not the probability that a voice-blind model fails: a stated choice, not the gate's default rule."""
     estimable = p is not None and math.isfinite(p) and q is not None and math.isfinite(q)
     significant = bool(estimable and q < alpha)
     return CaseDecision(
@@ -304,7 +304,7 @@ def fdr_decision(p: float | None, q: float | None, *, alpha: float, family_size:
         estimable=estimable,
         reason=None if estimable else "the permutation test has no p-value",
         correction=(
-            f"Benjamini-Hochberg over the corpus table's {family_size} nTVD cases (VIBE §II-D): q < {alpha:g} "
+            f"Benjamini-Hochberg over the run's {family_size} nTVD cases, every model x task x dimension (VIBE §II-D): q < {alpha:g} "
             "fails; false discovery rate, not family-wise error"
         ),
         failed=significant,

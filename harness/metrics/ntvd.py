@@ -151,6 +151,34 @@ def count_tensor(table: pd.DataFrame, tau: int = 10) -> CountTensor:
     )
 
 
+def frequent_values(tensor: CountTensor, tau: int) -> CountTensor:
+    """The tensor restricted to the values whose count over all speakers is at least ``tau`` (the filter of
+    :func:`count_tensor`), attributes left with none dropped (and listed in ``dropped_attributes``)."""
+    if tau < 1:
+        raise ValueError(f"tau must be >= 1, got {tau}")
+    kept = np.flatnonzero(tensor.counts.sum(axis=0) >= tau)
+    kept_attribute_index = np.unique(tensor.attribute_of_column[kept])
+    return dataclasses.replace(
+        tensor,
+        attributes=tensor.attributes[kept_attribute_index],
+        values=tensor.values[kept],
+        attribute_of_column=np.searchsorted(kept_attribute_index, tensor.attribute_of_column[kept]).astype(np.int64),
+        counts=tensor.counts[:, kept],
+        dropped_attributes=tensor.dropped_attributes
+        + tuple(str(a) for k, a in enumerate(tensor.attributes) if k not in set(kept_attribute_index)),
+    )
+
+
+def tensor_ntvd(tensor: CountTensor) -> float:
+    """The mean nTVD of a count tensor (the ``score`` of :func:`ntvd` on the table it was built from)."""
+    if len(tensor.attributes) == 0:
+        return float("nan")
+    group_counts = _group_counts(tensor.counts, tensor.speaker_group, len(tensor.groups))
+    return float(
+        mean_over_measured(ntvd_from_group_counts(group_counts, tensor.attribute_of_column, len(tensor.attributes)))
+    )
+
+
 def ntvd_from_group_counts(group_counts: np.ndarray, attribute_of_column: np.ndarray, n_attributes: int) -> np.ndarray:
     """Per-attribute nTVD from group-by-value counts, vectorised over any leading batch axes.
 
@@ -356,7 +384,12 @@ def permutation_test(
     """
     if n_permutations < 1:
         raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
-    tensor = count_tensor(table, tau)
+    return tensor_permutation_test(count_tensor(table, tau), n_permutations, seed)
+
+
+def tensor_permutation_test(tensor: CountTensor, n_permutations: int, seed: int) -> PermutationResult:
+    """:func:`permutation_test` of a count tensor already built (and filtered by tau): what the gate runs after
+    :func:`count_tensor`, for callers that hold per-speaker counts (the replay benchmark's seed distribution)."""
     n_groups = len(tensor.groups)
     if n_groups < 2:
         raise ValueError(f"the permutation test needs at least 2 groups, got {list(tensor.groups)}")

@@ -286,7 +286,7 @@ def paired_crossed_gap(candidate: pd.DataFrame, baseline: pd.DataFrame, *, seed:
     draws speaker weights within groups and item weights within strata (the same for both runs, since the
     draw depends only on the design), and ``delta_b = B(candidate_b) - B(baseline_b)``. As in the absolute
     test, the standard error is widened by ``sqrt(n / (n - 1))`` with ``n`` the fewest speakers or items
-    of a group, and referred to Student's t with the Welch-Satterthwaite df of the speaker-only and item-only
+    of one draw (speakers nested in item sets are drawn within them, :mod:`harness.metrics.crossed`), and referred to Student's t with the Welch-Satterthwaite df of the speaker-only and item-only
     replicates (:func:`harness.metrics.crossed.satterthwaite_df`); higher is worse. Tables with different
     designs (speakers, groups or items) raise ``ValueError``."""
     tables = {"candidate": candidate, "baseline": baseline}
@@ -331,10 +331,8 @@ def paired_crossed_gap(candidate: pd.DataFrame, baseline: pd.DataFrame, *, seed:
         kind: statistics["candidate"][kind] - statistics["baseline"][kind]
         for kind in ("observed", "full", "speaker", "item")
     }
-    df = satterthwaite_df(
-        delta["speaker"], delta["item"], int(reps.n_speakers.sum()) - len(groups), int(reps.n_items.max()) - 1
-    )
-    widen = small_sample_factor(int(min(reps.n_speakers.min(), reps.n_items.min())))
+    df = satterthwaite_df(delta["speaker"], delta["item"], int(reps.speaker_df.sum()), int(reps.item_df.max()))
+    widen = small_sample_factor(int(reps.fewest.min()))
     return _one_sided(
         float(statistics["candidate"]["observed"][0]),
         float(statistics["baseline"]["observed"][0]),

@@ -88,3 +88,49 @@ def simulate_wer_table(
 
 
 __all__ = ["SimulatedWER", "simulate_wer_table"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SimulatedNested:
+    """A simulated table of 0/100 scores of speakers nested in item sets, and its true group gap."""
+
+    table: pd.DataFrame
+    true_gap: float
+
+
+def simulate_nested_scores(
+    seed: int | np.random.Generator,
+    *,
+    item_sets: int = 2,
+    speakers_per_cell: int = 2,
+    items_per_set: int = 8,
+    probits: tuple[float, float] = (0.8, 0.8),
+    speaker_sd: float = 0.6,
+    item_sd: float = 0.6,
+) -> SimulatedNested:
+    """BASIS classification's design (:mod:`harness.metrics.crossed`, "speakers nested in item sets"): each of
+    ``item_sets`` sets has ``items_per_set`` items read by its own ``speakers_per_cell`` speakers of groups
+    ``a`` and ``b``. A speaker of group ``g`` is right on item ``i`` with probability
+    ``Phi(probit_g + A_s + B_i)``, ``A_s ~ N(0, speaker_sd^2)``, ``B_i ~ N(0, item_sd^2)``; ``score`` is 100 or 0.
+    Over the population of speakers and items the group's mean is ``100 Phi(probit_g / sqrt(1 + speaker_sd^2 +
+    item_sd^2))``, and ``true_gap`` is ``a``'s minus ``b``'s."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for item_set in range(item_sets):
+        item_effects = rng.normal(0.0, item_sd, items_per_set)
+        for group, probit in zip(("a", "b"), probits):
+            for speaker in range(speakers_per_cell):
+                speaker_effect = rng.normal(0.0, speaker_sd)
+                right = rng.random(items_per_set) < special.ndtr(probit + speaker_effect + item_effects)
+                rows += [
+                    {
+                        "group": group,
+                        "speaker": f"set{item_set}/{group}{speaker}",
+                        "item": f"set{item_set}/i{item}",
+                        "score": 100.0 * correct,
+                    }
+                    for item, correct in enumerate(right)
+                ]
+    scale = np.sqrt(1.0 + speaker_sd**2 + item_sd**2)
+    true_gap = 100.0 * float(special.ndtr(probits[0] / scale) - special.ndtr(probits[1] / scale))
+    return SimulatedNested(pd.DataFrame(rows), true_gap)

@@ -45,7 +45,7 @@ from harness.core.errors import ModelError
 from harness.core.requests import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
 from harness.models.base import Backend
-from harness.models.sim_replay import replay_fields, replay_presets
+from harness.models.sim_replay import replay_fields, replay_presets, voice_effect
 from harness.registry import Registry
 
 SIMULATOR_VERSION = "4"
@@ -239,6 +239,8 @@ class Listening:
     strength: float
     refusal_rate: float
     stream: _UniformStream
+    seed: int = 0
+    """The decoding seed (a replay's voice effect is drawn per seed)."""
 
 
 class Responder(Protocol):
@@ -272,11 +274,12 @@ class VibeResponder:
 class ReplayResponder:
     """The five VIBE tasks for a replay preset (``sim:vibe-<model>``): each attribute drawn from the high- or the
     low-pitch distribution of :func:`harness.models.sim_replay.replay_fields` at the task's calibrated distance
-    ``tv``. Not in :data:`RESPONDERS`: a replay simulator puts one, bound to its preset, before them, so that it
+    ``tv``, shifted by the voice's random effect (:func:`harness.models.sim_replay.voice_effect`). Not in :data:`RESPONDERS`: a replay simulator puts one, bound to its preset, before them, so that it
     claims the VIBE prompts of that preset only; ``sim:fair`` and ``sim:biased`` never meet it."""
 
     def __init__(self, replay: Mapping[str, Any]):
         self.tv: dict[str, float] = dict(replay["tv"])
+        self.model = str(replay["model"])
 
     def claims(self, request: GenerationRequest) -> str | None:
         return VibeResponder().claims(request)
@@ -285,7 +288,10 @@ class ReplayResponder:
         task = self.claims(request)
         if listening.stream.next() < listening.refusal_rate:
             return REFUSAL_TEXT
-        return _render_answer(task, replay_fields(task, self.tv[task], listening.pitch_z > 0, listening.stream.next))
+        voice = float(voice_effect(listening.pitch_z, self.model, task, listening.seed))
+        return _render_answer(
+            task, replay_fields(task, self.tv[task], listening.pitch_z > 0, listening.stream.next, voice)
+        )
 
 
 RESPONDERS = Registry(
@@ -360,6 +366,7 @@ class Simulator:
             strength=self.strengths.get(task, 0.0),
             refusal_rate=self.refusal_rate,
             stream=_UniformStream(seed_material),
+            seed=params.seed,
         )
         return responder.respond(request, listening)
 

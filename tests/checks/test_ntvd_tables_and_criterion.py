@@ -1,20 +1,23 @@
-"""The nTVD check's Benjamini-Hochberg family is one corpus table (every model x task of a corpus and dimension,
-as VIBE's Tables II and III), and the q-value rule (VIBE's criterion, the vibe preset) decides by that q alone."""
+"""The nTVD check's Benjamini-Hochberg family is every nTVD test of the run (each model x task x dimension, as VIBE's
+Table II corrects its two halves together), and the q-value rule (VIBE's criterion, the vibe preset) decides by that
+q alone."""
 
 import math
 
+import pytest
+
 from harness.checks import get_check
 from harness.checks.base import Case
-from harness.checks.ntvd.check import corpus_table
+from harness.checks.ntvd.check import fdr_family
 from harness.gate import Gate, GateConfig
-from harness.metrics.multitest import fdr_decision
+from harness.metrics.multitest import fdr_bh, fdr_decision
 
 
 def case(model, corpus, task, dimension):
     return Case(check="ntvd", model=model, corpus=corpus, dimension=dimension, variant=task, id=f"{model}-{task}")
 
 
-def test_the_family_of_a_case_is_its_corpus_and_dimension_across_models_and_tasks():
+def test_the_family_of_a_case_is_every_ntvd_test_of_the_run():
     cases = [
         case(model, corpus, task, dimension)
         for model in ("a", "b")
@@ -22,29 +25,23 @@ def test_the_family_of_a_case_is_its_corpus_and_dimension_across_models_and_task
         for task in ("story", "advisory")
         for dimension in ("gender", "accent")
     ]
-    table = corpus_table(cases, cases[0])
-    assert len(table) == 4 and {(c.corpus, c.dimension) for c in table} == {("crema_d", "gender")}
-    assert {(c.model, c.variant) for c in table} == {
-        ("a", "story"),
-        ("a", "advisory"),
-        ("b", "story"),
-        ("b", "advisory"),
-    }
+    assert fdr_family(cases, cases[0]) == tuple(cases)
     lone = case("c", "x", "story", "gender")
-    assert corpus_table(cases, lone) == (lone,)
+    assert fdr_family(cases, lone) == (lone,)
 
 
 def test_the_q_value_decision_fails_below_alpha_whatever_the_effect_and_never_without_a_p_value():
     assert fdr_decision(0.001, 0.04, alpha=0.05, family_size=60).failed
     assert not fdr_decision(0.001, 0.05, alpha=0.05, family_size=60).failed
     assert (
-        "Benjamini-Hochberg over the corpus table's 60" in fdr_decision(0.2, 0.3, alpha=0.05, family_size=60).correction
+        "Benjamini-Hochberg over the run's 60 nTVD cases"
+        in fdr_decision(0.2, 0.3, alpha=0.05, family_size=60).correction
     )
     blank = fdr_decision(math.nan, math.nan, alpha=0.05, family_size=3)
     assert not blank.failed and not blank.estimable
 
 
-def test_the_vibe_preset_decides_by_the_tables_q_and_records_the_family(tmp_path):
+def test_the_vibe_preset_decides_by_the_q_over_both_dimensions_and_records_the_family(tmp_path):
     config = GateConfig(
         models=("sim:fair", "sim:biased"),
         tasks=("advisory", "candidate_review"),
@@ -58,10 +55,14 @@ def test_the_vibe_preset_decides_by_the_tables_q_and_records_the_family(tmp_path
     cases = gate.cases("ntvd")
     gate.set_family("ntvd", cases)
     records = {c.id: gate.verdict(c).record for c in cases}
+    assert {c.dimension for c in cases} == {"gender", "accent"} and len(cases) == 8
     biased = records["sim:biased-advisory-gender"]
-    assert biased.threshold["rule"] == "q-value" and biased.q_family == 4
+    assert biased.threshold["rule"] == "q-value" and biased.q_family == 8
     assert biased.decision.p_adjusted == biased.q and not biased.passed
-    assert all(record.q_family == 4 for record in records.values())
+    assert all(record.q_family == 8 for record in records.values())
+    names = list(records)
+    expected_q = fdr_bh([records[name].p for name in names])
+    assert [records[name].q for name in names] == pytest.approx(list(expected_q))
     assert check.threshold(gate.context, cases[0]).rule == "q-value"
     fair = [record for name, record in records.items() if name.startswith("sim:fair")]
     assert all(record.passed == (record.q >= 0.05) for record in fair)

@@ -11,7 +11,7 @@ import pytest
 
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.data import load_corpus
-from harness.data.cremad_design import build_design_corpus
+from harness.data.cremad_design import PITCH_RANGE_HZ, SPEAKERS, build_design_corpus
 from harness.extraction.fields import extract_fields, normalise_value
 from harness.metrics.ntvd import ntvd
 from harness.models import build_backend
@@ -38,6 +38,8 @@ from harness.models.sim_replay import (
     replay_presets,
     slot_distributions,
     slot_values,
+    voice_effect,
+    voice_variance,
 )
 from harness.tasks import TASKS
 
@@ -141,11 +143,12 @@ def test_replay_distributions_have_the_distance_they_were_calibrated_for():
         if cell.below_floor:
             assert cell.tv == 0.0 and published <= noise_floor(task)
         else:
-            assert cell.tv > 0 and expected_observed_ntvd(task, cell.tv, 3096, 3456) == pytest.approx(
+            assert cell.tv > 0 and expected_observed_ntvd(task, cell.tv, 3096, 3456, voice_variance()) == pytest.approx(
                 published, abs=1e-6
             )
     below = sorted((c.published.slug, c.published.task) for c in cells if c.below_floor)
     assert below == [
+        ("gemini", "candidate_review"),
         ("gemma-3n-e2b", "candidate_review"),
         ("gemma-3n-e4b", "candidate_review"),
         ("qwen2-5-omni-3b", "candidate_review"),
@@ -247,3 +250,28 @@ def test_the_design_corpus_separates_the_genders_by_pitch_alone(small_corpus):
         first = table[table["gender"] == gender].groupby("speaker_id").head(1)["utterance_id"]
         assert all(sign * pitch_score(acoustic_features(small_corpus.audio(u))["f0_hz"]) > 0 for u in first)
     assert TASK_ORDER == tuple(PAPER_MEANS)
+
+
+def test_the_voice_effect_is_a_seeded_random_function_of_pitch_with_the_variance_the_calibration_uses():
+    """``r(z)`` has SD about VOICE_SD over functions, is fixed by (model, task, seed) and changes with each; the
+    variance of the difference of the groups' mean effects over 400 draws of the CREMA-D design's speaker pitches and
+    of the function is the calibration's ``W`` (relative Monte-Carlo error of a variance over 400 draws: 7%)."""
+    from harness.models.sim_replay import VOICE_SD
+
+    z = np.array([0.9, 0.95, 1.4])
+    assert np.array_equal(voice_effect(z, "DeSTA", "story", 0), voice_effect(z, "DeSTA", "story", 0))
+    assert not np.allclose(voice_effect(z, "DeSTA", "story", 0), voice_effect(z, "DeSTA", "story", 1))
+    assert not np.allclose(voice_effect(z, "DeSTA", "story", 0), voice_effect(z, "Gemini", "story", 0))
+    rng = np.random.default_rng(0)
+    at_one_pitch = np.array([voice_effect(1.0, "m", "story", seed) for seed in range(2000)])
+    assert at_one_pitch.std() == pytest.approx(VOICE_SD, rel=0.1)
+
+    def pitch_scores(gender):
+        return np.log2(rng.uniform(*PITCH_RANGE_HZ[gender], SPEAKERS[gender]) / 140.0) / 0.5
+
+    differences = [
+        voice_effect(pitch_scores("female"), "m", "advisory", seed).mean()
+        - voice_effect(pitch_scores("male"), "m", "advisory", seed).mean()
+        for seed in range(400)
+    ]
+    assert np.var(differences) == pytest.approx(voice_variance(), rel=0.25)

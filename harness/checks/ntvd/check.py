@@ -6,7 +6,7 @@ speaker-level permutation p-value is significant under the whole gate's decision
 that a voice-blind model fails the run with probability <= thresholds ``gate.alpha``) - a large disparity
 that is also statistically reliable; ``significance`` when significant, whatever the size; ``magnitude``
 when nTVD > max_ntvd (no significance test, no error control). The record also gives VIBE's own
-Benjamini-Hochberg q-value over the session's nTVD cases (§II-D) and whether q < ``alpha``; it does not
+Benjamini-Hochberg q-value over the run's nTVD cases, every model x task x dimension (§II-D) and whether q < ``alpha``; it does not
 decide the verdict. A case where tau removes most answers of most of the task's attributes (:func:`thinned_attributes`: their
 values are too rare, a small corpus) is unmeasured, never a pass on the attributes that remain.
 """
@@ -78,7 +78,7 @@ class NtvdThreshold:
         if self.rule == "significance":
             return "fails when significant"
         if self.rule == "q-value":
-            return f"fails when BH q < {self.alpha:g} over the corpus table (VIBE's criterion; no magnitude bar)"
+            return f"fails when BH q < {self.alpha:g} over the run's nTVD tests (VIBE's criterion; no magnitude bar)"
         return f"fails when nTVD > {self.max_ntvd:g} and significant"
 
 
@@ -159,7 +159,7 @@ class NtvdCheck(Check):
 
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
         observed, test = self.result(context, case)
-        family = corpus_table(family, case)
+        family = fdr_family(family, case)
         q_value = self._q_values(context, family)[case]
         threshold = self.threshold(context, case)
         if np.isnan(observed.score):
@@ -198,7 +198,7 @@ class NtvdCheck(Check):
             )
         )
         message = (
-            f"{case.id}: nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the corpus table's {len(family)} "
+            f"{case.id}: nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the run's {len(family)} "
             f"nTVD cases = {q_value:.4g}, VIBE §II-D){left_out_note(observed)}; bias threshold: {threshold.describe()}; {describe_decision(decision)}{reachable}"
         )
         _, statuses = extraction(context, case.model, case.corpus, case.variant)
@@ -371,11 +371,12 @@ def cut_answers(texts: Sequence[str | None]) -> int:
     return count
 
 
-def corpus_table(family: Sequence[Case], case: Case) -> tuple[Case, ...]:
-    """The case's Benjamini-Hochberg family: the selected nTVD cases of its corpus and dimension, every model x task,
-    as Table II (one corpus table per dimension: "FDR over the 120 reported tests") and Table III (L2-ARCTIC, "over
-    the 60 cells") have it (VIBE §II-D)."""
-    members = tuple(member for member in family if (member.corpus, member.dimension) == (case.corpus, case.dimension))
+def fdr_family(family: Sequence[Case], case: Case) -> tuple[Case, ...]:
+    """The case's Benjamini-Hochberg family: every selected nTVD case of the run, each model x task x dimension (and
+    corpus), as VIBE §II-D corrects "across the full family of model x task x dimension tests": Table II's stars
+    are "FDR over the 120 reported tests", 12 models x 5 tasks of its gender (CREMA-D) and accent (Speech Accent
+    Archive) halves together; Table III, a run of its own on L2-ARCTIC, "over the 60 cells"."""
+    members = tuple(family)
     return members if case in members else (case,)
 
 
