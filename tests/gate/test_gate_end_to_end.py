@@ -31,13 +31,14 @@ def run_gate(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, di
 
 
 def probe_calls_beyond(*asked_tasks: str) -> int:
-    """The audio-dependence probe's distinct requests on the demo corpus (every task), less those of the
-    ``asked_tasks``' own recordings, which their cases ask already."""
+    """The audio-dependence probe's distinct requests on the demo corpus (it asks the selected nTVD cases' tasks,
+    ``asked_tasks``), less those of their own recordings, which their cases ask already."""
     from harness.checks.counterfactual.audio_dependence import ORIGINAL, probe_requests
     from harness.data.corpus import load_corpus
     from harness.tasks import TASKS
 
-    rows, requests = probe_requests(load_corpus(REPO / "harness" / "data" / "demo", check_audio=False), TASKS, 24)
+    corpus = load_corpus(REPO / "harness" / "data" / "demo", check_audio=False)
+    rows, requests = probe_requests(corpus, {task: TASKS[task] for task in asked_tasks}, 24)
     identity = [json.dumps(request.cache_identity(), sort_keys=True, default=str) for request in requests]
     asked = {
         key
