@@ -262,7 +262,8 @@ class Check(abc.ABC):
 
         The bias decision is the gate's decision rule on the measurement's contrasts (:func:`bias_decision`), and
         the case passes when it does not fail. The message reads ``<case id>: <findings>; bias threshold:
-        <criterion>; <the decision in words>`` followed by the unmet quality floors (:func:`floors_note`). The
+        <criterion>[; <decision note>]; <the decision in words, ending -> pass or -> FAIL: bias>`` followed by the
+        unmet quality floors (:func:`floors_note`, reported and never a verdict). The
         record is the check's ``RECORD`` (:func:`harness.checks.check_part`) with the case's fields
         (:meth:`base_record`), the measurement's value, threshold, floors, paired data and payload, and the
         decision. A case that does not fail while some contrast beyond the practical threshold has no p-value
@@ -279,8 +280,8 @@ class Check(abc.ABC):
         )
         passed = not decision.failed
         message = (
-            f"{case.id}: {self.describe_findings(measurement, block)}; bias threshold: {measurement.criterion}; "
-            f"{describe_decision(decision, measurement.rule)}{self.decision_note(measurement, decision)}"
+            f"{case.id}: {self.describe_findings(measurement, block)}; bias threshold: {measurement.criterion}"
+            f"{self.decision_note(measurement, decision)}; {describe_decision(decision, measurement.rule)}"
             f"{floors_note(measurement.floors or [])}"
         )
         fields = {
@@ -310,8 +311,8 @@ class Check(abc.ABC):
         return measurement.findings
 
     def decision_note(self, measurement: Measurement, decision: CaseDecision) -> str:
-        """What the message adds after the decision in words (e.g. that the test cannot reach the corrected
-        alpha); nothing by default."""
+        """What the message says of the decision before it is given in words (e.g. that the test cannot reach the
+        corrected alpha), starting ``; ``; nothing by default."""
         return ""
 
     def decided_fields(self, measurement: Measurement, decision: CaseDecision, block: Decision) -> dict[str, Any]:
