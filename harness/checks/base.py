@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import pandas as pd
 
+from harness.checks import check_part
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.data import Corpus
@@ -153,7 +154,8 @@ class Measurement:
     """What a check measured of one case, before any verdict (:meth:`Check.measure`); :meth:`Check.decide` turns
     it into the verdict and the record.
 
-    - ``value``: the case's headline measure (the record's ``value``);
+    - ``value``: the case's headline measure (the record's ``value``; None where it is the deciding contrast's
+      estimate, which :meth:`Check.decided_fields` gives);
     - ``contrasts``: the comparisons the bias test decides on, each with its p-value and whether its magnitude
       is beyond the practical threshold; ``statistic``: what they measure, in words;
     - ``rule``: how the gate's decision rule weighs significance and magnitude
@@ -226,7 +228,9 @@ class Comparison:
 
 
 class Check(abc.ABC):
-    """A family of gate cases: its folder's ``CHECK``. Its report section is its folder's view (``view.py``)."""
+    """A family of gate cases: its folder's ``CHECK``. A check says what its cases are (:meth:`cases`) and what
+    each measures (:meth:`measure`); :meth:`decide` reaches the verdict. Its report section is its folder's view
+    (``view.py``)."""
 
     name: ClassVar[str]
     gate_module: ClassVar[str] = "extensions"
@@ -268,8 +272,6 @@ class Check(abc.ABC):
         (:meth:`base_record`), the measurement's value, threshold, floors, paired data and payload, and the
         decision. A case that does not fail while some contrast beyond the practical threshold has no p-value
         (``decision.untestable``) is unmeasured: :class:`~harness.core.errors.CaseNotMeasured` carries the record."""
-        from harness.checks import check_part
-
         decision, block = bias_decision(
             context,
             case,
@@ -321,7 +323,8 @@ class Check(abc.ABC):
         return {}
 
     def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any] | None:
-        """Per-speaker data stored in the record, so that a later run can compare against this one."""
+        """Per-speaker data stored in the record, so that a later run can compare against this one; :meth:`measure`
+        puts it in the :class:`Measurement`."""
         return None
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
