@@ -3,7 +3,8 @@ a baseline, and the run context it reads.
 
 A check is a folder (``harness/checks/<name>/``, see :mod:`harness.checks`) whose ``check.py`` defines a
 :class:`Check` subclass as ``CHECK``; the gate collects one test function per registered check
-(:mod:`harness.gate_tests`), so nothing else names it.
+(:mod:`harness.gate_tests`), so nothing else names it. A check measures a case (:meth:`Check.measure`, a
+:class:`Measurement`); this module decides and records it (:meth:`Check.decide`), the same way for every check.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import pandas as pd
 
+from harness.checks import check_part
+from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.data import Corpus
 from harness.data.basis_suite import BasisSuite
@@ -147,6 +150,40 @@ class Verdict:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class Measurement:
+    """What a check measured of one case, before any verdict (:meth:`Check.measure`); :meth:`Check.decide` turns
+    it into the verdict and the record.
+
+    - ``value``: the case's headline measure (the record's ``value``; None where it is the deciding contrast's
+      estimate, which :meth:`Check.decided_fields` gives);
+    - ``contrasts``: the comparisons the bias test decides on, each with its p-value and whether its magnitude
+      is beyond the practical threshold; ``statistic``: what they measure, in words;
+    - ``rule``: how the gate's decision rule weighs significance and magnitude
+      (:meth:`~harness.metrics.multitest.DecisionRule.decide`: ``both``, ``significance``, ``magnitude``), or
+      ``q-value`` with ``fdr = (q, family size, alpha)`` (:func:`bias_decision`);
+    - ``threshold``: the threshold values the case is judged by, as recorded; ``criterion``: the bias threshold
+      in words (the message's ``bias threshold: ...``);
+    - ``findings``: the measurement in words, the message's opening after the case id;
+    - ``floors``: the quality floors (:func:`floor`), reported and never a bias verdict; None for a check without;
+    - ``paired_data``: what a later run's baseline comparison pairs with (:meth:`Check.compare`), stored in the
+      record so that the gate need not call back into the check;
+    - ``payload``: the check's own record fields (those its ``RECORD`` adds to
+      :class:`~harness.records.CaseRecord`)."""
+
+    value: float | None
+    contrasts: Sequence[Contrast]
+    statistic: str
+    rule: str = "both"
+    fdr: tuple[float | None, int, float] | None = None
+    threshold: dict[str, Any]
+    criterion: str
+    findings: str
+    floors: list[dict[str, Any]] | None = None
+    paired_data: dict[str, Any] | None = None
+    payload: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class RegressionDecision(DecisionFields):
     """The gate's decision on a baseline comparison (:func:`regression_comparison`): the
     :class:`~harness.metrics.multitest.DecisionFields` of the one-sided p of "no worsening", the rule (``both``:
@@ -191,7 +228,9 @@ class Comparison:
 
 
 class Check(abc.ABC):
-    """A family of gate cases: its folder's ``CHECK``. Its report section is its folder's view (``view.py``)."""
+    """A family of gate cases: its folder's ``CHECK``. A check says what its cases are (:meth:`cases`) and what
+    each measures (:meth:`measure`); :meth:`decide` reaches the verdict. Its report section is its folder's view
+    (``view.py``)."""
 
     name: ClassVar[str]
     gate_module: ClassVar[str] = "extensions"
@@ -214,11 +253,78 @@ class Check(abc.ABC):
         return f"no {self.name} case for the selected models and corpora"
 
     @abc.abstractmethod
+    def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
+        """What ``case`` measures; ``family`` is every selected case of this check in the session. An exception
+        (e.g. :class:`~harness.core.errors.CaseNotMeasured`) makes the case unmeasured."""
+
     def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
-        """The verdict of ``case``; ``family`` is every selected case of this check in the session."""
+        """The verdict of ``case``: its :meth:`measure`, decided and recorded by :meth:`decide`."""
+        return self.decide(context, case, self.measure(context, case, family))
+
+    def decide(self, context: CheckContext, case: Case, measurement: Measurement) -> Verdict:
+        """The verdict and record of a measured case, the same for every check.
+
+        The bias decision is the gate's decision rule on the measurement's contrasts (:func:`bias_decision`), and
+        the case passes when it does not fail. The message reads ``<case id>: <findings>; bias threshold:
+        <criterion>[; <decision note>]; <the decision in words, ending -> pass or -> FAIL: bias>`` followed by the
+        unmet quality floors (:func:`floors_note`, reported and never a verdict). The
+        record is the check's ``RECORD`` (:func:`harness.checks.check_part`) with the case's fields
+        (:meth:`base_record`), the measurement's value, threshold, floors, paired data and payload, and the
+        decision. A case that does not fail while some contrast beyond the practical threshold has no p-value
+        (``decision.untestable``) is unmeasured: :class:`~harness.core.errors.CaseNotMeasured` carries the record."""
+        decision, block = bias_decision(
+            context,
+            case,
+            measurement.contrasts,
+            rule=measurement.rule,
+            statistic=measurement.statistic,
+            fdr=measurement.fdr,
+        )
+        passed = not decision.failed
+        message = (
+            f"{case.id}: {self.describe_findings(measurement, block)}; bias threshold: {measurement.criterion}"
+            f"{self.decision_note(measurement, decision)}; {describe_decision(decision, measurement.rule)}"
+            f"{floors_note(measurement.floors or [])}"
+        )
+        fields = {
+            **self.base_record(context, case),
+            "value": finite_or_none(measurement.value),
+            "threshold": measurement.threshold,
+            "passed": passed,
+            "message": message,
+            "decision": block,
+            "floors": measurement.floors,
+            "paired_data": measurement.paired_data,
+            **measurement.payload,
+        }
+        record = check_part(self.name, "record")(**fields | self.decided_fields(measurement, decision, block))
+        if block.untestable:
+            reasons = sorted({c.reason for c in block.contrasts if c.label in block.untestable and c.reason})
+            raise CaseNotMeasured(
+                f"{case.id}: {', '.join(block.untestable)} beyond the threshold but untestable "
+                f"({reasons[0] if reasons else 'no p-value'}): unmeasured, add speakers or items",
+                record,
+            )
+        return Verdict(passed, message, record)
+
+    def describe_findings(self, measurement: Measurement, decision: Decision) -> str:
+        """The message's opening after the case id: the measurement's ``findings``; a check whose message names
+        the deciding contrast (``decision.label``, ``estimate`` and interval) adds it here."""
+        return measurement.findings
+
+    def decision_note(self, measurement: Measurement, decision: CaseDecision) -> str:
+        """What the message says of the decision before it is given in words (e.g. that the test cannot reach the
+        corrected alpha), starting ``; ``; nothing by default."""
+        return ""
+
+    def decided_fields(self, measurement: Measurement, decision: CaseDecision, block: Decision) -> dict[str, Any]:
+        """Record fields that depend on the decision (e.g. a value that is the deciding contrast's estimate), over
+        those of the measurement; none by default."""
+        return {}
 
     def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any] | None:
-        """Per-speaker data stored in the record, so that a later run can compare against this one."""
+        """Per-speaker data stored in the record, so that a later run can compare against this one; :meth:`measure`
+        puts it in the :class:`Measurement`."""
         return None
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
@@ -240,7 +346,11 @@ class Check(abc.ABC):
         return not thresholds.values(self.name, self.gate_schema(), None, "")[OFF_KEY]
 
     def threshold_values(self, context: CompareContext, case: Case) -> dict[str, Any]:
-        return context.thresholds.values(self.name, self.schema, case.variant, case.dimension)
+        return self.thresholds_for(context, case.variant, case.dimension)
+
+    def thresholds_for(self, context: CompareContext, variant: str | None, dimension: str) -> dict[str, Any]:
+        """The check's threshold values for one variant and dimension (thresholds never depend on the model)."""
+        return context.thresholds.values(self.name, self.schema, variant, dimension)
 
     def base_record(self, context: CheckContext, case: Case) -> dict[str, Any]:
         return {
@@ -524,8 +634,14 @@ def bias_decision(
     return decision, block
 
 
-def describe_decision(decision: CaseDecision) -> str:
-    """The decision in a few words, for a case's message."""
+def describe_decision(decision: CaseDecision, rule: str = "both") -> str:
+    """The decision in a few words, for a case's message. Under rule ``magnitude`` a case without any p-value is
+    still decided (by magnitude alone), so it is not called "not estimable"."""
+    if not decision.estimable and rule == "magnitude":
+        return (
+            f"no p-value, none needed (rule magnitude); {'relevant' if decision.relevant else 'not beyond the threshold'} "
+            f"-> {'FAIL: bias' if decision.failed else 'pass'}"
+        )
     if not decision.estimable:
         return f"not estimable ({decision.reason}): no bias verdict"
     p_adjusted = "n/a" if decision.p_adjusted is None else f"{decision.p_adjusted:.3g}"

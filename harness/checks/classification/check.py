@@ -24,17 +24,13 @@ from harness.checks.base import (
     Check,
     CheckContext,
     CrossedComparison,
-    Verdict,
-    bias_decision,
+    Measurement,
     cell_sums,
-    describe_decision,
     floor,
-    floors_note,
     per_run,
     regression_keys,
 )
 from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, gap_phrase
-from harness.checks.classification.record import ClassificationRecord
 from harness.checks.classification.tables import classification_table
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import ClassificationResult, classification_accuracy
@@ -99,10 +95,7 @@ class ClassificationCheck(CrossedComparison, Check):
                 )
             )
         table = pd.concat(tables, ignore_index=True)
-        limits = self.threshold_values(
-            context,
-            Case(check=self.name, model=model, corpus=context.basis.name, dimension=dimension, variant=None, id=""),
-        )
+        limits = self.thresholds_for(context, None, dimension)
         test = crossed_group_test(
             table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
             value="score",
@@ -113,7 +106,7 @@ class ClassificationCheck(CrossedComparison, Check):
         )
         return per_set, test, table
 
-    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+    def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         per_set, test, table = self.results(context, case.model, case.dimension)
         per_label = [
             {
@@ -129,33 +122,25 @@ class ClassificationCheck(CrossedComparison, Check):
         value = sum(entry["accuracy"] for entry in per_label) / len(per_label)
         limits = self.threshold_values(context, case)
         min_accuracy, max_gap = float(limits["min_accuracy"]), float(limits["max_gap"])
-        decision, block = bias_decision(
-            context, case, test.contrasts, statistic="difference in recognition accuracy between labels (points)"
-        )
-        floors = [floor("min_accuracy", value, min_accuracy)]
-        passed = not decision.failed
-        message = (
-            f"{case.id}: mean per-label accuracy = {value:.1f}; {gap_phrase(test)}; bias threshold: |gap| > {max_gap:g} and "
-            f"significant; {describe_decision(decision)}{floors_note(floors)}"
-        )
-        record = ClassificationRecord(
-            **self.base_record(context, case),
-            value=finite_or_none(value),
+        return Measurement(
+            value=value,
+            contrasts=test.contrasts,
+            statistic="difference in recognition accuracy between labels (points)",
             threshold={"min_accuracy": min_accuracy, "max_gap": max_gap},
-            passed=passed,
-            message=message,
-            decision=block,
-            floors=floors,
-            per_label=per_label,
-            confusion={
-                name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
-                for name, result in per_set.items()
+            criterion=f"|gap| > {max_gap:g} and significant",
+            findings=f"mean per-label accuracy = {value:.1f}; {gap_phrase(test)}",
+            floors=[floor("min_accuracy", value, min_accuracy)],
+            paired_data=self.paired_data(context, case),
+            payload={
+                "per_label": per_label,
+                "confusion": {
+                    name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
+                    for name, result in per_set.items()
+                },
+                "gap": test.gap_record(),
+                "n_answers": len(table),
             },
-            gap=test.gap_record(),
-            n_answers=len(table),
         )
-
-        return Verdict(passed, message, record)
 
 
 CHECK = ClassificationCheck

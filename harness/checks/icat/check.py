@@ -33,18 +33,15 @@ from harness.checks.base import (
     Check,
     CheckContext,
     CrossedComparison,
-    Verdict,
-    bias_decision,
+    Measurement,
     cell_sums,
-    describe_decision,
     floor,
-    floors_note,
     per_run,
+    per_run_table,
     regression_keys,
 )
 from harness.checks.basis_common.stats import N_BOOT, CrossedTest, crossed_group_test, effects_records, frame_records
 from harness.checks.basis_common.tables import choice_table
-from harness.checks.icat.record import IcatRecord
 from harness.core.modes import mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import (
@@ -57,7 +54,20 @@ from harness.metrics.basis import (
     stereoset_scores,
 )
 from harness.metrics.crossed import crossed_paired_contrast
+from harness.records import Decision
 from harness.thresholds import ThresholdKey, ThresholdSchema, between
+
+
+def stereotype_answers(context: CheckContext, model: str, dimension: str, mode: str) -> pd.DataFrame:
+    """Every answer of ``model`` to the dimension's stereotype items in ``mode``, mapped to its choice."""
+    sets = context.basis.of_kind("stereotype", dimension)
+    return pd.concat([choice_table(context, model, s.name, mode) for s in sets], ignore_index=True)
+
+
+@per_run_table
+def stereoset_result(context: CheckContext, model: str, dimension: str, mode: str) -> StereoSetResult:
+    """StereoSet's ss, lms and ICAT per group and their mean (module docstring), of one model, dimension and mode."""
+    return stereoset_scores(stereotype_answers(context, model, dimension, mode), group="group")
 
 
 class IcatCheck(CrossedComparison, Check):
@@ -91,17 +101,9 @@ class IcatCheck(CrossedComparison, Check):
             for mode in MODES
         ]
 
-    def table(self, context: CheckContext, model: str, dimension: str, mode: str) -> pd.DataFrame:
-        sets = context.basis.of_kind("stereotype", dimension)
-        return pd.concat([choice_table(context, model, s.name, mode) for s in sets], ignore_index=True)
-
-    @per_run
-    def scores(self, context: CheckContext, model: str, dimension: str, mode: str) -> StereoSetResult:
-        return stereoset_scores(self.table(context, model, dimension, mode), group="group")
-
     @per_run
     def effects(self, context: CheckContext, model: str, dimension: str) -> ModeEffectsResult:
-        table = pd.concat([self.table(context, model, dimension, mode) for mode in MODES], ignore_index=True)
+        table = pd.concat([stereotype_answers(context, model, dimension, mode) for mode in MODES], ignore_index=True)
         return mode_effects(
             table,
             MEAN_ICAT,
@@ -118,7 +120,7 @@ class IcatCheck(CrossedComparison, Check):
         S + AS < 100); per §3.4 effect and group, ``ΔS% = S%(minuend) - S%(subtrahend)`` with the paired two-way
         speaker x item bootstrap (:func:`harness.metrics.crossed.crossed_paired_contrast`). Mean ICAT can hide
         what these show (BASIS-Bench footnote 6: explicit labels moving one group up and the other down)."""
-        tables = {mode: self.table(context, model, dimension, mode) for mode in MODES}
+        tables = {mode: stereotype_answers(context, model, dimension, mode) for mode in MODES}
         per_mode = {
             mode: {
                 str(group): {
@@ -169,7 +171,7 @@ class IcatCheck(CrossedComparison, Check):
     ) -> tuple[pd.DataFrame, list[str]]:
         """Every answer with its ``item``, ``meaningful`` (it chose the stereotype or anti-stereotype text) and, per
         group g, ``chose:<g>`` (100 when the chosen text is g's stereotype for that item, else 0); and the groups."""
-        table = self.table(context, model, dimension, mode)
+        table = stereotype_answers(context, model, dimension, mode)
         stereotype_of, texts = {}, {}
         for item_set in context.basis.of_kind("stereotype", dimension):
             texts[item_set.name] = item_set.table.set_index("row")
@@ -205,10 +207,7 @@ class IcatCheck(CrossedComparison, Check):
         """The pairwise voice-induced stereotype contrasts ``d_ab`` (module docstring) with crossed intervals."""
         rows, groups = self.choice_rows(context, model, dimension, mode)
         table = rows[rows["meaningful"] > 0]
-        limits = self.threshold_values(
-            context,
-            Case(check=self.name, model=model, corpus=context.basis.name, dimension=dimension, variant=mode, id=""),
-        )
+        limits = self.thresholds_for(context, mode, dimension)
         seed = derived_seed(context.seed, self.name, model, dimension, mode)
         contrasts, gaps = [], []
         for index, first in enumerate(groups):
@@ -231,49 +230,45 @@ class IcatCheck(CrossedComparison, Check):
         widest = max(gaps, key=lambda gap: abs(gap.estimate) if np.isfinite(gap.estimate) else -1.0)
         return CrossedTest(contrasts, widest)
 
-    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
-        result = self.scores(context, case.model, case.dimension, case.variant)
+    def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
+        result = stereoset_result(context, case.model, case.dimension, case.variant)
         limits = self.threshold_values(context, case)
         min_icat, max_gap = float(limits["min_icat"]), float(limits["max_gap"])
-        value = result.mean_icat
-        test = self.alignment(context, case.model, case.dimension, case.variant)
-        decision, block = bias_decision(
-            context,
-            case,
-            test.contrasts,
+        table = stereotype_answers(context, case.model, case.dimension, case.variant)
+        return Measurement(
+            value=result.mean_icat,
+            contrasts=self.alignment(context, case.model, case.dimension, case.variant).contrasts,
             statistic="difference between groups in the share choosing one group's stereotype (points)",
-        )
-        floors = [floor("min_icat", value, min_icat)]
-        message = (
-            f"{case.id}: mean ICAT = {value:.1f} (pooled ss = {result.pooled_ss:.1f}, binomial p = {result.pooled_p_value:.3g}; "
-            f"unknown {result.unknown_rate:.1f}%); {block.label or 'stereotype contrast'} = "
-            f"{_points(block.estimate)} (95% CI {_points(block.ci_low)} to {_points(block.ci_high)}); "
-            f"bias threshold: |difference| > {max_gap:g} and significant; {describe_decision(decision)}{floors_note(floors)}"
-        )
-        table = self.table(context, case.model, case.dimension, case.variant)
-        record = IcatRecord(
-            **self.base_record(context, case),
-            mode=case.variant,
-            value=finite_or_none(value),
             threshold={"min_icat": min_icat, "max_gap": max_gap},
-            passed=not decision.failed,
-            message=message,
-            decision=block,
-            floors=floors,
-            per_group=frame_records(result.per_group, "group"),
-            pooled_ss=finite_or_none(result.pooled_ss),
-            pooled_ss_ci=[finite_or_none(x) for x in result.pooled_ss_ci],
-            pooled_p=finite_or_none(result.pooled_p_value),
-            pooled_icat=finite_or_none(result.pooled_icat),
-            unknown_rate=finite_or_none(result.unknown_rate),
-            answer_rules={str(k): int(v) for k, v in table["rule"].value_counts().items()},
-            n_answers=len(table),
-            n_speakers=int(table["speaker"].nunique()),
-            mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
-            stereotype_shares=self.shares(context, case.model, case.dimension),
+            criterion=f"|difference| > {max_gap:g} and significant",
+            findings=(
+                f"mean ICAT = {result.mean_icat:.1f} (pooled ss = {result.pooled_ss:.1f}, binomial p = "
+                f"{result.pooled_p_value:.3g}; unknown {result.unknown_rate:.1f}%)"
+            ),
+            floors=[floor("min_icat", result.mean_icat, min_icat)],
+            paired_data=self.paired_data(context, case),
+            payload={
+                "mode": case.variant,
+                "per_group": frame_records(result.per_group, "group"),
+                "pooled_ss": finite_or_none(result.pooled_ss),
+                "pooled_ss_ci": [finite_or_none(x) for x in result.pooled_ss_ci],
+                "pooled_p": finite_or_none(result.pooled_p_value),
+                "pooled_icat": finite_or_none(result.pooled_icat),
+                "unknown_rate": finite_or_none(result.unknown_rate),
+                "answer_rules": {str(k): int(v) for k, v in table["rule"].value_counts().items()},
+                "n_answers": len(table),
+                "n_speakers": int(table["speaker"].nunique()),
+                "mode_effects": effects_records(self.effects(context, case.model, case.dimension)),
+                "stereotype_shares": self.shares(context, case.model, case.dimension),
+            },
         )
 
-        return Verdict(not decision.failed, message, record)
+    def describe_findings(self, measurement: Measurement, decision: Decision) -> str:
+        """The findings and the deciding contrast of the pairwise stereotype shares, with its interval."""
+        return (
+            f"{measurement.findings}; {decision.label or 'stereotype contrast'} = {_points(decision.estimate)} "
+            f"(95% CI {_points(decision.ci_low)} to {_points(decision.ci_high)})"
+        )
 
 
 def _points(value: float | None) -> str:

@@ -26,14 +26,11 @@ from harness.checks.base import (
     CheckContext,
     Comparison,
     Contrast,
-    Verdict,
-    bias_decision,
-    describe_decision,
+    Measurement,
     per_run,
     regression_comparison,
     unsupported,
 )
-from harness.checks.ntvd.record import NtvdRecord
 from harness.checks.ntvd.tables import (
     annotation_tables,
     answers,
@@ -46,6 +43,7 @@ from harness.core.values import derived_seed, finite_or_none
 from harness.extraction.canonical import DEFAULT_THRESHOLD, Embedder, MergeMap, build_merge_map
 from harness.extraction.fields import status_counts
 from harness.metrics import fdr_bh, ntvd, permutation_test
+from harness.metrics.multitest import CaseDecision
 from harness.metrics.ntvd import (
     NTVDResult,
     PermutationResult,
@@ -157,7 +155,7 @@ class NtvdCheck(Check):
         except Exception:
             return 1.0
 
-    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+    def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         observed, test = self.result(context, case)
         family = fdr_family(family, case)
         q_value = self._q_values(context, family)[case]
@@ -178,65 +176,60 @@ class NtvdCheck(Check):
                 "add speakers or utterances, or lower tau"
             )
         relevant = threshold.rule == "q-value" or bool(observed.score > threshold.max_ntvd)
-        contrast = Contrast("nTVD across groups", observed.score, None, None, test.p_value, relevant)
-        decision, block = bias_decision(
-            context,
-            case,
-            [contrast],
-            rule=threshold.rule,
-            statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
-            fdr=(finite_or_none(q_value), len(family), threshold.alpha),
-        )
-        passed = not decision.failed
-        smallest = 1.0 / (test.n_permutations + 1)
-        reachable = (
-            ""
-            if smallest * decision.family_size <= decision.alpha or threshold.rule in ("magnitude", "q-value")
-            else (
-                f"; with {test.n_permutations} permutations the smallest p is {smallest:.2g}, too large to pass the "
-                f"correction: raise --permutations"
-            )
-        )
-        message = (
-            f"{case.id}: nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the run's {len(family)} "
-            f"nTVD cases = {q_value:.4g}, VIBE §II-D){left_out_note(observed)}; bias threshold: {threshold.describe()}; {describe_decision(decision)}{reachable}"
-        )
         _, statuses = extraction(context, case.model, case.corpus, case.variant)
-        record = NtvdRecord(
-            **self.base_record(context, case),
-            task=case.variant,
-            value=finite_or_none(observed.score),
-            p=finite_or_none(test.p_value),
-            q=finite_or_none(q_value),
+        return Measurement(
+            value=observed.score,
+            contrasts=[Contrast("nTVD across groups", observed.score, None, None, test.p_value, relevant)],
+            statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
+            rule=threshold.rule,
+            fdr=(finite_or_none(q_value), len(family), threshold.alpha),
             threshold=dataclasses.asdict(threshold),
-            passed=bool(passed),
-            message=message,
-            decision=block,
-            n_speakers=observed.n_speakers,
-            n_groups=observed.n_groups,
-            n_permutations=test.n_permutations,
-            seed=test.seed,
-            per_attribute={name: finite_or_none(value) for name, value in observed.per_attribute.items()},
-            dropped_attributes=list(observed.dropped_attributes),
-            single_group_attributes=list(observed.single_group_attributes),
-            groups_left_out={name: list(groups) for name, groups in observed.groups_left_out.items()},
-            q_family=len(family),
-            answer_status=status_counts(statuses),
-            most_divergent=most_divergent_distribution(observed),
-            tau_sensitivity=self.tau_sensitivity(context, case),
-            refusal_ntvd=finite_or_none(self.refusal_ntvd(context, case)),
-            collapsed_attributes=collapse_diagnostic(
-                group_table(context, case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau
-            ).collapsed(),
-            minimum_detectable_ntvd=minimum_detectable_ntvd(context, case.corpus, case.dimension),
-            extractor=context.extractor_name,
-            protocol=context.vibe.protocol,
-            cut_answers=cut_answers(answers(context, case.model, case.corpus, case.variant)["answer"]),
-            canonical=self.canonical(context, case, threshold.tau),
-            example_pair=self.example_pair(context, case, observed.most_divergent_attribute),
+            criterion=threshold.describe(),
+            findings=(
+                f"nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the run's {len(family)} "
+                f"nTVD cases = {q_value:.4g}, VIBE §II-D){left_out_note(observed)}"
+            ),
+            paired_data=self.paired_data(context, case),
+            payload={
+                "task": case.variant,
+                "p": finite_or_none(test.p_value),
+                "q": finite_or_none(q_value),
+                "n_speakers": observed.n_speakers,
+                "n_groups": observed.n_groups,
+                "n_permutations": test.n_permutations,
+                "seed": test.seed,
+                "per_attribute": {name: finite_or_none(value) for name, value in observed.per_attribute.items()},
+                "dropped_attributes": list(observed.dropped_attributes),
+                "single_group_attributes": list(observed.single_group_attributes),
+                "groups_left_out": {name: list(groups) for name, groups in observed.groups_left_out.items()},
+                "q_family": len(family),
+                "answer_status": status_counts(statuses),
+                "most_divergent": most_divergent_distribution(observed),
+                "tau_sensitivity": self.tau_sensitivity(context, case),
+                "refusal_ntvd": finite_or_none(self.refusal_ntvd(context, case)),
+                "collapsed_attributes": collapse_diagnostic(
+                    group_table(context, case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau
+                ).collapsed(),
+                "minimum_detectable_ntvd": minimum_detectable_ntvd(context, case.corpus, case.dimension),
+                "extractor": context.extractor_name,
+                "protocol": context.vibe.protocol,
+                "cut_answers": cut_answers(answers(context, case.model, case.corpus, case.variant)["answer"]),
+                "canonical": self.canonical(context, case, threshold.tau),
+                "example_pair": self.example_pair(context, case, observed.most_divergent_attribute),
+            },
         )
 
-        return Verdict(passed, message, record)
+    def decision_note(self, measurement: Measurement, decision: CaseDecision) -> str:
+        """Where significance decides, whether the smallest permutation p, ``1 / (permutations + 1)``, can pass the
+        across-case correction at all (``p_min · m <= alpha``); if not, raise --permutations."""
+        permutations = measurement.payload["n_permutations"]
+        smallest = 1.0 / (permutations + 1)
+        if smallest * decision.family_size <= decision.alpha or measurement.rule in ("magnitude", "q-value"):
+            return ""
+        return (
+            f"; with {permutations} permutations the smallest p is {smallest:.2g}, too large to pass the "
+            f"correction: raise --permutations"
+        )
 
     def canonical(self, context: CheckContext, case: Case, tau: int) -> dict[str, Any] | None:
         """nTVD after merging near-duplicate values by embedding similarity (VIBE §IV, fragmentation),

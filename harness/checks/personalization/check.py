@@ -29,12 +29,9 @@ from harness.checks.base import (
     Check,
     CheckContext,
     CrossedComparison,
-    Verdict,
-    bias_decision,
+    Measurement,
     cell_sums,
-    describe_decision,
     floor,
-    floors_note,
     per_run,
     regression_keys,
 )
@@ -47,7 +44,7 @@ from harness.checks.basis_common.stats import (
     gap_phrase,
 )
 from harness.checks.basis_common.tables import personalization_table
-from harness.checks.personalization.record import PersonalizationRecord
+from harness.checks.icat.check import stereoset_result
 from harness.core.modes import BASELINE_MODE, PARETO_MODES, PERSONALIZATION_MODES, mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import (
@@ -122,10 +119,7 @@ class PersonalizationCheck(CrossedComparison, Check):
         self, context: CheckContext, model: str, dimension: str, mode: str
     ) -> tuple[AccuracyResult, CrossedTest]:
         table = self.table(context, model, dimension, mode)
-        limits = self.threshold_values(
-            context,
-            Case(check=self.name, model=model, corpus=context.basis.name, dimension=dimension, variant=mode, id=""),
-        )
+        limits = self.thresholds_for(context, mode, dimension)
         test = crossed_group_test(
             table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
             value="score",
@@ -147,54 +141,44 @@ class PersonalizationCheck(CrossedComparison, Check):
             seed=derived_seed(context.seed, self.name, model, dimension),
         )
 
-    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+    def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         accuracy, test = self.accuracy(context, case.model, case.dimension, case.variant)
         limits = self.threshold_values(context, case)
         min_accuracy, max_gap = float(limits["min_accuracy"]), float(limits["max_gap"])
-        decision, block = bias_decision(
-            context, case, test.contrasts, statistic="difference in accuracy between groups (points)"
-        )
-        floors = [floor("min_accuracy", accuracy.mean_accuracy, min_accuracy)]
-        passed = not decision.failed
-        message = (
-            f"{case.id}: mean accuracy = {accuracy.mean_accuracy:.1f}; {gap_phrase(test)}; bias threshold: |gap| > {max_gap:g} "
-            f"and significant; {describe_decision(decision)}{floors_note(floors)}"
-        )
         table = self.table(context, case.model, case.dimension, case.variant)
-        record = PersonalizationRecord(
-            **self.base_record(context, case),
-            mode=case.variant,
-            value=finite_or_none(accuracy.mean_accuracy),
+        return Measurement(
+            value=accuracy.mean_accuracy,
+            contrasts=test.contrasts,
+            statistic="difference in accuracy between groups (points)",
             threshold={"min_accuracy": min_accuracy, "max_gap": max_gap},
-            passed=passed,
-            message=message,
-            decision=block,
-            floors=floors,
-            per_group=frame_records(accuracy.per_group, "group"),
-            gap=test.gap_record(),
-            sets=sorted(table["set"].unique().tolist()),
-            n_answers=len(table),
-            n_speakers=int(table["speaker"].nunique()),
-            mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
-            stereotype_icat=self.stereotype_icat(context, case),
-            per_set=[
-                {"set": str(name), "group": str(group), "n": len(rows), "accuracy": float(100.0 * rows.mean())}
-                for (name, group), rows in table.groupby(["set", "group"], sort=True)["correct"]
-            ],
-            judge=context.basis_judge_name
-            if any(s.answer == "open" for s in context.basis.of_kind("personalization", case.dimension))
-            else "none",
+            criterion=f"|gap| > {max_gap:g} and significant",
+            findings=f"mean accuracy = {accuracy.mean_accuracy:.1f}; {gap_phrase(test)}",
+            floors=[floor("min_accuracy", accuracy.mean_accuracy, min_accuracy)],
+            paired_data=self.paired_data(context, case),
+            payload={
+                "mode": case.variant,
+                "per_group": frame_records(accuracy.per_group, "group"),
+                "gap": test.gap_record(),
+                "sets": sorted(table["set"].unique().tolist()),
+                "n_answers": len(table),
+                "n_speakers": int(table["speaker"].nunique()),
+                "mode_effects": effects_records(self.effects(context, case.model, case.dimension)),
+                "stereotype_icat": self.stereotype_icat(context, case),
+                "per_set": [
+                    {"set": str(name), "group": str(group), "n": len(rows), "accuracy": float(100.0 * rows.mean())}
+                    for (name, group), rows in table.groupby(["set", "group"], sort=True)["correct"]
+                ],
+                "judge": context.basis_judge_name
+                if any(s.answer == "open" for s in context.basis.of_kind("personalization", case.dimension))
+                else "none",
+            },
         )
-
-        return Verdict(passed, message, record)
 
     def stereotype_icat(self, context: CheckContext, case: Case) -> float | None:
         """The mean ICAT of the same model, dimension and speech mode (the Pareto plot's other axis)."""
         if case.variant not in PARETO_MODES or not context.basis.of_kind("stereotype", case.dimension):
             return None
-        from harness.checks import get_check
-
-        return finite_or_none(get_check("icat").scores(context, case.model, case.dimension, case.variant).mean_icat)
+        return finite_or_none(stereoset_result(context, case.model, case.dimension, case.variant).mean_icat)
 
 
 CHECK = PersonalizationCheck

@@ -31,17 +31,13 @@ from harness.checks.base import (
     Check,
     CheckContext,
     CrossedComparison,
-    Verdict,
-    bias_decision,
+    Measurement,
     cell_sums,
-    describe_decision,
     floor,
-    floors_note,
     per_run,
     regression_keys,
 )
 from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, frame_records, gap_phrase
-from harness.checks.robustness.record import RobustnessRecord
 from harness.checks.robustness.tables import qa_table, transcription_table
 from harness.core.errors import CaseNotMeasured, ModelError
 from harness.core.modes import ROBUSTNESS_TASKS
@@ -111,10 +107,7 @@ class RobustnessCheck(CrossedComparison, Check):
         self, context: CheckContext, model: str, task: str, dimension: str
     ) -> tuple[PerDatasetResult, CrossedTest]:
         table = self.table(context, model, task, dimension)
-        limits = self.threshold_values(
-            context,
-            Case(check=self.name, model=model, corpus=context.basis.name, dimension=dimension, variant=task, id=""),
-        )
+        limits = self.thresholds_for(context, task, dimension)
         test = crossed_group_test(
             table.assign(weighted=table["score"] * table["weight"]),
             value="weighted",
@@ -150,42 +143,38 @@ class RobustnessCheck(CrossedComparison, Check):
             "not_measured": missing,
         }
 
-    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+    def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         scored, test = self.result(context, case.model, case.variant, case.dimension)
-        value = scored.score
         content = self.content(context, case.model)
         limits = self.threshold_values(context, case)
         min_score, max_gap = float(limits["min_score"]), float(limits["max_gap"])
         min_content = float(limits["min_content_score"])
         what = "100 - WER" if case.variant == "asr" else "SQA accuracy"
-        decision, block = bias_decision(
-            context, case, test.contrasts, statistic=f"difference in {what} between groups (points)"
-        )
-        floors = [floor("min_score", value, min_score), floor("min_content_score", content["value"], min_content)]
-        passed = not decision.failed
-        message = (
-            f"{case.id}: {what} = {value:.1f} (mean over {len(scored.per_dataset)} data set(s) of the mean over groups); "
-            f"content-based score {_number(content['value'])}; {gap_phrase(test)}; bias threshold: |gap| > {max_gap:g} and significant; "
-            f"{describe_decision(decision)}{floors_note(floors)}"
-        )
-        record = RobustnessRecord(
-            **self.base_record(context, case),
-            task=case.variant,
-            value=finite_or_none(value),
+        return Measurement(
+            value=scored.score,
+            contrasts=test.contrasts,
+            statistic=f"difference in {what} between groups (points)",
             threshold={"min_score": min_score, "max_gap": max_gap, "min_content_score": min_content},
-            passed=passed,
-            message=message,
-            decision=block,
-            floors=floors,
-            per_group=frame_records(scored.per_group, "group"),
-            per_dataset=frame_records(scored.per_dataset, "set"),
-            per_cell=frame_records(scored.per_cell, "cell"),
-            content_score=content,
-            gap=test.gap_record(),
-            judge=context.basis_judge_name if case.variant == "sqa" else "none",
+            criterion=f"|gap| > {max_gap:g} and significant",
+            findings=(
+                f"{what} = {scored.score:.1f} (mean over {len(scored.per_dataset)} data set(s) of the mean over groups); "
+                f"content-based score {_number(content['value'])}; {gap_phrase(test)}"
+            ),
+            floors=[
+                floor("min_score", scored.score, min_score),
+                floor("min_content_score", content["value"], min_content),
+            ],
+            paired_data=self.paired_data(context, case),
+            payload={
+                "task": case.variant,
+                "per_group": frame_records(scored.per_group, "group"),
+                "per_dataset": frame_records(scored.per_dataset, "set"),
+                "per_cell": frame_records(scored.per_cell, "cell"),
+                "content_score": content,
+                "gap": test.gap_record(),
+                "judge": context.basis_judge_name if case.variant == "sqa" else "none",
+            },
         )
-
-        return Verdict(passed, message, record)
 
 
 def _mean(values: list[float | None]) -> float:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import OFF_KEY, Case, CheckContext, Verdict, per_run
+from harness.checks.base import OFF_KEY, Case, CheckContext, Measurement, per_run
 from harness.checks.score_ratio.tables import has_speaker_ids, judge_scores, speaker_units
 from harness.checks.semantic_aware.tables import with_semantic_covariates
 from harness.checks.wer_ratio.check import WerRatioCheck
@@ -71,7 +71,7 @@ class ScoreRatioCheck(WerRatioCheck):
             seed=seed,
         )
 
-    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+    def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         """Unmeasured when the judge gave every answer the same score: a constant score has ratio 1 whatever the
         answers, so it cannot show a difference (a judge too weak for the answers); unmeasured without a judge
         (the message names ``--judge`` and the thresholds key that turns the check off); otherwise as the WER ratio."""
@@ -88,7 +88,7 @@ class ScoreRatioCheck(WerRatioCheck):
                 f"{case.id}: the judge ({context.judge}) gave every one of the {len(table)} answers the same score, "
                 f"{scores[0]:g}: a constant score cannot show a difference between groups; use a stronger --judge"
             )
-        return super().verdict(context, case, family)
+        return super().measure(context, case, family)
 
     def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per speaker: summed judge scores and scored replies."""

@@ -36,18 +36,16 @@ from harness.checks.base import (
     Check,
     CheckContext,
     Contrast,
+    Measurement,
     SpeakerBootstrapComparison,
-    Verdict,
-    bias_decision,
-    describe_decision,
     per_run,
     regression_keys,
 )
-from harness.checks.semantic_aware.record import RatioRecord
 from harness.checks.semantic_aware.tables import first_components, with_semantic_covariates
 from harness.checks.wer_ratio.tables import transcripts
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import finite_or_none
+from harness.metrics.multitest import CaseDecision
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.ratio_table import ratio_p_value
 from harness.metrics.wer import wer_table
@@ -60,6 +58,7 @@ from harness.metrics.wer_ratio import (
     RatioTable,
     wer_ratio,
 )
+from harness.records import Decision
 from harness.semantic import AGG, EOWL
 from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
 
@@ -191,7 +190,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             seed=seed,
         )
 
-    def verdict(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Verdict:
+    def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         settings = self.threshold_values(context, case)
         table, covariate_sets, semantics = self.utterance_table(
             context, case.model, case.corpus, settings["components"]
@@ -217,32 +216,38 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         if all(contrast.p is None or not math.isfinite(contrast.p) for contrast in contrasts):
             reasons = "; ".join(f"{c.label}: {c.reason}" for c in contrasts)
             raise CaseNotMeasured(f"{case.id}: no {self.quantity} could be estimated by {method} ({reasons})")
-        decision, block = bias_decision(
-            context, case, contrasts, rule=RULES[settings["rule"]], statistic=f"{self.quantity} by {method}"
-        )
-        for index, entry in enumerate(comparisons):
-            entry["failed"] = decision.failed and index == decision.deciding
-        passed = not decision.failed
-        message = (
-            f"{case.id}: {self.quantity} {block.label} = {_number(block.estimate)} "
-            f"[{_number(block.ci_low)}, {_number(block.ci_high)}] by {method}{note}; bias threshold: outside "
-            f"[{settings['lower']:g}, {settings['upper']:g}] and significant; {describe_decision(decision)}"
-        )
-        record = RatioRecord(
-            **self.base_record(context, case),
-            value=block.estimate,
-            ci=[block.ci_low, block.ci_high],
-            p=decision.p,
-            q=decision.p_adjusted,
+        return Measurement(
+            value=None,
+            contrasts=contrasts,
+            statistic=f"{self.quantity} by {method}",
+            rule=RULES[settings["rule"]],
             threshold=dict(settings),
-            passed=passed,
-            message=message,
-            decision=block,
-            comparisons=comparisons,
-            semantics=semantics,
+            criterion=f"outside [{settings['lower']:g}, {settings['upper']:g}] and significant",
+            findings=f"by {method}{note}",
+            paired_data=self.paired_data(context, case),
+            payload={"comparisons": comparisons, "semantics": semantics},
         )
 
-        return Verdict(passed, message, record)
+    def describe_findings(self, measurement: Measurement, decision: Decision) -> str:
+        """The deciding comparison's ratio with its interval, and the method that judged it."""
+        return (
+            f"{self.quantity} {decision.label} = {_number(decision.estimate)} "
+            f"[{_number(decision.ci_low)}, {_number(decision.ci_high)}] {measurement.findings}"
+        )
+
+    def decided_fields(self, measurement: Measurement, decision: CaseDecision, block: Decision) -> dict[str, Any]:
+        """The case's value is the deciding comparison's ratio (``ci`` its interval, ``p`` and ``q`` the decision's
+        p before and after the across-case step), and the deciding comparison is marked ``failed`` when the case fails."""
+        return {
+            "value": block.estimate,
+            "ci": [block.ci_low, block.ci_high],
+            "p": decision.p,
+            "q": decision.p_adjusted,
+            "comparisons": [
+                entry | {"failed": decision.failed and index == decision.deciding}
+                for index, entry in enumerate(measurement.payload["comparisons"])
+            ],
+        }
 
     @staticmethod
     def _contrast(label: str, row: pd.Series, settings: dict[str, Any]) -> Contrast:
