@@ -266,8 +266,8 @@ class Check(abc.ABC):
 
         The bias decision is the gate's decision rule on the measurement's contrasts (:func:`bias_decision`), and
         the case passes when it does not fail. The message reads ``<case id>: <findings>; bias threshold:
-        <criterion>[; <decision note>]; <the decision in words, ending -> pass or -> FAIL: bias>`` followed by the
-        unmet quality floors (:func:`floors_note`, reported and never a verdict). The
+        <criterion>[; <decision note>][; <unmet quality floors>]; <the decision in words, ending -> pass or -> FAIL:
+        bias>``: the verdict is the last word, and the floors (:func:`floors_note`) are reported, never a verdict. The
         record is the check's ``RECORD`` (:func:`harness.checks.check_part`) with the case's fields
         (:meth:`base_record`), the measurement's value, threshold, floors, paired data and payload, and the
         decision. A case that does not fail while some contrast beyond the practical threshold has no p-value
@@ -283,8 +283,8 @@ class Check(abc.ABC):
         passed = not decision.failed
         message = (
             f"{case.id}: {self.describe_findings(measurement, block)}; bias threshold: {measurement.criterion}"
-            f"{self.decision_note(measurement, decision)}; {describe_decision(decision, measurement.rule)}"
-            f"{floors_note(measurement.floors or [])}"
+            f"{self.decision_note(measurement, decision)}{floors_note(measurement.floors or [])}; "
+            f"{describe_decision(decision, measurement.rule)}"
         )
         fields = {
             **self.base_record(context, case),
@@ -635,15 +635,20 @@ def bias_decision(
 
 
 def describe_decision(decision: CaseDecision, rule: str = "both") -> str:
-    """The decision in a few words, for a case's message. Under rule ``magnitude`` a case without any p-value is
-    still decided (by magnitude alone), so it is not called "not estimable"."""
+    """The decision in a few words, ending on the verdict, for a case's message. Under rule ``magnitude`` a case
+    without any p-value is still decided (by magnitude alone), so it is not called "not estimable"; elsewhere a case
+    without a p-value passes when its estimate is not beyond the threshold (one beyond it is unmeasured: the gate
+    raises :class:`~harness.core.errors.CaseNotMeasured` for its untestable contrast)."""
     if not decision.estimable and rule == "magnitude":
         return (
             f"no p-value, none needed (rule magnitude); {'relevant' if decision.relevant else 'not beyond the threshold'} "
             f"-> {'FAIL: bias' if decision.failed else 'pass'}"
         )
     if not decision.estimable:
-        return f"not estimable ({decision.reason}): no bias verdict"
+        return (
+            f"no p-value, not estimable ({decision.reason}); "
+            f"{'relevant' if decision.relevant else 'not beyond the threshold'} -> {'FAIL: bias' if decision.failed else 'pass'}"
+        )
     p_adjusted = "n/a" if decision.p_adjusted is None else f"{decision.p_adjusted:.3g}"
     return (
         f"p = {decision.p:.3g}, adjusted p = {p_adjusted} ({decision.correction}); "

@@ -2,9 +2,10 @@
 check's ``measure`` returns a :class:`~harness.checks.base.Measurement`, and :meth:`Check.decide` turns it into a
 record whose fields agree with each other and with its message, before and after the gate's release ratchet.
 
-The words of a decided message: ``-> pass`` and ``-> FAIL: bias`` end the decision; a case whose contrasts have no
-interval and none beyond the practical threshold ends ``no bias verdict`` and passes (it cannot fail its
-criterion; one beyond the threshold is unmeasured instead). Quality floors follow, reported and never a verdict.
+The last words of a decided message are its verdict, ``-> pass`` or ``-> FAIL: bias``; a case whose contrasts have
+no interval and none beyond the practical threshold says ``not estimable (...); not beyond the threshold -> pass``
+(it cannot fail its criterion; one beyond the threshold is unmeasured instead). Quality floors come before the
+decision, reported and never a verdict.
 """
 
 import dataclasses
@@ -16,8 +17,7 @@ from harness.checks.base import Measurement, Verdict
 from harness.core.errors import CaseNotMeasured
 from harness.gate import RELEASE_OUTCOMES, RELEASE_PASSES, Baseline, Gate, GateConfig, baseline_key
 
-FLOORS_NOTE = "; below quality floor: "
-VERDICT_ENDINGS = {"-> pass": True, "-> FAIL: bias": False, ": no bias verdict": True}
+VERDICT_ENDINGS = {"-> pass": True, "-> FAIL: bias": False}
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +51,9 @@ def measured(gate: Gate, name: str) -> list[tuple]:
 
 
 def verdict_words(message: str) -> str:
-    """The ending of a message's decision (what precedes the reported-only quality floors)."""
-    decided = message.partition(FLOORS_NOTE)[0]
-    endings = [ending for ending in VERDICT_ENDINGS if decided.endswith(ending)]
-    assert len(endings) == 1, f"the message does not end on a verdict: ...{decided[-120:]!r}"
+    """The message's last words, its verdict (the reported-only quality floors come before the decision)."""
+    endings = [ending for ending in VERDICT_ENDINGS if message.endswith(ending)]
+    assert len(endings) == 1, f"the message does not end on a verdict: ...{message[-120:]!r}"
     return endings[0]
 
 
@@ -82,8 +81,10 @@ def test_measure_returns_a_measurement_that_decide_records_consistently(name, ga
         assert record.message.startswith(f"{case.id}: ") and measurement.criterion in record.message
         ending = verdict_words(record.message)
         assert VERDICT_ENDINGS[ending] is record.passed, f"{case.id}: passed={record.passed} but ...{ending!r}"
-        if ending == ": no bias verdict":
-            assert not record.decision.estimable and not record.decision.relevant
+        if not record.decision.estimable and record.decision.rule != "magnitude":
+            assert (
+                record.passed and not record.decision.relevant and "not beyond the threshold -> pass" in record.message
+            )
         assert record.decision.statistic == measurement.statistic and record.decision.rule == measurement.rule
         assert record.threshold == measurement.threshold and record.floors == measurement.floors
         assert record.paired_data == measurement.paired_data
