@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.checks import all_checks  # noqa: E402
 from harness.checks.ntvd.tables import answers  # noqa: E402
+from harness.core.files import portable_path  # noqa: E402
 from harness.gate import BUNDLED_EXPORTS, DEFAULT_JUDGE, Gate, GateConfig  # noqa: E402
 from harness.models.cascade import DEMO_MODEL  # noqa: E402
 from harness.models.numerics import compute_environment  # noqa: E402
@@ -55,6 +56,13 @@ VERSIONED = (
     "scipy",
     "soundfile",
 )
+
+
+def portable_command(arguments: list[str]) -> str:
+    """The build's command line as provenance.json records it: a path argument names no build machine's folders
+    (:func:`harness.core.files.portable_path`: relative to the repository, else ``<tmp>/...`` or ``~/...``)."""
+    shown = [portable_path(argument, ROOT) if os.path.exists(argument) else argument for argument in arguments]
+    return shlex.join(["python", "scripts/build_demo_outputs.py", *shown])
 
 
 def touched_keys(cache: object) -> set[str]:
@@ -197,9 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "basis_suite": str(Path(gate.context.basis.path).relative_to(ROOT)),
         "decoding": gate.config.decoding.as_dict(),
         "made": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "command": shlex.join(
-            ["python", "scripts/build_demo_outputs.py", *(argv if argv is not None else sys.argv[1:])]
-        ),
+        "command": portable_command(argv if argv is not None else sys.argv[1:]),
         "export": EXPORT_NAME,
         "entries": entries,
         "distinct_transcripts": len(set(transcripts)),
