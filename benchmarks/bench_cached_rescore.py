@@ -7,9 +7,11 @@ The corpus has CREMA-D's design and names (VIBE §II-C; :mod:`harness.data.crema
 moving pitch and speed a little. The gate then runs ``fairness_tests`` on it with ``sim:fair`` and
 ``sim:biased`` (a pytest subprocess each time, ``-p no:cacheprovider``, every option of the quick start); the
 first run generates every answer (cold), the second reads all of them from the cache (cached). The benchmark
-prints both wall times, their ratio, and whether the two runs wrote the same records (results.json, the
-volatile run metadata left out). ``--profile FILE`` runs the cached run under cProfile and prints its 15 most
-costly functions (cumulative time).
+prints both wall times, their CPU times (user + system, which a machine busy with other work does not stretch),
+their ratio, whether bytecode caching is on (under ``PYTHONDONTWRITEBYTECODE`` every run compiles its imports
+afresh), and whether the two runs wrote the same records (results.json, the volatile run metadata left out).
+``--profile FILE`` runs the cached run under cProfile and prints its 15 most costly functions (own time) and its
+25 most costly harness functions (cumulative time).
 
     .venv/bin/python benchmarks/bench_cached_rescore.py [--corpus-dir DIR] [--permutations 1000] [--profile FILE]
 
@@ -24,6 +26,7 @@ import argparse
 import json
 import os
 import pstats
+import resource
 import shutil
 import subprocess
 import sys
@@ -99,12 +102,20 @@ def gate_command(manifest: Path, work: Path, permutations: int, profile: Path | 
     ]  # fmt: skip
 
 
-def run_gate(command: list[str]) -> tuple[float, int, str]:
-    started = time.perf_counter()
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_gate(command: list[str]) -> tuple[float, float, int, str]:
+    """The gate subprocess's wall time, its CPU time (user + system: what a busy machine stretches the wall time
+    by does not count), exit status and last line."""
+    started, cpu_before = time.perf_counter(), children_cpu_s()
     done = subprocess.run(
         command, capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}
     )
-    return time.perf_counter() - started, done.returncode, done.stdout.strip().splitlines()[-1] if done.stdout else ""
+    last_line = done.stdout.strip().splitlines()[-1] if done.stdout else ""
+    return time.perf_counter() - started, children_cpu_s() - cpu_before, done.returncode, last_line
 
 
 def stable_records(path: Path) -> dict:
@@ -138,17 +149,20 @@ def main() -> int:
         print(f"corpus: {manifest} ({len(pd.read_csv(manifest))} clips, ready in {time.perf_counter() - started:.1f}s)")
         work = Path(tmp) / "run"
         work.mkdir()
-        cold_s, cold_rc, cold_line = run_gate(gate_command(manifest, work, args.permutations, None))
+        cold_s, cold_cpu, cold_rc, cold_line = run_gate(gate_command(manifest, work, args.permutations, None))
         cold_records = stable_records(work / "results.json")
         if args.keep_results:
             args.keep_results.mkdir(parents=True, exist_ok=True)
             shutil.copy(work / "results.json", args.keep_results / "cold.json")
-        cached_s, cached_rc, cached_line = run_gate(gate_command(manifest, work, args.permutations, args.profile))
+        cached_s, cached_cpu, cached_rc, cached_line = run_gate(
+            gate_command(manifest, work, args.permutations, args.profile)
+        )
         changed = differences(cold_records, stable_records(work / "results.json"))
         if args.keep_results:
             shutil.copy(work / "results.json", args.keep_results / "cached.json")
-    print(f"cold run:   {cold_s:6.1f}s  exit {cold_rc}  {cold_line}")
-    print(f"cached run: {cached_s:6.1f}s  exit {cached_rc}  {cached_line}")
+    print(f"bytecode caching: {'off (PYTHONDONTWRITEBYTECODE)' if sys.flags.dont_write_bytecode else 'on'}")
+    print(f"cold run:   {cold_s:6.1f}s (CPU {cold_cpu:6.1f}s)  exit {cold_rc}  {cold_line}")
+    print(f"cached run: {cached_s:6.1f}s (CPU {cached_cpu:6.1f}s)  exit {cached_rc}  {cached_line}")
     print(f"cold / cached: {cold_s / cached_s:.1f}x; same records: {not changed}")
     if changed:
         print(f"  records differ at {len(changed)} place(s): {', '.join(changed[:10])}")

@@ -16,7 +16,7 @@ significant regression, or a new failure (a case failing its absolute threshold 
 or was unmeasured); a case failing in both runs without a regression is a known failure and passes.
 Prints each scenario's failing share with a 95% Clopper-Pearson interval, and the cases behind the fails.
 The absolute counterpart is ``bench_gate_seeds.py``; ``tests/gate/test_release_path.py`` runs the first two
-scenarios on 30 pairs.
+scenarios on 12 pairs.
 
 Usage: ``python benchmarks/bench_release_path.py --pairs 100``
 """

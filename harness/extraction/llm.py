@@ -48,6 +48,7 @@ from harness.extraction.fields import (
     extract_fields,
     normalise_value,
 )
+from harness.extraction.memo import Extracted, memoised_extractions, source_fingerprint
 from harness.generation import CachedModel
 from harness.tasks.base import Attribute, Task
 
@@ -262,6 +263,12 @@ class LLMExtractor:
         digest = stable_hash([EXTRACTOR_VERSION, self.model.fingerprint, self.model.decoding.as_dict(), SYSTEM_PROMPT])
         return f"llm-extractor/v{EXTRACTOR_VERSION}:{digest[:16]}"
 
+    @property
+    def memo_fingerprint(self) -> str:
+        """:attr:`fingerprint` and the code that parses a reply (this module and the field reader's refusal
+        detector): the key of the extractions kept in the cache (:mod:`harness.extraction.memo`)."""
+        return f"{self.fingerprint}:{source_fingerprint('harness.extraction.llm', 'harness.extraction.fields')}"
+
     def _ask(self, prompts: Sequence[str], task: Task, label: str) -> dict[str, str]:
         unique = list(dict.fromkeys(prompts))
         form = extraction_form(task)
@@ -310,7 +317,15 @@ class LLMExtractor:
         missing_columns = [column for column in ("utterance_id", "answer") if column not in answers.columns]
         if missing_columns:
             raise ValueError(f"answers table lacks column(s) {missing_columns}; needs ['utterance_id', 'answer']")
-        extractions = self.extract_many(list(answers["answer"]), task)
+        extractions = memoised_extractions(
+            self.model.cache,
+            self.memo_fingerprint,
+            task,
+            list(answers["answer"]),
+            lambda texts: [
+                Extracted(result.extraction, result.attempts, result.error) for result in self.extract_many(texts, task)
+            ],
+        )
         rows = [
             (utterance_id, attribute, value)
             for utterance_id, result in zip(answers["utterance_id"], extractions)

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness import semantic
 from harness.cache import OutputCache
 from harness.gate.outcomes import EXIT_UNMEASURED
-from harness.semantic import Embedder, cached_embeddings, principal_components
+from harness.semantic import Embedder, cached_embeddings, cached_principal_components, principal_components
 
 REPO = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
@@ -23,6 +24,30 @@ def test_principal_components_are_standardised_and_capped_at_the_rank():
     assert scores.shape == (20, 3)
     assert np.allclose(scores.std(axis=0), 1.0) and np.allclose(scores.mean(axis=0), 0.0)
     assert ratio.sum() == pytest.approx(1.0) and np.all(np.diff(ratio) <= 0)
+
+
+def test_projection_is_cached_by_the_embeddings_content_bit_for_bit(tmp_path, monkeypatch):
+    rng = np.random.default_rng(1)
+    embeddings = rng.normal(size=(40, 6))
+    cache = OutputCache(tmp_path)
+    computed = []
+
+    def counted(matrix, k):
+        computed.append(k)
+        return principal_components(matrix, k)
+
+    monkeypatch.setattr(semantic, "principal_components", counted)
+    first_scores, first_ratio = cached_principal_components(embeddings, 3, cache)
+    again_scores, again_ratio = cached_principal_components(embeddings.copy(), 3, OutputCache(tmp_path))
+    assert computed == [3]
+    assert again_scores.tobytes() == first_scores.tobytes() and again_ratio.tobytes() == first_ratio.tobytes()
+    cached_principal_components(embeddings, 4, cache)
+    changed = embeddings.copy()
+    changed[7, 2] += 1e-9
+    changed_scores, _ = cached_principal_components(changed, 3, cache)
+    assert computed == [3, 4, 3] and changed_scores.tobytes() != first_scores.tobytes()
+    direct_scores, direct_ratio = principal_components(embeddings, 3)
+    assert np.array_equal(direct_scores, first_scores) and np.array_equal(direct_ratio, first_ratio)
 
 
 def test_embeddings_are_cached_per_distinct_text(tmp_path):

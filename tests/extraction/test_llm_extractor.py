@@ -245,3 +245,29 @@ def test_replies_are_cached_per_extraction_model_and_prompt(tmp_path):
 def test_answers_table_without_required_columns_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"lacks column\(s\) \['answer'\]"):
         extractor(tmp_path).attribute_table(pd.DataFrame({"utterance_id": ["u1"]}), STORY)
+
+
+def test_extractions_are_cached_by_extractor_fingerprint_and_answer(tmp_path, monkeypatch):
+    answers = pd.DataFrame(
+        {
+            "utterance_id": ["u1", "u2", "u3", "u4", "u5"],
+            "answer": ["A nurse story.", "A chatty story.", "", "A truncated story.", "A nurse story."],
+        }
+    )
+    first = extractor(tmp_path)
+    tables = first.attribute_table(answers, STORY)
+    assert first.model.calls == 5  # three distinct answers, two repairs
+    assert first.memo_fingerprint.startswith(first.fingerprint + ":")
+
+    def not_again(self, texts, task):
+        raise AssertionError(f"re-extracted {texts}")
+
+    monkeypatch.setattr(LLMExtractor, "extract_many", not_again)
+    again = extractor(tmp_path)
+    cached = again.attribute_table(answers, STORY)
+    for table, cached_table in zip(tables, cached):
+        pd.testing.assert_frame_equal(table, cached_table)
+    assert again.model.calls == 0 and not again.model.loaded
+    other = extractor(tmp_path, target="v2")
+    with pytest.raises(AssertionError, match="re-extracted"):
+        other.attribute_table(answers, STORY)

@@ -33,10 +33,10 @@ def whole_gate_fails(simulation, preset: str, seed: int, sets) -> bool:
 
 @pytest.mark.slow
 def test_a_voice_blind_model_rarely_fails_the_whole_gate(simulation):
-    """30 seeds: at most 4 false fails. At a true rate of 5% that holds with probability 0.98; at the 40%
-    the issue measured, with probability 0.0015."""
-    seeds, allowed = 30, 4
-    assert binom.cdf(allowed, seeds, 0.05) > 0.97 and binom.cdf(allowed, seeds, 0.40) < 0.002
+    """20 seeds: at most 3 false fails. At a true rate of 5% that holds with probability 0.98; at the 40%
+    the issue measured, with probability 0.016 (the benchmark, `--seeds 100`, bounds the rate itself)."""
+    seeds, allowed = 20, 3
+    assert binom.cdf(allowed, seeds, 0.05) > 0.97 and binom.cdf(allowed, seeds, 0.40) < 0.02
     sets = simulation.load_sets()
     false_fails = sum(whole_gate_fails(simulation, "fair", seed, sets) for seed in range(1, seeds + 1))
     assert false_fails <= allowed

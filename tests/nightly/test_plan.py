@@ -52,6 +52,16 @@ def plan_fill_and_rescore(workdir: Path, selection: tuple[str, ...], *options: s
     return json.loads(results.read_text()), lines
 
 
+@pytest.fixture(scope="module")
+def fair_plan(tmp_path_factory) -> Path:
+    """The plan of ``sim:fair`` over the VIBE and WER modules on an empty cache, planned once for the module's tests
+    that read it (a plan run writes no results)."""
+    workdir = tmp_path_factory.mktemp("fair-plan")
+    gate(workdir, *SIM_SELECTION, "--model", "sim:fair", "--cache-dir", str(workdir / "c"), "--plan", "p.parquet")
+    assert not (workdir / "results.json").exists(), "a plan run writes no results"
+    return workdir / "p.parquet"
+
+
 def in_process(workdir: Path, selection: tuple[str, ...], *options: str) -> dict:
     results = workdir / "results.json"
     gate(workdir, *selection, *options, "--cache-dir", str(workdir / "cache"), "--results-json", str(results))
@@ -69,22 +79,19 @@ def test_a_plan_filled_elsewhere_rescores_to_the_in_process_records_on_the_simul
     assert len(lines) >= 2 and ", 0 already in the cache" in lines[0] and ": 0 requests to generate" in lines[-1]
 
 
-def test_a_plan_row_holds_what_a_worker_needs(tmp_path):
-    gate(tmp_path, *SIM_SELECTION, "--model", "sim:fair", "--cache-dir", str(tmp_path / "c"), "--plan", "p.parquet")
+def test_a_plan_row_holds_what_a_worker_needs(fair_plan):
     import pyarrow.parquet as pq
 
-    table = pq.read_table(tmp_path / "p.parquet")
+    table = pq.read_table(fair_plan)
     assert tuple(table.column_names) == PLAN_COLUMNS
-    rows = read_plan(tmp_path / "p.parquet")
+    rows = read_plan(fair_plan)
     with_audio = next(row for row in rows if row.audio_path)
     assert Path(with_audio.audio_path).is_file() and with_audio.request().audio.content_hash == with_audio.audio_sha256
     assert {row.spec for row in rows} == {"sim:fair"} and all(row.fingerprint for row in rows)
-    assert not (tmp_path / "results.json").exists(), "a plan run writes no results"
 
 
-def test_the_shards_of_a_plan_are_disjoint_and_together_the_plan(tmp_path):
-    gate(tmp_path, *SIM_SELECTION, "--model", "sim:fair", "--cache-dir", str(tmp_path / "c"), "--plan", "p.parquet")
-    rows = read_plan(tmp_path / "p.parquet")
+def test_the_shards_of_a_plan_are_disjoint_and_together_the_plan(fair_plan, tmp_path):
+    rows = read_plan(fair_plan)
     parts = [shard(rows, index, 3) for index in range(1, 4)]
     keys = [row.key for part in parts for row in part]
     assert len(keys) == len(set(keys)) == len(rows) and sorted(keys) == sorted(row.key for row in rows)
@@ -94,7 +101,7 @@ def test_the_shards_of_a_plan_are_disjoint_and_together_the_plan(tmp_path):
     assert [row.key for row in read_plan(tmp_path / "p2.parquet")] == [row.key for row in parts[1]]
     outputs = [tmp_path / f"shard{index}.jsonl.gz" for index in range(1, 4)]
     for index, output in enumerate(outputs, start=1):
-        arguments = ["--plan", str(tmp_path / "p.parquet"), "--out", str(output), "--shard", f"{index}/3"]
+        arguments = ["--plan", str(fair_plan), "--out", str(output), "--shard", f"{index}/3"]
         assert generate_main([*arguments, "--no-progress"]) == 0
     imports = [argument for output in outputs for argument in ("--import-cache", str(output))]
     output = gate(tmp_path, *SIM_SELECTION, "--model", "sim:fair", "--cache-dir", str(tmp_path / "c2"), "--plan",
@@ -104,11 +111,10 @@ def test_the_shards_of_a_plan_are_disjoint_and_together_the_plan(tmp_path):
         parse_shard("4/3")
 
 
-def test_generate_refuses_rows_whose_model_has_another_fingerprint_here(tmp_path, capsys):
-    gate(tmp_path, *SIM_SELECTION, "--model", "sim:fair", "--cache-dir", str(tmp_path / "c"), "--plan", "p.parquet")
+def test_generate_refuses_rows_whose_model_has_another_fingerprint_here(fair_plan, tmp_path, capsys):
     import pyarrow.parquet as pq
 
-    table = pq.read_table(tmp_path / "p.parquet").to_pandas()
+    table = pq.read_table(fair_plan).to_pandas()
     table["fingerprint"] = "sim:fair-elsewhere"
     table.to_parquet(tmp_path / "altered.parquet", index=False)
     assert generate_main(["--plan", str(tmp_path / "altered.parquet"), "--out", str(tmp_path / "o.jsonl.gz")]) == 1
