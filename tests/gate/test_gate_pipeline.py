@@ -8,7 +8,8 @@ import weakref
 from pathlib import Path
 
 from harness.checks.base import Verdict
-from harness.gate import Gate, GateConfig, merge_run_metadata
+from harness.gate import Gate, GateConfig
+from harness.results import RunMetadata
 
 REPO = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
@@ -57,12 +58,13 @@ def test_metadata_merge_unites_what_each_worker_saw():
         "bundled_outputs": [{"model": "m", "file": "x.gz", "entries": 5, "provenance": None}],
         "embedder": "none",
     }
-    merged = merge_run_metadata([{**worker, "stage_models": {"asr:a": "fa"}}, other, {**other, "stage_models": {}}])
-    assert merged["stage_models"] == {"asr:a": "fa", "asr:b": "fb"}
-    assert merged["model_calls"] == 7 and merged["cache_hits"] == 9
-    assert merged["models_loaded"] == ["asr:b", "m"]
-    assert merged["judge"] == "fj" and merged["seed"] == 0
-    assert merged["bundled_outputs"] == other["bundled_outputs"]
+    parts = [{**worker, "stage_models": {"asr:a": "fa"}}, other, {**other, "stage_models": {}}]
+    merged = RunMetadata.merge([RunMetadata.from_json(part, "part") for part in parts])
+    assert merged.stage_models == {"asr:a": "fa", "asr:b": "fb"}
+    assert merged.model_calls == 7 and merged.cache_hits == 9
+    assert merged.models_loaded == ["asr:b", "m"]
+    assert merged.judge == "fj" and merged.seed == 0
+    assert merged.bundled_outputs == other["bundled_outputs"]
 
 
 STAGED_BACKEND = '''
