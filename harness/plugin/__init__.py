@@ -1,14 +1,14 @@
 """pytest plugin: options, hooks, fixtures and the stash; the gate's cases parametrized and their verdicts recorded.
 
 It wires pytest to :mod:`harness.gate` and computes nothing itself: :mod:`harness.plugin.configuration` builds
-the gate from the options and prepares the outputs, :mod:`harness.plugin.session` feeds the run's records to
-:class:`harness.gate.run.RunAssembly`, which makes the :class:`harness.results.RunResults` written at the end. A setup problem (a bad spec, option,
-corpus, thresholds file or cache folder) stops the run before any case with one ``ERROR:`` line and
-pytest's usage-error status; a case that cannot be measured is a pytest *error* at setup, recorded with
-its cause; the exit status is the run's (:mod:`harness.outcomes`). Verdict records travel from the
-test to the session through ``user_properties``, which pytest-xdist carries from workers to the
-controller; run metadata (model calls, fingerprints) travels through ``workeroutput``. Only the
-controller (or a run without xdist) writes the outputs.
+the gate from the options and prepares the outputs; :mod:`harness.plugin.session` feeds the run's records to a
+:class:`harness.gate.run.RunAssembly`, which makes the :class:`harness.results.RunResults` written at the end. A
+setup problem (a bad spec, option, corpus, thresholds file or cache folder) stops the run before any case with one
+``ERROR:`` line and pytest's usage-error status; a case that cannot be measured is a pytest *error* at setup,
+recorded with its cause; the exit status is the run's (:mod:`harness.gate.outcomes`). Verdict records travel from
+the test to the session through ``user_properties``, which pytest-xdist carries from workers to the controller;
+run metadata (model calls, fingerprints) travels through ``workeroutput``. Only the controller (or a run without
+xdist) writes the outputs.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from harness.plugin.configuration import (
     runs_tests,
     set_aside_previous_outputs,
 )
-from harness.results import RunResults, is_gate_nodeid, write_results
+from harness.results import RunMetadata, RunResults, is_gate_nodeid, write_results
 
 RECORD_KEY = "lalm_fairness"
 METADATA_KEY = "lalm_fairness_metadata"
@@ -151,7 +151,8 @@ class FairnessSession:
         if sample_path:
             self.write_annotation_sample(sample_path, results, results_path)
 
-    def metadata(self):
+    def metadata(self) -> RunMetadata:
+        """The run's metadata: the workers' parts and this process's gate's, merged (:meth:`RunAssembly.metadata`)."""
         own = self.config.stash[GATE_KEY].run_metadata() if GATE_KEY in self.config.stash else None
         return self.run.metadata(own, self.config.stash.get(IMPORTED_KEY, []))
 
