@@ -375,7 +375,7 @@ def scope_from_json(data: Any, source: str) -> Scope:
     )
 
 
-NODE_CHECK = re.compile(r"::test_(\w+)\[")
+NODE_CHECK = re.compile(r"::test_(\w+)\[(.*)\]$")
 
 
 def check_of_nodeid(nodeid: Any, where: str) -> str:
@@ -387,6 +387,12 @@ def check_of_nodeid(nodeid: Any, where: str) -> str:
             f"{where}: an unmeasured case whose key 'nodeid' ({nodeid!r}) names no check of {sorted(CHECKS)}"
         )
     return found.group(1)
+
+
+def case_of_nodeid(nodeid: str) -> tuple[str, str]:
+    """The check and case id of a gate test's node id (``<module>::test_<check>[<case id>]``)."""
+    found = NODE_CHECK.search(nodeid)
+    return check_of_nodeid(nodeid, nodeid), found.group(2)
 
 
 def is_gate_nodeid(nodeid: str) -> bool:
@@ -450,6 +456,7 @@ __all__ = [
     "RunResults",
     "Summary",
     "case_where",
+    "case_of_nodeid",
     "check_of_nodeid",
     "is_gate_nodeid",
     "parse_results",

@@ -21,7 +21,7 @@ from harness.gate import unmeasured_record
 from harness.gate.outcomes import Cause, run_outcome
 from harness.gate.scope import run_scope
 from harness.records import Record, Scope
-from harness.results import Incomplete, RunMetadata, RunResults, check_of_nodeid, record_from_json
+from harness.results import Incomplete, RunMetadata, RunResults, case_of_nodeid, record_from_json
 
 INTERRUPTED = "an interruption (Ctrl-C or SIGTERM)"
 STOPPED_EARLY = "-x / --maxfail, before every selected test ran"
@@ -104,10 +104,8 @@ class RunAssembly:
 
 def unknown_case(nodeid: str) -> Case:
     """A gate test's case known only by its node id (its check and id)."""
-    case_id = nodeid.split("[", 1)[-1].rstrip("]")
-    return Case(
-        check=check_of_nodeid(nodeid, nodeid), model=None, corpus=None, dimension=None, variant=None, id=case_id
-    )
+    check, case_id = case_of_nodeid(nodeid)
+    return Case(check=check, model=None, corpus=None, dimension=None, variant=None, id=case_id)
 
 
 def terminal_lines(results: RunResults) -> list[str]:

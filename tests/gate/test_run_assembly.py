@@ -46,3 +46,10 @@ def test_records_and_metadata_parts_arrive_as_json_and_are_typed():
     assert results.cases == (dataclasses.replace(record, nodeid=NODE),)
     assert results.metadata.model_calls == 3 and results.metadata.workers == 2
     assert results.metadata.models == {"m": "fm", "j": "fj"}
+
+
+def test_a_failing_gate_test_whose_case_was_not_collected_here_is_named_by_its_node_id():
+    run = RunAssembly()
+    run.unrecorded_failures[NODE] = "boom"
+    (record,) = run.results(RunMetadata(), selected=[NODE]).cases
+    assert (record.check, record.id, record.model) == ("score_ratio", "m-demo-gender", None)
