@@ -105,16 +105,17 @@ import os
 import pytest
 
 from harness.checks.base import Verdict
-from harness.records import CaseRecord
+from harness.checks.semantic_aware.record import RatioRecord
 from harness.checks.wer_ratio.tables import transcripts
 
 
 @pytest.mark.parametrize("index", range(4))
 def test_transcribe(index, fairness_gate, record_verdict):
     transcripts(fairness_gate.context, "staged:x", "demo")
-    record = CaseRecord(check="probe", id=str(index), model="staged:x", model_fingerprint="staged:x@1", corpus="demo",
-                        dimension="none", variant=None, value=None, threshold={}, passed=True,
-                        message=os.environ["PYTEST_XDIST_WORKER"])
+    record = RatioRecord(check="wer_ratio", id=str(index), model="staged:x", model_fingerprint="staged:x@1",
+                         corpus="demo", dimension="none", variant=None, value=None, threshold={}, passed=True,
+                         message=os.environ["PYTEST_XDIST_WORKER"], ci=[None, None], p=None, q=None, comparisons=[],
+                         semantics={})
     record_verdict(Verdict(True, "ok", record))
 """
 
