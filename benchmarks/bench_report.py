@@ -5,7 +5,9 @@ its cases copied once per model (``model#1`` ... ``model#12``). Each report is r
 process from its own ``harness`` package (the baseline's from ``git archive REF harness``): the first
 render in the process (what a gate run pays) and the best of ``--repeats``; then, if Chromium is installed, loaded headless at 1200 x 900 (best of ``--repeats``). The
 baseline reads results.json schema 1, so its copy of the input drops the record keys added since
-(``decision``, ``floors``, an error's ``cause``, ``model``, ``corpus``, ``dimension``, ``variant``).
+(``decision``, ``floors``, an error's ``cause``, ``model``, ``corpus``, ``dimension``, ``variant``) and names an
+unmeasured case's check ``error``. A report of schema 3 renders from :class:`harness.results.RunResults`, one of
+schema 1 from the parsed JSON.
 
     .venv/bin/python benchmarks/bench_report.py [--results RESULTS_JSON] [--models 12] [--baseline-ref 99bca45]
 
@@ -36,6 +38,12 @@ import harness.report
 from harness.report import render_report
 print(harness.report.__file__, file=sys.stderr)
 results = json.load(open(sys.argv[1]))
+try:
+    from harness.results import parse_results
+except ImportError:  # a report from before schema 3 renders the parsed JSON
+    parse_results = None
+if parse_results is not None:
+    results = parse_results(results, sys.argv[1])
 times = []
 for _ in range(int(sys.argv[3])):
     started = time.perf_counter()
@@ -95,7 +103,10 @@ def schema_one(results: dict[str, Any]) -> dict[str, Any]:
     copied = copy.deepcopy(results)
     copied["schema_version"] = 1
     for case in copied["cases"]:
-        for key in ADDED_ERROR_KEYS if case.get("check") == "error" else ADDED_CASE_KEYS:
+        unmeasured = case.pop("status", None) == "unmeasured"
+        if unmeasured:
+            case["check"] = "error"
+        for key in ADDED_ERROR_KEYS if unmeasured else ADDED_CASE_KEYS:
             case.pop(key, None)
     return copied
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from harness.core.files import atomic_write_text
 from harness.core.values import stable_hash
-from harness.gate.series import case_key, load_series, memo_key, neighbour_comparisons
+from harness.gate.series import load_series, memo_key, neighbour_comparisons
 from harness.report import render_report
 from harness.report.trend import trend_view
 
@@ -99,21 +99,18 @@ def fill_memo(runs, permutations: int) -> dict:
     memo: dict = {}
     settings = {"thresholds": None, "permutations": permutations}
     for index in range(1, len(runs)):
-        previous = {case_key(case): case for case in runs[index - 1].results["cases"] if case["check"] != "error"}
-        for case in runs[index].results["cases"]:
-            key = case_key(case)
-            if case["check"] == "error" or key not in previous:
+        previous = {runs[index - 1].key(case): case for case in runs[index - 1].results.measured}
+        for case in runs[index].results.measured:
+            key = runs[index].key(case)
+            if key not in previous:
                 continue
-            content = stable_hash([list(key), case["paired_data"], previous[key]["paired_data"], case["threshold"]])
+            content = stable_hash([list(key), case.paired_data, previous[key].paired_data, case.threshold])
             if content not in results:
                 pair = [
                     dataclasses.replace(
-                        runs[index - 1],
-                        results={"cases": [previous[key]], "metadata": runs[index - 1].results["metadata"]},
+                        runs[index - 1], results=dataclasses.replace(runs[index - 1].results, cases=(previous[key],))
                     ),
-                    dataclasses.replace(
-                        runs[index], results={"cases": [case], "metadata": runs[index].results["metadata"]}
-                    ),
+                    dataclasses.replace(runs[index], results=dataclasses.replace(runs[index].results, cases=(case,))),
                 ]
                 results[content] = neighbour_comparisons(pair, None, permutations)[(1, key)]
             memo[memo_key(runs[index], runs[index - 1], key, settings)] = results[content]
@@ -155,17 +152,19 @@ def main() -> int:
         nightly_runs = load_series(paths)
         comparisons = neighbour_comparisons(nightly_runs, None, args.permutations, memo)
         view = trend_view(labels, results, comparisons)
-        html = render_report(results[-1], runs[-1].source, trend=view)
+        html = render_report(results[-1], trend=view)
         nightly_s = time.perf_counter() - started
         _, view_s = timed(trend_view, labels, results, comparisons)
-        _, render_s = timed(lambda: render_report(results[-1], runs[-1].source, trend=view))
-        single, single_s = timed(render_report, results[-1], runs[-1].source)
+        _, render_s = timed(lambda: render_report(results[-1], trend=view))
+        single, single_s = timed(render_report, results[-1])
     if args.output:
         atomic_write_text(args.output, html)
     regressions = sorted(
-        (runs[index].label, key[1]) for (index, key), comparison in comparisons.items() if comparison["regressed"]
+        (runs[index].label, "-".join(str(part) for part in key[1:] if part))
+        for (index, key), comparison in comparisons.items()
+        if comparison["regressed"]
     )
-    cases = len(results[-1]["cases"])
+    cases = len(results[-1].cases)
     print(
         f"{args.nights} nights x {args.models} models = {cases} cases a night, {len(comparisons)} neighbour comparisons "
         f"({args.permutations} nTVD permutations)"

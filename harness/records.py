@@ -15,10 +15,12 @@ from typing import Any
 
 from harness.core.values import finite_or_none
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the results.json layout; a change to a record's fields increments it. Version 2 added each
 case's ``decision`` (the whole gate's decision rule, :class:`harness.metrics.multitest.DecisionRule`) and
-``floors`` (quality floors, reported apart from the bias verdict)."""
+``floors`` (quality floors, reported apart from the bias verdict). Version 3 keeps an unmeasured case's check
+and identity (``status: unmeasured``, where versions 1-2 wrote ``check: error``) and types the run's metadata
+(:class:`harness.results.RunMetadata`); :func:`harness.results.read_results` reads versions 1-2 as 3."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,28 +165,46 @@ class CaseRecord:
         }
 
 
-@dataclasses.dataclass(kw_only=True)
-class ErrorRecord:
-    """A gate case that raised instead of reaching a verdict (unmeasured); ``message`` is the error, ``cause``
-    its kind and source, and model/corpus/dimension/variant whatever of the case is known (unset ones omitted)."""
+UNMEASURED = "unmeasured"
+"""The ``status`` of an unmeasured case's record (:class:`UnmeasuredRecord`)."""
 
-    check: str = "error"
+
+@dataclasses.dataclass(kw_only=True)
+class UnmeasuredRecord:
+    """A gate case that raised instead of reaching a verdict: its check and identity (model, corpus, dimension,
+    variant, id; None only where a file of schema 1 did not record them), ``status`` ``unmeasured``, ``message``
+    the error and ``cause`` its kind and source (:class:`harness.gate.outcomes.Cause`)."""
+
+    check: str
     id: str
-    nodeid: str
-    passed: bool = False
-    message: str
-    cause: dict[str, Any] | None = None
     model: str | None = None
     corpus: str | None = None
     dimension: str | None = None
     variant: str | None = None
+    status: str = UNMEASURED
+    passed: bool = False
+    message: str
+    cause: dict[str, Any] | None = None
+    nodeid: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             name: value
             for name, value in dataclasses.asdict(self).items()
-            if value is not None or name not in ("cause", "model", "corpus", "dimension", "variant")
+            if value is not None or name not in ("cause", "nodeid")
         }
+
+
+Record = CaseRecord | UnmeasuredRecord
+"""A results.json case: measured (its check's record class) or unmeasured."""
+
+CaseKey = tuple[str, str | None, str | None, str | None, str | None]
+"""(check, model, corpus, variant, dimension): what names one case, in a run and across runs."""
+
+
+def case_key(record: Record) -> CaseKey:
+    """The case's identity (:data:`CaseKey`): two checks may share case ids (the WER and judge-score ratios)."""
+    return (record.check, record.model, record.corpus, record.variant, record.dimension)
 
 
 SPOT_CHECK = "spot-check"
@@ -239,35 +259,6 @@ class Scope:
             "not_collected": [entry.as_dict() for entry in self.not_collected],
             "off": list(self.off),
         }
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> Scope:
-        """The scope block of a results.json; ``where`` names the file in errors."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{where}: 'scope' is a JSON object, got {type(data).__name__}")
-        for key in ("gate_cases", "ran"):
-            if not isinstance(data.get(key), int):
-                raise ValueError(f"{where}: scope.{key} must be a whole number, got {data.get(key)!r}")
-
-        def entries(key: str) -> tuple[Omitted, ...]:
-            values = data.get(key) or []
-            if not isinstance(values, list) or not all(
-                isinstance(v, Mapping) and {"check", "id", "reason"} <= set(v) for v in values
-            ):
-                raise ValueError(f"{where}: scope.{key} must be a list of {{check, id, reason}} objects")
-            return tuple(Omitted(str(v["check"]), str(v["id"]), str(v["reason"])) for v in values)
-
-        off = data.get("off") or []
-        if not isinstance(off, list) or not all(isinstance(name, str) for name in off):
-            raise ValueError(f"{where}: scope.off must be a list of check names")
-        return cls(
-            data["gate_cases"],
-            data["ran"],
-            entries("deselected"),
-            entries("skipped"),
-            entries("not_collected"),
-            tuple(off),
-        )
 
 
 def schema_version(results: Mapping[str, Any], where: str) -> int:

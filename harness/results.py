@@ -1,55 +1,424 @@
-"""results.json: the one module that writes it and reads it back, for the plugin, the gate, the series and the report.
+"""results.json: one typed :class:`RunResults`, read, validated and written here and nowhere else.
 
-A results.json holds ``schema_version`` (:data:`harness.records.SCHEMA_VERSION`), the ``verdict``, the run's
-``metadata`` and its ``cases``: one record per case, of the record class its check's folder declares
-(its folder's ``record.py``, :func:`harness.checks.check_part`), or :class:`~harness.records.ErrorRecord` for an unmeasured case. Every
-error names the file, the case and the key of whatever does not fit.
+A results.json (schema :data:`harness.records.SCHEMA_VERSION`) holds the run's ``verdict``, its ``summary``
+(:class:`Summary`), its ``scope`` (:class:`harness.records.Scope`), its ``metadata`` (:class:`RunMetadata`),
+its ``cases`` and, for a run stopped early, ``incomplete`` (:class:`Incomplete`). A case is the record class its
+check's folder declares (its ``record.py``, :func:`harness.checks.check_part`), or an
+:class:`~harness.records.UnmeasuredRecord`; both keep the case's check and identity
+(:func:`harness.records.case_key`).
+
+Files of schema 1 and 2 are read as schema 3 by :func:`parse_results`: their unmeasured cases (``check: error``)
+get their check back from the pytest node id (:func:`check_of_nodeid`, the one node-id parser), and metadata keys
+this version no longer writes are dropped. Every error is one ``ValueError`` naming the file, the case (its index
+and id) and the key of whatever does not fit.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.checks import CHECKS, check_part
 from harness.core.files import atomic_write_text
-from harness.records import CaseRecord, Decision, ErrorRecord, schema_version
+from harness.records import (
+    RULE_JUDGES,
+    RULE_JUDGES_DEVIATION,
+    SCHEMA_VERSION,
+    SPOT_CHECK,
+    UNMEASURED,
+    CaseRecord,
+    Decision,
+    Omitted,
+    Record,
+    Scope,
+    UnmeasuredRecord,
+    schema_version,
+)
 
 NOT_RESULTS = "not a lalm-fairness results.json"
+VERDICTS = ("pass", "fail", "unmeasured", "incomplete", SPOT_CHECK)
+LEGACY_UNMEASURED = "error"
+"""The ``check`` of an unmeasured case in files of schema 1 and 2."""
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "str": (str,),
+    "int": (int,),
+    "float": (int, float),
+    "bool": (bool,),
+    "dict": (dict,),
+    "list": (list,),
+}
 
 
-def read_results(path: str | Path) -> tuple[dict[str, Any], bytes]:
-    """The parsed results.json at ``path`` and its bytes; a file that cannot be read, is not JSON, has no list of
-    ``cases`` or a schema this version cannot read is one ``ValueError`` naming it."""
+def _json_type(annotation: str) -> tuple[tuple[type, ...], bool]:
+    """The JSON types a field's annotation admits, and whether it admits null."""
+    names = [part.strip() for part in annotation.split("|")]
+    optional = "None" in names
+    types = tuple(kind for name in names if name != "None" for kind in _JSON_TYPES[name.partition("[")[0]])
+    return types, optional
+
+
+def _checked(kind: type, data: Mapping[str, Any], where: str, strict: bool) -> dict[str, Any]:
+    """``data``'s fields of dataclass ``kind``, each of the JSON type its annotation names; an unknown key is an
+    error when ``strict`` (else dropped: a key an older schema wrote)."""
+    fields = {field.name: field for field in dataclasses.fields(kind)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown and strict:
+        raise ValueError(f"{where}: unknown key(s) {unknown}")
+    values = {}
+    for name, value in data.items():
+        if name not in fields:
+            continue
+        types, optional = _json_type(str(fields[name].type))
+        if (value is None and not optional) or (
+            value is not None and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types))
+        ):
+            expected = " or ".join(t.__name__ for t in types) + (" or null" if optional else "")
+            raise ValueError(f"{where}: key {name!r} must be {expected}, got {value!r:.80}")
+        values[name] = value
+    return values
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RunMetadata:
+    """What a run ran with: when (``created``), the package versions, the xdist ``workers``, the ``imported_caches``,
+    ``offline``, each model's fingerprint (``models``, ``stage_models``) and ``resolved_settings``, generation
+    counts (``model_calls``, ``cache_hits``, ``outputs`` per model and origin, ``models_loaded``, ``residency``),
+    the ``corpora`` and ``basis_suite`` (paths, hashes, audio warnings), the ``thresholds`` file, ``permutations``,
+    ``seed``, ``decoding``, the ``extractor``, ``vibe`` protocol, ``embedder``, ``semantic`` setups, ``judge``
+    (fingerprint) and ``basis_judge``, the ``cache_dir``, the ``baseline``, the ``bundled_outputs`` imported, a
+    damaged cache ``cache_set_aside``, the ``compute_environment`` and each probed model's ``audio_dependence``
+    (:class:`harness.checks.counterfactual.floor.AudioFloor`). Nested values stay JSON objects."""
+
+    created: str | None = None
+    package_versions: dict = dataclasses.field(default_factory=dict)
+    workers: int = 1
+    imported_caches: list = dataclasses.field(default_factory=list)
+    offline: bool | None = None
+    models: dict = dataclasses.field(default_factory=dict)
+    stage_models: dict = dataclasses.field(default_factory=dict)
+    resolved_settings: dict = dataclasses.field(default_factory=dict)
+    model_calls: int = 0
+    cache_hits: int = 0
+    outputs: dict | None = None
+    models_loaded: list = dataclasses.field(default_factory=list)
+    residency: list = dataclasses.field(default_factory=list)
+    corpora: dict = dataclasses.field(default_factory=dict)
+    basis_suite: dict | None = None
+    thresholds: dict | None = None
+    permutations: int | None = None
+    seed: int | None = None
+    decoding: dict | None = None
+    extractor: str | None = None
+    vibe: dict | None = None
+    embedder: str | None = None
+    semantic: dict = dataclasses.field(default_factory=dict)
+    judge: str | None = None
+    basis_judge: str | None = None
+    cache_dir: str | None = None
+    baseline: dict | None = None
+    bundled_outputs: list = dataclasses.field(default_factory=list)
+    cache_set_aside: str | None = None
+    compute_environment: dict | None = None
+    audio_dependence: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def merge(
+        cls, parts: Sequence[RunMetadata], imported_caches: Sequence[Mapping[str, Any]] = (), **run: Any
+    ) -> RunMetadata:
+        """One run's metadata from the parts of each process that ran (xdist workers and the controller): counts
+        are summed (``outputs`` per model and count), the models, stage models, resolved settings, loaded models,
+        residency and bundled exports of every part are united, and every other field comes from the first part
+        that states it. Each model's ``outputs`` then gains ``imported``: its entries that the bundled exports (once,
+        whichever processes imported them) and the ``imported_caches`` (``--import-cache`` files, with their
+        ``per_model`` counts) brought; models the run did not use are not listed. ``run`` sets the fields only the
+        controller knows (``created``, ``package_versions``, ``workers``)."""
+        merged: dict[str, Any] = {}
+        outputs: dict[str, dict[str, int]] | None = None
+        bundled: list[dict[str, Any]] = []
+        for part in parts:
+            merged["model_calls"] = merged.get("model_calls", 0) + part.model_calls
+            merged["cache_hits"] = merged.get("cache_hits", 0) + part.cache_hits
+            for key in ("models", "stage_models", "resolved_settings", "audio_dependence"):
+                merged[key] = {**merged.get(key, {}), **getattr(part, key)}
+            merged["residency"] = [*merged.get("residency", []), *part.residency]
+            merged["models_loaded"] = sorted(set(merged.get("models_loaded", [])) | set(part.models_loaded))
+            known = {(entry["model"], entry["file"]) for entry in bundled}
+            bundled += [entry for entry in part.bundled_outputs if (entry["model"], entry["file"]) not in known]
+            if part.outputs is not None:
+                outputs = {} if outputs is None else outputs
+                for model, counts in part.outputs.items():
+                    totals = outputs.setdefault(model, {})
+                    for name, count in counts.items():
+                        totals[name] = totals.get(name, 0) + count
+            for field in dataclasses.fields(cls):
+                value = getattr(part, field.name)
+                if field.name not in merged and field.name not in ("outputs", "bundled_outputs") and value is not None:
+                    merged[field.name] = value
+        if outputs is not None:
+            for source in (*bundled, *imported_caches):
+                for model, count in source.get("per_model", {}).items():
+                    if model in outputs:
+                        outputs[model]["imported"] = outputs[model].get("imported", 0) + count
+            for totals in outputs.values():
+                totals.setdefault("imported", 0)
+        return cls(
+            **merged | {"outputs": outputs, "bundled_outputs": bundled, "imported_caches": list(imported_caches)} | run
+        )
+
+    def audio_warnings(self) -> list[str]:
+        """The silent and very short clips that the corpora and the BASIS suite reported at load."""
+        lines = [line for corpus in self.corpora.values() for line in corpus.get("audio_warnings", [])]
+        return lines + list((self.basis_suite or {}).get("audio_warnings", []))
+
+    def judge_spec(self) -> str | None:
+        """The judge's spec: the model whose fingerprint is :attr:`judge`."""
+        return next(
+            (spec for spec, fingerprint in self.models.items() if self.judge and fingerprint == self.judge), None
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str, strict: bool = True) -> RunMetadata:
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: 'metadata' is a JSON object, got {type(data).__name__}")
+        return cls(**_checked(cls, data, f"{where}, metadata", strict))
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """The run's counts: ``cases`` recorded, of which ``passed``, ``failed`` and ``unmeasured``; ``not_run``: the
+    selected tests that never finished (a stopped run)."""
+
+    cases: int
+    passed: int
+    failed: int
+    unmeasured: int
+    not_run: int = 0
+
+    @classmethod
+    def of(cls, cases: Iterable[Record], not_run: int = 0) -> Summary:
+        cases = list(cases)
+        unmeasured = sum(isinstance(case, UnmeasuredRecord) for case in cases)
+        failed = sum(not isinstance(case, UnmeasuredRecord) and not case.passed for case in cases)
+        return cls(len(cases), len(cases) - failed - unmeasured, failed, unmeasured, not_run)
+
+    def to_json(self) -> dict[str, int]:
+        counts = dataclasses.asdict(self)
+        return counts if self.not_run else {key: value for key, value in counts.items() if key != "not_run"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Incomplete:
+    """Why a run is incomplete: what stopped it, the tests ``selected`` and ``finished``, and those ``not_run``."""
+
+    stopped_by: str
+    selected: int | None
+    finished: int
+    not_run: list
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResults:
+    """One run's results.json (module docstring)."""
+
+    verdict: str
+    summary: Summary
+    metadata: RunMetadata
+    cases: tuple[Record, ...]
+    scope: Scope | None = None
+    incomplete: Incomplete | None = None
+
+    @property
+    def measured(self) -> list[CaseRecord]:
+        return [case for case in self.cases if isinstance(case, CaseRecord)]
+
+    @property
+    def unmeasured(self) -> list[UnmeasuredRecord]:
+        return [case for case in self.cases if isinstance(case, UnmeasuredRecord)]
+
+    @property
+    def models(self) -> list[str]:
+        """The models under test (those of the cases), in order of appearance."""
+        return [model for model in dict.fromkeys(case.model for case in self.cases) if model]
+
+    def deviations(self) -> list[str]:
+        """How the run departs from the papers' protocols, in words, when it has measured cases of the check
+        concerned: VIBE's (``metadata.vibe.deviations``), each ratio case's semantic covariates not taken from the
+        model under test (``semantics.deviation``) and BASIS open answers read by the rule judges."""
+        measured = self.measured
+        deviations = []
+        if any(case.check == "ntvd" for case in measured):
+            deviations += list((self.metadata.vibe or {}).get("deviations") or [])
+        deviations += [(getattr(case, "semantics", None) or {}).get("deviation") for case in measured]
+        if any(getattr(case, "judge", None) == RULE_JUDGES for case in measured):
+            deviations.append(RULE_JUDGES_DEVIATION)
+        return list(dict.fromkeys(filter(None, deviations)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "verdict": self.verdict,
+            "summary": self.summary.to_json(),
+            **({"scope": self.scope.to_json()} if self.scope is not None else {}),
+            "metadata": self.metadata.to_json(),
+            "cases": [case.to_json() for case in self.cases],
+            **({"incomplete": self.incomplete.to_json()} if self.incomplete is not None else {}),
+        }
+
+
+def read_results(path: str | Path) -> RunResults:
+    """The :class:`RunResults` of the file at ``path`` (:func:`read_results_bytes`)."""
+    return read_results_bytes(path)[0]
+
+
+def read_results_bytes(path: str | Path) -> tuple[RunResults, bytes]:
+    """The :class:`RunResults` at ``path`` and the file's bytes; a file that cannot be read, is not JSON or does
+    not fit the schema is one ``ValueError`` naming it."""
     path = Path(path)
     try:
         data = path.read_bytes()
         results = json.loads(data.decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: {NOT_RESULTS} ({exc})") from exc
-    if not isinstance(results, dict) or not isinstance(results.get("cases"), list):
-        raise ValueError(f"{path}: {NOT_RESULTS} (it has no list of 'cases')")
-    schema_version(results, str(path))
-    return results, data
+    return parse_results(results, str(path)), data
 
 
-def write_results(path: str | Path, results: Mapping[str, Any]) -> Path:
+def write_results(path: str | Path, results: RunResults) -> Path:
     """Write ``results`` atomically (a reader never sees half a file)."""
-    atomic_write_text(path, json.dumps(results, indent=2, sort_keys=False))
+    atomic_write_text(path, json.dumps(results.to_json(), indent=2, sort_keys=False))
     return Path(path)
 
 
-def record_from_json(data: Any, where: str) -> CaseRecord | ErrorRecord:
-    """The typed record of a results.json case; ``where`` (file and case) prefixes every error."""
+def parse_results(data: Any, source: str = "results.json") -> RunResults:
+    """The :class:`RunResults` of a parsed results.json of any schema this version reads (``source`` names it in
+    errors)."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("cases"), list):
+        raise ValueError(f"{source}: {NOT_RESULTS} (it has no list of 'cases')")
+    version = schema_version(data, source)
+    strict = version == SCHEMA_VERSION
+    known = {"schema_version", "verdict", "summary", "scope", "metadata", "cases", "incomplete"}
+    unknown = sorted(set(data) - known)
+    if unknown and strict:
+        raise ValueError(f"{source}: unknown key(s) {unknown}")
+    cases = tuple(
+        record_from_json(case, case_where(source, index, case), version) for index, case in enumerate(data["cases"])
+    )
+    summary = _summary(data.get("summary"), cases, source, strict)
+    verdict = data.get("verdict")
+    if verdict is None and not strict:
+        verdict = "fail" if summary.failed else "unmeasured" if summary.unmeasured else "pass"
+    if verdict not in VERDICTS:
+        raise ValueError(f"{source}: key 'verdict' must be one of {list(VERDICTS)}, got {verdict!r}")
+    metadata = data.get("metadata")
+    return RunResults(
+        verdict=verdict,
+        summary=summary,
+        metadata=RunMetadata() if metadata is None and not strict else RunMetadata.from_json(metadata, source, strict),
+        cases=cases,
+        scope=None if data.get("scope") is None else scope_from_json(data["scope"], source),
+        incomplete=None
+        if data.get("incomplete") is None
+        else Incomplete(
+            **_checked(Incomplete, _mapping(data["incomplete"], source, "incomplete"), f"{source}, incomplete", True)
+        ),
+    )
+
+
+def _mapping(value: Any, source: str, key: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{source}: {key!r} is a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _summary(data: Any, cases: Sequence[Record], source: str, strict: bool) -> Summary:
+    if data is None and not strict:
+        return Summary.of(cases)
+    fields = _checked(Summary, _mapping(data, source, "summary"), f"{source}, summary", strict)
+    missing = [name for name in ("cases", "passed", "failed") if name not in fields]
+    if missing:
+        raise ValueError(f"{source}, summary: lacks key(s) {missing}")
+    if "unmeasured" not in fields:
+        fields["unmeasured"] = Summary.of(cases).unmeasured
+    return Summary(**fields)
+
+
+def scope_from_json(data: Any, source: str) -> Scope:
+    """The scope block of a results.json."""
+    where = f"{source}, scope"
+    data = _mapping(data, source, "scope")
+    for key in ("gate_cases", "ran"):
+        if not isinstance(data.get(key), int):
+            raise ValueError(f"{where}: key {key!r} must be a whole number, got {data.get(key)!r}")
+
+    def entries(key: str) -> tuple[Omitted, ...]:
+        values = data.get(key) or []
+        if not isinstance(values, list):
+            raise ValueError(f"{where}: key {key!r} must be a list of {{check, id, reason}} objects")
+        return tuple(
+            Omitted(**_checked(Omitted, _mapping(value, where, f"{key}[{index}]"), f"{where}, {key}[{index}]", True))
+            for index, value in enumerate(values)
+        )
+
+    off = data.get("off") or []
+    if not isinstance(off, list) or not all(isinstance(name, str) for name in off):
+        raise ValueError(f"{where}: key 'off' must be a list of check names")
+    return Scope(
+        data["gate_cases"], data["ran"], entries("deselected"), entries("skipped"), entries("not_collected"), tuple(off)
+    )
+
+
+NODE_CHECK = re.compile(r"::test_(\w+)\[(.*)\]$")
+
+
+def check_of_nodeid(nodeid: Any, where: str) -> str:
+    """The check of a gate test's pytest node id (``<module>::test_<check>[<case id>]``): how a results.json of
+    schema 1 or 2 names an unmeasured case's check."""
+    found = NODE_CHECK.search(str(nodeid or ""))
+    if found is None or found.group(1) not in CHECKS:
+        raise ValueError(
+            f"{where}: an unmeasured case whose key 'nodeid' ({nodeid!r}) names no check of {sorted(CHECKS)}"
+        )
+    return found.group(1)
+
+
+def case_of_nodeid(nodeid: str) -> tuple[str, str]:
+    """The check and case id of a gate test's node id (``<module>::test_<check>[<case id>]``)."""
+    found = NODE_CHECK.search(nodeid)
+    return check_of_nodeid(nodeid, nodeid), found.group(2)
+
+
+def is_gate_nodeid(nodeid: str) -> bool:
+    """Whether a pytest node id is a gate test's (``test_<check>[...]`` of a registered check)."""
+    found = NODE_CHECK.search(nodeid)
+    return found is not None and found.group(1) in CHECKS
+
+
+def record_from_json(data: Any, where: str, version: int = SCHEMA_VERSION) -> Record:
+    """The typed record of a results.json case of schema ``version``; ``where`` (file and case) prefixes every
+    error."""
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: a case is a JSON object, got {type(data).__name__}")
+    if version < SCHEMA_VERSION and data.get("check") == LEGACY_UNMEASURED:
+        data = {**data, "check": check_of_nodeid(data.get("nodeid"), where), "status": UNMEASURED}
     check = data.get("check")
-    if check != "error" and check not in CHECKS:
+    if check not in CHECKS:
         raise ValueError(f"{where}: unknown check {check!r}; records are of {sorted(CHECKS)}")
-    kind = ErrorRecord if check == "error" else check_part(check, "record")
+    unmeasured = data.get("status") == UNMEASURED
+    if "status" in data and not unmeasured:
+        raise ValueError(
+            f"{where}: key 'status' is {data['status']!r}; only an unmeasured case has one ({UNMEASURED!r})"
+        )
+    kind = UnmeasuredRecord if unmeasured else check_part(check, "record")
     fields = {field.name: field for field in dataclasses.fields(kind)}
     missing = [
         name
@@ -57,15 +426,23 @@ def record_from_json(data: Any, where: str) -> CaseRecord | ErrorRecord:
         if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING and name not in data
     ]
     if missing:
-        raise ValueError(f"{where}: {data['check']} record lacks key(s) {missing}")
+        raise ValueError(f"{where}: {check} record lacks key(s) {missing}")
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise ValueError(f"{where}: {data['check']} record has unknown key(s) {unknown}")
-    if not isinstance(data["passed"], bool):
-        raise ValueError(f"{where}: key 'passed' must be true or false, got {data['passed']!r}")
-    if data.get("decision") is not None and kind is not ErrorRecord:
+        raise ValueError(f"{where}: {check} record has unknown key(s) {unknown}")
+    if not isinstance(data["passed"], bool) or (unmeasured and data["passed"]):
+        raise ValueError(
+            f"{where}: key 'passed' must be {'false' if unmeasured else 'true or false'}, got {data['passed']!r}"
+        )
+    common = UnmeasuredRecord if unmeasured else CaseRecord
+    _checked(common, {name: data[name] for name in _field_names(common) - {"decision"} if name in data}, where, False)
+    if data.get("decision") is not None and not unmeasured:
         data = {**data, "decision": Decision.from_json(data["decision"], where)}
     return kind(**data)
+
+
+def _field_names(kind: type) -> set[str]:
+    return {field.name for field in dataclasses.fields(kind)}
 
 
 def case_where(source: str, index: int, case: Any) -> str:
@@ -73,10 +450,21 @@ def case_where(source: str, index: int, case: Any) -> str:
     return f"{source}, case {index}" + (f" ({case['id']})" if isinstance(case, Mapping) and "id" in case else "")
 
 
-def records(results: Mapping[str, Any], source: str = "results.json") -> list[CaseRecord | ErrorRecord]:
-    """The typed records of a results.json (``source`` names it in errors)."""
-    schema_version(results, source)
-    return [record_from_json(case, f"{source}, case {index}") for index, case in enumerate(results["cases"])]
-
-
-__all__ = ["NOT_RESULTS", "case_where", "read_results", "record_from_json", "records", "write_results"]
+__all__ = [
+    "NOT_RESULTS",
+    "VERDICTS",
+    "Incomplete",
+    "RunMetadata",
+    "RunResults",
+    "Summary",
+    "case_where",
+    "case_of_nodeid",
+    "check_of_nodeid",
+    "is_gate_nodeid",
+    "parse_results",
+    "read_results",
+    "read_results_bytes",
+    "record_from_json",
+    "scope_from_json",
+    "write_results",
+]

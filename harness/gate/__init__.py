@@ -10,11 +10,8 @@ only wires cases to it; this module knows nothing of pytest.
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
-import platform
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -40,8 +37,8 @@ from harness.models import build_backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
 from harness.models.residency import check_backend_placement
-from harness.records import SPOT_CHECK, CaseRecord, ErrorRecord
-from harness.results import case_where, read_results, record_from_json
+from harness.records import SPOT_CHECK, UNMEASURED, CaseRecord, Record, Scope, UnmeasuredRecord
+from harness.results import RunMetadata, read_results
 
 __all__ = [
     "BUNDLED_EXPORTS",
@@ -54,8 +51,6 @@ __all__ = [
     "GateConfig",
     "Unmeasured",
     "VOICE_BLIND_OUTPUTS_DIR",
-    "audio_warnings",
-    "merge_run_metadata",
 ]
 from harness.checks.counterfactual.floor import audio_floor_reason, probed_floors
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA
@@ -159,7 +154,7 @@ class Gate:
         if self.baseline is None:
             return Verdict(verdict.passed, verdict.message, record)
         baseline_record = self.baseline.records.get(baseline_key(record))
-        unmeasured = self.baseline.unmeasured.get(unmeasured_key(f"test_{case.check}", case.id, case.model))
+        unmeasured = self.baseline.unmeasured.get(baseline_key(record))
         if baseline_record is None and unmeasured is not None:
             comparison = Comparison(
                 status="new",
@@ -193,7 +188,7 @@ class Gate:
         return Verdict(passed, message, record)
 
     def annotation_sample(
-        self, records: Sequence[Mapping[str, Any]], path: str | Path, per_task: int = 12, seed: int = 0
+        self, records: Sequence[Record], path: str | Path, per_task: int = 12, seed: int = 0
     ) -> pd.DataFrame:
         """Draw a human-validation sample of this run's VIBE answers (VIBE §II-D, Table I) and write it to ``path``
         as CSV: ``per_task`` responses per model and task of the nTVD ``records`` (the results.json records of the
@@ -204,9 +199,16 @@ class Gate:
         back from its cache; ``lalm-fairness-report results.json --human-validation FILE`` makes Table I of the
         filled file."""
         cases = [
-            Case(check="ntvd", **{field: record[field] for field in ("model", "corpus", "dimension", "variant", "id")})
+            Case(
+                check="ntvd",
+                model=record.model,
+                corpus=record.corpus,
+                dimension=record.dimension,
+                variant=record.variant,
+                id=record.id,
+            )
             for record in records
-            if record.get("check") == "ntvd" or answered_but_unmeasured(record, "test_ntvd")
+            if record.check == "ntvd" and (isinstance(record, CaseRecord) or answered_but_unmeasured(record))
         ]
         if not cases:
             raise ValueError("no nTVD case was measured in this run: there are no VIBE answers to sample")
@@ -219,11 +221,11 @@ class Gate:
         """The cache keys of every output this process used (for --export-cache)."""
         return set().union(*(model.served_keys for model in self.context.all_models()))
 
-    def run_metadata(self) -> dict[str, Any]:
-        """What this process ran; :func:`merge_run_metadata` combines the parts of several processes."""
+    def run_metadata(self) -> RunMetadata:
+        """What this process ran; :meth:`RunMetadata.merge` combines the parts of several processes."""
         context = self.context
         models = context.all_models()
-        return {
+        return RunMetadata(**{
             "offline": self.config.offline,
             "models": context.fingerprints(),
             "stage_models": context.fingerprints(stages=True),
@@ -274,7 +276,7 @@ class Gate:
             "cache_set_aside": context.cache_set_aside,
             "compute_environment": compute_environment(),
             "audio_dependence": probed_floors(context),
-        }
+        })  # fmt: skip
 
 
 RELEASE_OUTCOMES = ("pass", "no regression", "known failure", "new failure", "regression")
@@ -326,22 +328,10 @@ class FamilySizes(Mapping[str, int]):
         return len(self._sizes())
 
 
-def answered_but_unmeasured(record: Mapping[str, Any], test_function: str) -> bool:
-    """Whether an error ``record`` is a case of ``test_function`` that the model answered but whose answers could not
-    support the statistic (cause ``input``, e.g. nTVD undefined at tau): its outputs are in the cache."""
-    return (
-        record.get("check") == "error"
-        and str(record.get("nodeid", "")).partition("::")[2].startswith(f"{test_function}[")
-        and (record.get("cause") or {}).get("kind") == "input"
-    )
-
-
-def audio_warnings(metadata: Mapping[str, Any]) -> list[str]:
-    """The silent and very short clips that the corpora and the BASIS suite reported at load (run metadata
-    ``corpora.*.audio_warnings`` and ``basis_suite.audio_warnings``; absent in older files)."""
-    corpora = metadata.get("corpora") or {}
-    lines = [line for corpus in corpora.values() for line in corpus.get("audio_warnings", [])]
-    return lines + list((metadata.get("basis_suite") or {}).get("audio_warnings", []))
+def answered_but_unmeasured(record: UnmeasuredRecord) -> bool:
+    """Whether an unmeasured case was answered by the model but its answers could not support the statistic
+    (cause ``input``, e.g. nTVD undefined at tau): its outputs are in the cache."""
+    return record.status == UNMEASURED and (record.cause or {}).get("kind") == "input"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -360,10 +350,15 @@ class Unmeasured:
             return f"not measured ({where}): same cause as case {self.first_case}"
         return f"not measured ({where}): {self.cause.message}"
 
-    def record(self, nodeid: str) -> ErrorRecord:
-        case = self.case
-        return ErrorRecord(id=case.id, nodeid=nodeid, message=self.message, cause=self.cause.as_dict(),
-                           model=case.model, corpus=case.corpus, dimension=case.dimension, variant=case.variant)  # fmt: skip
+    def record(self, nodeid: str | None = None) -> UnmeasuredRecord:
+        return unmeasured_record(self.case, self.message, self.cause, nodeid)
+
+
+def unmeasured_record(case: Case, message: str, cause: Cause, nodeid: str | None = None) -> UnmeasuredRecord:
+    """The record of an unmeasured case: its check and identity, the ``message`` and its ``cause``."""
+    return UnmeasuredRecord(check=case.check, id=case.id, model=case.model, corpus=case.corpus,
+                            dimension=case.dimension, variant=case.variant, message=message, cause=cause.as_dict(),
+                            nodeid=nodeid)  # fmt: skip
 
 
 def validate_run_settings(config: GateConfig) -> None:
@@ -406,52 +401,6 @@ def validate_models(config: GateConfig) -> None:
             raise ModelError(f"{where}{error}", source=error.source) from None
 
 
-def merge_run_metadata(
-    parts: Sequence[Mapping[str, Any]], imported_caches: Sequence[Mapping[str, Any]] = ()
-) -> dict[str, Any]:
-    """One run's metadata from the :meth:`Gate.run_metadata` of each process that ran (xdist workers and
-    the controller): counts are summed (``outputs`` per model and count), the models, stage models, loaded
-    models and bundled exports of every part are united, and settings every part shares (thresholds, seed,
-    judge...) come from the first part that states them. Each model's ``outputs`` then gains ``imported``: the
-    entries of it that the run's imports read, the bundled exports (once, whichever processes imported them)
-    and the ``imported_caches`` (``--import-cache`` files, with their ``per_model`` counts); entries of
-    models the run did not use (and of non-model namespaces such as embeddings) are not listed."""
-    merged: dict[str, Any] = {}
-    for part in parts:
-        for key, value in part.items():
-            if key in ("model_calls", "cache_hits"):
-                merged[key] = merged.get(key, 0) + value
-            elif key == "outputs":
-                outputs = merged.setdefault(key, {})
-                for model, counts in value.items():
-                    totals = outputs.setdefault(model, {})
-                    for name, count in counts.items():
-                        totals[name] = totals.get(name, 0) + count
-            elif key in ("models", "stage_models", "resolved_settings", "audio_dependence"):
-                merged[key] = {**merged.get(key, {}), **value}
-            elif key == "residency":
-                merged[key] = [*merged.get(key, []), *value]
-            elif key == "models_loaded":
-                merged[key] = sorted(set(merged.get(key, [])) | set(value))
-            elif key == "bundled_outputs":
-                known = {(entry["model"], entry["file"]) for entry in merged.get(key, [])}
-                merged[key] = [
-                    *merged.get(key, []),
-                    *(entry for entry in value if (entry["model"], entry["file"]) not in known),
-                ]
-            elif merged.get(key) is None:
-                merged[key] = value
-    if "outputs" in merged:
-        outputs = merged["outputs"]
-        for source in (*merged.get("bundled_outputs", []), *imported_caches):
-            for model, count in source.get("per_model", {}).items():
-                if model in outputs:
-                    outputs[model]["imported"] = outputs[model].get("imported", 0) + count
-        for totals in outputs.values():
-            totals.setdefault("imported", 0)
-    return merged
-
-
 @dataclasses.dataclass(frozen=True)
 class Baseline:
     """One model's records of a previous run; ``corpora``: the corpora that run measured (name -> content hash)."""
@@ -463,7 +412,7 @@ class Baseline:
     vibe: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
     """The VIBE protocol and extractor its nTVD cases were made with (:func:`baseline_vibe`)."""
     unmeasured: Mapping[tuple, str] = dataclasses.field(default_factory=dict)
-    """The cases that run could not measure (:func:`unmeasured_key` -> why), so that a case now measured is said
+    """The cases that run could not measure (:func:`baseline_key` -> why), so that a case now measured is said
     to have been unmeasured, not to be new."""
 
     def corpus_notes(self, corpora: Mapping[str, str]) -> list[str]:
@@ -486,34 +435,24 @@ class Baseline:
         return notes
 
 
-def baseline_key(record: CaseRecord) -> tuple:
+def baseline_key(record: Record) -> tuple:
     """Cases of two runs match on check, corpus, variant and dimension; the model is what differs."""
     return (record.check, record.corpus, record.variant, record.dimension)
-
-
-def unmeasured_key(test_function: str, case_id: str, model: str) -> tuple[str, str]:
-    """An unmeasured case (``check: error``, which keeps its ``nodeid``, ``id`` and ``model``, not its check's
-    variant) matches a case of another model by its test function and its id without the model."""
-    return (test_function, case_id.removeprefix(f"{model}-"))
 
 
 def load_baseline(path: str | Path, model: str | None = None, candidates: Sequence[str] = ()) -> Baseline:
     """The records of one model from a previous run's results.json: ``model``, else the file's only model,
     else the one candidate model of this run that the file holds."""
     path = Path(path)
-    results, _ = read_results(path)
-    if results.get("verdict") == "incomplete":
+    results = read_results(path)
+    if results.verdict == "incomplete":
         raise ValueError(
             f"{path}: an incomplete run (it was stopped before every case ran) is not a baseline; gate against a complete results.json"
         )
-    if results.get("verdict") == SPOT_CHECK:
-        raise ValueError(f"{path}: {spot_check_refusal(results.get('scope'))}")
-    check_baseline_cases(path, results["cases"])
-    cases = [
-        record_from_json(case, case_where(str(path), index, case))
-        for index, case in enumerate(results["cases"])
-        if not (isinstance(case, dict) and case.get("check") == "error")
-    ]
+    if results.verdict == SPOT_CHECK:
+        raise ValueError(f"{path}: {spot_check_refusal(results.scope)}")
+    check_baseline_cases(path, results.cases)
+    cases = results.measured
     models = sorted({case.model for case in cases})
     if not models:
         raise ValueError(
@@ -526,51 +465,44 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         model = models[0] if len(models) == 1 else held[0]
     elif model not in models:
         raise ValueError(f"{path}: no model {model!r} in the baseline; it holds {models}")
-    corpora = (
-        ((results.get("metadata") or {}).get("corpora") or {}) if isinstance(results.get("metadata"), dict) else {}
-    )
-    hashes = {str(name): (entry.get("hash") if isinstance(entry, dict) else None) for name, entry in corpora.items()}
-    metadata = results.get("metadata") if isinstance(results.get("metadata"), dict) else {}
     return Baseline(
         str(path),
         model,
         {baseline_key(case): case for case in cases if case.model == model},
-        hashes,
-        baseline_vibe(metadata),
         {
-            unmeasured_key(str(case.get("nodeid", "")).rpartition("::")[2].partition("[")[0], case["id"], model): str(
-                (case.get("cause") or {}).get("message") or case.get("message") or "no reason recorded"
-            ).removeprefix(f"{case['id']}: ")
-            for case in results["cases"]
-            if isinstance(case, dict)
-            and case.get("check") == "error"
-            and case.get("model") == model
-            and isinstance(case.get("id"), str)
+            name: entry.get("hash") if isinstance(entry, Mapping) else None
+            for name, entry in results.metadata.corpora.items()
+        },
+        baseline_vibe(results.metadata),
+        {
+            baseline_key(case): str((case.cause or {}).get("message") or case.message).removeprefix(f"{case.id}: ")
+            for case in results.unmeasured
+            if case.model == model
         },
     )
 
 
-def spot_check_refusal(scope: Any) -> str:
+def spot_check_refusal(scope: Scope | None) -> str:
     """Why a spot check is no baseline, naming the cases it lacks (its ``scope``, :mod:`harness.gate.scope`)."""
-    if not isinstance(scope, Mapping):
+    if scope is None:
         return "a spot check (it did not run every case of its gate) is not a baseline; gate against a full run"
-    omitted = [entry for key in ("deselected", "skipped", "not_collected") for entry in scope.get(key) or []]
-    named = "; ".join(f"{entry['check']} {entry['id']} ({entry['reason']})" for entry in omitted[:3])
+    omitted = scope.omitted
+    named = "; ".join(f"{entry.check} {entry.id} ({entry.reason})" for entry in omitted[:3])
     more = f"; and {len(omitted) - 3} more" if len(omitted) > 3 else ""
     return (
-        f"a spot check is not a baseline: it ran {scope.get('ran')} of the {scope.get('gate_cases')} cases of its gate "
+        f"a spot check is not a baseline: it ran {scope.ran} of the {scope.gate_cases} cases of its gate "
         f"and lacks {len(omitted)}: {named}{more}; gate against a run of the full gate (no -k, -m or skipped case)"
     )
 
 
-def baseline_vibe(metadata: dict) -> dict[str, str | None]:
+def baseline_vibe(metadata: RunMetadata) -> dict[str, str | None]:
     """A baseline's VIBE protocol and extractor from its metadata; a run made before they were recorded used the
     self-report form with the field reader (``extractor: rules``) or, with ``--extractor``, an LLM extractor
     known only by fingerprint."""
-    vibe = metadata.get("vibe")
+    vibe = metadata.vibe
     if isinstance(vibe, dict):
         return {"protocol": vibe.get("protocol"), "extractor": vibe.get("extractor")}
-    extractor = metadata.get("extractor")
+    extractor = metadata.extractor
     if extractor == "rules" or extractor is None:
         return {"protocol": "self-report", "extractor": "rules"}
     return {"protocol": "self-report", "extractor": str(extractor)}
@@ -590,24 +522,3 @@ def refuse_other_extraction(path: str | Path, baseline: dict[str, str | None], r
             "protocol are fixed across checkpoints: run with the baseline's settings (vibe.defaults in a thresholds "
             "file, or --extractor) or remake the baseline with these"
         )
-
-
-def package_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for name in (
-        "lalm-fairness",
-        "numpy",
-        "pandas",
-        "scipy",
-        "statsmodels",
-        "pytest",
-        "pytest-xdist",
-        "torch",
-        "transformers",
-        "vllm",
-    ):
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return versions

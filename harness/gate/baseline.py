@@ -1,41 +1,32 @@
-"""Validation of a ``--baseline`` results.json before any case is compared with it.
+"""Validation of a ``--baseline`` run's records before any case is compared with it.
 
-:func:`harness.gate.load_baseline` reads the file; :func:`check_baseline_cases` then refuses, in one
-``ValueError`` that names the file and the first bad case (its position in ``cases`` and its ``id``), a case
-that is not a mapping, lacks (unless it is an unmeasured case, ``check: error``, which the gate skips) a string ``check`` or ``model``, or whose ``paired_data`` is not ``null`` or
-the column table every check writes: a mapping of column name -> list, the lists of equal length, one of
-them ``speaker`` (the per-speaker data the paired comparisons read, README "Release gating").
+:func:`harness.gate.load_baseline` reads the file (:func:`harness.results.read_results`); :func:`check_baseline_cases`
+then refuses, in one ``ValueError`` that names the file and the first bad case (its position in ``cases`` and its
+``id``), a measured case without a string ``model``, or whose ``paired_data`` is not ``null`` or the column table
+every check writes: a mapping of column name -> list, the lists of equal length, one of them ``speaker`` (the
+per-speaker data the paired comparisons read, README "Release gating"). Unmeasured cases carry no data.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+
+from harness.records import CaseRecord, Record
 
 
-def check_baseline_cases(path: str | Path, cases: Any) -> None:
+def check_baseline_cases(path: str | Path, cases: Sequence[Record]) -> None:
     """Raise ``ValueError`` ``"<path>: case <k> (<id>): <problem>"`` for the first malformed case (module docstring)."""
-    if not isinstance(cases, Sequence) or isinstance(cases, (str, bytes)):
-        raise ValueError(f"{path}: not a lalm-fairness results.json ('cases' is a {type(cases).__name__}, not a list)")
     for position, case in enumerate(cases):
-        problem = _case_problem(case)
+        problem = _case_problem(case) if isinstance(case, CaseRecord) else None
         if problem:
-            name = case.get("id", case.get("nodeid", "?")) if isinstance(case, Mapping) else "?"
-            raise ValueError(f"{path}: not a usable baseline: case {position} ({name}): {problem}")
+            raise ValueError(f"{path}: not a usable baseline: case {position} ({case.id}): {problem}")
 
 
-def _case_problem(case: Any) -> str | None:
-    if not isinstance(case, Mapping):
-        return f"expected a mapping, got {type(case).__name__}"
-    if case.get("check") == "error":  # an unmeasured case of that run: no model, no data, skipped by the gate
-        return None
-    for key in ("check", "model"):
-        if not isinstance(case.get(key), str):
-            return (
-                f"'{key}' is missing" if key not in case else f"'{key}' is a {type(case[key]).__name__}, not a string"
-            )
-    data = case.get("paired_data")
+def _case_problem(case: CaseRecord) -> str | None:
+    if not isinstance(case.model, str):
+        return f"'model' is a {type(case.model).__name__}, not a string"
+    data = case.paired_data
     if data is None:
         return None
     if not isinstance(data, Mapping):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from harness.cache import CacheError
@@ -34,7 +34,8 @@ from harness.core.errors import CaseNotMeasured, ModelError, ServerError
 from harness.data import CorpusError
 from harness.data.audio import AudioError
 from harness.data.basis_suite import BasisError
-from harness.records import SPOT_CHECK
+from harness.records import SPOT_CHECK, Record
+from harness.results import Summary
 from harness.thresholds import ThresholdsError
 
 EXIT_PASS = 0
@@ -48,7 +49,6 @@ EXIT_STATUS = {
     "unmeasured": EXIT_UNMEASURED,
     "incomplete": EXIT_INCOMPLETE,
 }
-VERDICTS = (*EXIT_STATUS, SPOT_CHECK)
 
 CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
 
@@ -90,38 +90,30 @@ def cause_of(error: BaseException, model: str | None = None) -> Cause:
 
 
 def run_outcome(
-    cases: Iterable[Mapping[str, Any]], not_run: int = 0, interrupted: bool = False, spot_check: bool = False
-) -> tuple[str, dict[str, int]]:
-    """The run's verdict and summary from its results.json case records: a record with ``check: error`` is
+    cases: Iterable[Record], not_run: int = 0, interrupted: bool = False, spot_check: bool = False
+) -> tuple[str, Summary]:
+    """The run's verdict and summary from its case records: an :class:`~harness.records.UnmeasuredRecord` is
     unmeasured, any other is measured and passed or failed; the verdict is ``incomplete`` when the run was
     ``interrupted`` or ``not_run`` selected tests never finished, else ``spot-check`` when the run ran fewer
     than every case of its gate (``spot_check``), else ``fail`` when any measured case failed, else
     ``unmeasured`` when any case is, else ``pass``."""
-    cases = list(cases)
-    unmeasured = sum(case.get("check") == "error" for case in cases)
-    failed = sum(case.get("check") != "error" and not case.get("passed") for case in cases)
+    summary = Summary.of(cases, not_run)
     verdict = (
         "incomplete"
         if not_run or interrupted
         else SPOT_CHECK
         if spot_check
         else "fail"
-        if failed
+        if summary.failed
         else "unmeasured"
-        if unmeasured
+        if summary.unmeasured
         else "pass"
     )
-    summary = {
-        "cases": len(cases),
-        "passed": len(cases) - failed - unmeasured,
-        "failed": failed,
-        "unmeasured": unmeasured,
-    }
-    return verdict, summary | ({"not_run": not_run} if not_run else {})
+    return verdict, summary
 
 
-def exit_status(verdict: str, summary: Mapping[str, int]) -> int:
+def exit_status(verdict: str, summary: Summary) -> int:
     """The run's exit status: :data:`EXIT_STATUS` of its verdict; a spot check's is that of its selected cases."""
     if verdict == SPOT_CHECK:
-        return EXIT_BIAS_FAILURE if summary["failed"] else EXIT_UNMEASURED if summary["unmeasured"] else EXIT_PASS
+        return EXIT_BIAS_FAILURE if summary.failed else EXIT_UNMEASURED if summary.unmeasured else EXIT_PASS
     return EXIT_STATUS[verdict]

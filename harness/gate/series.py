@@ -22,29 +22,29 @@ from harness.checks import get_check
 from harness.checks.base import Case, with_floor_changes
 from harness.core.values import stable_hash
 from harness.metrics.multitest import DecisionRule
-from harness.records import CaseRecord
-from harness.results import read_results, record_from_json
+from harness.records import CaseKey, CaseRecord, Record, case_key
+from harness.results import RunResults, read_results_bytes
 from harness.thresholds import Thresholds, ThresholdSchema
-
-CaseKey = tuple[str, str]
-"""(check, id): what names one case across runs (an id is unique within its check in a run, and names the
-model, corpus, variant and dimension)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Run:
     """One results.json of a series; ``label`` names it in the report (its file name without ``.json``);
-    ``digest`` is the SHA-256 of the file's bytes."""
+    ``digest`` is the SHA-256 of the file's bytes; ``by_position``: the series follows one model by position
+    (:func:`follow_models`)."""
 
     source: str
     label: str
     created: str | None
-    results: Mapping[str, Any]
+    results: RunResults
     digest: str
+    by_position: bool = False
 
-
-def case_key(case: Mapping[str, Any]) -> CaseKey:
-    return (case["check"], case["id"])
+    def key(self, record: Record) -> CaseKey:
+        """What names the record's case across the series (:func:`harness.records.case_key`), its model part
+        :data:`CHECKPOINT` when the series follows one model by position."""
+        check, model, corpus, variant, dimension = case_key(record)
+        return (check, CHECKPOINT if self.by_position else model, corpus, variant, dimension)
 
 
 def load_series(paths: Sequence[str | Path], order: str = "time") -> list[Run]:
@@ -71,14 +71,14 @@ CHECKPOINT = "checkpoint"
 
 
 def run_models(run: Run) -> list[str]:
-    return sorted({str(case["model"]) for case in run.results["cases"] if case.get("model") is not None})
+    return sorted(run.results.models)
 
 
 def follow_models(runs: Sequence[Run], follow: str = "auto") -> list[Run]:
-    """Pair the cases of a series across runs. ``spec``: a case is the same case when its check and id (model,
-    corpus, variant, dimension) are. ``position``: each run holds one model, a checkpoint of the one being
-    followed (``hf:/ckpts/1.2``, ``hf:/ckpts/1.3``...), and cases pair on check, corpus, variant and dimension:
-    each id's model part becomes ``checkpoint`` (the record keeps its ``model``). ``auto``: position when every
+    """Pair the cases of a series across runs. ``spec``: a case is the same case when its check, model, corpus,
+    variant and dimension are. ``position``: each run holds one model, a checkpoint of the one being followed
+    (``hf:/ckpts/1.2``, ``hf:/ckpts/1.3``...), and cases pair on check, corpus, variant and dimension (the key's
+    model part is ``checkpoint``, :meth:`Run.key`; the record keeps its ``model``). ``auto``: position when every
     run holds one model and the specs differ, else spec. A run with several models is a ``ValueError`` under
     position."""
     if follow not in FOLLOW:
@@ -95,32 +95,15 @@ def follow_models(runs: Sequence[Run], follow: str = "auto") -> list[Run]:
         raise ValueError(
             f"{crowded[0].source}: holds models {crowded[1]}; following checkpoints by position needs one model per run"
         )
-    followed = []
-    for run, (model,) in zip(runs, models):
-        cases = [
-            case
-            if not str(case.get("id", "")).startswith(model + "-")
-            else {**case, "id": CHECKPOINT + case["id"][len(model) :]}
-            for case in run.results["cases"]
-        ]
-        followed.append(dataclasses.replace(run, results={**run.results, "cases": cases}))
-    return followed
+    return [dataclasses.replace(run, by_position=True) for run in runs]
 
 
 def read_run(path: Path) -> Run:
-    results, data = read_results(path)
-    for index, case in enumerate(results["cases"]):
-        if not isinstance(case, Mapping) or not isinstance(case.get("check"), str):
-            raise ValueError(f"{path}, case {index}: expected a case object with a 'check'")
-        if case["check"] != "error":
-            missing = [key for key in ("id", "model", "corpus", "dimension", "passed") if key not in case]
-            if missing:
-                raise ValueError(f"{path}, case {index}: lacks key(s) {missing}")
-    created = (results.get("metadata") or {}).get("created")
+    results, data = read_results_bytes(path)
     return Run(
         str(path),
         path.name.removesuffix(".json"),
-        created if isinstance(created, str) else None,
+        results.metadata.created,
         results,
         hashlib.sha256(data).hexdigest(),
     )
@@ -155,15 +138,16 @@ class RecordContext:
         return self.rule
 
 
-def recorded_rule(case: Mapping[str, Any]) -> DecisionRule:
-    """The decision rule a recorded case was judged under (README "Release gating": regressions join that family)."""
-    decision = case.get("decision") or {}
-    correction = "none" if "no correction across cases" in str(decision.get("correction", "")) else "bonferroni"
+def recorded_rule(case: CaseRecord) -> DecisionRule:
+    """The decision rule a recorded case was judged under (README "Release gating": regressions join that family;
+    a record without a decision is judged alone at 0.05)."""
+    decision = case.decision
+    if decision is None:
+        return DecisionRule()
+    correction = "none" if "no correction across cases" in str(decision.correction or "") else "bonferroni"
     try:
         return DecisionRule(
-            alpha=float(decision.get("alpha", 0.05)),
-            family_size=max(1, int(decision.get("family_size", 1))),
-            correction=correction,
+            alpha=float(decision.alpha), family_size=max(1, int(decision.family_size)), correction=correction
         )
     except (TypeError, ValueError):
         return DecisionRule()
@@ -175,34 +159,36 @@ def neighbour_comparisons(
     permutations: int | None = None,
     memo: MutableMapping[str, dict[str, Any]] | None = None,
 ) -> dict[tuple[int, CaseKey], dict[str, Any]]:
-    """``(i, case key) -> Comparison.as_dict()`` of each case of run ``i >= 1`` present in run ``i - 1``.
+    """``(i, case key) -> Comparison.as_dict()`` of each measured case of run ``i >= 1`` measured in run ``i - 1``
+    (:meth:`Run.key`).
 
-    ``permutations`` overrides the candidate run's own count for the nTVD permutation test. ``memo`` (e.g. read
-    from and written back to a file, :func:`read_memo`) keeps each comparison under :func:`memo_key`, so that a
-    nightly render compares only the newest pair of runs; entries this series does not use are dropped from it."""
+        ``permutations`` overrides the candidate run's own count for the nTVD permutation test. ``memo`` (e.g. read
+        from and written back to a file, :func:`read_memo`) keeps each comparison under :func:`memo_key`, so that a
+        nightly render compares only the newest pair of runs; entries this series does not use are dropped from it."""
     memo = {} if memo is None else memo
     settings = {"thresholds": None if thresholds is None else thresholds.digest, "permutations": permutations}
     comparisons: dict[tuple[int, CaseKey], dict[str, Any]] = {}
     used: set[str] = set()
     for index in range(1, len(runs)):
-        previous = {case_key(case): case for case in runs[index - 1].results["cases"] if case["check"] != "error"}
-        metadata = runs[index].results.get("metadata") or {}
-        for position, case in enumerate(runs[index].results["cases"]):
-            if case["check"] == "error" or case_key(case) not in previous:
+        run, before = runs[index], runs[index - 1]
+        previous = {before.key(case): case for case in before.results.measured}
+        metadata = run.results.metadata
+        for case in run.results.measured:
+            if run.key(case) not in previous:
                 continue
-            key = memo_key(runs[index], runs[index - 1], case_key(case), settings)
+            key = memo_key(run, before, run.key(case), settings)
             if key not in memo:
                 memo[key] = compare_records(
-                    record_from_json(case, f"{runs[index].source}, case {position}"),
-                    record_from_json(previous[case_key(case)], f"{runs[index - 1].source} ({case['id']})"),
+                    case,
+                    previous[run.key(case)],
                     RecordContext(
-                        RecordThresholds(case.get("threshold") or {}, thresholds),
-                        int(metadata.get("seed", 0)),
-                        int(permutations or metadata.get("permutations") or 10_000),
+                        RecordThresholds(case.threshold or {}, thresholds),
+                        int(metadata.seed or 0),
+                        int(permutations or metadata.permutations or 10_000),
                         recorded_rule(case),
                     ),
                 )
-            comparisons[(index, case_key(case))] = memo[key]
+            comparisons[(index, run.key(case))] = memo[key]
             used.add(key)
     for stale in set(memo) - used:
         del memo[stale]

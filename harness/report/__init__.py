@@ -20,9 +20,9 @@ from harness.checks import BUILTIN_FOLDER, CHECKS, check_folder, views
 from harness.core.files import atomic_write_text
 from harness.display.plots import PALETTE, interval_text, text_width
 from harness.display.text import case_anchor, decision_line, decision_text, floor_lines, key_legend, model_keys
-from harness.records import CaseRecord, ErrorRecord
+from harness.records import CaseRecord, Record, UnmeasuredRecord
 from harness.report.summary import cause_text, first_screen
-from harness.results import records
+from harness.results import RunResults
 
 __all__ = ["bar_chart", "check_sections", "render_report", "write_report"]
 
@@ -105,8 +105,7 @@ def template_environment() -> jinja2.Environment:
 
 
 def render_report(
-    results: Mapping[str, Any],
-    source: str = "results.json",
+    results: RunResults,
     trend: Mapping[str, Any] | None = None,
     human_validation: Mapping[str, Any] | None = None,
 ) -> str:
@@ -114,15 +113,15 @@ def render_report(
     ``human_validation`` (:func:`human_validation_view`) adds VIBE's Table I, the extractor's agreement with an
     annotator."""
     environment = template_environment()
-    cases = records(results, source)
+    cases = results.cases
     failing = [
         (case, bar_chart(getattr(case, "most_divergent", None)), one_line_decision(case))
-        for case in cases
-        if not case.passed and not isinstance(case, ErrorRecord)
+        for case in results.measured
+        if not case.passed
     ]
     return environment.get_template("report.html.j2").render(
-        results=results,
-        screen=first_screen(cases, results),
+        results=results.to_json(),
+        screen=first_screen(results),
         cases=[
             {
                 "record": case,
@@ -130,7 +129,8 @@ def render_report(
                 "decision": decision_text(getattr(case, "decision", None)),
                 "decision_line": one_line_decision(case),
                 "floors": floor_lines(getattr(case, "floors", None)),
-                "cause": cause_text(case) if isinstance(case, ErrorRecord) else None,
+                "cause": cause_text(case) if isinstance(case, UnmeasuredRecord) else None,
+                "unmeasured": isinstance(case, UnmeasuredRecord),
             }
             for case in sorted(
                 cases,
@@ -138,9 +138,7 @@ def render_report(
             )
         ],
         unmeasured=[
-            {"record": case, "anchor": case_anchor(case), "cause": cause_text(case)}
-            for case in cases
-            if isinstance(case, ErrorRecord)
+            {"record": case, "anchor": case_anchor(case), "cause": cause_text(case)} for case in results.unmeasured
         ],
         failing=failing,
         sections=check_sections(cases),
@@ -150,7 +148,7 @@ def render_report(
     )
 
 
-def one_line_decision(case: CaseRecord | ErrorRecord) -> str | None:
+def one_line_decision(case: Record) -> str | None:
     """The case's decision in one line (:func:`harness.display.text.decision_line`), its rule worded by its check's view."""
     decision, view = getattr(case, "decision", None), views().get(case.check)
     if not decision or view is None:
@@ -176,11 +174,11 @@ def human_validation_view(path: str | Path, n_bootstrap: int = 10_000) -> dict[s
     }
 
 
-def check_sections(cases: Sequence[CaseRecord | ErrorRecord]) -> list[dict[str, Any]]:
+def check_sections(cases: Sequence[Record]) -> list[dict[str, Any]]:
     """One report section per check that has records, drawn by its view (:func:`harness.checks.views`), in registry order."""
     sections = []
     for name, view in views().items():
-        selected = [case for case in cases if case.check == name]
+        selected = [case for case in cases if case.check == name and isinstance(case, CaseRecord)]
         if selected:
             sections.append(
                 {
@@ -193,7 +191,7 @@ def check_sections(cases: Sequence[CaseRecord | ErrorRecord]) -> list[dict[str, 
     return sections
 
 
-def write_report(results: Mapping[str, Any], path: str | Path, trend: Mapping[str, Any] | None = None) -> Path:
+def write_report(results: RunResults, path: str | Path, trend: Mapping[str, Any] | None = None) -> Path:
     path = Path(path)
     atomic_write_text(path, render_report(results, trend=trend))
     return path

@@ -58,8 +58,8 @@ def render_series(
     if len(runs) > 1:
         thresholds = load_thresholds(thresholds_path) if thresholds_path else None
         comparisons = neighbour_comparisons(runs, thresholds, permutations, memo)
-        trend = trend_view([run.label for run in runs], [run.results for run in runs], comparisons)
-    return render_report(runs[-1].results, runs[-1].source, trend=trend, human_validation=human_validation)
+        trend = trend_view([run.label for run in runs], [run.results for run in runs], comparisons, runs[-1].key)
+    return render_report(runs[-1].results, trend=trend, human_validation=human_validation)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,16 +14,13 @@ from typing import Any
 from harness.checks import CHECKS, check_part
 from harness.display.plots import interval_estimable
 from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number, p_text
-from harness.records import RULE_JUDGES, RULE_JUDGES_DEVIATION, SPOT_CHECK, CaseRecord, Decision, ErrorRecord, Scope
-
-UNMEASURED_LABEL = "unmeasured"
+from harness.records import RULE_JUDGES, SPOT_CHECK, CaseRecord, Decision, Record, UnmeasuredRecord
+from harness.results import RunResults
 
 
 def check_label(check: str) -> str:
     """The check's name on the first screen (its view's ``label``; the name itself for a check without a view)."""
-    if check in CHECKS:
-        return check_part(check, "view").label
-    return UNMEASURED_LABEL if check == "error" else check
+    return check_part(check, "view").label if check in CHECKS else check
 
 
 def decided_headline(record: CaseRecord) -> dict[str, str]:
@@ -109,7 +106,7 @@ def closeness(record: CaseRecord) -> tuple[bool, float, float]:
     return value is None, value if value is not None else 0.0, min(parts) if parts else 0.0
 
 
-def cause_text(record: ErrorRecord) -> str:
+def cause_text(record: UnmeasuredRecord) -> str:
     cause = getattr(record, "cause", None) or {}
     if not cause:
         return record.message
@@ -117,24 +114,20 @@ def cause_text(record: ErrorRecord) -> str:
     return f"{cause.get('kind', 'unknown')} error{source}: {cause.get('message') or record.message}"
 
 
-def case_line(record: CaseRecord | ErrorRecord, status: str) -> dict[str, Any]:
-    """One first-screen line: status (failed, regressed, unmeasured, closest), check (of an unmeasured case:
-    its test function's name), model, dimension, variant, value, threshold, q or interval, decision, floors
-    and the link to the case."""
-    check = record.check
-    if isinstance(record, ErrorRecord):
-        check = record.nodeid.rsplit("::", 1)[-1].split("[", 1)[0].removeprefix("test_")
+def case_line(record: Record, status: str) -> dict[str, Any]:
+    """One first-screen line: status (failed, regressed, unmeasured, closest), check, model, dimension, variant,
+    value, threshold, q or interval, decision, floors and the link to the case."""
     line = {
         "status": status,
-        "check": check_label(check),
+        "check": check_label(record.check),
         "id": record.id,
         "anchor": case_anchor(record),
-        "model": getattr(record, "model", None),
-        "dimension": getattr(record, "dimension", None),
-        "variant": getattr(record, "variant", None),
+        "model": record.model,
+        "dimension": record.dimension,
+        "variant": record.variant,
         "statistic": None,
     }
-    if isinstance(record, ErrorRecord):
+    if isinstance(record, UnmeasuredRecord):
         return line | {
             "value": None,
             "threshold": None,
@@ -178,16 +171,13 @@ def regression_rule(baseline: Mapping[str, Any]) -> str:
     return worse + ("" if alpha is None else f" and adjusted p < {alpha:g}")
 
 
-def first_screen(
-    records: Sequence[CaseRecord | ErrorRecord], results: Mapping[str, Any], closest: int = 3
-) -> dict[str, Any]:
+def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
     """What the top of the report shows: verdict, counts, the lines of the cases by outcome (failed, regressed,
     new failure against the baseline, known failure (failing in both runs, not regressed: listed, not failing
     the release), unmeasured, in that order), what was compared, and for a run without
     failures the ``closest`` passing cases by :func:`margin`. ``models`` are the models under test (those of
     the cases); ``judge`` the judge's spec, when the run had one."""
-    unmeasured = [r for r in records if isinstance(r, ErrorRecord)]
-    measured = [r for r in records if not isinstance(r, ErrorRecord)]
+    records, unmeasured, measured = results.cases, results.unmeasured, results.measured
 
     def order(group: list[CaseRecord]) -> list[CaseRecord]:
         return sorted(group, key=lambda r: (r.check, r.model, r.dimension, str(r.variant)))
@@ -210,12 +200,11 @@ def first_screen(
         else []
     )
     below_floor = [r for r in measured if any(not floor.get("met") for floor in r.floors or [])]
-    metadata = results.get("metadata") or {}
-    verdict = results.get("verdict") or ("fail" if lines else "pass")
+    metadata, verdict, scope = results.metadata, results.verdict, results.scope
     return {
         "verdict": verdict,
-        "spot_check": Scope.from_json(results.get("scope"), "results.json").title() if verdict == SPOT_CHECK else None,
-        "off": list((results.get("scope") or {}).get("off") or []),
+        "spot_check": scope.title() if verdict == SPOT_CHECK and scope is not None else None,
+        "off": list(scope.off) if scope is not None else [],
         "lines": lines,
         "closest": closest_lines,
         "below_floor": len(below_floor),
@@ -226,55 +215,31 @@ def first_screen(
             "known_failures": len(known),
             "unmeasured": len(unmeasured),
         },
-        "models": [model for model in dict.fromkeys(getattr(r, "model", None) for r in records) if model],
+        "models": results.models,
         "model_verdicts": model_verdicts(records),
-        "judge": next(
-            (
-                spec
-                for spec, fingerprint in (metadata.get("models") or {}).items()
-                if metadata.get("judge") and fingerprint == metadata["judge"]
-            ),
-            None,
-        ),
-        "baseline": metadata.get("baseline"),
-        "corpora": list(metadata.get("corpora", {})),
-        "deviations": protocol_deviations(records, metadata),
+        "judge": metadata.judge_spec(),
+        "baseline": metadata.baseline,
+        "corpora": list(metadata.corpora),
+        "deviations": results.deviations(),
         "basis_judge": next(
             (r.judge for r in records if getattr(r, "judge", None) not in (None, "none", RULE_JUDGES)), None
         ),
     }
 
 
-def model_verdicts(records: Sequence[CaseRecord | ErrorRecord]) -> dict[str, str]:
+def model_verdicts(records: Sequence[Record]) -> dict[str, str]:
     """Each model's own verdict in a run of several (none for one): ``fail`` when a case of it failed, else
     ``unmeasured`` when one was, else ``pass``."""
-    models = [model for model in dict.fromkeys(getattr(r, "model", None) for r in records) if model]
+    models = [model for model in dict.fromkeys(r.model for r in records) if model]
     if len(models) < 2:
         return {}
     verdicts = {}
     for model in models:
-        own = [r for r in records if getattr(r, "model", None) == model]
-        failed = any(not r.passed for r in own if not isinstance(r, ErrorRecord))
-        unmeasured = any(isinstance(r, ErrorRecord) for r in own)
+        own = [r for r in records if r.model == model]
+        failed = any(not r.passed for r in own if isinstance(r, CaseRecord))
+        unmeasured = any(isinstance(r, UnmeasuredRecord) for r in own)
         verdicts[model] = "fail" if failed else "unmeasured" if unmeasured else "pass"
     return verdicts
-
-
-def protocol_deviations(records: Sequence[CaseRecord | ErrorRecord], metadata: Mapping[str, Any]) -> list[str]:
-    """How the run departs from the papers' protocols, in words, when it has cases of the check concerned: VIBE's
-    (``metadata.vibe.deviations``) and each ratio case's semantic covariates not taken from the model under test
-    (``semantics.deviation``); the first screen names each."""
-    vibe = metadata.get("vibe") or {}
-    deviations = []
-    if any(getattr(record, "check", None) == "ntvd" for record in records):
-        deviations += list(vibe.get("deviations") or [])
-    for record in records:
-        semantic = (getattr(record, "semantics", None) or {}).get("deviation")
-        if semantic and semantic not in deviations:
-            deviations.append(semantic)
-    if any(getattr(record, "judge", None) == RULE_JUDGES for record in records):
-        deviations.append(RULE_JUDGES_DEVIATION)
-    return deviations
 
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The trend section: each case's value over a series of runs (nights, or checkpoints in release order).
 
 :func:`trend_view` is a pure function of the runs' results dicts, their labels and the neighbour comparisons
-(``(i, (check, id)) -> Comparison.as_dict()``: run ``i`` against run ``i - 1`` by the check's baseline test,
+(``(i, case key) -> Comparison.as_dict()``: run ``i`` against run ``i - 1`` by the check's baseline test,
 computed by :mod:`harness.series`, never here). One small multiple per case (inline SVG): the value at each
 run, its CI as a whisker where the record has one, a filled point where its own test was significant (q, else
 the adjusted p, else p below the record's alpha) and a hollow one otherwise, red where the case failed, the
@@ -15,12 +15,15 @@ disappeared, or with gaps); the rest are folded per model and drawn without per-
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-SeriesKey = tuple[str, str]
-"""(check, id): one case across runs (an id is unique within its check in a run)."""
+from harness.records import CaseKey, CaseRecord, Record, UnmeasuredRecord, case_key
+from harness.results import RunResults
+
+SeriesKey = CaseKey
+"""(check, model, corpus, variant, dimension): one case across runs (:func:`harness.records.case_key`; following
+checkpoints by position, the model part is the same for every run, :mod:`harness.gate.series`)."""
 
 VALUE_BOUNDS = {
     "max_ntvd": "upper",
@@ -36,41 +39,23 @@ gap, an increase, or set a test)."""
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 300, 100, 42, 8, 12, 18
 
 
-def series_key(case: Mapping[str, Any]) -> SeriesKey:
-    return (str(case["check"]), str(case["id"]))
-
-
-def unmeasured_key(case: Mapping[str, Any], checks_of_id: Mapping[str, Sequence[str]]) -> SeriesKey:
-    """The series of an unmeasured case (``check: error``, which names no check): the check whose gate test
-    (``test_<check>[``) its nodeid names, else the one check measuring its id in other runs, else its own series.
-    Two checks may share case ids (the WER and judge-score ratios), so the nodeid outranks the id."""
-    test = re.search(r"::test_(\w+)\[", str(case.get("nodeid", "")))
-    if test:
-        return (test.group(1), str(case["id"]))
-    candidates = checks_of_id.get(str(case["id"]), [])
-    return (candidates[0], str(case["id"])) if len(candidates) == 1 else series_key(case)
-
-
 def trend_view(
     labels: Sequence[str],
-    runs: Sequence[Mapping[str, Any]],
+    runs: Sequence[RunResults],
     comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]],
+    key: Callable[[Record], SeriesKey] = case_key,
 ) -> dict[str, Any]:
-    """The trend section's context: the runs, the panels shown first, and the rest folded per model."""
+    """The trend section's context: the runs, the panels shown first, and the rest folded per model; ``key`` names
+    a case across runs (:meth:`harness.gate.series.Run.key`)."""
     if len(labels) != len(runs):
         raise ValueError(f"{len(labels)} labels for {len(runs)} runs")
-    cases: dict[SeriesKey, list[Mapping[str, Any] | None]] = {}
+    cases: dict[SeriesKey, list[Record | None]] = {}
+    by_id = {(case.check, case.id): key(case) for results in runs for case in results.measured}
     for index, results in enumerate(runs):
-        for case in results["cases"]:
-            if case["check"] != "error":
-                cases.setdefault(series_key(case), [None] * len(runs))[index] = case
-    checks_of_id: dict[str, list[str]] = {}
-    for check, case_id in cases:
-        checks_of_id.setdefault(case_id, []).append(check)
-    for index, results in enumerate(runs):
-        for case in results["cases"]:
-            if case["check"] == "error":
-                cases.setdefault(unmeasured_key(case, checks_of_id), [None] * len(runs))[index] = case
+        for case in results.cases:
+            # an unmeasured case of a schema-1 file recorded no model, corpus or dimension: its check and id name it
+            named = key(case) if case.model is not None else by_id.get((case.check, case.id), key(case))
+            cases.setdefault(named, [None] * len(runs))[index] = case
     panels = [panel(key, points, labels, comparisons) for key, points in cases.items()]
     panels.sort(key=lambda item: item["rank"])
     shown = [item for item in panels if item["rank"][0] < 3]
@@ -82,8 +67,8 @@ def trend_view(
         "runs": [
             {
                 "label": label,
-                "created": (results.get("metadata") or {}).get("created"),
-                "verdict": results.get("verdict"),
+                "created": results.metadata.created,
+                "verdict": results.verdict,
             }
             for label, results in zip(labels, runs)
         ],
@@ -100,7 +85,7 @@ def trend_view(
 
 def panel(
     key: SeriesKey,
-    points: Sequence[Mapping[str, Any] | None],
+    points: Sequence[Record | None],
     labels: Sequence[str],
     comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]],
 ) -> dict[str, Any]:
@@ -112,35 +97,34 @@ def panel(
         "absent"
         if last is None
         else "unmeasured"
-        if last["check"] == "error"
+        if isinstance(last, UnmeasuredRecord)
         else "passed"
-        if last.get("passed")
+        if last.passed
         else "failed"
     )
     appeared = labels[present[0]] if present[0] > 0 else None
     disappeared = labels[present[-1] + 1] if present[-1] < len(points) - 1 else None
-    gaps = any(point is None or point["check"] == "error" for point in points)
+    gaps = any(not isinstance(point, CaseRecord) for point in points)
     group = 0 if regressions else 1 if latest in ("failed", "unmeasured") else 2 if gaps else 3
-    known = next(
-        (point for point in reversed(points) if point is not None and point["check"] != "error"), points[present[-1]]
-    )
+    known = next((point for point in reversed(points) if isinstance(point, CaseRecord)), points[present[-1]])
+    followed = known.model and key[1] != known.model and known.id.startswith(f"{known.model}-")
     return {
         "check": key[0],
-        "id": key[1],
-        "model": str(known.get("model", "")),
+        "id": f"{key[1]}{known.id[len(known.model) :]}" if followed else known.id,
+        "model": str(known.model or ""),
         "latest": latest,
         "appeared": appeared,
         "disappeared": disappeared,
         "regressions": [
             {"label": labels[index], "message": comparisons[(index, key)].get("message", "")} for index in regressions
         ],
-        "rank": (group, -(regressions[-1] if regressions else 0), key),
+        "rank": (group, -(regressions[-1] if regressions else 0), tuple(str(part) for part in key)),
         "chart": chart(points, labels, regressions, comparisons, key, detailed=group < 3),
     }
 
 
 def chart(
-    points: Sequence[Mapping[str, Any] | None],
+    points: Sequence[Record | None],
     labels: Sequence[str],
     regressions: Sequence[int],
     comparisons: Mapping[tuple[int, SeriesKey], Mapping[str, Any]],
@@ -151,14 +135,14 @@ def chart(
     """Geometry of one small multiple; ``detailed`` adds a tooltip point per run (the folded panels draw only
     failed and regressed points)."""
     count = len(points)
-    measured = {index: point for index, point in enumerate(points) if point is not None and point["check"] != "error"}
-    values = {index: float(point["value"]) for index, point in measured.items() if _finite(point.get("value"))}
+    measured = {index: point for index, point in enumerate(points) if isinstance(point, CaseRecord)}
+    values = {index: float(point.value) for index, point in measured.items() if _finite(point.value)}
     intervals = {index: _interval(point) for index, point in measured.items() if _interval(point)}
     bounds = {
         name: {
-            index: float(point["threshold"][name])
+            index: float(point.threshold[name])
             for index, point in measured.items()
-            if _finite((point.get("threshold") or {}).get(name))
+            if _finite((point.threshold or {}).get(name))
         }
         for name in VALUE_BOUNDS
     }
@@ -182,7 +166,7 @@ def chart(
     runs_of_values = _consecutive(sorted(values))
     dots = []
     for index, value in values.items():
-        failed = not measured[index].get("passed")
+        failed = not measured[index].passed
         if detailed or failed or index in regressions:
             significant = _significant(measured[index])
             dots.append(
@@ -218,9 +202,7 @@ def chart(
         "dots": dots,
         "regressions": [{"x": x(index), "y": y(values[index]) if index in values else axis} for index in regressions],
         "absent": " ".join(f"M{x(i)} {axis}v-5" for i, point in enumerate(points) if point is None),
-        "unmeasured": [
-            {"x": x(i), "y": axis} for i, point in enumerate(points) if point is not None and point["check"] == "error"
-        ],
+        "unmeasured": [{"x": x(i), "y": axis} for i, point in enumerate(points) if isinstance(point, UnmeasuredRecord)],
         "y_high": _tick(high),
         "y_low": _tick(low),
         "first": labels[0],
@@ -228,35 +210,35 @@ def chart(
     }
 
 
-def _interval(point: Mapping[str, Any]) -> tuple[float, float] | None:
-    ci = point.get("ci")
+def _interval(point: CaseRecord) -> tuple[float, float] | None:
+    ci = getattr(point, "ci", None)
     if isinstance(ci, Sequence) and len(ci) == 2 and all(_finite(bound) for bound in ci):
         return float(ci[0]), float(ci[1])
     return None
 
 
-def _significant(point: Mapping[str, Any]) -> bool | None:
+def _significant(point: CaseRecord) -> bool | None:
     """Whether the case's own test rejected: q, else the adjusted p of its decision, else p, against alpha; None without a test."""
-    decision = point.get("decision") if isinstance(point.get("decision"), Mapping) else {}
-    if isinstance(decision.get("significant"), bool):
-        return decision["significant"]
-    alpha = (point.get("threshold") or {}).get("alpha", 0.05)
-    for value in (point.get("q"), decision.get("p_adjusted"), point.get("p")):
+    decision = point.decision
+    if decision is not None and isinstance(decision.significant, bool):
+        return decision.significant
+    alpha = (point.threshold or {}).get("alpha", 0.05)
+    adjusted = decision.p_adjusted if decision is not None else None
+    for value in (getattr(point, "q", None), adjusted, getattr(point, "p", None)):
         if _finite(value):
             return float(value) < alpha
     return None
 
 
-def _tooltip(
-    label: str, point: Mapping[str, Any], significant: bool | None, comparison: Mapping[str, Any] | None
-) -> str:
-    parts = [f"{label}: {point['value']:.4g}", "passed" if point.get("passed") else "FAILED"]
+def _tooltip(label: str, point: CaseRecord, significant: bool | None, comparison: Mapping[str, Any] | None) -> str:
+    parts = [f"{label}: {point.value:.4g}", "passed" if point.passed else "FAILED"]
     interval = _interval(point)
     if interval:
         parts.append(f"CI [{interval[0]:.3g}, {interval[1]:.3g}]")
-    q = point.get("q") if _finite(point.get("q")) else point.get("p")
+    has_q = _finite(getattr(point, "q", None))
+    q = getattr(point, "q", None) if has_q else getattr(point, "p", None)
     if _finite(q):
-        parts.append(f"{'q' if _finite(point.get('q')) else 'p'} = {q:.3g}" + (" (significant)" if significant else ""))
+        parts.append(f"{'q' if has_q else 'p'} = {q:.3g}" + (" (significant)" if significant else ""))
     if comparison and comparison.get("status") == "compared":
         parts.append(
             f"vs previous: delta {comparison['delta']:+.3g}" + (" REGRESSION" if comparison.get("regressed") else "")

@@ -11,10 +11,11 @@ from harness.checks import all_checks
 from harness.checks.counterfactual.audio_dependence import needs_audio
 from harness.checks.counterfactual.floor import audio_floor, audio_floor_reason, probed_floors
 from harness.core.requests import Audio
-from harness.gate import Gate, GateConfig, Unmeasured, merge_run_metadata
+from harness.gate import Gate, GateConfig, Unmeasured
 from harness.models import register_backend
 from harness.models.cascade import DEMO_MODEL
 from harness.models.sim import SimulatorBackend
+from harness.results import RunMetadata
 
 TASKS = ("story", "personal_shopper")
 
@@ -89,10 +90,14 @@ def test_the_figures_reach_the_run_metadata_merged_over_processes(gate):
     figures = probed_floors(gate.context)
     assert figures["silenced:biased"]["hears"] is False and figures["silenced:biased"]["share"] == 1.0
     assert figures["sim:fair"]["hears"] is True
-    merged = merge_run_metadata(
-        [{"audio_dependence": {"sim:fair": figures["sim:fair"]}}, {"audio_dependence": {"m": figures["sim:fair"]}}]
+    merged = RunMetadata.merge(
+        [
+            RunMetadata(audio_dependence={"sim:fair": figures["sim:fair"]}),
+            RunMetadata(audio_dependence={"m": figures["sim:fair"]}),
+        ]
     )
-    assert set(merged["audio_dependence"]) == {"sim:fair", "m"}
+    assert set(merged.audio_dependence) == {"sim:fair", "m"}
+    assert RunMetadata.from_json(merged.to_json(), "results.json").audio_dependence == merged.audio_dependence
 
 
 def test_shipped_outputs_without_probe_answers_leave_the_probe_unmeasured_and_load_nothing(tmp_path):

@@ -28,7 +28,7 @@ from harness.models.hf_arch.base import AudioLMAdapter
 from harness.records import SCHEMA_VERSION, CaseRecord
 from harness.report import render_report
 from harness.report.summary import headline, margin
-from harness.results import record_from_json
+from harness.results import parse_results, record_from_json
 from harness.tasks import TASKS
 from harness.tasks.base import PROMPTS_DIR, SELF_REPORT
 from harness.thresholds import ThresholdSchema
@@ -94,8 +94,17 @@ def test_every_view_words_measures_and_draws_a_record_of_its_kind(name, gate):
     assert all(
         isinstance(views()[name].legacy_headline(legacy)[key], str) for key in ("value", "threshold", "uncertainty")
     )
+    summary = {"cases": 1, "passed": int(record.passed), "failed": int(not record.passed), "unmeasured": 0}
     html = render_report(
-        {"schema_version": SCHEMA_VERSION, "verdict": "pass", "metadata": {}, "cases": [record.to_json()]}
+        parse_results(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "verdict": "pass",
+                "summary": summary,
+                "metadata": {},
+                "cases": [record.to_json()],
+            }
+        )
     )
     assert views()[name].title in html and case_anchor(record) in html
 

@@ -176,7 +176,7 @@ def test_offline_run_with_a_cache_miss_names_the_remedy(gate_project):
     )
     result.assert_outcomes(errors=1)
     assert result.ret == EXIT_UNMEASURED and results["verdict"] == "spot-check"  # a -k run
-    assert results["cases"][0]["check"] == "error" and results["cases"][0]["cause"]["kind"] == "model"
+    assert results["cases"][0]["status"] == "unmeasured" and results["cases"][0]["cause"]["kind"] == "model"
     assert "missing from the cache and the run is offline" in results["cases"][0]["message"]
 
 
@@ -282,9 +282,9 @@ def test_release_example_gates_the_voice_aware_demo_against_the_voice_blind_rele
     assert {case["model"] for case in results["cases"]} == {DEMO_MODEL}
     regressions = {case["id"] for case in results["cases"] if (case.get("baseline") or {}).get("regressed")}
     new = {case["id"] for case in results["cases"] if (case.get("baseline") or {}).get("status") == "new"}
-    failed = {case["id"] for case in results["cases"] if case["check"] != "error" and not case["passed"]}
+    failed = {case["id"] for case in results["cases"] if case.get("status") != "unmeasured" and not case["passed"]}
     assert regressions <= failed and new
-    releases = {case["id"]: case.get("release") for case in results["cases"] if case["check"] != "error"}
+    releases = {case["id"]: case.get("release") for case in results["cases"] if case.get("status") != "unmeasured"}
     assert {releases[case_id] for case_id in failed} <= {"regression", "new failure"}
     known = {case["id"] for case in results["cases"] if case.get("absolute_passed") is False and case["passed"]}
     assert all(releases[case_id] == "known failure" for case_id in known)
@@ -300,7 +300,7 @@ def test_release_example_gates_the_voice_aware_demo_against_the_voice_blind_rele
 def assert_readme_quotes_the_release_example(results: dict) -> None:
     """The README's release example states this run's counts, outcomes and figures."""
     readme = " ".join((REPO / "README.md").read_text().split())
-    cases = [case for case in results["cases"] if case["check"] != "error"]
+    cases = [case for case in results["cases"] if case.get("status") != "unmeasured"]
     failed = [case for case in cases if not case["passed"]]
     summary = results["summary"]
     assert f"the default fails {summary['failed']} of its {summary['cases']} cases and exits 1" in readme

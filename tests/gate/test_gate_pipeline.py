@@ -8,7 +8,8 @@ import weakref
 from pathlib import Path
 
 from harness.checks.base import Verdict
-from harness.gate import Gate, GateConfig, merge_run_metadata
+from harness.gate import Gate, GateConfig
+from harness.results import RunMetadata
 
 REPO = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
@@ -57,12 +58,13 @@ def test_metadata_merge_unites_what_each_worker_saw():
         "bundled_outputs": [{"model": "m", "file": "x.gz", "entries": 5, "provenance": None}],
         "embedder": "none",
     }
-    merged = merge_run_metadata([{**worker, "stage_models": {"asr:a": "fa"}}, other, {**other, "stage_models": {}}])
-    assert merged["stage_models"] == {"asr:a": "fa", "asr:b": "fb"}
-    assert merged["model_calls"] == 7 and merged["cache_hits"] == 9
-    assert merged["models_loaded"] == ["asr:b", "m"]
-    assert merged["judge"] == "fj" and merged["seed"] == 0
-    assert merged["bundled_outputs"] == other["bundled_outputs"]
+    parts = [{**worker, "stage_models": {"asr:a": "fa"}}, other, {**other, "stage_models": {}}]
+    merged = RunMetadata.merge([RunMetadata.from_json(part, "part") for part in parts])
+    assert merged.stage_models == {"asr:a": "fa", "asr:b": "fb"}
+    assert merged.model_calls == 7 and merged.cache_hits == 9
+    assert merged.models_loaded == ["asr:b", "m"]
+    assert merged.judge == "fj" and merged.seed == 0
+    assert merged.bundled_outputs == other["bundled_outputs"]
 
 
 STAGED_BACKEND = '''
@@ -103,16 +105,17 @@ import os
 import pytest
 
 from harness.checks.base import Verdict
-from harness.records import CaseRecord
+from harness.checks.semantic_aware.record import RatioRecord
 from harness.checks.wer_ratio.tables import transcripts
 
 
 @pytest.mark.parametrize("index", range(4))
 def test_transcribe(index, fairness_gate, record_verdict):
     transcripts(fairness_gate.context, "staged:x", "demo")
-    record = CaseRecord(check="probe", id=str(index), model="staged:x", model_fingerprint="staged:x@1", corpus="demo",
-                        dimension="none", variant=None, value=None, threshold={}, passed=True,
-                        message=os.environ["PYTEST_XDIST_WORKER"])
+    record = RatioRecord(check="wer_ratio", id=str(index), model="staged:x", model_fingerprint="staged:x@1",
+                         corpus="demo", dimension="none", variant=None, value=None, threshold={}, passed=True,
+                         message=os.environ["PYTEST_XDIST_WORKER"], ci=[None, None], p=None, q=None, comparisons=[],
+                         semantics={})
     record_verdict(Verdict(True, "ok", record))
 """
 

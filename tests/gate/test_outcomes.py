@@ -34,9 +34,12 @@ from harness.gate.outcomes import (
 )
 from harness.generation import CachedModel
 from harness.models.openai_backend import CircuitBreaker, OpenAIBackend
+from harness.records import UnmeasuredRecord
+from harness.results import Summary
 
 from support.gate import LoopbackServer
 from support.gate import gate_project as make_gate_project
+from support.records import ntvd_record
 
 pytest_plugins = ["pytester"]
 
@@ -126,13 +129,12 @@ def junit_counts(project: pytest.Pytester) -> dict[str, int]:
 
 
 def test_run_verdict_a_measured_failure_outranks_unmeasured_cases():
-    measured_pass = {"check": "ntvd", "passed": True}
-    measured_fail = {"check": "ntvd", "passed": False}
-    unmeasured = {"check": "error", "passed": False}
-    assert run_outcome([measured_pass]) == ("pass", {"cases": 1, "passed": 1, "failed": 0, "unmeasured": 0})
+    measured_pass, measured_fail = ntvd_record(passed=True), ntvd_record(passed=False)
+    unmeasured = UnmeasuredRecord(check="ntvd", id="m-story-gender", message="not measured (model): down")
+    assert run_outcome([measured_pass]) == ("pass", Summary(cases=1, passed=1, failed=0, unmeasured=0))
     assert run_outcome([measured_pass, unmeasured]) == (
         "unmeasured",
-        {"cases": 2, "passed": 1, "failed": 0, "unmeasured": 1},
+        Summary(cases=2, passed=1, failed=0, unmeasured=1),
     )
     assert run_outcome([measured_fail, unmeasured])[0] == "fail"
     assert (EXIT_PASS, EXIT_BIAS_FAILURE, EXIT_USAGE) == (
@@ -193,7 +195,7 @@ def test_unmeasured_cases_are_errors_with_their_cause_and_a_measured_failure_sti
     results = results_of(gate_project)
     assert result.ret == EXIT_BIAS_FAILURE and results["verdict"] == "spot-check"  # a -k run
     assert results["summary"] == {"cases": 4, "passed": 1, "failed": 1, "unmeasured": 2}
-    unmeasured = [case for case in results["cases"] if case["check"] == "error"]
+    unmeasured = [case for case in results["cases"] if case.get("status") == "unmeasured"]
     assert {case["model"] for case in unmeasured} == {spec} and {case["dimension"] for case in unmeasured} == {
         "gender",
         "accent",

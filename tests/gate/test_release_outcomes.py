@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.gate import Gate, GateConfig, release_outcome
-from harness.records import SCHEMA_VERSION
 from harness.report.summary import first_screen
-from harness.results import records
+from harness.results import RunMetadata, RunResults, Summary, parse_results
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "advisory"
@@ -37,13 +36,9 @@ def run(tmp: Path, model: str, baseline: Path | None = None) -> dict:
     """The ntvd cases of ``model`` on the advisory task as a results.json (with ``baseline``, judged against it)."""
     runner = gate(tmp, model, baseline)
     verdicts = [runner.verdict(case) for case in runner.cases("ntvd")]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "verdict": "fail" if any(not v.passed for v in verdicts) else "pass",
-        "cases": [
-            dataclasses.replace(v.record, nodeid=f"test_vibe.py::test_ntvd[{v.record.id}]").to_json() for v in verdicts
-        ],
-    }
+    records = tuple(dataclasses.replace(v.record, nodeid=f"test_vibe.py::test_ntvd[{v.record.id}]") for v in verdicts)
+    verdict = "fail" if any(not v.passed for v in verdicts) else "pass"
+    return RunResults(verdict, Summary.of(records), RunMetadata(), records).to_json()
 
 
 def write(tmp: Path, name: str, results: dict) -> Path:
@@ -87,7 +82,7 @@ def test_the_four_release_outcomes(runs, pair, outcome, passed):
 
 def test_a_known_failure_passes_and_is_listed_on_the_first_screen(runs):
     results = runs["biased vs biased"]
-    screen = first_screen(records(results), results)
+    screen = first_screen(parse_results(results, "run.json"))
     assert [line["status"] for line in screen["lines"]] == ["known failure"]
     assert screen["counts"]["known_failures"] == 1 and screen["counts"]["failed"] == 0
 

@@ -11,10 +11,11 @@ import pytest
 from harness.gate import load_baseline
 from harness.gate.outcomes import EXIT_BIAS_FAILURE, EXIT_PASS, EXIT_UNMEASURED, exit_status, run_outcome
 from harness.gate.scope import NOT_COLLECTED, deselection_reason, run_scope
-from harness.records import SPOT_CHECK, Scope
+from harness.records import SPOT_CHECK, UnmeasuredRecord
 from harness.report.summary import first_screen
-from harness.results import records
+from harness.results import read_results, scope_from_json
 from tests.support.gate import gate_project
+from tests.support.records import ntvd_record
 
 pytest_plugins = ["pytester"]
 
@@ -40,7 +41,7 @@ def test_scope_names_every_case_that_did_not_run_with_its_reason():
         ("score_ratio", "m-demo-gender", "needs a GPU"),
         ("wer", "m-demo-gender", NOT_COLLECTED),
     ]
-    assert Scope.from_json(json.loads(json.dumps(scope.to_json())), "r.json") == scope
+    assert scope_from_json(json.loads(json.dumps(scope.to_json())), "r.json") == scope
     assert scope.title() == "SPOT CHECK — 1 of 4 cases; not a release verdict"
     full = run_scope(GATE, ran=GATE, deselected={}, skipped={})
     assert not full.spot_check and full.ran == full.gate_cases == 4
@@ -62,9 +63,9 @@ def test_deselection_reason_names_the_expressions():
 )
 def test_a_spot_check_is_never_pass_and_exits_with_its_selected_cases_status(failed, unmeasured, status):
     cases = (
-        [{"check": "ntvd", "passed": True}]
-        + [{"check": "ntvd", "passed": False}] * failed
-        + [{"check": "error", "passed": False}] * unmeasured
+        [ntvd_record(passed=True)]
+        + [ntvd_record(passed=False)] * failed
+        + [UnmeasuredRecord(check="ntvd", id="m-story-gender", message="not measured")] * unmeasured
     )
     verdict, summary = run_outcome(cases, spot_check=True)
     assert verdict == SPOT_CHECK and exit_status(verdict, summary) == status
@@ -74,7 +75,15 @@ def test_a_spot_check_is_never_pass_and_exits_with_its_selected_cases_status(fai
 def spot_check_results(tmp_path: Path) -> Path:
     scope = run_scope(GATE, [GATE[0]], {case: "deselected by -k 'x'" for case in GATE[1:]}, {})
     path = tmp_path / "spot.json"
-    path.write_text(json.dumps({"schema_version": 2, "verdict": SPOT_CHECK, "scope": scope.to_json(), "cases": []}))
+    summary = {"cases": 0, "passed": 0, "failed": 0, "unmeasured": 0}
+    document = {
+        "schema_version": 3,
+        "verdict": SPOT_CHECK,
+        "summary": summary,
+        "scope": scope.to_json(),
+        "metadata": {},
+    }
+    path.write_text(json.dumps(document | {"cases": []}))
     return path
 
 
@@ -86,8 +95,7 @@ def test_a_spot_check_is_refused_as_a_baseline_naming_what_it_lacks(tmp_path):
 
 
 def test_the_first_screen_of_a_spot_check_never_says_may_be_released(tmp_path):
-    results = json.loads(spot_check_results(tmp_path).read_text())
-    screen = first_screen(records(results), results)
+    screen = first_screen(read_results(spot_check_results(tmp_path)))
     assert screen["spot_check"] == "SPOT CHECK — 1 of 4 cases; not a release verdict"
 
 
@@ -109,7 +117,7 @@ def test_a_keyword_run_is_a_spot_check_refused_as_baseline_and_unjudged_score_ra
     assert len(scope["deselected"]) == 11 and all(
         e["reason"].startswith("deselected by -k") for e in scope["deselected"]
     )
-    unjudged = [case for case in results["cases"] if case["check"] == "error"]
+    unjudged = [case for case in results["cases"] if case.get("status") == "unmeasured"]
     assert len(unjudged) == 2 and all("pass --judge SPEC" in case["cause"]["message"] for case in unjudged)
     html = (project.path / "report.html").read_text()
     assert "SPOT CHECK — 3 of 14 cases; not a release verdict" in html and "may be released" not in html

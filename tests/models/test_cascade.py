@@ -227,7 +227,7 @@ def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tm
         assert [o.case.id for o in outcomes if not isinstance(o, Verdict)] == (
             [f"{DEMO_MODEL}-age"] if check == "classification" else []
         )
-    metadata = gate.run_metadata()
+    metadata = gate.run_metadata().to_json()
     assert metadata["models_loaded"] == [] and metadata["model_calls"] == 0
     assert metadata["bundled_outputs"][0]["provenance"]["command"].startswith("python scripts/build_demo_outputs.py")
 

@@ -187,10 +187,11 @@ def test_an_impossible_placement_stops_the_run_before_any_case(monkeypatch):
 
 def test_the_compute_row_says_who_shared_which_device_and_when_each_left():
     from harness.report import render_report
+    from harness.results import parse_results
 
-    from support.records import case, results
+    from support.records import case, results_json
 
-    run = results([case()])
+    run = results_json([case()])
     run["metadata"]["compute_environment"] = {
         "cpu": {"machine": "x86_64", "cpus": 2, "vendor": "GenuineIntel", "model_name": "Xeon", "flags": []},
         "contract": {"version": "2", "settings": "native"},
@@ -204,7 +205,7 @@ def test_the_compute_row_says_who_shared_which_device_and_when_each_left():
     residency.admit("vllm:Qwen/Qwen3-8B", "cuda", 0.9, "vllm:Qwen/Qwen3-8B", lambda: None)
     residency.admit("sim:fair", "cpu", 0.0, "sim:fair", lambda: None)
     run["metadata"]["residency"] = residency.to_json()
-    html = render_report(run)
+    html = render_report(parse_results(run))
     assert (
         "Shared cuda in turn: vllm:/ckpts/1.3 (memory share 0.9, loaded at 0.0 s, released at 1.5 s for "
         "vllm:Qwen/Qwen3-8B); vllm:Qwen/Qwen3-8B (memory share 0.9, loaded at 2.0 s, resident to the end)"

@@ -1,10 +1,12 @@
 """The CI summary (--summary-md): verdict, counts, the failed / unmeasured / regressed cases, the link line."""
 
-import json
+import dataclasses
 
 import pytest
 
+from harness.checks import check_part
 from harness.report.ci_summary import render_summary, threshold_text, uncertainty_text
+from harness.results import parse_results, read_results, record_from_json
 
 from support.gate import gate_project
 
@@ -12,7 +14,8 @@ pytest_plugins = ["pytester"]
 
 
 def record(case_id, check="ntvd", passed=True, value=10.0, **extra):
-    return {
+    """A record of ``check`` with the fields the summary reads; the check's other fields are null."""
+    fields = {
         "check": check,
         "id": case_id,
         "model": "m",
@@ -22,10 +25,24 @@ def record(case_id, check="ntvd", passed=True, value=10.0, **extra):
         "q": 0.01,
         **extra,
     }
+    kind = check_part(check, "record")
+    names = {field.name for field in dataclasses.fields(kind)}
+    required = {
+        field.name: None
+        for field in dataclasses.fields(kind)
+        if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+    }
+    identity = {"message": "m", "model_fingerprint": "m@1", "corpus": "demo", "dimension": "gender"}
+    return required | identity | {k: v for k, v in fields.items() if k in names}
+
+
+def typed(**fields):
+    return record_from_json(record("m-a", **fields), "case")
 
 
 def results(*cases, **top):
-    return {"schema_version": 1, "metadata": {}, "cases": list(cases), **top}
+    """The typed results of a schema-1 document (no version; unmeasured cases ``check: error``)."""
+    return parse_results({"metadata": {}, "cases": list(cases), **top})
 
 
 def table_rows(markdown):
@@ -39,7 +56,7 @@ def test_lists_failed_unmeasured_and_regressed_cases_only_with_their_figures():
     unmeasured = {
         "check": "error",
         "id": "m-advisory-accent",
-        "nodeid": "x",
+        "nodeid": "t::test_ntvd[m-advisory-accent]",
         "passed": False,
         "message": "boom",
         "cause": {"kind": "server", "source": "http://127.0.0.1:9/v1", "message": "connection refused"},
@@ -96,23 +113,26 @@ def test_threshold_bounds(threshold, text):
 
 def test_uncertainty_prefers_the_deciding_adjusted_p_then_q_then_ci_then_gap_ci():
     """Issue 23: the adjusted p decides the verdict and is named so; VIBE's BH q-value, reported beside it, is "BH q"."""
-    assert uncertainty_text({"q": 0.5, "p": 0.1, "decision": {"p_adjusted": 0.9}}) == "adjusted p = 0.9"
-    assert uncertainty_text({"q": 0.5, "p": 0.1}) == "BH q = 0.5"
-    assert uncertainty_text({"q": None, "p": 0.2, "decision": {"p_adjusted": 0.04}}) == "adjusted p = 0.04"
-    assert uncertainty_text({"ci": [0.8, 1.2]}) == "CI [0.8, 1.2]"
-    assert uncertainty_text({"gap": {"value": 9.0, "ci_low": 1.0, "ci_high": 17.0}}) == "gap CI [1, 17]"
+    assert uncertainty_text(typed(q=0.5, p=0.1, decision={"p_adjusted": 0.9})) == "adjusted p = 0.9"
+    assert uncertainty_text(typed(q=0.5, p=0.1)) == "BH q = 0.5"
+    assert uncertainty_text(typed(q=None, p=0.2, decision={"p_adjusted": 0.04})) == "adjusted p = 0.04"
+    assert uncertainty_text(typed(check="wer_ratio", q=None, p=None, ci=[0.8, 1.2])) == "CI [0.8, 1.2]"
+    assert (
+        uncertainty_text(typed(check="classification", gap={"value": 9.0, "ci_low": 1.0, "ci_high": 17.0}))
+        == "gap CI [1, 17]"
+    )
 
 
 def test_an_icat_row_shows_the_contrast_it_failed_on_beside_its_quality_floor():
     """Issue 23: a failed ICAT case shows the stereotype contrast (74.2) it was judged on, not only its mean ICAT."""
     from harness.report.ci_summary import value_text
 
-    case = {
-        "check": "icat",
-        "value": 23.6,
-        "floors": [{"key": "min_icat", "value": 23.6, "threshold": 60.0, "met": False}],
-        "decision": {"estimate": 74.2, "p_adjusted": 0.01},
-    }
+    case = typed(
+        check="icat",
+        value=23.6,
+        floors=[{"key": "min_icat", "value": 23.6, "threshold": 60.0, "met": False}],
+        decision={"estimate": 74.2, "p_adjusted": 0.01},
+    )
     assert value_text(case) == "23.6; contrast 74.2"
 
 
@@ -148,9 +168,7 @@ def test_summary_md_option_writes_the_summary_of_results_json(pytester):
     )
     assert run.ret == 1
     summary = (project.path / "out" / "summary.md").read_text()
-    assert summary == render_summary(
-        json.loads((project.path / "results.json").read_text()), "report.html", "../results.json"
-    )
+    assert summary == render_summary(read_results(project.path / "results.json"), "report.html", "../results.json")
     rows = table_rows(summary)
     assert rows and all("(regression)" in row and "; significant)" in row and "(adjusted p = " in row for row in rows)
     assert "baseline `fair.json`" in summary

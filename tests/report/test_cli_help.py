@@ -9,7 +9,7 @@ from harness.report.cli import PREVIOUS_SUFFIX
 from harness.report.cli import main as report_main
 
 from support.records import case
-from support.records import results as results_of
+from support.records import results_json as results_of
 
 
 @pytest.mark.parametrize("main", [cache_main, report_main])

@@ -1,6 +1,6 @@
 """The first screen of a multi-model run gives each model's verdict (issue 38 item 3)."""
 
-from harness.records import CaseRecord, ErrorRecord
+from harness.records import CaseRecord, UnmeasuredRecord
 from harness.report.summary import model_verdicts
 
 
@@ -15,7 +15,7 @@ def test_each_model_has_its_verdict_in_a_multi_model_run():
         record("a", True),
         record("b", False),
         record("c", True),
-        ErrorRecord(id="c-x", nodeid="t::test_ntvd[c-x]", message="down", model="c"),
+        UnmeasuredRecord(check="ntvd", id="c-x", nodeid="t::test_ntvd[c-x]", message="down", model="c"),
     ]
     assert model_verdicts(records) == {"a": "pass", "b": "fail", "c": "unmeasured"}
     assert model_verdicts(records[:1]) == {}

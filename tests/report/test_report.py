@@ -4,8 +4,9 @@ import re
 
 from harness.checks.ntvd.view import significance_stars, table_two
 from harness.report import bar_chart, render_report
+from harness.results import parse_results
 
-from support.records import case, results, typed
+from support.records import case, results, results_json, typed
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
@@ -89,7 +90,7 @@ def test_stacked_shares_legend_shows_every_group_inside_the_figure_and_above_the
 def test_run_table_states_the_compute_environment_and_the_numerics_in_force():
     from harness.models.numerics import CPU_NUMERICS
 
-    run = results([case()])
+    run = results_json([case()])
     run["metadata"]["compute_environment"] = {
         "cpu": {
             "machine": "x86_64",
@@ -121,7 +122,7 @@ def test_run_table_states_the_compute_environment_and_the_numerics_in_force():
         },
     }
     run["metadata"]["resolved_settings"] = {"vllm:/ckpts/1.3": {"dtype": "float32", "device": "cpu"}, "sim:fair": {}}
-    html = render_report(run)
+    html = render_report(parse_results(run))
     assert "As run: vllm:/ckpts/1.3: dtype float32, device cpu<" in html and "sim:fair:" not in html
     assert "AMD EPYC 9B14 (AuthenticAMD, 2 CPUs; avx2, avx512f)" in html
     assert (
@@ -134,5 +135,5 @@ def test_run_table_states_the_compute_environment_and_the_numerics_in_force():
     assert "NVIDIA H200 (sm 9.0), driver 570.1, CUDA 12.8" in html
     run["metadata"]["compute_environment"]["contract"]["settings"] = "native"
     assert "native (the engines&#39; own choices)" in render_report(
-        run
-    ) or "native (the engines' own choices)" in render_report(run)
+        parse_results(run)
+    ) or "native (the engines' own choices)" in render_report(parse_results(run))

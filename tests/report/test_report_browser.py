@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.report import render_report
+from harness.results import parse_results
 
 from support.browser import CHROMIUM, LONG_SPECS, chromium, measure_layout, three_model_results
 
@@ -227,7 +228,7 @@ def layout_reports(tmp_path_factory) -> dict[str, Path]:
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     three = out / "three" / "report.html"
     three.parent.mkdir()
-    three.write_text(render_report(three_model_results(json.loads((out / "results.json").read_text()))))
+    three.write_text(render_report(parse_results(three_model_results(json.loads((out / "results.json").read_text())))))
     assert all(spec in three.read_text() for spec in LONG_SPECS)
     return {"default": out / "report.html", "three models": three}
 

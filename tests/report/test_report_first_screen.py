@@ -9,7 +9,7 @@ import pytest
 from harness.display.plots import NOT_ESTIMABLE, dot_interval_plot, forest_plot, interval_estimable, interval_text
 from harness.report import render_report
 from harness.report.summary import case_anchor, first_screen, margin
-from harness.results import record_from_json
+from harness.results import parse_results, record_from_json
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 BOUNDS = {"rule": "both", "lower": 0.9, "upper": 1.11, "alpha": 0.05, "method": "semantic"}
@@ -122,13 +122,16 @@ def icat_case(model="m1", dimension="age", mode="text-explicit", value=27.8, pas
 
 
 def results(cases, **metadata):
+    """The typed results of a schema-1 document of these cases (no version; unmeasured cases ``check: error``)."""
     failed = sum(not c["passed"] for c in cases)
-    return {
-        "verdict": "fail" if failed else "pass",
-        "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed},
-        "metadata": {"models": {"m1": "fp"}, **metadata},
-        "cases": cases,
-    }
+    return parse_results(
+        {
+            "verdict": "fail" if failed else "pass",
+            "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed},
+            "metadata": {"models": {"m1": "fp"}, **metadata},
+            "cases": cases,
+        }
+    )
 
 
 def first_screen_html(html):
@@ -266,7 +269,7 @@ def test_first_screen_names_every_failed_regressed_and_unmeasured_case_before_th
         and "95% CI 1.500 to 2.700" in top
     )
     assert "mean ICAT 27.8" in top and "<td>ICAT &lt; 60</td>" in top and NOT_ESTIMABLE in top
-    for record in map(lambda c: record_from_json(c, "case"), cases):
+    for record in results(cases).cases:
         assert html.count(f'id="{case_anchor(record)}"') == 1  # every link of the first screen lands once
 
 
@@ -305,18 +308,18 @@ def test_decision_and_quality_floors_are_shown_and_a_floor_below_is_not_a_bias_f
         in first_screen_html(html)
     )
     assert "min_icat 52.3 vs floor 60.0: below floor (quality, not a bias fail)" in html
-    screen = first_screen(
-        [
-            record_from_json(c, "case")
-            for c in [icat_case(mode="speech-explicit", value=70.0, passed=True, floors=floors)]
-        ],
-        {},
-    )
+    screen = first_screen(results([icat_case(mode="speech-explicit", value=70.0, passed=True, floors=floors)]))
     assert screen["lines"] == [] and screen["verdict"] == "pass"
 
 
 def test_results_without_decision_floors_or_cause_render():
-    error = {"check": "error", "id": "old-error", "nodeid": "t::x", "passed": False, "message": "it raised"}
+    error = {
+        "check": "error",
+        "id": "old-error",
+        "nodeid": "t::test_ntvd[old-error]",
+        "passed": False,
+        "message": "it raised",
+    }
     html = render_report(results([ratio_case(), error]))
     assert "it raised" in first_screen_html(html)
 
@@ -325,7 +328,7 @@ def test_hostile_strings_in_comparisons_groups_and_causes_stay_inert():
     error = {
         "check": "error",
         "id": HOSTILE,
-        "nodeid": "t::x",
+        "nodeid": "t::test_icat[x]",
         "passed": False,
         "message": HOSTILE,
         "model": HOSTILE,

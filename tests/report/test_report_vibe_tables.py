@@ -9,7 +9,8 @@ import pandas as pd
 from harness.checks.ntvd.view import table_two
 from harness.report import render_report
 from harness.report.cli import main
-from tests.support.records import case, results, typed
+from harness.results import parse_results
+from tests.support.records import case, results, results_json, typed
 
 
 def test_table_two_has_a_mean_row_and_marks_each_columns_highest_and_lowest():
@@ -28,15 +29,15 @@ def test_table_two_has_a_mean_row_and_marks_each_columns_highest_and_lowest():
 
 
 def test_the_first_screen_names_each_deviation_from_the_papers_protocol():
-    data = results([case()])
+    data = results_json([case()])
     data["metadata"]["vibe"] = {"deviations": ["VIBE extractor smollm2:135m-instruct instead of Qwen3-8B"]}
-    html = render_report(data)
+    html = render_report(parse_results(data))
     assert 'class="deviations"' in html and "VIBE extractor smollm2:135m-instruct instead of Qwen3-8B" in html
     assert 'class="deviations"' not in render_report(results([case()]))
 
 
 def test_the_report_command_adds_table_one_from_a_filled_annotation_file(tmp_path):
-    (tmp_path / "r.json").write_text(json.dumps(results([case()])))
+    (tmp_path / "r.json").write_text(json.dumps(results_json([case()])))
     rows = [
         ("r0", "resp1", "story", "occupation", "nurse", "yes"),
         ("r1", "resp1", "story", "personality", "kind", "no"),

@@ -11,6 +11,7 @@ import pytest
 
 from harness.gate.series import load_series, neighbour_comparisons
 from harness.report.trend import trend_view
+from harness.results import parse_results
 
 from support.series import night_results, write_series
 
@@ -78,9 +79,12 @@ def test_neighbour_comparisons_flag_only_the_injected_regression(nights):
     regressed = [
         (runs[index].label, key) for (index, key), comparison in comparisons.items() if comparison["regressed"]
     ]
-    assert regressed == [("night-20", ("classification", "sim:b-age"))]
+    assert regressed == [("night-20", ("classification", "sim:b", "basis-synthetic", None, "age"))]
     assert all(comparison["status"] == "compared" for comparison in comparisons.values())
-    assert (6, ("classification", "sim:a-age")) not in comparisons  # night 5 was unmeasured: nothing to pair with
+    assert (
+        6,
+        ("classification", "sim:a", "basis-synthetic", None, "age"),
+    ) not in comparisons  # night 5 was unmeasured: nothing to pair with
 
 
 def test_trend_orders_regressed_then_failing_then_changed_and_folds_the_rest(nights):
@@ -107,7 +111,7 @@ def test_trend_orders_regressed_then_failing_then_changed_and_folds_the_rest(nig
 
 
 def test_a_case_never_measured_takes_the_check_its_test_names():
-    runs = [night_results(night, ["m"], ["age"], unmeasured=["m-age"]) for night in range(2)]
+    runs = [parse_results(night_results(night, ["m"], ["age"], unmeasured=["m-age"])) for night in range(2)]
     view = trend_view(["n0", "n1"], runs, {})
     assert [(item["check"], item["id"], item["latest"]) for item in view["shown"]] == [
         ("classification", "m-age", "unmeasured")
@@ -117,7 +121,7 @@ def test_a_case_never_measured_takes_the_check_its_test_names():
 def test_threshold_line_steps_where_the_thresholds_changed():
     runs = [night_results(night, ["m"], ["age"]) for night in range(3)]
     runs[2]["cases"][0]["threshold"]["min_accuracy"] = 70.0
-    view = trend_view(["n0", "n1", "n2"], runs, {})
+    view = trend_view(["n0", "n1", "n2"], [parse_results(run) for run in runs], {})
     (item,) = view["shown"] + [panel for block in view["folded"] for panel in block["panels"]]
     (line,) = item["chart"]["thresholds"]
     heights = [float(point.split(",")[1]) for point in line["points"].split()]
@@ -174,7 +178,7 @@ def test_memo_reuses_neighbour_comparisons_and_drops_stale_ones(nights, tmp_path
         series, "compare_records", lambda *args: calls.append(args) or {"status": "compared", "regressed": False}
     )
     second = neighbour_comparisons(runs, memo=memo)
-    assert len(calls) == len(second) - len(first) == len(runs[-1].results["cases"])
+    assert len(calls) == len(second) - len(first) == len(runs[-1].results.cases)
     (tmp_path / "memo.json").write_text("[")
     with pytest.raises(ValueError, match=r"memo\.json: not a comparison memo"):
         series.read_memo(tmp_path / "memo.json")
@@ -197,15 +201,15 @@ def test_a_series_of_checkpoints_with_changing_specs_follows_the_one_model(tmp_p
     followed = follow_models(runs)
     comparisons = neighbour_comparisons(followed)
     assert sorted(comparisons) == [
-        (1, ("classification", "checkpoint-age")),
-        (1, ("classification", "checkpoint-gender")),
-        (2, ("classification", "checkpoint-age")),
-        (2, ("classification", "checkpoint-gender")),
+        (1, ("classification", "checkpoint", "basis-synthetic", None, "age")),
+        (1, ("classification", "checkpoint", "basis-synthetic", None, "gender")),
+        (2, ("classification", "checkpoint", "basis-synthetic", None, "age")),
+        (2, ("classification", "checkpoint", "basis-synthetic", None, "gender")),
     ]
     assert [key for key, comparison in comparisons.items() if comparison["regressed"]] == [
-        (2, ("classification", "checkpoint-age"))
+        (2, ("classification", "checkpoint", "basis-synthetic", None, "age"))
     ]
-    assert [case["model"] for case in followed[2].results["cases"]] == ["hf:/ckpts/1.4"] * 2
+    assert [case.model for case in followed[2].results.cases] == ["hf:/ckpts/1.4"] * 2
     assert main([*map(str, paths), "--order", "given", "-o", str(tmp_path / "trend.html")]) == 0
     html = (tmp_path / "trend.html").read_text()
     assert 'panel regressed" data-case="classification:checkpoint-age"' in html

@@ -1,6 +1,6 @@
 """nTVD records as results.json holds them, and a results.json of them, for the report tests."""
 
-from harness.results import record_from_json
+from harness.results import parse_results, record_from_json
 
 
 def case(model="sim:biased", task="advisory", dimension="gender", value=40.0, q=0.001, passed=False, **extra):
@@ -51,11 +51,23 @@ def typed(*cases):
     return [record_from_json(data, f"case {index}") for index, data in enumerate(cases)]
 
 
-def results(cases):
+def results_json(cases):
+    """A results.json document of these cases, as the gate writes it."""
     failed = sum(not c["passed"] for c in cases)
     return {
+        "schema_version": 3,
         "verdict": "fail" if failed else "pass",
-        "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed},
+        "summary": {"cases": len(cases), "passed": len(cases) - failed, "failed": failed, "unmeasured": 0},
         "metadata": {"models": {"sim:biased": "fp"}, "model_calls": 0, "cache_hits": 5, "models_loaded": []},
         "cases": cases,
     }
+
+
+def results(cases):
+    """The typed results (:class:`harness.results.RunResults`) of :func:`results_json`."""
+    return parse_results(results_json(cases))
+
+
+def ntvd_record(**changes):
+    """A typed nTVD record (:func:`case` with ``changes``)."""
+    return record_from_json(case(**changes), "case")

@@ -1,0 +1,264 @@
+"""The plugin's configuration: the gate built from pytest's options (:func:`get_gate`, kept in the stash), the
+thresholds file and cache folder it uses, and the run's outputs: where they go, checked before any case, the
+earlier ones set aside, and one run at a time per results.json."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from harness.cache import CacheError, OutputCache
+from harness.core.errors import ModelError
+from harness.core.files import LockHeld, ensure_writable, file_lock, portable_path
+from harness.data import CorpusError
+from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig
+from harness.models.placement import assign_worker_gpus
+from harness.models.progress import attach_terminal, detach_terminal
+from harness.models.residency import largest_parallel_degree
+from harness.thresholds import ThresholdsError
+
+GATE_KEY = pytest.StashKey[Gate]()
+SETUP_ERROR_KEY = pytest.StashKey[pytest.UsageError]()
+IMPORTED_KEY = pytest.StashKey[list]()
+SET_ASIDE_KEY = pytest.StashKey[bool]()
+RUN_LOCK_KEY = pytest.StashKey[contextlib.ExitStack]()
+REFUSED_KEY = pytest.StashKey[str]()
+OUTPUT_OPTIONS = ("--results-json", "--report", "--summary-md")
+# The defaults, in the folder pytest runs in, are checked only when written: a run of other tests never needs them.
+OUTPUT_DEFAULTS = {"--results-json": "results.json", "--report": "report.html"}
+PREVIOUS_SUFFIX = ".previous"
+
+
+def assign_gpus_of_worker(config: pytest.Config) -> None:
+    """An xdist worker claims the GPUs the run's largest model needs (tensor x pipeline parallel), before CUDA starts."""
+    blocks = _read_model_config(Path(config.getoption("--model-config"))) if config.getoption("--model-config") else {}
+    named = [
+        *(config.getoption("--model") or DEFAULT_MODELS),
+        config.getoption("--extractor"),
+        config.getoption("--judge"),
+    ]
+    try:
+        assign_worker_gpus(largest_parallel_degree({spec: blocks.get(spec, {}) for spec in named if spec}))
+    except ValueError as exc:
+        raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
+
+
+def prepare_outputs(config: pytest.Config) -> None:
+    """Before any case runs: the folder of each output named on the command line exists (made when missing)
+    and can be written, else one ``ERROR:`` line and exit 4. An ``--annotation-sample`` file must not exist yet:
+    an annotator may have filled it in."""
+    sample = config.getoption("--annotation-sample")
+    if sample and Path(sample).exists():
+        raise pytest.UsageError(
+            f"lalm-fairness: --annotation-sample {sample}: the file exists and may hold an annotator's work; "
+            "name a new file, or move this one away"
+        )
+    if config.getoption("--annotation-per-task") < 1:
+        raise pytest.UsageError(
+            f"lalm-fairness: --annotation-per-task must be >= 1, got {config.getoption('--annotation-per-task')}"
+        )
+    for option in (*OUTPUT_OPTIONS, "--annotation-sample"):
+        value = config.getoption(option)
+        if value:
+            try:
+                ensure_writable(value)
+            except OSError as exc:
+                raise pytest.UsageError(
+                    f"lalm-fairness: {option} {value}: cannot be written ({type(exc).__name__}: {exc})"
+                ) from exc
+
+
+def set_aside_previous_outputs(config: pytest.Config) -> None:
+    """Once a run is known to be a gate run (its gate tests collected, or a setup error found), move an output
+    that an earlier run left at this run's paths to ``<file>.previous`` (the ``--baseline`` file excepted: it is
+    read, then replaced at the end), so that whatever stops this run, no file there is mistaken for its result.
+    ``--export-cache`` and ``--junitxml`` are among them. A run that runs no test (``--collect-only``) moves nothing."""
+    if config.stash.get(SET_ASIDE_KEY, False) or not runs_tests(config):
+        return
+    config.stash[SET_ASIDE_KEY] = True
+    hold_run_lock(config)
+    baseline = config.getoption("--baseline")
+    baseline_path = Path(baseline).resolve() if baseline else None
+    for value in [
+        *(output_path(config, option) for option in OUTPUT_OPTIONS),
+        config.getoption("--export-cache"),
+        getattr(config.option, "xmlpath", None),
+    ]:
+        if value and Path(value).is_file() and Path(value).resolve() != baseline_path:
+            os.replace(value, f"{value}{PREVIOUS_SUFFIX}")
+
+
+def hold_run_lock(config: pytest.Config) -> None:
+    """One gate run at a time per results.json: the run holds ``<results.json>.lock`` (holding its pid) until it
+    ends. A second run on the same path stops before its first case, moving and writing nothing, with one
+    ``ERROR:`` line naming the holder (exit 4); two runs no longer overwrite each other's results silently."""
+    results = output_path(config, "--results-json") or output_path(config, "--report")
+    if not results:
+        return
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(file_lock(f"{results}.lock", wait=False))
+    except LockHeld as held:
+        config.stash[REFUSED_KEY] = (
+            f"lalm-fairness: another gate run ({held.holder}) is writing {results}: wait for it to end, "
+            "or give this run its own --results-json and --report"
+        )
+        raise pytest.UsageError(config.stash[REFUSED_KEY]) from None
+    config.stash[RUN_LOCK_KEY] = stack
+    config.add_cleanup(stack.close)
+
+
+def runs_tests(config: pytest.Config) -> bool:
+    """False for ``--collect-only``, ``--setup-only``, ``--setup-plan`` and ``--plan``: runs that run no test by design."""
+    return not (
+        config.option.collectonly or config.option.setuponly or config.option.setupplan or config.getoption("--plan")
+    )
+
+
+def interrupt_on_sigterm(config: pytest.Config) -> None:
+    """SIGTERM (a CI job cancelled, ``timeout``, ``kill``) stops the run as Ctrl-C does, so that the session
+    ends and writes its INCOMPLETE outputs; a handler someone else installed is left alone."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    signal.signal(signal.SIGTERM, interrupt)
+    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+
+
+def attach_progress_terminal(config: pytest.Config) -> None:
+    """Progress bars of generation on this terminal, drawn with pytest's capture suspended; only in the
+    process that owns the terminal (never an xdist worker) and only when stderr is a terminal."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if sys.stderr.isatty() and capture is not None:
+        attach_terminal(sys.stderr, capture.global_and_fixture_disabled)
+        config.add_cleanup(detach_terminal)
+
+
+def import_caches(config: pytest.Config) -> None:
+    """Load --import-cache files once, in the controlling process, before any worker starts."""
+    files = config.getoption("--import-cache") or []
+    if not files:
+        return
+    cache = OutputCache(cache_dir(config))
+    try:
+        config.stash[IMPORTED_KEY] = [
+            {"file": portable_path(path), "entries": sum(counts.values()), "per_model": counts}
+            for path, counts in ((path, cache.import_counts(path)) for path in files)
+        ]
+    except CacheError as exc:
+        set_aside_previous_outputs(config)
+        raise pytest.UsageError(f"lalm-fairness: {exc}") from exc
+    finally:
+        cache.close()
+
+
+def thresholds_path(config: pytest.Config) -> str | None:
+    """``--thresholds``, else ``thresholds.yaml`` in pytest's rootdir when there is one, else None (built-in defaults)."""
+    chosen = config.getoption("--thresholds")
+    if chosen is None and (Path(config.rootpath) / "thresholds.yaml").is_file():
+        chosen = str(Path(config.rootpath) / "thresholds.yaml")
+    return chosen
+
+
+def unused_parent_thresholds(config: pytest.Config) -> Path | None:
+    """A thresholds.yaml in a folder above the rootdir (up to the repository's top, the first folder holding
+    ``.git``): run from a subfolder of a project without a pytest ini file, it would silently not apply."""
+    for folder in Path(config.rootpath).resolve().parents:
+        if (folder / "thresholds.yaml").is_file():
+            return folder / "thresholds.yaml"
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def cache_dir(config: pytest.Config) -> str:
+    return config.getoption("--cache-dir") or str(Path(config.rootpath) / DEFAULT_CACHE_DIR)
+
+
+def output_path(config: pytest.Config, option: str) -> str | None:
+    """Where an output goes: the path given (relative to the working folder), else its default name in the
+    rootdir, as the thresholds file and the cache are; ``''`` writes none."""
+    value = config.getoption(option)
+    if value is None and option in OUTPUT_DEFAULTS:
+        return str(Path(config.rootpath) / OUTPUT_DEFAULTS[option])
+    return value or None
+
+
+def gate_config(config: pytest.Config) -> GateConfig:
+    thresholds = thresholds_path(config)
+    corpora: dict[str, str | None] = {}
+    for entry in config.getoption("--corpus") or ["demo"]:
+        name, sep, path = entry.partition("=")
+        if not name or (sep and not path):
+            raise pytest.UsageError(f"--corpus {entry!r}: expected NAME or NAME=PATH")
+        corpora[name] = path or None
+    model_options: dict[str, Any] = {}
+    model_config = config.getoption("--model-config")
+    if model_config:
+        model_options = _read_model_config(Path(model_config))
+    judge = config.getoption("--judge")
+    if judge is None and not config.getoption("--model"):
+        judge = DEFAULT_JUDGE
+    return GateConfig(
+        models=tuple(dict.fromkeys(config.getoption("--model") or DEFAULT_MODELS)),
+        corpora=corpora,
+        thresholds_path=thresholds,
+        cache_dir=cache_dir(config),
+        offline=config.getoption("--offline") or bool(config.getoption("--plan")),
+        baseline_path=config.getoption("--baseline"),
+        baseline_model=config.getoption("--baseline-model"),
+        extractor=config.getoption("--extractor"),
+        embedder=config.getoption("--embedder"),
+        judge=judge,
+        basis_judge=config.getoption("--basis-judge"),
+        permutations=config.getoption("--permutations"),
+        seed=config.getoption("--fairness-seed"),
+        prompts_dir=config.getoption("--prompts"),
+        model_options=model_options,
+        model_options_source=f"--model-config {model_config}" if model_config else None,
+        basis_suite=config.getoption("--basis-suite"),
+    )
+
+
+def _read_model_config(path: Path) -> dict[str, Any]:
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise pytest.UsageError(f"--model-config {path}: cannot be read ({exc})") from exc
+    models = raw.get("models") if isinstance(raw, dict) else None
+    if not isinstance(models, dict) or not all(isinstance(block, dict) for block in models.values()):
+        raise pytest.UsageError(f"--model-config {path}: expected a 'models' mapping of spec -> option block")
+    return models
+
+
+def get_gate(config: pytest.Config) -> Gate:
+    """The session's gate, built once; a configuration it refuses is a :class:`pytest.UsageError` (kept, and
+    raised again on every later call)."""
+    if SETUP_ERROR_KEY in config.stash:
+        raise config.stash[SETUP_ERROR_KEY]
+    if GATE_KEY not in config.stash:
+        try:
+            gate = Gate(gate_config(config))
+            gate.open_cache()
+            config.stash[GATE_KEY] = gate
+        except pytest.UsageError as exc:
+            config.stash[SETUP_ERROR_KEY] = exc
+            raise
+        except (CorpusError, ThresholdsError, ModelError, ValueError) as exc:
+            config.stash[SETUP_ERROR_KEY] = pytest.UsageError(f"lalm-fairness: {' '.join(str(exc).split())}")
+            raise config.stash[SETUP_ERROR_KEY] from exc
+    return config.stash[GATE_KEY]
