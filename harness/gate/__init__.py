@@ -142,15 +142,7 @@ class Gate:
         if deaf is not None:
             raise CaseNotMeasured(deaf)
         verdict = check.verdict(self.context, case, self.family(case.check))
-        record = dataclasses.replace(verdict.record, paired_data=check.paired_data(self.context, case))
-        untestable = record.decision.untestable if record.decision else ()
-        if untestable:
-            reasons = sorted({c.reason for c in record.decision.contrasts if c.label in untestable and c.reason})
-            raise CaseNotMeasured(
-                f"{case.id}: {', '.join(untestable)} beyond the threshold but untestable "
-                f"({reasons[0] if reasons else 'no p-value'}): unmeasured, add speakers or items",
-                record,
-            )
+        record = verdict.record
         if self.baseline is None:
             return Verdict(verdict.passed, verdict.message, record)
         baseline_record = self.baseline.records.get(baseline_key(record))
