@@ -100,8 +100,21 @@ def test_the_figures_reach_the_run_metadata_merged_over_processes(gate):
     assert RunMetadata.from_json(merged.to_json(), "results.json").audio_dependence == merged.audio_dependence
 
 
+def test_the_shipped_outputs_hold_the_demo_models_probe_which_is_measured_without_loading_it(tmp_path):
+    gate = Gate(GateConfig(cache_dir=str(tmp_path), offline=True, progress=False))
+    floor = audio_floor(gate.context, DEMO_MODEL, may_load=False, tasks=gate.context.tasks)
+    assert floor.unmeasured is None and floor.blind_reason is None
+    assert floor.dependence.requests == 24 * len(gate.context.tasks) and floor.dependence.share < 0.9
+    assert not gate.context.model(DEMO_MODEL).loaded
+
+
 def test_shipped_outputs_without_probe_answers_leave_the_probe_unmeasured_and_load_nothing(tmp_path):
-    gate = Gate(GateConfig(cache_dir=str(tmp_path), tasks=TASKS, offline=True, progress=False))
+    """A probe larger than the shipped one (30 requests per task) finds answers missing: unmeasured, no load."""
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text("counterfactual:\n  defaults:\n    probe_requests_per_task: 30\n")
+    config = GateConfig(cache_dir=str(tmp_path / "cache"), tasks=TASKS, offline=True, progress=False,
+                        thresholds_path=str(thresholds))  # fmt: skip
+    gate = Gate(config)
     case = next(case for case in gate.cases("ntvd") if case.model == DEMO_MODEL)
     assert audio_floor_reason(gate.context, case, may_load=False) is None
     floor = audio_floor(gate.context, DEMO_MODEL, may_load=False)

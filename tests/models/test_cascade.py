@@ -183,8 +183,9 @@ def test_output_keeps_the_transcript_apart_from_the_fields():
 @pytest.mark.parametrize("model", [DEMO_MODEL, VOICE_BLIND_MODEL], ids=["voice-aware", "voice-blind"])
 def test_shipped_export_matches_the_current_fingerprint_and_provenance(model):
     """Both shipped exports (the default and the voice-blind release) are of the cascades as they are built now:
-    one ASR entry per recording, one voice entry per recording for the cascade that has the stage, and an
-    answer of the cascade itself for every recording of every task."""
+    one ASR entry per recording, one voice entry per recording for the cascade that has the stage (and one per
+    silence the audio-dependence probe asks with, whose empty transcript the cache does not store), and an answer of
+    the cascade itself for every recording of every task."""
     export = BUNDLED_EXPORTS[model][0]
     provenance = json.loads((export.parent / "provenance.json").read_text())
     fingerprint = build_backend(model).fingerprint()
@@ -198,7 +199,7 @@ def test_shipped_export_matches_the_current_fingerprint_and_provenance(model):
     assert len(asr) >= provenance["corpus"]["utterances"]
     voice = by_fingerprint.get(build_backend(DEMO_VOICE).fingerprint(), [])
     if build_backend(model).voice_spec:
-        assert len(voice) == len(asr)
+        assert len(voice) >= len(asr)
         assert all(entry["text"].startswith("The ") for entry in voice)
     else:
         assert voice == []
