@@ -136,7 +136,7 @@ def test_run_with_an_imported_cache_reports_its_outputs_per_model(pytester):
         f"({stored + per_task} of them imported entries" in (project.path / "report.html").read_text()
     )
     stats = subprocess.run(
-        [sys.executable, "-m", "harness.cache", "stats", "--cache-dir", "second", "--results", "results.json"],
+        [sys.executable, "-m", "harness.cache_cli", "stats", "--cache-dir", "second", "--results", "results.json"],
         cwd=project.path,
         capture_output=True,
         text=True,
@@ -149,7 +149,16 @@ def test_run_with_an_imported_cache_reports_its_outputs_per_model(pytester):
         f"imported entries), {stored} imported by the run" in stats.stdout
     )
     refused = subprocess.run(
-        [sys.executable, "-m", "harness.cache", "stats", "--cache-dir", "second", "--results", "first.json.missing"],
+        [
+            sys.executable,
+            "-m",
+            "harness.cache_cli",
+            "stats",
+            "--cache-dir",
+            "second",
+            "--results",
+            "first.json.missing",
+        ],
         cwd=project.path,
         capture_output=True,
         text=True,

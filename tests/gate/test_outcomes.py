@@ -359,7 +359,7 @@ def test_a_cache_folder_that_is_a_file_is_refused_by_name_before_any_case(gate_p
 
 
 def test_the_cache_command_names_a_damaged_database_and_a_folder_that_is_a_file(tmp_path, capsys):
-    from harness.cache import main
+    from harness.cache_cli import main
 
     damaged_database(tmp_path / "cache", "garbage")
     assert main(["stats", "--cache-dir", str(tmp_path / "cache")]) == 0
