@@ -30,6 +30,9 @@ PLAN_COLUMNS = (
     "key", "namespace", "spec", "fingerprint", "options", "decoding", "prompt", "system", "answer_form",
     "audio_sha256", "audio_path", "label",
 )  # fmt: skip
+OPTIONAL_PLAN_COLUMNS = ("audio_recipe",)
+"""Columns a plan written before them lacks (read as None): ``audio_recipe``, the recipe that identifies derived
+audio (:attr:`harness.core.requests.Audio.recipe`, a counterfactual arm), whose hash is not its samples'."""
 AUDIO_FOLDER_SUFFIX = ".audio"
 
 
@@ -57,6 +60,7 @@ class PlannedRequest:
     audio_sha256: str | None
     audio_path: str | None
     label: str
+    audio_recipe: str | None = None
 
     def request(self) -> GenerationRequest:
         """The request this row asks (its audio read back from ``audio_path``)."""
@@ -65,7 +69,7 @@ class PlannedRequest:
             import soundfile
 
             samples, rate = soundfile.read(self.audio_path, dtype="float32")
-            audio = Audio(samples, rate)
+            audio = Audio(samples, rate, recipe=self.audio_recipe)
             if audio.content_hash != self.audio_sha256:
                 raise PlanError(f"{self.audio_path}: its samples do not hash to the plan's {self.audio_sha256}")
         return GenerationRequest(self.prompt, audio, self.system, form_from_json(self.answer_form))
@@ -150,6 +154,7 @@ class Planner:
                 audio_sha256=None if request.audio is None else request.audio.content_hash,
                 audio_path=audio_path,
                 label=label,
+                audio_recipe=None if request.audio is None else request.audio.recipe,
             )
 
     def _audio_file(self, audio: Audio) -> Path:
@@ -186,7 +191,7 @@ def _pyarrow() -> Any:
 
 def write_plan(path: str | Path, rows: Sequence[PlannedRequest]) -> None:
     pa = _pyarrow()
-    columns = {name: [getattr(row, name) for row in rows] for name in PLAN_COLUMNS}
+    columns = {name: [getattr(row, name) for row in rows] for name in (*PLAN_COLUMNS, *OPTIONAL_PLAN_COLUMNS)}
     table = pa.table({name: pa.array(values, type=pa.string()) for name, values in columns.items()})
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -205,7 +210,8 @@ def read_plan(path: str | Path) -> list[PlannedRequest]:
     missing = [name for name in PLAN_COLUMNS if name not in table.column_names]
     if missing:
         raise PlanError(f"{path}: not a lalm-fairness plan, it lacks the column(s) {missing}")
-    rows = [PlannedRequest(**{name: row[name] for name in PLAN_COLUMNS}) for row in table.to_pylist()]
+    names = [*PLAN_COLUMNS, *(name for name in OPTIONAL_PLAN_COLUMNS if name in table.column_names)]
+    rows = [PlannedRequest(**{name: row[name] for name in names}) for row in table.to_pylist()]
     for index, row in enumerate(rows):
         if not row.key or not row.fingerprint or not row.spec:
             raise PlanError(f"{path}, row {index}: key, spec and fingerprint must be set")

@@ -27,7 +27,7 @@ from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams
 from harness.generation import NAMESPACE, CachedModel
 from harness.models.residency import parallel_degree
-from harness.plan import PLAN_COLUMNS, FillCounts, PlanError, PlannedRequest, model_groups
+from harness.plan import OPTIONAL_PLAN_COLUMNS, PLAN_COLUMNS, FillCounts, PlanError, PlannedRequest, model_groups
 
 INSTALL_HINT = "pip install 'lalm-fairness[ray]'"
 BATCH_SIZE = 16
@@ -49,7 +49,8 @@ def _row(record: Mapping[str, Any]) -> PlannedRequest:
         item = record[name]
         return None if item is None or (isinstance(item, float) and math.isnan(item)) else item
 
-    return PlannedRequest(**{name: value(name) for name in PLAN_COLUMNS})
+    names = [*PLAN_COLUMNS, *(name for name in OPTIONAL_PLAN_COLUMNS if name in record)]
+    return PlannedRequest(**{name: value(name) for name in names})
 
 
 class PlanWorker:

@@ -124,6 +124,13 @@ def _add_gate_options(group: pytest.OptionGroup) -> None:
         "a model spec, text only and cached, asked the paper's questions (Appendix B.3; the paper: gpt-5.4-mini)",
     )
     group.addoption(
+        "--perceiver",
+        default="voice:praat",
+        metavar="SPEC",
+        help="who labels the perceived group of each counterfactual clip: voice:praat (Praat's pitch classes, no "
+        "model; the default) or a model spec, asked whether the voice sounds male or female, its answers cached",
+    )
+    group.addoption(
         "--judge",
         default=None,
         metavar="SPEC",

@@ -30,6 +30,7 @@ CHECKS = Registry(
         "personalization": "harness.checks.personalization",
         "classification": "harness.checks.classification",
         "robustness": "harness.checks.robustness",
+        "counterfactual": "harness.checks.counterfactual",
     },
 )
 """Check name -> its folder (a package), in report order (built-ins first, then entry points)."""

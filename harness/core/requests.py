@@ -16,10 +16,18 @@ SAMPLE_RATE = 16_000
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Audio:
-    """Mono float32 audio at :data:`SAMPLE_RATE`, identified by a hash of its samples (not its path)."""
+    """Mono float32 audio at :data:`SAMPLE_RATE`, identified by a hash of its samples (not its path), or, for audio
+    derived from a recording by a deterministic recipe, by that ``recipe``.
+
+    ``recipe`` names how the audio was made (:meth:`harness.data.voice_transforms.VoiceTransform.apply`: the source
+    recording's content hash, the transform, its version and settings, and the resynthesiser's version). Such audio
+    is identified by its recipe, not its samples: Praat's resynthesis differs in the last bits between CPUs, so a
+    sample hash would make an output made on one machine unfindable on another, while the recipe names the same
+    counterfactual recording everywhere, as a recording's own hash does."""
 
     samples: np.ndarray
     sample_rate: int = SAMPLE_RATE
+    recipe: str | None = None
 
     @property
     def content_hash(self) -> str:
@@ -27,7 +35,10 @@ class Audio:
         if cached is None:
             digest = hashlib.sha256()
             digest.update(str(self.sample_rate).encode())
-            digest.update(np.ascontiguousarray(self.samples, dtype="<f4").tobytes())
+            if self.recipe is not None:
+                digest.update(b"recipe:" + self.recipe.encode())
+            else:
+                digest.update(np.ascontiguousarray(self.samples, dtype="<f4").tobytes())
             cached = digest.hexdigest()
             object.__setattr__(self, "_content_hash", cached)
         return cached

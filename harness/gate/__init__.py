@@ -53,8 +53,7 @@ __all__ = [
     "VOICE_BLIND_OUTPUTS_DIR",
 ]
 from harness.checks.counterfactual.floor import audio_floor_reason, probed_floors
-from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA
-from harness.checks.counterfactual.settings import SECTION as COUNTERFACTUAL_SECTION
+from harness.checks.counterfactual.perceived import DEFAULT_PERCEIVER
 from harness.gate.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION, VibeProtocol
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
@@ -77,7 +76,7 @@ class Gate:
         checks = all_checks()
         self.thresholds.validate(
             {check.name: check.gate_schema() for check in checks}
-            | {GATE_SECTION: GATE_SCHEMA, VIBE_SECTION: VIBE_SCHEMA, COUNTERFACTUAL_SECTION: COUNTERFACTUAL_SCHEMA},
+            | {GATE_SECTION: GATE_SCHEMA, VIBE_SECTION: VIBE_SCHEMA},
             {check.name: check.variants(self.context) for check in checks},
             {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions}
             | set(self.context.basis.dimensions()),
@@ -130,8 +129,9 @@ class Gate:
         return self._families[check]
 
     def probe_tasks(self) -> tuple[str, ...]:
-        """The VIBE tasks the audio-dependence probe asks: those of the selected nTVD cases, in the run's order."""
-        selected = {case.variant for case in self.family("ntvd")}
+        """The VIBE tasks the audio-dependence probe asks: those of the selected nTVD and counterfactual cases, in
+        the run's order."""
+        selected = {case.variant for check in ("ntvd", "counterfactual") for case in self.family(check)}
         return tuple(task for task in self.context.tasks if task in selected)
 
     def verdict(self, case: Case) -> Verdict:
@@ -374,7 +374,11 @@ def validate_models(config: GateConfig) -> None:
     (:meth:`~harness.models.base.Backend.unavailable`), stops the run before any case, naming the spec and the
     ``--model-config`` file."""
     for spec in dict.fromkeys(
-        [*config.models, *(spec for spec in (config.judge, config.extractor) if spec and spec != RULES)]
+        [
+            *config.models,
+            *(spec for spec in (config.judge, config.extractor) if spec and spec != RULES),
+            *([] if config.perceiver == DEFAULT_PERCEIVER else [config.perceiver]),
+        ]
     ):
         try:
             options, _, _ = model_settings(config, spec)

@@ -53,6 +53,8 @@ class GateConfig:
     embedder: str = "auto"
     judge: str | None = None
     basis_judge: str = "rules"
+    perceiver: str = "voice:praat"
+    """Who labels a counterfactual clip's perceived group (``--perceiver``): ``voice:praat`` or a model spec."""
     basis_suite: str | None = None
     bundled_exports: Mapping[str, Sequence[str | Path]] = dataclasses.field(
         default_factory=lambda: dict(BUNDLED_EXPORTS)

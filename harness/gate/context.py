@@ -74,6 +74,7 @@ class RunContext:
         self.permutations: int = config.permutations
         self.judge: str | None = config.judge
         self.basis_judge: str | None = None if config.basis_judge == "rules" else config.basis_judge
+        self.perceiver: str = config.perceiver
         self.prompts_dir: Path | None = Path(config.prompts_dir) if config.prompts_dir else None
         self.bundled_outputs: list[dict[str, Any]] = []
         self._models: dict[str, CachedModel] = {}

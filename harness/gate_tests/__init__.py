@@ -2,7 +2,7 @@
 
 Every check of :data:`harness.checks.CHECKS` gets one function ``test_<name>(<name>_case, assess)`` that
 asserts its case's verdict (``assess``, :mod:`harness.plugin`). A check names the module that collects it by
-its ``gate_module`` (``vibe``, ``wer``, ``basis``; any other value, such as a plugin check's default
+its ``gate_module`` (``vibe``, ``wer``, ``basis``, ``counterfactual``; any other value, such as a plugin check's default
 ``extensions``, is collected by ``test_extensions``), so a new check is collected without naming it anywhere.
 
 In a model team's own repository, after ``pip install lalm-fairness``: ``pytest --pyargs harness.gate_tests``
@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-SHIPPED_MODULES = ("vibe", "wer", "basis")
+SHIPPED_MODULES = ("vibe", "wer", "basis", "counterfactual")
 EXTENSIONS = "extensions"
 
 

@@ -44,6 +44,7 @@ def assign_gpus_of_worker(config: pytest.Config) -> None:
         *(config.getoption("--model") or DEFAULT_MODELS),
         config.getoption("--extractor"),
         config.getoption("--judge"),
+        None if config.getoption("--perceiver") == "voice:praat" else config.getoption("--perceiver"),
     ]
     try:
         assign_worker_gpus(largest_parallel_degree({spec: blocks.get(spec, {}) for spec in named if spec}))
@@ -225,6 +226,7 @@ def gate_config(config: pytest.Config) -> GateConfig:
         embedder=config.getoption("--embedder"),
         judge=judge,
         basis_judge=config.getoption("--basis-judge"),
+        perceiver=config.getoption("--perceiver"),
         permutations=config.getoption("--permutations"),
         seed=config.getoption("--fairness-seed"),
         prompts_dir=config.getoption("--prompts"),

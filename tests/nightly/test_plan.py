@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.generate import main as generate_main
-from harness.plan import PLAN_COLUMNS, parse_shard, read_plan, shard
+from harness.plan import OPTIONAL_PLAN_COLUMNS, PLAN_COLUMNS, parse_shard, read_plan, shard
 
 from support import engine as es
 
@@ -83,7 +83,7 @@ def test_a_plan_row_holds_what_a_worker_needs(fair_plan):
     import pyarrow.parquet as pq
 
     table = pq.read_table(fair_plan)
-    assert tuple(table.column_names) == PLAN_COLUMNS
+    assert tuple(table.column_names) == (*PLAN_COLUMNS, *OPTIONAL_PLAN_COLUMNS)
     rows = read_plan(fair_plan)
     with_audio = next(row for row in rows if row.audio_path)
     assert Path(with_audio.audio_path).is_file() and with_audio.request().audio.content_hash == with_audio.audio_sha256

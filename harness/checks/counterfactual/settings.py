@@ -41,7 +41,7 @@ COUNTERFACTUAL_SCHEMA = ThresholdSchema(
         "max_stereotype_shift": ThresholdKey((int, float), 20.0, between(0, 100)),
         "max_wer_difference": ThresholdKey((int, float), 10.0, between(0, 100)),
         "tau": ThresholdKey((int,), 10, at_least(1)),
-        "n_permutations": ThresholdKey((int,), 1000, at_least(99)),
+        "n_permutations": ThresholdKey((int,), 10_000, at_least(99)),
         "probe_requests_per_task": ThresholdKey((int,), 24, at_least(1)),
         "audio_blind_share": ThresholdKey((int, float), 0.9, in_half_open_unit_interval),
     }

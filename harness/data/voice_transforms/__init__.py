@@ -83,15 +83,32 @@ class VoiceTransform(abc.ABC):
 
     def apply(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
         """The arm's audio, its source recorded for :func:`source_recording`."""
-        arm = self.resynthesise(audio, source_group, settings)
+        made = self.resynthesise(audio, source_group, settings)
+        recipe = f"{audio.content_hash}|{source_group}|{self.fingerprint(settings)}"
+        arm = Audio(made.samples, made.sample_rate, recipe=recipe)
         _remember_source(arm, audio)
         return arm
 
     def fingerprint(self, settings: ChangeGenderSettings) -> str:
-        """Identifies the transform's output for the output cache: name, version and settings."""
+        """Identifies the transform's output for the output cache (the arm's :attr:`Audio.recipe`): name, version,
+        settings and the resynthesiser's version (praat-parselmouth)."""
         return f"{self.name}:" + stable_hash(
-            {"name": self.name, "version": self.version, "settings": dataclasses.asdict(settings)}
+            {
+                "name": self.name,
+                "version": self.version,
+                "settings": dataclasses.asdict(settings),
+                "resynthesiser": _resynthesiser_version(),
+            }
         )
+
+
+def _resynthesiser_version() -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("praat-parselmouth")
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 _SOURCES: dict[str, str] = {}

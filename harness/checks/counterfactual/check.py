@@ -1,0 +1,342 @@
+"""Counterfactual voice tests (issue 39): does changing only the voice change the answer?
+
+One case per model x source x variant on the transform's dimension (``gender`` for ``gender_swap``):
+
+* a VIBE task on a corpus of the run (variant = the task): every recording answered in its ``identity`` arm
+  (resynthesised unchanged, the control) and its ``swap`` arm (moved to the other group's voice); the effect is the
+  nTVD between the arms' attribute distributions (VIBE §II-D eq. 2-5 with the arm as the group), per swap
+  direction, averaged (:func:`harness.metrics.counterfactual.arm_ntvd`), with the per-attribute flip rates and the
+  values whose share moved most;
+* ``asr`` on a corpus: the paired per-recording WER difference swap - identity, per direction
+  (:func:`~harness.metrics.counterfactual.paired_wer_difference`; points);
+* ``stereotype`` on each BASIS stereotype set of the dimension (speech-implicit mode, BASIS-Bench §3.4, every option
+  order): the change in the share of answers choosing the stereotype, per direction, with the flip rate
+  (:func:`~harness.metrics.counterfactual.choice_flips`; points).
+
+Before any measure, the perceiver labels every swapped clip (:mod:`.perceived`: ``voice:praat`` by default,
+``--perceiver SPEC`` for any backend); clips not perceived as the target group are left out and counted, and a
+direction in which fewer than ``min_perceived_share`` are perceived so makes the case unmeasured. Each effect is
+tested by the paired permutation test that swaps the arm labels of all of a speaker's recordings together
+(speakers are the units; p = (1 + #)/(B + 1), B = ``n_permutations``). The ``original`` recording's answers are
+compared with the identity arm's by the same measure, the artifact measure: what the resynthesis alone does,
+reported and never a fail (the identity arm is the swap's control, so an artifact cancels in the voice effect).
+
+A case fails (thresholds.yaml ``counterfactual``) when its effect exceeds its bar (``max_ntvd``,
+``max_wer_difference``, ``max_stereotype_shift``) and is significant under the gate's decision rule (rule
+``both``), or whenever significant (rule ``significance``, the VIBE preset's). A design whose paired test cannot
+reach the corrected alpha (too few speakers: p >= 2 / 2^speakers) cannot fail, so a case whose effect is beyond
+its bar there is unmeasured, not passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from harness.checks.base import Case, Check, CheckContext, Measurement
+from harness.checks.counterfactual.arms import IDENTITY, SWAP
+from harness.checks.counterfactual.perceived import PerceivedFilter, perceived_filter, require_perceived_swap
+from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA
+from harness.checks.counterfactual.tables import (
+    ORIGINAL,
+    choice_table,
+    perceived_clips,
+    settings_for,
+    transform_dimension,
+    vibe_table,
+    wer_table,
+)
+from harness.core.errors import CaseNotMeasured
+from harness.core.values import derived_seed, finite_or_none
+from harness.metrics.counterfactual import (
+    arm_ntvd,
+    choice_flips,
+    flip_rates,
+    largest_shifts,
+    paired_wer_difference,
+    smallest_p_value,
+)
+from harness.records import Contrast
+from harness.tasks import TASKS
+
+ASR, STEREOTYPE = "asr", "stereotype"
+KINDS = {ASR: "wer", STEREOTYPE: "stereotype"}
+"""Variant -> the kind of measure; every other variant is a VIBE task (kind ``vibe``)."""
+
+
+class CounterfactualCheck(Check):
+    name = "counterfactual"
+    gate_module = "counterfactual"
+    schema = COUNTERFACTUAL_SCHEMA
+
+    def variants(self, context: CheckContext) -> list[str]:
+        return [*sorted(TASKS), ASR, STEREOTYPE]
+
+    def cases(self, context: CheckContext) -> list[Case]:
+        dimension = transform_dimension(context)
+        show_corpus = len(context.corpora) > 1
+        cases = []
+        for model in context.models:
+            for corpus_name, corpus in context.corpora.items():
+                if dimension not in corpus.dimensions:
+                    continue
+                for variant in (*context.tasks, ASR):
+                    parts = [model, corpus_name, variant] if show_corpus else [model, variant]
+                    cases.append(self._case(model, corpus_name, dimension, variant, parts))
+            for item_set in context.basis.of_kind("stereotype", dimension):
+                parts = [model, item_set.name]
+                cases.append(self._case(model, item_set.name, dimension, STEREOTYPE, parts))
+        return cases
+
+    def _case(self, model: str, source: str, dimension: str, variant: str, parts: list[str]) -> Case:
+        return Case(
+            check=self.name,
+            model=model,
+            corpus=source,
+            dimension=dimension,
+            variant=variant,
+            id="-".join([*parts, dimension, "counterfactual"]),
+        )
+
+    def no_cases_reason(self, context: CheckContext) -> str:
+        dimension = transform_dimension(context)
+        return (
+            f"no counterfactual case: no corpus of the run and no BASIS stereotype set has the {dimension!r} dimension "
+            "the voice transform swaps"
+        )
+
+    def threshold_values(self, context, case: Case) -> dict[str, Any]:
+        return settings_for(context, case.dimension)
+
+    def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
+        settings = self.threshold_values(context, case)
+        perceived = perceived_filter(perceived_clips(context, case.corpus, case.dimension))
+        require_perceived_swap(perceived, float(settings["min_perceived_share"]), case.id, context.perceiver)
+        seed = derived_seed(context.seed, self.name, case.id)
+        kind = KINDS.get(case.variant, "vibe")
+        if kind == "vibe":
+            table = vibe_table(context, case.model, case.corpus, case.variant, case.dimension)
+        elif kind == "wer":
+            table = wer_table(context, case.model, case.corpus, case.dimension)
+        else:
+            table = choice_table(context, case.model, case.corpus, case.dimension)
+        kept = table[table["recording"].map(lambda key: key.split("|")[0]).isin(perceived.kept)]
+        if kept.empty:
+            raise CaseNotMeasured(f"{case.id}: no recording whose swap was perceived as the target has an answer")
+        speakers = int(kept["speaker"].nunique())
+        measure = {"vibe": self._vibe, "wer": self._wer, "stereotype": self._stereotype}[kind]
+        contrasts, payload, findings = measure(kept, settings, seed)
+        contrasts = self._testable(context, case, contrasts, speakers)
+        payload |= {
+            "kind": kind,
+            "transform": str(settings["transform"]),
+            "perceiver": context.perceiver,
+            "perceived": perceived_rows(perceived),
+            "excluded": dict(perceived.excluded),
+            "n_speakers": speakers,
+            "n_permutations": int(settings["n_permutations"]),
+            "seed": seed,
+        }
+        bar_key = {"vibe": "max_ntvd", "wer": "max_wer_difference", "stereotype": "max_stereotype_shift"}[kind]
+        bar = float(settings[bar_key])
+        rule = str(settings["rule"])
+        return Measurement(
+            value=payload["effect"],
+            contrasts=contrasts,
+            statistic=STATISTICS[kind],
+            rule=rule,
+            threshold={bar_key: bar, "rule": rule, "min_perceived_share": float(settings["min_perceived_share"])},
+            criterion=f"{'significant' if rule == 'significance' else f'effect > {bar:g} and significant'}",
+            findings=f"{findings}; perceived as the target: {perceived_words(perceived)}",
+            payload=payload,
+        )
+
+    def _testable(self, context: CheckContext, case: Case, contrasts: list[Contrast], speakers: int) -> list[Contrast]:
+        """The contrasts, with no p-value where the paired test cannot reach the corrected alpha with this many
+        speakers (its smallest p, 2 / 2^speakers, is not significant under the gate's rule)."""
+        floor = smallest_p_value(speakers)
+        reachable = context.decision_rule(case.model).decide([floor] * len(contrasts), [True] * len(contrasts))
+        if reachable.failed:
+            return contrasts
+        reason = (
+            f"with {speakers} speakers the paired test's smallest p is {floor:.3g}, which cannot be significant "
+            f"under the gate's rule ({reachable.correction})"
+        )
+        return [Contrast(c.label, c.estimate, c.ci_low, c.ci_high, None, c.relevant, reason) for c in contrasts]
+
+    def _vibe(self, table: pd.DataFrame, settings: dict[str, Any], seed: int):
+        common = {"tau": int(settings["tau"]), "n_permutations": int(settings["n_permutations"]), "seed": seed}
+        try:
+            effect = arm_ntvd(table, (IDENTITY, SWAP), **common)
+        except ValueError as exc:
+            raise CaseNotMeasured(f"the arms cannot be compared: {exc}") from exc
+        artifact = _optional(lambda: arm_ntvd(table, (ORIGINAL, IDENTITY), **common))
+        flips = flip_rates(table, (IDENTITY, SWAP))
+        artifact_flips = _optional(lambda: flip_rates(table, (ORIGINAL, IDENTITY)))
+        contrast = Contrast(
+            "nTVD identity vs swap", effect.score, None, None, effect.test.p_value, effect.score > settings["max_ntvd"]
+        )
+        payload = {
+            "effect": finite_or_none(effect.score),
+            "p": finite_or_none(effect.test.p_value),
+            "per_direction": _finite_map(effect.per_direction),
+            "per_attribute": {d: _finite_map(v) for d, v in effect.per_attribute.items()},
+            "recordings": effect.recordings,
+            "unpaired_recordings": effect.unpaired_recordings,
+            "flip_rates": flip_rows(flips),
+            "shifts": largest_shifts(effect.distributions).to_dict("records"),
+            "distributions": distribution_rows(effect.distributions),
+            "artifact": None
+            if artifact is None
+            else {
+                "measure": "nTVD original vs identity",
+                "value": finite_or_none(artifact.score),
+                "p": finite_or_none(artifact.test.p_value),
+                "flip_rates": [] if artifact_flips is None else flip_rows(artifact_flips),
+            },
+        }
+        findings = (
+            f"nTVD identity vs swap = {effect.score:.2f} (p = {effect.test.p_value:.4g}; "
+            + ", ".join(f"{d}: {v:.2f}" for d, v in effect.per_direction.items())
+            + f"; mean flip rate {100 * flips['flip_rate'].mean():.0f}%)"
+            + ("" if artifact is None else f"; artifact (original vs identity) nTVD = {artifact.score:.2f}")
+        )
+        return [contrast], payload, findings
+
+    def _wer(self, table: pd.DataFrame, settings: dict[str, Any], seed: int):
+        return self._per_direction(
+            table,
+            settings,
+            seed,
+            lambda rows, arms: paired_wer_difference(
+                rows, arms, n_permutations=int(settings["n_permutations"]), seed=seed
+            ),
+            bar=float(settings["max_wer_difference"]),
+            label="WER swap - identity (points)",
+            arm_measure=lambda result: result.wer,
+            artifact_name="WER identity - original (points)",
+            extra=lambda result: {"mean_recording_difference": finite_or_none(result.mean_recording_difference)},
+        )
+
+    def _stereotype(self, table: pd.DataFrame, settings: dict[str, Any], seed: int):
+        return self._per_direction(
+            table,
+            settings,
+            seed,
+            lambda rows, arms: choice_flips(rows, arms, n_permutations=int(settings["n_permutations"]), seed=seed),
+            bar=float(settings["max_stereotype_shift"]),
+            label="stereotype share swap - identity (points)",
+            arm_measure=lambda result: result.stereotype_share,
+            artifact_name="stereotype share identity - original (points)",
+            extra=lambda result: {"flip_rate": finite_or_none(result.flip_rate), "items": result.items},
+        )
+
+    def _per_direction(self, table, settings, seed, measure, *, bar, label, arm_measure, artifact_name, extra):
+        """One contrast per swap direction (the directions may move the measure in opposite ways): swap - identity
+        of ``measure``'s difference, with its paired permutation p; the artifact is identity - original."""
+        contrasts, directions = [], {}
+        for source, rows in table.groupby("source_group", sort=True):
+            effect = measure(rows, (IDENTITY, SWAP))
+            artifact = _optional(lambda rows=rows: measure(rows, (ORIGINAL, IDENTITY)))
+            difference = _difference(effect)
+            contrasts.append(
+                Contrast(f"{source} speakers", difference, None, None, effect.test.p_value, abs(difference) > bar)
+            )
+            directions[str(source)] = {
+                "effect": finite_or_none(difference),
+                "p": finite_or_none(effect.test.p_value),
+                "arms": _finite_map({**(arm_measure(artifact) if artifact else {}), **arm_measure(effect)}),
+                "artifact": None if artifact is None else finite_or_none(_difference(artifact)),
+                "artifact_p": None if artifact is None else finite_or_none(artifact.test.p_value),
+                **extra(effect),
+            }
+        largest = max(directions.values(), key=lambda d: abs(d["effect"] or 0.0))
+        payload = {
+            "effect": largest["effect"],
+            "p": min((d["p"] for d in directions.values() if d["p"] is not None), default=None),
+            "per_direction": {d: v["effect"] for d, v in directions.items()},
+            "directions": directions,
+            "artifact": {
+                "measure": artifact_name,
+                "value": max(
+                    (d["artifact"] for d in directions.values() if d["artifact"] is not None), key=abs, default=None
+                ),
+                "p": min((d["artifact_p"] for d in directions.values() if d["artifact_p"] is not None), default=None),
+            },
+        }
+        findings = f"{label}: " + ", ".join(
+            f"{source} speakers {_signed(d['effect'])} (p = {_p(d['p'])}; artifact {_signed(d['artifact'])})"
+            for source, d in directions.items()
+        )
+        return contrasts, payload, findings
+
+
+STATISTICS = {
+    "vibe": "nTVD between the identity and swap arms (0-100), paired speaker-level permutation p-value",
+    "wer": "pooled WER difference swap - identity per direction (points), paired speaker-level permutation p-value",
+    "stereotype": "stereotype share difference swap - identity per direction (points), paired speaker-level "
+    "permutation p-value",
+}
+
+
+def perceived_rows(perceived: PerceivedFilter) -> list[dict[str, Any]]:
+    return [
+        {
+            "source_group": str(source),
+            "target_group": str(target),
+            "clips": int(row.clips),
+            "perceived_as_target": int(row.perceived_as_target),
+            "share": float(row.share),
+        }
+        for (source, target), row in perceived.shares.iterrows()
+    ]
+
+
+def perceived_words(perceived: PerceivedFilter) -> str:
+    return ", ".join(
+        f"{source} -> {target} {int(row.perceived_as_target)}/{int(row.clips)}"
+        for (source, target), row in perceived.shares.iterrows()
+    )
+
+
+def flip_rows(flips: pd.DataFrame) -> list[dict[str, Any]]:
+    return [
+        {"attribute": str(attribute), "recordings": int(row.recordings), "flipped": int(row.flipped), "flip_rate": float(row.flip_rate)}
+        for attribute, row in flips.iterrows()
+    ]  # fmt: skip
+
+
+def distribution_rows(distributions: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per direction, attribute and retained value: each arm's share (0-1), the report's plot data."""
+    return [
+        {"direction": str(direction), "attribute": str(attribute), "value": str(value), **{arm: float(row[arm]) for arm in distributions.columns}}
+        for (direction, attribute, value), row in distributions.iterrows()
+    ]  # fmt: skip
+
+
+def _difference(result) -> float:
+    return float(getattr(result, "difference", None) if hasattr(result, "difference") else result.share_change)
+
+
+def _optional(compute):
+    try:
+        return compute()
+    except (ValueError, KeyError):
+        return None
+
+
+def _finite_map(values: dict) -> dict:
+    return {str(key): finite_or_none(float(value)) for key, value in values.items()}
+
+
+def _signed(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1f}"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+CHECK = CounterfactualCheck

@@ -1,0 +1,42 @@
+"""The results.json record of a counterfactual case (issue 39; :mod:`harness.checks.counterfactual.check`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from harness.records import CaseRecord
+
+
+@dataclasses.dataclass(kw_only=True)
+class CounterfactualRecord(CaseRecord):
+    """``kind``: ``vibe`` (a VIBE task), ``wer`` or ``stereotype``; ``effect``: the case's voice effect (the arm nTVD,
+    or the largest per-direction difference swap - identity in points), ``p`` its paired permutation p;
+    ``per_direction``: swap direction (source group) -> its effect; ``perceived``: per direction, the swapped clips
+    and the share the ``perceiver`` labelled as the target group, ``excluded`` those left out; ``artifact``: the same
+    measure between the original recording and its identity resynthesis (reported, never a fail). A VIBE case adds
+    the per-attribute nTVD and flip rates, the largest shifts and the arms' value distributions; a WER or stereotype
+    case adds each direction's arm measures (``directions``)."""
+
+    kind: str
+    transform: str
+    perceiver: str
+    perceived: list[dict[str, Any]]
+    excluded: dict[str, int]
+    n_speakers: int
+    n_permutations: int
+    seed: int
+    effect: float | None
+    p: float | None
+    per_direction: dict[str, float | None]
+    artifact: dict[str, Any] | None
+    per_attribute: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)
+    recordings: int | None = None
+    unpaired_recordings: int | None = None
+    flip_rates: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    shifts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    distributions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    directions: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+
+
+RECORD = CounterfactualRecord
