@@ -35,7 +35,7 @@ the test is two-sided.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -313,6 +313,116 @@ def paired_wer_difference(
         float((per_recording[arms[1]] - per_recording[arms[0]]).mean()),
         test,
     )
+
+
+# ------------------------------------------------------------------------------------------ release comparison
+
+COLUMN_SEPARATOR = "\t"
+
+
+def speaker_arm_sums(table: pd.DataFrame, kind: str, arms: Sequence[str] = ("identity", "swap")) -> pd.DataFrame:
+    """Per speaker, the sufficient statistics of a counterfactual measure in both arms, for a paired comparison of
+    two checkpoints on the same recordings (:func:`release_statistic`): index ``speaker``, column ``group`` (the
+    speaker's swap direction, the source group), and per arm ``kind``'s sums. ``vibe``: the count of each
+    (attribute, value) per arm (columns ``arm<TAB>attribute<TAB>value``; no tau filter, applied by the statistic);
+    ``wer``: ``arm<TAB>errors`` and ``arm<TAB>words``; ``stereotype``: ``arm<TAB>stereotype`` and
+    ``arm<TAB>answered``. ``table`` as for :func:`arm_ntvd`, :func:`paired_wer_difference` or :func:`choice_flips`."""
+    columns = {"vibe": ("attribute", "value"), "wer": ("errors", "words"), "stereotype": ("choice",)}[kind]
+    rows = _arm_rows(table, arms, columns, f"speaker_arm_sums ({kind})", drop_unpaired=True)
+    groups = rows.groupby("speaker")["source_group"].first().astype(str)
+    if kind == "vibe":
+        keys = (
+            rows["arm"].astype(str)
+            + COLUMN_SEPARATOR
+            + rows["attribute"].astype(str)
+            + COLUMN_SEPARATOR
+            + rows["value"].astype(str)
+        )
+        sums = rows.assign(column=keys).groupby(["speaker", "column"]).size().unstack("column", fill_value=0)
+    else:
+        if kind == "stereotype":
+            rows = rows.assign(stereotype=(rows["choice"] == "stereotype").astype(float), answered=1.0)
+            columns = ("stereotype", "answered")
+        sums = rows.groupby(["speaker", "arm"])[list(columns)].sum().unstack("arm", fill_value=0)
+        sums.columns = [f"{arm}{COLUMN_SEPARATOR}{name}" for name, arm in sums.columns]
+    sums = sums.astype(float)
+    sums.insert(0, "group", groups.reindex(sums.index).to_numpy())
+    return sums.sort_index(axis=1, key=lambda index: [(name != "group", name) for name in index])
+
+
+def release_statistic(
+    kind: str,
+    columns: Sequence[str],
+    arms: Sequence[str] = ("identity", "swap"),
+    *,
+    retained: Mapping[str, Collection[tuple[str, str]]] | None = None,
+) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """The counterfactual effect from per-direction sums of :func:`speaker_arm_sums` columns (``columns``, less
+    ``group``), vectorised over bootstrap replicates: ``sums[direction]`` is (B, k). ``vibe``: the arm nTVD of
+    :func:`arm_ntvd` (per direction, the mean over attributes of the nTVD between the arms' value distributions
+    over the direction's ``retained`` (attribute, value) pairs, fixed beforehand as :func:`retained_values`
+    does; then the mean over directions); ``wer`` and ``stereotype``: the largest absolute difference swap -
+    identity over directions (points)."""
+    names = list(columns)
+    if kind == "vibe":
+        if retained is None:
+            raise ValueError("release_statistic: the vibe statistic needs the retained values per direction")
+        parsed = [name.split(COLUMN_SEPARATOR, 2) for name in names]
+        pairs = list(dict.fromkeys((attribute, value) for _, attribute, value in parsed))
+        position = {tuple(part): index for index, part in enumerate(parsed)}
+        attributes = list(dict.fromkeys(attribute for attribute, _ in pairs))
+        segment = np.array([attributes.index(attribute) for attribute, _ in pairs], dtype=int)
+        selectors = {
+            arm: np.array([position.get((arm, attribute, value), -1) for attribute, value in pairs]) for arm in arms
+        }
+        masks = {direction: np.array([pair in set(kept) for pair in pairs]) for direction, kept in retained.items()}
+
+        def arm_counts(sums: np.ndarray, arm: str, mask: np.ndarray) -> np.ndarray:
+            chosen = selectors[arm]
+            padded = np.concatenate([sums, np.zeros((sums.shape[0], 1))], axis=1)
+            return padded[:, chosen] * mask
+
+        def statistic(sums: dict[str, np.ndarray]) -> np.ndarray:
+            per_direction = []
+            for direction, direction_sums in sums.items():
+                mask = masks.get(direction, np.zeros(len(pairs), dtype=bool))
+                stacked = np.stack([arm_counts(direction_sums, arm, mask) for arm in arms], axis=-2)
+                per_direction.append(mean_over_measured(ntvd_from_group_counts(stacked, segment, len(attributes))))
+            return mean_over_measured(np.stack(per_direction, axis=-1))
+
+        return statistic
+    numerator, denominator = {"wer": ("errors", "words"), "stereotype": ("stereotype", "answered")}[kind]
+    index = {name: i for i, name in enumerate(names)}
+    first = [index[f"{arms[0]}{COLUMN_SEPARATOR}{name}"] for name in (numerator, denominator)]
+    second = [index[f"{arms[1]}{COLUMN_SEPARATOR}{name}"] for name in (numerator, denominator)]
+
+    def difference(sums: dict[str, np.ndarray]) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_direction = [
+                100.0 * np.abs(s[:, second[0]] / s[:, second[1]] - s[:, first[0]] / s[:, first[1]])
+                for s in sums.values()
+            ]
+        stacked = np.stack(per_direction, axis=-1)
+        return np.where(
+            np.isnan(stacked).all(axis=-1), np.nan, np.nanmax(np.where(np.isnan(stacked), -np.inf, stacked), axis=-1)
+        )
+
+    return difference
+
+
+def retained_values(tables: Sequence[pd.DataFrame], tau: int) -> dict[str, set[tuple[str, str]]]:
+    """Per direction (``group``), the (attribute, value) pairs that occur at least ``tau`` times in the two arms
+    together in any of ``tables`` (:func:`speaker_arm_sums` of the checkpoints compared), as :func:`arm_ntvd`
+    retains a value; fixed once, so that every bootstrap replicate and both checkpoints compare the same values."""
+    kept: dict[str, set[tuple[str, str]]] = {}
+    for table in tables:
+        for direction, rows in table.groupby("group"):
+            totals: dict[tuple[str, str], float] = {}
+            for name, total in rows.drop(columns="group").sum().items():
+                _, attribute, value = str(name).split(COLUMN_SEPARATOR, 2)
+                totals[(attribute, value)] = totals.get((attribute, value), 0.0) + float(total)
+            kept.setdefault(str(direction), set()).update(pair for pair, total in totals.items() if total >= tau)
+    return kept
 
 
 # ------------------------------------------------------------------------------------------ perceived group

@@ -35,7 +35,16 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import Case, Check, CheckContext, Measurement
+from harness.checks.base import (
+    Case,
+    Check,
+    CheckContext,
+    CompareContext,
+    Comparison,
+    Measurement,
+    regression_comparison,
+    unsupported,
+)
 from harness.checks.counterfactual.arms import IDENTITY, SWAP
 from harness.checks.counterfactual.perceived import PerceivedFilter, perceived_filter, require_perceived_swap
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA
@@ -56,9 +65,13 @@ from harness.metrics.counterfactual import (
     flip_rates,
     largest_shifts,
     paired_wer_difference,
+    release_statistic,
+    retained_values,
     smallest_p_value,
+    speaker_arm_sums,
 )
-from harness.records import Contrast
+from harness.metrics.paired import paired_speaker_bootstrap, paired_speaker_test
+from harness.records import CaseRecord, Contrast
 from harness.tasks import TASKS
 
 ASR, STEREOTYPE = "asr", "stereotype"
@@ -150,7 +163,39 @@ class CounterfactualCheck(Check):
             threshold={bar_key: bar, "rule": rule, "min_perceived_share": float(settings["min_perceived_share"])},
             criterion=f"{'significant' if rule == 'significance' else f'effect > {bar:g} and significant'}",
             findings=f"{findings}; perceived as the target: {perceived_words(perceived)}",
+            paired_data=paired_data(kind, kept),
             payload=payload,
+        )
+
+    def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+        """Is the candidate's voice effect significantly larger than the baseline's on the same recordings? The
+        effect of both checkpoints recomputed from their per-speaker arm sums (:func:`speaker_arm_sums`, the records'
+        paired data) with the same retained values, and their difference resampled by a paired speaker bootstrap
+        (:func:`~harness.metrics.paired.paired_speaker_bootstrap`, one-sided t of "no worsening"); a regression when
+        it grew by more than ``max_worsening`` and significantly under the gate's rule."""
+        if not baseline.paired_data or not candidate.paired_data:
+            return unsupported(baseline, "the baseline record carries no per-speaker arm sums")
+        tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
+        columns = sorted((set(tables[0].columns) | set(tables[1].columns)) - {"group"})
+        tables = [table.reindex(columns=["group", *columns], fill_value=0.0) for table in tables]
+        settings = self.threshold_values(context, case)
+        kind = KINDS.get(case.variant, "vibe")
+        retained = retained_values(tables, int(settings["tau"])) if kind == "vibe" else None
+        try:
+            result = paired_speaker_bootstrap(
+                *tables,
+                release_statistic(kind, columns, retained=retained),
+                seed=derived_seed(context.seed, "paired", case.id),
+            )
+        except ValueError as exc:
+            return unsupported(baseline, f"cannot pair with the baseline: {exc}")
+        return regression_comparison(
+            context,
+            case,
+            paired_speaker_test(result, "higher"),
+            measure=RELEASE_MEASURES[kind],
+            margin=float(settings["max_worsening"]),
+            margin_key="max_worsening",
         )
 
     def _testable(self, context: CheckContext, case: Case, contrasts: list[Contrast], speakers: int) -> list[Contrast]:
@@ -279,6 +324,19 @@ STATISTICS = {
     "stereotype": "stereotype share difference swap - identity per direction (points), paired speaker-level "
     "permutation p-value",
 }
+
+
+RELEASE_MEASURES = {
+    "vibe": "nTVD identity vs swap",
+    "wer": "largest |WER swap - identity| over directions (points)",
+    "stereotype": "largest |stereotype share swap - identity| over directions (points)",
+}
+
+
+def paired_data(kind: str, table: pd.DataFrame) -> dict[str, Any]:
+    """Per speaker, the arm sums a later run pairs with (:func:`speaker_arm_sums`), as JSON lists."""
+    sums = speaker_arm_sums(table, kind)
+    return {"speaker": [str(s) for s in sums.index], **{c: sums[c].tolist() for c in sums.columns}}
 
 
 def perceived_rows(perceived: PerceivedFilter) -> list[dict[str, Any]]:

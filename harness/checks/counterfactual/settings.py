@@ -44,5 +44,6 @@ COUNTERFACTUAL_SCHEMA = ThresholdSchema(
         "n_permutations": ThresholdKey((int,), 10_000, at_least(99)),
         "probe_requests_per_task": ThresholdKey((int,), 24, at_least(1)),
         "audio_blind_share": ThresholdKey((int, float), 0.9, in_half_open_unit_interval),
+        "max_worsening": ThresholdKey((int, float), 5.0, between(0, 100)),
     }
 )
