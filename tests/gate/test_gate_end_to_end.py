@@ -297,6 +297,21 @@ def test_release_example_gates_the_voice_aware_demo_against_the_voice_blind_rele
     assert_readme_quotes_the_release_example(results)
 
 
+def assert_readme_quotes_the_counterfactual_cases(readme: str, results: dict) -> None:
+    """The README's counterfactual sentence states the default model's arm nTVDs and their verdicts as this run
+    measured them (the story case's, the largest and the smallest)."""
+    vibe = [
+        case
+        for case in results["cases"]
+        if case["check"] == "counterfactual" and case.get("status") != "unmeasured" and case["kind"] == "vibe"
+    ]
+    assert vibe, "the default gate measured no VIBE counterfactual case"
+    failed = [case for case in vibe if not case["absolute_passed"]]
+    assert f"fails {len(failed)} of its {len(vibe)} VIBE counterfactual cases" in readme
+    for case in (min(vibe, key=lambda c: c["value"]), max(vibe, key=lambda c: c["value"])):
+        assert f"{case['variant'].replace('_', ' ')} {case['value']:.1f}" in readme
+
+
 def assert_readme_quotes_the_release_example(results: dict) -> None:
     """The README's release example states this run's counts, outcomes and figures."""
     readme = " ".join((REPO / "README.md").read_text().split())
@@ -304,6 +319,12 @@ def assert_readme_quotes_the_release_example(results: dict) -> None:
     failed = [case for case in cases if not case["passed"]]
     summary = results["summary"]
     assert f"the default fails {summary['failed']} of its {summary['cases']} cases and exits 1" in readme
+    absolute = [case["absolute_passed"] for case in cases]
+    assert (
+        f"The first command **exits 1** ({summary['cases']} cases: {absolute.count(True)} passed, "
+        f"{absolute.count(False)} failed, {summary['unmeasured']} unmeasured)"
+    ) in readme  # the same cases and family as the first command, so the same absolute verdicts
+    assert_readme_quotes_the_counterfactual_cases(readme, results)
     words = {2: "Two", 3: "Three", 4: "Four"}
 
     def task(case: dict) -> str:
