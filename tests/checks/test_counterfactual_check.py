@@ -50,19 +50,23 @@ def outcomes(demo_gate):
     return outcomes_of(demo_gate)
 
 
-@pytest.fixture(scope="module")
-def small_demo(tmp_path_factory) -> Path:
-    """Four sentences of four female and four male demo speakers, as a corpus folder of its own."""
-    folder = tmp_path_factory.mktemp("small-demo")
+def demo_subset(folder: Path, speakers_per_group: int, sentences: tuple[str, ...]) -> Path:
+    """The first ``speakers_per_group`` female and male demo speakers reading ``sentences``, as a corpus folder."""
     table = pd.read_csv(DEMO / "manifest.csv")
-    speakers = [s for group in ("female", "male") for s in sorted(set(table.loc[table["gender"] == group, "speaker_id"]))[:4]]  # fmt: skip
-    chosen = table[table["speaker_id"].isin(speakers) & table["content_id"].isin(["s01", "s02", "s03", "s04"])]
-    (folder / "audio").mkdir()
+    speakers = [s for group in ("female", "male") for s in sorted(set(table.loc[table["gender"] == group, "speaker_id"]))[:speakers_per_group]]  # fmt: skip
+    chosen = table[table["speaker_id"].isin(speakers) & table["content_id"].isin(sentences)]
+    (folder / "audio").mkdir(parents=True)
     for audio in chosen["audio"]:
         shutil.copy(DEMO / audio, folder / audio)
     chosen.to_csv(folder / "manifest.csv", index=False)
     shutil.copy(DEMO / "corpus.yaml", folder / "corpus.yaml")
     return folder
+
+
+@pytest.fixture(scope="module")
+def small_demo(tmp_path_factory) -> Path:
+    """Four sentences of four female and four male demo speakers: too few speakers for a significant paired test."""
+    return demo_subset(tmp_path_factory.mktemp("small-demo"), 4, ("s01", "s02", "s03", "s04"))
 
 
 def small_gate(tmp_path, small_demo, **settings) -> Gate:
@@ -129,6 +133,32 @@ def test_a_stereotype_set_of_four_speakers_beyond_the_bar_is_unmeasured_not_pass
     record = outcome.error.record
     assert record.n_speakers == 4 and record.kind == "stereotype"
     assert max(abs(value) for value in record.per_direction.values()) > record.threshold["max_stereotype_shift"]
+
+
+def test_too_few_permutations_to_reach_the_corrected_alpha_leave_a_large_effect_unmeasured(tmp_path):
+    """16 speakers could be significant, but not with 99 permutations (p >= 0.01, over the model's ~30 cases)."""
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text("counterfactual:\n  defaults:\n    n_permutations: 99\n")
+    corpus = demo_subset(tmp_path / "corpus", 8, ("s01", "s02"))
+    gate = gate_for(tmp_path / "cache", models=("sim:biased",), tasks=("story",), corpora={"demo": str(corpus)},
+                    thresholds_path=str(thresholds))  # fmt: skip
+    outcome = gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr"))
+    assert isinstance(outcome, Unmeasured)
+    assert "n_permutations = 99 the permutation p cannot fall below 0.01" in outcome.cause.message
+    record = outcome.error.record
+    assert record.n_speakers == 16 and min(record.per_direction.values()) < -record.threshold["max_wer_difference"]
+
+
+def test_under_rule_significance_a_design_that_cannot_be_significant_is_unmeasured_whatever_its_effect(
+    tmp_path, small_demo
+):
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text("counterfactual:\n  defaults:\n    rule: significance\n")
+    outcomes = outcomes_of(small_gate(tmp_path, small_demo, thresholds_path=str(thresholds)))
+    asr = outcomes["sim:fair-asr-gender-counterfactual"]
+    assert isinstance(asr, Unmeasured) and "with 8 speakers the paired test's smallest p" in asr.cause.message
+    assert max(abs(value) for value in asr.error.record.per_direction.values()) < 10
+    assert all(isinstance(outcome, Unmeasured) for outcome in outcomes.values())
 
 
 def test_a_model_fed_silence_has_every_counterfactual_case_unmeasured_naming_the_audio(outcomes):
