@@ -4,13 +4,16 @@ One gate on the demo corpus with the packaged thresholds: ``sim:biased`` fails i
 Review (its bias is on Story's values only), ``sim:fair`` passes every VIBE case, the biased recogniser's WER moves
 in opposite directions for the two swaps, voice:praat perceives every swap as the target, the artifact measure is
 reported, the BASIS stereotype set (4 speakers) is unmeasured where its effect is beyond the bar, and a model fed
-silence has every case unmeasured by the audio-dependence floor. Smaller gates on 8 of the demo speakers show the
+silence has every case unmeasured by the audio-dependence floor. Smaller gates on a few demo speakers show the
 perceived-group rule: a swap the perceiver does not hear as the target (pitch targets on the wrong side of its
-boundary, or a perceiver that never names a group) measures nothing, and ``--perceiver`` takes any backend.
+boundary, or a perceiver that never names a group) measures nothing, and ``--perceiver`` takes any backend (also
+through the plugin); and a design whose paired test cannot reach the corrected alpha (too few speakers or
+permutations) leaves a case unmeasured rather than passed.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -25,9 +28,12 @@ from harness.gate import Gate, GateConfig, Unmeasured
 
 import support.hearing  # noqa: F401  (registers silenced:, pitch: and mumble:)
 
+pytest_plugins = ["pytester"]
+
 pytest.importorskip("parselmouth")
 
-DEMO = Path(__file__).resolve().parents[2] / "harness" / "data" / "demo"
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "harness" / "data" / "demo"
 TASKS = ("story", "candidate_review")
 STEREOTYPE_CASE = "stereoset-gender-gender-counterfactual"
 
@@ -229,3 +235,19 @@ def test_enabled_false_turns_the_check_off(tmp_path):
     gate = gate_for(tmp_path / "cache", models=("sim:fair",), tasks=("story",), thresholds_path=str(thresholds))
     assert gate.cases("counterfactual") == [] and "counterfactual" in gate.off_checks()
     assert "counterfactual is turned off" in gate.no_cases_reason("counterfactual")
+
+
+def test_the_plugin_passes_perceiver_to_the_run(pytester, small_demo):
+    tests_folder = Path(__file__).resolve().parents[1]
+    pytester.makeconftest(
+        f"import sys\nsys.path.insert(0, {str(tests_folder)!r})\nimport support.hearing  # noqa: F401\n"
+        'pytest_plugins = ["harness.plugin"]\n'
+    )
+    shutil.copy(REPO / "fairness_tests" / "test_counterfactual.py", pytester.path / "test_counterfactual.py")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--cache-dir", str(pytester.path / "cache"), "--model", "sim:fair",
+        "--corpus", f"demo={small_demo}", "--perceiver", "pitch:165", "--report", "", "-k", "asr",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    [case] = json.loads((pytester.path / "results.json").read_text())["cases"]
+    assert case["id"] == "sim:fair-asr-gender-counterfactual" and case["perceiver"] == "pitch:165"
