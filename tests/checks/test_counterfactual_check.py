@@ -22,9 +22,11 @@ import pytest
 
 from harness.checks.base import Verdict
 from harness.checks.counterfactual.perceived import UNMEASURED_REASON
+from harness.checks.counterfactual.record import CounterfactualRecord
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
 from harness.checks.counterfactual.tables import named_group
 from harness.gate import Gate, GateConfig, Unmeasured
+from harness.results import read_results
 
 import support.hearing  # noqa: F401  (registers silenced:, pitch: and mumble:)
 
@@ -251,3 +253,5 @@ def test_the_plugin_passes_perceiver_to_the_run(pytester, small_demo):
     result.assert_outcomes(passed=1)
     [case] = json.loads((pytester.path / "results.json").read_text())["cases"]
     assert case["id"] == "sim:fair-asr-gender-counterfactual" and case["perceiver"] == "pitch:165"
+    [record] = read_results(pytester.path / "results.json").cases
+    assert isinstance(record, CounterfactualRecord) and record.perceived == case["perceived"]
