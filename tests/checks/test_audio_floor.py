@@ -4,47 +4,18 @@ answers has its probe unmeasured, loads nothing, and keeps its cases."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from harness.checks import all_checks
 from harness.checks.counterfactual.audio_dependence import needs_audio
 from harness.checks.counterfactual.floor import audio_floor, audio_floor_reason, probed_floors
-from harness.core.requests import Audio
 from harness.gate import Gate, GateConfig, Unmeasured
-from harness.models import register_backend
 from harness.models.cascade import DEMO_MODEL
-from harness.models.sim import SimulatorBackend
 from harness.results import RunMetadata
 
+import support.hearing  # noqa: F401  (registers silenced:<preset>, the simulator fed silence)
+
 TASKS = ("story", "personal_shopper")
-
-
-class SilencedSimulator:
-    def __init__(self, model):
-        self.model = model
-
-    def generate(self, requests, params):
-        silenced = [
-            request if request.audio is None else
-            type(request)(**{**vars(request), "audio": Audio(np.zeros(request.audio.sample_rate), request.audio.sample_rate)})
-            for request in requests
-        ]  # fmt: skip
-        return self.model.generate(silenced, params)
-
-
-class SilencedBackend(SimulatorBackend):
-    """A test backend (``silenced:<simulator>``): the simulator with every recording replaced by the same second
-    of silence, as a wrong processor argument leaves a model."""
-
-    def fingerprint(self) -> str:
-        return "silenced/" + super().fingerprint()
-
-    def load(self):
-        return SilencedSimulator(super().load())
-
-
-register_backend("silenced", f"{__name__}:SilencedBackend")
 
 
 @pytest.fixture(scope="module")

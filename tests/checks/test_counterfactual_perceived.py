@@ -119,6 +119,7 @@ def test_packaged_section_is_valid_and_reaches_the_transform():
         ("male_to_female_formant_ratio: 2.0", "male_to_female_formant_ratio = 2.0 must lie in \\[1, 1.5\\]"),
         ("min_perceived_share: 0", "min_perceived_share = 0 must lie in \\(0, 1\\]"),
         ("n_permutations: 10", "n_permutations = 10 must be >= 99"),
+        ("rule: majority", "counterfactual.defaults.rule = 'majority' is not one of both, significance"),
         ("max_flips: 3", "unknown key 'max_flips'"),
     ],
 )

@@ -116,3 +116,20 @@ def test_an_arm_remembers_the_recording_it_was_made_from():
     assert source_recording(original) is None
     assert source_recording(identity) == original.content_hash
     assert source_recording(twice) == original.content_hash
+
+
+def test_an_arm_is_identified_by_its_recipe_not_by_the_last_bits_of_its_samples():
+    """Praat's resynthesis may differ in the last bits between CPUs: the same recipe must name the same arm."""
+    original, swap = synthetic_voice(*MALE), get_transform("gender_swap")
+    arm = swap.apply(original, "male", SETTINGS)
+    elsewhere = Audio(np.nextafter(arm.samples, np.float32(np.inf)), arm.sample_rate, recipe=arm.recipe)
+    assert elsewhere.samples.dtype == np.float32 and not np.array_equal(elsewhere.samples, arm.samples)
+    assert swap.apply(original, "male", SETTINGS).content_hash == arm.content_hash == elsewhere.content_hash
+    assert Audio(elsewhere.samples, RATE).content_hash != Audio(arm.samples, RATE).content_hash
+    lower = ChangeGenderSettings(**{**vars(SETTINGS), "male_to_female_pitch_hz": 200.0})
+    others = [
+        swap.apply(original, "male", lower),
+        get_transform("identity").apply(original, "male", SETTINGS),
+        swap.apply(synthetic_voice(130.0, MALE[1]), "male", SETTINGS),
+    ]
+    assert len({arm.content_hash, *(other.content_hash for other in others)}) == 1 + len(others)

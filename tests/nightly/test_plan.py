@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.generate import main as generate_main
-from harness.plan import OPTIONAL_PLAN_COLUMNS, PLAN_COLUMNS, parse_shard, read_plan, shard
+from harness.plan import OPTIONAL_PLAN_COLUMNS, PLAN_COLUMNS, PlanError, parse_shard, read_plan, shard
 
 from support import engine as es
 
@@ -154,3 +154,33 @@ def test_a_plan_holds_no_secret(tmp_path):
     text = (tmp_path / "p.parquet").read_bytes()
     assert b"abcdefghijklmnop" not in text and b"abcdefghijkl" not in text
     assert "[REDACTED]" in read_plan(tmp_path / "p.parquet")[0].options
+
+
+def test_a_plan_row_carries_the_recipe_of_derived_audio_and_a_plan_without_the_column_still_reads(tmp_path):
+    """A counterfactual arm is identified by its recipe (:attr:`Audio.recipe`): its row keeps the recipe, so the
+    worker's request has the gate's cache key; a plan written before the ``audio_recipe`` column reads (recipe None),
+    and a derived clip whose recipe was lost is refused rather than answered under another key."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from harness.core.requests import Audio, DecodingParams, GenerationRequest
+    from harness.plan import Planner
+
+    recorded = Audio(np.linspace(-0.5, 0.5, 1600, dtype=np.float32))
+    derived = Audio(np.linspace(0.5, -0.5, 1600, dtype=np.float32), recipe="source-hash|male|gender_swap:settings")
+    keys = {"recorded": "1" * 64, "derived": "2" * 64}
+    planner = Planner(tmp_path / "plan.parquet.audio")
+    planner.add(namespace="generate", spec="sim:fair", fingerprint="sim:fair@test", options={},
+                decoding=DecodingParams(), label="swap arm", requests=[GenerationRequest("a", recorded),
+                GenerationRequest("b", derived)], keys=[keys["recorded"], keys["derived"]])  # fmt: skip
+    planner.write(tmp_path / "plan.parquet")
+    rows = {row.key: row for row in read_plan(tmp_path / "plan.parquet")}
+    assert rows[keys["derived"]].audio_recipe == derived.recipe and rows[keys["recorded"]].audio_recipe is None
+    for name, audio in (("recorded", recorded), ("derived", derived)):
+        assert rows[keys[name]].request().audio.content_hash == audio.content_hash, name
+    pq.write_table(pq.read_table(tmp_path / "plan.parquet").drop(["audio_recipe"]), tmp_path / "old.parquet")
+    rows = {row.key: row for row in read_plan(tmp_path / "old.parquet")}
+    assert [row.audio_recipe for row in rows.values()] == [None, None]
+    assert rows[keys["recorded"]].request().audio.content_hash == recorded.content_hash
+    with pytest.raises(PlanError, match="its samples do not hash to the plan's"):
+        rows[keys["derived"]].request()

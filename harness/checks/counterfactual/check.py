@@ -24,8 +24,9 @@ reported and never a fail (the identity arm is the swap's control, so an artifac
 A case fails (thresholds.yaml ``counterfactual``) when its effect exceeds its bar (``max_ntvd``,
 ``max_wer_difference``, ``max_stereotype_shift``) and is significant under the gate's decision rule (rule
 ``both``), or whenever significant (rule ``significance``, the VIBE preset's). A design whose paired test cannot
-reach the corrected alpha (too few speakers: p >= 2 / 2^speakers) cannot fail, so a case whose effect is beyond
-its bar there is unmeasured, not passed.
+reach the corrected alpha (too few speakers: p >= 2 / 2^speakers; too few permutations: p >= 1 / (B + 1)) cannot
+fail, so a case whose effect is beyond its bar there (any effect, under rule ``significance``) is unmeasured, not
+passed.
 """
 
 from __future__ import annotations
@@ -141,7 +142,9 @@ class CounterfactualCheck(Check):
         speakers = int(kept["speaker"].nunique())
         measure = {"vibe": self._vibe, "wer": self._wer, "stereotype": self._stereotype}[kind]
         contrasts, payload, findings = measure(kept, settings, seed)
-        contrasts = self._testable(context, case, contrasts, speakers)
+        contrasts = self._testable(
+            context, case, contrasts, speakers, int(settings["n_permutations"]), str(settings["rule"])
+        )
         payload |= {
             "kind": kind,
             "transform": str(settings["transform"]),
@@ -198,18 +201,29 @@ class CounterfactualCheck(Check):
             margin_key="max_worsening",
         )
 
-    def _testable(self, context: CheckContext, case: Case, contrasts: list[Contrast], speakers: int) -> list[Contrast]:
-        """The contrasts, with no p-value where the paired test cannot reach the corrected alpha with this many
-        speakers (its smallest p, 2 / 2^speakers, is not significant under the gate's rule)."""
-        floor = smallest_p_value(speakers)
+    def _testable(
+        self, context: CheckContext, case: Case, contrasts: list[Contrast], speakers: int, permutations: int, rule: str
+    ) -> list[Contrast]:
+        """The contrasts, with no p-value where the paired test cannot reach the corrected alpha: its smallest p is
+        2 / 2^speakers with this many speakers (:func:`smallest_p_value`) and 1 / (B + 1) with B permutations. Under
+        rule ``significance`` every such contrast counts as beyond the bar (no bar decides there), so the case is
+        unmeasured whatever its effect."""
+        design, resolution = smallest_p_value(speakers), 1.0 / (permutations + 1)
+        floor = max(design, resolution)
         reachable = context.decision_rule(case.model).decide([floor] * len(contrasts), [True] * len(contrasts))
         if reachable.failed:
             return contrasts
-        reason = (
-            f"with {speakers} speakers the paired test's smallest p is {floor:.3g}, which cannot be significant "
-            f"under the gate's rule ({reachable.correction})"
+        limit = (
+            f"with {speakers} speakers the paired test's smallest p is {design:.3g}"
+            if design >= resolution
+            else f"with n_permutations = {permutations} the permutation p cannot fall below {resolution:.3g} (raise "
+            "counterfactual n_permutations in thresholds.yaml)"
         )
-        return [Contrast(c.label, c.estimate, c.ci_low, c.ci_high, None, c.relevant, reason) for c in contrasts]
+        reason = f"{limit}, which cannot be significant under the gate's rule ({reachable.correction})"
+        return [
+            Contrast(c.label, c.estimate, c.ci_low, c.ci_high, None, c.relevant or rule == "significance", reason)
+            for c in contrasts
+        ]
 
     def _vibe(self, table: pd.DataFrame, settings: dict[str, Any], seed: int):
         common = {"tau": int(settings["tau"]), "n_permutations": int(settings["n_permutations"]), "seed": seed}

@@ -1,0 +1,257 @@
+"""The counterfactual check end to end through the gate (issue 39), on the simulators, which hear each arm's pitch.
+
+One gate on the demo corpus with the packaged thresholds: ``sim:biased`` fails its Story case and passes Candidate
+Review (its bias is on Story's values only), ``sim:fair`` passes every VIBE case, the biased recogniser's WER moves
+in opposite directions for the two swaps, voice:praat perceives every swap as the target, the artifact measure is
+reported, the BASIS stereotype set (4 speakers) is unmeasured where its effect is beyond the bar, and a model fed
+silence has every case unmeasured by the audio-dependence floor. Smaller gates on a few demo speakers show the
+perceived-group rule: a swap the perceiver does not hear as the target (pitch targets on the wrong side of its
+boundary, or a perceiver that never names a group) measures nothing, and ``--perceiver`` takes any backend (also
+through the plugin); and a design whose paired test cannot reach the corrected alpha (too few speakers or
+permutations) leaves a case unmeasured rather than passed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.checks.base import Verdict
+from harness.checks.counterfactual.perceived import UNMEASURED_REASON
+from harness.checks.counterfactual.record import CounterfactualRecord
+from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
+from harness.checks.counterfactual.tables import named_group
+from harness.gate import Gate, GateConfig, Unmeasured
+from harness.results import read_results
+
+import support.hearing  # noqa: F401  (registers silenced:, pitch: and mumble:)
+
+pytest_plugins = ["pytester"]
+
+pytest.importorskip("parselmouth")
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "harness" / "data" / "demo"
+TASKS = ("story", "candidate_review")
+STEREOTYPE_CASE = "stereoset-gender-gender-counterfactual"
+
+
+def gate_for(cache_dir, **settings) -> Gate:
+    return Gate(GateConfig(cache_dir=str(cache_dir), bundled_exports={}, progress=False, **settings))
+
+
+def outcomes_of(gate: Gate) -> dict[str, Verdict | Unmeasured]:
+    return {case.id: gate.outcome(case) for case in gate.cases("counterfactual")}
+
+
+@pytest.fixture(scope="module")
+def demo_gate(tmp_path_factory):
+    return gate_for(tmp_path_factory.mktemp("cache"), models=("sim:biased", "sim:fair", "silenced:biased"), tasks=TASKS)
+
+
+@pytest.fixture(scope="module")
+def outcomes(demo_gate):
+    return outcomes_of(demo_gate)
+
+
+def demo_subset(folder: Path, speakers_per_group: int, sentences: tuple[str, ...]) -> Path:
+    """The first ``speakers_per_group`` female and male demo speakers reading ``sentences``, as a corpus folder."""
+    table = pd.read_csv(DEMO / "manifest.csv")
+    speakers = [s for group in ("female", "male") for s in sorted(set(table.loc[table["gender"] == group, "speaker_id"]))[:speakers_per_group]]  # fmt: skip
+    chosen = table[table["speaker_id"].isin(speakers) & table["content_id"].isin(sentences)]
+    (folder / "audio").mkdir(parents=True)
+    for audio in chosen["audio"]:
+        shutil.copy(DEMO / audio, folder / audio)
+    chosen.to_csv(folder / "manifest.csv", index=False)
+    shutil.copy(DEMO / "corpus.yaml", folder / "corpus.yaml")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def small_demo(tmp_path_factory) -> Path:
+    """Four sentences of four female and four male demo speakers: too few speakers for a significant paired test."""
+    return demo_subset(tmp_path_factory.mktemp("small-demo"), 4, ("s01", "s02", "s03", "s04"))
+
+
+def small_gate(tmp_path, small_demo, **settings) -> Gate:
+    return gate_for(tmp_path / "cache", models=("sim:fair",), tasks=("story",), corpora={"demo": str(small_demo)},
+                    **settings)  # fmt: skip
+
+
+def test_the_biased_simulator_fails_story_and_passes_candidate_review(outcomes):
+    story = outcomes["sim:biased-story-gender-counterfactual"]
+    assert isinstance(story, Verdict) and not story.passed and story.message.endswith("FAIL: bias")
+    record = story.record
+    assert record.kind == "vibe" and record.effect > record.threshold["max_ntvd"] and record.p < 0.001
+    assert all(value > record.threshold["max_ntvd"] for value in record.per_direction.values())
+    review = outcomes["sim:biased-candidate_review-gender-counterfactual"]
+    assert isinstance(review, Verdict) and review.passed
+    assert review.record.effect < review.record.threshold["max_ntvd"] < record.effect
+
+
+def test_the_fair_simulator_passes_every_vibe_case(outcomes):
+    fair = {case: outcome for case, outcome in outcomes.items() if case.startswith("sim:fair-") and case.split("-")[1] in TASKS}  # fmt: skip
+    assert len(fair) == len(TASKS)
+    assert all(isinstance(outcome, Verdict) and outcome.passed for outcome in fair.values()), fair
+
+
+def test_the_biased_recogniser_errs_more_on_the_higher_voice_in_both_swaps(outcomes):
+    biased = outcomes["sim:biased-asr-gender-counterfactual"].record
+    assert biased.kind == "wer"
+    assert biased.per_direction["male"] > biased.threshold["max_wer_difference"]
+    assert biased.per_direction["female"] < -biased.threshold["max_wer_difference"]
+    assert biased.effect == max(biased.per_direction.values(), key=abs)
+    for direction in biased.directions.values():
+        assert direction["effect"] == pytest.approx(direction["arms"]["swap"] - direction["arms"]["identity"])
+    fair = outcomes["sim:fair-asr-gender-counterfactual"]
+    assert fair.passed and all(abs(value) < 1 for value in fair.record.per_direction.values())
+
+
+def test_voice_praat_perceives_every_demo_swap_as_the_target(demo_gate, outcomes):
+    speakers = demo_gate.context.corpora["demo"].table["gender"].value_counts()
+    measured = [outcome.record for case, outcome in outcomes.items() if isinstance(outcome, Verdict) and "stereoset" not in case]  # fmt: skip
+    assert len(measured) == 2 * (len(TASKS) + 1)
+    for record in measured:
+        assert record.perceiver == "voice:praat" and set(record.excluded.values()) == {0}
+        assert {(row["source_group"], row["clips"], row["share"]) for row in record.perceived} == {
+            ("female", speakers["female"], 1.0),
+            ("male", speakers["male"], 1.0),
+        }
+
+
+def test_the_artifact_measure_is_reported_beside_the_voice_effect(outcomes):
+    story = outcomes["sim:fair-story-gender-counterfactual"]
+    assert story.record.artifact["measure"] == "nTVD original vs identity"
+    assert 0 <= story.record.artifact["value"] <= 100 and "artifact (original vs identity) nTVD" in story.message
+    assert {row["attribute"] for row in story.record.artifact["flip_rates"]} == {row["attribute"] for row in story.record.flip_rates}  # fmt: skip
+    asr = outcomes["sim:biased-asr-gender-counterfactual"].record
+    assert asr.artifact["measure"] == "WER identity - original (points)" and asr.artifact["value"] is not None
+    assert all(set(direction["arms"]) == {"original", "identity", "swap"} for direction in asr.directions.values())
+
+
+def test_a_stereotype_set_of_four_speakers_beyond_the_bar_is_unmeasured_not_passed(outcomes):
+    outcome = outcomes[f"sim:biased-{STEREOTYPE_CASE}"]
+    assert isinstance(outcome, Unmeasured)
+    assert "with 4 speakers the paired test's smallest p is 0.125" in outcome.cause.message
+    assert "add speakers" in outcome.cause.message
+    record = outcome.error.record
+    assert record.n_speakers == 4 and record.kind == "stereotype"
+    assert max(abs(value) for value in record.per_direction.values()) > record.threshold["max_stereotype_shift"]
+
+
+def test_too_few_permutations_to_reach_the_corrected_alpha_leave_a_large_effect_unmeasured(tmp_path):
+    """16 speakers could be significant, but not with 99 permutations (p >= 0.01, over the model's ~30 cases)."""
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text("counterfactual:\n  defaults:\n    n_permutations: 99\n")
+    corpus = demo_subset(tmp_path / "corpus", 8, ("s01", "s02"))
+    gate = gate_for(tmp_path / "cache", models=("sim:biased",), tasks=("story",), corpora={"demo": str(corpus)},
+                    thresholds_path=str(thresholds))  # fmt: skip
+    outcome = gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr"))
+    assert isinstance(outcome, Unmeasured)
+    assert "n_permutations = 99 the permutation p cannot fall below 0.01" in outcome.cause.message
+    record = outcome.error.record
+    assert record.n_speakers == 16 and min(record.per_direction.values()) < -record.threshold["max_wer_difference"]
+
+
+def test_under_rule_significance_a_design_that_cannot_be_significant_is_unmeasured_whatever_its_effect(
+    tmp_path, small_demo
+):
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text("counterfactual:\n  defaults:\n    rule: significance\n")
+    outcomes = outcomes_of(small_gate(tmp_path, small_demo, thresholds_path=str(thresholds)))
+    asr = outcomes["sim:fair-asr-gender-counterfactual"]
+    assert isinstance(asr, Unmeasured) and "with 8 speakers the paired test's smallest p" in asr.cause.message
+    assert max(abs(value) for value in asr.error.record.per_direction.values()) < 10
+    assert all(isinstance(outcome, Unmeasured) for outcome in outcomes.values())
+
+
+def test_a_model_fed_silence_has_every_counterfactual_case_unmeasured_naming_the_audio(outcomes):
+    silenced = {case: outcome for case, outcome in outcomes.items() if case.startswith("silenced:biased-")}
+    assert len(silenced) == len(TASKS) + 2
+    for outcome in silenced.values():
+        assert isinstance(outcome, Unmeasured)
+        assert "silenced:biased does not hear the audio" in outcome.cause.message
+
+
+def test_a_swap_the_perceiver_does_not_hear_as_the_target_measures_nothing(tmp_path, small_demo):
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text(
+        "counterfactual:\n  defaults:\n    male_to_female_pitch_hz: 115\n    female_to_male_pitch_hz: 210\n"
+    )
+    gate = small_gate(tmp_path, small_demo, thresholds_path=str(thresholds))
+    settings = gate.thresholds.values(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")
+    assert (settings["male_to_female_pitch_hz"], settings["female_to_male_pitch_hz"]) == (115, 210)
+    outcomes = outcomes_of(gate)
+    assert len(outcomes) == 3
+    for outcome in outcomes.values():
+        assert isinstance(outcome, Unmeasured) and UNMEASURED_REASON in outcome.cause.message
+        assert "female -> male: 0 of" in outcome.cause.message and "male -> female: 0 of" in outcome.cause.message
+
+
+def test_a_backend_perceiver_labels_the_swaps(tmp_path, small_demo):
+    gate = small_gate(tmp_path, small_demo, perceiver="pitch:165")
+    outcome = gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr"))
+    assert isinstance(outcome, Verdict) and outcome.passed
+    assert outcome.record.perceiver == "pitch:165"
+    assert [row["share"] for row in outcome.record.perceived] == [1.0, 1.0]
+    assert len(gate.context.model("pitch:165").served_keys) >= sum(row["clips"] for row in outcome.record.perceived)
+
+
+def test_a_perceiver_that_hears_every_swap_as_male_leaves_the_male_to_female_swap_unmeasured(tmp_path, small_demo):
+    gate = small_gate(tmp_path, small_demo, perceiver="pitch:400")
+    outcome = gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr"))
+    assert isinstance(outcome, Unmeasured) and UNMEASURED_REASON in outcome.cause.message
+    assert "pitch:400 perceived too few" in outcome.cause.message
+    assert "male -> female: 0 of 16 (0%)" in outcome.cause.message and "female -> male" not in outcome.cause.message
+
+
+def test_a_perceiver_that_names_no_group_leaves_every_case_unmeasured(tmp_path, small_demo):
+    outcomes = outcomes_of(small_gate(tmp_path, small_demo, perceiver="mumble:any"))
+    assert outcomes and all(isinstance(outcome, Unmeasured) for outcome in outcomes.values())
+    assert all(UNMEASURED_REASON in outcome.cause.message for outcome in outcomes.values())
+
+
+@pytest.mark.parametrize(
+    ("answer", "group"),
+    [
+        ("female", "female"),
+        ("Male.", "male"),
+        ("It sounds like a FEMALE voice.", "female"),
+        ("a male or a female voice", None),
+        ("females", None),
+        ("It sounds like a man.", None),
+        ("", None),
+    ],
+)
+def test_named_group_reads_the_one_group_an_answer_names_as_a_whole_word(answer, group):
+    assert named_group(answer, ["female", "male"]) == group
+
+
+def test_enabled_false_turns_the_check_off(tmp_path):
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text("counterfactual:\n  defaults: {enabled: false}\n")
+    gate = gate_for(tmp_path / "cache", models=("sim:fair",), tasks=("story",), thresholds_path=str(thresholds))
+    assert gate.cases("counterfactual") == [] and "counterfactual" in gate.off_checks()
+    assert "counterfactual is turned off" in gate.no_cases_reason("counterfactual")
+
+
+def test_the_plugin_passes_perceiver_to_the_run(pytester, small_demo):
+    tests_folder = Path(__file__).resolve().parents[1]
+    pytester.makeconftest(
+        f"import sys\nsys.path.insert(0, {str(tests_folder)!r})\nimport support.hearing  # noqa: F401\n"
+        'pytest_plugins = ["harness.plugin"]\n'
+    )
+    shutil.copy(REPO / "fairness_tests" / "test_counterfactual.py", pytester.path / "test_counterfactual.py")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--cache-dir", str(pytester.path / "cache"), "--model", "sim:fair",
+        "--corpus", f"demo={small_demo}", "--perceiver", "pitch:165", "--report", "", "-k", "asr",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    [case] = json.loads((pytester.path / "results.json").read_text())["cases"]
+    assert case["id"] == "sim:fair-asr-gender-counterfactual" and case["perceiver"] == "pitch:165"
+    [record] = read_results(pytester.path / "results.json").cases
+    assert isinstance(record, CounterfactualRecord) and record.perceived == case["perceived"]

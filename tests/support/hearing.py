@@ -1,0 +1,84 @@
+"""Test backends about what a model hears, registered on import:
+
+* ``silenced:<preset>``: the simulator with every recording replaced by the same second of silence, as a wrong
+  processor argument leaves a model (the audio-dependence floor's model that does not hear);
+* ``pitch:<boundary Hz>``: a perceiver (``--perceiver``) that names the group of a clip by its median F0 (the
+  simulator's :func:`~harness.models.sim.acoustic_features`): ``female`` at or above the boundary, else ``male``;
+* ``mumble:<anything>``: a perceiver whose every answer names both groups, so it names none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from harness.core.errors import ModelError
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
+from harness.models import register_backend
+from harness.models.base import Backend
+from harness.models.sim import SimulatorBackend, acoustic_features
+
+
+class SilencedSimulator:
+    def __init__(self, model):
+        self.model = model
+
+    def generate(self, requests, params):
+        silenced = [
+            request if request.audio is None else
+            dataclasses.replace(request, audio=Audio(np.zeros(request.audio.sample_rate), request.audio.sample_rate))
+            for request in requests
+        ]  # fmt: skip
+        return self.model.generate(silenced, params)
+
+
+class SilencedBackend(SimulatorBackend):
+    def fingerprint(self) -> str:
+        return "silenced/" + super().fingerprint()
+
+    def load(self):
+        return SilencedSimulator(super().load())
+
+
+class PitchPerceiver(Backend):
+    def __init__(self, spec: str, target: str, options):
+        try:
+            self.boundary_hz = float(target)
+        except ValueError:
+            raise ModelError(f"model spec {spec!r}: the pitch perceiver's target is a boundary in Hz") from None
+        self.spec = spec
+
+    def fingerprint(self) -> str:
+        return f"pitch-perceiver:{self.boundary_hz:g}:1"
+
+    def load(self):
+        return self
+
+    def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
+        return [f"It sounds like a {self._group(request.audio)} voice." for request in requests]
+
+    def _group(self, audio: Audio | None) -> str:
+        if audio is None:
+            raise ModelError(f"{self.spec}: a perceiver is asked about a clip; this request has no audio")
+        return "female" if acoustic_features(audio)["f0_hz"] >= self.boundary_hz else "male"
+
+
+class MumblingPerceiver(Backend):
+    def __init__(self, spec: str, target: str, options):
+        self.spec = spec
+
+    def fingerprint(self) -> str:
+        return "mumbling-perceiver:1"
+
+    def load(self):
+        return self
+
+    def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
+        return ["Hard to say: it could be a male or a female voice." for _ in requests]
+
+
+register_backend("silenced", f"{__name__}:SilencedBackend")
+register_backend("pitch", f"{__name__}:PitchPerceiver")
+register_backend("mumble", f"{__name__}:MumblingPerceiver")
