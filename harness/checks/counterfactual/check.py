@@ -47,6 +47,7 @@ from harness.checks.base import (
     unsupported,
 )
 from harness.checks.counterfactual.arms import IDENTITY, SWAP
+from harness.checks.counterfactual.measure import vibe_arms
 from harness.checks.counterfactual.perceived import PerceivedFilter, perceived_filter, require_perceived_swap
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA
 from harness.checks.counterfactual.tables import (
@@ -61,10 +62,7 @@ from harness.checks.counterfactual.tables import (
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.counterfactual import (
-    arm_ntvd,
     choice_flips,
-    flip_rates,
-    largest_shifts,
     paired_wer_difference,
     release_statistic,
     retained_values,
@@ -226,14 +224,13 @@ class CounterfactualCheck(Check):
         ]
 
     def _vibe(self, table: pd.DataFrame, settings: dict[str, Any], seed: int):
-        common = {"tau": int(settings["tau"]), "n_permutations": int(settings["n_permutations"]), "seed": seed}
-        try:
-            effect = arm_ntvd(table, (IDENTITY, SWAP), **common)
-        except ValueError as exc:
-            raise CaseNotMeasured(f"the arms cannot be compared: {exc}") from exc
-        artifact = _optional(lambda: arm_ntvd(table, (ORIGINAL, IDENTITY), **common))
-        flips = flip_rates(table, (IDENTITY, SWAP))
-        artifact_flips = _optional(lambda: flip_rates(table, (ORIGINAL, IDENTITY)))
+        arms = vibe_arms(table, tau=int(settings["tau"]), n_permutations=int(settings["n_permutations"]), seed=seed)
+        effect, artifact, flips, artifact_flips = (
+            arms.voice_effect,
+            arms.artifact,
+            arms.flip_rates,
+            arms.artifact_flip_rates,
+        )
         contrast = Contrast(
             "nTVD identity vs swap", effect.score, None, None, effect.test.p_value, effect.score > settings["max_ntvd"]
         )
@@ -245,7 +242,7 @@ class CounterfactualCheck(Check):
             "recordings": effect.recordings,
             "unpaired_recordings": effect.unpaired_recordings,
             "flip_rates": flip_rows(flips),
-            "shifts": largest_shifts(effect.distributions).to_dict("records"),
+            "shifts": arms.shifts.to_dict("records"),
             "distributions": distribution_rows(effect.distributions),
             "artifact": None
             if artifact is None
