@@ -288,3 +288,14 @@ def test_the_section_holds_in_chromium_with_long_values_and_long_specs(tmp_path,
     assert layout["overlaps"] == []
     assert layout["overflow"] == 0
     assert layout["tables"] == []
+
+
+def test_a_case_without_artifact_distributions_or_p_renders_dashes():
+    bare = vibe_case(artifact=None, distributions=[], shifts=[], per_attribute={}, decision=None)
+    bare.update(p=None, per_direction={"female": None, "male": 12.0})
+    section = section_of(render_report(run_of(bare)))
+    (record,) = typed(bare)
+    row = row_of(section, case_anchor(record))
+    assert "p –" in row and "female\u00a0→\u00a0male: –" in row
+    assert 'class="num">–' in row  # the artifact
+    assert view.vibe_detail(record, {record.model: record.model})["plots"] == []
