@@ -219,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         "stage_requests": {
             stage: stats[f"{stage}_requests"] for stage in ("asr", "voice", "llm") if f"{stage}_requests" in stats
         },
-        "model_calls": metadata["model_calls"],
-        "stage_models": metadata["stage_models"],
+        "model_calls": metadata.model_calls,
+        "stage_models": metadata.stage_models,
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
