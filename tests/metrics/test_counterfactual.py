@@ -16,7 +16,11 @@ from harness.metrics.counterfactual import (
     paired_permutation_test,
     paired_wer_difference,
     perceived_shares,
+    release_statistic,
+    retained_values,
+    speaker_arm_sums,
 )
+from harness.metrics.paired import group_sums, paired_speaker_bootstrap, paired_speaker_test
 
 ALPHA = 0.05
 
@@ -205,3 +209,87 @@ def test_smallest_p_value_bounds_the_monte_carlo_p():
     first = np.zeros((3, 1))
     result = paired_permutation_test(first, first + 1.0, lambda a, b: np.abs(b - a)[:, 0], n_permutations=4999, seed=3)
     assert result.p_value == pytest.approx(smallest_p_value(3), abs=0.03)
+
+
+def with_directions(table: pd.DataFrame) -> pd.DataFrame:
+    """Even speakers female, odd male: two swap directions."""
+    return table.assign(source_group=["female" if int(s[1:]) % 2 == 0 else "male" for s in table["speaker"]])
+
+
+def one_replicate(table: pd.DataFrame, kind: str, **options) -> float:
+    """The release statistic of ``table`` on its own speakers (one replicate, every weight 1)."""
+    sums = speaker_arm_sums(table, kind)
+    columns = [c for c in sums.columns if c != "group"]
+    statistic = release_statistic(kind, columns, **options)
+    return float(statistic(group_sums(sums, np.ones((1, len(sums)))))[0])
+
+
+def test_the_release_statistic_of_one_checkpoint_is_its_absolute_measure():
+    """On one checkpoint's own sums, the release statistic equals the absolute test's measure: the arm nTVD (per
+    direction, then averaged), and the largest |swap - identity| over directions for WER and stereotype shares."""
+    vibe = with_directions(vibe_table(swapped_recordings=30))
+    sums = speaker_arm_sums(vibe, "vibe")
+    retained = retained_values([sums], tau=5)
+    assert one_replicate(vibe, "vibe", retained=retained) == pytest.approx(
+        arm_ntvd(vibe, tau=5, n_permutations=9).score
+    )
+
+    rng = np.random.default_rng(3)
+    wer = with_directions(
+        pd.DataFrame(
+            [(f"s{s}", f"s{s}-r{r}", arm, int(rng.integers(0, 4 + 3 * (arm == "swap") * (s % 2))), 10)
+             for s in range(8) for r in range(5) for arm in ("identity", "swap")],
+            columns=["speaker", "recording", "arm", "errors", "words"],
+        )
+    )  # fmt: skip
+    by_direction = [
+        abs(paired_wer_difference(rows, n_permutations=9).difference) for _, rows in wer.groupby("source_group")
+    ]
+    assert one_replicate(wer, "wer") == pytest.approx(max(by_direction))
+
+    choices = with_directions(choice_table(np.random.default_rng(4), speakers=8, items=6, effect=0.3))
+    by_direction = [
+        abs(choice_flips(rows, n_permutations=9).share_change) for _, rows in choices.groupby("source_group")
+    ]
+    assert one_replicate(choices, "stereotype") == pytest.approx(max(by_direction))
+
+
+def test_retained_values_are_fixed_once_for_both_checkpoints():
+    """A value rare in one checkpoint but frequent in the other is compared in both; the arm columns of a value that
+    only one checkpoint states count as zero in the other."""
+    frequent = speaker_arm_sums(with_directions(vibe_table(swapped_recordings=30)), "vibe")
+    unchanged = speaker_arm_sums(with_directions(vibe_table(swapped_recordings=0)), "vibe")
+    retained = retained_values([unchanged, frequent], tau=5)
+    assert ("occupation", "nurse") in retained["female"] and ("occupation", "nurse") in retained["male"]
+    assert ("occupation", "nurse") not in retained_values([unchanged], tau=5)["female"]
+
+
+def test_the_paired_release_comparison_finds_a_grown_effect_and_keeps_its_level():
+    """Known truth: two fair checkpoints (no swap effect) are rarely judged worse (one-sided 5%), and a candidate
+    whose swap moves the answers (a swapped answer is "nurse" with probability 0.9 instead of 0.5) is judged worse
+    than a fair baseline."""
+    rng = np.random.default_rng(11)
+
+    def checkpoint(effect: float) -> pd.DataFrame:
+        rows = []
+        for s in range(24):
+            for r in range(6):
+                for arm in ("identity", "swap"):
+                    flip = arm == "swap" and rng.random() < effect
+                    job = "nurse" if flip or rng.random() < 0.5 else "engineer"
+                    rows.append((f"s{s}", f"s{s}-r{r}", arm, "occupation", job))
+        return with_directions(pd.DataFrame(rows, columns=["speaker", "recording", "arm", "attribute", "value"]))
+
+    def p_worse(candidate: pd.DataFrame, baseline: pd.DataFrame, seed: int) -> float:
+        tables = [speaker_arm_sums(t, "vibe") for t in (candidate, baseline)]
+        columns = sorted((set(tables[0].columns) | set(tables[1].columns)) - {"group"})
+        tables = [t.reindex(columns=["group", *columns], fill_value=0.0) for t in tables]
+        statistic = release_statistic("vibe", columns, retained=retained_values(tables, tau=5))
+        return paired_speaker_test(
+            paired_speaker_bootstrap(*tables, statistic, n_boot=400, seed=seed), "higher"
+        ).p_worse
+
+    null = [p_worse(checkpoint(0.0), checkpoint(0.0), seed) for seed in range(40)]
+    assert np.mean(np.array(null) <= ALPHA) <= 0.15
+    grown = [p_worse(checkpoint(0.8), checkpoint(0.0), seed) for seed in range(10)]
+    assert np.mean(np.array(grown) <= ALPHA) >= 0.9

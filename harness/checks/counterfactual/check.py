@@ -271,6 +271,7 @@ class CounterfactualCheck(Check):
             ),
             bar=float(settings["max_wer_difference"]),
             label="WER swap - identity (points)",
+            difference=lambda result: result.difference,
             arm_measure=lambda result: result.wer,
             artifact_name="WER identity - original (points)",
             extra=lambda result: {"mean_recording_difference": finite_or_none(result.mean_recording_difference)},
@@ -284,27 +285,29 @@ class CounterfactualCheck(Check):
             lambda rows, arms: choice_flips(rows, arms, n_permutations=int(settings["n_permutations"]), seed=seed),
             bar=float(settings["max_stereotype_shift"]),
             label="stereotype share swap - identity (points)",
+            difference=lambda result: result.share_change,
             arm_measure=lambda result: result.stereotype_share,
             artifact_name="stereotype share identity - original (points)",
             extra=lambda result: {"flip_rate": finite_or_none(result.flip_rate), "items": result.items},
         )
 
-    def _per_direction(self, table, settings, seed, measure, *, bar, label, arm_measure, artifact_name, extra):
+    def _per_direction(
+        self, table, settings, seed, measure, *, difference, bar, label, arm_measure, artifact_name, extra
+    ):
         """One contrast per swap direction (the directions may move the measure in opposite ways): swap - identity
-        of ``measure``'s difference, with its paired permutation p; the artifact is identity - original."""
+        of ``measure`` (its ``difference``, points), with its paired permutation p; the artifact is identity -
+        original; ``arm_measure`` gives each arm's level, ``extra`` the measure's own fields."""
         contrasts, directions = [], {}
         for source, rows in table.groupby("source_group", sort=True):
             effect = measure(rows, (IDENTITY, SWAP))
             artifact = _optional(lambda rows=rows: measure(rows, (ORIGINAL, IDENTITY)))
-            difference = _difference(effect)
-            contrasts.append(
-                Contrast(f"{source} speakers", difference, None, None, effect.test.p_value, abs(difference) > bar)
-            )
+            change = difference(effect)
+            contrasts.append(Contrast(f"{source} speakers", change, None, None, effect.test.p_value, abs(change) > bar))
             directions[str(source)] = {
-                "effect": finite_or_none(difference),
+                "effect": finite_or_none(change),
                 "p": finite_or_none(effect.test.p_value),
                 "arms": _finite_map({**(arm_measure(artifact) if artifact else {}), **arm_measure(effect)}),
-                "artifact": None if artifact is None else finite_or_none(_difference(artifact)),
+                "artifact": None if artifact is None else finite_or_none(difference(artifact)),
                 "artifact_p": None if artifact is None else finite_or_none(artifact.test.p_value),
                 **extra(effect),
             }
@@ -383,10 +386,6 @@ def distribution_rows(distributions: pd.DataFrame) -> list[dict[str, Any]]:
         {"direction": str(direction), "attribute": str(attribute), "value": str(value), **{arm: float(row[arm]) for arm in distributions.columns}}
         for (direction, attribute, value), row in distributions.iterrows()
     ]  # fmt: skip
-
-
-def _difference(result) -> float:
-    return float(getattr(result, "difference", None) if hasattr(result, "difference") else result.share_change)
 
 
 def _optional(compute):
