@@ -13,6 +13,7 @@ permutations) leaves a case unmeasured rather than passed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -109,6 +110,25 @@ def test_the_biased_recogniser_errs_more_on_the_higher_voice_in_both_swaps(outco
         assert direction["effect"] == pytest.approx(direction["arms"]["swap"] - direction["arms"]["identity"])
     fair = outcomes["sim:fair-asr-gender-counterfactual"]
     assert fair.passed and all(abs(value) < 1 for value in fair.record.per_direction.values())
+
+
+def test_against_a_baseline_a_grown_voice_effect_regresses_and_an_equal_one_cannot(demo_gate, outcomes):
+    """The release comparison pairs both checkpoints' per-speaker arm sums: the biased simulator against the fair one
+    as its baseline regresses on Story and ASR (its swap effect grew far beyond max_worsening); against itself the
+    difference cannot vary, never a regression; Candidate Review, where neither is biased, does not regress."""
+    from harness.checks import get_check
+
+    check = get_check("counterfactual")
+    for variant, regressed in (("story", True), ("asr", True), ("candidate_review", False)):
+        candidate = outcomes[f"sim:biased-{variant}-gender-counterfactual"].record
+        baseline = dataclasses.replace(outcomes[f"sim:fair-{variant}-gender-counterfactual"].record, model="sim:biased")
+        case = next(c for c in demo_gate.cases("counterfactual") if c.id == candidate.id)
+        comparison = check.compare(demo_gate.context, case, candidate, baseline)
+        assert comparison.regressed is regressed, comparison.message
+        if regressed:
+            assert comparison.status == "compared" and comparison.delta > candidate.threshold.get("max_worsening", 5.0)
+        itself = check.compare(demo_gate.context, case, candidate, candidate)
+        assert itself.status == "not estimable" and not itself.regressed
 
 
 def test_voice_praat_perceives_every_demo_swap_as_the_target(demo_gate, outcomes):
