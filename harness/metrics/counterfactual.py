@@ -368,10 +368,10 @@ def release_statistic(
         if retained is None:
             raise ValueError("release_statistic: the vibe statistic needs the retained values per direction")
         parsed = [name.split(COLUMN_SEPARATOR, 2) for name in names]
-        pairs = list(dict.fromkeys((attribute, value) for _, attribute, value in parsed))
+        pairs = sorted({(attribute, value) for _, attribute, value in parsed})
         position = {tuple(part): index for index, part in enumerate(parsed)}
-        attributes = list(dict.fromkeys(attribute for attribute, _ in pairs))
-        segment = np.array([attributes.index(attribute) for attribute, _ in pairs], dtype=int)
+        attributes = sorted({attribute for attribute, _ in pairs})
+        segment = np.array([attributes.index(attribute) for attribute, _ in pairs], dtype=int)  # sorted: contiguous
         selectors = {
             arm: np.array([position.get((arm, attribute, value), -1) for attribute, value in pairs]) for arm in arms
         }

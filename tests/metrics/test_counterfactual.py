@@ -293,3 +293,21 @@ def test_the_paired_release_comparison_finds_a_grown_effect_and_keeps_its_level(
     assert np.mean(np.array(null) <= ALPHA) <= 0.15
     grown = [p_worse(checkpoint(0.8), checkpoint(0.0), seed) for seed in range(10)]
     assert np.mean(np.array(grown) <= ALPHA) >= 0.9
+
+
+def test_a_value_only_the_swap_arm_states_is_compared_in_its_attribute():
+    """The release statistic's columns come from both arms: a value that only the swap arm states ("London", after
+    every identity column) sorts inside its attribute (the per-attribute sums need contiguous columns), and the
+    statistic still equals the arm nTVD."""
+    rows = []
+    for index in range(40):
+        speaker, recording = f"s{index % 8}", f"r{index:02d}"
+        for arm in ("identity", "swap"):
+            job = "nurse" if arm == "swap" else "engineer"
+            city = "London" if arm == "swap" and index % 2 else "Paris"
+            rows += [(speaker, recording, arm, "occupation", job), (speaker, recording, arm, "city", city)]
+    table = with_directions(pd.DataFrame(rows, columns=["speaker", "recording", "arm", "attribute", "value"]))
+    sums = speaker_arm_sums(table, "vibe")
+    assert one_replicate(table, "vibe", retained=retained_values([sums], tau=5)) == pytest.approx(
+        arm_ntvd(table, tau=5, n_permutations=9).score
+    )
