@@ -308,8 +308,35 @@ def assert_readme_quotes_the_counterfactual_cases(readme: str, results: dict) ->
     assert vibe, "the default gate measured no VIBE counterfactual case"
     failed = [case for case in vibe if not case["absolute_passed"]]
     assert f"fails {len(failed)} of its {len(vibe)} VIBE counterfactual cases" in readme
-    for case in (min(vibe, key=lambda c: c["value"]), max(vibe, key=lambda c: c["value"])):
+    for case in vibe:
         assert f"{case['variant'].replace('_', ' ')} {case['value']:.1f}" in readme
+    artifacts = [case["artifact"]["value"] for case in vibe]
+    assert f"with artifacts of {min(artifacts):.1f} to {max(artifacts):.1f}" in readme
+    release = {
+        case["variant"]: case
+        for case in json.loads(DEMO_RELEASE_RESULTS.read_text())["cases"]
+        if case["check"] == "counterfactual" and case.get("status") != "unmeasured"
+    }
+    assert (
+        f"release's swap changes its answers too (advisory {release['advisory']['value']:.1f}, below the bar)" in readme
+    )
+    arms = release["asr"]["directions"]["male"]["arms"]
+    assert f"(male -> female {arms['identity']:.1f}% -> {arms['swap']:.1f}%)" in readme
+
+
+def assert_readme_quotes_the_first_commands_figures(readme: str, cases: list[dict]) -> None:
+    """The quick start's figures of the first command: the failing nTVD gender cases' values and the gender
+    classification case's accuracy, gap and interval (absolute verdicts, the same as the first command's)."""
+    ntvd = [c for c in cases if c["check"] == "ntvd" and c["dimension"] == "gender" and not c["absolute_passed"]]
+    assert f"nTVD for gender fails in {['no', 'one', 'two', 'three', 'four', 'five'][len(ntvd)]} of the five" in readme
+    for case in ntvd:
+        assert f"{case['variant'].replace('_', ' ')} {case['value']:.1f}" in readme
+    classification = next(c for c in cases if c["check"] == "classification" and c["dimension"] == "gender")
+    decision = classification["decision"]
+    assert (
+        f"mean per-label accuracy {classification['value']:.1f}, gap {decision['estimate']:.1f} points, 95% CI "
+        f"{decision['ci_low']:.1f} to {decision['ci_high']:.0f}"
+    ) in readme
 
 
 def assert_readme_quotes_the_release_example(results: dict) -> None:
@@ -325,19 +352,28 @@ def assert_readme_quotes_the_release_example(results: dict) -> None:
         f"{absolute.count(False)} failed, {summary['unmeasured']} unmeasured)"
     ) in readme  # the same cases and family as the first command, so the same absolute verdicts
     assert_readme_quotes_the_counterfactual_cases(readme, results)
-    words = {2: "Two", 3: "Three", 4: "Four"}
+    assert_readme_quotes_the_first_commands_figures(readme, cases)
+    words = dict(enumerate(["None", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"]))
 
     def task(case: dict) -> str:
         return f"{case['variant'].replace('_', ' ')} gender"
 
     regressed = [case for case in failed if case["release"] == "regression"]
     assert f"{words[len(regressed)]} regressed:" in readme
-    for case in regressed:
+    for case in (c for c in regressed if c["check"] == "ntvd"):
         baseline = case["baseline"]
         assert (
             f"{task(case)} {'nTVD ' if case['variant'] == 'story' else ''}{baseline['baseline_value']:.1f} -> "
             f"{case['value']:.1f} (+{baseline['delta']:.1f}, adjusted p {baseline['decision']['p_adjusted']:.2g})"
         ) in readme
+    counterfactual = [c for c in regressed if c["check"] == "counterfactual"]
+    if counterfactual:
+        vibe_tasks = {c["variant"] for c in cases if c["check"] == "counterfactual" and c["kind"] == "vibe"}
+        assert {c["variant"] for c in counterfactual} == vibe_tasks  # "the counterfactual nTVD of every VIBE task"
+        for case in counterfactual:
+            assert f"{case['variant'].replace('_', ' ')} +{case['baseline']['delta']:.1f}" in readme
+        largest = max(case["baseline"]["decision"]["p_adjusted"] for case in counterfactual)
+        assert f"adjusted p at most {largest:.2g}" in readme
     new = [case for case in failed if case["release"] == "new failure"]
     assert f"{words[len(new)]} are new failures" in readme
     for case in new:
