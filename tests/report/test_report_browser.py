@@ -164,8 +164,11 @@ def biased_run(tmp_path_factory) -> Path:
 
 def test_first_900_px_of_a_failing_run_name_every_failed_case(biased_run, tmp_path):
     """In Chromium at 1200 x 900, every failed case's first-screen line (check, model, dimension, mode or
-    task) ends above 900 px; a copy of the report with a measuring script gives the DOM positions."""
-    failed = [case for case in json.loads((biased_run / "results.json").read_text())["cases"] if not case["passed"]]
+    task) ends above 900 px; an unmeasured case has its line too, below the failures (it may lie further down);
+    a copy of the report with a measuring script gives the DOM positions."""
+    cases = json.loads((biased_run / "results.json").read_text())["cases"]
+    failed = [case for case in cases if not case["passed"] and case.get("status") != "unmeasured"]
+    unmeasured = [case for case in cases if case.get("status") == "unmeasured"]
     assert failed
     measured = tmp_path / "measured.html"
     measured.write_text((biased_run / "report.html").read_text().replace("</body>", POSITIONS_SCRIPT + "</body>"))
@@ -178,6 +181,8 @@ def test_first_900_px_of_a_failing_run_name_every_failed_case(biased_run, tmp_pa
         assert row["bottom"] <= FIRST_SCREEN_PX, f"{case['id']} ends at {row['bottom']:.0f} px"
         for known in (case.get("model"), case.get("dimension"), case.get("variant")):
             assert known is None or known in row["text"], (known, row["text"])
+    lowest_failure = max(rows[case["id"]]["bottom"] for case in failed)
+    assert all(rows[case["id"]]["bottom"] > lowest_failure for case in unmeasured)
     screenshot = tmp_path / "first-screen.png"
     chromium(
         f"--screenshot={screenshot}",

@@ -43,6 +43,7 @@ from harness.checks.base import (
     CompareContext,
     Comparison,
     Measurement,
+    per_run,
     regression_comparison,
     unsupported,
 )
@@ -128,15 +129,7 @@ class CounterfactualCheck(Check):
         require_perceived_swap(perceived, float(settings["min_perceived_share"]), case.id, context.perceiver)
         seed = derived_seed(context.seed, self.name, case.id)
         kind = KINDS.get(case.variant, "vibe")
-        if kind == "vibe":
-            table = vibe_table(context, case.model, case.corpus, case.variant, case.dimension)
-        elif kind == "wer":
-            table = wer_table(context, case.model, case.corpus, case.dimension)
-        else:
-            table = choice_table(context, case.model, case.corpus, case.dimension)
-        kept = table[table["recording"].map(lambda key: key.split("|")[0]).isin(perceived.kept)]
-        if kept.empty:
-            raise CaseNotMeasured(f"{case.id}: no recording whose swap was perceived as the target has an answer")
+        kept = self.kept_table(context, case)
         speakers = int(kept["speaker"].nunique())
         measure = {"vibe": self._vibe, "wer": self._wer, "stereotype": self._stereotype}[kind]
         contrasts, payload, findings = measure(kept, settings, seed)
@@ -164,9 +157,31 @@ class CounterfactualCheck(Check):
             threshold={bar_key: bar, "rule": rule, "min_perceived_share": float(settings["min_perceived_share"])},
             criterion=f"{'significant' if rule == 'significance' else f'effect > {bar:g} and significant'}",
             findings=f"{findings}; perceived as the target: {perceived_words(perceived)}",
-            paired_data=paired_data(kind, kept),
+            paired_data=self.paired_data(context, case),
             payload=payload,
         )
+
+    @per_run
+    def kept_table(self, context: CheckContext, case: Case) -> pd.DataFrame:
+        """The case's answers on every arm (:mod:`.tables`), of the recordings whose swap the perceiver heard as the
+        target group; :class:`CaseNotMeasured` when none of them has an answer."""
+        perceived = perceived_filter(perceived_clips(context, case.corpus, case.dimension))
+        kind = KINDS.get(case.variant, "vibe")
+        if kind == "vibe":
+            table = vibe_table(context, case.model, case.corpus, case.variant, case.dimension)
+        elif kind == "wer":
+            table = wer_table(context, case.model, case.corpus, case.dimension)
+        else:
+            table = choice_table(context, case.model, case.corpus, case.dimension)
+        kept = table[table["recording"].map(lambda key: key.split("|")[0]).isin(perceived.kept)]
+        if kept.empty:
+            raise CaseNotMeasured(f"{case.id}: no recording whose swap was perceived as the target has an answer")
+        return kept
+
+    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
+        """Per speaker, the arm sums a later run pairs with (:func:`speaker_arm_sums`), as JSON lists."""
+        sums = speaker_arm_sums(self.kept_table(context, case), KINDS.get(case.variant, "vibe"))
+        return {"speaker": [str(s) for s in sums.index], **{c: sums[c].tolist() for c in sums.columns}}
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         """Is the candidate's voice effect significantly larger than the baseline's on the same recordings? The
@@ -345,12 +360,6 @@ RELEASE_MEASURES = {
     "wer": "largest |WER swap - identity| over directions (points)",
     "stereotype": "largest |stereotype share swap - identity| over directions (points)",
 }
-
-
-def paired_data(kind: str, table: pd.DataFrame) -> dict[str, Any]:
-    """Per speaker, the arm sums a later run pairs with (:func:`speaker_arm_sums`), as JSON lists."""
-    sums = speaker_arm_sums(table, kind)
-    return {"speaker": [str(s) for s in sums.index], **{c: sums[c].tolist() for c in sums.columns}}
 
 
 def perceived_rows(perceived: PerceivedFilter) -> list[dict[str, Any]]:
