@@ -75,5 +75,6 @@ def test_the_installed_wheel_runs_the_gate_from_an_empty_directory(tmp_path):
         "personalization",
         "classification",
         "robustness",
+        "counterfactual",
     }
     assert (project / "report.html").is_file() and (project / ".lalm_cache").is_dir()
