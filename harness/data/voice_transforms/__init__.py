@@ -71,20 +71,23 @@ class VoiceTransform(abc.ABC):
     name: str
     dimension: str
     """The corpus dimension whose groups the transform knows (``gender``)."""
-    version: int = 1
+    version: int = 2
+    """2: Praat's random draws seeded from the recipe (version 1 clips differed from run to run)."""
 
     @abc.abstractmethod
     def target_group(self, source_group: str) -> str:
         """The group the arm of a ``source_group`` speaker should be perceived as."""
 
     @abc.abstractmethod
-    def resynthesise(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
-        """The arm's audio, at ``audio``'s sample rate (what :meth:`apply` returns)."""
+    def resynthesise(self, audio: Audio, source_group: str, settings: ChangeGenderSettings, seed: int) -> Audio:
+        """The arm's audio, at ``audio``'s sample rate (what :meth:`apply` returns); a transform that draws random
+        numbers draws them from ``seed``, so that one recipe makes one clip."""
 
     def apply(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
-        """The arm's audio, its source recorded for :func:`source_recording`."""
-        made = self.resynthesise(audio, source_group, settings)
+        """The arm's audio, identified by its recipe (:attr:`Audio.recipe`) and resynthesised with a seed derived
+        from it; its source recorded for :func:`source_recording`."""
         recipe = f"{audio.content_hash}|{source_group}|{self.fingerprint(settings)}"
+        made = self.resynthesise(audio, source_group, settings, seed=int(stable_hash(recipe)[:12], 16))
         arm = Audio(made.samples, made.sample_rate, recipe=recipe)
         _remember_source(arm, audio)
         return arm

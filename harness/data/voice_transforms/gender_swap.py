@@ -25,7 +25,7 @@ class GenderSwapTransform(VoiceTransform):
             )
         return OTHER_GENDER[source_group]
 
-    def resynthesise(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
+    def resynthesise(self, audio: Audio, source_group: str, settings: ChangeGenderSettings, seed: int) -> Audio:
         direction = f"{source_group}_to_{self.target_group(source_group)}"
         return change_gender(
             audio,
@@ -33,6 +33,7 @@ class GenderSwapTransform(VoiceTransform):
             pitch_ceiling_hz=settings.pitch_ceiling_hz,
             formant_shift_ratio=getattr(settings, f"{direction}_formant_ratio"),
             new_pitch_median_hz=getattr(settings, f"{direction}_pitch_hz"),
+            seed=seed,
         )
 
 

@@ -19,13 +19,14 @@ class IdentityTransform(VoiceTransform):
     def target_group(self, source_group: str) -> str:
         return source_group
 
-    def resynthesise(self, audio: Audio, source_group: str, settings: ChangeGenderSettings) -> Audio:
+    def resynthesise(self, audio: Audio, source_group: str, settings: ChangeGenderSettings, seed: int) -> Audio:
         return change_gender(
             audio,
             pitch_floor_hz=settings.pitch_floor_hz,
             pitch_ceiling_hz=settings.pitch_ceiling_hz,
             formant_shift_ratio=1.0,
             new_pitch_median_hz=0.0,
+            seed=seed,
         )
 
 
