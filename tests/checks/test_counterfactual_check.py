@@ -131,6 +131,32 @@ def test_against_a_baseline_a_grown_voice_effect_regresses_and_an_equal_one_cann
         assert itself.status == "not estimable" and not itself.regressed
 
 
+def test_a_baseline_made_with_another_transform_setting_or_perceiver_is_not_compared(demo_gate, outcomes):
+    """Issue 45: the arms' intervention must be the same in both runs. A baseline whose swap moved the pitch to
+    another target, whose clips another perceiver labelled, or that does not state its settings, is unsupported
+    (judged by the absolute threshold only), naming what differs; the same settings compare."""
+    from harness.checks import get_check
+
+    check = get_check("counterfactual")
+    candidate = outcomes["sim:biased-story-gender-counterfactual"].record
+    assert candidate.transform_settings["female_to_male_pitch_hz"] == 115.0
+    case = next(c for c in demo_gate.cases("counterfactual") if c.id == candidate.id)
+    same = check.compare(demo_gate.context, case, candidate, dataclasses.replace(candidate))
+    assert same.status != "unsupported"
+    other_pitch = {**candidate.transform_settings, "female_to_male_pitch_hz": 100.0}
+    for baseline, named in (
+        (
+            dataclasses.replace(candidate, transform_settings=other_pitch),
+            "female_to_male_pitch_hz 100.0 (this run: 115.0)",
+        ),
+        (dataclasses.replace(candidate, perceiver="pitch:165"), "perceiver 'pitch:165' (this run: 'voice:praat')"),
+        (dataclasses.replace(candidate, transform_settings=None), "transform settings not recorded"),
+    ):
+        comparison = check.compare(demo_gate.context, case, candidate, baseline)
+        assert comparison.status == "unsupported" and not comparison.regressed
+        assert named in comparison.message and "absolute threshold only" in comparison.message
+
+
 def test_voice_praat_perceives_every_demo_swap_as_the_target(demo_gate, outcomes):
     speakers = demo_gate.context.corpora["demo"].table["gender"].value_counts()
     measured = [outcome.record for case, outcome in outcomes.items() if isinstance(outcome, Verdict) and "stereoset" not in case]  # fmt: skip

@@ -31,6 +31,7 @@ passed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,6 +58,7 @@ from harness.checks.counterfactual.tables import (
     perceived_clips,
     settings_for,
     transform_dimension,
+    transform_settings,
     vibe_table,
     wer_table,
 )
@@ -139,6 +141,7 @@ class CounterfactualCheck(Check):
         payload |= {
             "kind": kind,
             "transform": str(settings["transform"]),
+            "transform_settings": dataclasses.asdict(transform_settings(context, case.dimension)[1]),
             "perceiver": context.perceiver,
             "perceived": perceived_rows(perceived),
             "excluded": dict(perceived.excluded),
@@ -189,6 +192,9 @@ class CounterfactualCheck(Check):
         paired data) with the same retained values, and their difference resampled by a paired speaker bootstrap
         (:func:`~harness.metrics.paired.paired_speaker_bootstrap`, one-sided t of "no worsening"); a regression when
         it grew by more than ``max_worsening`` and significantly under the gate's rule."""
+        other_arms = arms_protocol_difference(candidate, baseline)
+        if other_arms is not None:
+            return unsupported(baseline, other_arms)
         if not baseline.paired_data or not candidate.paired_data:
             return unsupported(baseline, "the baseline record carries no per-speaker arm sums")
         tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
@@ -360,6 +366,35 @@ RELEASE_MEASURES = {
     "wer": "largest |WER swap - identity| over directions (points)",
     "stereotype": "largest |stereotype share swap - identity| over directions (points)",
 }
+
+
+def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str | None:
+    """Why two counterfactual records cannot be compared, or None: their arms were made by another voice transform,
+    with other transform settings, or their swapped clips were labelled by another perceiver (which keeps other
+    recordings), so their effects measure different interventions, as another extractor makes nTVD incomparable. A
+    baseline record that does not state its transform settings (written before they were recorded) cannot be
+    shown to match and is not compared either."""
+    differences = [
+        f"{name} {getattr(baseline, field)!r} (this run: {getattr(candidate, field)!r})"
+        for field, name in (("transform", "transform"), ("perceiver", "perceiver"))
+        if getattr(baseline, field) != getattr(candidate, field)
+    ]
+    recorded, current = baseline.transform_settings, candidate.transform_settings
+    if recorded is None:
+        differences.append("transform settings not recorded (a results.json written before they were)")
+    elif recorded != current:
+        changed = sorted(key for key in {*recorded, *(current or {})} if recorded.get(key) != (current or {}).get(key))
+        differences.append(
+            "transform settings "
+            + ", ".join(f"{key} {recorded.get(key)!r} (this run: {(current or {}).get(key)!r})" for key in changed)
+        )
+    if not differences:
+        return None
+    return (
+        f"the baseline's arms were made with {'; '.join(differences)}: its voice effect measures another "
+        "intervention, so the case is judged by its absolute threshold only (remake the baseline with this run's "
+        "counterfactual settings and perceiver)"
+    )
 
 
 def perceived_rows(perceived: PerceivedFilter) -> list[dict[str, Any]]:

@@ -16,7 +16,8 @@ class CounterfactualRecord(CaseRecord):
     and the share the ``perceiver`` labelled as the target group, ``excluded`` those left out; ``artifact``: the same
     measure between the original recording and its identity resynthesis (reported, never a fail). A VIBE case adds
     the per-attribute nTVD and flip rates, the largest shifts and the arms' value distributions; a WER or stereotype
-    case adds each direction's arm measures (``directions``)."""
+    case adds each direction's arm measures (``directions``); ``transform`` and ``transform_settings`` name the
+    intervention."""
 
     kind: str
     transform: str
@@ -37,6 +38,9 @@ class CounterfactualRecord(CaseRecord):
     shifts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     distributions: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     directions: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    transform_settings: dict[str, float] | None = None
+    """The voice transform's arguments the arms were made with (``ChangeGenderSettings``); a baseline made with
+    others is not compared (:func:`~harness.checks.counterfactual.check.arms_protocol_difference`)."""
 
 
 RECORD = CounterfactualRecord
