@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from harness.checks import all_checks, get_check
-from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, with_floor_changes
+from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, unsupported, with_floor_changes
 from harness.core.errors import CaseNotMeasured, ModelError
 from harness.core.files import portable_path, portable_source
 from harness.extraction.validation import annotation_sample, export_annotation_sample
@@ -128,6 +129,55 @@ class Gate:
             self._families[check] = tuple(self.cases(check))
         return self._families[check]
 
+    def baseline_gaps(self) -> list[UnmeasuredRecord]:
+        """The baseline's cases that this run's full gate lacks, for each model of the run: each an unmeasured
+        record of the candidate model, with the reason (README "Release gating"). A release against a baseline must
+        run every case the baseline ran (measured or not): a checkpoint cannot pass its ratchet by switching off, or
+        not configuring, the check or corpus whose case it would fail. None without a baseline."""
+        if self.baseline is None:
+            return []
+        off = set(self.off_checks())
+        gate_cases = [case for check in all_checks() for case in self.cases(check.name)]
+        held = [*self.baseline.records.values()]
+        known = {baseline_key(record) for record in held}
+        held_keys = [*known, *(key for key in self.baseline.unmeasured if key not in known)]
+        ids = {baseline_key(record): record.id for record in held} | self.baseline.unmeasured_ids
+        gaps = []
+        for model in self.config.models:
+            covered = {baseline_key(case) for case in gate_cases if case.model == model}
+            for key in held_keys:
+                if key in covered:
+                    continue
+                check, source, variant, dimension = key
+                baseline_id = ids.get(key, "-".join(str(part) for part in key if part))
+                case = Case(
+                    check=check,
+                    model=model,
+                    corpus=source,
+                    dimension=dimension,
+                    variant=variant,
+                    id=candidate_case_id(baseline_id, self.baseline.model, model),
+                )
+                why = self.missing_reason(check, source, off)
+                message = (
+                    f"not measured (config): case {baseline_id} of the baseline {portable_source(self.baseline.source)} "
+                    f"is not in this run's gate ({why}); a release against a baseline must run every case the baseline "
+                    "ran: run its configuration, or gate against a baseline made with this one"
+                )
+                gaps.append(unmeasured_record(case, message, Cause("config", self.baseline.source, message)))
+        return gaps
+
+    def missing_reason(self, check: str, source: str | None, off: set[str]) -> str:
+        """Why this run's gate has no case of ``check`` on ``source`` that the baseline has, in words."""
+        if check in off:
+            return f"{check} is turned off in {self.thresholds.source}"
+        if check not in {registered.name for registered in all_checks()}:
+            return f"no check {check!r} is registered in this installation"
+        sources = {*self.context.corpora, *(item_set.name for item_set in self.context.basis.sets)}
+        if source is not None and source not in sources:
+            return f"this run has no corpus or BASIS item set {source!r}"
+        return f"this run's configuration gives {check} no such case"
+
     def probe_tasks(self) -> tuple[str, ...]:
         """The VIBE tasks the audio-dependence probe asks: those of the selected nTVD and counterfactual cases, in
         the run's order."""
@@ -147,7 +197,10 @@ class Gate:
             return Verdict(verdict.passed, verdict.message, record)
         baseline_record = self.baseline.records.get(baseline_key(record))
         unmeasured = self.baseline.unmeasured.get(baseline_key(record))
-        if baseline_record is None and unmeasured is not None:
+        changed_corpus = self.baseline.changed_corpus(record.corpus, self.context.corpora)
+        if baseline_record is not None and changed_corpus is not None:
+            comparison = unsupported(baseline_record, changed_corpus)
+        elif baseline_record is None and unmeasured is not None:
             comparison = Comparison(
                 status="new",
                 message=f"unmeasured in the baseline ({unmeasured}): nothing to compare with, judged by its absolute threshold",
@@ -160,14 +213,21 @@ class Gate:
             comparison = with_floor_changes(
                 check.compare(self.context, case, record, baseline_record), record, baseline_record
             )
+        compared = comparison.status in RELEASE_JUDGED
         outcome = release_outcome(
             verdict.passed,
             comparison.regressed,
-            comparison.status in RELEASE_JUDGED,
+            compared,
             None if baseline_record is None else baseline_absolute_passed(baseline_record),
         )
         passed = outcome in RELEASE_PASSES
-        message = f"{verdict.message}; {comparison.message}; release: {outcome} -> {'PASS' if passed else 'FAIL'}"
+        why = (
+            f" (not compared with the baseline, status {comparison.status}: a case failing its absolute threshold "
+            "is a known failure only when compared)"
+            if outcome == "new failure" and baseline_record is not None and not compared
+            else ""
+        )
+        message = f"{verdict.message}; {comparison.message}; release: {outcome}{why} -> {'PASS' if passed else 'FAIL'}"
         record = dataclasses.replace(
             record,
             passed=passed,
@@ -280,13 +340,15 @@ def release_outcome(absolute_passed: bool, regressed: bool, compared: bool, base
     """The release ratchet (README "Release gating"): a case against a baseline fails when it regressed
     significantly (``regression``), or when it fails its absolute criterion and the baseline's case did not
     (``new failure``; a baseline case that was unmeasured or absent, ``baseline_passed`` None, is judged as new).
-    A case failing in both runs without a regression is a ``known failure``: it does not fail the release and
-    is listed. A case passing its criterion is ``no regression`` when ``compared`` with the baseline, else
-    ``pass``."""
+    A case failing in both runs and ``compared`` without a regression is a ``known failure``: it does not fail the
+    release and is listed. A failing case whose comparison could not be made (unsupported: speakers that do not
+    pair, another corpus, transform or perceiver; or new) is a ``new failure`` whatever the baseline said, so that a
+    known failure cannot grow unmeasured. A case passing its criterion is ``no regression`` when ``compared`` with
+    the baseline, else ``pass``."""
     if regressed:
         return "regression"
     if not absolute_passed:
-        return "known failure" if baseline_passed is False else "new failure"
+        return "known failure" if baseline_passed is False and compared else "new failure"
     return "no regression" if compared else "pass"
 
 
@@ -411,6 +473,23 @@ class Baseline:
     """The cases that run could not measure (:func:`baseline_key` -> why), so that a case now measured is said
     to have been unmeasured, not to be new."""
 
+    unmeasured_ids: Mapping[tuple, str] = dataclasses.field(default_factory=dict)
+    """The case id of each unmeasured case (:func:`baseline_key` -> id)."""
+
+    def changed_corpus(self, name: str | None, corpora: Mapping[str, Any]) -> str | None:
+        """Why cases on corpus ``name`` cannot be paired with the baseline's when that corpus's recordings changed
+        (its content hash differs from the one the baseline measured), else None. Such cases are judged by their
+        absolute thresholds only (:meth:`Gate.verdict`)."""
+        corpus = corpora.get(name) if name is not None else None
+        recorded = self.corpora.get(name) if name is not None else None
+        if corpus is None or not recorded or recorded == corpus.content_hash:
+            return None
+        return (
+            f"corpus {name!r} differs from the one in the baseline {portable_source(self.source)} (content hash "
+            f"{recorded} there, {corpus.content_hash} here): its cases cannot be paired and are judged by their "
+            "absolute thresholds only"
+        )
+
     def corpus_notes(self, corpora: Mapping[str, str]) -> list[str]:
         """What a run on ``corpora`` (name -> content hash) cannot pair with this baseline, in words: a corpus the
         baseline did not measure, or measured with other recordings. Its cases are judged by their absolute thresholds."""
@@ -475,7 +554,16 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
             for case in results.unmeasured
             if case.model == model
         },
+        {baseline_key(case): case.id for case in results.unmeasured if case.model == model},
     )
+
+
+def candidate_case_id(baseline_id: str, baseline_model: str, model: str) -> str:
+    """The id the candidate ``model``'s case would have: a case id starts with its model's spec
+    (:meth:`~harness.checks.base.Check.cases`), so the baseline model's is replaced by the candidate's."""
+    if baseline_id.startswith(f"{baseline_model}-"):
+        return f"{model}-{baseline_id.removeprefix(f'{baseline_model}-')}"
+    return f"{model}-{baseline_id}"
 
 
 def spot_check_refusal(scope: Scope | None) -> str:

@@ -63,6 +63,13 @@ class RunAssembly:
         skipped = {identity[nodeid]: reason for nodeid, reason in self.skipped_nodes.items() if nodeid in identity}
         return run_scope(gate, identity.values(), deselected, skipped, off), nodes
 
+    def baseline_gaps(self) -> list[Record]:
+        """The baseline's cases that the run's gate lacks (:meth:`harness.gate.Gate.baseline_gaps`), unmeasured
+        records of the run: a release against a baseline that does not run all of the baseline's cases has the
+        verdict ``unmeasured`` at best, naming them."""
+        gaps = next((part.get("baseline_missing") or [] for part in self.scope_parts), [])
+        return [record_from_json(data, "the run's baseline coverage") for data in gaps]
+
     def results(
         self,
         metadata: RunMetadata,
@@ -78,7 +85,7 @@ class RunAssembly:
             if nodeid not in self.records:
                 case = Case(**nodes[nodeid]) if nodeid in nodes else unknown_case(nodeid)
                 self.records[nodeid] = unmeasured_record(case, message, Cause("internal", None, message), nodeid)
-        cases = tuple(record for _, record in sorted(self.records.items()))
+        cases = (*(record for _, record in sorted(self.records.items())), *self.baseline_gaps())
         verdict, summary = run_outcome(cases, len(not_run), interrupted, spot_check=bool(scope and scope.spot_check))
         incomplete = None
         if verdict == "incomplete":

@@ -1,10 +1,12 @@
 """A run's scope: which cases the full gate holds for the run's models and corpora, which of them ran, and why
 the others did not.
 
-The full gate of a run is every case (:meth:`harness.checks.base.Check.cases`) of every check whose gate test
-function the run collected, selected or not. A case of it that did not run was *deselected* (``-k``, ``-m`` or a
-plugin's deselection hook), *skipped* (a skip marker, e.g. a GPU case without a device) or *not collected* (the
-command line named other node ids). A run that ran fewer than every case is a **spot check**
+The full gate of a run is every case (:meth:`harness.checks.base.Check.cases`) of every registered check that the
+thresholds do not turn off, for the run's models, corpora and BASIS sets, whatever pytest collected (the plugin's
+``pytest_collection_finish``). A case of it that did not run was *deselected* (``-k``, ``-m`` or a plugin's
+deselection hook), *skipped* (a skip marker, e.g. a GPU case without a device) or *not collected* (the command line
+named one gate module, other node ids, or a folder without every gate module). A team that gates on fewer checks
+turns the others off in its thresholds file (``<check>: {defaults: {enabled: false}}``, recorded as ``off``). A run that ran fewer than every case is a **spot check**
 (:data:`harness.records.SPOT_CHECK`): whatever its selected cases say, it is no release verdict on the model, and it is no
 baseline for a later run (:func:`harness.gate.load_baseline` refuses it).
 

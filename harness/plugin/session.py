@@ -75,14 +75,16 @@ class FairnessSession:
         if selected:
             for check in all_checks():
                 get_gate(self.config).set_family(check.name, selected.get(check.name, []))
-        checks = dict.fromkeys([*selected, *(check for check, _ in self.deselected)])
-        if checks:
+        if selected or self.deselected:
+            # The full gate is every enabled check's cases for the run's models and sources, whatever pytest
+            # collected: a run of one gate module, a node id or -k is a spot check (harness.gate.scope).
             gate = get_gate(self.config)
             self.run.scope_parts.append({
-                "gate": [[check, case.id] for check in checks for case in gate.cases(check)],
+                "gate": [[check.name, case.id] for check in all_checks() for case in gate.cases(check.name)],
                 "deselected": [[check, case_id, reason] for (check, case_id), reason in self.deselected.items()],
                 "nodes": nodes,
                 "off": gate.off_checks(),
+                "baseline_missing": [record.to_json() for record in gate.baseline_gaps()],
             })  # fmt: skip
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

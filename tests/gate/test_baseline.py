@@ -10,6 +10,8 @@ import pytest
 
 from harness.metrics.ntvd import counts_to_long_table, long_table_to_counts, ntvd, paired_ntvd_difference
 
+from support.gate import thresholds_for_modules
+
 REPO = Path(__file__).resolve().parents[2]
 VALUES = np.array(list("abcdef"))
 pytest_plugins = ["pytester"]
@@ -75,7 +77,7 @@ def test_mismatched_speakers_are_rejected():
 def project(pytester):
     pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
     shutil.copy(REPO / "fairness_tests" / "test_vibe.py", pytester.path / "test_vibe.py")
-    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    (pytester.path / "thresholds.yaml").write_text(thresholds_for_modules(["test_vibe.py"]))
     return pytester
 
 
@@ -114,6 +116,7 @@ def test_case_missing_from_the_baseline_is_reported_as_new(project):
     """The baseline's gate had no WER module: the candidate's WER cases are new, judged by their absolute criterion."""
     gate(project, "--model", "sim:fair", "--results-json", "released.json")
     shutil.copy(REPO / "fairness_tests" / "test_wer.py", project.path / "test_wer.py")
+    (project.path / "thresholds.yaml").write_text(thresholds_for_modules(["test_vibe.py", "test_wer.py"]))
     result = gate(project, "--model", "sim:biased", "-k", "story or wer_ratio", "--baseline", "released.json")
     result.assert_outcomes(passed=2, failed=2)
     cases = {case["id"]: case for case in json.loads((project.path / "results.json").read_text())["cases"]}
@@ -146,7 +149,7 @@ def test_a_paired_contrast_that_cannot_vary_is_not_estimable_never_a_regression(
     difference between two fair checkpoints' mean ICAT (issue 23: "CI [-8.33, -8.33] -> REGRESSION")."""
     pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
     shutil.copy(REPO / "fairness_tests" / "test_basis.py", pytester.path / "test_basis.py")
-    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    (pytester.path / "thresholds.yaml").write_text(thresholds_for_modules(["test_basis.py"]))
     statuses = {}
     for seed in (1, 2, 3):
         (pytester.path / "models.yaml").write_text(f"models:\n  sim:fair: {{decoding: {{seed: {seed}}}}}\n")
@@ -198,9 +201,10 @@ def test_paired_bootstrap_of_a_gap_detects_a_widening_and_not_an_equal_candidate
 
 def test_every_check_compares_against_the_baseline(pytester):
     pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
-    for module in ("test_vibe.py", "test_wer.py", "test_basis.py"):
+    modules = ("test_vibe.py", "test_wer.py", "test_basis.py")
+    for module in modules:
         shutil.copy(REPO / "fairness_tests" / module, pytester.path / module)
-    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    (pytester.path / "thresholds.yaml").write_text(thresholds_for_modules(modules))
     selection = ("-k", "(gender-speech-implicit or demo-gender or asr-gender or advisory-gender) and not score_ratio")
     gate(pytester, "--model", "sim:fair", "--results-json", "released.json")  # a baseline runs its full gate
     result = gate(pytester, "--model", "sim:biased", *selection, "--baseline", "released.json")

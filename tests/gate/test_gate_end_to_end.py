@@ -10,6 +10,8 @@ from harness.gate import DEMO_RELEASE_RESULTS
 from harness.gate.outcomes import EXIT_UNMEASURED
 from harness.models.cascade import DEMO_MODEL, VOICE_BLIND_MODEL
 
+from support.gate import thresholds_for_modules
+
 REPO = Path(__file__).resolve().parents[2]
 BIASED_TASKS = ("story", "advisory", "personal_shopper", "hollywood_casting")
 
@@ -20,7 +22,7 @@ pytest_plugins = ["pytester"]
 def gate_project(pytester: pytest.Pytester, tmp_path_factory) -> pytest.Pytester:
     pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
     shutil.copy(REPO / "fairness_tests" / "test_vibe.py", pytester.path / "test_vibe.py")
-    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    (pytester.path / "thresholds.yaml").write_text(thresholds_for_modules(["test_vibe.py"]))
     return pytester
 
 
@@ -268,6 +270,7 @@ def test_release_example_gates_the_voice_aware_demo_against_the_voice_blind_rele
     release shared, without a regression, is a known failure and passes."""
     for module in (REPO / "fairness_tests").glob("test_*.py"):
         shutil.copy(module, gate_project.path / module.name)
+    shutil.copy(REPO / "thresholds.yaml", gate_project.path / "thresholds.yaml")  # every check: the full gate
     result = gate_project.runpytest_subprocess(
         "-p",
         "no:cacheprovider",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -16,13 +18,49 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def gate_project(pytester: pytest.Pytester, *gate_modules: str) -> pytest.Pytester:
-    """A pytester folder with the plugin, the repository's thresholds.yaml and the named gate modules
-    (``test_vibe.py``, ... from ``fairness_tests/``)."""
+    """A pytester folder with the plugin, the named gate modules (``test_vibe.py``, ... from ``fairness_tests/``)
+    and the repository's thresholds.yaml with every check that those modules do not collect turned off
+    (:func:`thresholds_for_modules`): the full gate is every enabled check (harness.gate.scope), so a project of
+    fewer modules says so in its thresholds, as a team that gates on fewer checks does."""
     pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
     for name in gate_modules:
         shutil.copy(REPO / "fairness_tests" / name, pytester.path / name)
-    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    (pytester.path / "thresholds.yaml").write_text(thresholds_for_modules(gate_modules))
     return pytester
+
+
+def uncollected_checks(gate_modules: Sequence[str]) -> list[str]:
+    """The registered checks that no module of ``gate_modules`` (``test_<module>.py``) collects."""
+    from harness.checks import all_checks
+    from harness.gate_tests import gate_functions
+
+    collected = {
+        name.removeprefix("test_")
+        for module in gate_modules
+        for name in gate_functions(Path(module).stem.removeprefix("test_"))
+    }
+    return [check.name for check in all_checks() if check.name not in collected]
+
+
+def checks_off(gate_modules: Sequence[str]) -> str:
+    """Thresholds YAML that turns off every check no module of ``gate_modules`` collects, to append to a small
+    thresholds file of a test's own that has no section of those checks."""
+    return "".join(f"\n{check}:\n  defaults:\n    enabled: false\n" for check in uncollected_checks(gate_modules))
+
+
+def thresholds_for_modules(gate_modules: Sequence[str]) -> str:
+    """The repository's thresholds.yaml, with ``<check>.defaults.enabled: false`` for every registered check that no
+    module of ``gate_modules`` (``test_<module>.py``) collects (:func:`harness.gate_tests.gate_functions`). The
+    text is kept as it is (tests edit it by string replacement); a section that has no ``defaults`` block gets one
+    appended."""
+    text = (REPO / "thresholds.yaml").read_text()
+    for check in uncollected_checks(gate_modules):
+        section = re.search(rf"^{check}:\n  defaults:\n", text, flags=re.MULTILINE)
+        if section:
+            text = text[: section.end()] + "    enabled: false\n" + text[section.end() :]
+        else:
+            text += f"\n{check}:\n  defaults:\n    enabled: false\n"
+    return text
 
 
 class EchoBackend(Backend):
