@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from support.gate import thresholds_for_modules
+
 REPO = Path(__file__).resolve().parents[2]
 MODES = ("speech-implicit", "speech-explicit", "text-implicit", "text-explicit")
 # ICAT: the voice-induced stereotype contrast. The demo suite has two speakers per group, so a group gap
@@ -33,7 +35,7 @@ def shared_cache(tmp_path_factory) -> Path:
 def gate_project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
     shutil.copy(REPO / "fairness_tests" / "test_basis.py", pytester.path / "test_basis.py")
-    shutil.copy(REPO / "thresholds.yaml", pytester.path / "thresholds.yaml")
+    (pytester.path / "thresholds.yaml").write_text(thresholds_for_modules(["test_basis.py"]))
     return pytester
 
 
