@@ -91,15 +91,20 @@ class PermutationFloor:
         units = " + ".join(str(n) for n in self.units) or "0"
         if self.test == SIGN_FLIP:
             blocks = "one direction" if len(self.units) == 1 else f"{len(self.units)} directions tested together"
-            return f"a sign flip over {units} speakers ({blocks})"
-        return f"a group permutation of {units} speakers in {len(self.units)} groups"
+            words = f"a sign flip over {units} speakers ({blocks})"
+        else:
+            words = f"a group permutation of {units} speakers in {len(self.units)} groups"
+        return words + (f" with {self.permutations} permutations" if self.resolution > self.design_p else "")
 
     def shortfall(self, alpha: float) -> str:
-        """What would let the test reach ``alpha``: more speakers per block, or more permutations."""
+        """What would let the test reach ``alpha``: more speakers per block, more permutations, or both."""
+        remedies = []
         if self.design_p > alpha:
             per = "per direction" if self.test == SIGN_FLIP else "per group"
-            return f"{self.units_needed(alpha)} speakers {per} would reach it"
-        return f"raise the permutations to at least {math.ceil(1.0 / alpha - 1.0)}"
+            remedies.append(f"{self.units_needed(alpha)} speakers {per} would reach it")
+        if self.resolution > alpha:
+            remedies.append(f"raise the permutations to at least {math.ceil(1.0 / alpha - 1.0)}")
+        return " and ".join(remedies)
 
     def as_dict(self) -> dict[str, Any]:
         return {"test": self.test, "units": list(self.units), "permutations": self.permutations}
