@@ -89,11 +89,12 @@ class PermutationFloor:
     def describe(self) -> str:
         """The design in words, e.g. ``a sign flip over 6 + 6 speakers in 2 directions``."""
         units = " + ".join(str(n) for n in self.units) or "0"
+        speakers = "speaker" if self.units == (1,) else "speakers"
         if self.test == SIGN_FLIP:
             blocks = "one direction" if len(self.units) == 1 else f"{len(self.units)} directions tested together"
-            words = f"a sign flip over {units} speakers ({blocks})"
+            words = f"a sign flip over {units} {speakers} ({blocks})"
         else:
-            words = f"a group permutation of {units} speakers in {len(self.units)} groups"
+            words = f"a group permutation of {units} {speakers} in {len(self.units)} groups"
         return words + (f" with {self.permutations} permutations" if self.resolution > self.design_p else "")
 
     def shortfall(self, alpha: float) -> str:
