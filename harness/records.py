@@ -164,9 +164,11 @@ class Contrast:
             "p": finite_or_none(self.p),
             "relevant": bool(self.relevant),
             "reason": self.reason,
-            "min_p": finite_or_none(self.min_p),
-            "floor": None if self.floor is None else self.floor.as_dict(),
-        }
+        } | (
+            {}  # no design floor: written as before the floor was recorded, and read back as None
+            if self.min_p is None and self.floor is None
+            else {"min_p": finite_or_none(self.min_p), "floor": None if self.floor is None else self.floor.as_dict()}
+        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
