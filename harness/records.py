@@ -87,7 +87,7 @@ class PermutationFloor:
         raise ValueError(f"PermutationFloor: no design of fewer than 10000 speakers per block reaches {alpha}")
 
     def describe(self) -> str:
-        """The design in words, e.g. ``a sign flip over 6 + 6 speakers in 2 directions``."""
+        """The design in words, e.g. ``a sign flip over 6 + 6 speakers (2 directions tested together)``."""
         units = " + ".join(str(n) for n in self.units) or "0"
         speakers = "speaker" if self.units == (1,) else "speakers"
         if self.test == SIGN_FLIP:
