@@ -303,9 +303,11 @@ class Check(abc.ABC):
         record = check_part(self.name, "record")(**fields | self.decided_fields(measurement, decision, block))
         if block.untestable:
             untestable = [c for c in block.contrasts if c.label in block.untestable]
-            out_of_reach = [
-                f"{c.label}: {c.reason}" for c in untestable if c.reason and c.reason.startswith(UNREACHABLE)
-            ]
+            labels_of: dict[str, list[str]] = {}
+            for c in untestable:
+                if c.reason and c.reason.startswith(UNREACHABLE):
+                    labels_of.setdefault(c.reason, []).append(c.label)
+            out_of_reach = [f"{', '.join(labels)}: {reason}" for reason, labels in labels_of.items()]
             reasons = sorted({c.reason for c in untestable if c.reason and not c.reason.startswith(UNREACHABLE)})
             where = "(no bar decides)" if measurement.rule in ("significance", "q-value") else "beyond the threshold"
             raise CaseNotMeasured(
