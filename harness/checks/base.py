@@ -272,8 +272,9 @@ class Check(abc.ABC):
         bias>``: the verdict is the last word, and the floors (:func:`floors_note`) are reported, never a verdict. The
         record is the check's ``RECORD`` (:func:`harness.checks.check_part`) with the case's fields
         (:meth:`base_record`), the measurement's value, threshold, floors, paired data and payload, and the
-        decision. A case that does not fail while some contrast beyond the practical threshold has no p-value
-        (``decision.untestable``) is unmeasured: :class:`~harness.core.errors.CaseNotMeasured` carries the record."""
+        decision. A case that does not fail while some contrast beyond the practical threshold has no p-value or a
+        test that cannot reach the corrected alpha (``decision.untestable``, :func:`bias_decision`) is unmeasured:
+        :class:`~harness.core.errors.CaseNotMeasured` carries the record."""
         decision, block = bias_decision(
             context,
             case,
@@ -301,10 +302,17 @@ class Check(abc.ABC):
         }
         record = check_part(self.name, "record")(**fields | self.decided_fields(measurement, decision, block))
         if block.untestable:
-            reasons = sorted({c.reason for c in block.contrasts if c.label in block.untestable and c.reason})
+            untestable = [c for c in block.contrasts if c.label in block.untestable]
+            labels_of: dict[str, list[str]] = {}
+            for c in untestable:
+                if c.reason and c.reason.startswith(UNREACHABLE):
+                    labels_of.setdefault(c.reason, []).append(c.label)
+            out_of_reach = [f"{', '.join(labels)}: {reason}" for reason, labels in labels_of.items()]
+            reasons = sorted({c.reason for c in untestable if c.reason and not c.reason.startswith(UNREACHABLE)})
+            where = "(no bar decides)" if measurement.rule in ("significance", "q-value") else "beyond the threshold"
             raise CaseNotMeasured(
-                f"{case.id}: {', '.join(block.untestable)} beyond the threshold but untestable "
-                f"({reasons[0] if reasons else 'no p-value'}): unmeasured, add speakers or items",
+                f"{case.id}: {', '.join(block.untestable)} {where} but untestable "
+                f"({reasons[0] if reasons else '; '.join(out_of_reach) or 'no p-value'}): unmeasured, add speakers or items",
                 record,
             )
         return Verdict(passed, message, record)
@@ -601,27 +609,47 @@ def bias_decision(
     """The case's bias verdict by the run's :class:`~harness.metrics.multitest.DecisionRule`, and the record's
     ``decision`` block: the rule's fields, the ``statistic`` tested, every contrast, the deciding one's
     ``label``, ``estimate`` and interval, and ``untestable``: the contrasts beyond the practical threshold
-    that have no p-value (e.g. every resample gives the same gap of 100 points). A case that does not fail
-    and has untestable contrasts is unmeasured (:meth:`harness.gate.Gate.verdict`), not passed.
+    that have no p-value (e.g. every resample gives the same gap of 100 points) or whose test cannot reach the
+    corrected alpha. A case that does not fail and has untestable contrasts is unmeasured
+    (:meth:`harness.gate.Gate.verdict`), not passed.
+
+    Reach (issue 45): a contrast's design floor ``min_p`` (:class:`~harness.records.Contrast`) cannot be significant
+    when ``min(1, m_c · k · min_p) > alpha`` (the rule's Bonferroni steps, :meth:`DecisionRule.corrected_alpha`,
+    k comparisons, m_c the across-case factor), or, under ``q-value``, when ``min_p >= alpha`` (a BH q-value is
+    never below its p). Such a contrast is decided as having no p-value (its record keeps its p, with the reason
+    and how many speakers would reach the corrected alpha), so it can neither fail the case by Monte Carlo chance
+    nor let it pass while beyond its bar; under ``significance`` and ``q-value`` (no bar decides) it counts as
+    beyond the bar.
 
     ``rule="q-value"`` (a one-contrast case) decides by ``fdr = (q, family size, alpha)`` instead: VIBE's
     criterion, :func:`~harness.metrics.multitest.fdr_decision`."""
+    decision_rule = context.decision_rule(case.model)
+    if rule == "q-value" and (fdr is None or len(contrasts) != 1):
+        raise ValueError("bias_decision: rule q-value needs one contrast and fdr=(q, family size, alpha)")
+    contrasts = [_unreachable(contrast, rule, decision_rule, len(contrasts), fdr) or contrast for contrast in contrasts]
+    unreachable = [contrast.reason is not None and contrast.reason.startswith(UNREACHABLE) for contrast in contrasts]
+    decided_p = [None if out_of_reach else c.p for c, out_of_reach in zip(contrasts, unreachable)]
     reasons = [c.reason for c in contrasts if c.reason]
     if rule == "q-value":
-        if fdr is None or len(contrasts) != 1:
-            raise ValueError("bias_decision: rule q-value needs one contrast and fdr=(q, family size, alpha)")
         q_value, family_size, fdr_alpha = fdr
-        decision = fdr_decision(contrasts[0].p, q_value, alpha=fdr_alpha, family_size=family_size)
+        decision = fdr_decision(decided_p[0], q_value, alpha=fdr_alpha, family_size=family_size)
+        if unreachable[0]:
+            decision = dataclasses.replace(decision, reason=contrasts[0].reason)
     else:
-        decision = context.decision_rule(case.model).decide(
-            [c.p for c in contrasts],
+        decision = decision_rule.decide(
+            decided_p,
             [c.relevant for c in contrasts],
             rule=rule,
             not_estimable_reason=not_estimable_reason or ("; ".join(dict.fromkeys(reasons)) or None),
         )
     deciding = contrasts[decision.deciding].as_dict() if decision.deciding is not None else {}
+    no_bar = rule in ("significance", "q-value")
     untestable = (
-        [c.label for c in contrasts if c.relevant and (c.p is None or not math.isfinite(c.p))]
+        [
+            c.label
+            for c, p, out_of_reach in zip(contrasts, decided_p, unreachable)
+            if (c.relevant or (no_bar and out_of_reach)) and (p is None or not math.isfinite(p))
+        ]
         if rule != "magnitude"
         else []
     )
@@ -634,6 +662,42 @@ def bias_decision(
         **{key: deciding.get(key) for key in ("label", "estimate", "ci_low", "ci_high")},
     )
     return decision, block
+
+
+UNREACHABLE = "cannot reach the corrected alpha"
+"""How the reason of a contrast whose design cannot be significant begins (:func:`bias_decision`)."""
+
+
+def _unreachable(
+    contrast: Contrast,
+    rule: str,
+    decision_rule: DecisionRule,
+    comparisons: int,
+    fdr: tuple[float | None, int, float] | None,
+) -> Contrast | None:
+    """``contrast`` with the reason that its design floor cannot reach the corrected alpha, or None when it can (or
+    has no floor, or the rule ignores p)."""
+    if contrast.min_p is None or rule == "magnitude" or contrast.p is None or not math.isfinite(contrast.p):
+        return None
+    if rule == "q-value":
+        alpha = fdr[2]
+        if contrast.min_p < alpha:
+            return None
+        correction = f"BH q < {alpha:g}, and a q-value is never below its p"
+    else:
+        reach = decision_rule.decide([contrast.min_p] * comparisons, [True] * comparisons, rule="both")
+        if reach.significant:
+            return None
+        alpha = decision_rule.corrected_alpha(comparisons)
+        correction = reach.correction
+    design = (
+        f"{contrast.floor.describe()} gives p >= {contrast.min_p:.3g}"
+        if contrast.floor
+        else f"its test gives p >= {contrast.min_p:.3g}"
+    )
+    remedy = f"; {contrast.floor.shortfall(alpha)}" if contrast.floor else ""
+    reason = f"{UNREACHABLE} {alpha:.3g} ({correction}): {design}{remedy}"
+    return dataclasses.replace(contrast, reason=reason)
 
 
 def describe_decision(decision: CaseDecision, rule: str = "both") -> str:

@@ -16,7 +16,10 @@ the unit). With per-speaker sufficient statistics ``first[s]``, ``second[s]`` (c
     p        = (1 + #{b : T(first_b, second_b) >= T(first, second)}) / (B + 1)
 
 (Phipson & Smyth 2010, "Permutation p-values should never be zero"), with ``T`` a non-negative effect size, so
-the test is two-sided.
+the test is two-sided. Its smallest attainable p (:class:`harness.records.PermutationFloor`, ``sign flip``) is
+``max(2^D / 2^S, 1 / (B + 1))`` over the S speakers whose swap moves the sums (a speaker whose two arms have the
+same sums is no unit) in the D blocks (swap directions tested together) whose whole-block swap leaves ``T``
+unchanged: 2 / 2^S for one direction.
 
 **Measures** (issue 39, "Measures, per task and dimension"):
 
@@ -42,6 +45,7 @@ import pandas as pd
 
 from harness.core.values import require_columns
 from harness.metrics.ntvd import mean_over_measured, ntvd_from_group_counts
+from harness.records import SIGN_FLIP, PermutationFloor
 
 Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(B, k) first-arm sums, (B, k) second-arm sums -> (B,) non-negative effect sizes."""
@@ -55,20 +59,44 @@ class PairedPermutationResult:
     n_permutations: int
     seed: int
     null: np.ndarray = dataclasses.field(repr=False)
+    floor: PermutationFloor | None = None
+    """The smallest p the design can give (module docstring)."""
+
+
+def sign_flip_floor(
+    first: np.ndarray, second: np.ndarray, n_permutations: int | None, blocks: np.ndarray | None = None
+) -> PermutationFloor:
+    """The design floor of :func:`paired_permutation_test` on (S, k) arm sums: per block (``blocks``, one label per
+    speaker; None: one block), the speakers whose two arms' sums differ (module docstring)."""
+    moving = np.any(np.asarray(first, dtype=float) != np.asarray(second, dtype=float), axis=1)
+    labels = np.zeros(len(moving), dtype=int) if blocks is None else np.asarray(blocks)
+    if labels.shape != moving.shape:
+        raise ValueError(f"sign_flip_floor: {len(labels)} block labels for {len(moving)} speakers")
+    units = tuple(int(np.count_nonzero(moving[labels == label])) for label in dict.fromkeys(labels.tolist()))
+    return PermutationFloor(test=SIGN_FLIP, units=units or (0,), permutations=n_permutations)
 
 
 def paired_permutation_test(
-    first: np.ndarray, second: np.ndarray, statistic: Statistic, n_permutations: int = 1000, seed: int = 0
+    first: np.ndarray,
+    second: np.ndarray,
+    statistic: Statistic,
+    n_permutations: int = 1000,
+    seed: int = 0,
+    *,
+    blocks: np.ndarray | None = None,
 ) -> PairedPermutationResult:
     """Speaker-level arm-label swap test of ``statistic`` (module docstring); ``first``, ``second`` are (S, k)
     per-speaker sums of the two arms, rows in the same speaker order. A NaN statistic in a permutation counts as
-    not exceeding the observed one; a NaN observed statistic gives a NaN p-value."""
+    not exceeding the observed one; a NaN observed statistic gives a NaN p-value. ``blocks`` (one label per
+    speaker) names the blocks whose whole-block swap leaves ``statistic`` unchanged, for the result's ``floor``
+    (:func:`sign_flip_floor`)."""
     first, second = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     if first.shape != second.shape or first.ndim != 2:
         raise ValueError(f"paired_permutation_test: arms must be (speakers, k) arrays of one shape, got "
                          f"{first.shape} and {second.shape}")  # fmt: skip
     if n_permutations < 1:
         raise ValueError(f"paired_permutation_test: n_permutations must be >= 1, got {n_permutations}")
+    floor = sign_flip_floor(first, second, n_permutations, blocks)
     observed = float(statistic(first.sum(axis=0, keepdims=True), second.sum(axis=0, keepdims=True))[0])
     swaps = np.random.default_rng(seed).integers(0, 2, size=(n_permutations, len(first))).astype(float)
     difference = second - first
@@ -76,10 +104,10 @@ def paired_permutation_test(
     second_b = second.sum(axis=0) - swaps @ difference
     null = np.asarray(statistic(first_b, second_b), dtype=float)
     if np.isnan(observed):
-        return PairedPermutationResult(observed, float("nan"), n_permutations, seed, null)
+        return PairedPermutationResult(observed, float("nan"), n_permutations, seed, null, floor)
     tolerance = 1e-9 * max(1.0, abs(observed))
     exceed = int(np.count_nonzero(null >= observed - tolerance))
-    return PairedPermutationResult(observed, (1 + exceed) / (n_permutations + 1), n_permutations, seed, null)
+    return PairedPermutationResult(observed, (1 + exceed) / (n_permutations + 1), n_permutations, seed, null, floor)
 
 
 def _arm_rows(
@@ -184,7 +212,8 @@ def arm_ntvd(
     def statistic(first_sums: np.ndarray, second_sums: np.ndarray) -> np.ndarray:
         return mean_over_measured(direction_scores(first_sums, second_sums))
 
-    test = paired_permutation_test(first, second, statistic, n_permutations, seed)
+    speaker_direction = rows.groupby("speaker")["direction"].first().reindex(speakers).to_numpy()
+    test = paired_permutation_test(first, second, statistic, n_permutations, seed, blocks=speaker_direction)
     totals = first.sum(axis=0), second.sum(axis=0)
     per_segment = ntvd_from_group_counts(np.stack(totals), segment_of_column, len(segments))
     per_attribute: dict[str, dict[str, float]] = {name: {} for name in directions}
@@ -481,11 +510,11 @@ def audio_dependence(table: pd.DataFrame, original: str = "original") -> AudioDe
     return AudioDependence(unchanged, min(unchanged.values()), len(answers))
 
 
-def smallest_p_value(speakers: int) -> float:
-    """The smallest p-value the exact paired test can give with ``speakers`` units: swapping every speaker's arms
-    gives the same absolute effect as swapping none, so at least 2 of the 2**speakers swap patterns reach the
-    observed one, and p >= 2 / 2**speakers (a Monte Carlo p is near it). A design where this exceeds the case's
-    alpha cannot show a significant effect, however large."""
-    if speakers < 1:
-        raise ValueError(f"smallest_p_value: needs at least one speaker, got {speakers}")
-    return min(1.0, 2.0 / 2.0**speakers)
+def smallest_p_value(speakers: int, directions: int = 1) -> float:
+    """The smallest p-value the exact paired test can give with ``speakers`` units in ``directions`` blocks swapped
+    together: ``2^D / 2^S`` (:class:`~harness.records.PermutationFloor`); ``2 / 2^S`` for one direction. A design
+    where this exceeds the case's corrected alpha cannot show a significant effect, however large."""
+    if speakers < 1 or not 1 <= directions <= speakers:
+        raise ValueError(f"smallest_p_value: needs 1 <= directions <= speakers, got {directions} and {speakers}")
+    units = [speakers // directions + (i < speakers % directions) for i in range(directions)]
+    return PermutationFloor(test=SIGN_FLIP, units=tuple(units)).design_p

@@ -228,6 +228,11 @@ class DecisionRule:
         if self.family_size < 1:
             raise ValueError(f"DecisionRule: family_size must be >= 1, got {self.family_size}")
 
+    def corrected_alpha(self, comparisons: int) -> float:
+        """The p a single comparison of a case of ``comparisons`` must reach to fail it:
+        ``alpha / (k * m)`` under ``correction="bonferroni"`` (m = ``family_size``), ``alpha / k`` under ``none``."""
+        return self.alpha / (comparisons * (self.family_size if self.correction == "bonferroni" else 1))
+
     def describe(self, comparisons: int) -> str:
         within = f"Bonferroni over its {comparisons} comparisons" if comparisons > 1 else "one comparison"
         across = (

@@ -33,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
+from harness.records import GROUP_PERMUTATION, PermutationFloor
+
 REQUIRED_COLUMNS = ("speaker", "group", "attribute", "value")
 
 
@@ -83,13 +85,16 @@ class NTVDResult:
 
 @dataclasses.dataclass(frozen=True)
 class PermutationResult:
-    """Speaker-level permutation test of mean nTVD: p = (1 + #{null >= observed}) / (B + 1)."""
+    """Speaker-level permutation test of mean nTVD: p = (1 + #{null >= observed}) / (B + 1). ``floor``: the
+    smallest p the design can give, ``max(K prod(n_g!) / S!, 1 / (B + 1))`` over the groups' speaker counts n_g
+    (:class:`~harness.records.PermutationFloor`, ``group permutation``)."""
 
     observed: float
     p_value: float
     null: np.ndarray
     n_permutations: int
     seed: int
+    floor: PermutationFloor | None = None
 
 
 def validate_long_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -393,15 +398,17 @@ def tensor_permutation_test(tensor: CountTensor, n_permutations: int, seed: int)
     n_groups = len(tensor.groups)
     if n_groups < 2:
         raise ValueError(f"the permutation test needs at least 2 groups, got {list(tensor.groups)}")
+    sizes = tuple(int(n) for n in np.bincount(np.asarray(tensor.speaker_group), minlength=n_groups))
+    floor = PermutationFloor(test=GROUP_PERMUTATION, units=sizes, permutations=n_permutations)
     if len(tensor.attributes) == 0:
-        return PermutationResult(float("nan"), float("nan"), np.empty(0), n_permutations, seed)
+        return PermutationResult(float("nan"), float("nan"), np.empty(0), n_permutations, seed, floor)
     observed = float(permutation_null(tensor, tensor.speaker_group[None, :])[0])
     if np.isnan(observed):
-        return PermutationResult(observed, float("nan"), np.empty(0), n_permutations, seed)
+        return PermutationResult(observed, float("nan"), np.empty(0), n_permutations, seed, floor)
     assignments = speaker_permutations(tensor.speaker_group, n_permutations, seed)
     null = permutation_null(tensor, assignments)
     exceed = int(np.count_nonzero(np.isnan(null) | (null >= observed - 1e-9 * max(1.0, observed))))
-    return PermutationResult(observed, (1 + exceed) / (n_permutations + 1), null, n_permutations, seed)
+    return PermutationResult(observed, (1 + exceed) / (n_permutations + 1), null, n_permutations, seed, floor)
 
 
 def value_counts_by_group(table: pd.DataFrame, attribute: str, groups: Sequence[str] | None = None) -> pd.DataFrame:

@@ -7,8 +7,8 @@ reported, the BASIS stereotype set (4 speakers) is unmeasured where its effect i
 silence has every case unmeasured by the audio-dependence floor. Smaller gates on a few demo speakers show the
 perceived-group rule: a swap the perceiver does not hear as the target (pitch targets on the wrong side of its
 boundary, or a perceiver that never names a group) measures nothing, and ``--perceiver`` takes any backend (also
-through the plugin); and a design whose paired test cannot reach the corrected alpha (too few speakers or
-permutations) leaves a case unmeasured rather than passed.
+through the plugin); and a design whose paired test cannot reach the corrected alpha (too few speakers per swap
+direction, 6 per gender among them, or too few permutations) leaves a case unmeasured rather than passed.
 """
 
 from __future__ import annotations
@@ -182,8 +182,9 @@ def test_the_artifact_measure_is_reported_beside_the_voice_effect(outcomes):
 def test_a_stereotype_set_of_four_speakers_beyond_the_bar_is_unmeasured_not_passed(outcomes):
     outcome = outcomes[f"sim:biased-{STEREOTYPE_CASE}"]
     assert isinstance(outcome, Unmeasured)
-    assert "with 4 speakers the paired test's smallest p is 0.125" in outcome.cause.message
-    assert "add speakers" in outcome.cause.message
+    # 4 speakers, 2 per swap direction: each direction's paired test gives p >= 2 / 2^2 (issue 45)
+    assert "a sign flip over 2 speakers (one direction) gives p >= 0.5" in outcome.cause.message
+    assert "speakers per direction would reach it" in outcome.cause.message and "add speakers" in outcome.cause.message
     record = outcome.error.record
     assert record.n_speakers == 4 and record.kind == "stereotype"
     assert max(abs(value) for value in record.per_direction.values()) > record.threshold["max_stereotype_shift"]
@@ -198,7 +199,8 @@ def test_too_few_permutations_to_reach_the_corrected_alpha_leave_a_large_effect_
                     thresholds_path=str(thresholds))  # fmt: skip
     outcome = gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr"))
     assert isinstance(outcome, Unmeasured)
-    assert "n_permutations = 99 the permutation p cannot fall below 0.01" in outcome.cause.message
+    assert "a sign flip over 8 speakers (one direction) with 99 permutations gives p >= 0.01" in outcome.cause.message
+    assert "raise the permutations to at least" in outcome.cause.message
     record = outcome.error.record
     beyond = max(abs(value) for value in record.per_direction.values())
     assert record.n_speakers == 16 and beyond > record.threshold["max_wer_difference"]
@@ -211,9 +213,31 @@ def test_under_rule_significance_a_design_that_cannot_be_significant_is_unmeasur
     thresholds.write_text("counterfactual:\n  defaults:\n    rule: significance\n")
     outcomes = outcomes_of(small_gate(tmp_path, small_demo, thresholds_path=str(thresholds)))
     asr = outcomes["sim:fair-asr-gender-counterfactual"]
-    assert isinstance(asr, Unmeasured) and "with 8 speakers the paired test's smallest p" in asr.cause.message
+    assert isinstance(asr, Unmeasured) and "(no bar decides) but untestable" in asr.cause.message
+    assert "a sign flip over 4 speakers (one direction) gives p >= 0.125" in asr.cause.message
     assert max(abs(value) for value in asr.error.record.per_direction.values()) < 10
     assert all(isinstance(outcome, Unmeasured) for outcome in outcomes.values())
+
+
+def test_twelve_speakers_six_per_direction_leave_a_large_asr_effect_unmeasured_not_passed(tmp_path):
+    """Issue 45: 6 female and 6 male demo speakers, every sentence. Each swap direction is tested on its own 6 speakers, whose paired
+    test gives p >= 2 / 2^6 = 0.031, far above the corrected alpha; the biased recogniser's effect, beyond its bar in
+    both directions, is unmeasured (it passed when the floor was counted over all 12 speakers, 2 / 2^12)."""
+    corpus = demo_subset(tmp_path / "corpus", 6, tuple(f"s{i:02d}" for i in range(1, 13)))
+    gate = gate_for(tmp_path / "cache", models=("sim:biased",), tasks=("story",), corpora={"demo": str(corpus)})
+    outcome = gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr"))
+    assert isinstance(outcome, Unmeasured)
+    record = outcome.error.record
+    bar = record.threshold["max_wer_difference"]
+    assert record.per_direction["male"] > bar and record.per_direction["female"] < -bar
+    floors = {contrast.label: contrast.floor for contrast in record.decision.contrasts}
+    assert {label: floor.units for label, floor in floors.items()} == {"female speakers": (6,), "male speakers": (6,)}
+    assert all(contrast.min_p == pytest.approx(2 / 2**6) for contrast in record.decision.contrasts)
+    assert record.decision.untestable == ("female speakers", "male speakers")
+    assert all(contrast.p is not None for contrast in record.decision.contrasts)  # the measured p is kept
+    assert "female speakers, male speakers: cannot reach the corrected alpha" in outcome.cause.message
+    assert "a sign flip over 6 speakers (one direction) gives p >= 0.0312" in outcome.cause.message
+    assert "speakers per direction would reach it" in outcome.cause.message
 
 
 def test_a_model_fed_silence_has_every_counterfactual_case_unmeasured_naming_the_audio(outcomes):

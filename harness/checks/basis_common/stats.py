@@ -61,7 +61,9 @@ def crossed_group_test(
     """Every pair of groups' difference in mean ``value`` with a two-way speaker x item bootstrap interval and
     p-value (:func:`harness.metrics.crossed.crossed_contrasts`: speakers and items are crossed, BASIS-Bench §3),
     each relevant when ``|difference| > max_gap``; and the best-minus-worst gap from the same replicates.
-    With ``denominator`` a group's mean is ``sum(value) / sum(denominator)`` (row weights)."""
+    With ``denominator`` a group's mean is ``sum(value) / sum(denominator)`` (row weights). The p-value is a
+    bootstrap-t (``2 t_df.sf(|d| / se)``, se from the replicates, Satterthwaite df), continuous in the data, so the
+    contrasts carry no design floor (``min_p`` None, :class:`~harness.records.Contrast`)."""
     replicates = crossed_replicates(
         table, value=value, denominator=denominator, group=group, speaker=speaker, item=item, n_boot=N_BOOT, seed=seed
     )

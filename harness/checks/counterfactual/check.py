@@ -23,10 +23,11 @@ reported and never a fail (the identity arm is the swap's control, so an artifac
 
 A case fails (thresholds.yaml ``counterfactual``) when its effect exceeds its bar (``max_ntvd``,
 ``max_wer_difference``, ``max_stereotype_shift``) and is significant under the gate's decision rule (rule
-``both``), or whenever significant (rule ``significance``, the VIBE preset's). A design whose paired test cannot
-reach the corrected alpha (too few speakers: p >= 2 / 2^speakers; too few permutations: p >= 1 / (B + 1)) cannot
-fail, so a case whose effect is beyond its bar there (any effect, under rule ``significance``) is unmeasured, not
-passed.
+``both``), or whenever significant (rule ``significance``, the VIBE preset's). Each contrast carries its test's
+design floor (:class:`harness.records.PermutationFloor`, counted on the speakers it kept): 2 / 2^S for one
+direction's S speakers, 2^D / 2^S for the VIBE statistic over D directions, at least 1 / (B + 1); a case beyond its
+bar whose contrasts cannot reach the corrected alpha (any case, under rule ``significance``) is unmeasured, not
+passed, by the one decide step (:func:`harness.checks.base.bias_decision`).
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ from harness.metrics.counterfactual import (
     paired_wer_difference,
     release_statistic,
     retained_values,
-    smallest_p_value,
     speaker_arm_sums,
 )
 from harness.metrics.paired import paired_speaker_bootstrap, paired_speaker_test
@@ -135,9 +135,6 @@ class CounterfactualCheck(Check):
         speakers = int(kept["speaker"].nunique())
         measure = {"vibe": self._vibe, "wer": self._wer, "stereotype": self._stereotype}[kind]
         contrasts, payload, findings = measure(kept, settings, seed)
-        contrasts = self._testable(
-            context, case, contrasts, speakers, int(settings["n_permutations"]), str(settings["rule"])
-        )
         payload |= {
             "kind": kind,
             "transform": str(settings["transform"]),
@@ -220,30 +217,6 @@ class CounterfactualCheck(Check):
             margin_key="max_worsening",
         )
 
-    def _testable(
-        self, context: CheckContext, case: Case, contrasts: list[Contrast], speakers: int, permutations: int, rule: str
-    ) -> list[Contrast]:
-        """The contrasts, with no p-value where the paired test cannot reach the corrected alpha: its smallest p is
-        2 / 2^speakers with this many speakers (:func:`smallest_p_value`) and 1 / (B + 1) with B permutations. Under
-        rule ``significance`` every such contrast counts as beyond the bar (no bar decides there), so the case is
-        unmeasured whatever its effect."""
-        design, resolution = smallest_p_value(speakers), 1.0 / (permutations + 1)
-        floor = max(design, resolution)
-        reachable = context.decision_rule(case.model).decide([floor] * len(contrasts), [True] * len(contrasts))
-        if reachable.failed:
-            return contrasts
-        limit = (
-            f"with {speakers} speakers the paired test's smallest p is {design:.3g}"
-            if design >= resolution
-            else f"with n_permutations = {permutations} the permutation p cannot fall below {resolution:.3g} (raise "
-            "counterfactual n_permutations in thresholds.yaml)"
-        )
-        reason = f"{limit}, which cannot be significant under the gate's rule ({reachable.correction})"
-        return [
-            Contrast(c.label, c.estimate, c.ci_low, c.ci_high, None, c.relevant or rule == "significance", reason)
-            for c in contrasts
-        ]
-
     def _vibe(self, table: pd.DataFrame, settings: dict[str, Any], seed: int):
         arms = vibe_arms(table, tau=int(settings["tau"]), n_permutations=int(settings["n_permutations"]), seed=seed)
         effect, artifact, flips, artifact_flips = (
@@ -252,8 +225,12 @@ class CounterfactualCheck(Check):
             arms.flip_rates,
             arms.artifact_flip_rates,
         )
-        contrast = Contrast(
-            "nTVD identity vs swap", effect.score, None, None, effect.test.p_value, effect.score > settings["max_ntvd"]
+        contrast = Contrast.with_floor(
+            "nTVD identity vs swap",
+            effect.score,
+            effect.test.p_value,
+            effect.score > settings["max_ntvd"],
+            effect.test.floor,
         )
         payload = {
             "effect": finite_or_none(effect.score),
@@ -323,7 +300,11 @@ class CounterfactualCheck(Check):
             effect = measure(rows, (IDENTITY, SWAP))
             artifact = _optional(lambda rows=rows: measure(rows, (ORIGINAL, IDENTITY)))
             change = difference(effect)
-            contrasts.append(Contrast(f"{source} speakers", change, None, None, effect.test.p_value, abs(change) > bar))
+            contrasts.append(
+                Contrast.with_floor(
+                    f"{source} speakers", change, effect.test.p_value, abs(change) > bar, effect.test.floor
+                )
+            )
             directions[str(source)] = {
                 "effect": finite_or_none(change),
                 "p": finite_or_none(effect.test.p_value),

@@ -179,7 +179,7 @@ class NtvdCheck(Check):
         _, statuses = extraction(context, case.model, case.corpus, case.variant)
         return Measurement(
             value=observed.score,
-            contrasts=[Contrast("nTVD across groups", observed.score, None, None, test.p_value, relevant)],
+            contrasts=[Contrast.with_floor("nTVD across groups", observed.score, test.p_value, relevant, test.floor)],
             statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
             rule=threshold.rule,
             fdr=(finite_or_none(q_value), len(family), threshold.alpha),

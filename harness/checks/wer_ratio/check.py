@@ -251,6 +251,8 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
 
     @staticmethod
     def _contrast(label: str, row: pd.Series, settings: dict[str, Any]) -> Contrast:
+        """The ratio's contrast; its p is the mixed-effects Wald p recovered from the interval, with no design floor
+        (``min_p`` None)."""
         ratio = float(row["ratio"])
         relevant = bool(math.isfinite(ratio) and not settings["lower"] <= ratio <= settings["upper"])
         if not bool(row["converged"]):
