@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,55 @@ class PlannedRequest:
 
     def option_block(self) -> dict[str, Any]:
         return json.loads(self.options)
+
+
+@dataclasses.dataclass(frozen=True)
+class RefusedRow:
+    """A plan row a fill will not answer: its ``key`` and why (the sentence names the row)."""
+
+    key: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckedRows:
+    """Rows of one model and decoding whose requests hash, where the fill runs, to their plan keys (``rows`` and
+    their ``requests``, in order), and those ``refused``."""
+
+    rows: tuple[PlannedRequest, ...]
+    requests: tuple[GenerationRequest, ...]
+    refused: tuple[RefusedRow, ...]
+
+
+def checked_requests(
+    rows: Sequence[PlannedRequest], keys_here: Callable[[Sequence[GenerationRequest]], Sequence[str]]
+) -> CheckedRows:
+    """Each row's request, kept when the key it hashes to here, ``keys_here(requests)`` (the model's
+    :meth:`harness.generation.CachedModel.keys` under the rows' decoding: ``cache_key("generate", fingerprint,
+    decoding, request identity)``), is the row's ``key``; refused, naming the row, when it hashes to another key (an
+    answer stored under the row's key would be found for another request) or its audio does not read back to the
+    plan's hash. Every fill (in process, on Ray) answers only the kept rows."""
+    readable: list[tuple[PlannedRequest, GenerationRequest]] = []
+    refused: list[RefusedRow] = []
+    for row in rows:
+        try:
+            readable.append((row, row.request()))
+        except (PlanError, OSError, RuntimeError) as exc:  # soundfile raises LibsndfileError (a RuntimeError)
+            refused.append(RefusedRow(row.key, f"plan row {row.key} ({row.spec}, {row.label}): refused: {exc}"))
+    keys = list(keys_here([request for _, request in readable])) if readable else []
+    kept = []
+    for (row, request), key in zip(readable, keys, strict=True):
+        if key == row.key:
+            kept.append((row, request))
+        else:
+            refused.append(
+                RefusedRow(
+                    row.key,
+                    f"plan row {row.key} ({row.spec}, {row.label}): its request hashes to {key} here, not to the "
+                    "row's key: refused, as an answer stored under the row's key would be found for another request",
+                )
+            )
+    return CheckedRows(tuple(row for row, _ in kept), tuple(request for _, request in kept), tuple(refused))
 
 
 def form_to_json(form: AnswerForm | None) -> str | None:

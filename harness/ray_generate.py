@@ -2,8 +2,10 @@
 
 Per model of the plan, the rows become a Ray dataset mapped in batches by a pool of ``workers`` actors
 (:class:`PlanWorker`): each builds the model from the row's spec and option block once, checks its fingerprint
-against the plan's, and answers its batches through :class:`~harness.generation.CachedModel` (so a composite
-model's stages and a batch's duplicates work as in a gate run). An actor claims one CPU, the model's tensor x
+against the plan's, refuses, naming it, a row whose request hashes to another key than the row's (the driver stores
+each answer under the row's key; the in-process fill refuses it too, :func:`harness.plan.checked_requests`), and
+answers its batches through :class:`~harness.generation.CachedModel` (so a composite model's stages and a batch's
+duplicates work as in a gate run). An actor claims one CPU, the model's tensor x
 pipeline parallel degree of GPUs when the cluster has GPUs, and any ``resources`` given. Actors and their tasks
 are restarted and retried by Ray when a node is lost.
 
@@ -15,6 +17,7 @@ The workers read each row's audio from its path, so the plan's audio folder must
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import tempfile
@@ -27,7 +30,15 @@ from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams
 from harness.generation import NAMESPACE, CachedModel
 from harness.models.residency import parallel_degree
-from harness.plan import OPTIONAL_PLAN_COLUMNS, PLAN_COLUMNS, FillCounts, PlanError, PlannedRequest, model_groups
+from harness.plan import (
+    OPTIONAL_PLAN_COLUMNS,
+    PLAN_COLUMNS,
+    FillCounts,
+    PlanError,
+    PlannedRequest,
+    checked_requests,
+    model_groups,
+)
 
 INSTALL_HINT = "pip install 'lalm-fairness[ray]'"
 BATCH_SIZE = 16
@@ -75,17 +86,24 @@ class PlanWorker:
             by_decoding.setdefault(row.decoding, []).append(row)
         keys, texts, labels, errors = [], [], [], []
         for group in by_decoding.values():
+            decoding = group[0].decoding_params()
+            checked = checked_requests(group, functools.partial(self.model.keys, decoding=decoding))
+            for refusal in checked.refused:
+                keys.append(refusal.key)
+                texts.append("")
+                labels.append(group[0].label)
+                errors.append(refusal.reason)
+            if not checked.rows:
+                continue
             error = ""
             try:
-                answers = self.model.generate(
-                    [row.request() for row in group], label=group[0].label, decoding=group[0].decoding_params()
-                )
+                answers = self.model.generate(list(checked.requests), label=group[0].label, decoding=decoding)
             except ModelError as exc:
-                answers, error = [""] * len(group), str(exc)
-            keys += [row.key for row in group]
+                answers, error = [""] * len(checked.rows), str(exc)
+            keys += [row.key for row in checked.rows]
             texts += answers
-            labels += [row.label for row in group]
-            errors += [error] * len(group)
+            labels += [row.label for row in checked.rows]
+            errors += [error] * len(checked.rows)
         return pd.DataFrame({"key": keys, "text": texts, "label": labels, "error": errors})
 
 
