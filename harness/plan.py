@@ -30,9 +30,13 @@ PLAN_COLUMNS = (
     "key", "namespace", "spec", "fingerprint", "options", "decoding", "prompt", "system", "answer_form",
     "audio_sha256", "audio_path", "label",
 )  # fmt: skip
-OPTIONAL_PLAN_COLUMNS = ("audio_recipe",)
+OPTIONAL_PLAN_COLUMNS = ("audio_recipe", "embedding")
 """Columns a plan written before them lacks (read as None): ``audio_recipe``, the recipe that identifies derived
-audio (:attr:`harness.core.requests.Audio.recipe`, a counterfactual arm), whose hash is not its samples'."""
+audio (:attr:`harness.core.requests.Audio.recipe`, a counterfactual arm), whose hash is not its samples'; and
+``embedding``, the kind of a row of namespace ``embedding`` (``embed-agg`` or ``embed-eowl``: the model's own
+semantic embedding of the row's ``prompt``, :mod:`harness.semantic`)."""
+EMBEDDING_NAMESPACE = "embedding"
+"""The namespace of a row that asks for an embedding, not an answer (:data:`harness.semantic.NAMESPACE`)."""
 AUDIO_FOLDER_SUFFIX = ".audio"
 
 
@@ -61,6 +65,7 @@ class PlannedRequest:
     audio_path: str | None
     label: str
     audio_recipe: str | None = None
+    embedding: str | None = None
 
     def request(self) -> GenerationRequest:
         """The request this row asks (its audio read back from ``audio_path``)."""
@@ -182,8 +187,10 @@ class Planner:
         label: str,
         requests: Sequence[GenerationRequest],
         keys: Sequence[str],
+        embedding: str | None = None,
     ) -> None:
-        """Plan ``requests`` (whose cache keys are ``keys``), writing each new audio once."""
+        """Plan ``requests`` (whose cache keys are ``keys``), writing each new audio once; with ``embedding``, each
+        request's prompt is a text whose embedding of that kind is asked (namespace ``embedding``)."""
         option_text = redact(json.dumps(dict(options), sort_keys=True, default=str))
         decoding_text = json.dumps(decoding.as_dict(), sort_keys=True)
         for key, request in zip(keys, requests, strict=True):
@@ -204,6 +211,7 @@ class Planner:
                 audio_path=audio_path,
                 label=label,
                 audio_recipe=None if request.audio is None else request.audio.recipe,
+                embedding=embedding,
             )
 
     def _audio_file(self, audio: Audio) -> Path:
