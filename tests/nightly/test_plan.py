@@ -167,11 +167,13 @@ def test_a_plan_filled_elsewhere_rescores_to_the_in_process_records_on_a_tiny_hf
     checkpoint = es.build_engine_checkpoint(tmp_path / "tiny-qwen2-audio")
     corpus = es.small_corpus(tmp_path / "corpus", sentences=2)
     selection = ("--pyargs", "harness.gate_tests.test_wer", "-k", "wer_ratio")
-    options = ("--model", f"hf:{checkpoint}", "--corpus", f"small={corpus}", "--embedder", "none")
+    options = ("--model", f"hf:{checkpoint}", "--corpus", f"small={corpus}")  # the default embedder: the model's own
     expected = in_process(tmp_path / "in-process", selection, *options)
     rescored, lines = plan_fill_and_rescore(tmp_path / "planned", selection, *options)
     assert rescored["cases"] == expected["cases"] and expected["cases"]
     assert rescored["metadata"]["model_calls"] == 0
+    judged = {comparison["judged_method"] for case in rescored["cases"] for comparison in case["comparisons"]}
+    assert judged == {"regression w/ speaker w/ semantics: Embed-AGG"}  # the paper's row, from planned embeddings
 
 
 def test_a_plan_holds_no_secret(tmp_path):
