@@ -79,13 +79,15 @@ EMBEDDER_KINDS = {"embed-agg": AGG, "embed-eowl": EOWL}
 @dataclasses.dataclass(frozen=True)
 class Embedder:
     """``embed(texts) -> (len(texts), dim)``; ``name`` labels its row of the ratio table (``Embed-AGG``); ``kind``
-    is a model's own embedding's (``embed-agg``, ``embed-eowl``; empty for an external embedder)."""
+    is a model's own embedding's (``embed-agg``, ``embed-eowl``; empty for an external embedder); ``note_cached``,
+    when set, is told the keys :func:`cached_embeddings` found in the cache (a plan counts them as asked)."""
 
     spec: str
     fingerprint: str
     embed: Callable[[Sequence[str]], np.ndarray]
     name: str = ""
     kind: str = ""
+    note_cached: Callable[[Sequence[str]], None] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,6 +184,10 @@ def model_embedders(
 
         return embed
 
+    def note_cached(keys: Sequence[str]) -> None:
+        if planned_for is not None and planned_for.planner is not None:
+            planned_for.planner.note_cached(keys)
+
     return tuple(
         Embedder(
             f"{kind}:{spec}" if spec else kind,
@@ -189,6 +195,7 @@ def model_embedders(
             planned_or_computed(kind),
             EMBEDDER_KINDS[kind],
             kind,
+            note_cached,
         )
         for kind in kinds
     )
@@ -321,6 +328,8 @@ def cached_embeddings(embedder: Embedder, texts: Sequence[str], cache: OutputCac
     """Embeddings of ``texts`` (rows in order), computing only the distinct texts missing from the cache."""
     keys = {text: embedding_key(embedder.fingerprint, text) for text in dict.fromkeys(texts)}
     found = cache.get_many(list(keys.values()))
+    if embedder.note_cached is not None:
+        embedder.note_cached(list(found))
     missing = [text for text, key in keys.items() if key not in found]
     if missing:
         entries = embedding_entries(embedder, missing)

@@ -95,6 +95,11 @@ def test_a_plan_holds_the_models_own_embeddings_and_a_fill_gives_the_in_process_
     assert (counts.generated, counts.failed, counts.left) == (6, 0, 0)
     rescore = OutputCache(tmp_path / "rescore")
     rescore.import_file(tmp_path / "filled.jsonl.gz")
+    next_round = CachedModel("fakeweights:v1", rescore, DecodingParams(), progress=False)
+    next_round.planner = Planner(tmp_path / "next.audio")
+    for embedder in own_embedders(next_round):
+        cached_embeddings(embedder, TEXTS, rescore)
+    assert not next_round.planner.rows and next_round.planner.total == 6  # asked, and found in the cache
     offline = CachedModel("fakeweights:v1", rescore, DecodingParams(), offline=True, progress=False)
     in_process = CachedModel("fakeweights:v1", OutputCache(tmp_path / "in-process"), DecodingParams(), progress=False)
     for read, computed in zip(own_embedders(offline), own_embedders(in_process)):
