@@ -6,10 +6,13 @@ export format, for ``--import-cache`` and ``--offline`` re-scoring.
 
 Each model of the plan is built from its row's spec and option block and must have the plan's fingerprint (a
 model whose weights, engine or settings differ here would answer other questions: its rows fail, saying both
-fingerprints). Requests go through :class:`~harness.generation.CachedModel` over a cache folder (``--cache-dir``,
-else a temporary one), so each model loads once and a batch's duplicates are asked once; after each model and
-decoding, every answered row of the plan is written to ``--out`` (atomically). Rerun on the same ``--out``, it
-skips the keys already there. It ends with the counts of rows done, failed and left; exit 0 when none failed or
+fingerprints), and each row's request must hash to the row's key here (a row that was edited, or planned by another
+version, is refused, naming it: :func:`harness.plan.checked_requests`). Requests go through
+:class:`~harness.generation.CachedModel` over a cache folder (``--cache-dir``, else a temporary one), so each model
+loads once and a batch's duplicates are asked once; rows of namespace ``embedding`` ask for the model's own semantic
+embedding of a text, computed from the same weights (:func:`harness.semantic.planned_embedding_entries`). After each
+model and decoding, every answered row of the plan is written to ``--out`` (atomically). Rerun on the same ``--out``,
+it skips the keys already there. It ends with the counts of rows done, failed and left; exit 0 when none failed or
 is left, 1 otherwise, 2 for a plan or output that cannot be read.
 
 With ``--ray``, the rows are answered on a Ray cluster through Ray Data (:mod:`harness.ray_generate`): ``--workers``
@@ -20,6 +23,7 @@ and ``--resources`` (a JSON mapping of custom resources each actor claims).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
@@ -29,7 +33,18 @@ from pathlib import Path
 from harness.cache import CacheError, OutputCache
 from harness.core.errors import ModelError
 from harness.generation import CachedModel
-from harness.plan import FillCounts, PlanError, PlannedRequest, model_groups, parse_shard, read_plan, shard
+from harness.plan import (
+    EMBEDDING_NAMESPACE,
+    FillCounts,
+    PlanError,
+    PlannedRequest,
+    checked_requests,
+    model_groups,
+    parse_shard,
+    read_plan,
+    shard,
+)
+from harness.semantic import planned_embedding_entries
 
 
 def fill(
@@ -61,23 +76,37 @@ def fill(
                 f"settings differ): {len(group)} rows failed"
             )
             continue
+        embedding_rows = [row for row in group if row.namespace == EMBEDDING_NAMESPACE]
+        if embedding_rows:
+            try:
+                entries, refused = planned_embedding_entries(model, embedding_rows)
+            except ModelError as exc:
+                entries, refused = [], []
+                counts.failures.append(f"{spec}: {exc}")
+            cache.put_many(entries)
+            counts.failures += [refusal.reason for refusal in refused]
+            done = set(cache.lookup([row.key for row in embedding_rows]))
+            counts.generated += len(done)
+            counts.failed += len(embedding_rows) - len(done)
+            cache.export(out, set(cache.lookup(planned_keys)))
         by_decoding: dict[str, list[PlannedRequest]] = {}
         for row in group:
-            by_decoding.setdefault(row.decoding, []).append(row)
+            if row.namespace != EMBEDDING_NAMESPACE:
+                by_decoding.setdefault(row.decoding, []).append(row)
         for decoding_rows in by_decoding.values():
-            requests = [row.request() for row in decoding_rows]
             decoding = decoding_rows[0].decoding_params()
-            keys = model.keys(requests, decoding)
-            wrong = [row.key for row, key in zip(decoding_rows, keys, strict=True) if row.key != key]
-            if wrong:
-                raise PlanError(f"plan rows {wrong[:3]}: their requests do not hash to their keys here")
+            checked = checked_requests(decoding_rows, functools.partial(model.keys, decoding=decoding))
+            counts.failed += len(checked.refused)
+            counts.failures += [refusal.reason for refusal in checked.refused]
+            if not checked.rows:
+                continue
             try:
-                model.generate(requests, label=decoding_rows[0].label, decoding=decoding)
+                model.generate(list(checked.requests), label=decoding_rows[0].label, decoding=decoding)
             except ModelError as exc:
                 counts.failures.append(f"{spec}: {exc}")
-            done = set(cache.lookup(keys))
+            done = set(cache.lookup([row.key for row in checked.rows]))
             counts.generated += len(done)
-            counts.failed += len(decoding_rows) - len(done)
+            counts.failed += len(checked.rows) - len(done)
             cache.export(out, set(cache.lookup(planned_keys)))
         model.release()
     return counts

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,13 @@ PLAN_COLUMNS = (
     "key", "namespace", "spec", "fingerprint", "options", "decoding", "prompt", "system", "answer_form",
     "audio_sha256", "audio_path", "label",
 )  # fmt: skip
-OPTIONAL_PLAN_COLUMNS = ("audio_recipe",)
+OPTIONAL_PLAN_COLUMNS = ("audio_recipe", "embedding")
 """Columns a plan written before them lacks (read as None): ``audio_recipe``, the recipe that identifies derived
-audio (:attr:`harness.core.requests.Audio.recipe`, a counterfactual arm), whose hash is not its samples'."""
+audio (:attr:`harness.core.requests.Audio.recipe`, a counterfactual arm), whose hash is not its samples'; and
+``embedding``, the kind of a row of namespace ``embedding`` (``embed-agg`` or ``embed-eowl``: the model's own
+semantic embedding of the row's ``prompt``, :mod:`harness.semantic`)."""
+EMBEDDING_NAMESPACE = "embedding"
+"""The namespace of a row that asks for an embedding, not an answer (:data:`harness.semantic.NAMESPACE`)."""
 AUDIO_FOLDER_SUFFIX = ".audio"
 
 
@@ -61,6 +65,7 @@ class PlannedRequest:
     audio_path: str | None
     label: str
     audio_recipe: str | None = None
+    embedding: str | None = None
 
     def request(self) -> GenerationRequest:
         """The request this row asks (its audio read back from ``audio_path``)."""
@@ -79,6 +84,55 @@ class PlannedRequest:
 
     def option_block(self) -> dict[str, Any]:
         return json.loads(self.options)
+
+
+@dataclasses.dataclass(frozen=True)
+class RefusedRow:
+    """A plan row a fill will not answer: its ``key`` and why (the sentence names the row)."""
+
+    key: str
+    reason: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckedRows:
+    """Rows of one model and decoding whose requests hash, where the fill runs, to their plan keys (``rows`` and
+    their ``requests``, in order), and those ``refused``."""
+
+    rows: tuple[PlannedRequest, ...]
+    requests: tuple[GenerationRequest, ...]
+    refused: tuple[RefusedRow, ...]
+
+
+def checked_requests(
+    rows: Sequence[PlannedRequest], keys_here: Callable[[Sequence[GenerationRequest]], Sequence[str]]
+) -> CheckedRows:
+    """Each row's request, kept when the key it hashes to here, ``keys_here(requests)`` (the model's
+    :meth:`harness.generation.CachedModel.keys` under the rows' decoding: ``cache_key("generate", fingerprint,
+    decoding, request identity)``), is the row's ``key``; refused, naming the row, when it hashes to another key (an
+    answer stored under the row's key would be found for another request) or its audio does not read back to the
+    plan's hash. Every fill (in process, on Ray) answers only the kept rows."""
+    readable: list[tuple[PlannedRequest, GenerationRequest]] = []
+    refused: list[RefusedRow] = []
+    for row in rows:
+        try:
+            readable.append((row, row.request()))
+        except (PlanError, OSError, RuntimeError) as exc:  # soundfile raises LibsndfileError (a RuntimeError)
+            refused.append(RefusedRow(row.key, f"plan row {row.key} ({row.spec}, {row.label}): refused: {exc}"))
+    keys = list(keys_here([request for _, request in readable])) if readable else []
+    kept = []
+    for (row, request), key in zip(readable, keys, strict=True):
+        if key == row.key:
+            kept.append((row, request))
+        else:
+            refused.append(
+                RefusedRow(
+                    row.key,
+                    f"plan row {row.key} ({row.spec}, {row.label}): its request hashes to {key} here, not to the "
+                    "row's key: refused, as an answer stored under the row's key would be found for another request",
+                )
+            )
+    return CheckedRows(tuple(row for row, _ in kept), tuple(request for _, request in kept), tuple(refused))
 
 
 def form_to_json(form: AnswerForm | None) -> str | None:
@@ -133,8 +187,10 @@ class Planner:
         label: str,
         requests: Sequence[GenerationRequest],
         keys: Sequence[str],
+        embedding: str | None = None,
     ) -> None:
-        """Plan ``requests`` (whose cache keys are ``keys``), writing each new audio once."""
+        """Plan ``requests`` (whose cache keys are ``keys``), writing each new audio once; with ``embedding``, each
+        request's prompt is a text whose embedding of that kind is asked (namespace ``embedding``)."""
         option_text = redact(json.dumps(dict(options), sort_keys=True, default=str))
         decoding_text = json.dumps(decoding.as_dict(), sort_keys=True)
         for key, request in zip(keys, requests, strict=True):
@@ -155,6 +211,7 @@ class Planner:
                 audio_path=audio_path,
                 label=label,
                 audio_recipe=None if request.audio is None else request.audio.recipe,
+                embedding=embedding,
             )
 
     def _audio_file(self, audio: Audio) -> Path:

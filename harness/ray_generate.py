@@ -2,10 +2,13 @@
 
 Per model of the plan, the rows become a Ray dataset mapped in batches by a pool of ``workers`` actors
 (:class:`PlanWorker`): each builds the model from the row's spec and option block once, checks its fingerprint
-against the plan's, and answers its batches through :class:`~harness.generation.CachedModel` (so a composite
-model's stages and a batch's duplicates work as in a gate run). An actor claims one CPU, the model's tensor x
-pipeline parallel degree of GPUs when the cluster has GPUs, and any ``resources`` given. Actors and their tasks
-are restarted and retried by Ray when a node is lost.
+against the plan's, refuses, naming it, a row whose request hashes to another key than the row's (the driver stores
+each answer under the row's key; the in-process fill refuses it too, :func:`harness.plan.checked_requests`), and
+answers its batches through :class:`~harness.generation.CachedModel` (so a composite model's stages and a batch's
+duplicates work as in a gate run). Rows of namespace ``embedding`` are answered with the model's own semantic
+embedding of their text (:func:`harness.semantic.planned_embedding_entries`, as the in-process fill does). An actor
+claims one CPU, the model's tensor x pipeline parallel degree of GPUs when the cluster has GPUs, and any
+``resources`` given. Actors and their tasks are restarted and retried by Ray when a node is lost.
 
 The driver stores each returned batch in its cache and rewrites ``--out`` (atomically) after it, keyed by cache
 key: an answer is written once whichever actor or retry gave it, and a run stopped part-way keeps what it had.
@@ -15,6 +18,7 @@ The workers read each row's audio from its path, so the plan's audio folder must
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import tempfile
@@ -27,7 +31,17 @@ from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams
 from harness.generation import NAMESPACE, CachedModel
 from harness.models.residency import parallel_degree
-from harness.plan import OPTIONAL_PLAN_COLUMNS, PLAN_COLUMNS, FillCounts, PlanError, PlannedRequest, model_groups
+from harness.plan import (
+    EMBEDDING_NAMESPACE,
+    OPTIONAL_PLAN_COLUMNS,
+    PLAN_COLUMNS,
+    FillCounts,
+    PlanError,
+    PlannedRequest,
+    checked_requests,
+    model_groups,
+)
+from harness.semantic import planned_embedding_entries
 
 INSTALL_HINT = "pip install 'lalm-fairness[ray]'"
 BATCH_SIZE = 16
@@ -53,6 +67,27 @@ def _row(record: Mapping[str, Any]) -> PlannedRequest:
     return PlannedRequest(**{name: value(name) for name in names})
 
 
+@dataclasses.dataclass(frozen=True)
+class WorkerAnswer:
+    """One answer a worker returns: the cache entry to store (key, namespace, fingerprint, text and metadata as
+    JSON, as the in-process fill stores it), or, with ``error``, the row's refusal or failure (nothing stored)."""
+
+    key: str
+    namespace: str
+    fingerprint: str
+    text: str
+    metadata: str
+    error: str
+
+    @classmethod
+    def refused(cls, key: str, reason: str) -> WorkerAnswer:
+        return cls(key, "", "", "", "{}", reason)
+
+    @classmethod
+    def columns(cls) -> list[str]:
+        return [field.name for field in dataclasses.fields(cls)]
+
+
 class PlanWorker:
     """A Ray Data actor: one model, loaded on its first batch, answering batches of plan rows."""
 
@@ -70,23 +105,41 @@ class PlanWorker:
         import pandas as pd
 
         rows = [_row(record) for record in batch.to_dict("records")]
+        answers: list[WorkerAnswer] = []
+        embedding_rows = [row for row in rows if row.namespace == EMBEDDING_NAMESPACE]
+        if embedding_rows:
+            answers += self._embeddings(embedding_rows)
         by_decoding: dict[str, list[PlannedRequest]] = {}
         for row in rows:
-            by_decoding.setdefault(row.decoding, []).append(row)
-        keys, texts, labels, errors = [], [], [], []
+            if row.namespace != EMBEDDING_NAMESPACE:
+                by_decoding.setdefault(row.decoding, []).append(row)
         for group in by_decoding.values():
+            decoding = group[0].decoding_params()
+            checked = checked_requests(group, functools.partial(self.model.keys, decoding=decoding))
+            answers += [WorkerAnswer.refused(refusal.key, refusal.reason) for refusal in checked.refused]
+            if not checked.rows:
+                continue
             error = ""
             try:
-                answers = self.model.generate(
-                    [row.request() for row in group], label=group[0].label, decoding=group[0].decoding_params()
-                )
+                texts = self.model.generate(list(checked.requests), label=group[0].label, decoding=decoding)
             except ModelError as exc:
-                answers, error = [""] * len(group), str(exc)
-            keys += [row.key for row in group]
-            texts += answers
-            labels += [row.label for row in group]
-            errors += [error] * len(group)
-        return pd.DataFrame({"key": keys, "text": texts, "label": labels, "error": errors})
+                texts, error = [""] * len(checked.rows), str(exc)
+            metadata = [json.dumps({"spec": self.model.spec, "label": row.label}) for row in checked.rows]
+            answers += [
+                WorkerAnswer(row.key, NAMESPACE, self.model.fingerprint, text, entry, error)
+                for row, text, entry in zip(checked.rows, texts, metadata)
+            ]
+        return pd.DataFrame([dataclasses.asdict(answer) for answer in answers], columns=WorkerAnswer.columns())
+
+    def _embeddings(self, rows: Sequence[PlannedRequest]) -> list[WorkerAnswer]:
+        """The model's own embeddings the ``rows`` ask for, as the cache entries the in-process fill stores."""
+        try:
+            entries, refused = planned_embedding_entries(self.model, rows)
+        except ModelError as exc:
+            return [WorkerAnswer.refused(row.key, f"{self.model.spec}: {exc}") for row in rows]
+        answers = [WorkerAnswer(key, namespace, fingerprint, text, json.dumps(metadata), "")
+                   for key, namespace, fingerprint, text, metadata in entries]  # fmt: skip
+        return answers + [WorkerAnswer.refused(refusal.key, refusal.reason) for refusal in refused]
 
 
 def fill_on_ray(
@@ -136,10 +189,10 @@ def fill_on_ray(
                     entries = [
                         (
                             record["key"],
-                            NAMESPACE,
-                            fingerprint,
+                            record["namespace"],
+                            record["fingerprint"],
                             record["text"],
-                            {"spec": spec, "label": record["label"]},
+                            json.loads(record["metadata"]),
                         )
                         for record in batch.to_dict("records")
                         if not record["error"]

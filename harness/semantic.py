@@ -34,8 +34,11 @@ screen name that as a deviation. ``--embedder`` overrides the choice for every m
 - ``none``: no semantic covariates (the semantic rows are then not computed).
 
 Embeddings are cached like model outputs (namespace ``embedding``, keyed by the embedder's fingerprint, which
-carries the weights' fingerprint and :data:`EMBEDDING_VERSION`, and by the text), as float32, so a re-run
-computes none. The projection is cached too (namespace ``projection``), keyed by the SHA-256 of the embedding
+carries the weights' fingerprint and :data:`EMBEDDING_VERSION`, and by the text: :func:`embedding_key`), as
+float32, so a re-run computes none. Under ``--plan`` (:mod:`harness.plan`) the model's own embeddings are planned
+like its answers, one row per text and embedding (column ``embedding``: ``embed-agg`` or ``embed-eowl``), and the
+fill (in process or on Ray) computes them from the same weights (:func:`planned_embedding_entries`), so a re-score
+from filled plans judges on the paper's row as the in-process run does. The projection is cached too (namespace ``projection``), keyed by the SHA-256 of the embedding
 matrix's float64 bytes and shape, ``k``, :data:`PROJECTION_VERSION` and numpy's version: a re-score of the same
 embeddings reads the very scores and explained variances its first run computed, bit for bit, instead of
 repeating the SVD of an n x dim matrix (6552 x 384 on a CREMA-D-sized corpus).
@@ -48,12 +51,16 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from harness.cache import OutputCache, cache_key
 from harness.core.errors import ModelError
+from harness.plan import PlannedRequest, RefusedRow, RequestsPlanned
+
+if TYPE_CHECKING:
+    from harness.generation import CachedModel
 
 NAMESPACE = "embedding"
 PROJECTION_NAMESPACE = "projection"
@@ -71,12 +78,16 @@ EMBEDDER_KINDS = {"embed-agg": AGG, "embed-eowl": EOWL}
 
 @dataclasses.dataclass(frozen=True)
 class Embedder:
-    """``embed(texts) -> (len(texts), dim)``; ``name`` labels its row of the ratio table (``Embed-AGG``)."""
+    """``embed(texts) -> (len(texts), dim)``; ``name`` labels its row of the ratio table (``Embed-AGG``); ``kind``
+    is a model's own embedding's (``embed-agg``, ``embed-eowl``; empty for an external embedder); ``note_cached``,
+    when set, is told the keys :func:`cached_embeddings` found in the cache (a plan counts them as asked)."""
 
     spec: str
     fingerprint: str
     embed: Callable[[Sequence[str]], np.ndarray]
     name: str = ""
+    kind: str = ""
+    note_cached: Callable[[Sequence[str]], None] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,11 +147,17 @@ def minilm_installed() -> bool:
 
 
 def model_embedders(
-    fingerprint: str, load: Callable[[], Any], kinds: Sequence[str] = ("embed-agg", "embed-eowl"), spec: str = ""
+    fingerprint: str,
+    load: Callable[[], Any],
+    kinds: Sequence[str] = ("embed-agg", "embed-eowl"),
+    spec: str = "",
+    planned_for: CachedModel | None = None,
 ) -> tuple[Embedder, ...]:
     """Embed-AGG and/or Embed-EOWL of the weights behind ``fingerprint``; ``load()`` gives the loaded model (an
     object with ``semantic_pass()``, :class:`harness.models.semantic_pass.SemanticPass`), called on the first
-    text missing from the cache only."""
+    text missing from the cache only. When ``planned_for`` (the cached model under test) has a planner
+    (``--plan``), the texts missing from the cache are planned for that model instead (:func:`plan_embeddings`)
+    and :class:`~harness.plan.RequestsPlanned` stops the caller: nothing is loaded."""
     state: dict[str, Any] = {}
 
     def semantic_pass() -> Any:
@@ -158,15 +175,100 @@ def model_embedders(
         return semantic_pass().embed_eowl([eowl_prompt(text) for text in texts])
 
     functions = {"embed-agg": embed_agg, "embed-eowl": embed_eowl}
+
+    def planned_or_computed(kind: str) -> Callable[[Sequence[str]], np.ndarray]:
+        def embed(texts: Sequence[str]) -> np.ndarray:
+            if planned_for is not None and planned_for.planner is not None:
+                plan_embeddings(planned_for, kind, f"{kind}:v{EMBEDDING_VERSION}:{fingerprint}", texts)
+            return functions[kind](texts)
+
+        return embed
+
+    def note_cached(keys: Sequence[str]) -> None:
+        if planned_for is not None and planned_for.planner is not None:
+            planned_for.planner.note_cached(keys)
+
     return tuple(
         Embedder(
             f"{kind}:{spec}" if spec else kind,
             f"{kind}:v{EMBEDDING_VERSION}:{fingerprint}",
-            functions[kind],
+            planned_or_computed(kind),
             EMBEDDER_KINDS[kind],
+            kind,
+            note_cached,
         )
         for kind in kinds
     )
+
+
+def own_embedders(model: CachedModel, kinds: Sequence[str] = ("embed-agg", "embed-eowl")) -> tuple[Embedder, ...]:
+    """The model under test's own Embed-AGG and Embed-EOWL (§III-B), from the weights of its semantic source
+    (:meth:`harness.models.base.Backend.semantic_source`: the model itself, or a cascade's LLM stage), loaded through
+    ``model`` when the source is its own backend; empty where its weights are not on this machine. The gate and
+    every plan fill take them from here, so that a planned embedding is the one the gate would compute."""
+    source = model.backend.semantic_source()
+    if source is None:
+        return ()
+    load = model.model if source is model.backend else source.load
+    return model_embedders(source.fingerprint(), load, kinds, spec=source.spec, planned_for=model)
+
+
+def plan_embeddings(model: CachedModel, kind: str, fingerprint: str, texts: Sequence[str]) -> None:
+    """Plan the ``kind`` embeddings of ``texts`` (those the cache lacks) by ``model``'s own weights (embedder
+    ``fingerprint``): one plan row each (namespace ``embedding``, the model's spec, fingerprint and options, the
+    text as the prompt, column ``embedding`` the kind), then raise :class:`~harness.plan.RequestsPlanned`."""
+    from harness.core.requests import GenerationRequest
+
+    assert model.planner is not None
+    model.planner.add(
+        namespace=NAMESPACE,
+        spec=model.spec,
+        fingerprint=model.fingerprint,
+        options=model.options,
+        decoding=model.decoding,
+        label=EMBEDDER_KINDS[kind],
+        requests=[GenerationRequest(text) for text in texts],
+        keys=[embedding_key(fingerprint, text) for text in texts],
+        embedding=kind,
+    )
+    raise RequestsPlanned(f"{model.spec}: {len(texts)} {EMBEDDER_KINDS[kind]} embedding(s) planned")
+
+
+def planned_embedding_entries(
+    model: CachedModel, rows: Sequence[PlannedRequest]
+) -> tuple[list[tuple[str, str, str, str, dict[str, Any]]], list[RefusedRow]]:
+    """The cache entries (:meth:`OutputCache.put_many`'s) of the embeddings plan ``rows`` (namespace ``embedding``)
+    ask of ``model`` (built from the rows' spec and options; its fingerprint is the fill's to check), by its own
+    embedders (:func:`own_embedders`); and the rows refused, each naming the row: a kind the model has no
+    embedder of here, or a key other than the one its text hashes to here (:func:`embedding_key`)."""
+    embedders = {embedder.kind: embedder for embedder in own_embedders(model)}
+    kept: dict[str, list[PlannedRequest]] = {}
+    refused = []
+    for row in rows:
+        embedder = embedders.get(row.embedding or "")
+        if embedder is None:
+            refused.append(
+                RefusedRow(
+                    row.key,
+                    f"plan row {row.key} ({row.spec}, {row.label}): this model gives no {row.embedding!r} embedding "
+                    f"here (it has {sorted(embedders) or 'none'}): refused",
+                )
+            )
+        elif embedding_key(embedder.fingerprint, row.prompt) != row.key:
+            refused.append(
+                RefusedRow(
+                    row.key,
+                    f"plan row {row.key} ({row.spec}, {row.label}): its text hashes to "
+                    f"{embedding_key(embedder.fingerprint, row.prompt)} here, not to the row's key: refused, as an "
+                    "embedding stored under the row's key would be found for another text",
+                )
+            )
+        else:
+            kept.setdefault(row.embedding or "", []).append(row)
+    entries = []
+    for kind, kind_rows in kept.items():
+        entries += embedding_entries(embedders[kind], list(dict.fromkeys(row.prompt for row in kind_rows)))
+    return entries, refused
 
 
 def build_embedder(spec: str) -> Embedder | None:
@@ -201,21 +303,36 @@ def _decode(text: str) -> np.ndarray:
     return np.asarray(value, dtype=np.float64)
 
 
+def embedding_key(fingerprint: str, text: str) -> str:
+    """The cache key of ``text``'s embedding by the embedder of ``fingerprint``:
+    ``cache_key("embedding", fingerprint, {}, {"text": text})``."""
+    return cache_key(NAMESPACE, fingerprint, {}, {"text": text})
+
+
+def embedding_entries(embedder: Embedder, texts: Sequence[str]) -> list[tuple[str, str, str, str, dict[str, Any]]]:
+    """The cache entries (key, namespace, fingerprint, float32 vector as JSON, metadata) of ``texts`` (distinct)
+    embedded by ``embedder``; an embedder that returns another shape or non-finite values is a :class:`ModelError`."""
+    vectors = np.asarray(embedder.embed(texts))
+    if vectors.ndim != 2 or len(vectors) != len(texts) or not np.all(np.isfinite(vectors)):
+        raise ModelError(
+            f"{embedder.spec}: the embedder returned shape {vectors.shape} (or non-finite values) "
+            f"for {len(texts)} texts; expected ({len(texts)}, dim), finite"
+        )
+    return [
+        (embedding_key(embedder.fingerprint, text), NAMESPACE, embedder.fingerprint, _encode(vector), {})
+        for text, vector in zip(texts, vectors)
+    ]
+
+
 def cached_embeddings(embedder: Embedder, texts: Sequence[str], cache: OutputCache) -> np.ndarray:
     """Embeddings of ``texts`` (rows in order), computing only the distinct texts missing from the cache."""
-    keys = {text: cache_key(NAMESPACE, embedder.fingerprint, {}, {"text": text}) for text in dict.fromkeys(texts)}
+    keys = {text: embedding_key(embedder.fingerprint, text) for text in dict.fromkeys(texts)}
     found = cache.get_many(list(keys.values()))
+    if embedder.note_cached is not None:
+        embedder.note_cached(list(found))
     missing = [text for text, key in keys.items() if key not in found]
     if missing:
-        vectors = np.asarray(embedder.embed(missing))
-        if vectors.ndim != 2 or len(vectors) != len(missing) or not np.all(np.isfinite(vectors)):
-            raise ModelError(
-                f"{embedder.spec}: the embedder returned shape {vectors.shape} (or non-finite values) "
-                f"for {len(missing)} texts; expected ({len(missing)}, dim), finite"
-            )
-        entries = [
-            (keys[text], NAMESPACE, embedder.fingerprint, _encode(vector), {}) for text, vector in zip(missing, vectors)
-        ]
+        entries = embedding_entries(embedder, missing)
         cache.put_many(entries)
         found.update({entry[0]: entry[3] for entry in entries})
     by_text = {text: _decode(found[key]) for text, key in keys.items()}

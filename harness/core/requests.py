@@ -20,9 +20,9 @@ class Audio:
     derived from a recording by a deterministic recipe, by that ``recipe``.
 
     ``recipe`` names how the audio was made (:meth:`harness.data.voice_transforms.VoiceTransform.apply`: the source
-    recording's content hash, the transform, its version and settings, and the resynthesiser's version). Such audio
-    is identified by its recipe, not its samples: Praat's resynthesis differs in the last bits between CPUs, so a
-    sample hash would make an output made on one machine unfindable on another, while the recipe names the same
+    recording's content hash, the transform, its version, settings and code, and the resynthesiser's version). Such
+    audio is identified by its recipe, not its samples: Praat's resynthesis differs in the last bits between CPUs, so
+    a sample hash would make an output made on one machine unfindable on another, while the recipe names the same
     counterfactual recording everywhere, as a recording's own hash does."""
 
     samples: np.ndarray

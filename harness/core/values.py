@@ -1,9 +1,11 @@
-"""Small shared helpers: required columns, a normal quantile, JSON-safe floats, stable hashes and seeds, per-instance memos."""
+"""Small shared helpers: required columns, a normal quantile, JSON-safe floats, stable hashes and seeds, code
+fingerprints, per-instance memos."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -42,6 +44,23 @@ def stable_hash(payload: Any) -> str:
     """SHA-256 of a JSON rendering with sorted keys: equal payloads hash equal across processes."""
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def module_source(module: str) -> str:
+    """The source text of ``module`` (a dotted name, imported to find its file); a module without a readable
+    source file (a compiled-only install) is an error naming it, since its code could not enter a cache key."""
+    file = getattr(importlib.import_module(module), "__file__", None)
+    if file is None or not file.endswith(".py"):
+        raise ValueError(f"module {module}: no Python source file ({file}) to fingerprint its code by")
+    with open(file, encoding="utf-8") as handle:
+        return handle.read()
+
+
+@functools.cache
+def source_fingerprint(*modules: str) -> str:
+    """Identifies code in a cache key: ``stable_hash([source of each of modules, in order])[:16]``, the first 16 hex
+    digits of the SHA-256 (:func:`module_source`); any edit of the files, a comment's included, changes it."""
+    return stable_hash([module_source(name) for name in modules])[:16]
 
 
 def derived_seed(*parts: Any) -> int:

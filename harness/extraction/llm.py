@@ -325,6 +325,7 @@ class LLMExtractor:
             lambda texts: [
                 Extracted(result.extraction, result.attempts, result.error) for result in self.extract_many(texts, task)
             ],
+            reads_title=True,
         )
         rows = [
             (utterance_id, attribute, value)

@@ -1,7 +1,8 @@
 """Extraction results in the output cache, keyed by (extractor fingerprint, task, answer), as model outputs are.
 
 An extraction is a pure function of the answer text, the task's attributes and the extractor: the field reader's
-code (:mod:`harness.extraction.fields`), or the LLM extractor's fingerprint and code. Each distinct non-empty answer
+code (:mod:`harness.extraction.fields`), or the LLM extractor's fingerprint and code, and the task's title, which
+the LLM extractor's prompt names (:func:`task_identity`). Each distinct non-empty answer
 is extracted once and stored under ``cache_key("extraction", fingerprint, {"task": ...}, {"answer": answer})``
 (:func:`harness.cache.cache_key`) as JSON ``{values: [[attribute, [value, ...]], ...], status, missing, attempts,
 error}`` (attributes in the order the extractor gave them); a re-score of cached
@@ -13,16 +14,13 @@ answer is ``empty`` without asking anything, as both extractors have it.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import pandas as pd
 
 from harness.cache import OutputCache, cache_key
-from harness.core.values import stable_hash
-from harness.extraction import fields
+from harness.core.values import source_fingerprint, stable_hash
 from harness.extraction.fields import EMPTY, Extraction, extract_fields, extraction_tables
 from harness.tasks.base import Task
 
@@ -57,21 +55,19 @@ class Extracted:
         return cls(Extraction(values, stored["status"], tuple(stored["missing"])), stored["attempts"], stored["error"])
 
 
-@functools.cache
-def source_fingerprint(*modules: str) -> str:
-    """SHA-256 (first 16 hex digits) of the source files of ``modules`` (dotted names under ``harness``)."""
-    root = Path(fields.__file__).resolve().parents[2]
-    return stable_hash([(root / (name.replace(".", "/") + ".py")).read_text(encoding="utf-8") for name in modules])[:16]
-
-
 def field_reader_fingerprint() -> str:
     """Identifies the rule-based field reader by its code."""
     return f"field-reader:{source_fingerprint('harness.extraction.fields')}"
 
 
-def task_identity(task: Task) -> str:
-    """The task's name and attributes (labels, categories, multi-valuedness): what an extraction depends on."""
-    return stable_hash([task.name, [repr(attribute) for attribute in task.attributes]])
+def task_identity(task: Task, *, reads_title: bool) -> str:
+    """What of the task an extraction depends on: ``stable_hash([name, [repr(attribute), ...]])`` (labels,
+    categories, descriptions, multi-valuedness), and with ``reads_title`` (an extractor whose prompt names the task,
+    the LLM extractor's: "A model was given the "<title>" task") ``stable_hash([name, title, [repr(attribute),
+    ...]])``. The field reader reads only the attributes, so its identity leaves the title out, as its entries in the
+    shipped demo exports were keyed."""
+    attributes = [repr(attribute) for attribute in task.attributes]
+    return stable_hash([task.name, task.title, attributes] if reads_title else [task.name, attributes])
 
 
 def memoised_extractions(
@@ -80,13 +76,16 @@ def memoised_extractions(
     task: Task,
     answers: Sequence[str | None],
     extract: Callable[[list[str]], list[Extracted]],
+    *,
+    reads_title: bool,
 ) -> list[Extracted]:
     """The :class:`Extracted` of every answer, in order: empty answers ``empty``; the others read from ``cache``
-    under ``fingerprint``, and those not stored extracted by ``extract`` (each distinct answer once) and stored.
+    under ``fingerprint`` and the task's identity (:func:`task_identity`, with its title when the extractor
+    ``reads_title``), and those not stored extracted by ``extract`` (each distinct answer once) and stored.
     Without a cache, every distinct answer is extracted."""
     empty = Extracted(Extraction({}, EMPTY, task.attribute_names))
     distinct = list(dict.fromkeys(str(answer) for answer in answers if answer is not None and str(answer).strip()))
-    identity = {"task": task_identity(task)}
+    identity = {"task": task_identity(task, reads_title=reads_title)}
     keys = {answer: cache_key(NAMESPACE, fingerprint, identity, {"answer": answer}) for answer in distinct}
     stored = cache.get_many(list(keys.values())) if cache is not None and keys else {}
     found = {answer: Extracted.from_json(stored[key]) for answer, key in keys.items() if key in stored}
@@ -110,5 +109,6 @@ def field_attribute_table(
         task,
         list(answers["answer"]),
         lambda texts: [Extracted(extract_fields(text, task)) for text in texts],
+        reads_title=False,
     )
     return extraction_tables(answers["utterance_id"], [result.extraction for result in results])

@@ -46,7 +46,7 @@ from harness.semantic import (
     build_embedder,
     minilm_embedder,
     minilm_installed,
-    model_embedders,
+    own_embedders,
 )
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, Thresholds
@@ -226,13 +226,12 @@ class RunContext:
                 f"semantic covariates chosen by --embedder {spec} ({described}), not the model under test's own "
                 "Embed-AGG and Embed-EOWL (semantic-aware paper §III-B)",
             )
-        source = cached.backend.semantic_source()
-        if source is not None:
-            load = cached.model if source is cached.backend else source.load
+        embedders = own_embedders(cached)
+        if embedders:
             return SemanticSetup(
-                model_embedders(source.fingerprint(), load, spec=source.spec),
+                embedders,
                 "model",
-                f"the model under test's own Embed-AGG and Embed-EOWL ({source.spec})",
+                f"the model under test's own Embed-AGG and Embed-EOWL ({cached.backend.semantic_source().spec})",
             )
         if spec == "model":
             raise ModelError(f"--embedder model: {model} has no weights on this machine to take embeddings from")

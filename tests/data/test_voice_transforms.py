@@ -3,11 +3,24 @@ arm keeps F0, a gender swap moves the median F0 to its target and the formants b
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
+import importlib
+import importlib.metadata
+import json
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
+import yaml
 from scipy.signal import lfilter
 
-from harness.core.requests import Audio
+from harness.cache import OutputCache, cache_key
+from harness.core.requests import Audio, GenerationRequest
+from harness.core.values import stable_hash
+from harness.data import voice_transforms
+from harness.data.corpus import load_corpus, read_utterance_audio
 from harness.data.voice_transforms import (
     VOICE_TRANSFORMS,
     ChangeGenderSettings,
@@ -15,9 +28,12 @@ from harness.data.voice_transforms import (
     get_transform,
     source_recording,
 )
+from harness.models.cascade import ASR_DECODING, DEMO_ASR
 
 parselmouth = pytest.importorskip("parselmouth")
 
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED_EXPORT = REPO / "harness" / "data" / "demo_outputs" / "cascade-demo.jsonl.gz"
 RATE = 16_000
 SETTINGS = ChangeGenderSettings(
     pitch_floor_hz=60.0,
@@ -133,3 +149,109 @@ def test_an_arm_is_identified_by_its_recipe_not_by_the_last_bits_of_its_samples(
         swap.apply(synthetic_voice(130.0, MALE[1]), "male", SETTINGS),
     ]
     assert len({arm.content_hash, *(other.content_hash for other in others)}) == 1 + len(others)
+
+
+HALVING_TRANSFORM = """
+from harness.core.requests import Audio
+from harness.data.voice_transforms import VoiceTransform
+
+
+class Halving(VoiceTransform):
+    name = "halving"
+    dimension = "gender"
+
+    def target_group(self, source_group):
+        return source_group
+
+    def resynthesise(self, audio, source_group, settings, seed):
+        return Audio(audio.samples * {factor}, audio.sample_rate)
+
+
+TRANSFORM = Halving()
+"""
+
+
+def load_transform_module(folder, factor):
+    (folder / "halving_transform.py").write_text(HALVING_TRANSFORM.format(factor=factor))
+    sys.modules.pop("halving_transform", None)
+    return importlib.import_module("halving_transform").TRANSFORM
+
+
+def test_a_change_of_a_transforms_code_changes_its_recipe_so_the_answers_to_older_arms_are_not_found(
+    tmp_path, monkeypatch
+):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "halving_transform", raising=False)
+    original, cache = synthetic_voice(*MALE), OutputCache(tmp_path / "cache")
+
+    def key_of(arm):
+        return cache_key("generate", "model", {}, GenerationRequest("Transcribe.", arm).cache_identity())
+
+    arm = load_transform_module(tmp_path, "0.5").apply(original, "male", SETTINGS)
+    cache.put_many([(key_of(arm), "generate", "model", "an answer to the halved arm", {})])
+    same_code = load_transform_module(tmp_path, "0.5")
+    assert same_code.apply(original, "male", SETTINGS).recipe == arm.recipe
+    assert cache.lookup([key_of(same_code.apply(original, "male", SETTINGS))])
+    changed = load_transform_module(tmp_path, "0.6")
+    changed_arm = changed.apply(original, "male", SETTINGS)
+    assert changed.source_hash() != same_code.source_hash() and changed.version == same_code.version
+    assert changed_arm.recipe != arm.recipe and changed_arm.content_hash != arm.content_hash
+    assert not cache.lookup([key_of(changed_arm)])
+
+
+def test_the_shipped_arms_code_keeps_its_recipes_and_any_other_code_is_named_in_them(monkeypatch):
+    """The code the shipped exports' arms were made by is named in no recipe (they were keyed so); once the
+    transform's code differs from it, the recipe names the code."""
+    for name in ("identity", "gender_swap"):
+        transform = get_transform(name)
+        unnamed = f"{name}:" + stable_hash(
+            {
+                "name": name,
+                "version": transform.version,
+                "settings": dataclasses.asdict(SETTINGS),
+                "resynthesiser": importlib.metadata.version("praat-parselmouth"),
+            }
+        )
+        shipped_code = voice_transforms.RECIPES_WITHOUT_SOURCE_HASH[name]
+        monkeypatch.setattr(type(transform), "source_hash", lambda self, code=shipped_code: code)
+        assert transform.fingerprint(SETTINGS) == unnamed
+        monkeypatch.setattr(type(transform), "source_hash", lambda self: "0123456789abcdef")
+        assert transform.fingerprint(SETTINGS) != unnamed
+        monkeypatch.undo()
+
+
+def test_a_transform_whose_code_cannot_be_read_is_an_error_naming_it(monkeypatch):
+    transform = get_transform("identity")
+    monkeypatch.setattr(type(transform), "source_modules", ("harness.no_such_module",))
+    voice_transforms._source_hash.cache_clear()
+    try:
+        with pytest.raises(VoiceTransformError, match="'identity': its code cannot be read.*no_such_module"):
+            transform.source_hash()
+    finally:
+        monkeypatch.undo()
+        voice_transforms._source_hash.cache_clear()
+
+
+@pytest.mark.skipif(not SHIPPED_EXPORT.is_file(), reason="no shipped demo outputs")
+def test_the_shipped_export_answers_the_arms_todays_transforms_make():
+    """The default run reads its counterfactual cases from the shipped export: today's code must make the arms (the
+    same recipes) whose transcripts the export holds, here the ASR stage's of one demo recording's two arms."""
+    provenance = json.loads((SHIPPED_EXPORT.parent / "provenance.json").read_text())
+    asr_fingerprint = provenance["stage_models"][DEMO_ASR]
+    thresholds = yaml.safe_load((REPO / "thresholds.yaml").read_text())
+    settings = ChangeGenderSettings.from_settings(thresholds["counterfactual"]["defaults"])
+    corpus = load_corpus(REPO / "harness" / "data" / "demo", check_audio=False)
+    utterance = corpus.table.index[0]
+    original = read_utterance_audio(corpus, utterance)
+    with gzip.open(SHIPPED_EXPORT, "rt") as export:
+        shipped = {json.loads(line).get("key") for line in export}
+    for name in ("identity", "gender_swap"):
+        arm = get_transform(name).apply(original, str(corpus.table.loc[utterance, "gender"]), settings)
+        key = cache_key(
+            "generate", asr_fingerprint, ASR_DECODING.as_dict(), GenerationRequest("", arm).cache_identity()
+        )
+        assert key in shipped, (
+            f"the {name} arm of {utterance} made by today's code is not in {SHIPPED_EXPORT}: the transform's code "
+            "changed since the shipped exports were made, so the default run lost its counterfactual answers; rebuild "
+            "the exports (scripts/build_demo_outputs.py)"
+        )

@@ -1,12 +1,15 @@
 """The field reader's extractions are kept in the output cache by (reader fingerprint, task, answer): a re-score
 reads them back, giving the tables the reader itself gives."""
 
+import dataclasses
+
 import pandas as pd
 import pytest
 from pandas.testing import assert_frame_equal
 
 from harness.cache import OutputCache
 from harness.extraction import fields, memo
+from harness.extraction.memo import Extracted
 from harness.tasks import TASKS
 
 ANSWERS = [
@@ -62,3 +65,27 @@ def test_without_a_cache_every_distinct_answer_is_read_once():
 def test_the_reader_fingerprint_follows_its_source():
     assert memo.field_reader_fingerprint().startswith("field-reader:")
     assert memo.source_fingerprint("harness.extraction.fields") != memo.source_fingerprint("harness.extraction.llm")
+
+
+def test_a_retitled_task_misses_the_entries_of_an_extractor_that_reads_the_title(tmp_path):
+    """The LLM extractor's prompt names the task's title: its entries must not be found under another title; the
+    field reader reads only the attributes, so its entries (as shipped in the demo exports) still are."""
+    story = TASKS["story"]
+    retitled = dataclasses.replace(story, title=story.title + " (retold)")
+    cache = OutputCache(tmp_path / "cache")
+    asked: list[tuple[str, str]] = []
+
+    def extract(task):
+        return lambda texts: [
+            asked.append((task.title, text)) or Extracted(fields.extract_fields(text, task)) for text in texts
+        ]
+
+    for reads_title in (True, False):
+        memo.memoised_extractions(cache, "fp", story, ANSWERS[:1], extract(story), reads_title=reads_title)
+    assert len(asked) == 2 and len(cache) == 2
+    memo.memoised_extractions(cache, "fp", retitled, ANSWERS[:1], extract(retitled), reads_title=True)
+    assert asked[-1] == (retitled.title, ANSWERS[0]) and len(cache) == 3
+    memo.memoised_extractions(cache, "fp", retitled, ANSWERS[:1], extract(retitled), reads_title=False)
+    assert len(asked) == 3 and len(cache) == 3
+    assert memo.task_identity(story, reads_title=True) != memo.task_identity(retitled, reads_title=True)
+    assert memo.task_identity(story, reads_title=False) == memo.task_identity(retitled, reads_title=False)

@@ -1,5 +1,6 @@
 """LLM extractor: strict JSON parsing, one repair retry, refusals, caching; the model faked at the backend."""
 
+import dataclasses
 import json
 
 import pandas as pd
@@ -271,3 +272,14 @@ def test_extractions_are_cached_by_extractor_fingerprint_and_answer(tmp_path, mo
     other = extractor(tmp_path, target="v2")
     with pytest.raises(AssertionError, match="re-extracted"):
         other.attribute_table(answers, STORY)
+
+
+def test_a_retitled_task_is_extracted_afresh_from_the_prompt_that_names_it(tmp_path):
+    answers = pd.DataFrame({"utterance_id": ["u1"], "answer": ["A nurse story."]})
+    extractor(tmp_path).attribute_table(answers, STORY)
+    retitled = dataclasses.replace(STORY, title="A retold story")
+    again = extractor(tmp_path)
+    again.attribute_table(answers, retitled)
+    assert again.model.calls == 1
+    assert FakeExtractionBackend.prompts[-1] == extraction_prompt(retitled, "A nurse story.")
+    assert 'given the "A retold story" task' in FakeExtractionBackend.prompts[-1]

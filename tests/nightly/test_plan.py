@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.cache import OutputCache
 from harness.generate import main as generate_main
 from harness.plan import OPTIONAL_PLAN_COLUMNS, PLAN_COLUMNS, PlanError, parse_shard, read_plan, shard
 
@@ -122,17 +123,57 @@ def test_generate_refuses_rows_whose_model_has_another_fingerprint_here(fair_pla
     assert "the plan's is sim:fair-elsewhere" in captured.err and f"{len(table)} failed" in captured.out
 
 
+def altered_plan(fair_plan: Path, path: Path, rows: int | None = None):
+    """The fair plan (its first ``rows``) with the second row's prompt edited after planning: the row's key no
+    longer names its request."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(fair_plan).to_pandas().iloc[:rows].reset_index(drop=True)
+    table.loc[1, "prompt"] += " Answer in French."
+    table.to_parquet(path, index=False)
+    return table
+
+
+def test_generate_refuses_a_row_whose_request_hashes_to_another_key_and_answers_the_others(fair_plan, tmp_path, capsys):
+    table = altered_plan(fair_plan, tmp_path / "altered.parquet")
+    out = tmp_path / "o.jsonl.gz"
+    assert generate_main(["--plan", str(tmp_path / "altered.parquet"), "--out", str(out), "--no-progress"]) == 1
+    captured = capsys.readouterr()
+    assert f"failed: plan row {table.key[1]} (sim:fair, {table.label[1]}): its request hashes to " in captured.err
+    assert f"{len(table)} planned: {len(table) - 1} done (0 before this run), 1 failed, 1 left" in captured.out
+    cache = OutputCache(tmp_path / "imported")
+    cache.import_file(out)
+    assert set(cache.lookup(list(table.key))) == set(table.key) - {table.key[1]}
+
+
+def test_a_ray_worker_refuses_a_row_whose_request_hashes_to_another_key_and_answers_the_others(fair_plan, tmp_path):
+    """The worker runs here, without a cluster: the driver would store each answer it returns under the row's key."""
+    from harness.ray_generate import PlanWorker
+
+    table = altered_plan(fair_plan, tmp_path / "altered.parquet", rows=4)
+    worker = PlanWorker("sim:fair", table.options[0], table.fingerprint[0])
+    answered = worker(table).set_index("key")
+    assert sorted(answered.index) == sorted(table.key)
+    refused = answered.loc[table.key[1]]
+    assert refused.text == "" and refused.error.startswith(f"plan row {table.key[1]} (sim:fair, {table.label[1]})")
+    assert "its request hashes to" in refused.error and "refused" in refused.error
+    others = answered.drop(index=table.key[1])
+    assert (others.error == "").all() and (others.text != "").all()
+
+
 @pytest.mark.slow
 def test_a_plan_filled_elsewhere_rescores_to_the_in_process_records_on_a_tiny_hf_checkpoint(tmp_path):
     pytest.importorskip("transformers")
     checkpoint = es.build_engine_checkpoint(tmp_path / "tiny-qwen2-audio")
     corpus = es.small_corpus(tmp_path / "corpus", sentences=2)
     selection = ("--pyargs", "harness.gate_tests.test_wer", "-k", "wer_ratio")
-    options = ("--model", f"hf:{checkpoint}", "--corpus", f"small={corpus}", "--embedder", "none")
+    options = ("--model", f"hf:{checkpoint}", "--corpus", f"small={corpus}")  # the default embedder: the model's own
     expected = in_process(tmp_path / "in-process", selection, *options)
     rescored, lines = plan_fill_and_rescore(tmp_path / "planned", selection, *options)
     assert rescored["cases"] == expected["cases"] and expected["cases"]
     assert rescored["metadata"]["model_calls"] == 0
+    judged = {comparison["judged_method"] for case in rescored["cases"] for comparison in case["comparisons"]}
+    assert judged == {"regression w/ speaker w/ semantics: Embed-AGG"}  # the paper's row, from planned embeddings
 
 
 def test_a_plan_holds_no_secret(tmp_path):

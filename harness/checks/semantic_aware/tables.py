@@ -11,6 +11,7 @@ import pandas as pd
 from harness.checks.base import CheckContext
 from harness.core.errors import ModelError
 from harness.core.requests import GenerationRequest
+from harness.plan import RequestsPlanned
 from harness.semantic import semantic_covariates
 
 
@@ -44,16 +45,23 @@ def with_semantic_covariates(
     """``table`` with the PCA components of the texts' embeddings by each of ``model``'s semantic embedders
     (:meth:`~harness.checks.base.CheckContext.semantics`) as columns, the column set of each embedder by name (one
     ratio row each), and what to report of them: where they come from, each embedder's fingerprint, explained
-    variance and first two components (the paper's Fig. 1), or why it could not be computed."""
+    variance and first two components (the paper's Fig. 1), or why it could not be computed; an embedder that could
+    not be computed is named in the deviation (the case is then judged on another row than the paper's). Under
+    ``--plan``, every embedder's missing embeddings are planned before :class:`~harness.plan.RequestsPlanned` stops
+    the case."""
     setup = context.semantics(model)
     semantics: dict[str, Any] = {**setup.as_dict(), "embeddings": {}}
     covariate_sets: dict[str, tuple[str, ...]] = {}
+    planned: RequestsPlanned | None = None
     for embedder in setup.embedders:
         entry: dict[str, Any] = {"fingerprint": embedder.fingerprint}
         try:
             covariates = semantic_covariates(
                 embedder, texts, context.cache, k=components, prefix=f"{_slug(embedder.name)}_pc"
             )
+        except RequestsPlanned as exc:
+            planned = planned or exc
+            continue
         except ModelError as exc:
             entry["error"] = str(exc)
         else:
@@ -67,8 +75,22 @@ def with_semantic_covariates(
                 "columns": list(covariates.columns),
             }
         semantics["embeddings"][embedder.name] = entry
+    if planned is not None:
+        raise planned
     named = [f"{name} ({entry['fingerprint']})" for name, entry in semantics["embeddings"].items()]
     semantics["embedder"] = ", ".join(named) or "none"
+    failed = [f"{name} ({entry['error']})" for name, entry in semantics["embeddings"].items() if "error" in entry]
+    if failed:
+        semantics["deviation"] = "; ".join(
+            filter(
+                None,
+                [
+                    semantics.get("deviation"),
+                    f"semantic covariates of {model}: {', '.join(failed)} could not be computed, so its ratio cases "
+                    "are not judged on those embeddings' rows (semantic-aware paper §III-B)",
+                ],
+            )
+        )
     return table, covariate_sets, semantics
 
 

@@ -12,18 +12,21 @@ voice conversion on a GPU runner, as one file ``name = "package.module:TRANSFORM
   formant shift ratio and a new pitch median per direction (:mod:`.gender_swap`).
 
 The settings come from the ``counterfactual`` section of thresholds.yaml (:class:`ChangeGenderSettings`), so that
-a run records the transform it used.
+a run records the transform it used. An arm's recipe (:meth:`VoiceTransform.fingerprint`) names the transform's
+code too (:meth:`VoiceTransform.source_hash`), so that answers to arms made by other code are not found.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
 from harness.core.requests import Audio
-from harness.core.values import stable_hash
+from harness.core.values import module_source, stable_hash
 from harness.registry import Registry
 
 VOICE_TRANSFORMS = Registry(
@@ -35,6 +38,18 @@ VOICE_TRANSFORMS = Registry(
     },
 )
 """Transform name -> its module's ``TRANSFORM`` (a :class:`VoiceTransform`)."""
+
+RECIPES_WITHOUT_SOURCE_HASH = {
+    "identity": "d04543930f3da982",
+    "gender_swap": "ae20f80e8165c97f",
+}
+"""Transform name -> the source hash (:meth:`VoiceTransform.source_hash`) of the code whose arms keep the recipe
+they had before recipes named their code: the code of the commit that made recipes name it, whose arms equal those
+of version 2 as of commit 7f28323 (same recipe, seed and samples on every recording of the demo corpus, checked when
+it was made), by which the arms of both shipped demo exports (harness/data/demo_outputs/) were made and keyed. So
+the shipped answers stay found, while an arm made by any other code has the code's hash in its recipe and the
+answers to older arms are not found. A migration of keys already made, never to be updated: exports rebuilt with
+other code are keyed by recipes that name it."""
 
 
 class VoiceTransformError(ValueError):
@@ -73,6 +88,9 @@ class VoiceTransform(abc.ABC):
     """The corpus dimension whose groups the transform knows (``gender``)."""
     version: int = 2
     """2: Praat's random draws seeded from the recipe (version 1 clips differed from run to run)."""
+    source_modules: tuple[str, ...] = ()
+    """The modules, besides the one that defines the transform, whose code makes its audio (a shared
+    resynthesiser such as :mod:`._praat`): their source enters the recipe (:meth:`source_hash`)."""
 
     @abc.abstractmethod
     def target_group(self, source_group: str) -> str:
@@ -93,16 +111,39 @@ class VoiceTransform(abc.ABC):
         return arm
 
     def fingerprint(self, settings: ChangeGenderSettings) -> str:
-        """Identifies the transform's output for the output cache (the arm's :attr:`Audio.recipe`): name, version,
-        settings and the resynthesiser's version (praat-parselmouth)."""
-        return f"{self.name}:" + stable_hash(
-            {
-                "name": self.name,
-                "version": self.version,
-                "settings": dataclasses.asdict(settings),
-                "resynthesiser": _resynthesiser_version(),
-            }
-        )
+        """Identifies the transform's output for the output cache (the arm's :attr:`Audio.recipe`):
+        ``name + ":" + stable_hash({name, version, settings, resynthesiser, source})`` with the resynthesiser's
+        version (praat-parselmouth) and the code's :meth:`source_hash` as ``source``; ``source`` is left out for the
+        code of :data:`RECIPES_WITHOUT_SOURCE_HASH` (the shipped exports' arms), whose recipes were made so."""
+        identity = {
+            "name": self.name,
+            "version": self.version,
+            "settings": dataclasses.asdict(settings),
+            "resynthesiser": _resynthesiser_version(),
+        }
+        source = self.source_hash()
+        if RECIPES_WITHOUT_SOURCE_HASH.get(self.name) != source:
+            identity["source"] = source
+        return f"{self.name}:" + stable_hash(identity)
+
+    def source_hash(self) -> str:
+        """Identifies the code that makes the arm: ``stable_hash([source of VoiceTransform, source of the module
+        that defines the transform, source of each of source_modules])[:16]`` (16 hex digits of the SHA-256). The
+        base class's source is its own (its ``apply`` names the recipe and draws the seed from it), not its module's,
+        so that registering another transform here changes no arm's recipe."""
+        return _source_hash(type(self))
+
+
+@functools.cache
+def _source_hash(transform: type[VoiceTransform]) -> str:
+    modules = dict.fromkeys((transform.__module__, *transform.source_modules))
+    try:
+        sources = [inspect.getsource(VoiceTransform), *(module_source(module) for module in modules)]
+    except (OSError, ImportError, ValueError) as exc:
+        raise VoiceTransformError(
+            f"voice transform {transform.name!r}: its code cannot be read to name it in the recipe ({exc})"
+        ) from exc
+    return stable_hash(sources)[:16]
 
 
 def _resynthesiser_version() -> str | None:

@@ -17,6 +17,7 @@ OTHER_GENDER = {"male": "female", "female": "male"}
 class GenderSwapTransform(VoiceTransform):
     name = "gender_swap"
     dimension = "gender"
+    source_modules = ("harness.data.voice_transforms._praat",)
 
     def target_group(self, source_group: str) -> str:
         if source_group not in OTHER_GENDER:

@@ -15,6 +15,7 @@ from harness.data.voice_transforms._praat import change_gender
 class IdentityTransform(VoiceTransform):
     name = "identity"
     dimension = "gender"
+    source_modules = ("harness.data.voice_transforms._praat",)
 
     def target_group(self, source_group: str) -> str:
         return source_group
