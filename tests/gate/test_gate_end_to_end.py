@@ -31,18 +31,19 @@ def run_gate(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, di
 
 
 def probe_calls_beyond(*asked_tasks: str) -> int:
-    """The audio-dependence probe's distinct requests on the demo corpus (it asks the selected nTVD cases' tasks,
+    """The audio floor's task probe's distinct requests on the demo corpus (it asks the selected nTVD cases' tasks,
     ``asked_tasks``), less those of their own recordings, which their cases ask already."""
-    from harness.checks.counterfactual.audio_dependence import ORIGINAL, probe_requests
     from harness.data.corpus import load_corpus
+    from harness.gate.audio_probe import task_probe_requests
+    from harness.metrics.audio_dependence import ORIGINAL
     from harness.tasks import TASKS
 
     corpus = load_corpus(REPO / "harness" / "data" / "demo", check_audio=False)
-    rows, requests = probe_requests(corpus, {task: TASKS[task] for task in asked_tasks}, 24)
-    identity = [json.dumps(request.cache_identity(), sort_keys=True, default=str) for request in requests]
+    built = task_probe_requests(corpus, {task: TASKS[task] for task in asked_tasks}, 24)
+    identity = [json.dumps(request.cache_identity(), sort_keys=True, default=str) for request in built.requests]
     asked = {
         key
-        for key, task, audio in zip(identity, rows["task"], rows["audio"])
+        for key, task, audio in zip(identity, built.rows["stratum"], built.rows["audio"])
         if task in asked_tasks and audio == ORIGINAL
     }
     return len(set(identity) - asked)
