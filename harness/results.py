@@ -133,11 +133,12 @@ class RunMetadata:
     ) -> RunMetadata:
         """One run's metadata from the parts of each process that ran (xdist workers and the controller): counts
         are summed (``outputs`` per model and count), the models, stage models, resolved settings, loaded models,
-        residency and bundled exports of every part are united (the audio floor's probes per model and probe), and every other field comes from the first part
-        that states it. Each model's ``outputs`` then gains ``imported``: its entries that the bundled exports (once,
-        whichever processes imported them) and the ``imported_caches`` (``--import-cache`` files, with their
-        ``per_model`` counts) brought; models the run did not use are not listed. ``run`` sets the fields only the
-        controller knows (``created``, ``package_versions``, ``workers``)."""
+        residency and bundled exports of every part are united (the audio floor's probes per model and probe), and
+        every other field comes from the first part that states it. Each model's ``outputs`` then gains
+        ``imported``: its entries that the bundled exports (once, whichever processes imported them) and the
+        ``imported_caches`` (``--import-cache`` files, with their ``per_model`` counts) brought; models the run did
+        not use are not listed. ``run`` sets the fields only the controller knows (``created``, ``package_versions``,
+        ``workers``)."""
         merged: dict[str, Any] = {}
         outputs: dict[str, dict[str, int]] | None = None
         bundled: list[dict[str, Any]] = []
