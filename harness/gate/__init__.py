@@ -17,7 +17,7 @@ import pandas as pd
 
 from harness.checks import all_checks, get_check
 from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, with_floor_changes
-from harness.core.errors import CaseNotMeasured, ModelError
+from harness.core.errors import ModelError
 from harness.core.files import portable_path, portable_source
 from harness.extraction.validation import annotation_sample, export_annotation_sample
 from harness.gate.audio_floor import AUDIO_FLOOR_SCHEMA, AUDIO_FLOOR_SECTION, AudioFloorRule, AudioFloorSettings
@@ -142,9 +142,7 @@ class Gate:
     def verdict(self, case: Case) -> Verdict:
         """The check's verdict; with a baseline, the release ratchet of :func:`release_outcome`."""
         check = get_check(case.check)
-        unheard = self.audio_floor.reason(case, self.probe_tasks())
-        if unheard is not None:
-            raise CaseNotMeasured(unheard)
+        self.audio_floor.require_hearing(case, self.probe_tasks())
         verdict = check.verdict(self.context, case, self.family(case.check))
         record = verdict.record
         if self.baseline is None:

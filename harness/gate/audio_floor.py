@@ -35,6 +35,7 @@ import pandas as pd
 
 from harness.checks import get_check
 from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Case
+from harness.core.errors import CaseNotMeasured, ModelError
 from harness.core.requests import DecodingParams
 from harness.core.values import derived_seed
 from harness.gate.audio_probe import (
@@ -166,6 +167,17 @@ class AudioFloorRule:
             return f"{NOT_MEASURED} for {case.model} ({probe} probe): {floor.unmeasured}"
         return floor.blind_reason
 
+    def require_hearing(self, case: Case, tasks: Sequence[str] = ()) -> None:
+        """Raise when ``case`` cannot be measured (:meth:`reason`): :class:`~harness.core.errors.ModelError` (cause
+        ``model``) when its model's probe could not be answered, its outputs missing where no model may load;
+        :class:`~harness.core.errors.CaseNotMeasured` (cause ``input``) when the model does not hear."""
+        reason = self.reason(case, tasks)
+        if reason is None:
+            return
+        if reason.startswith(NOT_MEASURED):
+            raise ModelError(reason, source=case.model)
+        raise CaseNotMeasured(reason)
+
     def floor(self, model: str, probe: str, tasks: Sequence[str] = ()) -> AudioFloor:
         """The probe of kind ``probe`` of ``model`` (asked once per run); the task probe asks ``tasks`` (default:
         the run's first task)."""
@@ -206,9 +218,9 @@ class AudioFloorRule:
             built = transcription_probe_requests(corpus, prompt, per_task, seed=seed)
         else:
             built = task_probe_requests(corpus, {task: TASKS[task] for task in tasks}, per_task, seed=seed)
-        answers = self._answers(model, asked, built, probe, tasks)
+        answers = self._answers(model, asked, built, probe, tasks, corpus_name)
         if isinstance(answers, str):
-            return dataclasses.replace(floor, unmeasured=f"{answers} on {corpus_name}")
+            return dataclasses.replace(floor, unmeasured=answers)
         read = [
             read_transcript(answer) if probe == TRANSCRIPTION_PROBE else read_task_answer(answer, TASKS[stratum])
             for answer, stratum in zip(answers, built.rows["stratum"])
@@ -223,7 +235,7 @@ class AudioFloorRule:
         return dataclasses.replace(floor, dependence=dependence, blind_reason=greedy_blind_reason(floor, dependence))
 
     def _answers(
-        self, model: str, asked: Any, built: ProbeRequests, probe: str, tasks: Sequence[str]
+        self, model: str, asked: Any, built: ProbeRequests, probe: str, tasks: Sequence[str], corpus_name: str
     ) -> list[str] | str:
         """The probe's answers, or, when ``model`` may not be loaded to make those the cache lacks, which are
         missing, in words. A transcriber that is a stage of ``model`` (a cascade's ASR stage) has a stand-in for
@@ -251,10 +263,15 @@ class AudioFloorRule:
             f"{count} with {variant}" for variant, count in rows["audio"].value_counts().sort_index().items()
         )
         first = rows.iloc[0]
-        why = "the run is offline" if context.config.offline else "it is served from shipped outputs"
+        why = (
+            "the run is offline: import the cache export of a run that asked the probe, or drop --offline"
+            if context.config.offline
+            else "it is served from shipped outputs that lack them: keep the packaged audio_floor settings, or "
+            "rebuild the exports (scripts/build_demo_outputs.py)"
+        )
         return (
-            f"{int(absent.sum())} of its {len(answers)} probe answers from {asked.spec} are not cached ({by_variant}; "
-            f"first: {first['request']} with {first['audio']}), and the floor loads no model ({why})"
+            f"{int(absent.sum())} of its {len(answers)} probe answers on {corpus_name} from {asked.spec} are not cached "
+            f"({by_variant}; first: {first['request']} with {first['audio']}), and the floor loads no model ({why})"
         )
 
     def _fill(

@@ -112,7 +112,8 @@ def test_shipped_outputs_lacking_probe_answers_leave_the_cases_unmeasured_and_lo
         assert isinstance(outcome, Unmeasured), case.id
         message = outcome.cause.message
         assert f"{NOT_MEASURED} for {DEMO_MODEL} ({probe} probe)" in message, message
-        assert "probe answers from" in message and "are not cached" in message and "the run is offline" in message
+        assert outcome.cause.kind == "model" and "probe answers on demo from" in message and "are not cached" in message
+        assert "the run is offline: import the cache export of a run that asked the probe, or drop --offline" in message
     assert not gate.context.model(DEMO_MODEL).loaded
     assert gate.audio_floor.probed()[DEMO_MODEL][TASK_PROBE]["hears"] is None
 
@@ -125,7 +126,7 @@ def test_a_probe_less_offline_run_leaves_every_voice_bias_case_unmeasured(tmp_pa
     for case in [case for case in cases if probe_of(case) is not None][:6]:
         reason = gate.audio_floor.reason(case, TASKS)
         assert reason.startswith(f"{NOT_MEASURED} for sim:fair ({probe_of(case)} probe)"), reason
-        assert "with silence" in reason and "the floor loads no model (the run is offline)" in reason
+        assert "with silence" in reason and "the floor loads no model (the run is offline:" in reason
     assert all(gate.audio_floor.reason(case, TASKS) is None for case in cases if probe_of(case) is None)
 
 

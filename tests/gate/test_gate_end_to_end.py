@@ -178,7 +178,10 @@ def test_offline_run_with_a_cache_miss_names_the_remedy(gate_project):
     result.assert_outcomes(errors=1)
     assert result.ret == EXIT_UNMEASURED and results["verdict"] == "spot-check"  # a -k run
     assert results["cases"][0]["status"] == "unmeasured" and results["cases"][0]["cause"]["kind"] == "model"
-    assert "missing from the cache and the run is offline" in results["cases"][0]["message"]
+    # The audio floor asks first, and fails closed: its probe's answers are missing too.
+    message = results["cases"][0]["message"]
+    assert "audio dependence not measured" in message and "import the cache export" in message
+    assert "the run is offline" in message and "drop --offline" in message
 
 
 def test_damaged_cache_export_is_refused_before_the_run(gate_project):

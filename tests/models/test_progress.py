@@ -175,6 +175,6 @@ def test_gate_under_xdist_on_a_terminal_draws_no_bar(pytester):
         line.strip("\r") for line in screen.split("\n") if "[lalm]" in line
     ]  # in the failed cases' captured stderr
     assert lines and all(
-        re.fullmatch(r"\[lalm\] sim:biased (\S+|audio-dependence probe) \[[#.]{24}\] \d+/\d+ .* eta \S+", line)
+        re.fullmatch(r"\[lalm\] sim:biased (\S+|audio floor task probe) \[[#.]{24}\] \d+/\d+ .* eta \S+", line)
         for line in lines
     ), lines
