@@ -92,7 +92,8 @@ class RunMetadata:
     ``seed``, ``decoding``, the ``extractor``, ``vibe`` protocol, ``embedder``, ``semantic`` setups, ``judge``
     (fingerprint) and ``basis_judge``, the ``cache_dir``, the ``baseline``, the ``bundled_outputs`` imported, a
     damaged cache ``cache_set_aside``, the ``compute_environment`` and each probed model's ``audio_dependence``
-    (:class:`harness.checks.counterfactual.floor.AudioFloor`). Nested values stay JSON objects."""
+    (model -> probe -> :meth:`harness.gate.audio_floor.AudioFloor.to_json`; runs before issue 45 wrote one flat
+    entry per model). Nested values stay JSON objects."""
 
     created: str | None = None
     package_versions: dict = dataclasses.field(default_factory=dict)
@@ -132,19 +133,24 @@ class RunMetadata:
     ) -> RunMetadata:
         """One run's metadata from the parts of each process that ran (xdist workers and the controller): counts
         are summed (``outputs`` per model and count), the models, stage models, resolved settings, loaded models,
-        residency and bundled exports of every part are united, and every other field comes from the first part
-        that states it. Each model's ``outputs`` then gains ``imported``: its entries that the bundled exports (once,
-        whichever processes imported them) and the ``imported_caches`` (``--import-cache`` files, with their
-        ``per_model`` counts) brought; models the run did not use are not listed. ``run`` sets the fields only the
-        controller knows (``created``, ``package_versions``, ``workers``)."""
+        residency and bundled exports of every part are united (the audio floor's probes per model and probe), and
+        every other field comes from the first part that states it. Each model's ``outputs`` then gains
+        ``imported``: its entries that the bundled exports (once, whichever processes imported them) and the
+        ``imported_caches`` (``--import-cache`` files, with their ``per_model`` counts) brought; models the run did
+        not use are not listed. ``run`` sets the fields only the controller knows (``created``, ``package_versions``,
+        ``workers``)."""
         merged: dict[str, Any] = {}
         outputs: dict[str, dict[str, int]] | None = None
         bundled: list[dict[str, Any]] = []
         for part in parts:
             merged["model_calls"] = merged.get("model_calls", 0) + part.model_calls
             merged["cache_hits"] = merged.get("cache_hits", 0) + part.cache_hits
-            for key in ("models", "stage_models", "resolved_settings", "audio_dependence"):
+            for key in ("models", "stage_models", "resolved_settings"):
                 merged[key] = {**merged.get(key, {}), **getattr(part, key)}
+            probes = merged.setdefault("audio_dependence", {})
+            for model, probed in part.audio_dependence.items():
+                nested = isinstance(probed, dict) and "hears" not in probed
+                probes[model] = {**probes.get(model, {}), **probed} if nested else probed
             merged["residency"] = [*merged.get("residency", []), *part.residency]
             merged["models_loaded"] = sorted(set(merged.get("models_loaded", [])) | set(part.models_loaded))
             known = {(entry["model"], entry["file"]) for entry in bundled}

@@ -283,6 +283,11 @@ GATE_SECTION = "gate"
 RETIRED_KEYS = {
     "regression_alpha": "was retired: a regression is now judged under the gate's own error control (gate.alpha, "
     'Bonferroni across the model\'s cases; README "Release gating"); remove the key',
+    **{
+        key: f"has moved to the gate's audio floor: set audio_floor.defaults.{key} (its own section, which every "
+        'voice-bias case of every check obeys; docs/statistics.md, "The audio floor")'
+        for key in ("probe_requests_per_task", "audio_blind_share")
+    },
 }
 """Keys of earlier versions, refused with what replaced them."""
 

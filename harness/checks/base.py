@@ -31,6 +31,11 @@ from harness.thresholds import ThresholdKey, Thresholds, ThresholdSchema
 
 T = TypeVar("T")
 
+TRANSCRIPTION_PROBE = "transcription"
+TASK_PROBE = "task"
+"""What a case's model must be shown to hear before the case is measured (:meth:`Check.audio_probe`, the gate's audio
+floor, :mod:`harness.gate.audio_floor`): that its transcripts change with the recording, or its answers to a task."""
+
 OFF_KEY = "enabled"
 """The thresholds key that turns a check off: ``<check>: {defaults: {enabled: false}}`` (YAML reads a bare ``off``
 as false, so the key is not named so)."""
@@ -345,6 +350,13 @@ class Check(abc.ABC):
         """Whether the model hears the speaker in this case. A mode without audio (BASIS text modes) cannot show
         voice-induced bias: a change there is the text backbone's, and the release gate reports it as such."""
         return True
+
+    def audio_probe(self, case: Case) -> str | None:
+        """What the model must be shown to hear before ``case`` is measured (the gate's audio floor,
+        :mod:`harness.gate.audio_floor`): :data:`TASK_PROBE` (its answers to an open prompt change with the
+        recording; the default, so that a new check is floored), :data:`TRANSCRIPTION_PROBE` (its transcripts do), or
+        None for a case whose group reaches the model in the text."""
+        return TASK_PROBE
 
     def gate_schema(self) -> ThresholdSchema:
         """The check's threshold schema with :data:`OFF_KEY`, which every check accepts in its ``defaults``."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 # The BASIS-Bench evaluation modes (§3.4: modality x marker) and robustness tasks (§3.1), in report order.
 MODES = ("speech-implicit", "speech-explicit", "text-implicit", "text-explicit")
+SPEECH_IMPLICIT = MODES[0]
+"""The one mode where only the voice carries the group: the model must hear it (the gate's audio floor)."""
 
 
 def mode_has_audio(mode: str | None) -> bool:

@@ -18,9 +18,10 @@ import pandas as pd
 
 from harness.checks import all_checks, get_check
 from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, unsupported, with_floor_changes
-from harness.core.errors import CaseNotMeasured, ModelError
+from harness.core.errors import ModelError
 from harness.core.files import portable_path, portable_source
 from harness.extraction.validation import annotation_sample, export_annotation_sample
+from harness.gate.audio_floor import AUDIO_FLOOR_SCHEMA, AUDIO_FLOOR_SECTION, AudioFloorRule, AudioFloorSettings
 from harness.gate.baseline import check_baseline_cases
 from harness.gate.config import (
     BUNDLED_EXPORTS,
@@ -53,7 +54,6 @@ __all__ = [
     "Unmeasured",
     "VOICE_BLIND_OUTPUTS_DIR",
 ]
-from harness.checks.counterfactual.floor import audio_floor_reason, probed_floors
 from harness.checks.counterfactual.perceived import DEFAULT_PERCEIVER
 from harness.gate.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION, VibeProtocol
 from harness.tasks import TASKS
@@ -77,12 +77,17 @@ class Gate:
         checks = all_checks()
         self.thresholds.validate(
             {check.name: check.gate_schema() for check in checks}
-            | {GATE_SECTION: GATE_SCHEMA, VIBE_SECTION: VIBE_SCHEMA},
+            | {GATE_SECTION: GATE_SCHEMA, VIBE_SECTION: VIBE_SCHEMA, AUDIO_FLOOR_SECTION: AUDIO_FLOOR_SCHEMA},
             {check.name: check.variants(self.context) for check in checks},
             {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions}
             | set(self.context.basis.dimensions()),
         )
         validate_models(config)
+        self.audio_floor = AudioFloorRule(
+            self.context,
+            AudioFloorSettings.from_thresholds(self.thresholds),
+            lambda model: not config.offline and not config.bundled_exports.get(model),
+        )
         vibe = self.context.vibe
         self._causes: dict[tuple[str, str], str] = {}
         self.baseline = (
@@ -179,7 +184,7 @@ class Gate:
         return f"this run's configuration gives {check} no such case"
 
     def probe_tasks(self) -> tuple[str, ...]:
-        """The VIBE tasks the audio-dependence probe asks: those of the selected nTVD and counterfactual cases, in
+        """The VIBE tasks the audio floor's task probe asks: those of the selected nTVD and counterfactual cases, in
         the run's order."""
         selected = {case.variant for check in ("ntvd", "counterfactual") for case in self.family(check)}
         return tuple(task for task in self.context.tasks if task in selected)
@@ -187,10 +192,7 @@ class Gate:
     def verdict(self, case: Case) -> Verdict:
         """The check's verdict; with a baseline, the release ratchet of :func:`release_outcome`."""
         check = get_check(case.check)
-        may_load = not self.config.offline and not self.config.bundled_exports.get(case.model)
-        deaf = audio_floor_reason(self.context, case, may_load=may_load, tasks=self.probe_tasks())
-        if deaf is not None:
-            raise CaseNotMeasured(deaf)
+        self.audio_floor.require_hearing(case, self.probe_tasks())
         verdict = check.verdict(self.context, case, self.family(case.check))
         record = verdict.record
         if self.baseline is None:
@@ -327,7 +329,7 @@ class Gate:
             "bundled_outputs": context.bundled_outputs,
             "cache_set_aside": context.cache_set_aside,
             "compute_environment": compute_environment(),
-            "audio_dependence": probed_floors(context),
+            "audio_dependence": self.audio_floor.probed(),
         })  # fmt: skip
 
 

@@ -469,47 +469,6 @@ def perceived_shares(table: pd.DataFrame) -> pd.DataFrame:
     return result
 
 
-# --------------------------------------------------------------------------------------------- audio dependence
-
-
-@dataclasses.dataclass(frozen=True)
-class AudioDependence:
-    """``unchanged``: replacement -> the share (0-1) of probe requests whose answer with the replaced audio equals
-    the answer with the recording itself; ``share``: the smallest of them, the model's audio-dependence figure
-    (1 = no replacement ever changed an answer: the model does not hear its audio); ``requests``: the probe requests answered in every variant."""
-
-    unchanged: dict[str, float]
-    share: float
-    requests: int
-
-
-def audio_dependence(table: pd.DataFrame, original: str = "original") -> AudioDependence:
-    """How often a model's answer survives replacing its audio. ``table``: one row per probe request and audio
-    variant with ``request``, ``audio`` (``original`` or a replacement's name: silence of the same length, another
-    recording) and ``answer``. Answers are compared after collapsing white space. The figure is the smallest share
-    over replacements: a model does not hear when its answers survive *every* replacement. One replacement alone
-    does not show it: a fair model may rightly answer alike when another speaker's recording says the same words,
-    and a model whose answers change with silence hears something of its audio."""
-    require_columns(table, ["request", "audio", "answer"], "audio_dependence", nonempty=True)
-    if original not in set(table["audio"]):
-        raise ValueError(
-            f"audio_dependence: no row has audio {original!r}; audio variants: {sorted(set(table['audio']))}"
-        )
-    duplicated = table.duplicated(["request", "audio"])
-    if duplicated.any():
-        first = table[duplicated].iloc[0]
-        raise ValueError(
-            f"audio_dependence: request {first['request']!r} has two answers with audio {first['audio']!r}"
-        )
-    normalised = table["answer"].fillna("").astype(str).str.split().str.join(" ")
-    answers = table.assign(answer=normalised).pivot(index="request", columns="audio", values="answer").dropna()
-    replacements = [column for column in answers.columns if column != original]
-    if not replacements or answers.empty:
-        raise ValueError("audio_dependence: needs answers to the same requests with the recording and a replacement")
-    unchanged = {name: float((answers[name] == answers[original]).mean()) for name in replacements}
-    return AudioDependence(unchanged, min(unchanged.values()), len(answers))
-
-
 def smallest_p_value(speakers: int, directions: int = 1) -> float:
     """The smallest p-value the exact paired test can give with ``speakers`` units in ``directions`` blocks swapped
     together: ``2^D / 2^S`` (:class:`~harness.records.PermutationFloor`); ``2 / 2^S`` for one direction. A design

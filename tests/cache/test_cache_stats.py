@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from harness.cache import GENERATED, IMPORTED, OutputCache
-from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
 from harness.core.requests import DecodingParams, GenerationRequest
+from harness.gate.audio_floor import AudioFloorSettings
 from harness.generation import NAMESPACE, CachedModel
 from harness.models import BACKENDS, register_backend
 from harness.results import RunMetadata
@@ -119,10 +119,10 @@ def test_run_with_an_imported_cache_reports_its_outputs_per_model(pytester):
         "",
     )
     first = json.loads((project.path / "first.json").read_text())["metadata"]["outputs"]["sim:fair"]
-    # The advisory case's 324 requests and the audio-dependence probe's 3 x probe_requests_per_task on advisory
+    # The advisory case's 324 requests and the audio floor's task probe's 3 x probe_requests_per_task on advisory
     # (each of its recordings with its own audio, which the case asks again, with silence, and with another of its
     # recordings, which it asks in the same batch): all asked, the probe's first, once each.
-    per_task = packaged_thresholds().values(SECTION, COUNTERFACTUAL_SCHEMA, None, None)["probe_requests_per_task"]
+    per_task = AudioFloorSettings.from_thresholds(packaged_thresholds()).probe_requests_per_task
     assert first["generated"] + first["read"] + first["duplicates"] == 324 + 3 * per_task
     assert first["read"] == per_task and first["read_imported"] == first["imported"] == 0
     stored = first["generated"]

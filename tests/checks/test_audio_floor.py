@@ -1,19 +1,22 @@
-"""The audio-dependence floor in the gate (issue 39): a model fed silence has every voice-bias case unmeasured, with
-a reason naming the audio; a hearing simulator is unaffected; a model served from shipped outputs without probe
-answers has its probe unmeasured, loads nothing, and keeps its cases."""
+"""The audio floor in the gate (issue 45, harness/gate/audio_floor.py): a model fed silence has every voice-bias
+case unmeasured (its WER cases by the transcription probe), a hearing simulator is unaffected, text-mode BASIS cases
+stay measured; a probe that cannot be answered fails closed ("audio dependence not measured") and loads nothing;
+the shipped outputs hold both probes of the demo models; sampled decoders are judged by the distributional test."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.checks import all_checks
-from harness.checks.counterfactual.audio_dependence import needs_audio
-from harness.checks.counterfactual.floor import audio_floor, audio_floor_reason, probed_floors
+from harness.checks import all_checks, get_check
+from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE
+from harness.core.requests import DecodingParams
 from harness.gate import Gate, GateConfig, Unmeasured
-from harness.models.cascade import DEMO_MODEL
+from harness.gate.audio_floor import NOT_MEASURED
+from harness.models.cascade import DEMO_MODEL, VOICE_BLIND_MODEL
 from harness.results import RunMetadata
+from harness.thresholds import ThresholdsError
 
-import support.hearing  # noqa: F401  (registers silenced:<preset>, the simulator fed silence)
+import support.hearing  # noqa: F401  (registers silenced:, sampling: and deaf-sampling: test backends)
 
 TASKS = ("story", "personal_shopper")
 
@@ -30,65 +33,155 @@ def gate(tmp_path_factory):
     return Gate(config)
 
 
-def all_cases(gate):
-    return [case for check in all_checks() for case in check.cases(gate.context)]
+def all_cases(gate, model):
+    return [case for check in all_checks() for case in check.cases(gate.context) if case.model == model]
 
 
-def test_a_model_fed_silence_has_every_voice_bias_case_unmeasured_naming_the_audio(gate):
-    cases = [case for case in all_cases(gate) if case.model == "silenced:biased"]
-    voice = [case for case in cases if needs_audio(case.variant)]
+def probe_of(case):
+    return get_check(case.check).audio_probe(case)
+
+
+def test_a_model_fed_silence_has_every_voice_bias_case_unmeasured_by_the_probe_its_check_names(gate):
+    cases = all_cases(gate, "silenced:biased")
+    voice = [case for case in cases if probe_of(case) is not None]
     assert {case.check for case in voice} >= {"ntvd", "wer_ratio", "score_ratio", "classification", "icat"}
     for case in voice:
         outcome = gate.outcome(case)
         assert isinstance(outcome, Unmeasured), case.id
         assert "silenced:biased does not hear the audio" in outcome.cause.message
-        assert "probe requests" in outcome.cause.message and "audio_blind_share" in outcome.cause.message
-    text = [case for case in cases if not needs_audio(case.variant)]
-    assert text and all(audio_floor_reason(gate.context, case, may_load=True) is None for case in text)
+        assert f"({probe_of(case)} probe of " in outcome.cause.message and "audio_blind_share" in outcome.cause.message
+    wer = next(case for case in voice if case.check == "wer_ratio")
+    assert "its transcripts were unchanged in at least 100%" in gate.outcome(wer).cause.message
+    text = [case for case in cases if probe_of(case) is None]
+    assert {case.variant for case in text} >= {"speech-explicit", "text-implicit", "text-explicit"}
+    assert all(gate.audio_floor.reason(case, TASKS) is None for case in text)
+    explicit = next(case for case in text if case.check == "icat" and case.variant == "text-explicit")
+    assert not isinstance(gate.outcome(explicit), Unmeasured)
 
 
 def test_a_hearing_simulator_is_unaffected(gate):
-    floor = audio_floor(gate.context, "sim:fair", may_load=True)
-    assert floor.blind_reason is None and floor.unmeasured is None
-    assert floor.dependence.share < floor.blind_share
-    cases = [case for case in all_cases(gate) if case.model == "sim:fair"]
-    assert all(audio_floor_reason(gate.context, case, may_load=True) is None for case in cases)
+    for probe in (TRANSCRIPTION_PROBE, TASK_PROBE):
+        floor = gate.audio_floor.floor("sim:fair", probe, TASKS)
+        assert floor.hears and floor.unmeasured is None and floor.decoding == "greedy"
+        assert floor.dependence.share < floor.audio_blind_share
+    assert all(gate.audio_floor.reason(case, TASKS) is None for case in all_cases(gate, "sim:fair"))
 
 
-def test_the_figures_reach_the_run_metadata_merged_over_processes(gate):
-    audio_floor(gate.context, "sim:fair", may_load=True)
-    audio_floor(gate.context, "silenced:biased", may_load=True)
-    figures = probed_floors(gate.context)
-    assert figures["silenced:biased"]["hears"] is False and figures["silenced:biased"]["share"] == 1.0
-    assert figures["sim:fair"]["hears"] is True
+def test_the_figures_reach_the_run_metadata_per_probe_merged_over_processes(gate):
+    for model in ("sim:fair", "silenced:biased"):
+        for probe in (TRANSCRIPTION_PROBE, TASK_PROBE):
+            gate.audio_floor.floor(model, probe, TASKS)
+    figures = gate.audio_floor.probed()
+    assert figures["silenced:biased"][TRANSCRIPTION_PROBE]["hears"] is False
+    assert figures["silenced:biased"][TASK_PROBE]["share"] == 1.0
+    assert figures["sim:fair"][TASK_PROBE]["hears"] is True
     merged = RunMetadata.merge(
         [
-            RunMetadata(audio_dependence={"sim:fair": figures["sim:fair"]}),
-            RunMetadata(audio_dependence={"m": figures["sim:fair"]}),
+            RunMetadata(audio_dependence={"sim:fair": {TASK_PROBE: figures["sim:fair"][TASK_PROBE]}}),
+            RunMetadata(audio_dependence={"sim:fair": {TRANSCRIPTION_PROBE: figures["sim:fair"][TRANSCRIPTION_PROBE]}}),
         ]
     )
-    assert set(merged.audio_dependence) == {"sim:fair", "m"}
+    assert merged.audio_dependence == {"sim:fair": figures["sim:fair"]}
     assert RunMetadata.from_json(merged.to_json(), "results.json").audio_dependence == merged.audio_dependence
 
 
-def test_the_shipped_outputs_hold_the_demo_models_probe_which_is_measured_without_loading_it(tmp_path):
-    gate = Gate(GateConfig(cache_dir=str(tmp_path), offline=True, progress=False))
-    floor = audio_floor(gate.context, DEMO_MODEL, may_load=False, tasks=gate.context.tasks)
-    assert floor.unmeasured is None and floor.blind_reason is None
-    assert floor.dependence.requests == 24 * len(gate.context.tasks) and floor.dependence.share < 0.9
-    assert not gate.context.model(DEMO_MODEL).loaded
+@pytest.mark.parametrize("model", [DEMO_MODEL, VOICE_BLIND_MODEL])
+def test_the_shipped_outputs_hold_both_probes_of_the_demo_models_measured_without_loading(tmp_path, model):
+    """The transcription probe's silence transcripts are not entries of the ASR stage in the exports; the stage's
+    transcript of the same silence inside the cascade's own cached task-probe answers stands in for them."""
+    gate = Gate(GateConfig(models=(model,), cache_dir=str(tmp_path), offline=True, progress=False))
+    task = gate.audio_floor.floor(model, TASK_PROBE, gate.context.tasks)
+    assert task.hears and task.dependence.requests == 24 * len(gate.context.tasks) and task.dependence.share < 0.9
+    heard = gate.audio_floor.floor(model, TRANSCRIPTION_PROBE)
+    assert heard.hears and heard.dependence.requests == 24 and heard.dependence.share < 0.9
+    assert heard.asked.startswith("whisper:tiny.en, the transcriber of")
+    assert not gate.context.model(model).loaded and not gate.context.transcriber(model)[0].loaded
 
 
-def test_shipped_outputs_without_probe_answers_leave_the_probe_unmeasured_and_load_nothing(tmp_path):
-    """A probe larger than the shipped one (30 requests per task) finds answers missing: unmeasured, no load."""
+def test_shipped_outputs_lacking_probe_answers_leave_the_cases_unmeasured_and_load_nothing(tmp_path):
+    """A probe larger than the shipped one (30 requests per task) finds answers missing: the cases that need it are
+    unmeasured, naming the missing answers; the floor loads no model."""
     thresholds = tmp_path / "thresholds.yaml"
-    thresholds.write_text("counterfactual:\n  defaults:\n    probe_requests_per_task: 30\n")
+    thresholds.write_text("audio_floor:\n  defaults:\n    probe_requests_per_task: 30\n")
     config = GateConfig(cache_dir=str(tmp_path / "cache"), tasks=TASKS, offline=True, progress=False,
                         thresholds_path=str(thresholds))  # fmt: skip
     gate = Gate(config)
-    case = next(case for case in gate.cases("ntvd") if case.model == DEMO_MODEL)
-    assert audio_floor_reason(gate.context, case, may_load=False) is None
-    floor = audio_floor(gate.context, DEMO_MODEL, may_load=False)
-    assert floor.dependence is None and "the floor loads no model" in floor.unmeasured
+    for check, probe in (("ntvd", TASK_PROBE), ("wer_ratio", TRANSCRIPTION_PROBE)):
+        case = next(case for case in gate.cases(check) if case.model == DEMO_MODEL)
+        outcome = gate.outcome(case)
+        assert isinstance(outcome, Unmeasured), case.id
+        message = outcome.cause.message
+        assert f"{NOT_MEASURED} for {DEMO_MODEL} ({probe} probe)" in message, message
+        assert outcome.cause.kind == "model" and "probe answers on demo from" in message and "are not cached" in message
+        assert "the run is offline: import the cache export of a run that asked the probe, or drop --offline" in message
     assert not gate.context.model(DEMO_MODEL).loaded
-    assert probed_floors(gate.context)[DEMO_MODEL]["hears"] is None
+    assert gate.audio_floor.probed()[DEMO_MODEL][TASK_PROBE]["hears"] is None
+
+
+def test_a_probe_less_offline_run_leaves_every_voice_bias_case_unmeasured(tmp_path):
+    """An offline run from a cache without the probe's answers (an imported cache of the cases alone) cannot show
+    that the model hears: its voice-bias cases are unmeasured, never passed; its text-mode cases need no probe."""
+    gate = Gate(GateConfig(models=("sim:fair",), cache_dir=str(tmp_path), tasks=TASKS, offline=True, progress=False))
+    cases = all_cases(gate, "sim:fair")
+    for case in [case for case in cases if probe_of(case) is not None][:6]:
+        reason = gate.audio_floor.reason(case, TASKS)
+        assert reason.startswith(f"{NOT_MEASURED} for sim:fair ({probe_of(case)} probe)"), reason
+        assert "with silence" in reason and "the floor loads no model (the run is offline:" in reason
+    assert all(gate.audio_floor.reason(case, TASKS) is None for case in cases if probe_of(case) is None)
+
+
+@pytest.fixture(scope="module")
+def sampling_gate(tmp_path_factory):
+    config = GateConfig(
+        models=("deaf-sampling:fair", "sampling:fair"),
+        cache_dir=str(tmp_path_factory.mktemp("sampled")),
+        tasks=TASKS,
+        decoding=DecodingParams(do_sample=True, temperature=0.7),
+        permutations=999,
+        progress=False,
+    )
+    return Gate(config)
+
+
+def test_a_deaf_sampler_is_caught_by_the_distributional_test_where_exact_matching_would_pass_it(sampling_gate):
+    """The deaf sampler's answers change call to call, so most survive no replacement (the exact test's share is
+    low, it would "hear"); with a recording they do not differ in distribution from those with silence."""
+    from harness.gate.audio_probe import read_task_answer, task_probe_requests
+    from harness.metrics.audio_dependence import audio_dependence
+    from harness.tasks import TASKS as ALL_TASKS
+
+    floor = sampling_gate.audio_floor.floor("deaf-sampling:fair", TASK_PROBE, TASKS)
+    assert floor.decoding == "sampled" and floor.hears is False and floor.sampled.p_value >= 0.01
+    assert "sampled decoding" in floor.blind_reason and "do not differ in distribution" in floor.blind_reason
+    corpus = next(iter(sampling_gate.context.corpora.values()))
+    built = task_probe_requests(corpus, {task: ALL_TASKS[task] for task in TASKS}, 24, seed=sampling_gate.context.seed)
+    answers = sampling_gate.context.outputs("deaf-sampling:fair", built.requests, "exact comparison")["answer"]
+    values = [read_task_answer(answer, ALL_TASKS[task])[0] for answer, task in zip(answers, built.rows["stratum"])]
+    assert audio_dependence(built.rows.assign(value=values)).share < 0.9
+    case = next(case for case in sampling_gate.cases("ntvd") if case.model == "deaf-sampling:fair")
+    assert "deaf-sampling:fair does not hear the audio" in sampling_gate.outcome(case).cause.message
+
+
+def test_a_hearing_sampler_is_not_caught(sampling_gate):
+    floor = sampling_gate.audio_floor.floor("sampling:fair", TRANSCRIPTION_PROBE)
+    assert floor.decoding == "sampled" and floor.hears and floor.sampled.p_value < 0.01
+    deaf = sampling_gate.audio_floor.floor("deaf-sampling:fair", TRANSCRIPTION_PROBE)
+    assert deaf.hears is False
+
+
+@pytest.mark.parametrize(
+    "section, match",
+    [
+        ("audio_floor:\n  defaults: {audio_blind_share: 1.5}\n", r"audio_floor.defaults.audio_blind_share = 1.5 must lie in \(0, 1\]"),
+        ("audio_floor:\n  defaults: {sampled_alpha: 0}\n", r"audio_floor.defaults.sampled_alpha = 0 must lie in \(0, 1\)"),
+        ("audio_floor:\n  defaults: {probe_requests: 5}\n", r"audio_floor.defaults: unknown key 'probe_requests'; valid: audio_blind_share, probe_requests_per_task, sampled_alpha"),
+        ("audio_floor:\n  dimensions: {gender: {probe_requests_per_task: 0}}\n", r"probe_requests_per_task = 0 must be >= 1"),
+        ("counterfactual:\n  defaults: {probe_requests_per_task: 30}\n", r"counterfactual.defaults.probe_requests_per_task: has moved to the gate's audio floor: set audio_floor.defaults.probe_requests_per_task"),
+        ("counterfactual:\n  defaults: {audio_blind_share: 0.8}\n", r"set audio_floor.defaults.audio_blind_share"),
+    ],
+)  # fmt: skip
+def test_the_audio_floor_section_is_validated_and_the_old_keys_name_the_new_one(tmp_path, section, match):
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(section)
+    with pytest.raises(ThresholdsError, match=match):
+        Gate(GateConfig(models=("sim:fair",), cache_dir=str(tmp_path / "cache"), thresholds_path=str(path)))

@@ -137,8 +137,8 @@ def test_the_gate_validates_the_section(tmp_path):
     path.write_text("counterfactual:\n  dimensions:\n    gender: {max_ntvd: 15.0}\n")
     gate = Gate(GateConfig(thresholds_path=str(path)))
     assert gate.thresholds.values(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")["max_ntvd"] == 15.0
-    path.write_text("counterfactual:\n  defaults: {audio_blind_share: 1.5}\n")
-    with pytest.raises(ThresholdsError, match="audio_blind_share = 1.5"):
+    path.write_text("counterfactual:\n  defaults: {min_perceived_share: 1.5}\n")
+    with pytest.raises(ThresholdsError, match="min_perceived_share = 1.5"):
         Gate(GateConfig(thresholds_path=str(path)))
     assert Path(packaged_thresholds().source.split(": ", 1)[1].rstrip(">")).name == "thresholds.yaml"
 

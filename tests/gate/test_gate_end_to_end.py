@@ -33,18 +33,19 @@ def run_gate(project: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, di
 
 
 def probe_calls_beyond(*asked_tasks: str) -> int:
-    """The audio-dependence probe's distinct requests on the demo corpus (it asks the selected nTVD cases' tasks,
+    """The audio floor's task probe's distinct requests on the demo corpus (it asks the selected nTVD cases' tasks,
     ``asked_tasks``), less those of their own recordings, which their cases ask already."""
-    from harness.checks.counterfactual.audio_dependence import ORIGINAL, probe_requests
     from harness.data.corpus import load_corpus
+    from harness.gate.audio_probe import task_probe_requests
+    from harness.metrics.audio_dependence import ORIGINAL
     from harness.tasks import TASKS
 
     corpus = load_corpus(REPO / "harness" / "data" / "demo", check_audio=False)
-    rows, requests = probe_requests(corpus, {task: TASKS[task] for task in asked_tasks}, 24)
-    identity = [json.dumps(request.cache_identity(), sort_keys=True, default=str) for request in requests]
+    built = task_probe_requests(corpus, {task: TASKS[task] for task in asked_tasks}, 24)
+    identity = [json.dumps(request.cache_identity(), sort_keys=True, default=str) for request in built.requests]
     asked = {
         key
-        for key, task, audio in zip(identity, rows["task"], rows["audio"])
+        for key, task, audio in zip(identity, built.rows["stratum"], built.rows["audio"])
         if task in asked_tasks and audio == ORIGINAL
     }
     return len(set(identity) - asked)
@@ -179,7 +180,10 @@ def test_offline_run_with_a_cache_miss_names_the_remedy(gate_project):
     result.assert_outcomes(errors=1)
     assert result.ret == EXIT_UNMEASURED and results["verdict"] == "spot-check"  # a -k run
     assert results["cases"][0]["status"] == "unmeasured" and results["cases"][0]["cause"]["kind"] == "model"
-    assert "missing from the cache and the run is offline" in results["cases"][0]["message"]
+    # The audio floor asks first, and fails closed: its probe's answers are missing too.
+    message = results["cases"][0]["message"]
+    assert "audio dependence not measured" in message and "import the cache export" in message
+    assert "the run is offline" in message and "drop --offline" in message
 
 
 def test_damaged_cache_export_is_refused_before_the_run(gate_project):

@@ -138,12 +138,12 @@ def gate_args(project, *extra):
 
 
 def left_after_the_probe() -> str:
-    """``N/N`` of a task's bar: the demo's 324 recordings less the audio-dependence probe's, which it answered with
-    their own audio before the first case (harness/checks/counterfactual/floor.py)."""
-    from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
+    """``N/N`` of a task's bar: the demo's 324 recordings less the audio floor's task probe's, which it answered with
+    their own audio before the first case (the audio floor's task probe, harness/gate/audio_floor.py)."""
+    from harness.gate.audio_floor import AudioFloorSettings
     from harness.thresholds import packaged_thresholds
 
-    left = 324 - packaged_thresholds().values(SECTION, COUNTERFACTUAL_SCHEMA, None, None)["probe_requests_per_task"]
+    left = 324 - AudioFloorSettings.from_thresholds(packaged_thresholds()).probe_requests_per_task
     return f"{left}/{left}"
 
 
@@ -175,6 +175,6 @@ def test_gate_under_xdist_on_a_terminal_draws_no_bar(pytester):
         line.strip("\r") for line in screen.split("\n") if "[lalm]" in line
     ]  # in the failed cases' captured stderr
     assert lines and all(
-        re.fullmatch(r"\[lalm\] sim:biased (\S+|audio-dependence probe) \[[#.]{24}\] \d+/\d+ .* eta \S+", line)
+        re.fullmatch(r"\[lalm\] sim:biased (\S+|audio floor task probe) \[[#.]{24}\] \d+/\d+ .* eta \S+", line)
         for line in lines
     ), lines

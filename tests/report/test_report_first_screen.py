@@ -468,15 +468,32 @@ def test_closest_calls_tied_on_an_adjusted_p_of_one_are_ranked_by_effect_size():
 
 
 def test_the_first_screen_gives_each_models_audio_dependence_or_why_it_is_unmeasured():
+    """Per model and probe (the audio floor, harness/gate/audio_floor.py): the greedy share or the sampled test's p,
+    whether it hears, or why the probe is unmeasured; a results.json of before issue 45 (one flat entry per model)
+    still renders."""
+    exact = {"decoding": "greedy", "audio_blind_share": 0.9, "sampled_alpha": 0.01, "p_value": None}
     probes = {
-        "deaf": {"share": 1.0, "requests": 48, "audio_blind_share": 0.9, "hears": False, "unmeasured": None},
-        "hearing": {"share": 0.25, "requests": 48, "audio_blind_share": 0.9, "hears": True, "unmeasured": None},
-        "shipped": {"share": None, "requests": None, "audio_blind_share": 0.9, "hears": None, "unmeasured": HOSTILE},
-    }
+        "deaf": {"transcription": {**exact, "probe": "transcription", "share": 1.0, "requests": 24, "hears": False, "unmeasured": None},
+                 "task": {**exact, "probe": "task", "share": 0.95, "requests": 48, "hears": False, "unmeasured": None}},
+        "hearing": {"task": {**exact, "probe": "task", "share": 0.25, "requests": 48, "hears": True, "unmeasured": None}},
+        "sampler": {"task": {**exact, "probe": "task", "decoding": "sampled", "share": None, "p_value": 0.0004,
+                             "requests": 48, "hears": True, "unmeasured": None}},
+        "shipped": {"task": {**exact, "probe": "task", "share": None, "requests": None, "hears": None, "unmeasured": HOSTILE}},
+        "old": {"share": 0.25, "requests": 48, "audio_blind_share": 0.9, "hears": True, "unmeasured": None},
+    }  # fmt: skip
     cases = [ratio_case(passed=True)]
     top = first_screen_html(render_report(results(cases, audio_dependence=probes)))
     line = top[top.index('<p id="audio-dependence"') :]
-    assert "<code>deaf</code> 100% of 48 probe requests (bar 90%): <strong>does not hear the audio</strong>" in line
-    assert "<code>hearing</code> 25% of 48 probe requests (bar 90%): hears the audio" in line
-    assert "<code>shipped</code> unmeasured (&lt;script&gt;" in line and "<script>" not in line
+    assert (
+        "<code>deaf</code> task probe 95% of 48 probe requests (bar 90%): <strong>does not hear the audio</strong>"
+        in line
+    )
+    assert "<code>deaf</code> transcription probe 100% of 24 probe requests (bar 90%): <strong>does not hear" in line
+    assert "<code>hearing</code> task probe 25% of 48 probe requests (bar 90%): hears the audio" in line
+    assert (
+        "<code>sampler</code> task probe 48 sampled requests per audio, p = 0.0004 (below 0.01 when it hears): hears the audio"
+        in line
+    )
+    assert "<code>shipped</code> task probe unmeasured (&lt;script&gt;" in line and "<script>" not in line
+    assert "<code>old</code> 25% of 48 probe requests (bar 90%): hears the audio" in line
     assert 'id="audio-dependence"' not in first_screen_html(render_report(results(cases)))

@@ -1,7 +1,10 @@
 """Test backends about what a model hears, registered on import:
 
 * ``silenced:<preset>``: the simulator with every recording replaced by the same second of silence, as a wrong
-  processor argument leaves a model (the audio-dependence floor's model that does not hear);
+  processor argument leaves a model (the audio floor's model that does not hear);
+* ``sampling:<preset>``: the simulator as a sampling decoder: every request is answered with a fresh decoding seed,
+  so equal inputs give different answers; it hears (its transcripts are the recordings' words with errors);
+* ``deaf-sampling:<preset>``: the same sampler fed silence, the sampled model that does not hear;
 * ``pitch:<boundary Hz>``: a perceiver (``--perceiver``) that names the group of a clip by its median F0 (the
   simulator's :func:`~harness.models.sim.acoustic_features`): ``female`` at or above the boundary, else ``male``;
 * ``mumble:<anything>``: a perceiver whose every answer names both groups, so it names none.
@@ -32,6 +35,37 @@ class SilencedSimulator:
             for request in requests
         ]  # fmt: skip
         return self.model.generate(silenced, params)
+
+
+class Sampler:
+    """A sampling decoder over ``model``: each request gets the next decoding seed of its own stream (seeded by the
+    run's ``params.seed``), so its answers differ call to call; ``deaf`` feeds it silence instead of the audio."""
+
+    def __init__(self, model, deaf: bool):
+        self.model = SilencedSimulator(model) if deaf else model
+        self.calls = 0
+
+    def generate(self, requests, params):
+        answers = []
+        for request in requests:
+            self.calls += 1
+            fresh = dataclasses.replace(params, seed=params.seed * 1_000_003 + self.calls)
+            answers.extend(self.model.generate([request], fresh))
+        return answers
+
+
+class SamplingBackend(SimulatorBackend):
+    deaf = False
+
+    def fingerprint(self) -> str:
+        return ("deaf-sampling/" if self.deaf else "sampling/") + super().fingerprint()
+
+    def load(self):
+        return Sampler(super().load(), self.deaf)
+
+
+class DeafSamplingBackend(SamplingBackend):
+    deaf = True
 
 
 class SilencedBackend(SimulatorBackend):
@@ -80,5 +114,7 @@ class MumblingPerceiver(Backend):
 
 
 register_backend("silenced", f"{__name__}:SilencedBackend")
+register_backend("sampling", f"{__name__}:SamplingBackend")
+register_backend("deaf-sampling", f"{__name__}:DeafSamplingBackend")
 register_backend("pitch", f"{__name__}:PitchPerceiver")
 register_backend("mumble", f"{__name__}:MumblingPerceiver")

@@ -7,7 +7,6 @@ recording with the paired speaker-level permutation test of :mod:`harness.metric
 ``counterfactual`` section of thresholds.yaml, with the voice transforms' arguments), :mod:`.arms` (a corpus's or
 item set's arms and a model's answers on them), :mod:`.tables` (the same through a gate run's output cache),
 :mod:`.perceived` (the perceived-group filter and its unmeasured rule, ``voice:praat`` as the default perceiver),
-:mod:`.measure` (one VIBE case measured from plain tables) and :mod:`.audio_dependence` (the probe that finds a
-model that does not hear its audio), with :mod:`.floor` (the probe as the gate's floor:
-:meth:`harness.gate.Gate.verdict` makes every voice-bias case of such a model unmeasured).
+:mod:`.measure` (one VIBE case measured from plain tables). Whether a model hears its audio at all is the gate's
+audio floor (:mod:`harness.gate.audio_floor`), not this check's.
 """

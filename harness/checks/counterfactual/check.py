@@ -39,6 +39,8 @@ from typing import Any
 import pandas as pd
 
 from harness.checks.base import (
+    TASK_PROBE,
+    TRANSCRIPTION_PROBE,
     Case,
     Check,
     CheckContext,
@@ -88,6 +90,10 @@ class CounterfactualCheck(Check):
 
     def variants(self, context: CheckContext) -> list[str]:
         return [*sorted(TASKS), ASR, STEREOTYPE]
+
+    def audio_probe(self, case: Case) -> str | None:
+        """The transcription probe for the ASR arms (transcripts), the task probe for the VIBE and stereotype arms."""
+        return TRANSCRIPTION_PROBE if case.variant == ASR else TASK_PROBE
 
     def cases(self, context: CheckContext) -> list[Case]:
         dimension = transform_dimension(context)

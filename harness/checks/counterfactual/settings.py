@@ -1,5 +1,5 @@
 """The ``counterfactual`` section of thresholds.yaml: the voice transform and its arguments, the perceived-group
-rule, the effect thresholds of the verdict and the audio-dependence probe (sources in thresholds.yaml).
+rule and the effect thresholds of the verdict (sources in thresholds.yaml).
 
 Only ``defaults`` and ``dimensions`` layers (no variant axis). The gate validates the section with the other
 checks' (:class:`harness.gate.Gate`)."""
@@ -42,8 +42,6 @@ COUNTERFACTUAL_SCHEMA = ThresholdSchema(
         "max_wer_difference": ThresholdKey((int, float), 10.0, between(0, 100)),
         "tau": ThresholdKey((int,), 10, at_least(1)),
         "n_permutations": ThresholdKey((int,), 10_000, at_least(99)),
-        "probe_requests_per_task": ThresholdKey((int,), 24, at_least(1)),
-        "audio_blind_share": ThresholdKey((int, float), 0.9, in_half_open_unit_interval),
         "max_worsening": ThresholdKey((int, float), 5.0, between(0, 100)),
     }
 )

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from harness.checks.base import (
+    TASK_PROBE,
     Case,
     Check,
     CheckContext,
@@ -42,7 +43,7 @@ from harness.checks.base import (
 )
 from harness.checks.basis_common.stats import N_BOOT, CrossedTest, crossed_group_test, effects_records, frame_records
 from harness.checks.basis_common.tables import choice_table
-from harness.core.modes import mode_has_audio
+from harness.core.modes import SPEECH_IMPLICIT, mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import (
     EFFECTS,
@@ -198,6 +199,11 @@ class IcatCheck(CrossedComparison, Check):
         rows, groups = self.choice_rows(context, case.model, case.dimension, case.variant)
         cells = cell_sums(rows, value_columns=[f"chose:{g}" for g in groups], weight="meaningful")
         return cells.rename(columns={f"chose:{g}": f"value:{g}" for g in groups})
+
+    def audio_probe(self, case: Case) -> str | None:
+        """The task probe in speech-implicit mode, where only the voice carries the group; none in the explicit and
+        text modes, where the group reaches the model in the text."""
+        return TASK_PROBE if case.variant == SPEECH_IMPLICIT else None
 
     def hears_voice(self, case: Case) -> bool:
         return mode_has_audio(case.variant)

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from harness.checks.base import (
+    TASK_PROBE,
     Case,
     Check,
     CheckContext,
@@ -45,7 +46,7 @@ from harness.checks.basis_common.stats import (
 )
 from harness.checks.basis_common.tables import personalization_table
 from harness.checks.icat.check import stereoset_result
-from harness.core.modes import BASELINE_MODE, PARETO_MODES, PERSONALIZATION_MODES, mode_has_audio
+from harness.core.modes import BASELINE_MODE, PARETO_MODES, PERSONALIZATION_MODES, SPEECH_IMPLICIT, mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import (
     MEAN_ACCURACY,
@@ -78,6 +79,11 @@ class PersonalizationCheck(CrossedComparison, Check):
         return cell_sums(
             table.assign(value=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str))
         )
+
+    def audio_probe(self, case: Case) -> str | None:
+        """The task probe in speech-implicit mode, where only the voice carries the group; none in the explicit and
+        text modes, where the group reaches the model in the text."""
+        return TASK_PROBE if case.variant == SPEECH_IMPLICIT else None
 
     def hears_voice(self, case: Case) -> bool:
         return mode_has_audio(case.variant)

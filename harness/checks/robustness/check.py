@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from harness.checks.base import (
+    TRANSCRIPTION_PROBE,
     Case,
     Check,
     CheckContext,
@@ -69,6 +70,10 @@ class RobustnessCheck(CrossedComparison, Check):
         """Per (speaker, item): the rows' summed data-set weights (``weight``) and weighted scores (``value``)."""
         table = self.table(context, case.model, case.variant, case.dimension)
         return cell_sums(table.assign(value=table["score"] * table["weight"]), weight="weight")
+
+    def audio_probe(self, case: Case) -> str | None:
+        """The transcription probe: both content tasks read the spoken words (a transcript, a spoken question)."""
+        return TRANSCRIPTION_PROBE
 
     def variants(self, context: CheckContext) -> list[str]:
         return list(TASKS)

@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from harness.checks.base import (
+    TRANSCRIPTION_PROBE,
     Case,
     Check,
     CheckContext,
@@ -126,6 +127,11 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             .groupby("speaker")
             .agg(group=(case.dimension, "first"), errors=("errors", "sum"), words=("n_ref_words", "sum"))
         )
+
+    def audio_probe(self, case: Case) -> str | None:
+        """The transcription probe: a case reads the transcriber's transcripts (the judge-score ratio, the model's
+        replies to the spoken words)."""
+        return TRANSCRIPTION_PROBE
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
