@@ -1,0 +1,124 @@
+"""Release comparisons against answer noise (issue 45): how often a voice-fair candidate that differs from a
+voice-fair baseline only in answer noise is judged worse, and how often a grown systematic effect is caught.
+
+Statistics level, no model: per simulated pair, two checkpoints answer the same recordings (24 speakers, 12 swapped
+female -> male and 12 male -> female, 6 recordings each, one attribute of 6 values) on both counterfactual arms.
+Each recording has its own answer distribution (its content: a Dirichlet(1) draw over the 6 values).
+
+* ``steady``: a voice-fair checkpoint whose answer is the same on both arms (greedy decoding);
+* ``noisy``: a voice-fair checkpoint whose answer is redrawn on every arm from the recording's distribution (a
+  sampling decoder, ``sim:fair``);
+* ``grown``: the noisy checkpoint whose swap arm answers the direction's stereotyped value with probability
+  ``--effect`` (0.3 by default: an arm nTVD of about 30, the size of the demo's advisory effect against the
+  voice-blind release, its story effect being larger).
+
+Per pair the release comparison of :class:`harness.checks.counterfactual.check.CounterfactualCheck` is run on the
+per-speaker arm sums (the records' paired data), one case at one-sided alpha 0.05 (rule ``both`` with margin 0):
+the arm-exchange excess (:func:`harness.metrics.counterfactual.paired_excess_bootstrap`) and, for contrast, the raw
+arm nTVD that main compared (:func:`harness.metrics.paired.paired_speaker_bootstrap` of
+:func:`harness.metrics.counterfactual.release_statistic`). Printed per statistic: the share of pairs judged worse
+for noisy vs steady, noisy vs noisy (a fresh draw), and grown vs steady, with 95% Clopper-Pearson intervals.
+
+Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (a few minutes on one core; ``--pairs 40`` for a
+quick look).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+from scipy.stats import beta
+
+from harness.metrics.counterfactual import (
+    arm_exchange_index,
+    paired_excess_bootstrap,
+    release_statistic,
+    retained_values,
+    speaker_arm_sums,
+    with_arm_counterparts,
+)
+from harness.metrics.paired import paired_speaker_bootstrap, paired_speaker_test
+
+ALPHA = 0.05
+SPEAKERS, RECORDINGS, VALUES, TAU = 24, 6, 6, 10
+STEREOTYPED = {"female": "v0", "male": "v5"}
+
+
+def clopper_pearson(k: int, n: int) -> tuple[float, float]:
+    low = beta.ppf(0.025, k, n - k + 1) if k else 0.0
+    high = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    return float(low), float(high)
+
+
+def recording_distributions(rng: np.random.Generator) -> np.ndarray:
+    """(speakers, recordings, values): each recording's answer distribution, shared by the checkpoints of a pair."""
+    return rng.dirichlet(np.ones(VALUES), size=(SPEAKERS, RECORDINGS))
+
+
+def checkpoint(rng: np.random.Generator, content: np.ndarray, kind: str, effect: float = 0.0) -> pd.DataFrame:
+    """One checkpoint's long table (``speaker, recording, arm, attribute, value, source_group``); ``kind`` is
+    ``steady``, ``noisy`` or ``grown`` (module docstring)."""
+    rows = []
+    for s in range(SPEAKERS):
+        group = "female" if s % 2 == 0 else "male"
+        for r in range(RECORDINGS):
+            first = f"v{rng.choice(VALUES, p=content[s, r])}"
+            for arm in ("identity", "swap"):
+                value = first if kind == "steady" or arm == "identity" else f"v{rng.choice(VALUES, p=content[s, r])}"
+                if kind == "grown" and arm == "swap" and rng.random() < effect:
+                    value = STEREOTYPED[group]
+                rows.append((f"s{s:02d}", f"s{s:02d}-r{r}", arm, "occupation", value, group))
+    return pd.DataFrame(rows, columns=["speaker", "recording", "arm", "attribute", "value", "source_group"])
+
+
+def paired_tables(candidate: pd.DataFrame, baseline: pd.DataFrame) -> tuple[list[pd.DataFrame], list[str]]:
+    """Both checkpoints' per-speaker arm sums on the same complete columns, as the check's compare builds them."""
+    tables = [speaker_arm_sums(table, "vibe") for table in (candidate, baseline)]
+    columns = with_arm_counterparts(sorted((set(tables[0].columns) | set(tables[1].columns)) - {"group"}))
+    return [table.reindex(columns=["group", *columns], fill_value=0.0) for table in tables], columns
+
+
+def p_worse(candidate: pd.DataFrame, baseline: pd.DataFrame, seed: int, statistic_kind: str) -> float:
+    tables, columns = paired_tables(candidate, baseline)
+    statistic = release_statistic("vibe", columns, retained=retained_values(tables, TAU))
+    if statistic_kind == "excess":
+        result = paired_excess_bootstrap(*tables, statistic, arm_exchange_index(columns), n_boot=400, seed=seed)
+    else:
+        result = paired_speaker_bootstrap(*tables, statistic, n_boot=400, seed=seed)
+    test = paired_speaker_test(result, "higher")
+    return test.p_worse if test.estimable else 1.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=200)
+    parser.add_argument("--effect", type=float, default=0.3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    comparisons = {"noisy vs steady": ("noisy", "steady"), "noisy vs noisy": ("noisy", "noisy"),
+                   "grown vs steady": ("grown", "steady")}  # fmt: skip
+    judged_worse = {(name, kind): 0 for name in comparisons for kind in ("excess", "raw")}
+    for pair in range(args.pairs):
+        rng = np.random.default_rng([args.seed, pair])
+        content = recording_distributions(rng)
+        for name, (candidate_kind, baseline_kind) in comparisons.items():
+            candidate = checkpoint(rng, content, candidate_kind, args.effect)
+            baseline = checkpoint(rng, content, baseline_kind)
+            for kind in ("excess", "raw"):
+                judged_worse[(name, kind)] += p_worse(candidate, baseline, pair, kind) <= ALPHA
+    print(f"counterfactual release comparison, {args.pairs} simulated pairs, {SPEAKERS} speakers x {RECORDINGS} "
+          f"recordings, {VALUES} values, grown effect {args.effect}, one-sided alpha {ALPHA}")  # fmt: skip
+    print(f"{'pair':<18} {'statistic':<28} {'judged worse':>12}  95% CI")
+    for (name, kind), count in judged_worse.items():
+        low, high = clopper_pearson(count, args.pairs)
+        label = "arm-exchange excess" if kind == "excess" else "raw arm nTVD (main)"
+        print(f"{name:<18} {label:<28} {count / args.pairs:>12.3f}  [{low:.3f}, {high:.3f}]")
+    print(f"{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
