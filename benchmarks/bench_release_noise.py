@@ -15,12 +15,15 @@ Each recording has its own answer distribution (its content: a Dirichlet(1) draw
 Per pair the release comparison of :class:`harness.checks.counterfactual.check.CounterfactualCheck` is run on the
 per-speaker arm sums (the records' paired data), one case at one-sided alpha 0.05 (rule ``both`` with margin 0):
 the arm-exchange excess (:func:`harness.metrics.counterfactual.paired_excess_bootstrap`) and, for contrast, the raw
-arm nTVD that main compared (:func:`harness.metrics.paired.paired_speaker_bootstrap` of
-:func:`harness.metrics.counterfactual.release_statistic`). Printed per statistic: the share of pairs judged worse
-for noisy vs steady, noisy vs noisy (a fresh draw), and grown vs steady, with 95% Clopper-Pearson intervals.
+arm nTVD compared before issue 45 (:func:`harness.metrics.paired.paired_speaker_bootstrap` of
+:func:`harness.metrics.counterfactual.release_statistic`). Then the nTVD check's release comparison
+(:func:`harness.metrics.ntvd.paired_ntvd_difference`, the checkpoint-swap permutation within speakers) on the same
+design answered once per recording: ``steady`` answers each recording's most likely value (greedy), ``noisy`` draws
+it, ``grown`` draws it and answers the female speakers' stereotyped value with probability ``--effect``. Printed per
+check, statistic and pair: the share of pairs judged worse, with 95% Clopper-Pearson intervals.
 
-Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (a few minutes on one core; ``--pairs 40`` for a
-quick look).
+Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (about 5 minutes on one core; ``--pairs 40`` for a
+quick look, ``--checks counterfactual`` or ``--checks ntvd`` for one).
 """
 
 from __future__ import annotations
@@ -92,31 +95,77 @@ def p_worse(candidate: pd.DataFrame, baseline: pd.DataFrame, seed: int, statisti
     return test.p_worse if test.estimable else 1.0
 
 
+def group_table(rng: np.random.Generator, content: np.ndarray, kind: str, effect: float = 0.0) -> pd.DataFrame:
+    """One checkpoint's answers to the original recordings for the nTVD check (``speaker, group, attribute,
+    value``): ``steady`` answers each recording's most likely value (greedy), ``noisy`` draws it (sampling),
+    ``grown`` draws it and answers the female speakers' stereotyped value with probability ``effect``."""
+    rows = []
+    for s in range(SPEAKERS):
+        group = "female" if s % 2 == 0 else "male"
+        for r in range(RECORDINGS):
+            index = int(np.argmax(content[s, r])) if kind == "steady" else int(rng.choice(VALUES, p=content[s, r]))
+            if kind == "grown" and group == "female" and rng.random() < effect:
+                index = 0
+            rows.append((f"s{s:02d}", group, "occupation", f"v{index}"))
+    return pd.DataFrame(rows, columns=["speaker", "group", "attribute", "value"])
+
+
+def report(title: str, judged_worse: dict[tuple[str, str], int], pairs: int) -> None:
+    print(title)
+    print(f"{'pair':<18} {'statistic':<36} {'judged worse':>12}  95% CI")
+    for (name, label), count in judged_worse.items():
+        low, high = clopper_pearson(count, pairs)
+        print(f"{name:<18} {label:<36} {count / pairs:>12.3f}  [{low:.3f}, {high:.3f}]")
+
+
+def counterfactual_rates(pairs: int, effect: float, seed: int) -> None:
+    comparisons = {"noisy vs steady": ("noisy", "steady"), "noisy vs noisy": ("noisy", "noisy"),
+                   "grown vs steady": ("grown", "steady"), "grown vs noisy": ("grown", "noisy")}  # fmt: skip
+    labels = {"excess": "arm-exchange excess", "raw": "raw arm nTVD (before issue 45)"}
+    judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
+    for pair in range(pairs):
+        rng = np.random.default_rng([seed, pair])
+        content = recording_distributions(rng)
+        for name, (candidate_kind, baseline_kind) in comparisons.items():
+            candidate = checkpoint(rng, content, candidate_kind, effect)
+            baseline = checkpoint(rng, content, baseline_kind)
+            for kind, label in labels.items():
+                judged_worse[(name, label)] += p_worse(candidate, baseline, pair, kind) <= ALPHA
+    report(f"counterfactual: {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs)
+
+
+def ntvd_rates(pairs: int, effect: float, seed: int) -> None:
+    from harness.metrics.ntvd import paired_ntvd_difference
+
+    comparisons = {"noisy vs steady": ("noisy", "steady"), "steady vs noisy": ("steady", "noisy"),
+                   "noisy vs noisy": ("noisy", "noisy"), "grown vs steady": ("grown", "steady"),
+                   "grown vs noisy": ("grown", "noisy")}  # fmt: skip
+    label = "checkpoint-swap permutation"
+    judged_worse = {(name, label): 0 for name in comparisons}
+    for pair in range(pairs):
+        rng = np.random.default_rng([seed, 1, pair])
+        content = recording_distributions(rng)
+        for name, (candidate_kind, baseline_kind) in comparisons.items():
+            candidate = group_table(rng, content, candidate_kind, effect)
+            baseline = group_table(rng, content, baseline_kind)
+            result = paired_ntvd_difference(candidate, baseline, tau=TAU, n_permutations=500, seed=pair)
+            judged_worse[(name, label)] += result.p_value <= ALPHA
+    report(f"ntvd (between gender groups): {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--effect", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--checks", nargs="+", default=["counterfactual", "ntvd"], choices=["counterfactual", "ntvd"])
     args = parser.parse_args()
     started = time.perf_counter()
-    comparisons = {"noisy vs steady": ("noisy", "steady"), "noisy vs noisy": ("noisy", "noisy"),
-                   "grown vs steady": ("grown", "steady")}  # fmt: skip
-    judged_worse = {(name, kind): 0 for name in comparisons for kind in ("excess", "raw")}
-    for pair in range(args.pairs):
-        rng = np.random.default_rng([args.seed, pair])
-        content = recording_distributions(rng)
-        for name, (candidate_kind, baseline_kind) in comparisons.items():
-            candidate = checkpoint(rng, content, candidate_kind, args.effect)
-            baseline = checkpoint(rng, content, baseline_kind)
-            for kind in ("excess", "raw"):
-                judged_worse[(name, kind)] += p_worse(candidate, baseline, pair, kind) <= ALPHA
-    print(f"counterfactual release comparison, {args.pairs} simulated pairs, {SPEAKERS} speakers x {RECORDINGS} "
-          f"recordings, {VALUES} values, grown effect {args.effect}, one-sided alpha {ALPHA}")  # fmt: skip
-    print(f"{'pair':<18} {'statistic':<28} {'judged worse':>12}  95% CI")
-    for (name, kind), count in judged_worse.items():
-        low, high = clopper_pearson(count, args.pairs)
-        label = "arm-exchange excess" if kind == "excess" else "raw arm nTVD (main)"
-        print(f"{name:<18} {label:<28} {count / args.pairs:>12.3f}  [{low:.3f}, {high:.3f}]")
+    print(f"{SPEAKERS} speakers x {RECORDINGS} recordings, {VALUES} values, one-sided alpha {ALPHA}")
+    if "counterfactual" in args.checks:
+        counterfactual_rates(args.pairs, args.effect, args.seed)
+    if "ntvd" in args.checks:
+        ntvd_rates(args.pairs, args.effect, args.seed)
     print(f"{time.perf_counter() - started:.0f} s")
 
 
