@@ -9,18 +9,20 @@ Each recording has its own answer distribution (its content: a Dirichlet(1) draw
 * ``noisy``: a voice-fair checkpoint whose answer is redrawn on every arm from the recording's distribution (a
   sampling decoder, ``sim:fair``);
 * ``grown``: the noisy checkpoint whose swap arm answers the direction's stereotyped value with probability
-  ``--effect`` (0.3 by default: an arm nTVD of about 30, the size of the demo's advisory effect against the
-  voice-blind release, its story effect being larger).
+  ``--effect`` (0.4 by default: an excess over the arm-exchange null of about 18, the size of the demo's advisory
+  regression against the voice-blind release, +17.3; 0.3 gives about 12, its hollywood casting and personal shopper
+  regressions; its story regression is larger).
 
 Per pair the release comparison of :class:`harness.checks.counterfactual.check.CounterfactualCheck` is run on the
 per-speaker arm sums (the records' paired data), one case at one-sided alpha 0.05 (rule ``both`` with margin 0):
 the arm-exchange excess (:func:`harness.metrics.counterfactual.paired_excess_bootstrap`) and, for contrast, the raw
 arm nTVD compared before issue 45 (:func:`harness.metrics.paired.paired_speaker_bootstrap` of
-:func:`harness.metrics.counterfactual.release_statistic`). Then the nTVD check's release comparison
-(:func:`harness.metrics.ntvd.paired_ntvd_difference`, the checkpoint-swap permutation within speakers) on the same
-design answered once per recording: ``steady`` answers each recording's most likely value (greedy), ``noisy`` draws
-it, ``grown`` draws it and answers the female speakers' stereotyped value with probability ``--effect``. Printed per
-check, statistic and pair: the share of pairs judged worse, with 95% Clopper-Pearson intervals.
+:func:`harness.metrics.counterfactual.release_statistic`). Then the nTVD check's release comparison on the same
+design answered once per recording, by the group-exchange excess (:func:`harness.metrics.ntvd.paired_ntvd_excess`) and by the raw nTVD's checkpoint-swap permutation compared
+before issue 45 (:func:`harness.metrics.ntvd.paired_ntvd_difference`): ``steady`` answers each recording's most
+likely value (greedy), ``noisy`` draws it, ``diverse`` answers uniformly, ``concentrated`` answers v0 with
+probability 0.8, ``grown`` draws it and answers the female speakers' stereotyped value with probability
+``--effect``. Printed per check, statistic and pair: the share of pairs judged worse, with 95% Clopper-Pearson intervals.
 
 Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (about 5 minutes on one core; ``--pairs 40`` for a
 quick look, ``--checks counterfactual`` or ``--checks ntvd`` for one).
@@ -43,6 +45,7 @@ from harness.metrics.counterfactual import (
     speaker_arm_sums,
     with_arm_counterparts,
 )
+from harness.metrics.ntvd import paired_ntvd_difference, paired_ntvd_excess
 from harness.metrics.paired import paired_speaker_bootstrap, paired_speaker_test
 
 ALPHA = 0.05
@@ -98,12 +101,21 @@ def p_worse(candidate: pd.DataFrame, baseline: pd.DataFrame, seed: int, statisti
 def group_table(rng: np.random.Generator, content: np.ndarray, kind: str, effect: float = 0.0) -> pd.DataFrame:
     """One checkpoint's answers to the original recordings for the nTVD check (``speaker, group, attribute,
     value``): ``steady`` answers each recording's most likely value (greedy), ``noisy`` draws it (sampling),
-    ``grown`` draws it and answers the female speakers' stereotyped value with probability ``effect``."""
+    ``diverse`` answers uniformly over the values, ``concentrated`` answers v0 with probability 0.8 and otherwise
+    uniformly, ``grown`` draws from the recording's distribution and answers the female speakers' stereotyped value
+    with probability ``effect``."""
     rows = []
     for s in range(SPEAKERS):
         group = "female" if s % 2 == 0 else "male"
         for r in range(RECORDINGS):
-            index = int(np.argmax(content[s, r])) if kind == "steady" else int(rng.choice(VALUES, p=content[s, r]))
+            if kind == "steady":
+                index = int(np.argmax(content[s, r]))
+            elif kind == "diverse" or (kind == "concentrated" and rng.random() >= 0.8):
+                index = int(rng.integers(VALUES))
+            elif kind == "concentrated":
+                index = 0
+            else:
+                index = int(rng.choice(VALUES, p=content[s, r]))
             if kind == "grown" and group == "female" and rng.random() < effect:
                 index = 0
             rows.append((f"s{s:02d}", group, "occupation", f"v{index}"))
@@ -112,10 +124,10 @@ def group_table(rng: np.random.Generator, content: np.ndarray, kind: str, effect
 
 def report(title: str, judged_worse: dict[tuple[str, str], int], pairs: int) -> None:
     print(title)
-    print(f"{'pair':<18} {'statistic':<36} {'judged worse':>12}  95% CI")
+    print(f"{'pair':<24} {'statistic':<36} {'judged worse':>12}  95% CI")
     for (name, label), count in judged_worse.items():
         low, high = clopper_pearson(count, pairs)
-        print(f"{name:<18} {label:<36} {count / pairs:>12.3f}  [{low:.3f}, {high:.3f}]")
+        print(f"{name:<24} {label:<36} {count / pairs:>12.3f}  [{low:.3f}, {high:.3f}]")
 
 
 def counterfactual_rates(pairs: int, effect: float, seed: int) -> None:
@@ -135,28 +147,28 @@ def counterfactual_rates(pairs: int, effect: float, seed: int) -> None:
 
 
 def ntvd_rates(pairs: int, effect: float, seed: int) -> None:
-    from harness.metrics.ntvd import paired_ntvd_difference
-
-    comparisons = {"noisy vs steady": ("noisy", "steady"), "steady vs noisy": ("steady", "noisy"),
+    comparisons = {"noisy vs steady": ("noisy", "steady"), "diverse vs concentrated": ("diverse", "concentrated"),
                    "noisy vs noisy": ("noisy", "noisy"), "grown vs steady": ("grown", "steady"),
                    "grown vs noisy": ("grown", "noisy")}  # fmt: skip
-    label = "checkpoint-swap permutation"
-    judged_worse = {(name, label): 0 for name in comparisons}
+    labels = {"excess": "group-exchange excess", "raw": "raw nTVD, checkpoint swap (before)"}
+    judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
     for pair in range(pairs):
         rng = np.random.default_rng([seed, 1, pair])
         content = recording_distributions(rng)
         for name, (candidate_kind, baseline_kind) in comparisons.items():
             candidate = group_table(rng, content, candidate_kind, effect)
             baseline = group_table(rng, content, baseline_kind)
-            result = paired_ntvd_difference(candidate, baseline, tau=TAU, n_permutations=500, seed=pair)
-            judged_worse[(name, label)] += result.p_value <= ALPHA
+            excess = paired_speaker_test(paired_ntvd_excess(candidate, baseline, TAU, n_boot=400, seed=pair), "higher")
+            judged_worse[(name, labels["excess"])] += excess.estimable and excess.p_worse <= ALPHA
+            raw = paired_ntvd_difference(candidate, baseline, tau=TAU, n_permutations=500, seed=pair)
+            judged_worse[(name, labels["raw"])] += raw.p_value <= ALPHA
     report(f"ntvd (between gender groups): {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=200)
-    parser.add_argument("--effect", type=float, default=0.3)
+    parser.add_argument("--effect", type=float, default=0.4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--checks", nargs="+", default=["counterfactual", "ntvd"], choices=["counterfactual", "ntvd"])
     args = parser.parse_args()
