@@ -22,10 +22,15 @@ design answered once per recording, by the group-exchange excess (:func:`harness
 before issue 45 (:func:`harness.metrics.ntvd.paired_ntvd_difference`): ``steady`` answers each recording's most
 likely value (greedy), ``noisy`` draws it, ``diverse`` answers uniformly, ``concentrated`` answers v0 with
 probability 0.8, ``grown`` draws it and answers the female speakers' stereotyped value with probability
-``--effect``. Printed per check, statistic and pair: the share of pairs judged worse, with 95% Clopper-Pearson intervals.
+``--effect``. Then the WER ratio's (:func:`harness.metrics.paired.paired_group_exchange_excess` against the raw
+:func:`~harness.metrics.paired.paired_speaker_bootstrap`, largest |log WER ratio|): speakers whose error rates
+differ more by chance (``noisy``) or less (``steady``), and ``grown`` female speakers erring exp(``--wer-effect``)
+times as often. Last the BASIS checks' (:func:`harness.metrics.paired.paired_crossed_gap`, the raw largest group gap,
+measured only): 8 speakers per group x 12 items, ``steady`` answering each item alike for everyone, ``noisy``
+drawing each answer, ``grown`` lowering group m's logit by ``--basis-effect``. Printed per check, statistic and pair: the share of pairs judged worse, with 95% Clopper-Pearson intervals.
 
-Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (about 5 minutes on one core; ``--pairs 40`` for a
-quick look, ``--checks counterfactual`` or ``--checks ntvd`` for one).
+Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (counterfactual and nTVD 765 s, WER and BASIS about 2
+minutes each, on a shared two-core machine; ``--pairs 40`` for a quick look, ``--checks ntvd wer`` picks checks).
 """
 
 from __future__ import annotations
@@ -46,7 +51,13 @@ from harness.metrics.counterfactual import (
     with_arm_counterparts,
 )
 from harness.metrics.ntvd import paired_ntvd_difference, paired_ntvd_excess
-from harness.metrics.paired import paired_crossed_gap, paired_speaker_bootstrap, paired_speaker_test
+from harness.metrics.paired import (
+    largest_log_ratio,
+    paired_crossed_gap,
+    paired_group_exchange_excess,
+    paired_speaker_bootstrap,
+    paired_speaker_test,
+)
 
 ALPHA = 0.05
 SPEAKERS, RECORDINGS, VALUES, TAU = 24, 6, 6, 10
@@ -165,6 +176,35 @@ def ntvd_rates(pairs: int, effect: float, seed: int) -> None:
     report(f"ntvd (between gender groups): {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs)
 
 
+def wer_speakers(rng: np.random.Generator, words: np.ndarray, spread: float, effect: float = 0.0) -> pd.DataFrame:
+    """One checkpoint's per-speaker WER sums (the WER ratio's paired data): errors drawn at rate
+    0.2 * exp(N(0, ``spread``)) per speaker, times exp(``effect``) for the female speakers."""
+    groups = np.array(["female" if s % 2 == 0 else "male" for s in range(SPEAKERS)])
+    rate = 0.2 * np.exp(rng.normal(0.0, spread, SPEAKERS)) * np.where(groups == "female", np.exp(effect), 1.0)
+    errors = rng.binomial(words, np.clip(rate, 0.0, 1.0)).astype(float)
+    index = [f"s{s:02d}" for s in range(SPEAKERS)]
+    return pd.DataFrame({"group": groups, "errors": errors, "words": words.astype(float)}, index=index)
+
+
+def wer_rates(pairs: int, effect: float, seed: int) -> None:
+    """The WER ratio's release comparison, largest |log WER ratio|: ``steady`` speakers differ little by chance
+    (spread 0.1), ``noisy`` ones more (0.5), ``grown`` female speakers err exp(``effect``) times as often."""
+    comparisons = {"noisy vs steady": (0.5, 0.1, 0.0), "noisy vs noisy": (0.5, 0.5, 0.0),
+                   "grown vs steady": (0.1, 0.1, effect), "grown vs noisy": (0.5, 0.5, effect)}  # fmt: skip
+    labels = {"excess": "group-exchange excess", "raw": "raw |log ratio| (before)"}
+    judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
+    for pair in range(pairs):
+        rng = np.random.default_rng([seed, 3, pair])
+        words = rng.integers(60, 120, SPEAKERS)
+        for name, (candidate_spread, baseline_spread, grown) in comparisons.items():
+            tables = wer_speakers(rng, words, candidate_spread, grown), wer_speakers(rng, words, baseline_spread)
+            excess = paired_group_exchange_excess(*tables, largest_log_ratio, n_boot=400, seed=pair)
+            raw = paired_speaker_bootstrap(*tables, largest_log_ratio, n_boot=400, seed=pair)
+            for kind, result in (("excess", excess), ("raw", raw)):
+                judged_worse[(name, labels[kind])] += paired_speaker_test(result, "higher").p_worse <= ALPHA
+    report(f"WER ratio: {pairs} simulated pairs, grown log effect {effect}", judged_worse, pairs)
+
+
 def basis_cells(rng: np.random.Generator, item_logits: np.ndarray, kind: str, effect: float = 0.0) -> pd.DataFrame:
     """One checkpoint's BASIS (speaker, item) cells (8 speakers per group, 12 items; ``value`` 100 when correct):
     ``steady`` answers each item alike for every speaker (correct when its logit is positive: a greedy decoder whose
@@ -203,8 +243,9 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--effect", type=float, default=0.4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--wer-effect", type=float, default=0.4)
     parser.add_argument("--basis-effect", type=float, default=1.0)
-    checks = ["counterfactual", "ntvd", "basis"]
+    checks = ["counterfactual", "ntvd", "wer", "basis"]
     parser.add_argument("--checks", nargs="+", default=checks, choices=checks)
     args = parser.parse_args()
     started = time.perf_counter()
@@ -213,6 +254,8 @@ def main() -> None:
         counterfactual_rates(args.pairs, args.effect, args.seed)
     if "ntvd" in args.checks:
         ntvd_rates(args.pairs, args.effect, args.seed)
+    if "wer" in args.checks:
+        wer_rates(args.pairs, args.wer_effect, args.seed)
     if "basis" in args.checks:
         basis_rates(args.pairs, args.basis_effect, args.seed)
     print(f"{time.perf_counter() - started:.0f} s")
