@@ -369,13 +369,12 @@ def assert_readme_quotes_the_release_example(results: dict) -> None:
         return released[(case["check"], case["variant"], case["dimension"])]
 
     regressed = [case for case in failed if case["release"] == "regression"]
-    assert f"{words[len(regressed)]} regressed," in readme
+    assert f"{words[len(regressed)]} regressed:" in readme
     for case in (c for c in regressed if c["check"] == "ntvd"):
         baseline = case["baseline"]
         assert (
             f"{task(case)} {'nTVD ' if case['variant'] == 'story' else ''}{release_value(case):.1f} -> "
-            f"{case['value']:.1f} (+{baseline['delta']:.1f} beyond the group-exchange null, adjusted p "
-            f"{baseline['decision']['p_adjusted']:.2g})"
+            f"{case['value']:.1f} (+{baseline['delta']:.1f}, adjusted p {baseline['decision']['p_adjusted']:.2g})"
         ) in readme
     counterfactual = [c for c in regressed if c["check"] == "counterfactual"]
     if counterfactual:
