@@ -42,7 +42,7 @@ import pandas as pd
 
 from harness.core.values import require_columns
 from harness.metrics.ntvd import mean_over_measured, ntvd_from_group_counts
-from harness.metrics.paired import PairedBootstrapResult, speaker_draws, warnings_ignored
+from harness.metrics.paired import PairedBootstrapResult, excess_difference, speaker_draws, warnings_ignored
 
 Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(B, k) first-arm sums, (B, k) second-arm sums -> (B,) non-negative effect sizes."""
@@ -520,23 +520,7 @@ def paired_excess_bootstrap(
                 out[start : start + chunk] = statistic(observed) - np.nanmean(null, axis=1)
         return out
 
-    candidate_excess, baseline_excess = excess(values[0]), excess(values[1])
-    differences = (candidate_excess - baseline_excess)[1:]
-    differences = differences[np.isfinite(differences)]
-    if differences.size == 0:
-        raise ValueError("the difference is not estimable: no bootstrap replicate gives a finite value")
-    low, high = np.quantile(differences, [alpha / 2, 1 - alpha / 2])
-    return PairedBootstrapResult(
-        float(candidate_excess[0]),
-        float(baseline_excess[0]),
-        float(candidate_excess[0] - baseline_excess[0]),
-        float(low),
-        float(high),
-        n_boot,
-        seed,
-        differences,
-        groups,
-    )
+    return excess_difference(excess(values[0]), excess(values[1]), groups, n_boot, alpha, seed)
 
 
 # ------------------------------------------------------------------------------------------ perceived group

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from harness.metrics.paired import PairedBootstrapResult, speaker_draws, warnings_ignored
+from harness.metrics.paired import PairedBootstrapResult, excess_difference, speaker_draws, warnings_ignored
 
 REQUIRED_COLUMNS = ("speaker", "group", "attribute", "value")
 
@@ -513,8 +513,9 @@ def paired_ntvd_excess(
     it beyond the permuted values and stays.
 
     Both long tables (``speaker, group, attribute, value``) come from the same utterances; a ``ValueError`` when
-    their speakers or groups differ. Returns a :class:`~harness.metrics.paired.PairedBootstrapResult` whose
-    ``candidate``, ``baseline`` are the excesses (NaN, with no replicates, when no value reaches tau)."""
+    their speakers or groups differ or no replicate is finite. Returns a
+    :class:`~harness.metrics.paired.PairedBootstrapResult` whose ``candidate``, ``baseline`` are the excesses (NaN,
+    with no replicates, when no value reaches tau)."""
     prepared = _paired_counts(candidate, baseline, tau)
     if prepared is None:
         nan = float("nan")
@@ -540,21 +541,7 @@ def paired_ntvd_excess(
                 out[start : start + chunk] = mean_ntvd(observed) - np.nanmean(mean_ntvd(permuted), axis=1)
         return out
 
-    candidate_excess, baseline_excess = excess(counts["candidate"]), excess(counts["baseline"])
-    differences = (candidate_excess - baseline_excess)[1:]
-    differences = differences[np.isfinite(differences)]
-    low, high = np.quantile(differences, [alpha / 2, 1 - alpha / 2]) if differences.size else (np.nan, np.nan)
-    return PairedBootstrapResult(
-        float(candidate_excess[0]),
-        float(baseline_excess[0]),
-        float(candidate_excess[0] - baseline_excess[0]),
-        float(low),
-        float(high),
-        n_boot,
-        seed,
-        differences,
-        group_index,
-    )
+    return excess_difference(excess(counts["candidate"]), excess(counts["baseline"]), group_index, n_boot, alpha, seed)
 
 
 def _paired_counts(candidate: pd.DataFrame, baseline: pd.DataFrame, tau: int):

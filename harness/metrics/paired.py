@@ -113,6 +113,30 @@ def paired_speaker_bootstrap(
     )
 
 
+def excess_difference(
+    candidate_excess: np.ndarray, baseline_excess: np.ndarray, groups: np.ndarray, n_boot: int, alpha: float, seed: int
+) -> PairedBootstrapResult:
+    """The paired result of two checkpoints' excesses over their exchange nulls (:func:`paired_group_exchange_excess`
+    and its kin): row 0 of each is the observed data, rows 1.. the bootstrap draws; the percentile interval of the
+    finite differences. ``ValueError`` when none is finite."""
+    differences = (candidate_excess - baseline_excess)[1:]
+    differences = differences[np.isfinite(differences)]
+    if differences.size == 0:
+        raise ValueError("the difference is not estimable: no bootstrap replicate gives a finite value")
+    low, high = np.quantile(differences, [alpha / 2, 1 - alpha / 2])
+    return PairedBootstrapResult(
+        float(candidate_excess[0]),
+        float(baseline_excess[0]),
+        float(candidate_excess[0] - baseline_excess[0]),
+        float(low),
+        float(high),
+        n_boot,
+        seed,
+        differences,
+        groups,
+    )
+
+
 def paired_group_exchange_excess(
     candidate: pd.DataFrame,
     baseline: pd.DataFrame,
@@ -159,23 +183,7 @@ def paired_group_exchange_excess(
             null = np.asarray(statistic(exchanged), dtype=float).reshape(len(draws), n_exchanges)
             return np.asarray(statistic(observed), dtype=float) - np.nanmean(null, axis=1)
 
-    candidate_excess, baseline_excess = excess(candidate), excess(baseline)
-    differences = (candidate_excess - baseline_excess)[1:]
-    differences = differences[np.isfinite(differences)]
-    if differences.size == 0:
-        raise ValueError("the difference is not estimable: no bootstrap replicate gives a finite value")
-    low, high = np.quantile(differences, [alpha / 2, 1 - alpha / 2])
-    return PairedBootstrapResult(
-        float(candidate_excess[0]),
-        float(baseline_excess[0]),
-        float(candidate_excess[0] - baseline_excess[0]),
-        float(low),
-        float(high),
-        n_boot,
-        seed,
-        differences,
-        groups,
-    )
+    return excess_difference(excess(candidate), excess(baseline), groups, n_boot, alpha, seed)
 
 
 def ratio_per_group(numerator: int, denominator: int) -> Callable[[GroupSums], dict[str, np.ndarray]]:
