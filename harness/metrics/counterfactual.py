@@ -363,7 +363,8 @@ def release_statistic(
     :func:`arm_ntvd` (per direction, the mean over attributes of the nTVD between the arms' value distributions
     over the direction's ``retained`` (attribute, value) pairs, fixed beforehand as :func:`retained_values`
     does; then the mean over directions); ``wer`` and ``stereotype``: the largest absolute difference swap -
-    identity over directions (points)."""
+    identity over directions (points). A release compares it beyond its arm-exchange null
+    (:func:`paired_excess_bootstrap`), never raw: noise alone raises it."""
     names = list(columns)
     if kind == "vibe":
         if retained is None:
