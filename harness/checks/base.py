@@ -496,8 +496,11 @@ def _number(value: Any) -> str:
 
 
 class SpeakerBootstrapComparison:
-    """Baseline comparison by a paired speaker bootstrap (:func:`harness.metrics.paired.paired_speaker_bootstrap`,
-    tested by :func:`harness.metrics.paired.paired_speaker_test`), for checks whose absolute test resamples speakers.
+    """Baseline comparison by a paired speaker bootstrap of each checkpoint's bias measure beyond its group-exchange
+    null (:func:`harness.metrics.paired.paired_group_exchange_excess`: the measure less its expectation under
+    permuting the speakers' group labels, so that a checkpoint whose speakers merely differ more by chance is not
+    judged worse; issue 45), tested by :func:`harness.metrics.paired.paired_speaker_test`, for checks whose absolute
+    test resamples speakers. Paired data of every format written so far (per-speaker sums) compares.
 
     A check using it provides :meth:`speaker_statistics` (per speaker: ``group`` and numeric sufficient
     statistics), :attr:`comparison_statistic` (its bias measure from weighted per-group sums), its name, and
@@ -522,21 +525,21 @@ class SpeakerBootstrapComparison:
         }
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
-        from harness.metrics.paired import paired_speaker_bootstrap, paired_speaker_test
+        from harness.metrics.paired import paired_group_exchange_excess, paired_speaker_test
 
         if not baseline.paired_data:
             return unsupported(baseline, "the baseline record carries no per-speaker data")
         tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
         settings = self.threshold_values(context, case)
         try:
-            result = paired_speaker_bootstrap(*tables, self.comparison_statistic, seed=context.seed)
+            result = paired_group_exchange_excess(*tables, self.comparison_statistic, seed=context.seed)
         except ValueError as exc:
             return unsupported(baseline, f"cannot pair with the baseline: {exc}")
         return regression_comparison(
             context,
             case,
             paired_speaker_test(result, self.worse_when),
-            measure=self.comparison_name,
+            measure=f"{self.comparison_name} beyond group exchange",
             margin=float(settings["max_worsening"]),
             margin_key="max_worsening",
             hears_voice=self.hears_voice(case),

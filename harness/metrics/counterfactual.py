@@ -45,6 +45,7 @@ import pandas as pd
 
 from harness.core.values import require_columns
 from harness.metrics.ntvd import mean_over_measured, ntvd_from_group_counts
+from harness.metrics.paired import PairedBootstrapResult, excess_difference, speaker_draws, warnings_ignored
 from harness.records import SIGN_FLIP, PermutationFloor
 
 Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -391,7 +392,8 @@ def release_statistic(
     :func:`arm_ntvd` (per direction, the mean over attributes of the nTVD between the arms' value distributions
     over the direction's ``retained`` (attribute, value) pairs, fixed beforehand as :func:`retained_values`
     does; then the mean over directions); ``wer`` and ``stereotype``: the largest absolute difference swap -
-    identity over directions (points)."""
+    identity over directions (points). A release compares it beyond its arm-exchange null
+    (:func:`paired_excess_bootstrap`), never raw: noise alone raises it."""
     names = list(columns)
     if kind == "vibe":
         if retained is None:
@@ -452,6 +454,103 @@ def retained_values(tables: Sequence[pd.DataFrame], tau: int) -> dict[str, set[t
                 totals[(attribute, value)] = totals.get((attribute, value), 0.0) + float(total)
             kept.setdefault(str(direction), set()).update(pair for pair, total in totals.items() if total >= tau)
     return kept
+
+
+def with_arm_counterparts(columns: Sequence[str], arms: Sequence[str] = ("identity", "swap")) -> list[str]:
+    """``columns`` (:func:`speaker_arm_sums`, less ``group``) with every column's counterpart in the other arm added
+    (a value stated in one arm only), sorted: exchanging a speaker's arms (:func:`arm_exchange_index`) then maps
+    every column onto one that exists."""
+    completed = set(columns)
+    for name in columns:
+        arm, rest = name.split(COLUMN_SEPARATOR, 1)
+        if arm not in arms:
+            raise ValueError(f"with_arm_counterparts: column {name!r} names arm {arm!r}, not one of {list(arms)}")
+        completed.add(f"{arms[1] if arm == arms[0] else arms[0]}{COLUMN_SEPARATOR}{rest}")
+    return sorted(completed)
+
+
+def arm_exchange_index(columns: Sequence[str], arms: Sequence[str] = ("identity", "swap")) -> np.ndarray:
+    """For each column of ``columns`` (complete: :func:`with_arm_counterparts`) the position of the same sum in the
+    other arm, so that ``sums[:, index]`` is a speaker's sums with its two arms exchanged."""
+    position = {name: index for index, name in enumerate(columns)}
+    index = []
+    for name in columns:
+        arm, rest = name.split(COLUMN_SEPARATOR, 1)
+        counterpart = f"{arms[1] if arm == arms[0] else arms[0]}{COLUMN_SEPARATOR}{rest}"
+        if counterpart not in position:
+            raise ValueError(f"arm_exchange_index: column {name!r} has no counterpart {counterpart!r} in the other arm")
+        index.append(position[counterpart])
+    return np.asarray(index, dtype=int)
+
+
+def paired_excess_bootstrap(
+    candidate: pd.DataFrame,
+    baseline: pd.DataFrame,
+    statistic: Callable[[dict[str, np.ndarray]], np.ndarray],
+    exchange: np.ndarray,
+    *,
+    n_boot: int = 1000,
+    n_exchanges: int = 64,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> PairedBootstrapResult:
+    """The release comparison of two checkpoints' *systematic* counterfactual effects (issue 45): each checkpoint's
+    effect beyond its own arm-exchange null, and the paired speaker bootstrap of their difference.
+
+    A raw effect ``T`` (the arm nTVD, or a largest |swap - identity|) is non-negative, so any difference between
+    the arms raises it, systematic or not: a checkpoint whose answers are redrawn on every arm (a sampling decoder)
+    has a large ``T`` with no voice effect at all, and compared by raw ``T`` with a checkpoint that answers alike
+    on both arms it looks worse. Under "the voice change does not move the answers" a speaker's two arms are
+    exchangeable (the null of :func:`paired_permutation_test`), so the noise part of ``T`` is its expectation
+    under exchanging arms within speakers, and the systematic part is the excess::
+
+        E(X)    = T(X) - mean_m T(X with the arms of speakers {s : f[m, s] = 1} exchanged)
+        delta   = E(candidate) - E(baseline)
+        delta_b = E(candidate under draw b) - E(baseline under draw b)
+
+    with ``f[m, s]`` independent fair coins (``n_exchanges`` patterns, the same for both checkpoints and every
+    replicate, so that the Monte Carlo error largely cancels in the difference) and draw ``b`` speakers resampled
+    with replacement within their group (:func:`harness.metrics.paired.speaker_draws`, the same for both). Under
+    the null ``E`` has expectation 0 whatever the answer noise (``T(X)`` is then itself one draw of the exchange
+    distribution), so a noisier fair checkpoint is not worse; a systematic effect moves ``T(X)`` beyond the
+    exchanged values and stays. A checkpoint whose arms answer alike has ``E = 0`` in every replicate. Computed
+    from the per-speaker sums alone (:func:`speaker_arm_sums`, the records' paired data): with ``X`` a speaker's
+    sums and ``X'`` = ``X[:, exchange]`` (:func:`arm_exchange_index`), the exchanged group sums of draw ``w`` are
+    ``w @ X + (w * f_m) @ (X' - X)``.
+
+    Both tables are indexed by speaker with a ``group`` column and the same numeric columns in the same order as
+    ``exchange``; a ``ValueError`` when their speakers or groups differ or no replicate is finite. Returns a
+    :class:`~harness.metrics.paired.PairedBootstrapResult` whose ``candidate``, ``baseline`` are the excesses."""
+    candidate, baseline = candidate.sort_index(), baseline.sort_index()
+    if not candidate.index.equals(baseline.index) or not candidate["group"].equals(baseline["group"]):
+        raise ValueError("candidate and baseline must hold the same speakers in the same groups")
+    groups = candidate["group"].astype(str).to_numpy()
+    values = [table.drop(columns="group").to_numpy(dtype=float) for table in (candidate, baseline)]
+    if values[0].shape[1] != len(exchange):
+        raise ValueError(f"paired_excess_bootstrap: {values[0].shape[1]} columns but {len(exchange)} exchange indices")
+    rng = np.random.default_rng(seed)
+    flips = rng.integers(0, 2, size=(n_exchanges, len(candidate))).astype(float)
+    draws = np.vstack([np.ones((1, len(candidate))), speaker_draws(groups, n_boot, int(rng.integers(2**31)))])
+    members = {group: groups == group for group in np.unique(groups)}
+    chunk = max(1, 4_000_000 // max(1, n_exchanges * values[0].shape[1] * len(members)))
+
+    def excess(table: np.ndarray) -> np.ndarray:
+        change = table[:, exchange] - table
+        out = np.empty(len(draws))
+        for start in range(0, len(draws), chunk):
+            weights = draws[start : start + chunk]
+            observed, exchanged = {}, {}
+            for group, member in members.items():
+                w, x, d = weights[:, member], table[member], change[member]
+                observed[group] = w @ x
+                moved = np.einsum("bs,ms,sk->bmk", w, flips[:, member], d)
+                exchanged[group] = (observed[group][:, None, :] + moved).reshape(-1, x.shape[1])
+            with warnings_ignored():
+                null = statistic(exchanged).reshape(len(weights), n_exchanges)
+                out[start : start + chunk] = statistic(observed) - np.nanmean(null, axis=1)
+        return out
+
+    return excess_difference(excess(values[0]), excess(values[1]), groups, n_boot, alpha, seed)
 
 
 # ------------------------------------------------------------------------------------------ perceived group

@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
+from harness.metrics.paired import PairedBootstrapResult, excess_difference, speaker_draws, warnings_ignored
 from harness.records import GROUP_PERMUTATION, PermutationFloor
 
 REQUIRED_COLUMNS = ("speaker", "group", "attribute", "value")
@@ -448,39 +449,15 @@ def paired_ntvd_difference(
     checkpoint that speaker's answers belong to (a speaker-level sign-flip), and recomputes
     nTVD(candidate) - nTVD(baseline).
     """
-    tables = {"candidate": validate_long_table(candidate), "baseline": validate_long_table(baseline)}
-    speaker_groups = {name: table.groupby("speaker")["group"].first() for name, table in tables.items()}
-    if not speaker_groups["candidate"].sort_index().equals(speaker_groups["baseline"].sort_index()):
-        raise ValueError("candidate and baseline tables must hold the same speakers with the same groups")
-    kept = (
-        pd.concat(
-            [
-                table.groupby(["attribute", "value"])
-                .size()
-                .loc[lambda counts: counts >= tau]
-                .index.to_frame(index=False)
-                for table in tables.values()
-            ]
-        )
-        .drop_duplicates()
-        .sort_values(["attribute", "value"])
-        .reset_index(drop=True)
-    )
-    if kept.empty:
+    prepared = _paired_counts(candidate, baseline, tau)
+    if prepared is None:
         nan = float("nan")
         return PairedDifferenceResult(nan, nan, nan, nan, np.empty(0), n_permutations, seed)
-    speakers = speaker_groups["candidate"].sort_index()
-    group_index, groups = pd.factorize(speakers.to_numpy(), sort=True)
-    counts = {name: _counts_on_columns(table, speakers.index, kept) for name, table in tables.items()}
-    attributes = sorted(kept["attribute"].unique())
-    attribute_of_column = np.searchsorted(
-        np.asarray(attributes, dtype=object), kept["attribute"].to_numpy(dtype=object)
-    )
-    n_groups = len(groups)
+    speakers, group_index, n_groups, counts, attribute_of_column, n_attributes = prepared
     membership = (group_index[None, :] == np.arange(n_groups)[:, None]).astype(np.float64)
 
     def mean_ntvd(group_counts: np.ndarray) -> np.ndarray:
-        return mean_over_measured(ntvd_from_group_counts(group_counts, attribute_of_column, len(attributes)))
+        return mean_over_measured(ntvd_from_group_counts(group_counts, attribute_of_column, n_attributes))
 
     candidate_groups, baseline_groups = membership @ counts["candidate"], membership @ counts["baseline"]
     observed_candidate, observed_baseline = float(mean_ntvd(candidate_groups)), float(mean_ntvd(baseline_groups))
@@ -505,6 +482,106 @@ def paired_ntvd_difference(
         n_permutations,
         seed,
     )
+
+
+def paired_ntvd_excess(
+    candidate: pd.DataFrame,
+    baseline: pd.DataFrame,
+    tau: int = 10,
+    *,
+    n_boot: int = 1000,
+    n_exchanges: int = 64,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> PairedBootstrapResult:
+    """The release comparison of two checkpoints' *systematic* group effects (issue 45): each checkpoint's mean nTVD
+    beyond its own group-exchange null, and the paired speaker bootstrap of their difference.
+
+    nTVD is non-negative and grows with any difference between the groups' answer distributions, systematic or
+    not: the answers of a handful of speakers per group differ by chance, the more so the more diverse (or the more
+    redrawn, under a sampling decoder) the answers, so a fair checkpoint with more diverse answers has a larger nTVD
+    than a fair one with concentrated answers, and compared by raw nTVD it looks worse. Under "the group does not
+    move the answers" the speakers' group labels are exchangeable (the null of :func:`permutation_test`), so the
+    chance part of nTVD is its expectation under permuting the labels among speakers, and the systematic part is
+    the excess::
+
+        E(X)    = T(X, groups) - mean_m T(X, groups permuted by pi_m)
+        delta   = E(candidate) - E(baseline)
+        delta_b = E(candidate under draw b) - E(baseline under draw b)
+
+    with ``T`` the mean nTVD over attributes (VIBE §II-D eq. 2-5) on the values reaching ``tau`` in either
+    checkpoint's own table (fixed once, as :func:`paired_ntvd_difference` does), ``pi_m`` ``n_exchanges`` uniform
+    permutations of the speakers' labels (group sizes kept; the same for both checkpoints and every replicate, so
+    that their Monte Carlo error largely cancels in the difference), and draw ``b`` speakers resampled with
+    replacement within their group (:func:`harness.metrics.paired.speaker_draws`, the same for both; a drawn
+    speaker keeps its weight under the permutation). Under the null ``E`` has expectation 0 whatever the answers'
+    diversity (``T(X, groups)`` is then itself one draw of the permutation distribution); a systematic effect moves
+    it beyond the permuted values and stays.
+
+    Both long tables (``speaker, group, attribute, value``) come from the same utterances; a ``ValueError`` when
+    their speakers or groups differ or no replicate is finite. Returns a
+    :class:`~harness.metrics.paired.PairedBootstrapResult` whose ``candidate``, ``baseline`` are the excesses (NaN,
+    with no replicates, when no value reaches tau)."""
+    prepared = _paired_counts(candidate, baseline, tau)
+    if prepared is None:
+        nan = float("nan")
+        return PairedBootstrapResult(nan, nan, nan, nan, nan, n_boot, seed)
+    speakers, group_index, n_groups, counts, attribute_of_column, n_attributes = prepared
+    rng = np.random.default_rng(seed)
+    labels = np.stack([rng.permutation(group_index) for _ in range(n_exchanges)])
+    exchanged = (labels[:, None, :] == np.arange(n_groups)[None, :, None]).astype(np.float64)  # (M, G, S)
+    membership = (group_index[None, :] == np.arange(n_groups)[:, None]).astype(np.float64)  # (G, S)
+    draws = np.vstack([np.ones((1, len(speakers))), speaker_draws(group_index, n_boot, int(rng.integers(2**31)))])
+    chunk = max(1, 4_000_000 // max(1, n_exchanges * n_groups * len(attribute_of_column)))
+
+    def mean_ntvd(group_counts: np.ndarray) -> np.ndarray:
+        return mean_over_measured(ntvd_from_group_counts(group_counts, attribute_of_column, n_attributes))
+
+    def excess(values: np.ndarray) -> np.ndarray:
+        out = np.empty(len(draws))
+        for start in range(0, len(draws), chunk):
+            weights = draws[start : start + chunk]
+            observed = np.einsum("bs,gs,sv->bgv", weights, membership, values)
+            permuted = np.einsum("bs,mgs,sv->bmgv", weights, exchanged, values)
+            with warnings_ignored():
+                out[start : start + chunk] = mean_ntvd(observed) - np.nanmean(mean_ntvd(permuted), axis=1)
+        return out
+
+    return excess_difference(excess(counts["candidate"]), excess(counts["baseline"]), group_index, n_boot, alpha, seed)
+
+
+def _paired_counts(candidate: pd.DataFrame, baseline: pd.DataFrame, tau: int):
+    """Both checkpoints' per-speaker counts on the values reaching ``tau`` in either one's own table: (speakers,
+    each speaker's group index, the number of groups, name -> (S, V) counts, each column's attribute index, the
+    number of attributes); None when no value reaches tau. ``ValueError`` when the speakers or groups differ."""
+    tables = {"candidate": validate_long_table(candidate), "baseline": validate_long_table(baseline)}
+    speaker_groups = {name: table.groupby("speaker")["group"].first() for name, table in tables.items()}
+    if not speaker_groups["candidate"].sort_index().equals(speaker_groups["baseline"].sort_index()):
+        raise ValueError("candidate and baseline tables must hold the same speakers with the same groups")
+    kept = (
+        pd.concat(
+            [
+                table.groupby(["attribute", "value"])
+                .size()
+                .loc[lambda counts: counts >= tau]
+                .index.to_frame(index=False)
+                for table in tables.values()
+            ]
+        )
+        .drop_duplicates()
+        .sort_values(["attribute", "value"])
+        .reset_index(drop=True)
+    )
+    if kept.empty:
+        return None
+    speakers = speaker_groups["candidate"].sort_index()
+    group_index, groups = pd.factorize(speakers.to_numpy(), sort=True)
+    counts = {name: _counts_on_columns(table, speakers.index, kept) for name, table in tables.items()}
+    attributes = sorted(kept["attribute"].unique())
+    attribute_of_column = np.searchsorted(
+        np.asarray(attributes, dtype=object), kept["attribute"].to_numpy(dtype=object)
+    )
+    return speakers, group_index, len(groups), counts, attribute_of_column, len(attributes)
 
 
 def _counts_on_columns(table: pd.DataFrame, speakers: pd.Index, columns: pd.DataFrame) -> np.ndarray:

@@ -157,6 +157,38 @@ def test_a_baseline_made_with_another_transform_setting_or_perceiver_is_not_comp
         assert named in comparison.message and "absolute threshold only" in comparison.message
 
 
+def steady(paired_data: dict) -> dict:
+    """The paired data of a checkpoint that answers every recording alike on both arms (greedy decoding): each
+    speaker's swap sums replaced by its identity sums."""
+    columns = {name: values for name, values in paired_data.items() if name not in ("speaker", "group")}
+    identity = {name.split("\t", 1)[1]: values for name, values in columns.items() if name.startswith("identity\t")}
+    zeros = [0.0] * len(paired_data["speaker"])
+    rests = dict.fromkeys(name.split("\t", 1)[1] for name in columns)
+    steady_columns = {f"{arm}\t{rest}": identity.get(rest, zeros) for rest in rests for arm in ("identity", "swap")}
+    return {"speaker": paired_data["speaker"], "group": paired_data["group"], **steady_columns}
+
+
+def test_a_noisy_fair_candidate_does_not_regress_against_a_steady_fair_baseline(demo_gate, outcomes):
+    """Issue 45: ``sim:fair`` redraws its answers on every arm (as a sampling decoder does), so its raw arm nTVD is
+    large with no voice effect; against a fair baseline whose arms answer alike, compared by the effect beyond
+    the arm-exchange null, no VIBE task regresses, and the biased simulator's Story effect still does."""
+    from harness.checks import get_check
+
+    check = get_check("counterfactual")
+    for variant in TASKS:
+        candidate = outcomes[f"sim:fair-{variant}-gender-counterfactual"].record
+        baseline = dataclasses.replace(candidate, paired_data=steady(candidate.paired_data))
+        case = next(c for c in demo_gate.cases("counterfactual") if c.id == candidate.id)
+        comparison = check.compare(demo_gate.context, case, candidate, baseline)
+        assert comparison.status == "compared" and not comparison.regressed, comparison.message
+        assert comparison.baseline_value == 0.0
+    biased = outcomes["sim:biased-story-gender-counterfactual"].record
+    fair = outcomes["sim:fair-story-gender-counterfactual"].record
+    baseline = dataclasses.replace(fair, model="sim:biased", paired_data=steady(fair.paired_data))
+    case = next(c for c in demo_gate.cases("counterfactual") if c.id == biased.id)
+    assert check.compare(demo_gate.context, case, biased, baseline).regressed
+
+
 def test_voice_praat_perceives_every_demo_swap_as_the_target(demo_gate, outcomes):
     speakers = demo_gate.context.corpora["demo"].table["gender"].value_counts()
     measured = [outcome.record for case, outcome in outcomes.items() if isinstance(outcome, Verdict) and "stereoset" not in case]  # fmt: skip

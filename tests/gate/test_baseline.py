@@ -8,7 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.metrics.ntvd import counts_to_long_table, long_table_to_counts, ntvd, paired_ntvd_difference
+from harness.metrics.ntvd import (
+    counts_to_long_table,
+    long_table_to_counts,
+    ntvd,
+    paired_ntvd_difference,
+    paired_ntvd_excess,
+)
+from harness.metrics.paired import paired_speaker_test
 
 from support.gate import thresholds_for_modules
 
@@ -218,3 +225,60 @@ def test_every_check_compares_against_the_baseline(pytester):
     robustness = next(case for case in cases.values() if case["check"] == "robustness")
     assert robustness["absolute_passed"] and robustness["baseline"]["decision"]["resampled"] == "speakers x items"
     result.assert_outcomes(passed=2, failed=3)
+
+
+def excess_regressed(candidate, baseline, seed, max_increase=2.0, alpha=0.05):
+    """The nTVD check's release comparison: the excess over the group-exchange null, paired speaker bootstrap."""
+    result = paired_ntvd_excess(candidate, baseline, tau=10, n_boot=400, seed=seed)
+    test = paired_speaker_test(result, "higher")
+    return test.estimable and test.worsening > max_increase and test.p_worse < alpha
+
+
+def fair_checkpoint(rng, concentration, n_speakers=24, answers=6):
+    """A voice-fair checkpoint: every answer is "a" with probability ``concentration``, else uniform over six
+    values (0: the diverse answers of a sampling decoder; 0.8: the concentrated ones of a greedy one)."""
+    rows = []
+    for speaker in range(n_speakers):
+        group = "f" if speaker % 2 == 0 else "m"
+        for _ in range(answers):
+            value = "a" if rng.random() < concentration else str(rng.choice(VALUES))
+            rows.append((f"s{speaker:02d}", group, "attr", value))
+    return pd.DataFrame(rows, columns=["speaker", "group", "attribute", "value"])
+
+
+def test_a_fair_candidate_with_more_diverse_answers_is_no_regression():
+    """Issue 45: nTVD grows with chance differences between a few speakers per group, the more so the more diverse
+    the answers, so a fair candidate with diverse answers compared by raw nTVD with a fair baseline whose answers
+    are concentrated looks worse in about a quarter of pairs; beyond the group-exchange null it is judged worse in
+    at most a few of 40."""
+    excess = raw = 0
+    for seed in range(40):
+        rng = np.random.default_rng([45, seed])
+        candidate, baseline = fair_checkpoint(rng, 0.0), fair_checkpoint(rng, 0.8)
+        excess += excess_regressed(candidate, baseline, seed)
+        raw += paired_ntvd_difference(candidate, baseline, tau=10, n_permutations=199, seed=seed).p_value < 0.05
+    assert excess <= 4, excess
+    assert raw >= 6, raw
+
+
+def test_a_grown_group_effect_beyond_the_null_is_a_regression():
+    """The female speakers' answers pushed to "f" half of the time: caught against a fair baseline of the same
+    diversity in nearly every pair."""
+    caught = 0
+    for seed in range(20):
+        rng = np.random.default_rng([46, seed])
+        grown = fair_checkpoint(rng, 0.2)
+        grown.loc[(grown["group"] == "f") & (rng.random(len(grown)) < 0.5), "value"] = "f"
+        caught += excess_regressed(grown, fair_checkpoint(rng, 0.2), seed)
+    assert caught >= 19, caught
+
+
+def test_the_excess_is_the_ntvd_less_its_group_exchange_expectation_worked_by_hand():
+    """Two speakers per group, group f always "a", group m always "b": nTVD 100. Of the 6 equally likely label
+    permutations, 2 keep the groups apart (nTVD 100) and 4 mix them (one "a" and one "b" speaker in each group:
+    nTVD 0), so the null expectation is 100 / 3 and the excess 200 / 3. Against itself: never a regression."""
+    rows = [(f"s{s}", "f" if s < 2 else "m", "attr", "a" if s < 2 else "b") for s in range(4) for _ in range(5)]
+    table = pd.DataFrame(rows, columns=["speaker", "group", "attribute", "value"])
+    result = paired_ntvd_excess(table, table, tau=1, n_boot=20, n_exchanges=4000, seed=0)
+    assert result.candidate == pytest.approx(200 / 3, abs=2.0)
+    assert result.difference == 0.0 and not paired_speaker_test(result, "higher").estimable

@@ -117,3 +117,50 @@ def test_replicates_left_without_data_are_dropped_without_a_numpy_warning():
             table, table.assign(correct=[5, 0, 2, 0]), largest_gap(ratio_per_group(0, 1), scale=100.0), seed=3
         )
     assert 0 < len(result.replicates) < 1000 and np.isfinite(result.replicates).all()
+
+
+def wer_checkpoint(rng, spread: float, words: np.ndarray, effect: float = 0.0) -> pd.DataFrame:
+    """Per speaker (24, alternately f and m): word errors drawn at rate 0.2 * exp(N(0, ``spread``)), times
+    exp(``effect``) for group f; ``spread`` is chance variation between speakers, ``effect`` the group's."""
+    groups = np.array(["f" if s % 2 == 0 else "m" for s in range(len(words))])
+    rate = 0.2 * np.exp(rng.normal(0.0, spread, len(words))) * np.where(groups == "f", np.exp(effect), 1.0)
+    errors = rng.binomial(words, np.clip(rate, 0.0, 1.0)).astype(float)
+    index = [f"s{s:02d}" for s in range(len(words))]
+    return pd.DataFrame({"group": groups, "errors": errors, "words": words.astype(float)}, index=index)
+
+
+def test_more_spread_between_speakers_is_no_regression_and_a_group_effect_is_one():
+    """Issue 45, the WER ratio: a fair candidate whose speakers differ more by chance (spread 0.5 against 0.1) has a
+    larger |log WER ratio| with no group effect; beyond the group-exchange null it is judged worse in at most a few
+    of 40 pairs, and a group effect (f errs exp(0.4) = 1.5 times as often) is caught in nearly all of 20."""
+    from harness.metrics.paired import largest_log_ratio, paired_group_exchange_excess
+
+    def worse(candidate, baseline, seed):
+        result = paired_group_exchange_excess(candidate, baseline, largest_log_ratio, n_boot=300, seed=seed)
+        return paired_speaker_test(result, "higher").p_worse <= 0.05
+
+    noisy = caught = 0
+    for seed in range(40):
+        rng = np.random.default_rng([45, seed])
+        words = rng.integers(60, 120, 24)
+        noisy += worse(wer_checkpoint(rng, 0.5, words), wer_checkpoint(rng, 0.1, words), seed)
+        if seed < 20:
+            caught += worse(wer_checkpoint(rng, 0.1, words, effect=0.4), wer_checkpoint(rng, 0.1, words), seed)
+    assert noisy <= 4, noisy
+    assert caught >= 18, caught
+
+
+def test_the_group_exchange_excess_worked_by_hand_and_against_itself():
+    """Two speakers per group, group f's WER 40%, group m's 10%, 100 words each: |log ratio| = log 4. Of the 6
+    equally likely label permutations 2 keep the groups (log 4) and 4 mix them (each group 25%: 0), so the null
+    expectation is log 4 / 3 and the excess 2 log 4 / 3. Against itself every replicate's difference is 0: not
+    estimable, never a regression."""
+    from harness.metrics.paired import largest_log_ratio, paired_group_exchange_excess
+
+    table = pd.DataFrame(
+        {"group": ["f", "f", "m", "m"], "errors": [40.0, 40.0, 10.0, 10.0], "words": [100.0] * 4},
+        index=["a", "b", "c", "d"],
+    )
+    result = paired_group_exchange_excess(table, table, largest_log_ratio, n_boot=20, n_exchanges=4000, seed=0)
+    assert result.candidate == pytest.approx(2 * np.log(4) / 3, abs=0.03)
+    assert result.difference == 0.0 and not paired_speaker_test(result, "higher").estimable

@@ -49,9 +49,9 @@ from harness.metrics.ntvd import (
     PermutationResult,
     counts_to_long_table,
     long_table_to_counts,
-    paired_ntvd_difference,
+    paired_ntvd_excess,
 )
-from harness.metrics.paired import PairedTest
+from harness.metrics.paired import PairedTest, paired_speaker_test
 from harness.metrics.vibe_analyses import VIBE_TAUS, collapse_diagnostic, ntvd_by_tau, refusal_rate_ntvd
 from harness.records import CaseRecord
 from harness.semantic import cached_embeddings
@@ -305,9 +305,13 @@ class NtvdCheck(Check):
         return long_table_to_counts(group_table(context, case.model, case.corpus, case.variant, case.dimension))
 
     def compare(self, context: CheckContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
-        """Regression when nTVD(candidate) - nTVD(baseline) on common values exceeds ``max_increase`` and the
-        one-sided paired speaker-level permutation p (:func:`harness.metrics.ntvd.paired_ntvd_difference`) is
-        significant under the gate's decision rule (:func:`~harness.checks.base.regression_comparison`)."""
+        """Regression when the candidate's *systematic* group effect grew: each checkpoint's nTVD on the common values
+        less its expectation under permuting the group labels among speakers (what chance differences between a few
+        speakers per group give, larger the more diverse the answers), the difference of these excesses resampled by
+        a paired speaker bootstrap (:func:`harness.metrics.ntvd.paired_ntvd_excess`, one-sided t of "no
+        worsening"); a regression when it exceeds ``max_increase`` and is significant under the gate's decision rule
+        (:func:`~harness.checks.base.regression_comparison`). Paired data of every format written so far (the
+        per-speaker value counts) compares."""
         threshold = self.threshold(context, case)
         if not baseline.paired_data:
             return unsupported(baseline, "the baseline record carries no per-speaker data")
@@ -318,34 +322,31 @@ class NtvdCheck(Check):
                 f"{getattr(candidate, 'extractor', None)!r}: nTVD through different extractors is not comparable",
             )
         try:
-            result = paired_ntvd_difference(
+            result = paired_ntvd_excess(
                 counts_to_long_table(candidate.paired_data),
                 counts_to_long_table(baseline.paired_data),
                 tau=threshold.tau,
-                n_permutations=context.permutations,
                 seed=self.seed(context, case),
             )
         except ValueError as exc:
             return unsupported(baseline, f"cannot pair with the baseline: {exc}")
-        varies = result.null.size > 0 and bool(np.ptp(result.null) > 0)
-        test = PairedTest(
-            candidate=result.candidate,
-            baseline=result.baseline,
-            difference=result.difference,
-            worsening=result.difference,
-            p_worse=float(result.p_value),
-            estimable=bool(np.isfinite(result.difference) and varies),
-            reason=None
-            if varies
-            else "no value reaches tau in either run, or swapping the runs within speakers never "
-            "changes the difference",
-            resampled="speaker sign-flip permutation",
-        )
+        if not np.isfinite(result.difference):
+            test = PairedTest(
+                candidate=result.candidate,
+                baseline=result.baseline,
+                difference=result.difference,
+                worsening=result.difference,
+                estimable=False,
+                reason="no value reaches tau in either run",
+                resampled="speakers",
+            )
+        else:
+            test = paired_speaker_test(result, "higher")
         return regression_comparison(
             context,
             case,
             test,
-            measure="nTVD on common values",
+            measure="nTVD on common values beyond group exchange",
             margin=threshold.max_increase,
             margin_key="max_increase",
             hears_voice=self.hears_voice(case),
