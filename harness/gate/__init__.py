@@ -39,6 +39,7 @@ from harness.models import build_backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
 from harness.models.residency import check_backend_placement
+from harness.plan import RequestsPlanned
 from harness.records import SPOT_CHECK, UNMEASURED, CaseRecord, Record, Scope, UnmeasuredRecord
 from harness.results import RunMetadata, read_results
 
@@ -86,7 +87,7 @@ class Gate:
         self.audio_floor = AudioFloorRule(
             self.context,
             AudioFloorSettings.from_thresholds(self.thresholds),
-            lambda model: not config.offline and not config.bundled_exports.get(model),
+            self.floor_may_load,
         )
         vibe = self.context.vibe
         self._causes: dict[tuple[str, str], str] = {}
@@ -95,6 +96,25 @@ class Gate:
         )
         if self.baseline is not None and any(case.check == "ntvd" for case in self.baseline.records.values()):
             refuse_other_extraction(config.baseline_path, self.baseline.vibe, vibe)
+
+    def floor_may_load(self, model: str) -> bool:
+        """Whether the audio floor may generate a missing probe answer of ``model``: never in an offline run; for a
+        model served from shipped outputs only when the probe's corpus (the run's first) is one those outputs never
+        heard (their provenance's corpus hash differs), where the run's own cases load the model anyway. So the
+        default run on the demo corpus never loads a model for the floor, and a probe its exports cannot answer is
+        unmeasured, not generated."""
+        if self.config.offline:
+            return False
+        if not self.config.bundled_exports.get(model):
+            return True
+        corpus = next(iter(self.context.corpora.values()), None)
+        _ = self.context.cache  # opening the cache imports the shipped exports and reads their provenance
+        heard = {
+            ((entry.get("provenance") or {}).get("corpus") or {}).get("hash")
+            for entry in self.context.bundled_outputs
+            if entry["model"] == model
+        }
+        return corpus is not None and corpus.content_hash not in heard
 
     def open_cache(self) -> None:
         """Open the output cache now (else the first case opens it), so that a cache that cannot be used stops
@@ -192,8 +212,14 @@ class Gate:
     def verdict(self, case: Case) -> Verdict:
         """The check's verdict; with a baseline, the release ratchet of :func:`release_outcome`."""
         check = get_check(case.check)
-        self.audio_floor.require_hearing(case, self.probe_tasks())
+        try:
+            self.audio_floor.require_hearing(case, self.probe_tasks())
+            floor_planned = None
+        except RequestsPlanned as planned:  # --plan: the probe's requests are planned; the case plans its own too
+            floor_planned = planned
         verdict = check.verdict(self.context, case, self.family(case.check))
+        if floor_planned is not None:
+            raise floor_planned
         record = verdict.record
         if self.baseline is None:
             return Verdict(verdict.passed, verdict.message, record)

@@ -21,6 +21,8 @@ are cached like any other output.
 **It fails closed.** When a probe cannot be answered without loading a model where the run may not (an offline run,
 a model served from shipped outputs whose exports lack some probe answers), every case that needs that probe is
 unmeasured, "audio dependence not measured", naming the missing answers. The floor never loads a model silently.
+Under ``--plan`` the probe's missing requests are planned with the case's own (:class:`~harness.plan.RequestsPlanned`),
+so that a re-score from the filled plans measures the floor as the in-process run does.
 
 Configured by the ``audio_floor`` section of thresholds.yaml (only ``defaults``), :data:`AUDIO_FLOOR_SCHEMA`.
 """
@@ -215,7 +217,8 @@ class AudioFloorRule:
         corpus_name, corpus = next(iter(context.corpora.items()))
         per_task, seed = settings.probe_requests_per_task, context.seed
         if probe == TRANSCRIPTION_PROBE:
-            built = transcription_probe_requests(corpus, prompt, per_task, seed=seed)
+            # silence only for a sampling recogniser's distributional test: the exact test compares recordings
+            built = transcription_probe_requests(corpus, prompt, per_task, seed=seed, silence=sampled)
         else:
             built = task_probe_requests(corpus, {task: TASKS[task] for task in tasks}, per_task, seed=seed)
         answers = self._answers(model, asked, built, probe, tasks, corpus_name)
@@ -228,7 +231,9 @@ class AudioFloorRule:
         table = built.rows.assign(value=[value for value, _ in read], tokens=[tokens for _, tokens in read])
         if sampled:
             result = sampled_audio_dependence(
-                table, context.permutations, seed=derived_seed(context.seed, AUDIO_FLOOR_SECTION, model, probe)
+                table,
+                context.permutations,
+                seed=derived_seed(context.seed, AUDIO_FLOOR_SECTION, model, probe),
             )
             return dataclasses.replace(floor, sampled=result, blind_reason=sampled_blind_reason(floor, result))
         dependence = audio_dependence(table)
@@ -243,7 +248,7 @@ class AudioFloorRule:
         to the task probe (the ``heard`` line of :meth:`~harness.gate.context.RunContext.outputs`; the stage, its
         decoding and the audio are the same, only the cache entry differs)."""
         context, label = self.context, f"audio floor {probe} probe"
-        if self.may_load(model) or asked.loaded:
+        if self.may_load(model) or asked.loaded or context.planner is not None:  # --plan: the missing ones are planned
             return list(context.outputs(asked, built.requests, label)["answer"])
         answers: list[str | None] = [None] * len(built.requests)
         self._fill(answers, asked, built.requests, range(len(answers)), "answer", label)

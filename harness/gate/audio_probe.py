@@ -97,12 +97,21 @@ def task_probe_requests(corpus: Corpus, tasks: Mapping[str, Task], per_task: int
     return ProbeRequests(pd.DataFrame(rows, columns=["request", "stratum", "utterance", "audio"]), requests)
 
 
-def transcription_probe_requests(corpus: Corpus, prompt: str, per_task: int, *, seed: int = 0) -> ProbeRequests:
-    """The transcription probe: each planned recording's three variants asked with the transcriber's ``prompt``, the
-    WER checks' request form (:func:`harness.checks.semantic_aware.tables.spoken_replies`)."""
+def transcription_probe_requests(
+    corpus: Corpus, prompt: str, per_task: int, *, seed: int = 0, silence: bool = True
+) -> ProbeRequests:
+    """The transcription probe: each planned recording, another speaker's recording of other words and (``silence``)
+    silence of its length, asked with the transcriber's ``prompt``, the WER checks' request form
+    (:func:`harness.checks.semantic_aware.tables.spoken_replies`). A greedy recogniser that hears transcribes two
+    different sentences differently, so the exact test needs no silence; the floor asks it only of a sampling
+    recogniser, whose distributional test compares with silence: a right transcript of silence is empty, and an
+    empty answer is never stored in the cache (:mod:`harness.cache`), so a re-score from a filled plan or an export
+    could not find it."""
     rows, requests = [], []
     for utterance, variants in probe_audio(corpus, per_task, seed):
         for variant, clip in variants.items():
+            if variant == SILENCE and not silence:
+                continue
             rows.append((f"transcription/{utterance}", "transcription", utterance, variant))
             requests.append(GenerationRequest(prompt=prompt, audio=clip))
     return ProbeRequests(pd.DataFrame(rows, columns=["request", "stratum", "utterance", "audio"]), requests)

@@ -49,7 +49,7 @@ def test_the_installed_wheel_runs_the_gate_from_an_empty_directory(tmp_path):
         "--model",
         "sim:fair",
         "--permutations",
-        "199",
+        "999",
         "-p",
         "no:cacheprovider",
         "-q",

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the test modules import the package ``support``
 
 from test_wer_gate import section_iv_design
 
