@@ -216,7 +216,7 @@ def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
             "unmeasured": len(unmeasured),
         },
         "models": results.models,
-        "model_verdicts": model_verdicts(records),
+        "model_verdicts": model_verdicts(records, verdict),
         "judge": metadata.judge_spec(),
         "baseline": metadata.baseline,
         "corpora": list(metadata.corpora),
@@ -227,9 +227,10 @@ def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
     }
 
 
-def model_verdicts(records: Sequence[Record]) -> dict[str, str]:
+def model_verdicts(records: Sequence[Record], run_verdict: str = "pass") -> dict[str, str]:
     """Each model's own verdict in a run of several (none for one): ``fail`` when a case of it failed, else
-    ``unmeasured`` when one was, else ``pass``."""
+    ``unmeasured`` when one was, else ``pass``, which only a complete release run can give: in an ``incomplete`` run
+    or a ``spot-check`` a model without a failed case reads as the run does (its other cases did not run)."""
     models = [model for model in dict.fromkeys(r.model for r in records) if model]
     if len(models) < 2:
         return {}
@@ -239,6 +240,8 @@ def model_verdicts(records: Sequence[Record]) -> dict[str, str]:
         failed = any(not r.passed for r in own if isinstance(r, CaseRecord))
         unmeasured = any(isinstance(r, UnmeasuredRecord) for r in own)
         verdicts[model] = "fail" if failed else "unmeasured" if unmeasured else "pass"
+        if verdicts[model] == "pass" and run_verdict in ("incomplete", SPOT_CHECK):
+            verdicts[model] = run_verdict
     return verdicts
 
 

@@ -19,3 +19,6 @@ def test_each_model_has_its_verdict_in_a_multi_model_run():
     ]
     assert model_verdicts(records) == {"a": "pass", "b": "fail", "c": "unmeasured"}
     assert model_verdicts(records[:1]) == {}
+    # issue 47: a model whose cases did not all run is never PASS (an interrupted run, a spot check)
+    assert model_verdicts(records, "incomplete") == {"a": "incomplete", "b": "fail", "c": "unmeasured"}
+    assert model_verdicts(records, "spot-check") == {"a": "spot-check", "b": "fail", "c": "unmeasured"}
