@@ -163,10 +163,8 @@ class Gate:
             return []
         off = set(self.off_checks())
         gate_cases = [case for check in all_checks() for case in self.cases(check.name)]
-        held = [*self.baseline.records.values()]
-        known = {baseline_key(record) for record in held}
-        held_keys = [*known, *(key for key in self.baseline.unmeasured if key not in known)]
-        ids = {baseline_key(record): record.id for record in held} | self.baseline.unmeasured_ids
+        held_keys = dict.fromkeys([*self.baseline.records, *self.baseline.unmeasured])  # both keyed by baseline_key
+        ids = {key: record.id for key, record in self.baseline.records.items()} | self.baseline.unmeasured_ids
         gaps = []
         for model in self.config.models:
             covered = {baseline_key(case) for case in gate_cases if case.model == model}
