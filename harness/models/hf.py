@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 
 from harness.core.errors import ModelError
+from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.data.audio import resample
 from harness.models.base import Backend, resolve_dtype, validated_options
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
-from harness.models.progress import Progress
 
 KNOWN_OPTIONS = {
     "dtype", "device", "device_map", "batch_size", "max_new_tokens", "architecture", "revision",

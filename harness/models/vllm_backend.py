@@ -36,6 +36,7 @@ from typing import Any
 
 from harness.core.answers import JsonForm
 from harness.core.errors import ModelError
+from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.models.base import (
     Backend,
@@ -47,7 +48,6 @@ from harness.models.base import (
 )
 from harness.models.fingerprint import model_fingerprint
 from harness.models.hf_arch import architecture_for, load_adapter
-from harness.models.progress import Progress
 
 INSTALL_HINT = "pip install 'lalm-fairness[vllm]'"
 ENGINE_OPTIONS = (

@@ -41,11 +41,11 @@ from typing import Any
 import numpy as np
 
 from harness.core.errors import ModelError
+from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
 from harness.models.base import Backend, validated_options
 from harness.models.packaged import engine_versions, require_modules
-from harness.models.progress import Progress
 
 VOICE_PROFILE_VERSION = 1
 ENGINE_PINS = {"praat-parselmouth": "0.4.7"}

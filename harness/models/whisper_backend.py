@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core.errors import ModelError
+from harness.core.progress import Progress
 from harness.core.requests import SAMPLE_RATE, DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
 from harness.data.audio import resample
@@ -43,7 +44,6 @@ from harness.models.numerics import (
     record_ctranslate2_report,
 )
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
-from harness.models.progress import Progress
 from harness.models.whisper_features import FEATURES_VERSION, PortableFeatureExtractor
 
 WHISPER_TINY_EN = PackagedWeights(

@@ -18,10 +18,10 @@ import yaml
 from harness.cache import CacheError, OutputCache
 from harness.core.errors import ModelError
 from harness.core.files import LockHeld, ensure_writable, file_lock, portable_path
+from harness.core.progress import attach_terminal, detach_terminal
 from harness.data import CorpusError
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig
 from harness.models.placement import assign_worker_gpus
-from harness.models.progress import attach_terminal, detach_terminal
 from harness.models.residency import largest_parallel_degree
 from harness.thresholds import ThresholdsError
 

@@ -11,9 +11,9 @@ import types
 
 import pytest
 
+from harness.core.progress import Progress
 from harness.models import fingerprint as fp
 from harness.models import placement
-from harness.models.progress import Progress
 from harness.plugin import skip_gpu_items
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.progress import Progress
 from harness.models.base import Backend
-from harness.models.progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from harness.models import BACKENDS, progress, register_backend
-from harness.models.progress import Progress
+from harness.core import progress
+from harness.core.progress import Progress
+from harness.models import BACKENDS, register_backend
 
 from support.gate import gate_project
 
