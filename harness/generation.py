@@ -9,10 +9,10 @@ from typing import Any
 
 from harness.cache import IMPORTED, OutputCache, cache_key
 from harness.core.errors import ModelError, PartialGenerationError
-from harness.core.requests import DecodingParams, GenerationRequest
+from harness.core.progress import Progress
+from harness.core.requests import DecodingParams, GenerationRequest, prepare_audio
 from harness.models import build_backend
 from harness.models.base import Backend, Model, StageSpec, release_model
-from harness.models.progress import Progress
 from harness.models.residency import DEVICE_BUDGET, Residency, memory_shares, stated_share
 from harness.plan import Planner, RequestsPlanned
 
@@ -146,6 +146,7 @@ class CachedModel:
     def _plan(self, requests, keys, missing, cached, label, decoding) -> None:
         self.planner.note_cached(list(cached))
         if missing:
+            prepare_audio([requests[index].audio for index in missing], self.progress)
             self.planner.add(
                 namespace=NAMESPACE,
                 spec=self.spec,
@@ -177,7 +178,7 @@ class CachedModel:
 
     def _generate_missing(self, requests, keys, missing, cached, label, decoding) -> None:
         """Generate the ``missing`` requests chunk by chunk, storing each chunk; with ``progress``, one bar (or
-        plain lines off a terminal, :mod:`harness.models.progress`) per model x task, advanced per chunk (the
+        plain lines off a terminal, :mod:`harness.core.progress`) per model x task, advanced per chunk (the
         backend's and the stages' own bars stay silent inside it)."""
         bar = (
             Progress(len(missing), f"{self.spec} {label}".rstrip(), min_items=self.chunk_size)
@@ -185,6 +186,7 @@ class CachedModel:
             else contextlib.nullcontext()
         )
         first_error: PartialGenerationError | None = None
+        prepare_audio([requests[index].audio for index in missing], self.progress)
         with bar:
             for start in range(0, len(missing), self.chunk_size):
                 chunk = missing[start : start + self.chunk_size]

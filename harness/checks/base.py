@@ -72,6 +72,8 @@ class CheckContext(CompareContext, Protocol):
     basis_judge: str | None
     """The BASIS LLM judge's spec (``--basis-judge``), or None for the offline rule judges."""
     basis_judge_name: str
+    progress: bool
+    """Whether long steps show progress bars (``--progress``)."""
     perceiver: str
     """Who labels a counterfactual clip's perceived group (``--perceiver``): ``voice:praat`` or a model spec."""
     prompts_dir: Path | None

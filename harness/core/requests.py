@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,19 @@ class Audio:
     @property
     def duration_s(self) -> float:
         return len(self.samples) / self.sample_rate
+
+
+def prepare_audio(audios: Sequence[Audio | None], progress: bool = True) -> None:
+    """Let audio made on demand make itself in bulk before it is read one clip at a time: each audio class with a
+    ``prepare_many(audios)`` class method (a counterfactual arm, :class:`harness.data.voice_transforms.arm_audio.
+    ArmAudio`, made over the cores, with a progress bar when ``progress``) is handed its members of ``audios``; other
+    audio needs nothing."""
+    by_kind: dict[type, list[Audio]] = {}
+    for audio in audios:
+        if audio is not None and hasattr(type(audio), "prepare_many"):
+            by_kind.setdefault(type(audio), []).append(audio)
+    for kind, members in by_kind.items():
+        kind.prepare_many(members, progress)
 
 
 @dataclasses.dataclass(frozen=True)

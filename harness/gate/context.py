@@ -100,6 +100,10 @@ class RunContext:
         return self._results[key]
 
     @property
+    def progress(self) -> bool:
+        return self.config.progress
+
+    @property
     def cache(self) -> OutputCache:
         if self._cache is None:
             self._cache = OutputCache(self.config.cache_dir)

@@ -540,9 +540,11 @@ def paired_ntvd_excess(
     def excess(values: np.ndarray) -> np.ndarray:
         out = np.empty(len(draws))
         for start in range(0, len(draws), chunk):
-            weights = draws[start : start + chunk]
-            observed = np.einsum("bs,gs,sv->bgv", weights, membership, values)
-            permuted = np.einsum("bs,mgs,sv->bmgv", weights, exchanged, values)
+            weighted = draws[start : start + chunk, :, None] * values[None]  # (B, S, V)
+            observed = membership @ weighted  # (B, G, V): einsum "bs,gs,sv->bgv" as one BLAS product
+            permuted = (exchanged.reshape(-1, len(speakers)) @ weighted).reshape(
+                len(weighted), *exchanged.shape[:2], -1
+            )
             with warnings_ignored():
                 out[start : start + chunk] = mean_ntvd(observed) - np.nanmean(mean_ntvd(permuted), axis=1)
         return out

@@ -20,6 +20,7 @@ from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.data.basis_suite import CHOICE_OF_OPTION, ItemSet
 from harness.data.corpus import Corpus, read_utterance_audio
 from harness.data.voice_transforms import ChangeGenderSettings, get_transform
+from harness.data.voice_transforms.arm_audio import ArmStore, lazy_arm
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
 from harness.extraction.fields import attribute_table
 from harness.metrics.wer import word_errors
@@ -48,9 +49,11 @@ def build_arms(
     *,
     transform: str = "gender_swap",
     utterances: Iterable[str] | None = None,
+    store: ArmStore | None = None,
 ) -> CorpusArms:
     """The ``identity`` and ``swap`` (``transform``) arms of ``utterances`` (default: every recording of ``corpus``)
-    on the transform's dimension; the ``original`` audio is kept beside them, as the artifact measure's reference."""
+    on the transform's dimension; the ``original`` audio is kept beside them, as the artifact measure's reference.
+    The arms are made when their samples are first read, and kept in ``store`` (default: in memory)."""
     dimension = get_transform(transform).dimension
     if dimension not in corpus.dimensions:
         raise ValueError(f"{corpus.manifest_path}: the {transform} transform needs dimension {dimension!r}; "
@@ -63,10 +66,14 @@ def build_arms(
         },
         index=pd.Index(selected, name="utterance_id"),
     )
-    return transformed_arms(recordings, lambda utterance: read_utterance_audio(corpus, utterance), settings, transform)
+    return transformed_arms(
+        recordings, lambda utterance: read_utterance_audio(corpus, utterance), settings, transform, store
+    )
 
 
-def item_set_arms(item_set: ItemSet, settings: ChangeGenderSettings, *, transform: str = "gender_swap") -> CorpusArms:
+def item_set_arms(
+    item_set: ItemSet, settings: ChangeGenderSettings, *, transform: str = "gender_swap", store: ArmStore | None = None
+) -> CorpusArms:
     """The arms of every recording of a BASIS item set, keyed by its CSV ``row``; the set's dimension must be the
     transform's."""
     dimension = get_transform(transform).dimension
@@ -77,22 +84,29 @@ def item_set_arms(item_set: ItemSet, settings: ChangeGenderSettings, *, transfor
         {"speaker": item_set.table["speaker"].astype(str).to_numpy(), "source_group": item_set.table["label"].astype(str).to_numpy()},
         index=pd.Index(item_set.table["row"].to_numpy(), name="row"),
     )  # fmt: skip
-    return transformed_arms(recordings, item_set.audio, settings, transform)
+    return transformed_arms(recordings, item_set.audio, settings, transform, store)
 
 
 def transformed_arms(
-    recordings: pd.DataFrame, read: Callable[[Any], Audio], settings: ChangeGenderSettings, transform: str
+    recordings: pd.DataFrame,
+    read: Callable[[Any], Audio],
+    settings: ChangeGenderSettings,
+    transform: str,
+    store: ArmStore | None = None,
 ) -> CorpusArms:
-    """Each recording (index: its key for ``read``; columns ``speaker``, ``source_group``) read once and
-    resynthesised by ``identity`` and ``transform``."""
+    """Each recording (index: its key for ``read``; columns ``speaker``, ``source_group``) with its ``identity`` and
+    ``transform`` arms (:func:`~harness.data.voice_transforms.arm_audio.lazy_arm`: named by their recipes now,
+    resynthesised when their samples are first read, kept in ``store``; default: a store in memory)."""
     swap, identity = get_transform(transform), get_transform(IDENTITY)
+    store = store or ArmStore(None)
+    targets = [swap.target_group(source) for source in recordings["source_group"]]
+    fingerprints = {IDENTITY: identity.fingerprint(settings), SWAP: swap.fingerprint(settings)}
     audio: dict[str, dict[Any, Audio]] = {"original": {}, IDENTITY: {}, SWAP: {}}
     for key, source in zip(recordings.index, recordings["source_group"]):
         original = read(key)
         audio["original"][key] = original
-        audio[IDENTITY][key] = identity.apply(original, source, settings)
-        audio[SWAP][key] = swap.apply(original, source, settings)
-    targets = [swap.target_group(source) for source in recordings["source_group"]]
+        audio[IDENTITY][key] = lazy_arm(identity, original, source, settings, store, fingerprints[IDENTITY])
+        audio[SWAP][key] = lazy_arm(swap, original, source, settings, store, fingerprints[SWAP])
     return CorpusArms(audio, recordings.assign(target_group=targets))
 
 

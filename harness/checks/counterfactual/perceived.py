@@ -17,10 +17,14 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from harness.core.errors import CaseNotMeasured
+from harness.core.parallel import map_in_processes
 from harness.core.requests import Audio
+from harness.core.values import source_fingerprint
+from harness.data.voice_transforms.arm_audio import ArmAudio
 from harness.metrics.counterfactual import perceived_shares
 from harness.models.voice_profile import PITCH_CLASSES, describe_voice, measure_voice
 
@@ -39,9 +43,51 @@ def group_from_voice_description(description: str) -> str | None:
 
 def perceive_with_voice_praat(clips: Sequence[Audio]) -> list[str | None]:
     """Each clip's perceived group by ``voice:praat``'s pitch classes (Praat's pitch tracker, no model)."""
-    return [
-        group_from_voice_description(describe_voice(measure_voice(clip.samples, clip.sample_rate))) for clip in clips
-    ]
+    return [voice_praat_group(clip.samples, clip.sample_rate) for clip in clips]
+
+
+def voice_praat_group(samples: np.ndarray, sample_rate: int) -> str | None:
+    """The group ``voice:praat`` hears in ``samples``: :func:`describe_voice` of :func:`measure_voice`, read back by
+    :func:`group_from_voice_description`."""
+    return group_from_voice_description(describe_voice(measure_voice(samples, sample_rate)))
+
+
+PERCEIVE_NAMESPACE = "perceive"
+"""The output cache's namespace of the perceiver's labels (``voice:praat``'s; a backend perceiver's answers are
+model outputs, cached as any)."""
+NO_LABEL = "(none)"
+"""The stored label of a clip ``voice:praat`` could not place (too short, unvoiced): the cache stores no empty text."""
+
+
+def voice_praat_labeller() -> str:
+    """Identifies ``voice:praat``'s labels in the cache: its name and the code that measures, describes and reads
+    back (:func:`harness.core.values.source_fingerprint` of :mod:`harness.models.voice_profile` and this module), so
+    an edit of either labels the clips again."""
+    return f"{DEFAULT_PERCEIVER}:{source_fingerprint('harness.models.voice_profile', __name__)}"
+
+
+def label_clips(clips: Sequence[Audio], progress: bool = True) -> list[str | None]:
+    """:func:`perceive_with_voice_praat` over the cores (:func:`harness.core.parallel.map_in_processes`): the arms
+    among ``clips`` are made first (:meth:`ArmAudio.prepare_many`), then each worker reads a stored arm from its file
+    and is sent any other clip's samples; ``progress`` shows bars."""
+    arms = [clip for clip in clips if isinstance(clip, ArmAudio)]
+    if arms:
+        ArmAudio.prepare_many(arms, progress)
+    jobs = []
+    for clip in clips:
+        path = clip.store.path(clip) if isinstance(clip, ArmAudio) else None
+        if path is not None and path.is_file():
+            jobs.append(("file", str(path), clip.sample_rate))
+        else:
+            jobs.append(("samples", np.asarray(clip.samples, dtype=np.float32), clip.sample_rate))
+    return map_in_processes(label_clip, jobs, "voice:praat perceived group", progress=progress)
+
+
+def label_clip(job: tuple) -> str | None:
+    """One job of :func:`label_clips`: ``(kind, samples or an arm's .npy file, sample rate)``."""
+    kind, where, rate = job
+    samples = np.load(where, allow_pickle=False) if kind == "file" else where
+    return voice_praat_group(samples, rate)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,13 +16,21 @@ from typing import Any
 
 import pandas as pd
 
+from harness.cache import cache_key
 from harness.checks.base import CheckContext, per_run_table
 from harness.checks.counterfactual.arms import IDENTITY, SWAP, CorpusArms, build_arms, choice_arm_table, item_set_arms
-from harness.checks.counterfactual.perceived import DEFAULT_PERCEIVER, perceive_with_voice_praat
+from harness.checks.counterfactual.perceived import (
+    DEFAULT_PERCEIVER,
+    NO_LABEL,
+    PERCEIVE_NAMESPACE,
+    label_clips,
+    voice_praat_labeller,
+)
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
 from harness.checks.ntvd.tables import extraction
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.data.voice_transforms import ChangeGenderSettings, get_transform
+from harness.data.voice_transforms.arm_audio import ARM_FOLDER, ArmStore, store_for
 from harness.extraction.memo import field_attribute_table
 from harness.metrics.wer import word_errors
 from harness.tasks import TASKS
@@ -46,18 +54,25 @@ def transform_settings(context: CheckContext, dimension: str) -> tuple[str, Chan
     return str(settings["transform"]), ChangeGenderSettings.from_settings(settings)
 
 
+def arm_store(context: CheckContext) -> ArmStore:
+    """The run's arm store: the ``arms/`` folder of its output cache, shared by every run of the process that uses
+    that cache (:mod:`harness.data.voice_transforms.arm_audio`)."""
+    return store_for(str(context.cache.directory / ARM_FOLDER))
+
+
 @per_run_table
 def corpus_arms(context: CheckContext, corpus_name: str, dimension: str) -> CorpusArms:
-    """Every recording of the corpus in its ``original`` audio and resynthesised by ``identity`` and the swap."""
+    """Every recording of the corpus in its ``original`` audio and resynthesised by ``identity`` and the swap (made
+    when a missing answer or label needs them, kept in the run's :func:`arm_store`)."""
     transform, settings = transform_settings(context, dimension)
-    return build_arms(context.corpora[corpus_name], settings, transform=transform)
+    return build_arms(context.corpora[corpus_name], settings, transform=transform, store=arm_store(context))
 
 
 @per_run_table
 def basis_arms(context: CheckContext, set_name: str, dimension: str) -> CorpusArms:
     """Every recording of a BASIS item set in its three versions, keyed by the set's CSV ``row``."""
     transform, settings = transform_settings(context, dimension)
-    return item_set_arms(context.basis.item_set(set_name), settings, transform=transform)
+    return item_set_arms(context.basis.item_set(set_name), settings, transform=transform, store=arm_store(context))
 
 
 def arms_of(context: CheckContext, source: str, dimension: str) -> CorpusArms:
@@ -90,10 +105,25 @@ def perceive(context: CheckContext, clips: Sequence[Audio], groups: Sequence[str
     """Each clip's perceived group by the run's perceiver: ``voice:praat`` (Praat's pitch classes, no model) or
     any backend, asked :data:`PERCEIVER_PROMPT` through the output cache, its answer read as the group it names."""
     if context.perceiver == DEFAULT_PERCEIVER:
-        return perceive_with_voice_praat(clips)
+        return voice_praat_labels(context, clips)
     prompt = PERCEIVER_PROMPT.format(groups=" or a ".join(groups), choices=" or ".join(groups))
     answers = context.outputs(context.perceiver, [GenerationRequest(prompt, clip) for clip in clips], label)
     return [named_group(answer, groups) for answer in answers["answer"]]
+
+
+def voice_praat_labels(context: CheckContext, clips: Sequence[Audio]) -> list[str | None]:
+    """``voice:praat``'s label of each clip, kept in the output cache by the clip's content hash and the code that
+    labels it (:data:`~.perceived.VOICE_PRAAT_LABELLER`), so that a re-score reads labels instead of tracking pitch;
+    the clips it has not labelled are labelled over the cores (:func:`.perceived.label_clips`)."""
+    keys = [cache_key(PERCEIVE_NAMESPACE, voice_praat_labeller(), {}, {"audio": clip.content_hash}) for clip in clips]
+    found = context.cache.get_many(list(dict.fromkeys(keys)))
+    missing = {key: clip for key, clip in zip(keys, clips) if key not in found}
+    if missing:
+        labels = label_clips(list(missing.values()), context.progress)
+        found.update((key, label or NO_LABEL) for key, label in zip(missing, labels))
+        fingerprint = voice_praat_labeller()
+        context.cache.put_many([(key, PERCEIVE_NAMESPACE, fingerprint, found[key], {}) for key in missing])
+    return [None if found[key] == NO_LABEL else found[key] for key in keys]
 
 
 def named_group(answer: str, groups: Sequence[str]) -> str | None:

@@ -1,0 +1,120 @@
+"""Counterfactual arms made on demand (issue 46): a lazy arm is the eager arm, sample for sample; the store keeps
+arms in a content-addressed folder and reads them back instead of resynthesising; a pool of workers makes the same
+samples as one process; an arm holds no samples of its own, and the process's memory of arms stays within its
+bound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
+from harness.core import parallel
+from harness.data.corpus import load_corpus
+from harness.data.voice_transforms import ChangeGenderSettings, arm_audio, get_transform
+from harness.data.voice_transforms.arm_audio import ArmStore, lazy_arm
+from harness.thresholds import packaged_thresholds
+
+pytest.importorskip("parselmouth")
+
+DEMO = Path(__file__).resolve().parents[2] / "harness" / "data" / "demo"
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load_corpus(DEMO)
+
+
+@pytest.fixture(scope="module")
+def settings():
+    values = packaged_thresholds().values(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")
+    return ChangeGenderSettings.from_settings(values)
+
+
+@pytest.fixture(autouse=True)
+def fresh_memory(monkeypatch):
+    """Each test starts with no arm in the process's memory (other tests' arms would answer for the store)."""
+    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(arm_audio.MEMORY_BYTES))
+
+
+def arms_of(corpus, settings, store, count, transform="gender_swap"):
+    table = corpus.table.iloc[:count]
+    return [
+        lazy_arm(get_transform(transform), corpus.audio(u), group, settings, store)
+        for u, group in zip(table.index, table["gender"])
+    ]
+
+
+@pytest.mark.parametrize("transform", ["identity", "gender_swap"])
+def test_a_lazy_arm_is_the_eager_arm(corpus, settings, transform):
+    table = corpus.table.iloc[:2]
+    for utterance, group in zip(table.index, table["gender"]):
+        source = corpus.audio(utterance)
+        eager = get_transform(transform).apply(source, group, settings)
+        lazy = lazy_arm(get_transform(transform), source, group, settings, ArmStore(None))
+        assert lazy.recipe == eager.recipe and lazy.content_hash == eager.content_hash
+        np.testing.assert_array_equal(lazy.samples, eager.samples)
+
+
+def test_arms_are_made_once_then_read_back_from_their_folder(corpus, settings, tmp_path, monkeypatch):
+    monkeypatch.setenv("LALM_WORKERS", "1")
+    store = ArmStore(tmp_path)
+    arms = arms_of(corpus, settings, store, 3)
+    assert store.make(arms) == 3 and store.make(arms) == 0
+    files = sorted(tmp_path.rglob("*.npy"))
+    assert [f.stem for f in files] == sorted(arm.content_hash for arm in arms)
+    made = [arm.samples for arm in arms]
+
+    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(arm_audio.MEMORY_BYTES))
+    again = ArmStore(tmp_path)
+    reread = arms_of(corpus, settings, again, 3)
+    for before, arm in zip(made, reread):
+        np.testing.assert_array_equal(arm.samples, before)
+    assert again.made == 0
+
+
+def test_a_damaged_arm_file_is_made_again(corpus, settings, tmp_path, monkeypatch):
+    monkeypatch.setenv("LALM_WORKERS", "1")
+    store = ArmStore(tmp_path)
+    (arm,) = arms_of(corpus, settings, store, 1)
+    good = arm.samples.copy()
+    path = store.path(arm)
+    path.write_bytes(path.read_bytes()[:40])  # cut short
+    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(arm_audio.MEMORY_BYTES))
+    np.testing.assert_array_equal(arm.samples, good)
+    assert store.made == 2
+
+
+def test_the_pool_makes_the_samples_one_process_makes(corpus, settings, tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "MIN_POOLED_JOBS", 2)
+    monkeypatch.setenv("LALM_WORKERS", "2")
+    pooled = ArmStore(tmp_path / "pooled")
+    pooled.make(arms_of(corpus, settings, pooled, 6), progress=False)
+    monkeypatch.setenv("LALM_WORKERS", "1")
+    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(arm_audio.MEMORY_BYTES))
+    single = ArmStore(tmp_path / "single")
+    single.make(arms_of(corpus, settings, single, 6))
+    pooled_files = {f.name: f.read_bytes() for f in (tmp_path / "pooled").rglob("*.npy")}
+    single_files = {f.name: f.read_bytes() for f in (tmp_path / "single").rglob("*.npy")}
+    assert len(pooled_files) == 6 and pooled_files == single_files
+
+
+def test_an_arm_keeps_no_samples_and_the_memory_stays_within_its_bound(corpus, settings, tmp_path, monkeypatch):
+    monkeypatch.setenv("LALM_WORKERS", "1")
+    store = ArmStore(tmp_path)
+    arms = arms_of(corpus, settings, store, 8)
+    store.make(arms)
+    limit = 3 * arms[0].samples.nbytes
+    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(limit))
+    for arm in arms:
+        assert len(arm.samples) > 0
+        assert "_samples" not in arm.__dict__ and "samples" not in arm.__dict__
+    assert 0 < arm_audio._MEMORY.bytes <= limit and len(arm_audio._MEMORY.entries) < len(arms)
+
+
+def test_a_bad_worker_count_is_named(monkeypatch):
+    monkeypatch.setenv("LALM_WORKERS", "two")
+    with pytest.raises(ValueError, match="LALM_WORKERS='two'"):
+        parallel.worker_count()
