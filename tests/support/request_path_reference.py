@@ -1,0 +1,24 @@
+"""The per-request hot path as it was before issue 46's vectorisation, kept verbatim as the reference the fast
+versions are compared with (tests/metrics/test_request_path_equivalence.py) and timed against
+(benchmarks/bench_request_path.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from harness.metrics.counterfactual import _arm_rows
+
+
+def flip_rates_reference(table: pd.DataFrame, arms: Sequence[str] = ("identity", "swap")) -> pd.DataFrame:
+    """One frozenset of ``str(value)`` per attribute, recording and arm; a recording flips where its two differ."""
+    rows = _arm_rows(table, arms, ("attribute", "value"), "flip_rates", drop_unpaired=True)
+    value_sets = rows.groupby(["attribute", "recording", "arm"])["value"].agg(
+        lambda values: frozenset(map(str, values))
+    )
+    paired = value_sets.unstack("arm").reindex(columns=list(arms)).dropna()
+    flipped = (paired[arms[0]] != paired[arms[1]]).groupby(level="attribute")
+    result = pd.DataFrame({"recordings": flipped.size(), "flipped": flipped.sum().astype(int)})
+    result["flip_rate"] = result["flipped"] / result["recordings"]
+    return result
