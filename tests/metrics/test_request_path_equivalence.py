@@ -4,13 +4,19 @@ of every shape, word error counts on random strings, and the batch builders' req
 
 from __future__ import annotations
 
+import enum
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from harness.cache import OutputCache, cache_key, cache_keys
+from harness.core.requests import Audio, DecodingParams, GenerationRequest
+from harness.generation import CachedModel
 from harness.metrics.counterfactual import flip_rates
 
-from support.request_path_reference import flip_rates_reference
+from support.request_path_reference import cache_key_reference, flip_rates_reference
 
 COLUMNS = ["speaker", "recording", "arm", "attribute", "value"]
 
@@ -64,3 +70,65 @@ def test_flip_rates_edge_cases_equal_the_reference(dtype):
     for implementation in (flip_rates, flip_rates_reference):
         with pytest.raises(ValueError, match="row 1 has a missing value"):
             implementation(missing)
+
+
+class Mode(enum.StrEnum):
+    SPEECH = "speech-implicit"
+    TEXT = "text-ëxplicit"
+
+
+PROMPTS = [
+    "Describe the speaker.",
+    "Ünïcödé — 说话人 🎙️ «quoted» \"double\" 'single'",
+    "back\\slash\ttab\nnew\x00nul\u2028\x7f",
+    "",
+]
+
+
+def sample_requests() -> list[GenerationRequest]:
+    """Every combination of a prompt (ASCII, unicode, characters JSON escapes, empty), a system text (None, text)
+    and audio (none, hashed by its samples, named by its recipe)."""
+    audio = [None, Audio(np.linspace(-1, 1, 160, dtype=np.float32)), Audio(np.zeros(4, np.float32), recipe="ü|swap@1")]
+    return [
+        GenerationRequest(prompt, clip, system)
+        for prompt in PROMPTS
+        for system in (None, "You are a helpful assistant.", "Système «ß»")
+        for clip in audio
+    ]
+
+
+def test_cached_model_keys_equal_the_old_formula(tmp_path):
+    cached = CachedModel("sim:fair", OutputCache(tmp_path), DecodingParams(), {}, progress=False)
+    requests = sample_requests()
+    for decoding in (None, DecodingParams(max_new_tokens=96, do_sample=True, temperature=0.7, seed=3)):
+        params = (decoding or cached.decoding).as_dict()
+        old = [cache_key_reference("generate", cached.fingerprint, params, r.cache_identity()) for r in requests]
+        assert cached.keys(requests, decoding) == old
+    assert len(set(old)) == len(requests)
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"answer": 'Ünïcödé "x" \\ \n'},
+        {"text": ""},
+        {"z": None, "a": "first", "M": "upper sorts before lower"},
+        {"design": {"speakers": [3, 4], "groups": ["f", "m"], "rate": 0.5}},  # nested: the general encoder
+        {"embeddings": "abc", "shape": [2, 3]},
+        {"number": 1, "flag": True, "float": 1.5, "nan": float("nan"), "path": Path("/tmp/x")},  # default=str
+        {"flag": False},
+        {"text": None},
+        {3: "a number as key"},
+        {"mode": Mode.SPEECH, Mode.TEXT: "enum key"},
+        {},
+    ],
+)
+def test_cache_key_equals_the_old_formula_for_every_request_shape(request_):
+    params = {"n_simulations": 200, "seed": 0, "nested": {"b": [1, None], "a": "é"}}
+    assert cache_key("power", "minimum_detectable_ntvd@1", params, request_) == cache_key_reference(
+        "power", "minimum_detectable_ntvd@1", params, request_
+    )
+    assert cache_keys("ns", "fp", {}, [request_, {"text": "t"}]) == [
+        cache_key_reference("ns", "fp", {}, request_),
+        cache_key_reference("ns", "fp", {}, {"text": "t"}),
+    ]

@@ -4,7 +4,10 @@ versions are compared with (tests/metrics/test_request_path_equivalence.py) and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -22,3 +25,12 @@ def flip_rates_reference(table: pd.DataFrame, arms: Sequence[str] = ("identity",
     result = pd.DataFrame({"recordings": flipped.size(), "flipped": flipped.sum().astype(int)})
     result["flip_rate"] = result["flipped"] / result["recordings"]
     return result
+
+
+def cache_key_reference(
+    namespace: str, model_fingerprint: str, params: Mapping[str, Any], request: Mapping[str, Any]
+) -> str:
+    """SHA-256 of ``json.dumps`` of the whole key payload, one call per request."""
+    payload = {"namespace": namespace, "model": model_fingerprint, "params": dict(params), "request": dict(request)}
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
