@@ -5,6 +5,8 @@ of every shape, word error counts on random strings, and the batch builders' req
 from __future__ import annotations
 
 import enum
+import os
+import string
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +17,8 @@ from harness.cache import OutputCache, cache_key, cache_keys
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.generation import CachedModel
 from harness.metrics.counterfactual import flip_rates
+from harness.tasks import TASKS
+from harness.tasks.base import PAPER, PROMPTS_DIR, SELF_REPORT
 
 from support.request_path_reference import cache_key_reference, flip_rates_reference
 
@@ -132,3 +136,50 @@ def test_cache_key_equals_the_old_formula_for_every_request_shape(request_):
         cache_key_reference("ns", "fp", {}, request_),
         cache_key_reference("ns", "fp", {}, {"text": "t"}),
     ]
+
+
+@pytest.mark.parametrize("protocol", [PAPER, SELF_REPORT])
+def test_task_requests_equal_one_request_per_utterance(protocol):
+    """The batch builder gives what the prompt file, filled in per utterance, gives: the same prompts (one
+    rendering per distinct transcript), audio and answer form, in order."""
+    task = TASKS["story"]
+    text = (PROMPTS_DIR / ("self_report" if protocol == SELF_REPORT else "") / task.prompt_file).read_text("utf-8")
+    template = string.Template(text.strip())
+    transcripts = ["The bus leaves at seven.", "", "Ünïcode $dollar", "The bus leaves at seven."]
+    clips = [None, Audio(np.zeros(8, np.float32)), None, Audio(np.ones(8, np.float32))]
+    built = task.requests(transcripts, clips, protocol=protocol)
+    assert built == tuple(
+        task.request(transcript, clip, protocol=protocol) for transcript, clip in zip(transcripts, clips)
+    )
+    form = task.answer_form if protocol == SELF_REPORT else None
+    assert built == tuple(
+        GenerationRequest(
+            template.safe_substitute(transcript=t, answer_fields=task.answer_form.block()), clip, None, form
+        )
+        for t, clip in zip(transcripts, clips)
+    )
+    with pytest.raises(ValueError):
+        task.requests(transcripts, clips[:2], protocol=protocol)
+
+
+def test_a_prompt_file_edited_added_or_removed_between_runs_is_read_again(tmp_path):
+    """``--prompts DIR``: each batch looks the file up again, so an edit (another modification time and size), a
+    file added and a file removed between runs all show in the next run's requests."""
+    task = TASKS["story"]
+    shipped = task.requests(["hello"], [None])[0].prompt
+    assert task.requests(["hello"], [None], tmp_path)[0].prompt == shipped  # no file in DIR: the shipped one
+    override = tmp_path / task.prompt_file
+    override.write_text("First version: $transcript\n", encoding="utf-8")
+    assert [r.prompt for r in task.requests(["a", "b"], [None, None], tmp_path)] == [
+        "First version: a",
+        "First version: b",
+    ]
+    stamp = override.stat().st_mtime_ns
+    override.write_text("Second, longer version: $transcript\n", encoding="utf-8")
+    os.utime(override, ns=(stamp + 10**9, stamp + 10**9))
+    assert task.request("a", None, tmp_path).prompt == "Second, longer version: a"
+    assert task.render("a", tmp_path) == "Second, longer version: a"
+    override.unlink()
+    assert task.requests(["hello"], [None], tmp_path)[0].prompt == shipped
+    with pytest.raises(ValueError, match="unknown VIBE protocol"):
+        task.requests(["hello"], [None], protocol="nonsense")
