@@ -17,10 +17,11 @@ from harness.cache import OutputCache, cache_key, cache_keys
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.generation import CachedModel
 from harness.metrics.counterfactual import flip_rates
+from harness.metrics.wer import word_errors
 from harness.tasks import TASKS
 from harness.tasks.base import PAPER, PROMPTS_DIR, SELF_REPORT
 
-from support.request_path_reference import cache_key_reference, flip_rates_reference
+from support.request_path_reference import cache_key_reference, flip_rates_reference, word_errors_reference
 
 COLUMNS = ["speaker", "recording", "arm", "attribute", "value"]
 
@@ -183,3 +184,35 @@ def test_a_prompt_file_edited_added_or_removed_between_runs_is_read_again(tmp_pa
     assert task.requests(["hello"], [None], tmp_path)[0].prompt == shipped
     with pytest.raises(ValueError, match="unknown VIBE protocol"):
         task.requests(["hello"], [None], protocol="nonsense")
+
+
+WORDS = ["the", "The", "bus", "leaves", "at", "seven", "7", "twenty", "20", "colour", "color", "it's", "it", "is",
+         "half-past", "Hello,", "world!", "naïve", "café", "Mr.", "don't", "a", "a", "a", "uh", "hmm", "—", "42nd"]  # fmt: skip
+SPACES = [" ", " ", " ", "  ", "\t", "\n", "\u00a0", "\u2003"]
+
+
+def random_text(rng: np.random.Generator, most: int) -> str:
+    words = rng.choice(WORDS, size=int(rng.integers(0, most + 1)))
+    return "".join(str(word) + SPACES[rng.integers(len(SPACES))] for word in words)
+
+
+@pytest.mark.parametrize("normalise", [True, False])
+def test_word_errors_equal_jiwers_on_random_strings(normalise):
+    """Random word strings (repeats, so that several alignments tie; empty sides; every kind of whitespace;
+    what the normaliser equates) and near-copies of a reference (a few words changed, dropped or added)."""
+    rng = np.random.default_rng(7 if normalise else 8)
+    references = [random_text(rng, 14) for _ in range(60)] + [random_text(rng, 150) for _ in range(3)] + ["", " \t "]
+    pairs = [(reference, random_text(rng, 16)) for reference in references for _ in range(4)]
+    for reference in references:
+        words = reference.split()
+        for _ in range(4):
+            edited = [w for w in words if rng.random() > 0.15]
+            edited = [str(rng.choice(WORDS)) if rng.random() < 0.15 else w for w in edited]
+            edited.insert(int(rng.integers(len(edited) + 1)), str(rng.choice(WORDS)))
+            pairs.append((reference, " ".join(edited)))
+    pairs += [(reference, reference) for reference in references]
+    for reference, hypothesis in pairs:
+        expected = word_errors_reference(reference, hypothesis, normalise=normalise)
+        assert word_errors(reference, hypothesis, normalise=normalise) == expected, (reference, hypothesis)
+        assert word_errors(reference, hypothesis, normalise=normalise) == expected  # memoised: the same again
+    assert any(word_errors_reference(r, h).substitutions and word_errors_reference(r, h).deletions for r, h in pairs)

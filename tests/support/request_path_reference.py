@@ -9,9 +9,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import jiwer
 import pandas as pd
 
 from harness.metrics.counterfactual import _arm_rows
+from harness.metrics.wer import WordErrors, normalise_text
 
 
 def flip_rates_reference(table: pd.DataFrame, arms: Sequence[str] = ("identity", "swap")) -> pd.DataFrame:
@@ -34,3 +36,15 @@ def cache_key_reference(
     payload = {"namespace": namespace, "model": model_fingerprint, "params": dict(params), "request": dict(request)}
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def word_errors_reference(reference: str, hypothesis: str, *, normalise: bool = True) -> WordErrors:
+    """Normalised, split, and aligned by ``jiwer.process_words`` per pair."""
+    ref = (normalise_text(reference) if normalise else str(reference)).split()
+    hyp = (normalise_text(hypothesis) if normalise else str(hypothesis)).split()
+    if not ref:
+        return WordErrors(0, 0, len(hyp), 0)
+    if not hyp:
+        return WordErrors(0, len(ref), 0, len(ref))
+    alignment = jiwer.process_words(" ".join(ref), " ".join(hyp))
+    return WordErrors(alignment.substitutions, alignment.deletions, alignment.insertions, len(ref))
