@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from harness.cache import OutputCache, cache_key, cache_keys
+from harness.checks.basis_common.tables import cells
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.generation import CachedModel
 from harness.metrics.counterfactual import flip_rates
@@ -216,3 +217,17 @@ def test_word_errors_equal_jiwers_on_random_strings(normalise):
         assert word_errors(reference, hypothesis, normalise=normalise) == expected, (reference, hypothesis)
         assert word_errors(reference, hypothesis, normalise=normalise) == expected  # memoised: the same again
     assert any(word_errors_reference(r, h).substitutions and word_errors_reference(r, h).deletions for r, h in pairs)
+
+
+def test_cells_give_what_at_gives():
+    """The BASIS table builders' lookups (:func:`harness.checks.basis_common.tables.cells`) against ``.at``: text
+    (pandas' str dtype and objects), numbers (NumPy scalars, as ``.at`` returns them) and a missing value."""
+    table = pd.DataFrame(
+        {"row": [4, 2, 9], "question": ["Why?", "Ünï", None], "score": [1.5, 2.0, np.nan], "n": [1, 2, 3]}
+    )
+    table["object"] = pd.Series(["a", 3, None], dtype=object)
+    indexed, looked_up = table.set_index("row"), cells(table, ["question", "score", "n", "object"])
+    for row in table["row"]:
+        for column in ("question", "score", "n", "object"):
+            expected, got = indexed.at[row, column], looked_up[column][row]
+            assert type(got) is type(expected) and (got == expected or (pd.isna(got) and pd.isna(expected)))
