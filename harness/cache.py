@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
 import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
 
 from harness.core.files import atomic_write, file_lock
-from harness.core.values import stable_hash
+from harness.core.values import stable_hash, stable_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS outputs (
@@ -55,9 +57,39 @@ EXPORT_FIELDS = ("key", "namespace", "model_fingerprint", "text", "metadata", "c
 
 
 def cache_key(namespace: str, model_fingerprint: str, params: Mapping[str, Any], request: Mapping[str, Any]) -> str:
-    return stable_hash(
-        {"namespace": namespace, "model": model_fingerprint, "params": dict(params), "request": dict(request)}
-    )
+    """``stable_hash({"namespace": namespace, "model": model_fingerprint, "params": dict(params), "request":
+    dict(request)})`` (:func:`harness.core.values.stable_hash`)."""
+    return cache_keys(namespace, model_fingerprint, params, (request,))[0]
+
+
+def cache_keys(
+    namespace: str, model_fingerprint: str, params: Mapping[str, Any], requests: Iterable[Mapping[str, Any]]
+) -> list[str]:
+    """:func:`cache_key` of each of ``requests``, byte for byte, with the part they share hashed once. With sorted
+    keys the hashed text is ``{"model":M,"namespace":N,"params":P,"request":R}``: all before ``R`` is common, so one
+    SHA-256 state fed that prefix is copied per request and fed ``R}`` (:func:`_request_json`)."""
+    head = stable_json({"model": model_fingerprint, "namespace": namespace, "params": dict(params)})
+    common = hashlib.sha256((head[:-1] + ',"request":').encode("utf-8"))
+    keys = []
+    for request in requests:
+        digest = common.copy()
+        digest.update((_request_json(request) + "}").encode("utf-8"))
+        keys.append(digest.hexdigest())
+    return keys
+
+
+def _request_json(request: Mapping[str, Any]) -> str:
+    """``stable_json(dict(request))``. A mapping of text to text or None (a generation request's identity) is written
+    directly: items sorted, each text escaped by ``encode_basestring`` (what ``json``'s encoder calls without
+    ``ensure_ascii``); any other key or value makes that raise ``TypeError``, and the general encoder writes it."""
+    try:
+        fields = [
+            f"{encode_basestring(key)}:{'null' if value is None else encode_basestring(value)}"
+            for key, value in sorted(request.items())
+        ]
+    except TypeError:
+        return stable_json(dict(request))
+    return "{" + ",".join(fields) + "}"
 
 
 class OutputCache:

@@ -40,10 +40,18 @@ def finite_or_none(value: Any) -> float | None:
     return value if np.isfinite(value) else None
 
 
+_STABLE_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def stable_json(payload: Any) -> str:
+    """The JSON text :func:`stable_hash` hashes: ``json.dumps(payload, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False, default=str)``, by one encoder built once (``json.dumps`` builds one per call)."""
+    return _STABLE_JSON.encode(payload)
+
+
 def stable_hash(payload: Any) -> str:
-    """SHA-256 of a JSON rendering with sorted keys: equal payloads hash equal across processes."""
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """SHA-256 (hex) of :func:`stable_json` ``(payload)`` in UTF-8: equal payloads hash equal across processes."""
+    return hashlib.sha256(stable_json(payload).encode("utf-8")).hexdigest()
 
 
 def module_source(module: str) -> str:

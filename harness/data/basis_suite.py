@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import yaml
@@ -96,9 +97,17 @@ class ItemSet:
         return f"{self.metadata_path}, row {row}"
 
     @memoized
+    def _audio_paths(self) -> dict[Any, Any]:
+        """CSV line -> its ``audio`` cell (the first row of the line), built once rather than a scan per line."""
+        paths: dict[Any, Any] = {}
+        for row, path in zip(self.table["row"].tolist(), self.table["audio"].tolist()):
+            paths.setdefault(row, path)
+        return paths
+
+    @memoized
     def audio(self, row: int) -> Audio:
         """The audio of the recording on CSV line ``row``; a failure names the row."""
-        path = self.table.loc[self.table["row"] == row, "audio"].iloc[0]
+        path = self._audio_paths()[row]
         if str(path) in self.audio_hashes:
             return FileAudio(Path(path), self.audio_hashes[str(path)])
         try:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
-from harness.cache import OutputCache, cache_key
+from harness.cache import OutputCache, cache_keys
 from harness.core.values import source_fingerprint, stable_hash
 from harness.extraction.fields import EMPTY, Extraction, extract_fields, extraction_tables
 from harness.tasks.base import Task
@@ -86,7 +86,9 @@ def memoised_extractions(
     empty = Extracted(Extraction({}, EMPTY, task.attribute_names))
     distinct = list(dict.fromkeys(str(answer) for answer in answers if answer is not None and str(answer).strip()))
     identity = {"task": task_identity(task, reads_title=reads_title)}
-    keys = {answer: cache_key(NAMESPACE, fingerprint, identity, {"answer": answer}) for answer in distinct}
+    keys = dict(
+        zip(distinct, cache_keys(NAMESPACE, fingerprint, identity, [{"answer": answer} for answer in distinct]))
+    )
     stored = cache.get_many(list(keys.values())) if cache is not None and keys else {}
     found = {answer: Extracted.from_json(stored[key]) for answer, key in keys.items() if key in stored}
     missing = [answer for answer in distinct if answer not in found]

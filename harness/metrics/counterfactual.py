@@ -126,7 +126,7 @@ def _arm_rows(
     arms_per_recording = rows.groupby("recording")["arm"].nunique()
     unpaired = arms_per_recording.index[arms_per_recording < 2]
     if drop_unpaired:
-        rows, unpaired = rows[~rows["recording"].isin(unpaired)], unpaired[:0]
+        rows, unpaired = rows[rows["recording"].map(arms_per_recording).to_numpy() >= 2], unpaired[:0]
     if len(unpaired) or rows.empty:
         where = f"recording {unpaired[0]!r}" if len(unpaired) else "the table"
         raise ValueError(f"{what}: {where} lacks an answer in one of the arms {list(arms)}")
@@ -236,16 +236,45 @@ def arm_ntvd(
 def flip_rates(table: pd.DataFrame, arms: Sequence[str] = ("identity", "swap")) -> pd.DataFrame:
     """Per attribute: ``recordings`` (answered in both arms with a value of it), ``flipped`` (whose set of values
     differs between the arms; a multi-valued attribute flips when any value does) and ``flip_rate`` (0-1).
-    ``table`` as for :func:`arm_ntvd`."""
+    ``table`` as for :func:`arm_ntvd`; values are compared as text (``str``). With ``V_k(a, r)`` the set of arm
+    ``k``'s values of attribute ``a`` on recording ``r``, over the recordings with both sets non-empty::
+
+        recordings(a) = #{r : V_1(a, r) and V_2(a, r) non-empty}
+        flipped(a)    = #{r : ... and V_1(a, r) != V_2(a, r)},   flip_rate(a) = flipped(a) / recordings(a)
+
+    The sets differ exactly when some distinct ``(a, r, value)`` occurs in one arm only, so no set is built: one
+    pass over integer codes of the rows. Attributes with no such recording are left out; rows sorted by
+    attribute."""
     rows = _arm_rows(table, arms, ("attribute", "value"), "flip_rates", drop_unpaired=True)
-    value_sets = rows.groupby(["attribute", "recording", "arm"])["value"].agg(
-        lambda values: frozenset(map(str, values))
-    )
-    paired = value_sets.unstack("arm").reindex(columns=list(arms)).dropna()
-    flipped = (paired[arms[0]] != paired[arms[1]]).groupby(level="attribute")
-    result = pd.DataFrame({"recordings": flipped.size(), "flipped": flipped.sum().astype(int)})
+    attribute_codes, attributes = pd.factorize(rows["attribute"], sort=True)
+    recording_codes, recordings = pd.factorize(rows["recording"])
+    value_codes, values = _text_codes(rows["value"])
+    arm = (rows["arm"] == arms[1]).to_numpy(dtype=np.intp)
+    pair_codes, pairs = pd.factorize(attribute_codes.astype(np.int64) * len(recordings) + recording_codes)
+    triple_codes, triples = pd.factorize(pair_codes.astype(np.int64) * len(values) + value_codes)
+    in_arm = np.zeros((len(triples), 2), dtype=bool)
+    in_arm[triple_codes, arm] = True
+    has_arm = np.zeros((len(pairs), 2), dtype=bool)
+    has_arm[pair_codes, arm] = True
+    differs = np.zeros(len(pairs), dtype=bool)
+    differs[triples[in_arm[:, 0] != in_arm[:, 1]] // len(values)] = True
+    paired = has_arm.all(axis=1)
+    attribute_of_pair = pairs // len(recordings)
+    counts = np.bincount(attribute_of_pair[paired], minlength=len(attributes))
+    flipped = np.bincount(attribute_of_pair[paired & differs], minlength=len(attributes))
+    present = counts > 0
+    index = attributes.infer_objects()[present].rename("attribute")  # typed as groupby types all its keys
+    result = pd.DataFrame({"recordings": counts[present], "flipped": flipped[present]}, index=index)
     result["flip_rate"] = result["flipped"] / result["recordings"]
     return result
+
+
+def _text_codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize`` of ``str(value)`` per value: equal codes exactly where the text is equal (1 and "1" one
+    value, 1.0 another); a text column is its own text."""
+    if not isinstance(values.dtype, pd.StringDtype):
+        values = np.array([str(value) for value in values.tolist()], dtype=object)
+    return pd.factorize(values)
 
 
 def largest_shifts(distributions: pd.DataFrame, per_attribute: int = 2) -> pd.DataFrame:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-import jiwer
 import numpy as np
 import pandas as pd
+from rapidfuzz.distance import Levenshtein
 
 
 @functools.cache
@@ -51,15 +51,37 @@ class WordErrors:
 
 
 def word_errors(reference: str, hypothesis: str, *, normalise: bool = True) -> WordErrors:
-    """S, D, I of jiwer's minimum-edit alignment of the hypothesis words to the reference words."""
-    ref = (normalise_text(reference) if normalise else str(reference)).split()
-    hyp = (normalise_text(hypothesis) if normalise else str(hypothesis)).split()
+    """S, D, I of jiwer's minimum-edit alignment of the hypothesis words to the reference words (module docstring),
+    memoised per pair of texts: a reference recurs with every clip of its sentence, and a hypothesis often with it."""
+    return _word_errors(str(reference), str(hypothesis), normalise)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _words(text: str, normalise: bool) -> tuple[str, ...]:
+    return tuple((normalise_text(text) if normalise else text).split())
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _word_errors(reference: str, hypothesis: str, normalise: bool) -> WordErrors:
+    """``jiwer.process_words(" ".join(ref), " ".join(hyp))``'s counts, computed as it computes them without its
+    per-call transforms and alignment objects: the words numbered in order of first appearance (reference first),
+    ``rapidfuzz.distance.Levenshtein.opcodes`` of the two number lists, and per opcode ``(tag, i1, i2, j1, j2)``::
+
+        S = sum(i2 - i1 : replace),   D = sum(i2 - i1 : delete),   I = sum(j2 - j1 : insert)
+
+    An empty side is all deletions (empty hypothesis) or all insertions (empty reference)."""
+    ref, hyp = _words(reference, normalise), _words(hypothesis, normalise)
     if not ref:
         return WordErrors(0, 0, len(hyp), 0)
     if not hyp:
         return WordErrors(0, len(ref), 0, len(ref))
-    alignment = jiwer.process_words(" ".join(ref), " ".join(hyp))
-    return WordErrors(alignment.substitutions, alignment.deletions, alignment.insertions, len(ref))
+    numbers: dict[str, int] = {}
+    ref_numbers = [numbers.setdefault(word, len(numbers)) for word in ref]
+    hyp_numbers = [numbers.setdefault(word, len(numbers)) for word in hyp]
+    counts = {"replace": 0, "delete": 0, "insert": 0, "equal": 0}
+    for tag, i1, i2, j1, j2 in Levenshtein.opcodes(ref_numbers, hyp_numbers).as_list():
+        counts[tag] += j2 - j1 if tag == "insert" else i2 - i1
+    return WordErrors(counts["replace"], counts["delete"], counts["insert"], len(ref))
 
 
 def wer_table(table: pd.DataFrame, *, reference: str = "reference", hypothesis: str = "hypothesis") -> pd.DataFrame:

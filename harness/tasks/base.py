@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import string
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from harness.core.answers import Field, FieldsForm
@@ -58,13 +59,14 @@ class Task:
     own larger ``max_new_tokens`` wins); the self-report protocol keeps the model's decoding."""
 
     def template(self, prompts_dir: Path | None = None, protocol: str = PAPER) -> str:
-        """The prompt file of ``protocol``; ``prompts_dir`` (``--prompts DIR``) replaces it where it has the file."""
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"unknown VIBE protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
-        shipped = PROMPTS_DIR / (SELF_REPORT_DIR if protocol == SELF_REPORT else "") / self.prompt_file
-        override = None if prompts_dir is None else Path(prompts_dir) / self.prompt_file
+        """The prompt file of ``protocol``; ``prompts_dir`` (``--prompts DIR``) replaces it where it has the file.
+        Each call looks the file up (one ``stat``, two with ``prompts_dir``) and reads it once per version
+        (:func:`_prompt_text`, keyed by its modification time and size), so a file edited or added between runs is read
+        anew; :meth:`requests` calls it once for many utterances."""
+        override, shipped = _prompt_paths(self.prompt_file, prompts_dir, protocol)
         path = override if override is not None and override.is_file() else shipped
-        return _prompt_text(path, path.stat().st_mtime_ns)
+        version = path.stat()
+        return _prompt_text(path, version.st_mtime_ns, version.st_size)
 
     @functools.cached_property
     def answer_form(self) -> FieldsForm:
@@ -76,26 +78,55 @@ class Task:
         return self.answer_form.block()
 
     def render(self, transcript: str = "", prompts_dir: Path | None = None, protocol: str = PAPER) -> str:
-        return string.Template(self.template(prompts_dir, protocol)).safe_substitute(
-            transcript=transcript, answer_fields=self._answer_block
-        )
+        return self._renderer(prompts_dir, protocol)(transcript=transcript)
+
+    def _renderer(self, prompts_dir: Path | None, protocol: str) -> Callable[..., str]:
+        """``transcript=... -> prompt``: the template of :meth:`template` with ``$answer_fields`` filled in."""
+        template = string.Template(self.template(prompts_dir, protocol))
+        return functools.partial(template.safe_substitute, answer_fields=self._answer_block)
 
     def request(
         self, transcript: str, audio: Audio | None, prompts_dir: Path | None = None, protocol: str = PAPER
     ) -> GenerationRequest:
         """The request for one utterance: a free answer under the paper protocol, the field form under self-report."""
-        return GenerationRequest(
-            prompt=self.render(transcript, prompts_dir, protocol),
-            audio=audio,
-            answer_form=self.answer_form if protocol == SELF_REPORT else None,
-        )
+        return self.requests([transcript], [audio], prompts_dir, protocol)[0]
+
+    def requests(
+        self,
+        transcripts: Iterable[str],
+        audio: Iterable[Audio | None],
+        prompts_dir: Path | None = None,
+        protocol: str = PAPER,
+    ) -> tuple[GenerationRequest, ...]:
+        """:meth:`request` of each (transcript, audio) pair, the prompt file looked up once for them all and each
+        distinct transcript rendered once."""
+        render = self._renderer(prompts_dir, protocol)
+        form = self.answer_form if protocol == SELF_REPORT else None
+        prompts: dict[str, str] = {}
+        requests = []
+        for transcript, clip in zip(transcripts, audio, strict=True):
+            prompt = prompts.get(transcript)
+            if prompt is None:
+                prompt = prompts[transcript] = render(transcript=transcript)
+            requests.append(GenerationRequest(prompt=prompt, audio=clip, answer_form=form))
+        return tuple(requests)
 
     @property
     def attribute_names(self) -> tuple[str, ...]:
         return tuple(attribute.name for attribute in self.attributes)
 
 
+@functools.lru_cache(maxsize=256)
+def _prompt_paths(prompt_file: str, prompts_dir: Path | str | None, protocol: str) -> tuple[Path | None, Path]:
+    """Where ``prompt_file`` of ``protocol`` may be: in ``prompts_dir`` (None without one) and as shipped."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown VIBE protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
+    shipped = PROMPTS_DIR / (SELF_REPORT_DIR if protocol == SELF_REPORT else "") / prompt_file
+    return (None if prompts_dir is None else Path(prompts_dir) / prompt_file), shipped
+
+
 @functools.lru_cache(maxsize=64)
-def _prompt_text(path: Path, modified_ns: int) -> str:
-    """A prompt file's text, read once per version (its modification time is in the key, so an edit is read)."""
+def _prompt_text(path: Path, modified_ns: int, size: int) -> str:
+    """A prompt file's text, read once per version (its modification time and size are in the key, so an edit is
+    read)."""
     return path.read_text(encoding="utf-8").strip()

@@ -3,6 +3,9 @@ mode`` and what the metrics read. The choice table serves both icat and personal
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pandas as pd
 
 from harness.checks.base import CheckContext, per_run_table
@@ -14,6 +17,13 @@ from harness.checks.basis_common.judges import (
 from harness.checks.basis_common.requests import RequestTable, choice_requests, open_requests
 from harness.data.basis_suite import CHOICE_OF_OPTION, ItemSet
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
+
+
+def cells(table: pd.DataFrame, columns: Iterable[str], key: str = "row") -> dict[str, dict[Any, Any]]:
+    """Per column, ``key`` value -> the cell, as ``table.set_index(key).at[value, column]`` gives it: dictionaries
+    for lookups in a loop over answers (an ``.at`` costs microseconds, a dictionary lookup a fraction of one)."""
+    keys = table[key].tolist()
+    return {column: dict(zip(keys, table[column].to_numpy())) for column in columns}
 
 
 def basis_outputs(context: CheckContext, model: str, table: RequestTable, label: str) -> pd.DataFrame:
@@ -31,11 +41,11 @@ def choice_table(context: CheckContext, model: str, set_name: str, mode: str) ->
     """
     item_set = context.basis.item_set(set_name)
     frame = basis_outputs(context, model, choice_requests(item_set, mode), f"basis/{set_name}/{mode}")
-    texts = item_set.table.set_index("row")
+    texts = cells(item_set.table, item_set.option_columns)
     letters, rules, keys = [], [], []
     for record in frame.to_dict(orient="records"):
         order = record["order"].split("|")
-        options = {chr(ord("A") + i): " ".join(texts.at[record["row"], key].split()) for i, key in enumerate(order)}
+        options = {chr(ord("A") + i): " ".join(texts[key][record["row"]].split()) for i, key in enumerate(order)}
         match = match_answer(record["answer"], options)
         letters.append(match.letter)
         rules.append(match.rule)
@@ -52,8 +62,8 @@ def open_personalization_table(context: CheckContext, model: str, set_name: str,
     and ``correct`` (it is the speaker's)."""
     item_set = context.basis.item_set(set_name)
     frame = basis_outputs(context, model, open_requests(item_set, mode), f"basis/{set_name}/{mode}")
-    references = item_set.table.set_index("row")
-    profiles = [{label: references.at[row, label] for label in item_set.labels} for row in frame["row"]]
+    references = cells(item_set.table, item_set.labels)
+    profiles = [{label: references[label][row] for label in item_set.labels} for row in frame["row"]]
     if context.basis_judge is None:
         judged = [rule_style_judge(answer, refs) or UNKNOWN for answer, refs in zip(frame["answer"], profiles)]
     else:
@@ -61,9 +71,9 @@ def open_personalization_table(context: CheckContext, model: str, set_name: str,
         if len(labels) != 2:
             raise ValueError(f"{set_name}: the style judge compares two profiles; the set has {list(labels)}")
         asked = [index for index, answer in enumerate(frame["answer"]) if str(answer).strip()]
+        questions = cells(item_set.table, ("question",))["question"]
         requests = [
-            style_judge_request(references.at[frame["row"][i], "question"], profiles[i], labels, frame["answer"][i])
-            for i in asked
+            style_judge_request(questions[frame["row"][i]], profiles[i], labels, frame["answer"][i]) for i in asked
         ]
         verdicts = context.model(context.basis_judge).generate(requests, label=f"basis/{set_name}/{mode}/judge")
         judged = [UNKNOWN] * len(frame)

@@ -42,7 +42,7 @@ from harness.checks.base import (
     regression_keys,
 )
 from harness.checks.basis_common.stats import N_BOOT, CrossedTest, crossed_group_test, effects_records, frame_records
-from harness.checks.basis_common.tables import choice_table
+from harness.checks.basis_common.tables import cells, choice_table
 from harness.core.modes import SPEECH_IMPLICIT, mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import (
@@ -175,15 +175,13 @@ class IcatCheck(CrossedComparison, Check):
         table = stereotype_answers(context, model, dimension, mode)
         stereotype_of, texts = {}, {}
         for item_set in context.basis.of_kind("stereotype", dimension):
-            texts[item_set.name] = item_set.table.set_index("row")
+            texts[item_set.name] = cells(item_set.table, ("stereotypical", "anti-stereotypical"))
             for record in item_set.table.itertuples(index=False):
                 stereotype_of[(item_set.name, str(record.id), str(record.label))] = " ".join(
                     str(record.stereotypical).split()
                 )
         chosen = [
-            " ".join(str(texts[set_name].at[row, key]).split())
-            if key in ("stereotypical", "anti-stereotypical")
-            else None
+            " ".join(str(texts[set_name][key][row]).split()) if key in ("stereotypical", "anti-stereotypical") else None
             for set_name, row, key in zip(table["set"], table["row"], table["key"])
         ]
         groups = sorted(table["group"].astype(str).unique())

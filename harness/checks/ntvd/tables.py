@@ -24,9 +24,11 @@ def audio_requests(context: CheckContext, corpus_name: str, task_name: str) -> t
     """The task's request for every utterance of the corpus, in corpus order."""
     corpus, task = context.corpora[corpus_name], TASKS[task_name]
     audio = context.corpus_audio(corpus_name)
-    return tuple(
-        task.request(transcript, audio[utterance_id], context.prompts_dir, context.vibe.protocol)
-        for utterance_id, transcript in zip(corpus.table["utterance_id"], corpus.table["transcript"])
+    return task.requests(
+        corpus.table["transcript"].tolist(),
+        [audio[utterance_id] for utterance_id in corpus.table["utterance_id"].tolist()],
+        context.prompts_dir,
+        context.vibe.protocol,
     )
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 from harness.checks.base import CheckContext, per_run_table
 from harness.checks.basis_common.judges import parse_sqa_verdict, rule_qa_judge, sqa_judge_request
 from harness.checks.basis_common.requests import QA_PROMPT, speech_requests
-from harness.checks.basis_common.tables import basis_outputs
+from harness.checks.basis_common.tables import basis_outputs, cells
 from harness.metrics.wer import wer_table
 
 
@@ -29,10 +29,8 @@ def qa_table(context: CheckContext, model: str, set_name: str) -> pd.DataFrame:
     abstention (an empty answer, a verdict off the judge's form) counts as wrong."""
     item_set = context.basis.item_set(set_name)
     frame = basis_outputs(context, model, speech_requests(item_set, QA_PROMPT), f"basis/{set_name}/sqa")
-    gold = item_set.table.set_index("row")
-    items = [
-        (gold.at[row, "question"], gold.at[row, "answer"], answer) for row, answer in zip(frame["row"], frame["answer"])
-    ]
+    gold = cells(item_set.table, ("question", "answer"))
+    items = [(gold["question"][row], gold["answer"][row], answer) for row, answer in zip(frame["row"], frame["answer"])]
     if context.basis_judge is None:
         verdicts = [rule_qa_judge(*item) for item in items]
     else:
