@@ -18,6 +18,7 @@ process), which no re-score can beat; the bench prints the cached run's ratio to
 25 most costly harness functions (cumulative time).
 
     .venv/bin/python benchmarks/bench_cached_rescore.py [--corpus-dir DIR] [--permutations 1000] [--profile FILE]
+    .venv/bin/python benchmarks/bench_cached_rescore.py --long-speakers 12 24   # ~30 s recordings: peak memory per size
 
 ``--corpus-dir`` keeps the synthesized corpus between invocations (espeak-ng takes about 2 minutes for the 6552
 clips on a 2-core machine); without it the corpus is built in a temporary folder. Targets (issue 46): the cached
@@ -40,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import soundfile
 
 from harness.data.cremad_design import EMOTIONS, SENTENCES, SPEAKERS
 
@@ -96,6 +98,59 @@ PROFILED_PYTEST = (
     "import cProfile, sys, pytest; profile = cProfile.Profile(); status = profile.runcall(pytest.main, sys.argv[2:]); "
     "profile.dump_stats(sys.argv[1]); sys.exit(int(status))"
 )
+
+
+# Two passages of about 30 seconds each as espeak-ng reads them at 130 words a minute: the Speech Accent Archive's
+# elicitation paragraph, and the opening of Fairbanks's Rainbow Passage.
+LONG_PASSAGES = (
+    ("stella", "Please call Stella. Ask her to bring these things with her from the store: six spoons of fresh snow "
+     "peas, five thick slabs of blue cheese, and maybe a snack for her brother Bob. We also need a small plastic "
+     "snake and a big toy frog for the kids. She can scoop these things into three red bags, and we will go meet her "
+     "Wednesday at the train station."),
+    ("rainbow", "When the sunlight strikes raindrops in the air, they act as a prism and form a rainbow. The rainbow "
+     "is a division of white light into many beautiful colors. These take the shape of a long round arch, with its "
+     "path high above, and its two ends apparently beyond the horizon. There is, according to legend, a boiling pot "
+     "of gold at one end. People look, but no one ever finds it."),
+)  # fmt: skip
+
+
+def build_long_corpus(folder: Path, speakers: int, seed: int = 0) -> Path:
+    """``speakers`` espeak-ng speakers (half of each gender) each reading both :data:`LONG_PASSAGES` (about 30 s a
+    recording): the corpus on which the arms' memory must not grow with the corpus's size."""
+    manifest = folder / "manifest.csv"
+    if manifest.is_file():
+        return manifest
+    (folder / "audio").mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for position in range(speakers):
+        gender = ("female", "male")[position % 2]
+        speaker = f"L{position + 1:03d}"
+        voice = VOICES[gender][int(rng.integers(len(VOICES[gender])))]
+        pitch = int(rng.integers(*PITCH[gender]))
+        for code, text in LONG_PASSAGES:
+            relative = f"audio/{speaker}_{code}.wav"
+            subprocess.run(["espeak-ng", "-v", f"en-us+{voice}", "-p", str(pitch), "-s", "130", "-w", str(folder / relative), text],
+                           check=True)  # fmt: skip
+            rows.append((f"{speaker}_{code}", relative, speaker, code, text, gender))
+    columns = ["utterance_id", "audio", "speaker_id", "content_id", "transcript", "gender"]
+    pd.DataFrame(rows, columns=columns).to_csv(manifest, index=False)
+    return manifest
+
+
+def long_recordings(sizes: list[int], permutations: int) -> None:
+    """A cold gate run on long-recording corpora of each size: its wall time and peak memory, which must not grow
+    with the number of recordings (the arms are streamed)."""
+    for speakers in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            manifest = build_long_corpus(Path(tmp) / "long", speakers)
+            work = Path(tmp) / "run"
+            work.mkdir()
+            wall_s, cpu_s, rc, line, peak_gb = run_gate(gate_command(manifest, work, permutations, None))
+            seconds = sum(soundfile.info(str(path)).duration for path in (Path(tmp) / "long" / "audio").glob("*.wav"))
+            print(f"long recordings, {speakers} speakers x {len(LONG_PASSAGES)} ({seconds / 60:.0f} min of audio, "
+                  f"{seconds / (2 * speakers):.0f} s a recording): cold {wall_s:.1f}s (CPU {cpu_s:.1f}s), "
+                  f"peak {peak_gb:.2f} GB, exit {rc}  {line}")  # fmt: skip
 
 
 def gate_command(manifest: Path, work: Path, permutations: int, profile: Path | None) -> list[str]:
@@ -173,7 +228,12 @@ def main() -> int:
     parser.add_argument("--permutations", type=int, default=1000)
     parser.add_argument("--profile", type=Path, default=None, help="profile the cached run into this file")
     parser.add_argument("--keep-results", type=Path, default=None, help="copy both runs' results.json here")
+    parser.add_argument("--long-speakers", type=int, nargs="+", default=None,
+                        help="instead: cold runs on corpora of ~30 s recordings with these numbers of speakers")  # fmt: skip
     args = parser.parse_args()
+    if args.long_speakers:
+        long_recordings(args.long_speakers, args.permutations)
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         corpus_dir = args.corpus_dir or Path(tmp) / "cremad"
         started = time.perf_counter()

@@ -10,12 +10,14 @@ model has to hear it.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import hashlib
 import json
 import os
 import stat
+import threading
 from collections.abc import Iterable, Sequence
 from math import gcd
 from pathlib import Path
@@ -194,9 +196,44 @@ def _wav_missing_bytes(path: Path) -> int | None:
     return None
 
 
+class RecentSamples:
+    """Recently read samples by content hash, within ``limit`` bytes (the least recently read go first): what a
+    process keeps of decoded recordings and made arms, so that its memory does not grow with a corpus's size."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.bytes = 0
+        self.entries: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> np.ndarray | None:
+        with self.lock:
+            samples = self.entries.get(key)
+            if samples is not None:
+                self.entries.move_to_end(key)
+            return samples
+
+    def put(self, key: str, samples: np.ndarray) -> None:
+        with self.lock:
+            if key in self.entries or samples.nbytes > self.limit:
+                return
+            self.entries[key] = samples
+            self.bytes += samples.nbytes
+            while self.bytes > self.limit:
+                _, dropped = self.entries.popitem(last=False)
+                self.bytes -= dropped.nbytes
+
+
+RECORDINGS_MEMORY_BYTES = 256 * 2**20
+RECENT_RECORDINGS = RecentSamples(RECORDINGS_MEMORY_BYTES)
+"""The process's recently decoded recordings (:class:`FileAudio`), within :data:`RECORDINGS_MEMORY_BYTES`."""
+
+
 class FileAudio(Audio):
     """The audio of a file whose :attr:`content_hash` is known (memoised by :class:`AudioChecks`): the samples are
-    read (:func:`read_audio`) on first use, so a request whose answer is cached never decodes its file."""
+    read (:func:`read_audio`) when used, so a request whose answer is cached never decodes its file. They are not
+    kept by the object but in :data:`RECENT_RECORDINGS`, so that a corpus's recordings, all read once, do not all
+    stay in memory."""
 
     def __init__(self, path: Path, content_hash: str, sample_rate: int = SAMPLE_RATE):
         object.__setattr__(self, "path", Path(path))
@@ -205,10 +242,10 @@ class FileAudio(Audio):
 
     @property
     def samples(self) -> np.ndarray:  # type: ignore[override]
-        decoded = self.__dict__.get("_samples")
+        decoded = RECENT_RECORDINGS.get(self.content_hash)
         if decoded is None:
             decoded = read_audio(self.path, self.sample_rate).samples
-            object.__setattr__(self, "_samples", decoded)
+            RECENT_RECORDINGS.put(self.content_hash, decoded)
         return decoded
 
     def __repr__(self) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from harness.checks.counterfactual import perceived, tables
 from harness.core.requests import GenerationRequest
+from harness.data.audio import RecentSamples
 from harness.data.voice_transforms import arm_audio
 from harness.gate import Gate, GateConfig, Unmeasured
 
@@ -43,7 +44,7 @@ def counted(monkeypatch):
 
 def forget_arms_in_memory(monkeypatch):
     """Drop the process's memory of arms, so that only the cache's folder can answer for them."""
-    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(arm_audio.MEMORY_BYTES))
+    monkeypatch.setattr(arm_audio, "_MEMORY", RecentSamples(arm_audio.MEMORY_BYTES))
 
 
 def counterfactual_run(cache_dir: Path) -> tuple[Gate, dict[str, tuple]]:

@@ -12,6 +12,7 @@ import pytest
 
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
 from harness.core import parallel
+from harness.data.audio import RecentSamples
 from harness.data.corpus import load_corpus
 from harness.data.voice_transforms import ChangeGenderSettings, arm_audio, get_transform
 from harness.data.voice_transforms.arm_audio import ArmStore, lazy_arm
@@ -36,7 +37,7 @@ def settings():
 @pytest.fixture(autouse=True)
 def fresh_memory(monkeypatch):
     """Each test starts with no arm in the process's memory (other tests' arms would answer for the store)."""
-    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(arm_audio.MEMORY_BYTES))
+    monkeypatch.setattr(arm_audio, "_MEMORY", RecentSamples(arm_audio.MEMORY_BYTES))
 
 
 def arms_of(corpus, settings, store, count, transform="gender_swap"):
@@ -67,7 +68,7 @@ def test_arms_are_made_once_then_read_back_from_their_folder(corpus, settings, t
     assert [f.stem for f in files] == sorted(arm.content_hash for arm in arms)
     made = [arm.samples for arm in arms]
 
-    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(arm_audio.MEMORY_BYTES))
+    monkeypatch.setattr(arm_audio, "_MEMORY", RecentSamples(arm_audio.MEMORY_BYTES))
     again = ArmStore(tmp_path)
     reread = arms_of(corpus, settings, again, 3)
     for before, arm in zip(made, reread):
@@ -82,7 +83,7 @@ def test_a_damaged_arm_file_is_made_again(corpus, settings, tmp_path, monkeypatc
     good = arm.samples.copy()
     path = store.path(arm)
     path.write_bytes(path.read_bytes()[:40])  # cut short
-    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(arm_audio.MEMORY_BYTES))
+    monkeypatch.setattr(arm_audio, "_MEMORY", RecentSamples(arm_audio.MEMORY_BYTES))
     np.testing.assert_array_equal(arm.samples, good)
     assert store.made == 2
 
@@ -93,7 +94,7 @@ def test_the_pool_makes_the_samples_one_process_makes(corpus, settings, tmp_path
     pooled = ArmStore(tmp_path / "pooled")
     pooled.make(arms_of(corpus, settings, pooled, 6), progress=False)
     monkeypatch.setenv("LALM_WORKERS", "1")
-    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(arm_audio.MEMORY_BYTES))
+    monkeypatch.setattr(arm_audio, "_MEMORY", RecentSamples(arm_audio.MEMORY_BYTES))
     single = ArmStore(tmp_path / "single")
     single.make(arms_of(corpus, settings, single, 6))
     pooled_files = {f.name: f.read_bytes() for f in (tmp_path / "pooled").rglob("*.npy")}
@@ -107,7 +108,7 @@ def test_an_arm_keeps_no_samples_and_the_memory_stays_within_its_bound(corpus, s
     arms = arms_of(corpus, settings, store, 8)
     store.make(arms)
     limit = 3 * arms[0].samples.nbytes
-    monkeypatch.setattr(arm_audio, "_MEMORY", arm_audio._Memory(limit))
+    monkeypatch.setattr(arm_audio, "_MEMORY", RecentSamples(limit))
     for arm in arms:
         assert len(arm.samples) > 0
         assert "_samples" not in arm.__dict__ and "samples" not in arm.__dict__
@@ -118,3 +119,16 @@ def test_a_bad_worker_count_is_named(monkeypatch):
     monkeypatch.setenv("LALM_WORKERS", "two")
     with pytest.raises(ValueError, match="LALM_WORKERS='two'"):
         parallel.worker_count()
+
+
+def test_recordings_read_once_are_kept_within_the_process_bound_not_by_each_recording(corpus, monkeypatch):
+    from harness.data import audio as audio_module
+
+    recordings = [corpus.audio(u) for u in corpus.table.index[:8]]
+    limit = 3 * len(recordings[0].samples) * 4
+    monkeypatch.setattr(audio_module, "RECENT_RECORDINGS", RecentSamples(limit))
+    first = [recording.samples.copy() for recording in recordings]
+    for recording, samples in zip(recordings, first):
+        np.testing.assert_array_equal(recording.samples, samples)  # read again where it was dropped: the same
+        assert "_samples" not in recording.__dict__
+    assert audio_module.RECENT_RECORDINGS.bytes <= limit

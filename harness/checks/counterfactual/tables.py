@@ -155,13 +155,15 @@ def vibe_table(context: CheckContext, model: str, corpus_name: str, task_name: s
     budget = task.max_new_tokens if context.vibe.protocol == PAPER else None
     original, _ = extraction(context, model, corpus_name, task_name)
     frames = [_long(arms, original["utterance_id"], ORIGINAL, attribute=original["attribute"].to_numpy(), value=original["value"].to_numpy())]  # fmt: skip
-    table = corpus.table.set_index("utterance_id", drop=False)
+    transcripts = corpus.table["transcript"].astype(str).to_dict()
     for arm in (IDENTITY, SWAP):
         utterances = list(arms.audio[arm])
-        requests = [
-            task.request(str(table.at[u, "transcript"]), arms.audio[arm][u], context.prompts_dir, context.vibe.protocol)
-            for u in utterances
-        ]
+        requests = task.requests(
+            [transcripts[u] for u in utterances],
+            [arms.audio[arm][u] for u in utterances],
+            context.prompts_dir,
+            context.vibe.protocol,
+        )
         outputs = context.outputs(model, requests, f"{corpus_name}/{task_name} {arm} arm", max_new_tokens=budget)
         answers = pd.concat([pd.DataFrame({"utterance_id": utterances}), outputs], axis=1)
         if context.extractor is None:
@@ -179,13 +181,13 @@ def wer_table(context: CheckContext, model: str, corpus_name: str, dimension: st
     recording, arm, source_group, errors`` (S + D + I) and ``words`` (reference words)."""
     arms = corpus_arms(context, corpus_name, dimension)
     transcriber, prompt = context.transcriber(model)
-    references = context.corpora[corpus_name].table.set_index("utterance_id", drop=False)["transcript"]
+    references = context.corpora[corpus_name].table["transcript"].astype(str).to_dict()
     frames = []
     for arm in ARMS:
         utterances = list(arms.audio[arm])
         requests = [GenerationRequest(prompt, arms.audio[arm][u]) for u in utterances]
         outputs = context.outputs(transcriber, requests, f"{corpus_name}/transcription {arm} arm")
-        scored = [word_errors(str(references[u]), str(h)) for u, h in zip(utterances, outputs["answer"])]
+        scored = [word_errors(references[u], str(h)) for u, h in zip(utterances, outputs["answer"])]
         frames.append(
             _long(
                 arms,

@@ -18,12 +18,10 @@ the recipe), and :meth:`ArmAudio.prepare_many` lets the output cache make the ar
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import os
 import tempfile
-import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -32,7 +30,7 @@ import numpy as np
 from harness.core.parallel import map_in_processes
 from harness.core.requests import Audio
 from harness.core.values import stable_hash
-from harness.data.audio import FileAudio, read_audio
+from harness.data.audio import FileAudio, RecentSamples, read_audio
 from harness.data.voice_transforms import ChangeGenderSettings, VoiceTransform, _remember_source, get_transform
 
 ARM_FOLDER = "arms"
@@ -98,34 +96,7 @@ def lazy_arm(transform: VoiceTransform, source: Audio, source_group: str, settin
     return arm
 
 
-class _Memory:
-    """The process's recently read arm samples, by content hash, within :data:`MEMORY_BYTES`."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.bytes = 0
-        self.entries: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key: str) -> np.ndarray | None:
-        with self.lock:
-            samples = self.entries.get(key)
-            if samples is not None:
-                self.entries.move_to_end(key)
-            return samples
-
-    def put(self, key: str, samples: np.ndarray) -> None:
-        with self.lock:
-            if key in self.entries or samples.nbytes > self.limit:
-                return
-            self.entries[key] = samples
-            self.bytes += samples.nbytes
-            while self.bytes > self.limit:
-                _, dropped = self.entries.popitem(last=False)
-                self.bytes -= dropped.nbytes
-
-
-_MEMORY = _Memory(MEMORY_BYTES)
+_MEMORY = RecentSamples(MEMORY_BYTES)
 
 
 class ArmStore:
