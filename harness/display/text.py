@@ -103,7 +103,8 @@ def decision_line(decision: Any, passed: bool, magnitude_rule: str | None) -> st
     view's effect in words (:attr:`harness.checks.view.CheckView.magnitude_rule`). The rule is the decision's
     ``rule``: ``magnitude`` (the effect alone), ``significance`` (the p-value alone) or ``both``; the number is
     the adjusted p where there is one (``BH q`` under the ``q-value`` rule), else the raw p, and "not estimable"
-    where the decision could not be made. None without a decision."""
+    where the decision could not be made; under ``both`` a case within its bar is never tested against alpha, so it
+    reads "within the bar", not its adjusted p of 1. None without a decision."""
     if not decision:
         return None
     fields = decision if isinstance(decision, Mapping) else decision.to_json()
@@ -124,6 +125,8 @@ def decision_line(decision: Any, passed: bool, magnitude_rule: str | None) -> st
         decided_by = "not estimable"
     elif rule == "magnitude":
         decided_by = "beyond the threshold" if fields.get("relevant") else "within the threshold"
+    elif rule == "both" and magnitude_rule and fields.get("relevant") is False:
+        decided_by = "within the bar, not tested against alpha"  # its adjusted p is 1 by construction (issue 47)
     else:
         decided_by = f"{name} = {p_text(number)}"
     return f"fails when {condition}: {decided_by} → {'pass' if passed else 'FAIL'}"
