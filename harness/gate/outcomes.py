@@ -34,6 +34,8 @@ from harness.core.errors import CaseNotMeasured, ModelError, ServerError
 from harness.data import CorpusError
 from harness.data.audio import AudioError
 from harness.data.basis_suite import BasisError
+from harness.display.text import cause_where
+from harness.gate.roles import Role
 from harness.records import SPOT_CHECK, Record
 from harness.results import Summary
 from harness.thresholds import ThresholdsError
@@ -56,36 +58,53 @@ CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
 @dataclasses.dataclass(frozen=True)
 class Cause:
     """Why a case was not measured: ``kind`` (one of :data:`CAUSE_KINDS`), ``source`` (the URL, file, spec or
-    key at fault, when known) and the error's one-line ``message``."""
+    key at fault, when known) and the error's one-line ``message``. Where the cause lies with a model the run uses
+    to measure the case rather than the model under test (:mod:`harness.gate.roles`), ``role`` names it
+    ("extractor", "judge", "perceiver", ...), ``spec`` is its spec and ``set_by`` the option or setting that chose
+    it ("--extractor")."""
 
     kind: str
     source: str | None
     message: str
+    role: str | None = None
+    spec: str | None = None
+    set_by: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
         """Cases with equal keys share one cause: the kind and the source (the message where no source is known)."""
         return self.kind, self.source if self.source is not None else self.message
 
+    @property
+    def where(self) -> str:
+        """Where the cause lies, in words (:func:`harness.display.text.cause_where`)."""
+        return cause_where(self.as_dict())
+
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The results.json ``cause``: kind, source and message, and the role's fields where it has one."""
+        fields = dataclasses.asdict(self)
+        return fields if self.role else {key: fields[key] for key in ("kind", "source", "message")}
 
 
-def cause_of(error: BaseException, model: str | None = None) -> Cause:
+def cause_of(error: BaseException, model: str | None = None, role: Role | None = None) -> Cause:
     """The :class:`Cause` of an exception raised while a case was measured; ``model`` (the case's spec) is the
-    source of a model error that names none."""
+    source of a model error that names none, or, where the error lies with a helper model (``role``:
+    :func:`harness.gate.roles.blamed_role`), that model's spec."""
     message = " ".join(str(error).split()) or type(error).__name__
     source = getattr(error, "source", None)
+    helper = {} if role is None else {"role": role.name, "spec": role.spec, "set_by": role.set_by}
+    if role is not None:
+        model = role.spec
     if isinstance(error, ServerError):
-        return Cause("server", source or model, message)
+        return Cause("server", source or model, message, **helper)
     if isinstance(error, ModelError):
-        return Cause("model", source or model, message)
+        return Cause("model", source or model, message, **helper)
     if isinstance(error, (CacheError, sqlite3.Error)):
         return Cause("cache", source, message)
     if isinstance(error, ThresholdsError):
         return Cause("config", source, message)
     if isinstance(error, (CorpusError, AudioError, BasisError, CaseNotMeasured)):
-        return Cause("input", source, message)
+        return Cause("input", source, message, **helper)
     return Cause("internal", None, f"{type(error).__name__}: {message}")
 
 

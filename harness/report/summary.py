@@ -14,7 +14,16 @@ from typing import Any
 from harness.checks import CHECKS, check_part
 from harness.display.decisions import WITHIN_THE_BAR, measure_values, release_test
 from harness.display.plots import interval_estimable
-from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number, p_text
+from harness.display.text import (
+    case_anchor,
+    cause_where,
+    ci_words,
+    decision_text,
+    floor_lines,
+    fmt_number,
+    p_text,
+    without_case_id,
+)
 from harness.records import RULE_JUDGES, SPOT_CHECK, CaseRecord, Decision, Record, UnmeasuredRecord
 from harness.results import RunResults
 
@@ -111,11 +120,14 @@ def closeness(record: CaseRecord) -> tuple[bool, float, float]:
 
 
 def cause_text(record: UnmeasuredRecord) -> str:
+    """ "model error (the perceiver sim:fair set by --perceiver): ...": where the cause lies
+    (:func:`harness.display.text.cause_where`) and why, the case's own id left out (the line names the case)."""
     cause = getattr(record, "cause", None) or {}
     if not cause:
-        return record.message
-    source = f" ({cause['source']})" if cause.get("source") else ""
-    return f"{cause.get('kind', 'unknown')} error{source}: {cause.get('message') or record.message}"
+        return without_case_id(record.message, record.id)
+    where = cause_where(cause).split(", ", 1)
+    detail = f" ({where[1]})" if len(where) > 1 else ""
+    return f"{where[0]} error{detail}: {without_case_id(cause.get('message') or record.message, record.id)}"
 
 
 def case_line(record: Record, status: str) -> dict[str, Any]:
