@@ -128,14 +128,20 @@ EPILOG = """exit status: 0 every row answered; 1 some row failed or is left; 2 a
 read; 4 a setup problem found before anything is written (an optional extra this installation lacks: pyarrow for
 any plan, ray[data] for --ray, the hf or vllm extra for the plan's models).
 
-example: lalm-fairness-generate --plan plan.parquet --out round1.jsonl.gz --ray auto --workers 2"""
+For example, on a Ray cluster this machine joined (`ray start --address HEAD:6379`):
+
+  lalm-fairness-generate --plan plan.parquet --out round1.jsonl.gz --ray auto --workers 2"""
 
 HELP_WIDTH = 79
 
 
 def paragraphs(text: str) -> str:
-    """``text``'s paragraphs, each filled to :data:`HELP_WIDTH` columns (argparse keeps the blank lines between)."""
-    return "\n\n".join(textwrap.fill(" ".join(part.split()), HELP_WIDTH) for part in text.split("\n\n"))
+    """``text``'s paragraphs, each filled to :data:`HELP_WIDTH` columns (argparse keeps the blank lines between); an
+    indented one (a command) is kept as it is."""
+    return "\n\n".join(
+        part if part.startswith(" ") else textwrap.fill(" ".join(part.split()), HELP_WIDTH)
+        for part in text.split("\n\n")
+    )
 
 
 EXIT_SETUP = 4
