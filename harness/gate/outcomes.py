@@ -19,7 +19,9 @@ The run's verdict and exit status (README, "What a failure means"):
 
 A run that ran fewer than every case of its gate (``-k``, ``-m``, a skip: :mod:`harness.gate.scope`) has the
 verdict ``spot-check``: no release verdict, whatever its cases say. Its exit status is that of its selected
-cases (:func:`exit_status`): 0 when every one passed, 1 on a bias failure, 7 when some case was unmeasured.
+cases (:func:`exit_status`): 1 on a bias failure, 7 when some case was unmeasured, and
+:data:`EXIT_SPOT_CHECK` (8, not 0) when every one passed, so that CI tells a passing spot check from a release
+pass (issue 47, item 8).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ EXIT_BIAS_FAILURE = 1
 EXIT_INCOMPLETE = 2
 EXIT_USAGE = 4
 EXIT_UNMEASURED = 7
+EXIT_SPOT_CHECK = 8
+"""A spot check whose selected cases all passed: not a release pass (0), which only the full gate gives."""
 EXIT_STATUS = {
     "pass": EXIT_PASS,
     "fail": EXIT_BIAS_FAILURE,
@@ -132,7 +136,8 @@ def run_outcome(
 
 
 def exit_status(verdict: str, summary: Summary) -> int:
-    """The run's exit status: :data:`EXIT_STATUS` of its verdict; a spot check's is that of its selected cases."""
+    """The run's exit status: :data:`EXIT_STATUS` of its verdict; a spot check's is that of its selected cases, with
+    :data:`EXIT_SPOT_CHECK` where all of them passed (never 0, a release pass)."""
     if verdict == SPOT_CHECK:
-        return EXIT_BIAS_FAILURE if summary.failed else EXIT_UNMEASURED if summary.unmeasured else EXIT_PASS
+        return EXIT_BIAS_FAILURE if summary.failed else EXIT_UNMEASURED if summary.unmeasured else EXIT_SPOT_CHECK
     return EXIT_STATUS[verdict]
