@@ -115,6 +115,11 @@ def absolute_test(
         )
         if part
     )
+    if rule == "both" and not fields.get("relevant"):
+        # Under "both" a contrast within its bar is never tested against alpha: its adjusted p (1) says nothing,
+        # and whether its p could be computed does not matter either.
+        untested = None if raw_p is None else f"p {p_text(raw_p)}, not tested against alpha"
+        return TestWords(ABSOLUTE_TEST, WITHIN_THE_BAR, "; ".join(p for p in (value, bar, untested) if p))
     if fields.get("estimable") is False:
         reason = fields.get("reason")
         return TestWords(ABSOLUTE_TEST, "not estimable", "; ".join(p for p in (value, reason) if p))
@@ -124,10 +129,6 @@ def absolute_test(
     if rule in ("significance", "ci", "q-value"):
         outcome = "significant" if not passed else "not significant"
         return TestWords(ABSOLUTE_TEST, outcome, "; ".join(p for p in (value, tested) if p))
-    if not fields.get("relevant"):
-        # Under "both" a contrast within its bar is never tested against alpha: its adjusted p (1) says nothing.
-        untested = None if raw_p is None else f"p {p_text(raw_p)}, not tested against alpha"
-        return TestWords(ABSOLUTE_TEST, WITHIN_THE_BAR, "; ".join(p for p in (value, bar, untested) if p))
     outcome = "beyond the bar, significant" if fields.get("significant") else "beyond the bar, not significant"
     return TestWords(ABSOLUTE_TEST, outcome, "; ".join(p for p in (value, bar, tested) if p))
 

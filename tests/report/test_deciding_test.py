@@ -166,3 +166,19 @@ def test_the_all_cases_table_shows_the_deciding_estimate_and_the_floor_under_its
     table = re.search(r'<h2 id="all-cases">.*?</table>', html, re.S).group(0)
     assert '<td class="num">84.38<br><small>female - male</small></td>' in table
     assert "57.81" not in table and "min_accuracy 57.8 vs floor 0.0: met" in table
+
+
+def test_a_contrast_within_its_bar_whose_test_cannot_reach_alpha_still_reads_within_the_bar():
+    """The stereotype counterfactual case: a shift of -1.04 within its bar of 20, its test unable to reach the
+    corrected alpha (not estimable). Within the bar decides; the unreachable test is no news beside a pass."""
+    untestable = decision(-1.04, 1.0, 1.0, relevant=False) | {
+        "p": None,
+        "p_adjusted": None,
+        "contrasts": [],
+        "estimable": False,
+        "reason": "cannot reach the corrected alpha 0.000581 (...)",
+        "label": None,
+        "estimate": None,
+    }
+    words = absolute_test(untestable, True, "|stereotype share change| > 20 points")
+    assert words.text() == "absolute test: within the bar (fails when |stereotype share change| > 20 points)"
