@@ -182,3 +182,12 @@ def test_a_contrast_within_its_bar_whose_test_cannot_reach_alpha_still_reads_wit
     }
     words = absolute_test(untestable, True, "|stereotype share change| > 20 points")
     assert words.text() == "absolute test: within the bar (fails when |stereotype share change| > 20 points)"
+
+
+def test_the_ci_summary_reads_within_the_bar_beside_a_regression_not_adjusted_p_1():
+    from harness.report.ci_summary import render_summary
+
+    data = results_json([regressed_within_its_bar()])
+    data["metadata"]["baseline"] = {"source": "runs/1.2/results.json", "model": "sim:fair"}
+    (row,) = [line for line in render_summary(parse_results(data)).splitlines() if "candidate_review" in line]
+    assert "| within the bar |" in row and "adjusted p = 1 " not in row and "+10.8 (adjusted p = 0.000185" in row
