@@ -13,7 +13,8 @@ loads once and a batch's duplicates are asked once; rows of namespace ``embeddin
 embedding of a text, computed from the same weights (:func:`harness.semantic.planned_embedding_entries`). After each
 model and decoding, every answered row of the plan is written to ``--out`` (atomically). Rerun on the same ``--out``,
 it skips the keys already there. It ends with the counts of rows done, failed and left; exit 0 when none failed or
-is left, 1 otherwise, 2 for a plan or output that cannot be read.
+is left, 1 otherwise, 2 for a plan or output that cannot be read, 4 (before anything is written) for an optional
+extra this installation lacks: pyarrow for any plan, ray for ``--ray``, a planned model's backend extra.
 
 With ``--ray``, the rows are answered on a Ray cluster through Ray Data (:mod:`harness.ray_generate`): ``--workers``
 actors per model, each holding the model's tensor x pipeline parallel degree of GPUs where the cluster has GPUs,
@@ -27,12 +28,14 @@ import functools
 import json
 import sys
 import tempfile
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.cache import CacheError, OutputCache
 from harness.core.errors import ModelError
 from harness.generation import CachedModel
+from harness.models import missing_extra, missing_packages
 from harness.plan import (
     EMBEDDING_NAMESPACE,
     FillCounts,
@@ -112,17 +115,82 @@ def fill(
     return counts
 
 
+HELP = """Fill a plan written by `pytest ... --plan PLAN` with the project's own backends, into a cache export
+(JSON lines, gzip) that the gate reads with --import-cache FILE --offline.
+
+Each model of the plan is built from its row's spec and option block and must have the plan's fingerprint; each
+row's request must hash to the row's key (an edited row, or one planned by another version, is refused, naming
+it). Answers are written to --out after each model and decoding; rerun on the same --out to skip the keys it
+already holds. With --ray, the rows are answered on a Ray cluster through Ray Data: --workers actors per model,
+each claiming the model's GPUs and the --resources given."""
+
+EPILOG = """exit status: 0 every row answered; 1 some row failed or is left; 2 a plan or output that cannot be
+read; 4 a setup problem found before anything is written (an optional extra this installation lacks: pyarrow for
+any plan, ray[data] for --ray, the hf or vllm extra for the plan's models).
+
+For example, on a Ray cluster this machine joined (`ray start --address HEAD:6379`):
+
+  lalm-fairness-generate --plan plan.parquet --out round1.jsonl.gz --ray auto --workers 2"""
+
+HELP_WIDTH = 79
+
+
+def paragraphs(text: str) -> str:
+    """``text``'s paragraphs, each filled to :data:`HELP_WIDTH` columns (argparse keeps the blank lines between); an
+    indented one (a command) is kept as it is."""
+    return "\n\n".join(
+        part if part.startswith(" ") else textwrap.fill(" ".join(part.split()), HELP_WIDTH)
+        for part in text.split("\n\n")
+    )
+
+
+EXIT_SETUP = 4
+"""A setup problem found before anything is written (as the gate's usage error)."""
+
+
+def missing_extras(args: argparse.Namespace, rows: Sequence[PlannedRequest] | None = None) -> str | None:
+    """What this installation lacks for the fill (issue 47, item 5), or None: pyarrow to read any plan
+    (``[plan]``), ray to fill with ``--ray`` (``[ray]``), and each planned model's backend extra
+    (:func:`harness.models.missing_extra`). Asked before the plan is read (``rows`` None) and once it is."""
+    if rows is None:
+        if missing_packages(["pyarrow"]):
+            return f"--plan {args.plan}: a plan is a Parquet file and pyarrow is not installed: pip install 'lalm-fairness[plan]'"
+        if args.ray and missing_packages(["ray"]):
+            return f"--ray {args.ray}: ray is not installed: pip install 'lalm-fairness[ray]'"
+        return None
+    for spec in dict.fromkeys(row.spec for row in rows):
+        reason = missing_extra(spec)
+        if reason:
+            return f"{args.plan}: the plan's model {spec}: {reason}"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lalm-fairness-generate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="lalm-fairness-generate",
+        description=paragraphs(HELP),
+        epilog=paragraphs(EPILOG),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--plan", required=True, metavar="PATH", help="a plan written by pytest ... --plan PATH")
     parser.add_argument("--out", required=True, metavar="FILE", help="the cache export to write (JSONL.gz)")
     parser.add_argument("--shard", default=None, metavar="i/N", help="fill only the i-th of N disjoint parts")
     parser.add_argument("--cache-dir", default=None, metavar="DIR", help="the output cache to generate through")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.add_argument("--ray", default=None, metavar="ADDRESS", help="fill on a Ray cluster (an address, or auto)")
+    parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="fill on a Ray cluster: its head's address (HOST:6379), or auto for the cluster this machine joined "
+        "with `ray start`",
+    )
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="with --ray: actors per model (default 1)")
     parser.add_argument("--resources", default=None, metavar="JSON", help="with --ray: custom resources per actor")
     args = parser.parse_args(argv)
+    missing = missing_extras(args)
+    if missing:
+        print(f"ERROR: lalm-fairness-generate: {missing}", file=sys.stderr)
+        return EXIT_SETUP
     try:
         rows = read_plan(args.plan)
         if args.shard:
@@ -130,6 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (PlanError, ValueError) as exc:
         print(f"lalm-fairness-generate: {exc}", file=sys.stderr)
         return 2
+    missing = missing_extras(args, rows)
+    if missing:
+        print(f"ERROR: lalm-fairness-generate: {missing}", file=sys.stderr)
+        return EXIT_SETUP
     with tempfile.TemporaryDirectory(prefix="lalm-generate-") as scratch:
         cache = OutputCache(args.cache_dir or scratch)
         try:

@@ -38,6 +38,23 @@ from typing import Any
 
 import yaml
 
+TYPE_WORDS = {
+    bool: "true or false",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "a list",
+    dict: "a mapping",
+}
+"""A threshold value's type in the words of an error ("tau = 'ten' is not an integer")."""
+
+
+def type_words(types: tuple[type, ...]) -> str:
+    """What a value of ``types`` is, in words: "a number" for int or float, "an integer", "a string", ..."""
+    if float in types:
+        return "a number"
+    return " or ".join(dict.fromkeys(TYPE_WORDS.get(kind, f"a {kind.__name__}") for kind in types))
+
 
 class ThresholdsError(ValueError):
     """The thresholds file is invalid; the message names the file and the key path."""
@@ -263,7 +280,7 @@ class Thresholds:
                 self._fail(f"{path}: unknown key {name!r}", sorted(schema.keys))
             key = schema.keys[name]
             if isinstance(value, bool) != (bool in key.types) or not isinstance(value, key.types):
-                raise ThresholdsError(f"{self.source}: {path}.{name} = {value!r} is not a {key.types[0].__name__}")
+                raise ThresholdsError(f"{self.source}: {path}.{name} = {value!r} is not {type_words(key.types)}")
             problem = key.problem(value)
             if problem:
                 raise ThresholdsError(f"{self.source}: {path}.{name} = {value!r} {problem}")

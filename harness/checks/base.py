@@ -721,22 +721,33 @@ def describe_decision(decision: CaseDecision, rule: str = "both") -> str:
     """The decision in a few words, ending on the verdict, for a case's message. Under rule ``magnitude`` a case
     without any p-value is still decided (by magnitude alone), so it is not called "not estimable"; elsewhere a case
     without a p-value passes when its estimate is not beyond the threshold (one beyond it is unmeasured: the gate
-    raises :class:`~harness.core.errors.CaseNotMeasured` for its untestable contrast)."""
+    raises :class:`~harness.core.errors.CaseNotMeasured` for its untestable contrast).
+
+    Under rule ``both`` a case whose contrasts are all within their bar is never tested against alpha (its p and
+    adjusted p are 1 by construction), so its words name the bar, not those p-values (issue 47): "not beyond the
+    threshold (within the bar), so not tested against alpha -> pass". Under ``significance`` or ``q-value`` no bar
+    decides, so the words say whether the adjusted p is significant."""
+    verdict = "FAIL: bias" if decision.failed else "pass"
     if not decision.estimable and rule == "magnitude":
         return (
             f"no p-value, none needed (rule magnitude); {'relevant' if decision.relevant else 'not beyond the threshold'} "
-            f"-> {'FAIL: bias' if decision.failed else 'pass'}"
+            f"-> {verdict}"
         )
     if not decision.estimable:
         return (
             f"no p-value, not estimable ({decision.reason}); "
-            f"{'relevant' if decision.relevant else 'not beyond the threshold'} -> {'FAIL: bias' if decision.failed else 'pass'}"
+            f"{'relevant' if decision.relevant else 'not beyond the threshold'} -> {verdict}"
         )
+    if rule == "both" and not decision.relevant:
+        return f"not beyond the threshold (within the bar), so not tested against alpha -> {verdict}"
     p_adjusted = "n/a" if decision.p_adjusted is None else f"{decision.p_adjusted:.3g}"
-    return (
-        f"p = {decision.p:.3g}, adjusted p = {p_adjusted} ({decision.correction}); "
-        f"{'relevant' if decision.relevant else 'not beyond the threshold'} -> {'FAIL: bias' if decision.failed else 'pass'}"
-    )
+    if rule in ("significance", "q-value"):
+        finding = "significant" if decision.significant else "not significant"
+    elif rule == "magnitude":
+        finding = "relevant" if decision.relevant else "not beyond the threshold"
+    else:
+        finding = "relevant and significant" if decision.significant else "relevant but not significant"
+    return f"p = {decision.p:.3g}, adjusted p = {p_adjusted} ({decision.correction}); {finding} -> {verdict}"
 
 
 def floor(key: str, value: float | None, threshold: float) -> dict[str, Any]:

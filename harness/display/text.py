@@ -103,7 +103,8 @@ def decision_line(decision: Any, passed: bool, magnitude_rule: str | None) -> st
     view's effect in words (:attr:`harness.checks.view.CheckView.magnitude_rule`). The rule is the decision's
     ``rule``: ``magnitude`` (the effect alone), ``significance`` (the p-value alone) or ``both``; the number is
     the adjusted p where there is one (``BH q`` under the ``q-value`` rule), else the raw p, and "not estimable"
-    where the decision could not be made. None without a decision."""
+    where the decision could not be made; under ``both`` a case within its bar is never tested against alpha, so it
+    reads "within the bar", not its adjusted p of 1. None without a decision."""
     if not decision:
         return None
     fields = decision if isinstance(decision, Mapping) else decision.to_json()
@@ -124,6 +125,30 @@ def decision_line(decision: Any, passed: bool, magnitude_rule: str | None) -> st
         decided_by = "not estimable"
     elif rule == "magnitude":
         decided_by = "beyond the threshold" if fields.get("relevant") else "within the threshold"
+    elif rule == "both" and magnitude_rule and fields.get("relevant") is False:
+        decided_by = "within the bar, not tested against alpha"  # its adjusted p is 1 by construction (issue 47)
     else:
         decided_by = f"{name} = {p_text(number)}"
     return f"fails when {condition}: {decided_by} → {'pass' if passed else 'FAIL'}"
+
+
+def cause_where(cause: Mapping[str, Any]) -> str:
+    """Where an unmeasured case's cause lies, in words: its kind, then the helper model it lies with and the option
+    that set it (issue 47: "model, the extractor vllm:Qwen/Qwen3-8B set by --extractor"), else its source (a spec,
+    URL, file or key), e.g. "server, http://127.0.0.1:9/v1"."""
+    where = str(cause.get("kind") or "unknown")
+    role, spec, source = cause.get("role"), cause.get("spec"), cause.get("source")
+    if role:
+        where += f", the {role} {spec}" + (f" set by {cause['set_by']}" if cause.get("set_by") else "")
+        if source and source != spec:
+            where += f" ({source})"
+    elif source:
+        where += f", {source}"
+    return where
+
+
+def without_case_id(message: str, case_id: str | None) -> str:
+    """``message`` less a leading "<case id>: " where the case's id is shown beside it already (an unmeasured
+    line of the terminal, the report or pytest's error header names the case once)."""
+    prefix = f"{case_id}: " if case_id else None
+    return message[len(prefix) :] if prefix and message.startswith(prefix) else message

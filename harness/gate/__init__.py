@@ -20,6 +20,7 @@ from harness.checks import all_checks, get_check
 from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, unsupported, with_floor_changes
 from harness.core.errors import ModelError
 from harness.core.files import portable_path, portable_source
+from harness.display.text import without_case_id
 from harness.extraction.validation import annotation_sample, export_annotation_sample
 from harness.gate.audio_floor import AUDIO_FLOOR_SCHEMA, AUDIO_FLOOR_SECTION, AudioFloorRule, AudioFloorSettings
 from harness.gate.baseline import check_baseline_cases
@@ -35,6 +36,7 @@ from harness.gate.config import (
 )
 from harness.gate.context import RunContext
 from harness.gate.outcomes import Cause, cause_of
+from harness.gate.roles import blamed_role, run_roles
 from harness.models import build_backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
@@ -128,7 +130,7 @@ class Gate:
         try:
             return self.verdict(case)
         except Exception as error:
-            cause = cause_of(error, case.model)
+            cause = cause_of(error, case.model, blamed_role(error, case.model, run_roles(self.context)))
             first = self._causes.setdefault(cause.key, case.id)
             return Unmeasured(case, cause, None if first == case.id else first, error)
 
@@ -425,10 +427,12 @@ class Unmeasured:
 
     @property
     def message(self) -> str:
-        where = f"{self.cause.kind}" + (f", {self.cause.source}" if self.cause.source else "")
+        """ "not measured (<where>): <why>", the case's own id left out of the why (the record and pytest's error
+        header name the case)."""
+        where = self.cause.where
         if self.first_case is not None:
             return f"not measured ({where}): same cause as case {self.first_case}"
-        return f"not measured ({where}): {self.cause.message}"
+        return f"not measured ({where}): {without_case_id(self.cause.message, self.case.id)}"
 
     def record(self, nodeid: str | None = None) -> UnmeasuredRecord:
         return unmeasured_record(self.case, self.message, self.cause, nodeid)
@@ -461,13 +465,7 @@ def validate_models(config: GateConfig) -> None:
     URL, option, decoding parameter or ``chunk_size``, or (unless ``--offline``) a model this machine cannot load
     (:meth:`~harness.models.base.Backend.unavailable`), stops the run before any case, naming the spec and the
     ``--model-config`` file."""
-    for spec in dict.fromkeys(
-        [
-            *config.models,
-            *(spec for spec in (config.judge, config.extractor) if spec and spec != RULES),
-            *([] if config.perceiver == DEFAULT_PERCEIVER else [config.perceiver]),
-        ]
-    ):
+    for spec, option in named_models(config).items():
         try:
             options, _, _ = model_settings(config, spec)
             backend = build_backend(spec, options)
@@ -482,7 +480,25 @@ def validate_models(config: GateConfig) -> None:
                 if config.model_options_source and spec in config.model_options
                 else ""
             )
-            raise ModelError(f"{where}{error}", source=error.source) from None
+            named = "" if option == "--model" else f"{option} {spec}: "
+            raise ModelError(f"{named}{where}{error}", source=error.source) from None
+
+
+def named_models(config: GateConfig) -> dict[str, str]:
+    """Every model spec the run names, with the option that named it (``--model`` first: a spec that is both a
+    model under test and, say, the judge is the model's): the models under test, ``--judge``, ``--extractor``,
+    ``--basis-judge`` and ``--perceiver`` (not the field reader ``rules`` nor the default perceiver)."""
+    named = {spec: "--model" for spec in config.models}
+    helpers = (
+        (config.judge, "--judge"),
+        (config.extractor, "--extractor"),
+        (config.basis_judge, "--basis-judge"),
+        (None if config.perceiver == DEFAULT_PERCEIVER else config.perceiver, "--perceiver"),
+    )
+    for spec, option in helpers:
+        if spec and spec != RULES:
+            named.setdefault(spec, option)
+    return named
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,9 @@ The run's verdict and exit status (README, "What a failure means"):
 
 A run that ran fewer than every case of its gate (``-k``, ``-m``, a skip: :mod:`harness.gate.scope`) has the
 verdict ``spot-check``: no release verdict, whatever its cases say. Its exit status is that of its selected
-cases (:func:`exit_status`): 0 when every one passed, 1 on a bias failure, 7 when some case was unmeasured.
+cases (:func:`exit_status`): 1 on a bias failure, 7 when some case was unmeasured, and
+:data:`EXIT_SPOT_CHECK` (8, not 0) when every one passed, so that CI tells a passing spot check from a release
+pass (issue 47, item 8).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from harness.core.errors import CaseNotMeasured, ModelError, ServerError
 from harness.data import CorpusError
 from harness.data.audio import AudioError
 from harness.data.basis_suite import BasisError
+from harness.display.text import cause_where
+from harness.gate.roles import Role
 from harness.records import SPOT_CHECK, Record
 from harness.results import Summary
 from harness.thresholds import ThresholdsError
@@ -43,6 +47,8 @@ EXIT_BIAS_FAILURE = 1
 EXIT_INCOMPLETE = 2
 EXIT_USAGE = 4
 EXIT_UNMEASURED = 7
+EXIT_SPOT_CHECK = 8
+"""A spot check whose selected cases all passed: not a release pass (0), which only the full gate gives."""
 EXIT_STATUS = {
     "pass": EXIT_PASS,
     "fail": EXIT_BIAS_FAILURE,
@@ -56,36 +62,53 @@ CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
 @dataclasses.dataclass(frozen=True)
 class Cause:
     """Why a case was not measured: ``kind`` (one of :data:`CAUSE_KINDS`), ``source`` (the URL, file, spec or
-    key at fault, when known) and the error's one-line ``message``."""
+    key at fault, when known) and the error's one-line ``message``. Where the cause lies with a model the run uses
+    to measure the case rather than the model under test (:mod:`harness.gate.roles`), ``role`` names it
+    ("extractor", "judge", "perceiver", ...), ``spec`` is its spec and ``set_by`` the option or setting that chose
+    it ("--extractor")."""
 
     kind: str
     source: str | None
     message: str
+    role: str | None = None
+    spec: str | None = None
+    set_by: str | None = None
 
     @property
     def key(self) -> tuple[str, str]:
         """Cases with equal keys share one cause: the kind and the source (the message where no source is known)."""
         return self.kind, self.source if self.source is not None else self.message
 
+    @property
+    def where(self) -> str:
+        """Where the cause lies, in words (:func:`harness.display.text.cause_where`)."""
+        return cause_where(self.as_dict())
+
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The results.json ``cause``: kind, source and message, and the role's fields where it has one."""
+        fields = dataclasses.asdict(self)
+        return fields if self.role else {key: fields[key] for key in ("kind", "source", "message")}
 
 
-def cause_of(error: BaseException, model: str | None = None) -> Cause:
+def cause_of(error: BaseException, model: str | None = None, role: Role | None = None) -> Cause:
     """The :class:`Cause` of an exception raised while a case was measured; ``model`` (the case's spec) is the
-    source of a model error that names none."""
+    source of a model error that names none, or, where the error lies with a helper model (``role``:
+    :func:`harness.gate.roles.blamed_role`), that model's spec."""
     message = " ".join(str(error).split()) or type(error).__name__
     source = getattr(error, "source", None)
+    helper = {} if role is None else {"role": role.name, "spec": role.spec, "set_by": role.set_by}
+    if role is not None:
+        model = role.spec
     if isinstance(error, ServerError):
-        return Cause("server", source or model, message)
+        return Cause("server", source or model, message, **helper)
     if isinstance(error, ModelError):
-        return Cause("model", source or model, message)
+        return Cause("model", source or model, message, **helper)
     if isinstance(error, (CacheError, sqlite3.Error)):
         return Cause("cache", source, message)
     if isinstance(error, ThresholdsError):
         return Cause("config", source, message)
     if isinstance(error, (CorpusError, AudioError, BasisError, CaseNotMeasured)):
-        return Cause("input", source, message)
+        return Cause("input", source, message, **helper)
     return Cause("internal", None, f"{type(error).__name__}: {message}")
 
 
@@ -113,7 +136,8 @@ def run_outcome(
 
 
 def exit_status(verdict: str, summary: Summary) -> int:
-    """The run's exit status: :data:`EXIT_STATUS` of its verdict; a spot check's is that of its selected cases."""
+    """The run's exit status: :data:`EXIT_STATUS` of its verdict; a spot check's is that of its selected cases, with
+    :data:`EXIT_SPOT_CHECK` where all of them passed (never 0, a release pass)."""
     if verdict == SPOT_CHECK:
-        return EXIT_BIAS_FAILURE if summary.failed else EXIT_UNMEASURED if summary.unmeasured else EXIT_PASS
+        return EXIT_BIAS_FAILURE if summary.failed else EXIT_UNMEASURED if summary.unmeasured else EXIT_SPOT_CHECK
     return EXIT_STATUS[verdict]

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.checks.base import Case
+from harness.display.text import cause_where
 from harness.gate import unmeasured_record
 from harness.gate.outcomes import Cause, run_outcome
 from harness.gate.scope import run_scope
@@ -136,9 +137,8 @@ def terminal_lines(results: RunResults) -> list[str]:
     for case in results.unmeasured:
         cause = case.cause or {"kind": "internal", "source": None, "message": case.message}
         causes.setdefault((cause["kind"], cause["source"] or cause["message"]), []).append(cause)
-    for (kind, _), group in causes.items():
-        source = f", {group[0]['source']}" if group[0]["source"] else ""
-        lines.append(f"  not measured ({kind}{source}), {len(group)} case(s): {group[0]['message']}")
+    for group in causes.values():
+        lines.append(f"  not measured ({cause_where(group[0])}), {len(group)} case(s): {group[0]['message']}")
     if metadata.cache_set_aside:
         lines.append(
             f"lalm-fairness: the cache database was damaged; set aside as {metadata.cache_set_aside} and rebuilt"

@@ -8,7 +8,8 @@ specs that do not need them. A new backend is one module and one line in :data:`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib.util
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core.errors import ModelError
@@ -43,6 +44,32 @@ def parse_spec(spec: str) -> tuple[str, str]:
     if prefix not in BACKENDS:
         raise ModelError(f"model spec {spec!r}: unknown backend {prefix!r}; known backends: {sorted(BACKENDS)}")
     return prefix, target
+
+
+BACKEND_EXTRAS = {"hf": (("torch", "transformers"), "hf"), "vllm": (("vllm",), "vllm")}
+"""Backend prefix -> (the packages its models need, the optional extra that installs them)."""
+
+
+def missing_packages(names: Sequence[str]) -> list[str]:
+    """The packages of ``names`` that are not installed here, found without importing them."""
+    return [name for name in names if importlib.util.find_spec(name) is None]
+
+
+def missing_extra(spec: str) -> str | None:
+    """Why a model of ``spec`` cannot run in this installation for want of its backend's optional extra
+    (:data:`BACKEND_EXTRAS`: ``hf:`` needs torch and transformers, ``vllm:`` needs vLLM), or None. Asked at the
+    start of a run, so that the run stops with one error before anything is written (issue 47, item 5)."""
+    prefix = spec.partition(":")[0]
+    if prefix not in BACKEND_EXTRAS:
+        return None
+    packages, extra = BACKEND_EXTRAS[prefix]
+    missing = missing_packages(packages)
+    if not missing:
+        return None
+    return (
+        f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed: the {prefix}: backend needs "
+        f"the [{extra}] extra (pip install 'lalm-fairness[{extra}]')"
+    )
 
 
 def build_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend:

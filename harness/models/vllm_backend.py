@@ -105,6 +105,13 @@ class VLLMBackend(Backend):
     def resolved_settings(self) -> dict[str, Any]:
         return {"dtype": self.dtype, "device": self.device}
 
+    def unavailable(self) -> str | None:
+        """vLLM not installed (:func:`harness.models.missing_extra`): found at the start of a run, not at the first
+        request."""
+        from harness.models import missing_extra
+
+        return missing_extra(self.spec)
+
     def memory_device(self) -> str:
         return self.device
 

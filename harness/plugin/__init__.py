@@ -29,6 +29,7 @@ from harness.plugin.configuration import (
     assign_gpus_of_worker,
     attach_progress_terminal,
     cache_dir,
+    check_optional_extras,
     get_gate,
     import_caches,
     interrupt_on_sigterm,
@@ -53,6 +54,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "fairness: a voice-induced bias gate case")
     config.addinivalue_line("markers", "gpu: needs a CUDA device; skipped with a reason without one")
+    if not hasattr(config, "workerinput"):
+        check_optional_extras(config)  # before anything is written
     assign_gpus_of_worker(config)
     if not hasattr(config, "workerinput"):
         prepare_outputs(config)

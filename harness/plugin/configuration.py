@@ -21,6 +21,7 @@ from harness.core.files import LockHeld, ensure_writable, file_lock, portable_pa
 from harness.core.progress import attach_terminal, detach_terminal
 from harness.data import CorpusError
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig
+from harness.models import missing_extra, missing_packages
 from harness.models.placement import assign_worker_gpus
 from harness.models.residency import largest_parallel_degree
 from harness.thresholds import ThresholdsError
@@ -197,6 +198,29 @@ def output_path(config: pytest.Config, option: str) -> str | None:
     if value is None and option in OUTPUT_DEFAULTS:
         return str(Path(config.rootpath) / OUTPUT_DEFAULTS[option])
     return value or None
+
+
+def check_optional_extras(config: pytest.Config) -> None:
+    """Refuse, before anything is written, a run that needs an optional extra this installation lacks (issue 47,
+    item 5): ``--plan`` writes Parquet and needs pyarrow (``[plan]``); a model named by ``--model``, ``--judge``,
+    ``--extractor``, ``--basis-judge`` or ``--perceiver`` needs its backend's extra (``hf:`` torch and
+    transformers, ``vllm:`` vLLM; :func:`harness.models.missing_extra`) unless the run loads no model
+    (``--offline``, ``--plan``). One usage error (exit 4) naming the option and the extra."""
+    plan = config.getoption("--plan")
+    if plan and missing_packages(["pyarrow"]):
+        raise pytest.UsageError(
+            f"lalm-fairness: --plan {plan}: a plan is a Parquet file and pyarrow is not installed: "
+            "pip install 'lalm-fairness[plan]'"
+        )
+    if plan or config.getoption("--offline"):
+        return
+    named = [(spec, "--model") for spec in config.getoption("--model") or ()] + [
+        (config.getoption(option), option) for option in ("--judge", "--extractor", "--basis-judge", "--perceiver")
+    ]
+    for spec, option in named:
+        reason = missing_extra(spec) if spec else None
+        if reason:
+            raise pytest.UsageError(f"lalm-fairness: {option} {spec}: {reason}")
 
 
 def gate_config(config: pytest.Config) -> GateConfig:

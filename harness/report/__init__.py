@@ -18,8 +18,9 @@ import markupsafe
 
 from harness.checks import BUILTIN_FOLDER, CHECKS, check_folder, views
 from harness.core.files import atomic_write_text
+from harness.display.decisions import one_line, other_test
 from harness.display.plots import PALETTE, interval_text, text_width
-from harness.display.text import case_anchor, decision_line, decision_text, floor_lines, key_legend, model_keys
+from harness.display.text import case_anchor, decision_text, floor_lines, key_legend, model_keys
 from harness.records import CaseRecord, Record, UnmeasuredRecord
 from harness.report.summary import cause_text, first_screen
 from harness.results import RunResults
@@ -128,6 +129,8 @@ def render_report(
                 "anchor": case_anchor(case),
                 "decision": decision_text(getattr(case, "decision", None)),
                 "decision_line": one_line_decision(case),
+                "other_test": other_test_line(case),
+                "shown": headline_value(case),
                 "floors": floor_lines(getattr(case, "floors", None)),
                 "cause": cause_text(case) if isinstance(case, UnmeasuredRecord) else None,
                 "unmeasured": isinstance(case, UnmeasuredRecord),
@@ -149,11 +152,29 @@ def render_report(
 
 
 def one_line_decision(case: Record) -> str | None:
-    """The case's decision in one line (:func:`harness.display.text.decision_line`), its rule worded by its check's view."""
-    decision, view = getattr(case, "decision", None), views().get(case.check)
-    if not decision or view is None:
+    """The case's decision in one line (:func:`harness.display.decisions.one_line`), worded by its check's view."""
+    view = views().get(case.check)
+    if view is None or not isinstance(case, CaseRecord) or not case.decision:
         return None
-    return decision_line(decision, case.passed, view.magnitude_rule(case.threshold))
+    return one_line(case, view.magnitude_rule(case.threshold), view.estimate_digits, view.estimate_unit)
+
+
+def other_test_line(case: Record) -> str | None:
+    """In a run with a baseline, the test that did not decide the case (:func:`harness.display.decisions.other_test`)."""
+    view = views().get(case.check)
+    if view is None or not isinstance(case, CaseRecord) or not case.decision:
+        return None
+    return other_test(case, view.magnitude_rule(case.threshold), view.estimate_digits, view.estimate_unit)
+
+
+def headline_value(case: Record) -> dict[str, Any]:
+    """The value the All cases table shows: the deciding contrast's estimate and label where the case has a decision
+    (the first screen's headline value: a BASIS case's group difference, never its quality floor, which its notes
+    name), else the record's value."""
+    decision = getattr(case, "decision", None)
+    if decision is not None and decision.decided and decision.estimate is not None:
+        return {"value": decision.estimate, "label": decision.label}
+    return {"value": getattr(case, "value", None), "label": None}
 
 
 def human_validation_view(path: str | Path, n_bootstrap: int = 10_000) -> dict[str, Any]:

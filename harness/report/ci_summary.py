@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.files import atomic_write_text
+from harness.display.decisions import WITHIN_THE_BAR
 from harness.records import CaseRecord, Record, UnmeasuredRecord
 from harness.results import RunResults
 
@@ -110,7 +111,11 @@ def threshold_text(threshold: Mapping[str, Any] | None, floors: Sequence[str] = 
 
 def uncertainty_text(case: CaseRecord) -> str:
     """The p-value the verdict was decided on, adjusted for the gate's family (the ``decision`` of schema 2), else
-    the BH q-value VIBE reports (it decides nothing), else p, else the CI."""
+    the BH q-value VIBE reports (it decides nothing), else p, else the CI. Under the rule ``both`` a case within its
+    bar was never tested against alpha, so it reads "within the bar", not its adjusted p of 1 (issue 47)."""
+    decision = case.decision
+    if decision is not None and decision.rule == "both" and decision.relevant is False:
+        return WITHIN_THE_BAR
     adjusted = case.decision.p_adjusted if case.decision is not None else None
     for label, value in (("adjusted p", adjusted), ("BH q", getattr(case, "q", None)), ("p", getattr(case, "p", None))):
         if isinstance(value, (int, float)):

@@ -12,8 +12,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.checks import CHECKS, check_part
+from harness.display.decisions import WITHIN_THE_BAR, measure_values, release_test
 from harness.display.plots import interval_estimable
-from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number, p_text
+from harness.display.text import (
+    case_anchor,
+    cause_where,
+    ci_words,
+    decision_text,
+    floor_lines,
+    fmt_number,
+    p_text,
+    without_case_id,
+)
 from harness.records import RULE_JUDGES, SPOT_CHECK, CaseRecord, Decision, Record, UnmeasuredRecord
 from harness.results import RunResults
 
@@ -45,7 +55,10 @@ def decided_headline(record: CaseRecord) -> dict[str, str]:
         value = f"{decision.label} = {estimate:.{digits}f}{view.estimate_unit}"
     interval = {"ci_low": decision.ci_low, "ci_high": decision.ci_high}
     pieces = [] if decision.ci_low is None and decision.ci_high is None else [ci_words(interval, digits)]
-    if decision.p_adjusted is not None:
+    if decision.rule == "both" and decision.estimable and not decision.relevant:
+        # Never tested against alpha: its adjusted p (1 by construction) would say nothing (issue 47).
+        pieces.append(f"{WITHIN_THE_BAR}, not tested against alpha")
+    elif decision.p_adjusted is not None:
         pieces.append(f"{'q' if decision.rule == 'q-value' else 'adjusted p'} = {p_text(decision.p_adjusted)}")
     return {"value": value, "threshold": rule, "uncertainty": "; ".join(pieces) or "–", "statistic": decision.statistic}
 
@@ -107,11 +120,14 @@ def closeness(record: CaseRecord) -> tuple[bool, float, float]:
 
 
 def cause_text(record: UnmeasuredRecord) -> str:
+    """ "model error (the perceiver sim:fair set by --perceiver): ...": where the cause lies
+    (:func:`harness.display.text.cause_where`) and why, the case's own id left out (the line names the case)."""
     cause = getattr(record, "cause", None) or {}
     if not cause:
-        return record.message
-    source = f" ({cause['source']})" if cause.get("source") else ""
-    return f"{cause.get('kind', 'unknown')} error{source}: {cause.get('message') or record.message}"
+        return without_case_id(record.message, record.id)
+    where = cause_where(cause).split(", ", 1)
+    detail = f" ({where[1]})" if len(where) > 1 else ""
+    return f"{where[0]} error{detail}: {without_case_id(cause.get('message') or record.message, record.id)}"
 
 
 def case_line(record: Record, status: str) -> dict[str, Any]:
@@ -137,19 +153,27 @@ def case_line(record: Record, status: str) -> dict[str, Any]:
             "floors": [],
         }
     baseline = record.baseline or {}
-    regression = None
-    if baseline.get("status") in ("compared", "backbone") and isinstance(baseline.get("delta"), (int, float)):
-        adjusted = (baseline.get("decision") or {}).get("p_adjusted")
-        regression = (
-            f"Δ {baseline['delta']:+.3g} vs baseline {fmt_number(baseline.get('baseline_value'), 3)}"
-            + ("" if baseline.get("p_value") is None else f", one-sided p = {p_text(baseline['p_value'])}")
-            + ("" if adjusted is None else f", adjusted p = {p_text(adjusted)}")
-            + (" (a mode without audio: the backbone's change, not gated)" if baseline["status"] == "backbone" else "")
-        )
+    view = check_part(record.check, "view")
+    release = release_test(baseline, digits=view.estimate_digits) if baseline else None
     decided = bool(record.decision) and record.decision.decided
     shown = headline(record)
-    if status == "regressed":
-        shown["threshold"] = regression_rule(baseline)
+    regression = None if release is None else release.text()
+    if status == "regressed" and release is not None:
+        # The release test decided: both checkpoints' values on its measure, then the case's absolute value, each
+        # labelled (issue 47); its p-values, never the absolute test's.
+        estimate = record.decision.estimate if decided else record.value
+        absolute = (
+            "" if estimate is None else f" (absolute value {estimate:.{view.estimate_digits}f}{view.estimate_unit})"
+        )
+        shown = {
+            "value": f"{measure_values(baseline, view.estimate_digits) or '–'}{absolute}",
+            "threshold": regression_rule(baseline),
+            "uncertainty": "; ".join(
+                part for part in (f"Δ {baseline['delta']:+.3g}", release_p_text(baseline)) if part
+            ),
+            "statistic": shown.get("statistic"),
+        }
+        regression = None
     return (
         line
         | shown
@@ -159,6 +183,19 @@ def case_line(record: Record, status: str) -> dict[str, Any]:
             "floors": floor_lines(record.floors),
             "decision": None if decided else decision_text(record.decision),
         }
+    )
+
+
+def release_p_text(baseline: Mapping[str, Any]) -> str:
+    """ "one-sided p = 1.83e-05, adjusted p = 0.000788" of a case's release test."""
+    adjusted = (baseline.get("decision") or {}).get("p_adjusted")
+    return ", ".join(
+        part
+        for part in (
+            None if baseline.get("p_value") is None else f"one-sided p = {p_text(baseline['p_value'])}",
+            None if adjusted is None else f"adjusted p = {p_text(adjusted)}",
+        )
+        if part
     )
 
 

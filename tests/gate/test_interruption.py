@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.gate.outcomes import EXIT_SPOT_CHECK
+
 REPO = Path(__file__).resolve().parents[2]
 
 # A model that answers as sim:fair, one request per 20 ms, so that a signal lands mid-generation.
@@ -179,7 +181,7 @@ def test_missing_output_folders_are_made_and_an_unwritable_path_is_refused_befor
     (tmp_path / "runs").unlink()
     finished = start_gate(tmp_path, "--model", "sim:fair", "-k", "wer_ratio")
     output = finished.communicate(timeout=300)[0]
-    assert finished.returncode in (0, 1), output[-2000:]
+    assert finished.returncode in (1, EXIT_SPOT_CHECK), output[-2000:]
     assert json.loads((tmp_path / "runs" / "1.3" / "results.json").read_text())["verdict"] == "spot-check"  # -k
 
 
@@ -209,6 +211,6 @@ def test_a_second_run_on_the_same_results_is_refused_before_any_case_and_touches
     assert not (run / "results.json.lock").exists()
     finished = start_gate(previous_run, "--model", "sim:fair", "-k", "advisory")
     output = finished.communicate(timeout=300)[0]
-    assert finished.returncode == 0, output[-2000:]
+    assert finished.returncode == EXIT_SPOT_CHECK, output[-2000:]
     assert not (run / "results.json.lock").exists()
     assert not list((previous_run / "cache").glob(".*.lock")), "the cache's generation locks are removed once released"

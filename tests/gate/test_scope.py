@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.gate import load_baseline
-from harness.gate.outcomes import EXIT_BIAS_FAILURE, EXIT_PASS, EXIT_UNMEASURED, exit_status, run_outcome
+from harness.gate.outcomes import EXIT_BIAS_FAILURE, EXIT_SPOT_CHECK, EXIT_UNMEASURED, exit_status, run_outcome
 from harness.gate.scope import NOT_COLLECTED, deselection_reason, run_scope
 from harness.records import SPOT_CHECK, UnmeasuredRecord
 from harness.report.summary import first_screen
@@ -59,7 +59,7 @@ def test_deselection_reason_names_the_expressions():
 
 
 @pytest.mark.parametrize(
-    ("failed", "unmeasured", "status"), [(0, 0, EXIT_PASS), (1, 1, EXIT_BIAS_FAILURE), (0, 1, EXIT_UNMEASURED)]
+    ("failed", "unmeasured", "status"), [(0, 0, EXIT_SPOT_CHECK), (1, 1, EXIT_BIAS_FAILURE), (0, 1, EXIT_UNMEASURED)]
 )
 def test_a_spot_check_is_never_pass_and_exits_with_its_selected_cases_status(failed, unmeasured, status):
     cases = (
@@ -125,3 +125,15 @@ def test_a_keyword_run_is_a_spot_check_refused_as_baseline_and_unjudged_score_ra
     refused = project.runpytest_inprocess(*args, "--baseline", str(project.path / "spot.json"), "--results-json", "")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     assert "a spot check is not a baseline: it ran 3 of the 14 cases" in str(refused.stdout) + str(refused.stderr)
+
+
+def test_a_passing_spot_check_has_an_exit_status_of_its_own(project):
+    """Issue 47 item 8: CI tells a passing spot check from a release pass by its exit status, 8, which neither
+    pytest (0-6) nor the gate's other outcomes use."""
+    used = {int(code) for code in pytest.ExitCode} | {EXIT_BIAS_FAILURE, EXIT_UNMEASURED, 2, 4}
+    assert EXIT_SPOT_CHECK not in used
+    args = ("-p", "no:cacheprovider", "--model", "sim:fair", "--permutations", "199")
+    result = project.runpytest_inprocess(*args, "--cache-dir", str(project.path / "cache"), "-k", "advisory and accent")
+    results = json.loads((project.path / "results.json").read_text())
+    assert results["verdict"] == SPOT_CHECK and results["summary"]["failed"] == results["summary"]["unmeasured"] == 0
+    assert result.ret == EXIT_SPOT_CHECK == 8

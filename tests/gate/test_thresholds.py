@@ -92,7 +92,8 @@ def test_rules(rule, score, p, fails):
         ),
         ("ntvd:\n  defaults: {rule: sometimes}\n", "rule = 'sometimes' is not one of magnitude, significance, both"),
         ("ntvd:\n  defaults: {alpha: 1.5}\n", "alpha = 1.5 must lie in (0, 1)"),
-        ("ntvd:\n  defaults: {tau: ten}\n", "tau = 'ten' is not a int"),
+        ("ntvd:\n  defaults: {tau: ten}\n", "tau = 'ten' is not an integer"),
+        ("ntvd:\n  defaults: {alpha: five}\n", "ntvd.defaults.alpha = 'five' is not a number"),
         ("wer:\n  x: 1\n", "unknown section(s) ['wer']; valid: ntvd"),
         (
             "ntvd:\n  tasks:\n    story:\n      dimensions: {agee: {}}\n",

@@ -59,9 +59,9 @@ def test_smollm2_served_by_vllm_judges_the_gate_as_transformers_does(smollm2_dir
         )
         runs = {
             "transformers": es.run_gate(sys.executable, DEFAULT_MODELS[0], {}, corpus, tmp_path / "transformers", here, "test_score_ratio",
-                                        judge=es.SMOLLM2_SPEC, judge_options=in_process, exits=(0, 1, EXIT_UNMEASURED)),
+                                        judge=es.SMOLLM2_SPEC, judge_options=in_process, exits=(0, 1, EXIT_UNMEASURED, 8)),
             "vllm server": es.run_gate(sys.executable, DEFAULT_MODELS[0], {}, corpus, tmp_path / "served", here, "test_score_ratio",
-                                       judge=server.spec, judge_options=served, exits=(0, 1, EXIT_UNMEASURED)),
+                                       judge=server.spec, judge_options=served, exits=(0, 1, EXIT_UNMEASURED, 8)),
         }  # fmt: skip
     print("free greedy answers (32 tokens at most):\n" + es.agreement_table(free))
     assert free["transformers"] == free["vllm server"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.cache import OutputCache
+from harness.gate.outcomes import EXIT_SPOT_CHECK
 from harness.generate import main as generate_main
 from harness.plan import OPTIONAL_PLAN_COLUMNS, PLAN_COLUMNS, PlanError, parse_shard, read_plan, shard
 
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SIM_SELECTION = ("--pyargs", "harness.gate_tests.test_vibe", "harness.gate_tests.test_wer")
 
 
-def gate(workdir: Path, *arguments: str, exits: tuple[int, ...] = (0, 1)) -> str:
+def gate(workdir: Path, *arguments: str, exits: tuple[int, ...] = (0, 1, EXIT_SPOT_CHECK)) -> str:
     """One gate run in a fresh interpreter (this worktree's harness), its output returned."""
     workdir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -67,3 +67,44 @@ def test_cache_stats_reads_a_run_of_any_schema_through_the_results_reader(tmp_pa
     with pytest.raises(SystemExit) as exit_:
         cache_main(["stats", "--cache-dir", str(tmp_path / "cache"), "--results", str(broken)])
     assert exit_.value.code == 2 and f"{broken}" in capsys.readouterr().err
+
+
+SPHINX_MARKUP = ("``", ":mod:", ":func:", ":class:", ":meth:", ":data:", ":attr:")
+
+
+def console_scripts() -> dict[str, str]:
+    """Every console script of pyproject.toml's [project.scripts]: name -> ``module:function``."""
+    import tomllib
+
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    return tomllib.loads(pyproject.read_text())["project"]["scripts"]
+
+
+def help_text(target: str, capsys) -> str:
+    import importlib
+
+    module, _, function = target.partition(":")
+    with pytest.raises(SystemExit) as exit_info:
+        getattr(importlib.import_module(module), function)(["--help"])
+    assert exit_info.value.code == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("script", sorted(console_scripts()))
+def test_every_console_scripts_help_is_plain_and_complete(script, capsys):
+    """Issue 47 item 6: ``--help`` of every console script names the script, shows no Sphinx markup, ends each
+    paragraph of its description on a whole sentence (``lalm-fairness-generate``'s stopped mid-sentence, cut at
+    its docstring's first line) and gives every option a help text."""
+    text = help_text(console_scripts()[script], capsys)
+    assert text.startswith(f"usage: {script} ")
+    assert not [markup for markup in SPHINX_MARKUP if markup in text], text
+    sections = text.split("\n\n")
+    described = [part for part in sections[1:] if not part.startswith(("options:", "positional arguments:"))]
+    assert described, f"{script}: no description"
+    for paragraph in described:
+        whole = paragraph.rstrip().endswith((".", ")", ":")) or paragraph.startswith("  ")  # or an indented command
+        assert whole, f"{script}: cut off: {paragraph!r}"
+    options = text[text.index("options:") :].split("\n\n")[0].splitlines()[1:]
+    for index, line in enumerate(options):
+        if line.startswith("  -") and "  " not in line.strip():  # the option alone: its help on the next line
+            assert index + 1 < len(options) and options[index + 1].startswith(" " * 8), f"{script}: {line} has no help"

@@ -168,7 +168,7 @@ def test_the_summary_table_has_a_row_per_model_and_variant_with_the_failed_effec
     failed, passed = typed(cases[0], cases[1])
     assert section.count("<h3>demo, gender: VIBE tasks, ASR</h3>") == 1
     row = row_of(section, case_anchor(failed))
-    assert "FAIL" in row and 'class="num cell-fail">44.00' in row and "adjusted 0.0007" in row
+    assert "FAIL" in row and 'class="num cell-fail">44.00' in row and "adjusted p 0.0007" in row
     assert "6.50" in row and "p 0.48" in row  # the artifact beside the effect
     assert "female\u00a0→\u00a0male: 90% (18/20)" in row and "male\u00a0→\u00a0female: 100% (16/16)" in row
     assert "not perceived as the target: 2 female\u00a0→\u00a0male" in row and "2 without an answer in both arms" in row
@@ -299,3 +299,28 @@ def test_a_case_without_artifact_distributions_or_p_renders_dashes():
     assert "p –" in row and "female\u00a0→\u00a0male: –" in row
     assert 'class="num">–' in row  # the artifact
     assert view.vibe_detail(record, {record.model: record.model})["plots"] == []
+
+
+def test_a_decision_cell_names_the_test_that_decided_never_adjusted_p_1_beside_fail():
+    """Issue 47: candidate review at 11.65 is within its bar (adjusted p 1 by construction). Without a baseline its
+    cell reads "pass — within the bar"; against one it regressed, and its cell names the release test (the change on
+    its measure with both checkpoints' values, one-sided and adjusted p), the absolute test beside it."""
+    within = {"p": 1.0, "p_adjusted": 1.0, "alpha": 0.05, "relevant": False, "significant": False, "rule": "both",
+              "statistic": "nTVD between the identity and swap arms", "label": "nTVD identity vs swap", "estimate": 11.65,
+              "contrasts": [{"label": "nTVD identity vs swap", "estimate": 11.65, "ci_low": None, "ci_high": None,
+                             "p": 9.999e-05, "relevant": False}]}  # fmt: skip
+    passing = vibe_case(task="candidate_review", passed=True, effect=11.65, p=9.999e-05, decision=within)
+    row = row_of(section_of(render_report(run_of(passing))), case_anchor(typed(passing)[0]))
+    assert "pass — within the bar" in row and "p 0.0001, not tested against alpha" in row and "adjusted" not in row
+    measure = "nTVD identity vs swap beyond arm exchange"
+    regressed = passing | {
+        "passed": False,
+        "absolute_passed": True,
+        "release": "regression",
+        "baseline": {"status": "compared", "baseline_value": 1.37, "delta": 7.22, "p_value": 1.83e-05, "regressed": True,
+                     "message": "m", "measure": measure, "decision": {"p_adjusted": 0.000788, "alpha": 0.05}},
+    }  # fmt: skip
+    row = row_of(section_of(render_report(run_of(regressed))), case_anchor(typed(regressed)[0]))
+    assert "FAIL — regression" in row and "adjusted p 1" not in row and "adjusted 1" not in row
+    assert f"release test: Δ +7.22 on {measure}, 1.37 → 8.59; one-sided p 1.83e-05, adjusted p 0.000788" in row
+    assert "absolute test: within the bar (nTVD identity vs swap = 11.65; fails when nTVD &gt; 20;" in row

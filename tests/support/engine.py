@@ -385,12 +385,13 @@ def small_corpus(directory: Path, sentences: int = 3) -> Path:
 
 def run_gate(python: str | os.PathLike, spec: str, options: Mapping[str, Any], corpus: Path | str, workdir: Path,
              env: Mapping[str, str], selection: str = "test_wer_ratio", *, judge: str | None = None,
-             judge_options: Mapping[str, Any] | None = None, exits: tuple[int, ...] = (0, 1)) -> dict[str, Any]:  # fmt: skip
+             judge_options: Mapping[str, Any] | None = None, exits: tuple[int, ...] = (0, 1, 8)) -> dict[str, Any]:  # fmt: skip
     """The gate's ``fairness_tests/test_wer.py`` cases named by ``selection`` (by default the WER ratios:
     the model transcribes, so even a random checkpoint's answers give values) on ``corpus`` (a folder,
     as corpus ``small``, or a corpus name) for ``spec``,
     judged (score ratios) by ``judge``, run by ``python``; returns its results.json. Exit 0 or 1 (cases
-    failed), or another of ``exits``, is a run; any other is an error."""
+    failed), 8 (a spot check whose cases passed: ``-k`` selects), or another of ``exits``, is a run; any other is
+    an error."""
     import yaml
 
     workdir.mkdir(parents=True, exist_ok=True)

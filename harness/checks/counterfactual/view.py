@@ -16,8 +16,9 @@ from typing import Any
 
 from harness.checks.counterfactual.record import CounterfactualRecord
 from harness.checks.view import CheckView
+from harness.display.decisions import decision_words
 from harness.display.plots import PALETTE, text_width
-from harness.display.text import case_anchor, fmt_number, model_keys
+from harness.display.text import case_anchor, fmt_number, model_keys, p_text
 from harness.tasks import TASKS
 
 BARS = {"max_ntvd": ("nTVD", ""), "max_wer_difference": ("|WER difference|", " points"), "max_stereotype_shift": ("|stereotype share change|", " points")}  # fmt: skip
@@ -101,10 +102,12 @@ def left_out(record: CounterfactualRecord) -> list[str]:
 
 
 def decision_cell(record: CounterfactualRecord) -> dict[str, Any]:
-    """``pass`` or ``FAIL``, with the adjusted p where the decision has one."""
-    decision = record.decision
-    adjusted = None if decision is None else decision.p_adjusted
-    return {"text": "pass" if record.passed else "FAIL", "adjusted": adjusted}
+    """The verdict and the test that reached it (:func:`harness.display.decisions.decision_words`): "FAIL —
+    regression" with the release test's change on its measure, or "pass — within the bar" with the absolute test;
+    never the absolute test's adjusted p of 1 (a contrast within its bar is not tested) beside a FAIL."""
+    words = decision_words(record, magnitude_rule(record.threshold), digits=2)
+    # A record without a decision (an older file) has only its test's p.
+    return {"text": words.headline(), "lines": words.lines() or [f"p {p_text(record.p)}"]}
 
 
 def summary_tables(records: Sequence[CounterfactualRecord], keys: Mapping[str, str]) -> list[dict[str, Any]]:

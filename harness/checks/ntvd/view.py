@@ -17,6 +17,7 @@ import pandas as pd
 
 from harness.checks.ntvd.record import NtvdRecord
 from harness.checks.view import CheckView
+from harness.display.decisions import candidate_value
 from harness.display.plots import PALETTE, text_width
 from harness.display.text import case_anchor, fmt_number, key_legend, model_keys, p_text
 from harness.tasks import TASKS
@@ -40,7 +41,9 @@ def heat(value: float | None, top: float) -> str:
 
 def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
     """One table per (corpus, dimension), as VIBE Tables II and III: rows models, columns tasks, cells nTVD with
-    stars from the BH q over that table and, given a baseline, the change and whether it is a regression; per
+    stars from the BH q over that table and, given a baseline, both checkpoints' values on the release test's
+    measure (``measures``: e.g. nTVD on common values beyond group exchange, which differs from the cell's nTVD), the
+    change and whether it is a regression; per
     column the highest and lowest model marked (``extreme``) and, with more than one model, the Mean row (the mean
     over the models measured in that column)."""
     tables = []
@@ -64,6 +67,9 @@ def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
                         "passed": case.passed,
                         "color": heat(case.value, top),
                         "delta": baseline.get("delta"),
+                        "baseline_value": baseline.get("baseline_value"),
+                        "candidate_value": candidate_value(baseline),
+                        "measure": baseline.get("measure"),
                         "regressed": bool(baseline.get("regressed")),
                         "baseline_status": baseline.get("status"),
                         "anchor": case_anchor(case),
@@ -94,6 +100,13 @@ def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
                 "rows": rows,
                 "means": means if len(rows) > 1 else None,
                 "family": max((case.q_family or 0 for case in subset), default=0) or None,
+                "measures": list(
+                    dict.fromkeys(
+                        case.baseline["measure"]
+                        for case in subset
+                        if (case.baseline or {}).get("measure") and candidate_value(case.baseline) is not None
+                    )
+                ),
             }
         )
     return tables

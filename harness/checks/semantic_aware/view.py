@@ -10,8 +10,9 @@ from markupsafe import Markup
 
 from harness.checks.semantic_aware.record import RatioRecord
 from harness.checks.view import CheckView
+from harness.display.decisions import one_line, other_test
 from harness.display.plots import forest_plot, pca_scatter
-from harness.display.text import case_anchor, ci_words, decision_line, decision_text, floor_lines, fmt_number
+from harness.display.text import case_anchor, ci_words, decision_text, floor_lines, fmt_number
 
 PAPER_ROW_LABELS = (
     ("vanilla", "Vanilla Estimation"),
@@ -73,7 +74,8 @@ def section_context(records: Sequence[RatioRecord], value_name: str) -> dict[str
                 "forest": forest_plot(record, value_name),
                 "pca": semantic_figures(record),
                 "decision": decision_text(record.decision),
-                "decision_line": decision_line(record.decision, record.passed, magnitude_rule(record.threshold)),
+                "decision_line": one_line(record, magnitude_rule(record.threshold), digits=3),
+                "other_test": other_test(record, magnitude_rule(record.threshold), digits=3),
                 "floors": floor_lines(record.floors),
                 "row_label": paper_row_label,
                 "interval_words": interval_words,
