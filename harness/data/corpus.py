@@ -61,8 +61,13 @@ class Corpus:
     def audio_path(self, utterance_id: str) -> Path:
         return self.root / self.table.loc[utterance_id, "audio"]
 
+    @cached_property
+    def _audio_of(self) -> dict[str, str]:
+        """Utterance id -> the manifest's ``audio`` value (a dict: :meth:`audio` is called once per recording)."""
+        return dict(zip(self.table.index, self.table["audio"]))
+
     def audio(self, utterance_id: str) -> Audio:
-        relative = self.table.loc[utterance_id, "audio"]
+        relative = self._audio_of[utterance_id]
         content_hash = self.audio_hashes.get(relative)
         if content_hash is None:
             return read_audio(self.root / relative)

@@ -48,18 +48,20 @@ def probe_plan(corpus: Corpus, per_task: int, seed: int) -> pd.DataFrame:
     the replacement cannot be explained by the words alone. Columns ``utterance_id``, ``other_utterance_id``."""
     table = corpus.table
     order = np.random.default_rng(seed).permutation(len(table))[: min(per_task, len(table))]
-    chosen = table.index[order]
-    speakers = table["speaker_id"]
-    contents = table["content_id"] if "content_id" in table.columns else pd.Series(table.index, index=table.index)
+    speakers = table["speaker_id"].to_numpy()
+    contents = table["content_id"].to_numpy() if "content_id" in table.columns else np.arange(len(table))
+    everyone = np.arange(len(table))
     others = []
-    for position, utterance in enumerate(chosen):
-        pool = [*np.roll(chosen, -position - 1), *table.index]
-        other_speaker = [u for u in pool if speakers[u] != speakers[utterance]]
-        if not other_speaker:
+    for position, chosen in enumerate(order):
+        # the first of the other chosen recordings (from the next one on), then of the whole corpus, by another
+        # speaker, saying other words where one does
+        pool = np.concatenate([np.roll(order, -position - 1), everyone])
+        other_speaker = pool[speakers[pool] != speakers[chosen]]
+        if len(other_speaker) == 0:
             raise ValueError(f"{corpus.manifest_path}: the audio floor's probe needs two speakers; it has one")
-        other_words = [u for u in other_speaker if contents[u] != contents[utterance]]
-        others.append((other_words or other_speaker)[0])
-    return pd.DataFrame({"utterance_id": list(chosen), "other_utterance_id": others})
+        other_words = other_speaker[contents[other_speaker] != contents[chosen]]
+        others.append((other_words if len(other_words) else other_speaker)[0])
+    return pd.DataFrame({"utterance_id": list(table.index[order]), "other_utterance_id": list(table.index[others])})
 
 
 def silence_like(audio: Audio) -> Audio:

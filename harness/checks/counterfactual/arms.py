@@ -10,9 +10,11 @@ it for a transcript of every arm's audio and counts its word errors against the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.checks.basis_common.requests import choice_requests
@@ -41,6 +43,16 @@ class CorpusArms:
     audio: Mapping[str, Mapping[str, Audio]]
     recordings: pd.DataFrame
     """Index: the recordings' keys; columns ``speaker``, ``source_group``, ``target_group``."""
+
+    @functools.cached_property
+    def text(self) -> dict[str, np.ndarray]:
+        """``speaker``, ``source_group`` and the keys (``recording``) as arrays of text, in the recordings' order:
+        what the long tables of every arm repeat."""
+        return {
+            "speaker": self.recordings["speaker"].astype(str).to_numpy(),
+            "source_group": self.recordings["source_group"].astype(str).to_numpy(),
+            "recording": self.recordings.index.astype(str).to_numpy(),
+        }
 
 
 def build_arms(

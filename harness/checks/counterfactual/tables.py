@@ -133,13 +133,16 @@ def named_group(answer: str, groups: Sequence[str]) -> str | None:
 
 
 def _long(arms: CorpusArms, keys: Sequence[Any], arm: str, **columns: Any) -> pd.DataFrame:
-    info = arms.recordings.loc[list(keys)]
+    rows = arms.recordings.index.get_indexer(list(keys))
+    if (rows < 0).any():
+        raise KeyError(f"recording {list(keys)[int((rows < 0).argmax())]!r} has no arms")
+    text = arms.text
     return pd.DataFrame(
         {
-            "speaker": info["speaker"].astype(str).to_numpy(),
-            "recording": [str(key) for key in keys],
+            "speaker": text["speaker"][rows],
+            "recording": text["recording"][rows],
             "arm": arm,
-            "source_group": info["source_group"].astype(str).to_numpy(),
+            "source_group": text["source_group"][rows],
             **columns,
         }
     )
