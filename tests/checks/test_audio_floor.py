@@ -5,6 +5,8 @@ the shipped outputs hold both probes of the demo models; sampled decoders are ju
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from harness.checks import all_checks, get_check
@@ -190,3 +192,38 @@ def test_the_audio_floor_section_is_validated_and_the_old_keys_name_the_new_one(
     path.write_text(section)
     with pytest.raises(ThresholdsError, match=match):
         Gate(GateConfig(models=("sim:fair",), cache_dir=str(tmp_path / "cache"), thresholds_path=str(path)))
+
+
+def _probe_plan_by_rows(table, per_task, seed):
+    """The probe plan as first written (a Python scan of the corpus per recording): the reference."""
+    order = np.random.default_rng(seed).permutation(len(table))[: min(per_task, len(table))]
+    chosen = table.index[order]
+    speakers = table["speaker_id"]
+    contents = table["content_id"] if "content_id" in table.columns else pd.Series(table.index, index=table.index)
+    others = []
+    for position, utterance in enumerate(chosen):
+        pool = [*np.roll(chosen, -position - 1), *table.index]
+        other_speaker = [u for u in pool if speakers[u] != speakers[utterance]]
+        other_words = [u for u in other_speaker if contents[u] != contents[utterance]]
+        others.append((other_words or other_speaker)[0])
+    return pd.DataFrame({"utterance_id": list(chosen), "other_utterance_id": others})
+
+
+def test_the_probe_plan_is_the_row_by_row_plan_on_random_corpora():
+    from types import SimpleNamespace
+
+    from harness.gate.audio_probe import probe_plan
+
+    rng = np.random.default_rng(0)
+    for trial in range(120):
+        size = int(rng.integers(2, 40))
+        speakers = rng.integers(0, int(rng.integers(2, 6)), size)
+        if len(set(speakers)) < 2:
+            continue
+        columns = {"utterance_id": [f"u{i}" for i in range(size)], "speaker_id": [str(s) for s in speakers]}
+        if trial % 3:
+            columns["content_id"] = [f"c{c}" for c in rng.integers(0, int(rng.integers(1, 4)), size)]
+        table = pd.DataFrame(columns).set_index("utterance_id", drop=False)
+        for per_task in (1, 3, 10, 50):
+            expected = _probe_plan_by_rows(table, per_task, trial)
+            assert probe_plan(SimpleNamespace(table=table, manifest_path="m"), per_task, trial).equals(expected)
