@@ -250,6 +250,7 @@ def main() -> int:
             gate_command(manifest, work, args.permutations, args.profile)
         )
         floor_s, entries = read_floor_s(work / "cache")
+        arms_gb = sum(path.stat().st_size for path in (work / "cache" / "arms").rglob("*.npy")) / 2**30
         changed = differences(cold_records, stable_records(work / "results.json"))
         if args.keep_results:
             shutil.copy(work / "results.json", args.keep_results / "cached.json")
@@ -259,7 +260,9 @@ def main() -> int:
         f"cached run: {cached_s:6.1f}s (CPU {cached_cpu:6.1f}s, peak {cached_gb:.2f} GB)  exit {cached_rc}  {cached_line}"
     )
     print(f"floor (read all {entries} cached answers once): {floor_s:.2f}s; cached / floor: {cached_s / floor_s:.0f}x")
-    print(f"cold / cached: {cold_s / cached_s:.1f}x; same records: {not changed}")
+    print(
+        f"cold / cached: {cold_s / cached_s:.1f}x; same records: {not changed}; the cache's arms/ folder: {arms_gb:.2f} GB"
+    )
     if changed:
         print(f"  records differ at {len(changed)} place(s): {', '.join(changed[:10])}")
     for name, value, target, unit in (("cached run", cached_s, TARGET_CACHED_S, "s"), ("cold run", cold_s, TARGET_COLD_S, "s"),

@@ -7,7 +7,9 @@ fail (bias) or unmeasured. For ``sim:fair`` (no voice-induced bias) every failin
 ``sim:biased`` (``--strength-scale`` scales every strength of the preset) a failing run is a detection.
 Prints, per check and for the whole gate, the share of runs failing with a 95% Clopper-Pearson interval.
 This is the end-to-end counterpart of ``bench_operating_characteristic.py`` (statistics only, both designs,
-100 seeds): about a minute per seed on one core, as every output is generated anew.
+100 seeds): about 20 seconds per seed on one core, as every output is generated anew (the counterfactual arms are
+made once, for the first seed, and read from the run's cache folder after). The judge-score check is judged by
+``--judge`` (default ``sim:fair``, as in the README's example).
 
 Usage: ``python benchmarks/bench_gate_seeds.py --model sim:fair --seeds 1 20`` (``--checks icat personalization
 classification robustness`` runs the BASIS cases alone)
@@ -24,8 +26,7 @@ from pathlib import Path
 from scipy.stats import beta
 
 from harness.checks import all_checks
-from harness.core.errors import CaseNotMeasured
-from harness.gate import Gate, GateConfig
+from harness.gate import Gate, GateConfig, Unmeasured
 from harness.models.sim import PRESETS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,7 +39,13 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
 
 
 def run_seed(
-    model: str, seed: int, scale: float, cache_dir: str, permutations: int, checks: tuple[str, ...] = ()
+    model: str,
+    seed: int,
+    scale: float,
+    cache_dir: str,
+    permutations: int,
+    checks: tuple[str, ...] = (),
+    judge: str | None = "sim:fair",
 ) -> dict[str, str]:
     options: dict = {"decoding": {"seed": seed}}
     preset = model.split(":", 1)[1]
@@ -53,17 +60,15 @@ def run_seed(
             cache_dir=cache_dir,
             progress=False,
             thresholds_path=str(REPO / "thresholds.yaml"),
+            judge=judge,
         )
     )
     outcomes = {}
     for check in (c for c in all_checks() if not checks or c.name in checks):
         for case in gate.cases(check.name):
-            try:
-                outcomes[f"{check.name}[{case.id.removeprefix(model + '-')}]"] = (
-                    "pass" if gate.verdict(case).passed else "fail"
-                )
-            except CaseNotMeasured:
-                outcomes[f"{check.name}[{case.id.removeprefix(model + '-')}]"] = "unmeasured"
+            verdict = gate.outcome(case)
+            name = f"{check.name}[{case.id.removeprefix(model + '-')}]"
+            outcomes[name] = "unmeasured" if isinstance(verdict, Unmeasured) else "pass" if verdict.passed else "fail"
     return outcomes
 
 
@@ -73,6 +78,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs=2, default=(1, 20), metavar=("FIRST", "LAST"))
     parser.add_argument("--strength-scale", type=float, default=1.0)
     parser.add_argument("--permutations", type=int, default=999)
+    parser.add_argument(
+        "--judge", default="sim:fair", help="the judge of the judge-score check (README: --judge sim:fair)"
+    )
     parser.add_argument(
         "--checks",
         nargs="+",
@@ -87,7 +95,9 @@ def main() -> None:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as cache_dir:
         for seed in seeds:
-            outcomes = run_seed(args.model, seed, args.strength_scale, cache_dir, args.permutations, tuple(args.checks))
+            outcomes = run_seed(
+                args.model, seed, args.strength_scale, cache_dir, args.permutations, tuple(args.checks), args.judge
+            )
             failed = sorted(case for case, outcome in outcomes.items() if outcome == "fail")
             missing = sorted(case for case, outcome in outcomes.items() if outcome == "unmeasured")
             failures.update(failed)
