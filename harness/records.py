@@ -112,7 +112,7 @@ class PermutationFloor:
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> PermutationFloor:
-        fields = _known_fields(cls, data, where)
+        fields = known_fields(cls, data, where)
         try:
             return cls(**fields | {"units": tuple(fields.get("units", ()))})
         except (TypeError, ValueError) as exc:
@@ -143,7 +143,7 @@ class Contrast:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str) -> Contrast:
-        fields = _known_fields(cls, data, where)
+        fields = known_fields(cls, data, where)
         if fields.get("floor") is not None:
             fields["floor"] = PermutationFloor.from_json(fields["floor"], f"{where}, floor")
         return cls(**fields)
@@ -217,7 +217,7 @@ class Decision:
         """The decision of a results.json record; ``where`` names the file and case in errors."""
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: 'decision' is a JSON object, got {type(data).__name__}")
-        fields = _known_fields(cls, data, f"{where}, decision")
+        fields = known_fields(cls, data, f"{where}, decision")
         contrasts = fields.get("contrasts", ())
         if not isinstance(contrasts, (list, tuple)):
             raise ValueError(f"{where}, decision: 'contrasts' is a list, got {type(contrasts).__name__}")
@@ -228,7 +228,9 @@ class Decision:
         return cls(**fields)
 
 
-def _known_fields(kind: type, data: Any, where: str) -> dict[str, Any]:
+def known_fields(kind: type, data: Any, where: str) -> dict[str, Any]:
+    """``data`` as a dict, where it is a JSON object whose every key is a field of dataclass ``kind``; otherwise a
+    ``ValueError`` naming ``where``."""
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
     names = {field.name for field in dataclasses.fields(kind)}

@@ -1,6 +1,7 @@
 """results.json: one typed :class:`RunResults`, read, validated and written here and nowhere else.
 
-A results.json (schema :data:`harness.records.SCHEMA_VERSION`) holds the run's ``verdict``, its ``summary``
+A results.json (schema :data:`harness.records.SCHEMA_VERSION`) holds the run's ``verdict``, its ``decision``
+(:class:`harness.run_decision.RunDecision`: that verdict and each model's, made once by the gate), its ``summary``
 (:class:`Summary`), its ``scope`` (:class:`harness.records.Scope`), its ``metadata`` (:class:`RunMetadata`),
 its ``cases`` and, for a run stopped early, ``incomplete`` (:class:`Incomplete`). A case is the record class its
 check's folder declares (its ``record.py``, :func:`harness.checks.check_part`), or an
@@ -9,7 +10,9 @@ check's folder declares (its ``record.py``, :func:`harness.checks.check_part`), 
 
 Files of schema 1 and 2 are read as schema 3 by :func:`parse_results`: their unmeasured cases (``check: error``)
 get their check back from the pytest node id (:func:`check_of_nodeid`, the one node-id parser), and metadata keys
-this version no longer writes are dropped. Every error is one ``ValueError`` naming the file, the case (its index
+this version no longer writes are dropped. A file without a ``decision`` (written before it existed) gets one
+derived once, at load, by the gate's own :func:`harness.run_decision.decide_run` (:func:`derived_decision`); a
+file with one is read as it is, never re-derived. Every error is one ``ValueError`` naming the file, the case (its index
 and id) and the key of whatever does not fit.
 """
 
@@ -38,9 +41,9 @@ from harness.records import (
     UnmeasuredRecord,
     schema_version,
 )
+from harness.run_decision import INCOMPLETE, VERDICTS, RunDecision, case_outcome, decide_run
 
 NOT_RESULTS = "not a lalm-fairness results.json"
-VERDICTS = ("pass", "fail", "unmeasured", "incomplete", SPOT_CHECK)
 LEGACY_UNMEASURED = "error"
 """The ``check`` of an unmeasured case in files of schema 1 and 2."""
 
@@ -210,10 +213,9 @@ class Summary:
 
     @classmethod
     def of(cls, cases: Iterable[Record], not_run: int = 0) -> Summary:
-        cases = list(cases)
-        unmeasured = sum(isinstance(case, UnmeasuredRecord) for case in cases)
-        failed = sum(not isinstance(case, UnmeasuredRecord) and not case.passed for case in cases)
-        return cls(len(cases), len(cases) - failed - unmeasured, failed, unmeasured, not_run)
+        outcomes = [case_outcome(case) for case in cases]
+        failed, unmeasured = outcomes.count("failed"), outcomes.count("unmeasured")
+        return cls(len(outcomes), len(outcomes) - failed - unmeasured, failed, unmeasured, not_run)
 
     def to_json(self) -> dict[str, int]:
         counts = dataclasses.asdict(self)
@@ -235,14 +237,20 @@ class Incomplete:
 
 @dataclasses.dataclass(frozen=True)
 class RunResults:
-    """One run's results.json (module docstring)."""
+    """One run's results.json (module docstring): its :class:`~harness.run_decision.RunDecision` (:attr:`verdict`
+    is the run's verdict in it), counts, metadata, cases, scope and what stopped it."""
 
-    verdict: str
+    decision: RunDecision
     summary: Summary
     metadata: RunMetadata
     cases: tuple[Record, ...]
     scope: Scope | None = None
     incomplete: Incomplete | None = None
+
+    @property
+    def verdict(self) -> str:
+        """The run's verdict, as the gate decided it (:attr:`decision`)."""
+        return self.decision.verdict
 
     @property
     def measured(self) -> list[CaseRecord]:
@@ -274,6 +282,7 @@ class RunResults:
         return {
             "schema_version": SCHEMA_VERSION,
             "verdict": self.verdict,
+            "decision": self.decision.to_json(),
             "summary": self.summary.to_json(),
             **({"scope": self.scope.to_json()} if self.scope is not None else {}),
             "metadata": self.metadata.to_json(),
@@ -312,7 +321,7 @@ def parse_results(data: Any, source: str = "results.json") -> RunResults:
         raise ValueError(f"{source}: {NOT_RESULTS} (it has no list of 'cases')")
     version = schema_version(data, source)
     strict = version == SCHEMA_VERSION
-    known = {"schema_version", "verdict", "summary", "scope", "metadata", "cases", "incomplete"}
+    known = {"schema_version", "verdict", "decision", "summary", "scope", "metadata", "cases", "incomplete"}
     unknown = sorted(set(data) - known)
     if unknown and strict:
         raise ValueError(f"{source}: unknown key(s) {unknown}")
@@ -326,18 +335,48 @@ def parse_results(data: Any, source: str = "results.json") -> RunResults:
     if verdict not in VERDICTS:
         raise ValueError(f"{source}: key 'verdict' must be one of {list(VERDICTS)}, got {verdict!r}")
     metadata = data.get("metadata")
-    return RunResults(
-        verdict=verdict,
-        summary=summary,
-        metadata=RunMetadata() if metadata is None and not strict else RunMetadata.from_json(metadata, source, strict),
-        cases=cases,
-        scope=None if data.get("scope") is None else scope_from_json(data["scope"], source),
-        incomplete=None
+    scope = None if data.get("scope") is None else scope_from_json(data["scope"], source)
+    incomplete = (
+        None
         if data.get("incomplete") is None
         else Incomplete(
             **_checked(Incomplete, _mapping(data["incomplete"], source, "incomplete"), f"{source}, incomplete", True)
-        ),
+        )
     )
+    if data.get("decision") is None:
+        decision = derived_decision(verdict, cases, scope, incomplete)
+    else:
+        decision = RunDecision.from_json(data["decision"], source)
+        if decision.verdict != verdict:
+            raise ValueError(
+                f"{source}: key 'verdict' is {verdict!r} but its decision's verdict is {decision.verdict!r}"
+            )
+    return RunResults(
+        decision=decision,
+        summary=summary,
+        metadata=RunMetadata() if metadata is None and not strict else RunMetadata.from_json(metadata, source, strict),
+        cases=cases,
+        scope=scope,
+        incomplete=incomplete,
+    )
+
+
+def derived_decision(
+    verdict: str, cases: Sequence[Record], scope: Scope | None, incomplete: Incomplete | None
+) -> RunDecision:
+    """The decision of a results.json written before the gate stored one, derived once, here at load: the run's
+    ``verdict`` as the file states it (the gate that wrote it decided it, by that version's rules), and each
+    model's by the gate's own :func:`~harness.run_decision.decide_run` from the file's cases, its scope and its
+    ``incomplete`` block. Such a file does not say which model the cases that did not run were of, so in a stopped
+    run every model reads ``incomplete`` (in a spot check, ``spot-check``)."""
+    models = decide_run(
+        cases,
+        stopped=verdict == INCOMPLETE or incomplete is not None,
+        spot_check=verdict == SPOT_CHECK or bool(scope and scope.spot_check),
+        not_run={None: len(incomplete.not_run) if incomplete is not None else 0},
+        left_out={None: len(scope.omitted) if scope is not None else 0},
+    ).models
+    return RunDecision(verdict, models)
 
 
 def _mapping(value: Any, source: str, key: str) -> Mapping[str, Any]:
@@ -464,6 +503,7 @@ __all__ = [
     "RunResults",
     "Summary",
     "case_where",
+    "derived_decision",
     "case_of_nodeid",
     "check_of_nodeid",
     "is_gate_nodeid",

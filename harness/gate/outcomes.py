@@ -5,7 +5,8 @@ the model's bias stopped it: a model, server, configuration, cache or input prob
 support a verdict (:class:`~harness.core.errors.CaseNotMeasured`, an input cause), or a fault of the harness
 itself). An unmeasured case is never a fail; its record carries a :class:`Cause`.
 
-The run's verdict and exit status (README, "What a failure means"):
+The run's verdict (made once, with each model's, by :func:`harness.run_decision.decide_run`) and its exit
+status (README, "What a failure means"):
 
 * ``pass``, :data:`EXIT_PASS` (0): every case measured and passed;
 * ``fail``, :data:`EXIT_BIAS_FAILURE` (1): at least one measured bias failure (it outranks unmeasured cases:
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Iterable
 from typing import Any
 
 from harness.cache import CacheError
@@ -38,7 +38,7 @@ from harness.data.audio import AudioError
 from harness.data.basis_suite import BasisError
 from harness.display.text import cause_where
 from harness.gate.roles import Role
-from harness.records import SPOT_CHECK, Record
+from harness.records import SPOT_CHECK
 from harness.results import Summary
 from harness.thresholds import ThresholdsError
 
@@ -110,29 +110,6 @@ def cause_of(error: BaseException, model: str | None = None, role: Role | None =
     if isinstance(error, (CorpusError, AudioError, BasisError, CaseNotMeasured)):
         return Cause("input", source, message, **helper)
     return Cause("internal", None, f"{type(error).__name__}: {message}")
-
-
-def run_outcome(
-    cases: Iterable[Record], not_run: int = 0, interrupted: bool = False, spot_check: bool = False
-) -> tuple[str, Summary]:
-    """The run's verdict and summary from its case records: an :class:`~harness.records.UnmeasuredRecord` is
-    unmeasured, any other is measured and passed or failed; the verdict is ``incomplete`` when the run was
-    ``interrupted`` or ``not_run`` selected tests never finished, else ``spot-check`` when the run ran fewer
-    than every case of its gate (``spot_check``), else ``fail`` when any measured case failed, else
-    ``unmeasured`` when any case is, else ``pass``."""
-    summary = Summary.of(cases, not_run)
-    verdict = (
-        "incomplete"
-        if not_run or interrupted
-        else SPOT_CHECK
-        if spot_check
-        else "fail"
-        if summary.failed
-        else "unmeasured"
-        if summary.unmeasured
-        else "pass"
-    )
-    return verdict, summary
 
 
 def exit_status(verdict: str, summary: Summary) -> int:

@@ -3,8 +3,10 @@
 The plugin hands it each test's verdict record (as JSON: pytest-xdist carries records from workers to the
 controller), each process's :class:`~harness.results.RunMetadata` part, the parts of the run's scope each
 collecting process saw, the skipped tests and the gate tests that failed without a record. At the session's end
-:meth:`RunAssembly.results` makes the :class:`~harness.results.RunResults` (cases, verdict, summary, scope,
-merged metadata, the incomplete block) and :meth:`RunAssembly.terminal_lines` what the terminal says of it.
+:meth:`RunAssembly.results` makes the :class:`~harness.results.RunResults` (cases, the run's decision, summary,
+scope, merged metadata, the incomplete block) and :func:`terminal_lines` what the terminal says of it. The
+decision (the run's verdict and each model's, :func:`harness.run_decision.decide_run`) is made here, once; every
+surface reads it.
 This module knows nothing of pytest.
 """
 
@@ -19,10 +21,11 @@ from typing import Any
 from harness.checks.base import Case
 from harness.display.text import cause_where
 from harness.gate import unmeasured_record
-from harness.gate.outcomes import Cause, run_outcome
+from harness.gate.outcomes import Cause
 from harness.gate.scope import run_scope
 from harness.records import Record, Scope
-from harness.results import Incomplete, RunMetadata, RunResults, case_of_nodeid, record_from_json
+from harness.results import Incomplete, RunMetadata, RunResults, Summary, case_of_nodeid, record_from_json
+from harness.run_decision import INCOMPLETE, RunDecision, decide_run
 
 INTERRUPTED = "an interruption (Ctrl-C or SIGTERM)"
 STOPPED_EARLY = "-x / --maxfail, before every selected test ran"
@@ -46,6 +49,14 @@ class RunAssembly:
         """A process's :meth:`harness.gate.Gate.run_metadata`, as JSON (``source`` names the process in errors)."""
         self.metadata_parts.append(RunMetadata.from_json(data, source))
 
+    def gate_models(self) -> dict[tuple[str, str], str | None]:
+        """Each case of the full gate (check, id) -> its model, as the collecting processes listed it."""
+        return {
+            (entry[0], entry[1]): entry[2] if len(entry) > 2 else None
+            for part in self.scope_parts
+            for entry in part["gate"]
+        }
+
     def scope(self) -> tuple[Scope | None, dict[str, dict[str, Any]]]:
         """The run's :class:`~harness.records.Scope` (None when no gate case was collected) from the parts of
         every process that collected, and each selected node's case (its fields)."""
@@ -55,7 +66,7 @@ class RunAssembly:
         off: list[str] = []
         for part in self.scope_parts:
             off += [name for name in part["off"] if name not in off]
-            gate += [tuple(entry) for entry in part["gate"]]
+            gate += [(entry[0], entry[1]) for entry in part["gate"]]
             deselected |= {(check, case_id): reason for check, case_id, reason in part["deselected"]}
             nodes |= part["nodes"]
         if not gate and not nodes:
@@ -87,16 +98,46 @@ class RunAssembly:
                 case = Case(**nodes[nodeid]) if nodeid in nodes else unknown_case(nodeid)
                 self.records[nodeid] = unmeasured_record(case, message, Cause("internal", None, message), nodeid)
         cases = (*(record for _, record in sorted(self.records.items())), *self.baseline_gaps())
-        verdict, summary = run_outcome(cases, len(not_run), interrupted, spot_check=bool(scope and scope.spot_check))
+        decision = self.decision(cases, scope, nodes, not_run, interrupted)
+        summary = Summary.of(cases, len(not_run))
         incomplete = None
-        if verdict == "incomplete":
+        if decision.verdict == INCOMPLETE:
             incomplete = Incomplete(
                 stopped_by=INTERRUPTED if interrupted else STOPPED_EARLY,
                 selected=len(selected) if selected is not None else None,
                 finished=len(selected or ()) - len(not_run),
                 not_run=list(not_run),
             )
-        return RunResults(verdict, summary, metadata, cases, scope, incomplete)
+        return RunResults(decision, summary, metadata, cases, scope, incomplete)
+
+    def decision(
+        self,
+        cases: Sequence[Record],
+        scope: Scope | None,
+        nodes: Mapping[str, Mapping[str, Any]],
+        not_run: Sequence[str],
+        interrupted: bool,
+    ) -> RunDecision:
+        """The run's decision (:func:`harness.run_decision.decide_run`), made once: the selected tests that did not
+        run counted per model by their node's case, the full gate's cases left out of the run per model by the
+        gate's listing (None where either is unknown)."""
+        not_run_per_model: dict[str | None, int] = {}
+        for nodeid in not_run:
+            model = (nodes.get(nodeid) or {}).get("model")
+            not_run_per_model[model] = not_run_per_model.get(model, 0) + 1
+        left_out: dict[str | None, int] = {}
+        gate_models = self.gate_models()
+        for omitted in scope.omitted if scope is not None else ():
+            model = gate_models.get((omitted.check, omitted.id))
+            left_out[model] = left_out.get(model, 0) + 1
+        return decide_run(
+            cases,
+            stopped=interrupted,
+            spot_check=bool(scope and scope.spot_check),
+            not_run=not_run_per_model,
+            left_out=left_out,
+            models=list(dict.fromkeys(model for model in gate_models.values() if model)),
+        )
 
     def metadata(self, own: RunMetadata | None, imported_caches: Sequence[Mapping[str, Any]]) -> RunMetadata:
         """The run's metadata: the workers' parts and this process's ``own``, merged, with the time and versions."""
@@ -117,7 +158,22 @@ def unknown_case(nodeid: str) -> Case:
 
 
 def terminal_lines(results: RunResults) -> list[str]:
-    """What the terminal says of a run at its end: the verdict and counts, a spot check's scope, the protocol
+    """What the terminal says of a run at its end: :func:`run_lines`, then each model's verdict last
+    (:func:`model_lines`)."""
+    return run_lines(results) + model_lines(results)
+
+
+def model_lines(results: RunResults) -> list[str]:
+    """One line per model under test, its verdict as the run's decision holds it and the counts it rests on:
+    ``lalm-fairness: model sim:fair: INCOMPLETE (12 cases: 12 passed, 0 failed, 0 unmeasured; 21 did not run)``."""
+    return [
+        f"lalm-fairness: model {model.model}: {model.verdict.upper()} ({model.counts_text()})"
+        for model in results.decision.models
+    ]
+
+
+def run_lines(results: RunResults) -> list[str]:
+    """What the terminal says of the run as a whole: the verdict and counts, a spot check's scope, the protocol
     deviations, an interruption, and each cause of unmeasured cases once."""
     summary, metadata = results.summary, results.metadata
     lines = [

@@ -15,7 +15,7 @@ from harness.cache import OutputCache
 from harness.checks import all_checks
 from harness.checks.base import Case
 from harness.gate.outcomes import EXIT_INCOMPLETE, exit_status
-from harness.gate.run import RunAssembly, terminal_lines
+from harness.gate.run import RunAssembly, model_lines, run_lines
 from harness.gate.scope import deselection_reason
 from harness.plugin.configuration import (
     GATE_KEY,
@@ -80,7 +80,7 @@ class FairnessSession:
             # collected: a run of one gate module, a node id or -k is a spot check (harness.gate.scope).
             gate = get_gate(self.config)
             self.run.scope_parts.append({
-                "gate": [[check.name, case.id] for check in all_checks() for case in gate.cases(check.name)],
+                "gate": [[check.name, case.id, case.model] for check in all_checks() for case in gate.cases(check.name)],
                 "deselected": [[check, case_id, reason] for (check, case_id), reason in self.deselected.items()],
                 "nodes": nodes,
                 "off": gate.off_checks(),
@@ -187,7 +187,8 @@ class FairnessSession:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """The corpora's audio warnings, the run's verdict, each cause of unmeasured cases once, and a cache set aside."""
+        """The corpora's audio warnings, the run's verdict, each cause of unmeasured cases once, a cache set aside,
+        the annotation sample, and last each model's verdict."""
         if hasattr(self.config, "workerinput"):
             return
         metadata = self.outcome.metadata if self.outcome is not None else self.metadata()
@@ -195,10 +196,12 @@ class FairnessSession:
             terminalreporter.write_line(f"lalm-fairness: warning: {line}")
         if self.outcome is None:
             return
-        for line in terminal_lines(self.outcome):
+        for line in run_lines(self.outcome):
             terminalreporter.write_line(line)
         for line, red in self.summary_lines:
             terminalreporter.write_line(line, red=red)
+        for line in model_lines(self.outcome):
+            terminalreporter.write_line(line)
 
     def export_cache(self) -> None:
         path = self.config.getoption("--export-cache")

@@ -121,7 +121,7 @@ def render_report(
         if not case.passed
     ]
     return environment.get_template("report.html.j2").render(
-        results=results.to_json(),
+        results=results,
         screen=first_screen(results),
         cases=[
             {

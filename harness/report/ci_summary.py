@@ -1,6 +1,7 @@
 """A short Markdown summary of a results.json, for a CI job page or a pull-request comment (``--summary-md``).
 
-:func:`render_summary` is a pure function of the :class:`~harness.results.RunResults`: the verdict and counts, one table row per
+:func:`render_summary` is a pure function of the :class:`~harness.results.RunResults`: the verdict and counts, each
+model's verdict (in a run of several; both as the run's decision holds them, never derived here), one table row per
 failed, unmeasured or regressed case (its value and, where judged, its group gap; the threshold's bounds, and
 the quality floors it does not meet, which never fail a case; its q-value, adjusted p, CI or gap CI; the delta
 against the baseline; for an unmeasured case, its cause), and a line linking the report. It states nothing
@@ -47,6 +48,7 @@ def render_summary(results: RunResults, report_link: str | None = None, results_
         + (f". Model{'s' if len(models) > 1 else ''}: {', '.join(f'`{model}`' for model in models)}" if models else "")
         + "."
     )
+    lines += model_verdict_lines(results)
     listed = [
         case
         for case in cases
@@ -68,6 +70,17 @@ def render_summary(results: RunResults, report_link: str | None = None, results_
     if any(links):
         lines += ["", "Details: " + " · ".join(link for link in links if link)]
     return "\n".join(lines) + "\n"
+
+
+def model_verdict_lines(results: RunResults) -> list[str]:
+    """In a run of several models, one list item per model: its verdict and counts as the run's decision holds
+    them (:class:`~harness.run_decision.RunDecision`)."""
+    models = results.decision.models
+    if len(models) < 2:
+        return []
+    return ["", "Per model:", ""] + [
+        f"- `{model.model}`: **{model.verdict.upper()}** ({model.counts_text()})" for model in models
+    ]
 
 
 def write_summary(

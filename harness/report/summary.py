@@ -8,7 +8,7 @@ the passing cases whose value lies nearest its threshold, measured by :func:`mar
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from harness.checks import CHECKS, check_part
@@ -253,7 +253,7 @@ def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
             "unmeasured": len(unmeasured),
         },
         "models": results.models,
-        "model_verdicts": model_verdicts(records, verdict),
+        "model_verdicts": model_verdicts(results),
         "judge": metadata.judge_spec(),
         "baseline": metadata.baseline,
         "corpora": list(metadata.corpora),
@@ -264,22 +264,13 @@ def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
     }
 
 
-def model_verdicts(records: Sequence[Record], run_verdict: str = "pass") -> dict[str, str]:
-    """Each model's own verdict in a run of several (none for one): ``fail`` when a case of it failed, else
-    ``unmeasured`` when one was, else ``pass``, which only a complete release run can give: in an ``incomplete`` run
-    or a ``spot-check`` a model without a failed case reads as the run does (its other cases did not run)."""
-    models = [model for model in dict.fromkeys(r.model for r in records) if model]
+def model_verdicts(results: RunResults) -> list[dict[str, str]]:
+    """Each model's verdict in a run of several (none for one, whose verdict is the run's), as the run's decision
+    holds it (:class:`~harness.run_decision.RunDecision`; never derived here): its spec, verdict and counts."""
+    models = results.decision.models
     if len(models) < 2:
-        return {}
-    verdicts = {}
-    for model in models:
-        own = [r for r in records if r.model == model]
-        failed = any(not r.passed for r in own if isinstance(r, CaseRecord))
-        unmeasured = any(isinstance(r, UnmeasuredRecord) for r in own)
-        verdicts[model] = "fail" if failed else "unmeasured" if unmeasured else "pass"
-        if verdicts[model] == "pass" and run_verdict in ("incomplete", SPOT_CHECK):
-            verdicts[model] = run_verdict
-    return verdicts
+        return []
+    return [{"model": model.model, "verdict": model.verdict, "counts": model.counts_text()} for model in models]
 
 
 __all__ = [

@@ -1,5 +1,8 @@
 """The trend section: each case's value over a series of runs (nights, or checkpoints in release order).
 
+Each run is listed with its verdict and each model's, as its results.json's decision holds them
+(:class:`~harness.run_decision.RunDecision`; never derived here).
+
 :func:`trend_view` is a pure function of the runs' results dicts, their labels and the neighbour comparisons
 (``(i, case key) -> Comparison.as_dict()``: run ``i`` against run ``i - 1`` by the check's baseline test,
 computed by :mod:`harness.series`, never here). One small multiple per case (inline SVG): the value at each
@@ -69,6 +72,7 @@ def trend_view(
                 "label": label,
                 "created": results.metadata.created,
                 "verdict": results.verdict,
+                "models": [{"model": model.model, "verdict": model.verdict} for model in results.decision.models],
             }
             for label, results in zip(labels, runs)
         ],

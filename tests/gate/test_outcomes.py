@@ -31,12 +31,12 @@ from harness.gate.outcomes import (
     EXIT_USAGE,
     Cause,
     cause_of,
-    run_outcome,
 )
 from harness.generation import CachedModel
 from harness.models.openai_backend import CircuitBreaker, OpenAIBackend
 from harness.records import UnmeasuredRecord
 from harness.results import Summary
+from harness.run_decision import decide_run
 
 from support.gate import LoopbackServer
 from support.gate import gate_project as make_gate_project
@@ -132,12 +132,11 @@ def junit_counts(project: pytest.Pytester) -> dict[str, int]:
 def test_run_verdict_a_measured_failure_outranks_unmeasured_cases():
     measured_pass, measured_fail = ntvd_record(passed=True), ntvd_record(passed=False)
     unmeasured = UnmeasuredRecord(check="ntvd", id="m-story-gender", message="not measured (model): down")
-    assert run_outcome([measured_pass]) == ("pass", Summary(cases=1, passed=1, failed=0, unmeasured=0))
-    assert run_outcome([measured_pass, unmeasured]) == (
-        "unmeasured",
-        Summary(cases=2, passed=1, failed=0, unmeasured=1),
-    )
-    assert run_outcome([measured_fail, unmeasured])[0] == "fail"
+    assert decide_run([measured_pass]).verdict == "pass"
+    assert Summary.of([measured_pass]) == Summary(cases=1, passed=1, failed=0, unmeasured=0)
+    assert decide_run([measured_pass, unmeasured]).verdict == "unmeasured"
+    assert Summary.of([measured_pass, unmeasured]) == Summary(cases=2, passed=1, failed=0, unmeasured=1)
+    assert decide_run([measured_fail, unmeasured]).verdict == "fail"
     assert (EXIT_PASS, EXIT_BIAS_FAILURE, EXIT_USAGE) == (
         pytest.ExitCode.OK,
         pytest.ExitCode.TESTS_FAILED,

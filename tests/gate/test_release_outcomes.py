@@ -13,6 +13,7 @@ import pytest
 from harness.gate import Gate, GateConfig, release_outcome
 from harness.report.summary import first_screen
 from harness.results import RunMetadata, RunResults, Summary, parse_results
+from harness.run_decision import decide_run
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "advisory"
@@ -37,8 +38,7 @@ def run(tmp: Path, model: str, baseline: Path | None = None) -> dict:
     runner = gate(tmp, model, baseline)
     verdicts = [runner.verdict(case) for case in runner.cases("ntvd")]
     records = tuple(dataclasses.replace(v.record, nodeid=f"test_vibe.py::test_ntvd[{v.record.id}]") for v in verdicts)
-    verdict = "fail" if any(not v.passed for v in verdicts) else "pass"
-    return RunResults(verdict, Summary.of(records), RunMetadata(), records).to_json()
+    return RunResults(decide_run(records), Summary.of(records), RunMetadata(), records).to_json()
 
 
 def write(tmp: Path, name: str, results: dict) -> Path:

@@ -31,7 +31,10 @@ def test_a_gate_test_failing_without_a_record_is_unmeasured_with_its_check():
     assert case_key(record) == ("score_ratio", "m", "demo", None, "gender")
     assert record.cause == {"kind": "internal", "source": None, "message": "KeyError: 'x'"}
     assert results.verdict == "unmeasured" and not results.scope.spot_check
-    assert terminal_lines(results)[-1] == "  not measured (internal), 1 case(s): KeyError: 'x'"
+    assert terminal_lines(results)[-2] == "  not measured (internal), 1 case(s): KeyError: 'x'"
+    assert (
+        terminal_lines(results)[-1] == "lalm-fairness: model m: UNMEASURED (1 case: 0 passed, 0 failed, 1 unmeasured)"
+    )
     assert parse_results(results.to_json()) == results
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from harness.gate import load_baseline
-from harness.gate.outcomes import EXIT_BIAS_FAILURE, EXIT_SPOT_CHECK, EXIT_UNMEASURED, exit_status, run_outcome
+from harness.gate.outcomes import EXIT_BIAS_FAILURE, EXIT_SPOT_CHECK, EXIT_UNMEASURED, exit_status
 from harness.gate.scope import NOT_COLLECTED, deselection_reason, run_scope
 from harness.records import SPOT_CHECK, UnmeasuredRecord
 from harness.report.summary import first_screen
-from harness.results import read_results, scope_from_json
+from harness.results import Summary, read_results, scope_from_json
+from harness.run_decision import decide_run
 from tests.support.gate import gate_project
 from tests.support.records import ntvd_record
 
@@ -67,9 +68,9 @@ def test_a_spot_check_is_never_pass_and_exits_with_its_selected_cases_status(fai
         + [ntvd_record(passed=False)] * failed
         + [UnmeasuredRecord(check="ntvd", id="m-story-gender", message="not measured")] * unmeasured
     )
-    verdict, summary = run_outcome(cases, spot_check=True)
-    assert verdict == SPOT_CHECK and exit_status(verdict, summary) == status
-    assert run_outcome(cases, interrupted=True, spot_check=True)[0] == "incomplete"
+    verdict = decide_run(cases, spot_check=True).verdict
+    assert verdict == SPOT_CHECK and exit_status(verdict, Summary.of(cases)) == status
+    assert decide_run(cases, stopped=True, spot_check=True).verdict == "incomplete"
 
 
 def spot_check_results(tmp_path: Path) -> Path:
