@@ -376,12 +376,17 @@ def assert_readme_quotes_the_release_example(results: dict) -> None:
         return released[(case["check"], case["variant"], case["dimension"])]
 
     regressed = [case for case in failed if case["release"] == "regression"]
-    assert f"{words[len(regressed)]} regressed:" in readme
+    assert f"{words[len(regressed)]} regressed (nTVD beyond chance, release -> candidate, [absolute]):" in readme
     for case in (c for c in regressed if c["check"] == "ntvd"):
+        # both checkpoints on the measure the release test compares (the excess over the group-exchange null), so
+        # that the delta adds up, and the candidate's absolute nTVD beside them, labelled
         baseline = case["baseline"]
+        assert baseline["measure"] == "nTVD on common values beyond group exchange"
+        candidate_excess = baseline["baseline_value"] + baseline["delta"]
         assert (
-            f"{task(case)} {'nTVD ' if case['variant'] == 'story' else ''}{release_value(case):.1f} -> "
-            f"{case['value']:.1f} (+{baseline['delta']:.1f}, adjusted p {baseline['decision']['p_adjusted']:.2g})"
+            f"{task(case)} {'nTVD ' if case['variant'] == 'story' else ''}{baseline['baseline_value']:.1f} -> "
+            f"{candidate_excess:.1f} [{case['value']:.1f}] (+{baseline['delta']:.1f}, adjusted p "
+            f"{baseline['decision']['p_adjusted']:.2g})"
         ) in readme
     counterfactual = [c for c in regressed if c["check"] == "counterfactual"]
     if counterfactual:
