@@ -143,16 +143,19 @@ def uncertainty_text(case: CaseRecord) -> str:
 
 
 def value_text(case: CaseRecord) -> str:
-    """The case's value, and where that value is a quality floor (BASIS), the bias measure its verdict was judged
-    on: the best-worst group gap, or the deciding contrast (ICAT: the difference in the share choosing a group's
-    stereotype)."""
+    """The case's headline: its value, or where that value is a quality measure (BASIS), the bias measure its verdict
+    was judged on first (the best-worst group gap, or the deciding contrast, ICAT's difference in the share choosing
+    a group's stereotype), with the quality value after it under its floor's name (issue 47: one headline value,
+    floors under their own names)."""
     gap = _gap(case)
     value = _number(case.value)
+    floor_names = [str(floor["key"]) for floor in case.floors or [] if isinstance(floor, Mapping) and "key" in floor]
+    quality = f"{' / '.join(floor_names) or 'quality'} measure {value}"
     if gap and isinstance(gap.get("value"), (int, float)):
-        return f"{value}; gap {_number(gap['value'])}"
+        return f"gap {_number(gap['value'])}; {quality}"
     estimate = case.decision.estimate if case.decision is not None else None
     if case.floors and isinstance(estimate, (int, float)):
-        return f"{value}; contrast {_number(estimate)}"
+        return f"contrast {_number(estimate)}; {quality}"
     return value
 
 

@@ -88,7 +88,10 @@ def test_floors_are_named_when_unmet_but_left_out_of_the_bias_threshold():
         q=None,
     )
     (row,) = table_rows(render_summary(results(floored)))
-    assert "| failed; floor min_accuracy 75 not met | 33.3; gap 66.7 | max_gap ≤ 30 | gap CI [50, 83.3] |" in row
+    assert (
+        "| failed; floor min_accuracy 75 not met | gap 66.7; min_accuracy measure 33.3 | max_gap ≤ 30 | gap CI [50, 83.3] |"
+        in row
+    )
 
 
 def test_a_passing_run_has_no_table_and_the_file_summary_wins_when_complete():
@@ -133,7 +136,7 @@ def test_an_icat_row_shows_the_contrast_it_failed_on_beside_its_quality_floor():
         floors=[{"key": "min_icat", "value": 23.6, "threshold": 60.0, "met": False}],
         decision={"estimate": 74.2, "p_adjusted": 0.01},
     )
-    assert value_text(case) == "23.6; contrast 74.2"
+    assert value_text(case) == "contrast 74.2; min_icat measure 23.6"
 
 
 def test_markdown_table_cells_cannot_be_broken_by_ids():
