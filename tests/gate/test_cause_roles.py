@@ -78,7 +78,10 @@ def test_a_bad_helper_spec_is_refused_naming_its_option(pytester, option):
     result = pytester.runpytest("-p", "no:cacheprovider", "--model", "sim:fair", option, "nosuch:thing")
     assert result.ret == 4
     errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
-    assert errors == [
+    assert len(errors) == 1
+    # the known backends listed include any a test of the same process registered, so only the shipped ones are held
+    assert errors[0].startswith(
         f"ERROR: lalm-fairness: {option} nosuch:thing: model spec 'nosuch:thing': unknown backend 'nosuch'; known "
-        "backends: ['cascade', 'hf', 'openai', 'sim', 'smollm2', 'vllm', 'voice', 'whisper']"
-    ]
+        "backends: ['cascade', "
+    )
+    assert all(f"'{name}'" in errors[0] for name in ("hf", "openai", "sim", "smollm2", "vllm", "voice", "whisper"))
