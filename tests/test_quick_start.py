@@ -15,5 +15,6 @@ def test_ci_runs_exactly_the_readmes_second_command():
     ci_lines = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line.startswith("python3 -m venv")]
     assert ci_lines == [test_suite]
     assert '-m "not engine"' in test_suite and "scripts/install_vllm_cpu.sh" in test_suite and "-m engine" in test_suite
-    assert 'pytest tests -n 2 -p no:cacheprovider -rs -m "not engine"' in test_suite  # the main stage says why it skips
+    # the main stage names its failures and says why it skips
+    assert 'pytest tests -n 2 -p no:cacheprovider -rfEs -m "not engine"' in test_suite
     assert install.endswith("pytest fairness_tests")
