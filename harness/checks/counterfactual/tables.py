@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.cache import cache_key
+from harness.cache import cache_keys
 from harness.checks.base import CheckContext, per_run_table
 from harness.checks.counterfactual.arms import IDENTITY, SWAP, CorpusArms, build_arms, choice_arm_table, item_set_arms
 from harness.checks.counterfactual.perceived import (
@@ -115,13 +115,13 @@ def voice_praat_labels(context: CheckContext, clips: Sequence[Audio]) -> list[st
     """``voice:praat``'s label of each clip, kept in the output cache by the clip's content hash and the code that
     labels it (:data:`~.perceived.VOICE_PRAAT_LABELLER`), so that a re-score reads labels instead of tracking pitch;
     the clips it has not labelled are labelled over the cores (:func:`.perceived.label_clips`)."""
-    keys = [cache_key(PERCEIVE_NAMESPACE, voice_praat_labeller(), {}, {"audio": clip.content_hash}) for clip in clips]
+    fingerprint = voice_praat_labeller()
+    keys = cache_keys(PERCEIVE_NAMESPACE, fingerprint, {}, [{"audio": clip.content_hash} for clip in clips])
     found = context.cache.get_many(list(dict.fromkeys(keys)))
     missing = {key: clip for key, clip in zip(keys, clips) if key not in found}
     if missing:
         labels = label_clips(list(missing.values()), context.progress)
         found.update((key, label or NO_LABEL) for key, label in zip(missing, labels))
-        fingerprint = voice_praat_labeller()
         context.cache.put_many([(key, PERCEIVE_NAMESPACE, fingerprint, found[key], {}) for key in missing])
     return [None if found[key] == NO_LABEL else found[key] for key in keys]
 
