@@ -32,3 +32,26 @@ def test_the_robustness_score_reads_the_normalised_wer():
         pd.DataFrame({"reference": ["It is twenty past seven."], "answer": ["it's 20 past 7"]}), hypothesis="answer"
     )
     assert table["wer"].tolist() == [0.0]
+
+
+def test_the_normaliser_compiles_its_patterns_once_even_when_scipy_shrinks_res_cache(monkeypatch):
+    """Importing scipy sets ``re._MAXCACHE`` to 50 (numpy.f2py.crackfortran); the normaliser's ~70 patterns were
+    then evicted by whatever else the run compiled, and each call compiled them all again. Now a new text compiles
+    none of the normaliser's patterns, and its normal form is the one Whisper's rules give."""
+    import re._compiler
+
+    from harness.metrics import wer
+
+    monkeypatch.setattr(re, "_MAXCACHE", 50)
+    wer.normalise_text("Warm-up: Dr. Smith can't pay $5.")
+    compiled = []
+    original = re._compiler.compile
+    monkeypatch.setattr(re._compiler, "compile", lambda *a: compiled.append(a) or original(*a))
+    texts = [f"Mr. Jones won't colour {n} tyres, i'ma say (really)." for n in range(1, 40)]
+    normal = []
+    for n, text in enumerate(texts):
+        normal.append(wer.normalise_text(text))
+        for other in range(60):  # the rest of a run compiles patterns of its own between two texts
+            re.match(f"other-{n}-{other}", "")
+    assert not [args for args in compiled if not str(args[0]).startswith("other-")]
+    assert normal[0] == "mister jones will not color one tires i am going to say"
