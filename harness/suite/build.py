@@ -255,6 +255,8 @@ def build_suite(
                 problems.append(
                     f"{dimension}={group}: {len(members)} voice(s) admitted, fewer than {MIN_VOICES_PER_GROUP}"
                 )
+    if layout == "basis":
+        problems += short_sets(layout_input[1], admitted)
     counts = {
         dimension: {
             group: {
@@ -296,6 +298,25 @@ def build_suite(
     else:
         write_basis(out, admitted, layout_input, store)
     return BuildResult(provenance, report, problems)
+
+
+def short_sets(sets: list[BasisSet], admitted: dict[str, Clip]) -> list[str]:
+    """The item sets in which a label keeps fewer than :data:`MIN_VOICES_PER_GROUP` speakers once the filters dropped
+    their clips (:mod:`harness.data.basis_suite` refuses such a set)."""
+    problems = []
+    for item_set in sets:
+        speakers: dict[str, set[str]] = {}
+        for row in item_set.rows:
+            kept = speakers.setdefault(row[item_set.dimension], set())
+            if item_set.audio_key(row) in admitted:
+                kept.add(row["speaker"])
+        for label, kept in speakers.items():
+            if len(kept) < MIN_VOICES_PER_GROUP:
+                problems.append(
+                    f"set {item_set.entry.get('name', item_set.metadata)}: {item_set.dimension}={label}: {len(kept)} "
+                    f"speaker(s) admitted, fewer than {MIN_VOICES_PER_GROUP}"
+                )
+    return problems
 
 
 def items_digest(items: Path) -> str:

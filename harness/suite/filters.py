@@ -142,11 +142,13 @@ class VoicePerception:
 def perceived_voices(
     declared: dict[str, str], clip_speaker: dict[str, str], perceived: dict[str, str | None], min_share: float
 ) -> list[VoicePerception]:
-    """Per voice (``declared``: speaker -> its group), the share of its clips (``clip_speaker``: clip key -> speaker)
+    """Per voice that reads a clip (``declared``: speaker -> its group), the share of its clips (``clip_speaker``: clip key -> speaker)
     that the perceiver labelled its group (``perceived``: clip key -> label); kept when ``share >= min_share``."""
     rows = []
     for speaker, group in declared.items():
         labels = [perceived[key] for key, owner in clip_speaker.items() if owner == speaker]
+        if not labels:  # a voice that reads nothing in this suite is neither heard nor dropped
+            continue
         hits = sum(label == group for label in labels)
         share = hits / len(labels) if labels else 0.0
         counts: dict[str, int] = {}

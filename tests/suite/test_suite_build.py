@@ -126,6 +126,31 @@ def test_the_basis_layout_loads_as_a_suite(tmp_path):
     assert sf.info(tmp_path / "out" / "qa" / "speech" / "gender" / "00001_spk03.flac").samplerate == 16000
 
 
+def test_a_basis_set_left_with_one_speaker_of_a_label_writes_nothing_loadable(tmp_path):
+    """The dimension keeps 2 female voices (spk02, spk03), but set sqa read by spk01 and spk02 keeps one: the suite
+    would not load, so it is not written, and the report names the set."""
+    suite = tmp_path / "items"
+    (suite / "qa").mkdir(parents=True)
+    (suite / "suite.yaml").write_text(
+        "name: t\nsets:\n"
+        "  - {name: sqa, kind: qa, dimension: gender, labels: [female, male], metadata: qa/a.csv}\n"
+        "  - {name: sqb, kind: qa, dimension: gender, labels: [female, male], metadata: qa/b.csv}\n"
+    )
+    for name, speakers in (("a", ("spk01", "spk02")), ("b", ("spk02", "spk03"))):
+        rows = [f"1,{s},female,What is ice?,water" for s in speakers] + [
+            f"1,{s},male,What is ice?,water" for s in ("spk04", "spk05")
+        ]
+        (suite / "qa" / f"{name}.csv").write_text("id,speaker,gender,question,answer\n" + "\n".join(rows) + "\n")
+    # clips in order: spk01, spk02, spk04, spk05 (set sqa), spk03 (sqb's new one); spk01 is heard as male
+    heard = ["male", "female", "male", "male", "female"]
+    result = build_suite("basis", suite, read_voices(espeak_voices(3)), tmp_path / "out",
+                         Filters(perceiver_spec="fake", perceiver=lambda clips, groups: heard[: len(clips)]),
+                         progress=False, log=lambda line: None)  # fmt: skip
+    assert result.provenance["filters"]["perceived_group"]["dropped_voices"] == ["spk01"]
+    assert "set sqa: gender=female: 1 speaker(s) admitted, fewer than 2" in result.problems
+    assert not (tmp_path / "out" / "suite.yaml").exists()
+
+
 def test_a_killed_build_does_not_load_and_the_next_build_goes_on(tmp_path):
     """SIGINT in the middle of synthesis (one worker, so the clips come one at a time): the folder has whole clips
     and no corpus.yaml or manifest; the same command then makes only the clips that were missing."""
@@ -170,3 +195,25 @@ def test_a_changed_text_or_voice_makes_only_its_clips_anew(tmp_path):
                          Filters(perceived=False), progress=False, log=lambda line: None)  # fmt: skip
     # sentence c1 for every voice (6) and the changed voice's other sentence (1)
     assert (second.provenance["clips"]["made"], second.provenance["clips"]["reused"]) == (7, 5)
+
+
+def test_asr_and_perceiver_specs_are_models_asked_through_their_backends(tmp_path, capsys):
+    """``--asr`` and ``--perceiver`` take model specs: built with build_backend, asked for transcripts (an empty
+    prompt) and for the perceived group (the counterfactual check's prompt), and named in provenance.json."""
+    from harness.models import BACKENDS, register_backend
+
+    register_backend("fixedasr", "support.suite_inputs:FixedTranscriber")
+    register_backend("pitchears", "support.suite_inputs:PitchEars")
+    try:
+        status = main(["build", "--items", str(write_items(tmp_path, 2)), "--voices", espeak_voices(2), "--out",
+                       str(tmp_path / "out"), "--asr", "fixedasr:c1", "--perceiver", "pitchears:x", "--no-progress"])  # fmt: skip
+    finally:
+        BACKENDS.pop("fixedasr")
+        BACKENDS.pop("pitchears")
+    assert status == 0, capsys.readouterr().err
+    provenance = json.loads((tmp_path / "out" / "provenance.json").read_text())
+    wer, perceived = provenance["filters"]["wer"], provenance["filters"]["perceived_group"]
+    assert (wer["asr"], wer["asr_fingerprint"], wer["dropped"]) == ("fixedasr:c1", "fixedasr:c1:1", 4)
+    assert {row["clip"] for row in wer["dropped_clips"]} == {f"spk0{n}_c2" for n in range(1, 5)}
+    assert perceived["perceiver"] == "pitchears:x" and perceived["dropped_voices"] == []
+    assert set(load_corpus(tmp_path / "out").table["content_id"]) == {"c1"}

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.models.base import Backend
+
 SENTENCES = {
     "c1": "The bus leaves at half past seven.",
     "c2": "Please turn off the lights when you leave.",
@@ -37,3 +39,40 @@ needs_espeak = pytest.mark.skipif(
     shutil.which("espeak-ng") is None, reason="espeak-ng is not installed: apt-get install -y espeak-ng"
 )
 """The suite builder's tests read items with espeak-ng (Debian); without it they skip, saying so."""
+
+
+class FixedTranscriber(Backend):
+    """A test ASR (register it as ``fixedasr``): every clip is heard as the target's sentence of :data:`SENTENCES`
+    (``fixedasr:c1``), whatever was said."""
+
+    def __init__(self, spec, target, options):
+        self.spec, self.text = spec, SENTENCES[target]
+
+    def fingerprint(self):
+        return f"{self.spec}:1"
+
+    def load(self):
+        return self
+
+    def generate(self, requests, params):
+        return [self.text.lower().rstrip(".") for _ in requests]
+
+
+class PitchEars(Backend):
+    """A test perceiver (register it as ``pitchears``): answers the perceiver prompt with the group ``voice:praat``'s
+    pitch classes name, in a sentence."""
+
+    def __init__(self, spec, target, options):
+        self.spec = spec
+
+    def fingerprint(self):
+        return "pitchears:1"
+
+    def load(self):
+        return self
+
+    def generate(self, requests, params):
+        from harness.checks.counterfactual.perceived import voice_praat_group
+
+        assert all("female or male" in request.prompt for request in requests)
+        return [f"It sounds {voice_praat_group(r.audio.samples, r.audio.sample_rate)}." for r in requests]
