@@ -105,20 +105,24 @@ def test_outliers_are_listed_per_group_not_dropped(tmp_path):
     assert len(load_corpus(tmp_path / "out").table) == 12  # listed, kept
 
 
+def basis_items(folder: Path, sets: dict[str, tuple[str, str, list[str]]]) -> Path:
+    """A BASIS item folder: ``sets`` maps a set name to (kind, metadata file under qa/, CSV lines with header)."""
+    (folder / "qa").mkdir(parents=True)
+    lines = [f"  - {{name: {name}, kind: {kind}, dimension: gender, labels: [female, male], metadata: qa/{file}}}"
+             for name, (kind, file, _) in sets.items()]  # fmt: skip
+    (folder / "suite.yaml").write_text("name: t\nsets:\n" + "\n".join(lines) + "\n")
+    for _, file, rows in sets.values():
+        (folder / "qa" / file).write_text("\n".join(rows) + "\n")
+    return folder
+
+
 def test_the_basis_layout_loads_as_a_suite(tmp_path):
-    suite = tmp_path / "items"
-    (suite / "qa").mkdir(parents=True)
-    (suite / "suite.yaml").write_text(
-        "name: t\nsets:\n"
-        "  - {name: sqa, kind: qa, dimension: gender, labels: [female, male], metadata: qa/gender.csv}\n"
-        "  - {name: sqa-asr, kind: asr, dimension: gender, labels: [female, male], metadata: qa/gender-asr.csv}\n"
-    )
     rows = [f"1,{s},{g},What is frozen water called?" for s, g in
             (("spk01", "female"), ("spk02", "female"), ("spk03", "male"), ("spk04", "male"))]  # fmt: skip
-    (suite / "qa" / "gender.csv").write_text(
-        "id,speaker,gender,question,answer\n" + "\n".join(r + ",ice" for r in rows) + "\n"
-    )
-    (suite / "qa" / "gender-asr.csv").write_text("id,speaker,gender,transcript\n" + "\n".join(rows) + "\n")
+    suite = basis_items(tmp_path / "items", {
+        "sqa": ("qa", "gender.csv", ["id,speaker,gender,question,answer", *(row + ",ice" for row in rows)]),
+        "sqa-asr": ("asr", "gender-asr.csv", ["id,speaker,gender,transcript", *rows]),
+    })  # fmt: skip
     build_suite("basis", suite, read_voices(espeak_voices(2)), tmp_path / "out", Filters(perceived=False),
                 progress=False, log=lambda line: None)  # fmt: skip
     loaded = load_suite(tmp_path / "out")
@@ -129,18 +133,13 @@ def test_the_basis_layout_loads_as_a_suite(tmp_path):
 def test_a_basis_set_left_with_one_speaker_of_a_label_writes_nothing_loadable(tmp_path):
     """The dimension keeps 2 female voices (spk02, spk03), but set sqa read by spk01 and spk02 keeps one: the suite
     would not load, so it is not written, and the report names the set."""
-    suite = tmp_path / "items"
-    (suite / "qa").mkdir(parents=True)
-    (suite / "suite.yaml").write_text(
-        "name: t\nsets:\n"
-        "  - {name: sqa, kind: qa, dimension: gender, labels: [female, male], metadata: qa/a.csv}\n"
-        "  - {name: sqb, kind: qa, dimension: gender, labels: [female, male], metadata: qa/b.csv}\n"
-    )
-    for name, speakers in (("a", ("spk01", "spk02")), ("b", ("spk02", "spk03"))):
-        rows = [f"1,{s},female,What is ice?,water" for s in speakers] + [
-            f"1,{s},male,What is ice?,water" for s in ("spk04", "spk05")
-        ]
-        (suite / "qa" / f"{name}.csv").write_text("id,speaker,gender,question,answer\n" + "\n".join(rows) + "\n")
+
+    def rows(*female: str) -> list[str]:
+        speakers = [(s, "female") for s in female] + [("spk04", "male"), ("spk05", "male")]
+        return ["id,speaker,gender,question,answer", *(f"1,{s},{g},What is ice?,water" for s, g in speakers)]
+
+    suite = basis_items(tmp_path / "items", {"sqa": ("qa", "a.csv", rows("spk01", "spk02")),
+                                             "sqb": ("qa", "b.csv", rows("spk02", "spk03"))})  # fmt: skip
     # clips in order: spk01, spk02, spk04, spk05 (set sqa), spk03 (sqb's new one); spk01 is heard as male
     heard = ["male", "female", "male", "male", "female"]
     result = build_suite("basis", suite, read_voices(espeak_voices(3)), tmp_path / "out",
