@@ -176,8 +176,11 @@ def build_suite(
 
     admitted = dict(clips)
     speaker_of = {key: clip.voice.speaker for key, clip in clips.items()}
-    measures: dict[str, ClipMeasures] = dict(
-        zip(clips, measure_clips([str(store.path(c.recipe)) for c in clips.values()], progress))
+    needs_measures = filters.outliers or (filters.perceived and filters.perceiver is None)
+    measures: dict[str, ClipMeasures] = (
+        dict(zip(clips, measure_clips([str(store.path(c.recipe)) for c in clips.values()], progress)))
+        if needs_measures
+        else {}
     )
     record: dict = {"wer": {"enabled": filters.transcriber is not None}}
     if filters.transcriber is not None:

@@ -17,8 +17,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -51,20 +54,40 @@ class ClipMeasures:
     praat_group: str | None
 
 
-def measure_clip(path: str) -> ClipMeasures:
-    """One clip's :class:`ClipMeasures` (a worker's job: the clip's FLAC path)."""
+def measure_clip(job: tuple[str, str]) -> ClipMeasures:
+    """One clip's :class:`ClipMeasures` (a worker's job: the clip's FLAC path and the measuring code's fingerprint),
+    kept beside the clip (``<recipe>.measures.json``) under that fingerprint, so that a rebuild reads them."""
+    import json
+
     import soundfile as sf
 
     from harness.checks.counterfactual.perceived import group_from_voice_description
 
+    path, fingerprint = job
+    kept = Path(path).with_suffix(".measures.json")
+    if kept.is_file():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            record = json.loads(kept.read_text())
+            if record.pop("fingerprint") == fingerprint:
+                return ClipMeasures(**record)
     samples, rate = sf.read(path, dtype="float64")
     measures = measure_voice(samples, rate)
-    group = group_from_voice_description(describe_voice(measures))
-    return ClipMeasures(len(samples) / rate, measures.f0_median_hz, group)
+    result = ClipMeasures(
+        len(samples) / rate, measures.f0_median_hz, group_from_voice_description(describe_voice(measures))
+    )
+    temporary = kept.with_name(f".{kept.name}.{os.getpid()}")
+    temporary.write_text(json.dumps({"fingerprint": fingerprint, **dataclasses.asdict(result)}))
+    os.replace(temporary, kept)
+    return result
 
 
 def measure_clips(paths: Sequence[str], progress: bool = True) -> list[ClipMeasures]:
-    return map_in_processes(measure_clip, list(paths), "duration and F0", progress=progress)
+    """Every clip's measures over the cores, read back where a build already measured the clip with this code
+    (:func:`harness.checks.counterfactual.perceived.voice_praat_labeller`: voice:praat's code and thresholds)."""
+    from harness.checks.counterfactual.perceived import voice_praat_labeller
+
+    fingerprint = voice_praat_labeller()
+    return map_in_processes(measure_clip, [(path, fingerprint) for path in paths], "duration and F0", progress=progress)
 
 
 def model_of(spec: str, role: str):

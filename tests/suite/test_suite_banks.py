@@ -13,7 +13,7 @@ import pytest
 from harness.suite.audio import processed, write_flac
 from harness.suite.banks import checked_bank, get_bank
 from harness.suite.errors import SuiteError
-from harness.suite.filters import measure_clip
+from harness.suite.filters import measure_clips
 from harness.suite.voices import parse_voice_spec
 
 from support.suite_inputs import needs_espeak
@@ -96,7 +96,7 @@ def test_transform_derives_a_female_voice_from_a_male_one(tmp_path):
     original, source_rate = checked_bank(source).synthesise(source, TEXT)
     write_flac(tmp_path / "source.flac", processed(original, source_rate))
     write_flac(tmp_path / "swapped.flac", processed(swapped, rate))
-    before, after = measure_clip(str(tmp_path / "source.flac")), measure_clip(str(tmp_path / "swapped.flac"))
+    before, after = measure_clips([str(tmp_path / "source.flac"), str(tmp_path / "swapped.flac")], progress=False)
     assert before.praat_group == "male" and after.praat_group == "female"
     assert after.f0_median_hz > before.f0_median_hz + 50
     assert parts["source"]["synthesiser"].startswith("espeak-ng") and parts["synthesiser"].startswith("gender_swap:")
