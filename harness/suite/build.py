@@ -159,12 +159,19 @@ def build_suite(
         raise SuiteError(f"--layout {layout!r}: one of {', '.join(LAYOUTS)}")
     parts = check_voices(voices)
     clips, layout_input = plan_clips(layout, items, voices, parts)
+    unlabelled = [voice.text for voice in voices if filters.dimension not in voice.label]
+    if (filters.perceived or filters.outliers) and unlabelled:
+        raise SuiteError(
+            f"--dimension {filters.dimension}: voice spec {unlabelled[0]!r} declares no {filters.dimension} label "
+            "(the perceived-group filter and the outliers look at it): give another --dimension, or "
+            "--no-perceived-filter --no-outliers"
+        )
     if filters.perceived and filters.perceiver is None:
-        labels = {voice.label.get(filters.dimension) for voice in voices}
-        if None in labels or not labels <= set(VOICE_PRAAT_HEARS):
+        labels = {voice.label[filters.dimension] for voice in voices}
+        if not labels <= set(VOICE_PRAAT_HEARS):
             raise SuiteError(
                 f"--perceiver voice:praat hears {'/'.join(VOICE_PRAAT_HEARS)} only, not the {filters.dimension} groups "
-                f"{sorted(label for label in labels if label)}: give --perceiver SPEC, another --dimension, or "
+                f"{sorted(labels)}: give --perceiver SPEC, another --dimension, or "
                 "--no-perceived-filter"
             )
     out.mkdir(parents=True, exist_ok=True)

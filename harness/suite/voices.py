@@ -1,6 +1,6 @@
 """Voice specs: which bank reads the items, with which voice and settings, and which groups the voice is meant to carry.
 
-A spec is ``BANK:VOICE[SETTING=VALUE,...]@DIMENSION=LABEL@...``, e.g. ``espeak-ng:en-gb+f2[pitch=60,rate=170]@gender=female@accent=gb``:
+A spec is ``BANK:VOICE[SETTING=VALUE,...]@DIMENSION=LABEL@...``, e.g. ``espeak-ng:en-gb-x-rp+f2[pitch=60,rate=170]@gender=female@accent=gb``:
 
 * ``BANK`` names a voice bank (:mod:`harness.suite.banks`), ``VOICE`` one of its voices;
 * the bracketed settings are the bank's (espeak-ng's ``pitch`` and ``rate``, Piper's ``length_scale``...); a value may

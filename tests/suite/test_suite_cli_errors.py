@@ -72,6 +72,22 @@ def test_a_group_with_one_voice_is_refused(capsys, tmp_path):
     assert status == 4 and "dimension 'gender' needs at least 2 voices in each" in line and "female: spk01" in line
 
 
+def test_a_dimension_the_filters_cannot_look_at_is_refused(capsys, tmp_path):
+    items = write_items(tmp_path)
+    voices = (
+        espeak_voices()
+        .replace("@gender=female", "@gender=female@age=adult")
+        .replace("@gender=male", "@gender=male@age=young")
+    )
+    status, (line,) = run(capsys, tmp_path, "--items", str(items), "--voices", voices, "--dimension", "age")
+    assert status == 4 and "voice:praat hears male/female/child only, not the age groups ['adult', 'young']" in line
+    status, (line,) = run(capsys, tmp_path, "--items", str(items), "--voices", voices, "--dimension", "accent")
+    assert (
+        status == 4
+        and "--dimension accent: voice spec 'espeak-ng:en-us+f1@gender=female@age=adult' declares no accent" in line
+    )
+
+
 def test_a_bad_item_row_is_named(capsys, tmp_path):
     items = tmp_path / "items.csv"
     items.write_text("content_id,text\nc1,Hello there.\nc1,Goodbye now.\n")
