@@ -192,7 +192,8 @@ def build_suite(
     record: dict = {"wer": {"enabled": filters.transcriber is not None}}
     if filters.transcriber is not None:
         keys = list(clips)
-        transcripts = dict(zip(keys, filters.transcriber([store.samples(clips[k].recipe) for k in keys])))
+        found = store.transcripts([clips[k].recipe for k in keys], filters.asr_fingerprint, filters.transcriber)
+        transcripts = dict(zip(keys, found))
         result = wer_filter({key: clips[key].text for key in keys}, transcripts)
         for key in result.dropped:
             admitted.pop(key, None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -76,6 +77,21 @@ class ClipStore:
     def samples(self, recipe: str) -> np.ndarray:
         samples, _ = sf.read(self.path(recipe), dtype="float64")
         return samples
+
+    def transcripts(self, recipes: Sequence[str], fingerprint: str, transcribe) -> list[str]:
+        """The transcripts of ``recipes`` by the ASR whose fingerprint is ``fingerprint``: kept beside each clip
+        (``<recipe>.<hash of the fingerprint>.asr.txt``) so that a rebuild asks the ASR only about new clips; the
+        others are transcribed now (``transcribe``: samples -> transcripts). An empty fingerprint keeps nothing."""
+        if not fingerprint:
+            return list(transcribe([self.samples(recipe) for recipe in recipes]))
+        suffix = f".{stable_hash(fingerprint)[:12]}.asr.txt"
+        kept = {recipe: self.path(recipe).with_suffix(suffix) for recipe in recipes}
+        missing = [recipe for recipe in dict.fromkeys(recipes) if not kept[recipe].is_file()]
+        for recipe, text in zip(missing, transcribe([self.samples(recipe) for recipe in missing])):
+            temporary = kept[recipe].with_name(f".{kept[recipe].name}.{os.getpid()}")
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, kept[recipe])
+        return [kept[recipe].read_text(encoding="utf-8") for recipe in recipes]
 
 
 def make_clip(job: tuple[str, str, str]) -> None:

@@ -216,3 +216,5 @@ def test_asr_and_perceiver_specs_are_models_asked_through_their_backends(tmp_pat
     assert {row["clip"] for row in wer["dropped_clips"]} == {f"spk0{n}_c2" for n in range(1, 5)}
     assert perceived["perceiver"] == "pitchears:x" and perceived["dropped_voices"] == []
     assert set(load_corpus(tmp_path / "out").table["content_id"]) == {"c1"}
+    kept = sorted((tmp_path / "out" / ".suite-build" / "clips").glob("*/*.asr.txt"))
+    assert len(kept) == 8 and {path.read_text() for path in kept} == {"the bus leaves at half past seven"}
