@@ -102,3 +102,18 @@ def test_transform_derives_a_female_voice_from_a_male_one(tmp_path):
     assert parts["source"]["synthesiser"].startswith("espeak-ng") and parts["synthesiser"].startswith("gender_swap:")
     with pytest.raises(SuiteError, match="gender_swap makes a male voice female, but the voice declares gender=male"):
         checked_bank(parse_voice_spec(f"transform:gender_swap[source={source_spec},source_group=male]@gender=male"))
+
+
+def test_every_registered_bank_keeps_the_contract():
+    """Each entry of VOICE_BANKS loads lazily to a VoiceBank of its own name, whose settings say what they are and
+    check a value; an unavailable bank says how to install it."""
+    from harness.suite.banks import VOICE_BANKS, Setting, VoiceBank
+
+    assert set(VOICE_BANKS) >= {"espeak-ng", "flite", "mbrola", "piper", "hf", "transform"}
+    for name in VOICE_BANKS:
+        bank = VOICE_BANKS.load(name)
+        assert isinstance(bank, VoiceBank) and bank.name == name
+        for setting in bank.settings.values():
+            assert isinstance(setting, Setting) and setting.words and callable(setting.check)
+        reason = bank.unavailable()
+        assert reason is None or "install" in reason
