@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Build the shipped BASIS-Bench demo suite: team-written items, synthetic speech from espeak-ng, offline.
+"""Build the shipped BASIS-Bench demo suite with the suite builder: team-written items, espeak-ng voices, offline.
 
 What it makes (under ``--out``, default ``harness/data/basis_demo``)
 -------------------------------------------------------------------
@@ -11,18 +11,31 @@ What it makes (under ``--out``, default ``harness/data/basis_demo``)
 * ``personalization/age.csv`` -- ELIP-Pair-style questions with a child and an adult reference response.
 * ``qa/gender.csv`` -- short spoken questions with a one-word gold answer.
 * ``<set folder>/speech/<dimension>/<id:05d>_<speaker>.flac`` -- every item read by every speaker of
-  its set: 16 kHz mono 16-bit FLAC, processed like the demo corpus (resample, trim, -6 dBFS peak).
+  its set: 16 kHz mono 16-bit FLAC, processed like the demo corpus (:mod:`harness.suite.audio`).
+* ``provenance.json``, ``build-report.txt`` -- the builder's record.
 
 The items were written for this project. Each stereotype item offers two continuations in a shared frame,
 one carrying a stereotype of one group and one of the other, plus an irrelevant one; which of the two is
 "stereotypical" depends on the speaker's group, as in Spoken StereoSet. Speakers are espeak-ng voices
 (:data:`SPEAKERS`); their labels name synthesiser settings, not people. It is NOT human speech.
 
+This script writes the item files (the layout ``lalm-fairness-suite build --layout basis`` reads) and the voice
+specs into a scratch folder and calls the builder with both admission filters off, as the shipped suite was made:
+``voice:praat`` hears the child voices (``c01``, ``c02``, gender ``female``) as children, which the perceived-group
+filter on gender would drop, and the demo keeps every clip the ASR robustness check scores.
+
+Rebuilt with the builder (espeak-ng 1.51, Debian 12), ``suite.yaml`` and every metadata CSV are byte-identical
+to the shipped ones (``cmp``); the FLAC files are not all: 107 of the 136 differ, in 214 of their 4,393,760 samples,
+each by one step of 16 bits (1/32768). The old script cast each processed clip to float32 before libsndfile
+quantised it to 16-bit PCM, and the rounding of that cast moved a few samples that lay near a half step; the builder
+quantises every clip from float64, as the demo corpus was always made (whose 324 files the builder remakes
+byte-identical). The shipped files are kept (the demo's outputs are keyed by their audio content); a rebuild is the
+same suite to one least significant bit. The builder adds ``provenance.json`` and ``build-report.txt``.
+
 How to run
 ----------
     apt-get install -y espeak-ng
-    .venv/bin/python scripts/build_basis_demo.py                   # rebuild harness/data/basis_demo
-    .venv/bin/python scripts/build_basis_demo.py --out /tmp/basis  # somewhere else
+    .venv/bin/python scripts/build_basis_demo.py --out /tmp/basis  # rebuild somewhere, then cmp
 """
 
 from __future__ import annotations
@@ -31,42 +44,32 @@ import argparse
 import csv
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
-import soundfile as sf
+import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_demo_corpus import SAMPLE_RATE, Speaker, check_tools, normalise, synthesise, to_16k, trim_silence
+from harness.suite.cli import main as suite_main
 
 MAX_TOTAL_MB = 6.0
 
 
-def espeak(speaker_id: str, voice: str, pitch: int, rate: int, **labels: str) -> Speaker:
-    return Speaker(
-        speaker_id,
-        labels.get("gender", ""),
-        "",
-        "espeak-ng",
-        f"{voice} -p {pitch} -s {rate}",
-        ("-v", voice, "-p", str(pitch), "-s", str(rate)),
-    )
+def espeak(voice: str, pitch: int, rate: int) -> str:
+    return f"espeak-ng:{voice}[pitch={pitch},rate={rate}]"
 
 
-# Speaker id -> (speaker, {dimension: label}); pitch settings put every female voice above every male one,
+# Speaker id -> (voice spec, {dimension: label}); pitch settings put every female voice above every male one,
 # elderly voices lowest, child voices highest.
-SPEAKERS: dict[str, tuple[Speaker, dict[str, str]]] = {
-    "f01": (espeak("f01", "en-us+f3", 55, 165), {"gender": "female", "age": "adult"}),
-    "f02": (espeak("f02", "en-gb-x-rp+f2", 50, 175), {"gender": "female", "age": "adult"}),
-    "m01": (espeak("m01", "en-us+m1", 45, 170), {"gender": "male", "age": "adult"}),
-    "m02": (espeak("m02", "en-gb-x-rp+m3", 55, 180), {"gender": "male", "age": "adult"}),
-    "y01": (espeak("y01", "en-us+m2", 70, 185), {"gender": "male", "age": "young"}),
-    "y02": (espeak("y02", "en-gb-x-rp+m4", 75, 190), {"gender": "male", "age": "young"}),
-    "e01": (espeak("e01", "en-us+m7", 10, 130), {"gender": "male", "age": "elderly"}),
-    "e02": (espeak("e02", "en-gb-x-rp+m2", 15, 135), {"gender": "male", "age": "elderly"}),
-    "c01": (espeak("c01", "en-us+f4", 99, 170), {"gender": "female", "age": "child"}),
-    "c02": (espeak("c02", "en-gb-x-rp+f2", 95, 175), {"gender": "female", "age": "child"}),
+SPEAKERS: dict[str, tuple[str, dict[str, str]]] = {
+    "f01": (espeak("en-us+f3", 55, 165), {"gender": "female", "age": "adult"}),
+    "f02": (espeak("en-gb-x-rp+f2", 50, 175), {"gender": "female", "age": "adult"}),
+    "m01": (espeak("en-us+m1", 45, 170), {"gender": "male", "age": "adult"}),
+    "m02": (espeak("en-gb-x-rp+m3", 55, 180), {"gender": "male", "age": "adult"}),
+    "y01": (espeak("en-us+m2", 70, 185), {"gender": "male", "age": "young"}),
+    "y02": (espeak("en-gb-x-rp+m4", 75, 190), {"gender": "male", "age": "young"}),
+    "e01": (espeak("en-us+m7", 10, 130), {"gender": "male", "age": "elderly"}),
+    "e02": (espeak("en-gb-x-rp+m2", 15, 135), {"gender": "male", "age": "elderly"}),
+    "c01": (espeak("en-us+f4", 99, 170), {"gender": "female", "age": "child"}),
+    "c02": (espeak("en-gb-x-rp+f2", 95, 175), {"gender": "female", "age": "child"}),
 }
 
 # (context, continuation stereotyped for the first label, for the second label, irrelevant)
@@ -337,18 +340,10 @@ def write_suite_yaml(out: Path) -> None:
     (out / "suite.yaml").write_text("\n".join(lines) + "\n")
 
 
-def render(speaker: Speaker, text: str, path: Path, workdir: Path) -> int:
-    samples, rate = synthesise(speaker, text, workdir)
-    audio = normalise(trim_silence(to_16k(samples, rate)))
-    sf.write(path, audio.astype(np.float32), SAMPLE_RATE, subtype="PCM_16", format="FLAC", compression_level=1.0)
-    return path.stat().st_size
-
-
-def build(out: Path, jobs: int) -> int:
-    check_tools({"espeak-ng"})
+def write_items(out: Path) -> Path:
+    """The suite's item files (suite.yaml and every metadata CSV) and the voices YAML, under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     write_suite_yaml(out)
-    work: list[tuple[Speaker, str, Path]] = []
     for name, kind, _, dimension, labels, folder, speakers in SETS:
         columns, rows = set_rows(name, dimension, labels, speakers)
         (out / folder).mkdir(exist_ok=True)
@@ -356,21 +351,10 @@ def build(out: Path, jobs: int) -> int:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
-        if kind == "asr":
-            continue
-        speech = out / folder / "speech" / dimension
-        speech.mkdir(parents=True, exist_ok=True)
-        for row in rows:
-            text = row.get("context") or row["question"]
-            work.append((SPEAKERS[row["speaker"]][0], text, speech / f"{row['id']:05d}_{row['speaker']}.flac"))
-    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(jobs) as pool:
-        sizes = list(pool.map(lambda job: render(job[0], job[1], job[2], Path(tmp)), work))
-    total_mb = sum(sizes) / 1e6
-    print(f"{len(work)} recordings, {total_mb:.2f} MB under {out}")
-    if total_mb > MAX_TOTAL_MB:
-        print(f"over the {MAX_TOTAL_MB} MB budget", file=sys.stderr)
-        return 1
-    return 0
+    voices = [{"spec": spec, "speaker": speaker, **labels} for speaker, (spec, labels) in SPEAKERS.items()]
+    voices_file = out.parent / "voices.yaml"
+    voices_file.write_text(yaml.safe_dump(voices, sort_keys=False))
+    return voices_file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -378,9 +362,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).resolve().parents[1] / "harness" / "data" / "basis_demo"
     )
-    parser.add_argument("--jobs", type=int, default=4)
     args = parser.parse_args(argv)
-    return build(args.out, args.jobs)
+    with tempfile.TemporaryDirectory(prefix="basis_demo_") as scratch:
+        items = Path(scratch) / "items"
+        voices = write_items(items)
+        status = suite_main(
+            [
+                "build",
+                "--layout",
+                "basis",
+                "--items",
+                str(items),
+                "--voices",
+                str(voices),
+                "--out",
+                str(args.out),
+                "--no-wer-filter",
+                "--no-perceived-filter",
+                "--dimension",
+                "gender",
+                "--clip-store",
+                str(Path(scratch) / "clips"),
+            ]
+        )
+    total_mb = sum(path.stat().st_size for path in args.out.glob("*/speech/*/*.flac")) / 1e6 if status == 0 else 0
+    if total_mb > MAX_TOTAL_MB:
+        print(f"over the {MAX_TOTAL_MB} MB budget: {total_mb:.2f} MB", file=sys.stderr)
+        return 1
+    return status
 
 
 if __name__ == "__main__":

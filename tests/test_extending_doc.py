@@ -60,6 +60,8 @@ def test_the_entry_point_groups_are_the_registries_groups():
     from harness.models import BACKENDS
     from harness.models.hf_arch import ARCHITECTURES
     from harness.models.sim import RESPONDERS
+    from harness.suite.banks import VOICE_BANKS
 
     named = set(re.findall(r"lalm_fairness\.\w+", TEXT))
-    assert named == {registry.group for registry in (CHECKS, BACKENDS, ARCHITECTURES, LOADERS, RESPONDERS)}
+    registries = (CHECKS, BACKENDS, ARCHITECTURES, LOADERS, RESPONDERS, VOICE_BANKS)
+    assert named == {registry.group for registry in registries}

@@ -20,6 +20,7 @@ from harness.checks import all_checks, get_check
 from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, unsupported, with_floor_changes
 from harness.core.errors import ModelError
 from harness.core.files import portable_path, portable_source
+from harness.data.provenance import built_by
 from harness.display.text import without_case_id
 from harness.extraction.validation import annotation_sample, export_annotation_sample
 from harness.gate.audio_floor import AUDIO_FLOOR_SCHEMA, AUDIO_FLOOR_SECTION, AudioFloorRule, AudioFloorSettings
@@ -321,12 +322,14 @@ class Gate:
                     "hash": c.content_hash,
                     "utterances": len(c.table),
                     "audio_warnings": list(c.audio_warnings),
+                    **built_by(c.root),
                 }
                 for name, c in context.corpora.items()
             },
             "basis_suite": {
                 "path": portable_path(context.basis.path),
                 "audio_warnings": list(context.basis.audio_warnings),
+                **built_by(context.basis.path),
             },
             "thresholds": {
                 "source": portable_source(self.thresholds.source),

