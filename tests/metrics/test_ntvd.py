@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.metrics import ntvd, permutation_test
+from harness.metrics.ntvd import ntvd_from_group_counts
 
 
 def long_table(rows):
@@ -176,3 +177,34 @@ def test_ntvd_is_invariant_to_renaming_groups_and_values(table, rng):
 def test_permutation_p_value_lies_in_0_1(table, seed):
     p = permutation_test(table, tau=1, n_permutations=50, seed=seed).p_value
     assert 0.0 < p <= 1.0
+
+
+def _ntvd_by_the_definition(group_counts: np.ndarray, attribute_of_column: np.ndarray, n_attributes: int):
+    """VIBE eq. 2-5 attribute by attribute, with loops: the groups with a value of the attribute, each one's
+    within-group distribution, their mean, and 100 · ½ Σ_g Σ_v |P_g(v) − mean(v)| / |G| / (1 − 1/|G|)."""
+    scores = np.full(n_attributes, np.nan)
+    for attribute in range(n_attributes):
+        columns = group_counts[:, attribute_of_column == attribute]
+        present = columns[columns.sum(axis=1) > 0]
+        if len(present) < 2:
+            continue
+        probabilities = present / present.sum(axis=1, keepdims=True)
+        deviation = np.abs(probabilities - probabilities.mean(axis=0)).sum()
+        scores[attribute] = 100 * 0.5 * deviation / len(present) / (1 - 1 / len(present))
+    return scores
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_groups=st.integers(2, 4), seed=st.integers(0, 2**31 - 1))
+def test_batched_scores_equal_the_definition_for_two_groups_and_more(n_groups, seed):
+    """The vectorised scores (two groups by their closed form, more by the general one) equal the definition,
+    batch by batch, absent groups and attributes with one group included."""
+    rng = np.random.default_rng(seed)
+    attribute_of_column = np.sort(rng.integers(0, 3, size=7))
+    attribute_of_column = np.searchsorted(np.unique(attribute_of_column), attribute_of_column)
+    n_attributes = int(attribute_of_column.max()) + 1
+    batch = rng.poisson(1.0, size=(5, n_groups, len(attribute_of_column))) * (rng.random((5, n_groups, 1)) < 0.8)
+    batch = batch.astype(float)
+    scores = ntvd_from_group_counts(batch, attribute_of_column, n_attributes)
+    for counts, got in zip(batch, scores):
+        np.testing.assert_allclose(got, _ntvd_by_the_definition(counts, attribute_of_column, n_attributes), atol=1e-9)
