@@ -572,7 +572,7 @@ def paired_excess_bootstrap(
             for group, member in members.items():
                 w, x, d = weights[:, member], table[member], change[member]
                 observed[group] = w @ x
-                moved = np.einsum("bs,ms,sk->bmk", w, flips[:, member], d)
+                moved = np.einsum("bs,ms,sk->bmk", w, flips[:, member], d, optimize=True)
                 exchanged[group] = (observed[group][:, None, :] + moved).reshape(-1, x.shape[1])
             with warnings_ignored():
                 null = statistic(exchanged).reshape(len(weights), n_exchanges)

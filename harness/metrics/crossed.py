@@ -250,8 +250,8 @@ def crossed_replicates(
     def resampled(speaker_weights: np.ndarray, item_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         sums = [
             (
-                np.einsum("bs,si,bi->b", speaker_weights[:, rows], num[rows], item_weights),
-                np.einsum("bs,si,bi->b", speaker_weights[:, rows], den[rows], item_weights),
+                np.einsum("bs,si,bi->b", speaker_weights[:, rows], num[rows], item_weights, optimize=True),
+                np.einsum("bs,si,bi->b", speaker_weights[:, rows], den[rows], item_weights, optimize=True),
             )
             for rows in (group_of_speaker == g for g in groups)
         ]
@@ -547,8 +547,8 @@ def crossed_paired_contrast(
 
     def difference(speaker_weights: np.ndarray, item_weights: np.ndarray) -> np.ndarray:
         means = [
-            np.einsum("bs,si,bi->b", speaker_weights, num[k], item_weights)
-            / np.einsum("bs,si,bi->b", speaker_weights, den[k], item_weights)
+            np.einsum("bs,si,bi->b", speaker_weights, num[k], item_weights, optimize=True)
+            / np.einsum("bs,si,bi->b", speaker_weights, den[k], item_weights, optimize=True)
             for k in (0, 1)
         ]
         return means[0] - means[1]

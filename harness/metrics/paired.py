@@ -176,7 +176,9 @@ def paired_group_exchange_excess(
         values = table.drop(columns="group").to_numpy(dtype=float)
         observed = {name: draws[:, groups == name] @ values[groups == name] for name in names}
         exchanged = {
-            name: np.einsum("bs,ms,sk->bmk", draws, (labels == name).astype(float), values).reshape(-1, values.shape[1])
+            name: np.einsum("bs,ms,sk->bmk", draws, (labels == name).astype(float), values, optimize=True).reshape(
+                -1, values.shape[1]
+            )
             for name in names
         }
         with warnings_ignored():
