@@ -410,7 +410,7 @@ def report_lines(provenance: dict) -> list[str]:
     lines = [f"suite build ({provenance['layout']}): {provenance['clips']['admitted']} of "
              f"{provenance['clips']['planned']} clips admitted"]  # fmt: skip
     for dimension, groups in provenance["groups"].items():
-        cells = ", ".join(f"{group} {c['voices']} voices / {c['clips']} clips" for group, c in groups.items())
+        cells = ", ".join(f"{group} {c['voices']} voice(s) / {c['clips']} clips" for group, c in groups.items())
         lines.append(f"  {dimension}: {cells}")
     filters = provenance["filters"]
     wer = filters["wer"]

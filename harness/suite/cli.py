@@ -9,6 +9,8 @@ next build goes on from them).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -88,6 +90,27 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    with progress_bars(not args.no_progress):
+        return run(args)
+
+
+@contextlib.contextmanager
+def progress_bars(shown: bool):
+    """``--no-progress`` silences the ASR's and the perceiver's own bars as well as the builder's (the models read
+    ``LALM_PROGRESS``); the setting is put back afterwards."""
+    previous = os.environ.get("LALM_PROGRESS")
+    if not shown:
+        os.environ["LALM_PROGRESS"] = "0"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("LALM_PROGRESS", None)
+        else:
+            os.environ["LALM_PROGRESS"] = previous
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         if not 0 < args.min_perceived_share <= 1:
             raise SuiteError(f"--min-perceived-share {args.min_perceived_share}: give a share above 0 and at most 1")

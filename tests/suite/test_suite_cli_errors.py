@@ -3,6 +3,8 @@ before anything is written (issue 49)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from harness.suite.cli import main
@@ -143,3 +145,18 @@ def test_a_bank_this_installation_lacks_says_how_to_install_it(capsys, tmp_path,
     status, (line,) = run(capsys, tmp_path, "--items", str(write_items(tmp_path)), "--voices",
                           f"{voices},{espeak_voices().split(',', 2)[2]}", "--no-perceived-filter")  # fmt: skip
     assert status == 4 and f"voice spec '{bank}@gender=female': {install}" in line
+
+
+def test_no_progress_silences_the_models_bars_for_the_build_only(monkeypatch):
+    """``--no-progress`` reaches the ASR's and the perceiver's own bars (``LALM_PROGRESS``), and is put back."""
+    from harness.core.progress import Progress
+    from harness.suite.cli import progress_bars
+
+    monkeypatch.setenv("LALM_PROGRESS", "1")
+    with progress_bars(False):
+        assert not Progress(100, "whisper:tiny.en transcribe").enabled
+    assert os.environ["LALM_PROGRESS"] == "1"
+    monkeypatch.delenv("LALM_PROGRESS")
+    with progress_bars(False):
+        pass
+    assert "LALM_PROGRESS" not in os.environ
