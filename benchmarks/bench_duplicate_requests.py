@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.gate import config as gate_config  # noqa: E402
-from harness.generation import CachedModel  # noqa: E402
+from harness.generation.cached_model import CachedModel  # noqa: E402
 from harness.models.base import Backend  # noqa: E402
 
 

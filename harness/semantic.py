@@ -35,7 +35,7 @@ screen name that as a deviation. ``--embedder`` overrides the choice for every m
 
 Embeddings are cached like model outputs (namespace ``embedding``, keyed by the embedder's fingerprint, which
 carries the weights' fingerprint and :data:`EMBEDDING_VERSION`, and by the text: :func:`embedding_key`), as
-float32, so a re-run computes none. Under ``--plan`` (:mod:`harness.plan`) the model's own embeddings are planned
+float32, so a re-run computes none. Under ``--plan`` (:mod:`harness.generation.request_plan`) the model's own embeddings are planned
 like its answers, one row per text and embedding (column ``embedding``: ``embed-agg`` or ``embed-eowl``), and the
 fill (in process or on Ray) computes them from the same weights (:func:`planned_embedding_entries`), so a re-score
 from filled plans judges on the paper's row as the in-process run does. The projection is cached too (namespace ``projection``), keyed by the SHA-256 of the embedding
@@ -57,10 +57,10 @@ import numpy as np
 
 from harness.cache import OutputCache, cache_key
 from harness.core.errors import ModelError
-from harness.plan import PlannedRequest, RefusedRow, RequestsPlanned
+from harness.generation.request_plan import PlannedRequest, RefusedRow, RequestsPlanned
 
 if TYPE_CHECKING:
-    from harness.generation import CachedModel
+    from harness.generation.cached_model import CachedModel
 
 NAMESPACE = "embedding"
 PROJECTION_NAMESPACE = "projection"
@@ -157,7 +157,7 @@ def model_embedders(
     object with ``semantic_pass()``, :class:`harness.models.semantic_pass.SemanticPass`), called on the first
     text missing from the cache only. When ``planned_for`` (the cached model under test) has a planner
     (``--plan``), the texts missing from the cache are planned for that model instead (:func:`plan_embeddings`)
-    and :class:`~harness.plan.RequestsPlanned` stops the caller: nothing is loaded."""
+    and :class:`~harness.generation.request_plan.RequestsPlanned` stops the caller: nothing is loaded."""
     state: dict[str, Any] = {}
 
     def semantic_pass() -> Any:
@@ -216,7 +216,7 @@ def own_embedders(model: CachedModel, kinds: Sequence[str] = ("embed-agg", "embe
 def plan_embeddings(model: CachedModel, kind: str, fingerprint: str, texts: Sequence[str]) -> None:
     """Plan the ``kind`` embeddings of ``texts`` (those the cache lacks) by ``model``'s own weights (embedder
     ``fingerprint``): one plan row each (namespace ``embedding``, the model's spec, fingerprint and options, the
-    text as the prompt, column ``embedding`` the kind), then raise :class:`~harness.plan.RequestsPlanned`."""
+    text as the prompt, column ``embedding`` the kind), then raise :class:`~harness.generation.request_plan.RequestsPlanned`."""
     from harness.core.requests import GenerationRequest
 
     assert model.planner is not None

@@ -33,12 +33,12 @@ from harness.data.corpus import read_utterance_audio
 from harness.data.loaders import prepared_source, prepared_suite
 from harness.gate.config import GateConfig, model_settings
 from harness.gate.vibe_protocol import VIBE_SECTION, VibeProtocol, resolve_vibe_protocol
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
+from harness.generation.request_plan import Planner
 from harness.metrics.multitest import DecisionRule
 from harness.models import build_backend
 from harness.models.cascade import split_voice
 from harness.models.residency import Residency
-from harness.plan import Planner
 from harness.semantic import (
     MINILM,
     Embedder,

@@ -84,7 +84,7 @@ class StageSpec:
 
 
 class CachedStage(Protocol):
-    """A stage model behind the run's output cache (:class:`harness.generation.CachedModel`)."""
+    """A stage model behind the run's output cache (:class:`harness.generation.cached_model.CachedModel`)."""
 
     def generate(self, requests: Sequence[GenerationRequest], label: str = "") -> list[str]: ...
 

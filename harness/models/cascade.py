@@ -14,7 +14,7 @@ differences that come from recognition errors or from the voice description can 
 LLM alone.
 
 Caching, in two stages inside the gate's cache. The cascade's own answers are cached by the gate
-(:class:`~harness.generation.CachedModel`) under the cascade's fingerprint, which combines both stages'
+(:class:`~harness.generation.cached_model.CachedModel`) under the cascade's fingerprint, which combines both stages'
 fingerprints, the ASR decoding, and the texts above. Within a miss, each stage is itself a
 ``CachedModel`` over the same :class:`~harness.cache.OutputCache` (built by the cascade's own
 ``CachedModel`` through :meth:`CascadeBackend.compose`), keyed by that stage's own fingerprint:
@@ -181,7 +181,7 @@ class CascadeBackend(Backend):
         stage = self._stage
         if stage is None:
             raise ModelError(
-                f"{self.spec}: the cascade's stages are cached models; load it through harness.generation.CachedModel"
+                f"{self.spec}: the cascade's stages are cached models; load it through harness.generation.cached_model.CachedModel"
             )
         asr = stage(StageSpec(self.asr_spec, ASR_DECODING, self.stage_options["asr"]), CHUNK_SIZE)
         voice = None

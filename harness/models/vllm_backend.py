@@ -10,7 +10,7 @@ Parallelism is vLLM's own: ``tensor_parallel_size`` and ``pipeline_parallel_size
 For several nodes, start a Ray cluster (``ray start --head`` on one node, ``ray start --address=...`` on
 the others), then set ``distributed_executor_backend: ray`` with TP x PP equal to the total GPU count;
 the harness does not manage that Ray cluster. Data parallelism across a cluster is the plan's
-(``pytest ... --plan``, then ``lalm-fairness-generate --ray``: :mod:`harness.ray_generate`).
+(``pytest ... --plan``, then ``lalm-fairness-generate --ray``: :mod:`harness.generation.ray_fill`).
 
 Options: ``tensor_parallel_size``, ``pipeline_parallel_size``, ``distributed_executor_backend``,
 ``dtype`` (default ``auto``: resolved by the harness, float32 on a CPU, bfloat16 or float16 on CUDA;

@@ -12,7 +12,7 @@ import pytest
 from harness.cache import GENERATED, IMPORTED, OutputCache
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.gate.audio_floor import AudioFloorSettings
-from harness.generation import NAMESPACE, CachedModel
+from harness.generation.cached_model import NAMESPACE, CachedModel
 from harness.models import BACKENDS, register_backend
 from harness.results import RunMetadata
 from harness.thresholds import packaged_thresholds

@@ -13,7 +13,7 @@ from harness.display.text import cause_where
 from harness.gate import Unmeasured
 from harness.gate.outcomes import Cause, cause_of
 from harness.gate.roles import Role, blamed_role
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.records import UnmeasuredRecord
 from harness.report.summary import cause_text
 
@@ -27,7 +27,7 @@ ROLES = [Role("perceiver", "sim:fair", "--perceiver"), Role("extractor", "vllm:Q
 
 def error_of_helper(tmp_path, spec: str) -> ModelError:
     """The error a cached model raises when asked a prompt it cannot answer (the simulators answer only the
-    prompt families they know), raised through :class:`~harness.generation.CachedModel` as a check's call is."""
+    prompt families they know), raised through :class:`~harness.generation.cached_model.CachedModel` as a check's call is."""
     cached = CachedModel(spec, OutputCache(tmp_path / "cache"), DecodingParams(), progress=False)
     with pytest.raises(ModelError) as raised:
         cached.generate([GenerationRequest("Which group does this voice belong to?")], label="perceived group")

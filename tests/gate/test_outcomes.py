@@ -32,7 +32,7 @@ from harness.gate.outcomes import (
     Cause,
     cause_of,
 )
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.models.openai_backend import CircuitBreaker, OpenAIBackend
 from harness.records import UnmeasuredRecord
 from harness.results import Summary

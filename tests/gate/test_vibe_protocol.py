@@ -4,7 +4,7 @@ refused by name."""
 
 import pytest
 
-from harness.gate import refuse_other_extraction
+from harness.gate.baseline import refuse_other_extraction
 from harness.gate.vibe_protocol import (
     PAPER_EXTRACTOR,
     VibeProtocolError,

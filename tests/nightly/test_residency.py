@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-import harness.generation as generation
+import harness.generation.cached_model as cached_model
 from harness.cache import OutputCache
 from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.gate import validate_models
 from harness.gate.config import GateConfig
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.models import residency as residency_module
 from harness.models.base import Backend
 from harness.models.residency import (
@@ -80,7 +80,7 @@ class FakeEngineBackend(Backend):
 @pytest.fixture
 def ledger(monkeypatch):
     ledger = EngineLedger()
-    monkeypatch.setattr(generation, "build_backend", lambda spec, options=None: FakeEngineBackend(spec, ledger))
+    monkeypatch.setattr(cached_model, "build_backend", lambda spec, options=None: FakeEngineBackend(spec, ledger))
     return ledger
 
 
@@ -136,8 +136,8 @@ def test_a_composite_model_s_stages_split_the_budget_and_are_never_released_for_
     residency = Residency()
     parent = CachedModel("composite", OutputCache(tmp_path), DECODING, progress=False, residency=residency)
     parent.stage_shares = memory_shares(stages)
-    asr = parent._stage(generation.StageSpec("asr", DECODING), 8)
-    llm = parent._stage(generation.StageSpec("llm", DECODING, {"gpu_memory_utilization": 0.5}), 8)
+    asr = parent._stage(cached_model.StageSpec("asr", DECODING), 8)
+    llm = parent._stage(cached_model.StageSpec("llm", DECODING, {"gpu_memory_utilization": 0.5}), 8)
     ask(asr, "hear")
     ask(llm, "answer")
     assert ledger.alive == {"asr": pytest.approx(DEVICE_BUDGET - 0.5), "llm": 0.5}

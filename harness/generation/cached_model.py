@@ -11,10 +11,10 @@ from harness.cache import IMPORTED, OutputCache, cache_keys
 from harness.core.errors import ModelError, PartialGenerationError
 from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest, prepare_audio
+from harness.generation.request_plan import Planner, RequestsPlanned
 from harness.models import build_backend
 from harness.models.base import Backend, Model, StageSpec, release_model
 from harness.models.residency import DEVICE_BUDGET, Residency, memory_shares, stated_share
-from harness.plan import Planner, RequestsPlanned
 
 NAMESPACE = "generate"
 
@@ -34,8 +34,8 @@ class CachedModel:
     ``share``: stated in its option block, else the whole budget, or for a stage of a composite model (``group``:
     the composite's spec) its equal part of what the stages' option blocks leave.
 
-    With a ``planner`` (``--plan``, :mod:`harness.plan`), nothing is generated: the requests the cache lacks are
-    planned and :class:`~harness.plan.RequestsPlanned` stops the caller there.
+    With a ``planner`` (``--plan``, :mod:`harness.generation.request_plan`), nothing is generated: the requests the cache lacks are
+    planned and :class:`~harness.generation.request_plan.RequestsPlanned` stops the caller there.
     """
 
     def __init__(

@@ -108,7 +108,7 @@ def checked_requests(
     rows: Sequence[PlannedRequest], keys_here: Callable[[Sequence[GenerationRequest]], Sequence[str]]
 ) -> CheckedRows:
     """Each row's request, kept when the key it hashes to here, ``keys_here(requests)`` (the model's
-    :meth:`harness.generation.CachedModel.keys` under the rows' decoding: ``cache_key("generate", fingerprint,
+    :meth:`harness.generation.cached_model.CachedModel.keys` under the rows' decoding: ``cache_key("generate", fingerprint,
     decoding, request identity)``), is the row's ``key``; refused, naming the row, when it hashes to another key (an
     answer stored under the row's key would be found for another request) or its audio does not read back to the
     plan's hash. Every fill (in process, on Ray) answers only the kept rows."""
