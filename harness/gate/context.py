@@ -7,8 +7,9 @@ checks keep their tables; the models' fingerprints; and the gate's decision rule
 :class:`harness.checks.base.CheckContext` whole. Each check builds its own requests and tables from it in its
 folder (``harness/checks/<name>/tables.py``).
 
-A cascade's output holds what its ASR stage heard before its answer; :meth:`outputs` splits the two once,
-so that every table carries ``heard`` and ``answer`` and nothing downstream parses it.
+A cascade's output holds what its ASR stage heard before its answer; the cascade splits its own output
+(:class:`~harness.models.base.SplitsOutput`) where :meth:`outputs` asks it, so that every table carries ``heard``
+and ``answer`` and nothing downstream parses it.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from harness.generation.cached_model import CachedModel
 from harness.generation.request_plan import Planner
 from harness.metrics.multitest import DecisionRule
 from harness.models import build_backend
-from harness.models.cascade import split_voice
+from harness.models.base import HearsCorpora, TranscribedByStage, answer_parts
 from harness.models.residency import Residency
 from harness.semantic import (
     MINILM,
@@ -129,8 +130,10 @@ class RunContext:
                 residency=self.residency,
                 planner=self.planner,
             )
-            for corpus in self.corpora.values():
-                self._models[spec].backend.hear_corpus(corpus)
+            backend = self._models[spec].backend
+            if isinstance(backend, HearsCorpora):
+                for corpus in self.corpora.values():
+                    backend.hear_corpus(corpus)
         return self._models[spec]
 
     def fingerprint(self, spec: str) -> str:
@@ -158,9 +161,14 @@ class RunContext:
         decoding = None
         if max_new_tokens is not None and max_new_tokens > cached.decoding.max_new_tokens:
             decoding = dataclasses.replace(cached.decoding, max_new_tokens=max_new_tokens)
-        split = [split_voice(text) for text in cached.generate(list(requests), label=label, decoding=decoding)]
-        heard, voice, answer = zip(*split) if split else ((), (), ())
-        return pd.DataFrame({"heard": list(heard), "voice": list(voice), "answer": list(answer)})
+        parts = answer_parts(cached.backend, cached.generate(list(requests), label=label, decoding=decoding))
+        return pd.DataFrame(
+            {
+                "heard": [part.heard for part in parts],
+                "voice": [part.voice for part in parts],
+                "answer": [part.answer for part in parts],
+            }
+        )
 
     @memoized
     def corpus_audio(self, corpus_name: str) -> dict:
@@ -177,9 +185,10 @@ class RunContext:
         that source, asked with an empty prompt, so the WER checks read what the system itself heard and share
         the stage's cache entries; any other model is asked :data:`TRANSCRIPTION_PROMPT`.
         """
-        source = self.model(model).backend.transcription_source()
-        if source is None:
+        backend = self.model(model).backend
+        if not isinstance(backend, TranscribedByStage):
             return self.model(model), TRANSCRIPTION_PROMPT
+        source = backend.transcription_source()
         if source.spec not in self._stages:
             self._stages[source.spec] = CachedModel(
                 source.spec,

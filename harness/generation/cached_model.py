@@ -13,7 +13,7 @@ from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest, prepare_audio
 from harness.generation.request_plan import Planner, RequestsPlanned
 from harness.models import build_backend
-from harness.models.base import Backend, Model, StageSpec, release_model
+from harness.models.base import Backend, ComposedOfStages, Model, StageSpec, release_model, resident_stages
 from harness.models.residency import DEVICE_BUDGET, Residency, memory_shares, stated_share
 
 NAMESPACE = "generate"
@@ -60,14 +60,15 @@ class CachedModel:
         self.chunk_size = chunk_size
         self.progress = progress
         self.backend: Backend = build_backend(spec, options)
-        self.backend.compose(self._stage)
+        if isinstance(self.backend, ComposedOfStages):
+            self.backend.compose(self._stage)
         self.fingerprint = self.backend.fingerprint()
         self._model: Model | None = None
         self.offline = offline
         self.residency = residency
         self.group = group or spec
         self.share = stated_share(spec, options or {}) or share or DEVICE_BUDGET
-        self.stage_shares = memory_shares(self.backend.resident_stages()) if residency is not None else {}
+        self.stage_shares = memory_shares(resident_stages(self.backend)) if residency is not None else {}
         self.calls = 0
         self.hits = 0
         self.hits_imported = 0

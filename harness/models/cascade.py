@@ -41,7 +41,16 @@ from typing import Any
 from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
-from harness.models.base import Backend, StageFactory, StageSpec, validated_options
+from harness.models.base import (
+    AnswerParts,
+    Backend,
+    ComposedOfStages,
+    SplitsOutput,
+    StageFactory,
+    StageSpec,
+    TranscribedByStage,
+    validated_options,
+)
 
 DEMO_ASR = "whisper:tiny.en"
 DEMO_LLM = "smollm2:135m-instruct"
@@ -114,7 +123,7 @@ def parse_target(spec: str, target: str) -> tuple[str, str | None, str]:
     return parts[0], parts[1], parts[2]
 
 
-class CascadeBackend(Backend):
+class CascadeBackend(Backend, ComposedOfStages, TranscribedByStage, SplitsOutput):
     """Builds both stage backends (cheap); :meth:`load` loads neither until a stage misses its cache."""
 
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
@@ -176,6 +185,10 @@ class CascadeBackend(Backend):
     def transcription_source(self) -> StageSpec:
         """What transcribes for the WER checks: the ASR stage, as the cascade itself runs it."""
         return StageSpec(self.asr_spec, ASR_DECODING, dict(self.stage_options["asr"]))
+
+    def answer_parts(self, text: str) -> AnswerParts:
+        """What the ASR and voice stages said before the answer (:func:`split_voice`), and the answer."""
+        return AnswerParts(*split_voice(text))
 
     def load(self) -> Cascade:
         stage = self._stage

@@ -42,7 +42,6 @@ from harness.models.base import (
     Backend,
     cuda_available,
     finished_answer,
-    local_semantic_source,
     resolve_dtype,
     validated_options,
 )
@@ -128,6 +127,8 @@ class VLLMBackend(Backend):
 
     def semantic_source(self) -> Backend | None:
         """A local checkpoint's own embeddings, through transformers (``hf:`` on the same folder)."""
+        from harness.models.hf import local_semantic_source
+
         return local_semantic_source(self.path, self.options) if self.is_local else None
 
     def engine_kwargs(self) -> dict[str, Any]:

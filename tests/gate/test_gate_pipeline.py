@@ -71,7 +71,7 @@ STAGED_BACKEND = '''
 import os
 
 from harness.core.requests import DecodingParams
-from harness.models.base import Backend, StageSpec
+from harness.models.base import Backend, StageSpec, TranscribedByStage
 
 
 class EchoModel:
@@ -92,7 +92,7 @@ class EchoBackend(Backend):
         return EchoModel()
 
 
-class StagedBackend(EchoBackend):
+class StagedBackend(EchoBackend, TranscribedByStage):
     """Transcribed by a stage that differs per xdist worker."""
 
     def transcription_source(self):

@@ -13,7 +13,7 @@ from harness.gate import validate_models
 from harness.gate.config import GateConfig
 from harness.generation.cached_model import CachedModel
 from harness.models import residency as residency_module
-from harness.models.base import Backend
+from harness.models.base import Backend, ComposedOfStages, StageFactory
 from harness.models.residency import (
     DEVICE_BUDGET,
     PlacementError,
@@ -55,8 +55,9 @@ class FakeEngine:
         self.ledger.release(self.spec)
 
 
-class FakeEngineBackend(Backend):
-    """A model on ``cuda`` whose loads take a memory share, as vLLM's does."""
+class FakeEngineBackend(Backend, ComposedOfStages):
+    """A model on ``cuda`` whose loads take a memory share, as vLLM's does; with ``stages``, a composite whose stages
+    the test builds itself (:meth:`compose` keeps nothing)."""
 
     def __init__(self, spec: str, ledger: EngineLedger, stages: dict | None = None) -> None:
         self.spec = spec
@@ -71,6 +72,9 @@ class FakeEngineBackend(Backend):
 
     def resident_stages(self) -> dict:
         return self.stages
+
+    def compose(self, stage: StageFactory) -> None:
+        return None
 
     def load(self, memory_share: float | None = None) -> FakeEngine:
         self.ledger.load(self.spec, memory_share)
