@@ -10,7 +10,7 @@ only wires cases to it; this module knows nothing of pytest.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -33,11 +33,11 @@ from harness.gate.config import (
     GateConfig,
     model_settings,
 )
-from harness.gate.context import RunContext
+from harness.gate.context import RunContext, semantic_setups
 from harness.gate.outcomes import Cause, cause_of
 from harness.gate.roles import blamed_role, run_roles
 from harness.generation.request_plan import RequestsPlanned
-from harness.models import build_backend
+from harness.models.base import Backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
 from harness.models.residency import check_backend_placement
@@ -57,7 +57,7 @@ __all__ = [
     "VOICE_BLIND_OUTPUTS_DIR",
 ]
 from harness.checks.counterfactual.perceived import DEFAULT_PERCEIVER
-from harness.gate.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION
+from harness.extraction.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
 
@@ -84,7 +84,7 @@ class Gate:
             {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions}
             | set(self.context.basis.dimensions()),
         )
-        validate_models(config)
+        validate_models(config, self.context.pool.backend)
         self.audio_floor = AudioFloorRule(
             self.context,
             AudioFloorSettings.from_thresholds(self.thresholds),
@@ -112,7 +112,7 @@ class Gate:
         _ = self.context.cache  # opening the cache imports the shipped exports and reads their provenance
         heard = {
             ((entry.get("provenance") or {}).get("corpus") or {}).get("hash")
-            for entry in self.context.bundled_outputs
+            for entry in self.context.pool.bundled_outputs
             if entry["model"] == model
         }
         return corpus is not None and corpus.content_hash not in heard
@@ -298,22 +298,22 @@ class Gate:
 
     def served_keys(self) -> set[str]:
         """The cache keys of every output this process used (for --export-cache)."""
-        return set().union(*(model.served_keys for model in self.context.all_models()))
+        return set().union(*(model.served_keys for model in self.context.pool.all_models()))
 
     def run_metadata(self) -> RunMetadata:
         """What this process ran; :meth:`RunMetadata.merge` combines the parts of several processes."""
-        context = self.context
-        models = context.all_models()
+        context, pool = self.context, self.context.pool
+        models = pool.all_models()
         return RunMetadata(**{
             "offline": self.config.offline,
-            "models": context.fingerprints(),
-            "stage_models": context.fingerprints(stages=True),
+            "models": pool.fingerprints(),
+            "stage_models": pool.fingerprints(stages=True),
             "resolved_settings": {model.spec: model.backend.resolved_settings() for model in models},
             "model_calls": sum(model.calls for model in models),
             "cache_hits": sum(model.hits for model in models),
             "outputs": {model.spec: model.output_counts() for model in models},
             "models_loaded": sorted(model.spec for model in models if model.loaded),
-            "residency": context.residency.to_json(),
+            "residency": pool.residency.to_json(),
             "corpora": {
                 name: {
                     "path": portable_path(c.manifest_path),
@@ -338,7 +338,7 @@ class Gate:
             "extractor": context.extractor_name,
             "vibe": context.vibe.as_dict(context.extractor_name),
             "embedder": context.embedder_name,
-            "semantic": {model: setup.as_dict() for model, setup in context.semantic_setups().items()},
+            "semantic": {model: setup.as_dict() for model, setup in semantic_setups(context).items()},
             "judge": None if self.config.judge is None else context.fingerprint(self.config.judge),
             "basis_judge": context.basis_judge_name,
             "cache_dir": portable_path(self.config.cache_dir),
@@ -351,8 +351,8 @@ class Gate:
                     {name: corpus.content_hash for name, corpus in context.corpora.items()}
                 ),
             },
-            "bundled_outputs": context.bundled_outputs,
-            "cache_set_aside": context.cache_set_aside,
+            "bundled_outputs": pool.bundled_outputs,
+            "cache_set_aside": pool.cache_set_aside,
             "compute_environment": compute_environment(),
             "audio_dependence": self.audio_floor.probed(),
         })  # fmt: skip
@@ -459,15 +459,16 @@ def validate_run_settings(config: GateConfig) -> None:
         )
 
 
-def validate_models(config: GateConfig) -> None:
-    """Build (without loading) the backend of every model the run names, with its option block: a bad spec,
-    URL, option, decoding parameter or ``chunk_size``, or (unless ``--offline``) a model this machine cannot load
+def validate_models(config: GateConfig, backend_of: Callable[[str], Backend]) -> None:
+    """Build (without loading) the backend of every model the run names, with its option block (``backend_of``: the
+    run's :meth:`~harness.gate.model_pool.ModelPool.backend`, which keeps it for the run): a bad spec, URL, option,
+    decoding parameter or ``chunk_size``, or (unless ``--offline``) a model this machine cannot load
     (:meth:`~harness.models.base.Backend.unavailable`), stops the run before any case, naming the spec and the
     ``--model-config`` file."""
     for spec, option in named_models(config).items():
         try:
             options, _, _ = model_settings(config, spec)
-            backend = build_backend(spec, options)
+            backend = backend_of(spec)
             reason = None if config.offline else backend.unavailable()
             if reason:
                 raise ModelError(f"model {spec}: {reason}", source=spec)

@@ -248,7 +248,9 @@ class AudioFloorRule:
         to the task probe (the ``heard`` line of :meth:`~harness.gate.context.RunContext.outputs`; the stage, its
         decoding and the audio are the same, only the cache entry differs)."""
         context, label = self.context, f"audio floor {probe} probe"
-        if self.may_load(model) or asked.loaded or context.planner is not None:  # --plan: the missing ones are planned
+        if (
+            self.may_load(model) or asked.loaded or context.pool.planner is not None
+        ):  # --plan: the missing ones are planned
             return list(context.outputs(asked, built.requests, label)["answer"])
         answers: list[str | None] = [None] * len(built.requests)
         self._fill(answers, asked, built.requests, range(len(answers)), "answer", label)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.files import portable_source
-from harness.gate.vibe_protocol import VibeProtocol
+from harness.extraction.vibe_protocol import VibeProtocol
 from harness.records import SPOT_CHECK, CaseRecord, Record, Scope
 from harness.results import RunMetadata, read_results
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 from types import TracebackType
-from typing import Any
 
+from harness.gate.context import RunContext
 from harness.generation.cached_model import CachedModel
 
 SEMANTIC_MODULE = "harness.semantic"
@@ -33,7 +33,7 @@ class Role:
     set_by: str
 
 
-def run_roles(context: Any) -> list[Role]:
+def run_roles(context: RunContext) -> list[Role]:
     """The helper models of a run (:class:`~harness.gate.context.RunContext`), each with the option that set it.
     The extractor is the run's VIBE setting (``--extractor``, the thresholds file, a model's declaration or the
     paper's default); none under the field reader (``rules``)."""

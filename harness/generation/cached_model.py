@@ -36,6 +36,9 @@ class CachedModel:
 
     With a ``planner`` (``--plan``, :mod:`harness.generation.request_plan`), nothing is generated: the requests the cache lacks are
     planned and :class:`~harness.generation.request_plan.RequestsPlanned` stops the caller there.
+
+    ``backend``: the spec's backend, already built with ``options`` (a run builds each once,
+    :class:`harness.gate.model_pool.ModelPool`); else it is built here.
     """
 
     def __init__(
@@ -51,6 +54,7 @@ class CachedModel:
         group: str | None = None,
         share: float | None = None,
         planner: Planner | None = None,
+        backend: Backend | None = None,
     ):
         self.spec = spec
         self.options = dict(options or {})
@@ -59,7 +63,7 @@ class CachedModel:
         self.decoding = decoding
         self.chunk_size = chunk_size
         self.progress = progress
-        self.backend: Backend = build_backend(spec, options)
+        self.backend: Backend = backend if backend is not None else build_backend(spec, options)
         if isinstance(self.backend, ComposedOfStages):
             self.backend.compose(self._stage)
         self.fingerprint = self.backend.fingerprint()

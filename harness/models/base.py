@@ -126,7 +126,7 @@ class Backend(Protocol):
     def vibe_variant(self) -> dict[str, str] | None:
         """The VIBE protocol settings this model needs instead of the paper's (``protocol``, ``extractor``, and
         ``why``), or None. A declared variant is a deviation, named on the report's first screen and in
-        results.json (:mod:`harness.gate.vibe_protocol`); a thresholds file or ``--extractor`` overrides it."""
+        results.json (:mod:`harness.extraction.vibe_protocol`); a thresholds file or ``--extractor`` overrides it."""
         return None
 
     def semantic_source(self) -> Backend | None:

@@ -36,9 +36,7 @@ class PlanSession:
             return False
         gate = self.gate_of(self.config)
         planner = Planner(audio_folder_for(self.path))
-        gate.context.planner = planner
-        for model in gate.context.all_models():  # built while the cases were collected
-            model.planner = planner
+        gate.context.pool.planner = planner  # the models made while the cases were collected plan with it too
         cases = list(
             dict.fromkeys(
                 value

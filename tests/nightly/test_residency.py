@@ -176,9 +176,6 @@ def test_a_model_that_needs_more_gpus_than_the_process_sees_cannot_be_placed():
 
 def test_an_impossible_placement_stops_the_run_before_any_case(monkeypatch):
     """:func:`harness.gate.validate_models` runs when the gate is built; its ModelError is the plugin's exit 4."""
-    import harness.gate as gate
-
-    monkeypatch.setattr(gate, "build_backend", lambda spec, options=None: FakeEngineBackend(spec, EngineLedger()))
     monkeypatch.setattr(residency_module, "visible_gpus", lambda: ["0"])
     config = GateConfig(
         models=("vllm:big",),
@@ -186,7 +183,7 @@ def test_an_impossible_placement_stops_the_run_before_any_case(monkeypatch):
         model_options_source="--model-config models.yaml",
     )
     with pytest.raises(ModelError, match=r"--model-config models.yaml: vllm:big: needs 2 GPUs"):
-        validate_models(config)
+        validate_models(config, lambda spec: FakeEngineBackend(spec, EngineLedger()))
 
 
 def test_the_compute_row_says_who_shared_which_device_and_when_each_left():
