@@ -34,15 +34,26 @@ from harness.gate.config import (
     model_settings,
 )
 from harness.gate.context import RunContext, semantic_setups
-from harness.gate.outcomes import Cause, cause_of
+from harness.gate.outcomes import cause_of
 from harness.gate.roles import blamed_role, run_roles
 from harness.generation.request_plan import RequestsPlanned
 from harness.models.base import Backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
 from harness.models.residency import check_backend_placement
-from harness.records import UNMEASURED, CaseRecord, Record, UnmeasuredRecord
+from harness.records import UNMEASURED, CaseRecord, Cause, Record, UnmeasuredRecord
 from harness.results import RunMetadata
+from harness.results.metadata import (
+    BaselineEntry,
+    BasisSuiteEntry,
+    BundledExport,
+    CorpusEntry,
+    ModelLoad,
+    OutputCounts,
+    SemanticEntry,
+    ThresholdsEntry,
+    VibeEntry,
+)
 
 __all__ = [
     "BUNDLED_EXPORTS",
@@ -124,7 +135,7 @@ class Gate:
 
     def outcome(self, case: Case) -> Verdict | Unmeasured:
         """The case's :meth:`verdict`, or :class:`Unmeasured` when it could not be measured: any exception but
-        an interrupt, with its :class:`~harness.outcomes.Cause`. The first case of each cause gives it in full;
+        an interrupt, with its :class:`~harness.records.Cause`. The first case of each cause gives it in full;
         later cases with the same cause (:attr:`Cause.key`) name that first case instead."""
         try:
             return self.verdict(case)
@@ -304,58 +315,57 @@ class Gate:
         """What this process ran; :meth:`RunMetadata.merge` combines the parts of several processes."""
         context, pool = self.context, self.context.pool
         models = pool.all_models()
-        return RunMetadata(**{
-            "offline": self.config.offline,
-            "models": pool.fingerprints(),
-            "stage_models": pool.fingerprints(stages=True),
-            "resolved_settings": {model.spec: model.backend.resolved_settings() for model in models},
-            "model_calls": sum(model.calls for model in models),
-            "cache_hits": sum(model.hits for model in models),
-            "outputs": {model.spec: model.output_counts() for model in models},
-            "models_loaded": sorted(model.spec for model in models if model.loaded),
-            "residency": pool.residency.to_json(),
-            "corpora": {
-                name: {
-                    "path": portable_path(c.manifest_path),
-                    "hash": c.content_hash,
-                    "utterances": len(c.table),
-                    "audio_warnings": list(c.audio_warnings),
-                }
-                for name, c in context.corpora.items()
+        return RunMetadata(
+            offline=self.config.offline,
+            models=pool.fingerprints(),
+            stage_models=pool.fingerprints(stages=True),
+            resolved_settings={model.spec: model.backend.resolved_settings() for model in models},
+            model_calls=sum(model.calls for model in models),
+            cache_hits=sum(model.hits for model in models),
+            outputs={model.spec: OutputCounts(**model.output_counts()) for model in models},
+            models_loaded=sorted(model.spec for model in models if model.loaded),
+            residency=[ModelLoad(**load) for load in pool.residency.to_json()],
+            corpora={
+                name: CorpusEntry(
+                    path=portable_path(corpus.manifest_path),
+                    hash=corpus.content_hash,
+                    utterances=len(corpus.table),
+                    audio_warnings=list(corpus.audio_warnings),
+                )
+                for name, corpus in context.corpora.items()
             },
-            "basis_suite": {
-                "path": portable_path(context.basis.path),
-                "audio_warnings": list(context.basis.audio_warnings),
-            },
-            "thresholds": {
-                "source": portable_source(self.thresholds.source),
-                "hash": self.thresholds.digest,
-                "notes": list(self.thresholds.notes),
-            },
-            "permutations": self.config.permutations,
-            "seed": self.config.seed,
-            "decoding": self.config.decoding.as_dict(),
-            "extractor": context.extractor_name,
-            "vibe": context.vibe.as_dict(context.extractor_name),
-            "embedder": context.embedder_name,
-            "semantic": {model: setup.as_dict() for model, setup in semantic_setups(context).items()},
-            "judge": None if self.config.judge is None else context.fingerprint(self.config.judge),
-            "basis_judge": context.basis_judge_name,
-            "cache_dir": portable_path(self.config.cache_dir),
-            "baseline": None
+            basis_suite=BasisSuiteEntry(
+                path=portable_path(context.basis.path), audio_warnings=list(context.basis.audio_warnings)
+            ),
+            thresholds=ThresholdsEntry(
+                source=portable_source(self.thresholds.source),
+                hash=self.thresholds.digest,
+                notes=list(self.thresholds.notes),
+            ),
+            permutations=self.config.permutations,
+            seed=self.config.seed,
+            decoding=self.config.decoding.as_dict(),
+            extractor=context.extractor_name,
+            vibe=VibeEntry(**context.vibe.as_dict(context.extractor_name)),
+            embedder=context.embedder_name,
+            semantic={model: SemanticEntry(**setup.as_dict()) for model, setup in semantic_setups(context).items()},
+            judge=None if self.config.judge is None else context.fingerprint(self.config.judge),
+            basis_judge=context.basis_judge_name,
+            cache_dir=portable_path(self.config.cache_dir),
+            baseline=None
             if self.baseline is None
-            else {
-                "source": portable_source(self.baseline.source),
-                "model": self.baseline.model,
-                "notes": self.baseline.corpus_notes(
+            else BaselineEntry(
+                source=portable_source(self.baseline.source),
+                model=self.baseline.model,
+                notes=self.baseline.corpus_notes(
                     {name: corpus.content_hash for name, corpus in context.corpora.items()}
                 ),
-            },
-            "bundled_outputs": pool.bundled_outputs,
-            "cache_set_aside": pool.cache_set_aside,
-            "compute_environment": compute_environment(),
-            "audio_dependence": self.audio_floor.probed(),
-        })  # fmt: skip
+            ),
+            bundled_outputs=[BundledExport(**entry) for entry in pool.bundled_outputs],
+            cache_set_aside=pool.cache_set_aside,
+            compute_environment=compute_environment(),
+            audio_dependence=self.audio_floor.probed(),
+        )
 
 
 RELEASE_OUTCOMES = ("pass", "no regression", "known failure", "new failure", "regression")
@@ -412,7 +422,7 @@ class FamilySizes(Mapping[str, int]):
 def answered_but_unmeasured(record: UnmeasuredRecord) -> bool:
     """Whether an unmeasured case was answered by the model but its answers could not support the statistic
     (cause ``input``, e.g. nTVD undefined at tau): its outputs are in the cache."""
-    return record.status == UNMEASURED and (record.cause or {}).get("kind") == "input"
+    return record.status == UNMEASURED and record.cause is not None and record.cause.kind == "input"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -440,7 +450,7 @@ class Unmeasured:
 def unmeasured_record(case: Case, message: str, cause: Cause, nodeid: str | None = None) -> UnmeasuredRecord:
     """The record of an unmeasured case: its check and identity, the ``message`` and its ``cause``."""
     return UnmeasuredRecord(check=case.check, id=case.id, model=case.model, corpus=case.corpus,
-                            dimension=case.dimension, variant=case.variant, message=message, cause=cause.as_dict(),
+                            dimension=case.dimension, variant=case.variant, message=message, cause=cause,
                             nodeid=nodeid)  # fmt: skip
 
 

@@ -54,6 +54,7 @@ from harness.metrics.audio_dependence import (
     audio_dependence,
     sampled_audio_dependence,
 )
+from harness.results.metadata import AudioProbe
 from harness.tasks import TASKS
 from harness.tasks.base import SELF_REPORT
 from harness.thresholds import ThresholdKey, Thresholds, ThresholdSchema, at_least, in_open_unit_interval
@@ -125,25 +126,25 @@ class AudioFloor:
             return None
         return self.blind_reason is None
 
-    def to_json(self) -> dict[str, Any]:
+    def record(self) -> AudioProbe:
         """The run metadata's entry (``audio_dependence[model][probe]``); the report's first screen reads it."""
         exact, sampled = self.dependence, self.sampled
-        return {
-            "model": self.model,
-            "probe": self.probe,
-            "asked": self.asked,
-            "decoding": self.decoding,
-            "share": None if exact is None else exact.share,
-            "unchanged": None if exact is None else dict(exact.unchanged),
-            "requests": exact.requests if exact is not None else (None if sampled is None else sampled.requests),
-            "statistic": None if sampled is None else sampled.statistic,
-            "p_value": None if sampled is None else sampled.p_value,
-            "permutations": None if sampled is None else sampled.permutations,
-            "audio_blind_share": self.audio_blind_share,
-            "sampled_alpha": self.sampled_alpha,
-            "hears": self.hears,
-            "unmeasured": self.unmeasured,
-        }
+        return AudioProbe(
+            model=self.model,
+            probe=self.probe,
+            asked=self.asked,
+            decoding=self.decoding,
+            share=None if exact is None else exact.share,
+            unchanged=None if exact is None else dict(exact.unchanged),
+            requests=exact.requests if exact is not None else (None if sampled is None else sampled.requests),
+            statistic=None if sampled is None else sampled.statistic,
+            p_value=None if sampled is None else sampled.p_value,
+            permutations=None if sampled is None else sampled.permutations,
+            audio_blind_share=self.audio_blind_share,
+            sampled_alpha=self.sampled_alpha,
+            hears=self.hears,
+            unmeasured=self.unmeasured,
+        )
 
 
 class AudioFloorRule:
@@ -187,11 +188,11 @@ class AudioFloorRule:
             self._floors[(model, probe)] = self._probe(model, probe, tuple(tasks))
         return self._floors[(model, probe)]
 
-    def probed(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """Model -> probe -> :meth:`AudioFloor.to_json`, for the probes this process asked (run metadata)."""
-        probed: dict[str, dict[str, dict[str, Any]]] = {}
+    def probed(self) -> dict[str, dict[str, AudioProbe]]:
+        """Model -> probe -> :meth:`AudioFloor.record`, for the probes this process asked (run metadata)."""
+        probed: dict[str, dict[str, AudioProbe]] = {}
         for (model, probe), floor in self._floors.items():
-            probed.setdefault(model, {})[probe] = floor.to_json()
+            probed.setdefault(model, {})[probe] = floor.record()
         return probed
 
     def _probe(self, model: str, probe: str, tasks: tuple[str, ...]) -> AudioFloor:

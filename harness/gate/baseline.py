@@ -135,13 +135,10 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         str(path),
         model,
         {baseline_key(case): case for case in cases if case.model == model},
-        {
-            name: entry.get("hash") if isinstance(entry, Mapping) else None
-            for name, entry in results.metadata.corpora.items()
-        },
+        {name: entry.hash for name, entry in results.metadata.corpora.items()},
         baseline_vibe(results.metadata),
         {
-            baseline_key(case): str((case.cause or {}).get("message") or case.message).removeprefix(f"{case.id}: ")
+            baseline_key(case): (case.cause.message if case.cause else case.message).removeprefix(f"{case.id}: ")
             for case in results.unmeasured
             if case.model == model
         },
@@ -175,8 +172,8 @@ def baseline_vibe(metadata: RunMetadata) -> dict[str, str | None]:
     self-report form with the field reader (``extractor: rules``) or, with ``--extractor``, an LLM extractor
     known only by fingerprint."""
     vibe = metadata.vibe
-    if isinstance(vibe, dict):
-        return {"protocol": vibe.get("protocol"), "extractor": vibe.get("extractor")}
+    if vibe is not None:
+        return {"protocol": vibe.protocol, "extractor": vibe.extractor}
     extractor = metadata.extractor
     if extractor == "rules" or extractor is None:
         return {"protocol": "self-report", "extractor": "rules"}

@@ -10,6 +10,7 @@ from pathlib import Path
 from harness.checks.base import Verdict
 from harness.gate import Gate, GateConfig
 from harness.results import RunMetadata
+from harness.results.metadata import BundledExport
 
 REPO = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
@@ -64,7 +65,7 @@ def test_metadata_merge_unites_what_each_worker_saw():
     assert merged.model_calls == 7 and merged.cache_hits == 9
     assert merged.models_loaded == ["asr:b", "m"]
     assert merged.judge == "fj" and merged.seed == 0
-    assert merged.bundled_outputs == other["bundled_outputs"]
+    assert merged.bundled_outputs == [BundledExport(model="m", file="x.gz", entries=5)]
 
 
 STAGED_BACKEND = '''
