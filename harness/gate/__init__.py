@@ -17,7 +17,7 @@ import pandas as pd
 
 from harness.checks import all_checks, get_check
 from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, unsupported, with_floor_changes
-from harness.core.errors import ModelError
+from harness.core.errors import ModelError, RequestsPlanned
 from harness.core.files import portable_path, portable_source
 from harness.display.text import without_case_id
 from harness.extraction.validation import annotation_sample, export_annotation_sample
@@ -36,7 +36,6 @@ from harness.gate.config import (
 from harness.gate.context import RunContext, semantic_setups
 from harness.gate.outcomes import cause_of
 from harness.gate.roles import blamed_role, run_roles
-from harness.generation.request_plan import RequestsPlanned
 from harness.models.base import Backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment

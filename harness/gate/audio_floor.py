@@ -21,7 +21,7 @@ are cached like any other output.
 **It fails closed.** When a probe cannot be answered without loading a model where the run may not (an offline run,
 a model served from shipped outputs whose exports lack some probe answers), every case that needs that probe is
 unmeasured, "audio dependence not measured", naming the missing answers. The floor never loads a model silently.
-Under ``--plan`` the probe's missing requests are planned with the case's own (:class:`~harness.generation.request_plan.RequestsPlanned`),
+Under ``--plan`` the probe's missing requests are planned with the case's own (:class:`~harness.core.errors.RequestsPlanned`),
 so that a re-score from the filled plans measures the floor as the in-process run does.
 
 Configured by the ``audio_floor`` section of thresholds.yaml (only ``defaults``), :data:`AUDIO_FLOOR_SCHEMA`.

@@ -8,10 +8,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.cache import IMPORTED, OutputCache, cache_keys
-from harness.core.errors import ModelError, PartialGenerationError
+from harness.core.errors import ModelError, PartialGenerationError, RequestsPlanned
 from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest, prepare_audio
-from harness.generation.request_plan import Planner, RequestsPlanned
+from harness.generation.request_plan import Planner
 from harness.models import build_backend
 from harness.models.base import Backend, ComposedOfStages, Model, StageSpec, release_model, resident_stages
 from harness.models.residency import DEVICE_BUDGET, Residency, memory_shares, stated_share
@@ -35,7 +35,7 @@ class CachedModel:
     the composite's spec) its equal part of what the stages' option blocks leave.
 
     With a ``planner`` (``--plan``, :mod:`harness.generation.request_plan`), nothing is generated: the requests the cache lacks are
-    planned and :class:`~harness.generation.request_plan.RequestsPlanned` stops the caller there.
+    planned and :class:`~harness.core.errors.RequestsPlanned` stops the caller there.
 
     ``backend``: the spec's backend, already built with ``options`` (a run builds each once,
     :class:`harness.gate.model_pool.ModelPool`); else it is built here.

@@ -10,7 +10,7 @@ fingerprints), and each row's request must hash to the row's key here (a row tha
 version, is refused, naming it: :func:`harness.generation.request_plan.checked_requests`). Requests go through
 :class:`~harness.generation.cached_model.CachedModel` over a cache folder (``--cache-dir``, else a temporary one), so each model
 loads once and a batch's duplicates are asked once; rows of namespace ``embedding`` ask for the model's own semantic
-embedding of a text, computed from the same weights (:func:`harness.semantic.planned_embedding_entries`). After each
+embedding of a text, computed from the same weights (:func:`harness.generation.embedding_rows.planned_embedding_entries`). After each
 model and decoding, every answered row of the plan is written to ``--out`` (atomically). Rerun on the same ``--out``,
 it skips the keys already there. It ends with the counts of rows done, failed and left; exit 0 when none failed or
 is left, 1 otherwise, 2 for a plan or output that cannot be read, 4 (before anything is written) for an optional
@@ -35,6 +35,7 @@ from pathlib import Path
 from harness.cache import CacheError, OutputCache
 from harness.core.errors import ModelError
 from harness.generation.cached_model import CachedModel
+from harness.generation.embedding_rows import planned_embedding_entries
 from harness.generation.request_plan import (
     EMBEDDING_NAMESPACE,
     FillCounts,
@@ -47,7 +48,6 @@ from harness.generation.request_plan import (
     shard,
 )
 from harness.models import missing_extra, missing_packages
-from harness.semantic import planned_embedding_entries
 
 
 def fill(

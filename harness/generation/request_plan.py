@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.answers import AnswerForm, ChoiceForm, Field, FieldsForm, JsonForm
-from harness.core.errors import ModelError
 from harness.core.redaction import redact
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 
@@ -38,10 +37,6 @@ semantic embedding of the row's ``prompt``, :mod:`harness.semantic`)."""
 EMBEDDING_NAMESPACE = "embedding"
 """The namespace of a row that asks for an embedding, not an answer (:data:`harness.semantic.NAMESPACE`)."""
 AUDIO_FOLDER_SUFFIX = ".audio"
-
-
-class RequestsPlanned(ModelError):
-    """A stage's requests that the cache does not hold were planned: the case stops here until they are answered."""
 
 
 class PlanError(ValueError):
