@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from harness.cache import OutputCache
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 
 from support import tiny_models as tm
 

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.gate import config as gate_config  # noqa: E402
-from harness.generation import CachedModel  # noqa: E402
-from harness.models.base import Backend  # noqa: E402
+from harness.generation.cached_model import CachedModel  # noqa: E402
+from harness.models.base import ComposedOfStages  # noqa: E402
 
 
 def shipped_answers() -> dict[str, str]:
@@ -75,7 +75,7 @@ def main() -> int:
 
     def model(self: CachedModel):
         if self._model is None:
-            composite = type(self.backend).compose is not Backend.compose
+            composite = isinstance(self.backend, ComposedOfStages)
             self._model = Counted(self, real_model(self) if composite else None, None if composite else answers, tally)
         return self._model
 

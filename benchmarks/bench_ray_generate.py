@@ -2,7 +2,7 @@
 
 The plan is the WER-ratio cases' transcription requests of a tiny random Qwen2-Audio (``hf:``, the engine tests'
 checkpoint) on the demo corpus's first ``--sentences`` sentences (every speaker). The benchmark times: writing
-the plan (``pytest ... --plan``, a subprocess); filling it in process (:func:`harness.generate.fill`, one model,
+the plan (``pytest ... --plan``, a subprocess); filling it in process (:func:`harness.generation.fill_plan.fill`, one model,
 the baseline, torch and transformers imported before it is timed); filling it with ``--workers 2`` on a local Ray cluster of 2 CPUs started for the run (with and
 without the cluster's start and the actors' model loads, which the first batch pays); and importing the filled
 export into a fresh cache. It prints the throughput of each fill in requests per second, the ratio of the Ray
@@ -37,9 +37,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from harness.cache import OutputCache
-    from harness.generate import fill
-    from harness.plan import read_plan
-    from harness.ray_generate import fill_on_ray
+    from harness.generation.fill_plan import fill
+    from harness.generation.ray_fill import fill_on_ray
+    from harness.generation.request_plan import read_plan
 
     from support import engine as es
 

@@ -33,7 +33,8 @@ from pathlib import Path
 from scipy.stats import beta
 
 from harness.checks import all_checks
-from harness.gate import Baseline, Gate, GateConfig, Unmeasured, baseline_key
+from harness.gate import Gate, GateConfig, Unmeasured
+from harness.gate.baseline import Baseline, baseline_key
 from harness.models.sim import PRESETS
 from harness.records import CaseRecord
 

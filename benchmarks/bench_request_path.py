@@ -9,7 +9,7 @@ the best of ``--repeats`` timings and the ratio old / new:
 * ``flip_rates``: one arm table of 6,552 recordings (two per speaker) in three arms (5% of answers missing),
   three attributes with 0-3 values each; the identity/swap comparison ("old" runs today's ``_arm_rows``, a
   little faster than the old one, so the ratio is if anything understated);
-* cache keys: :meth:`harness.generation.CachedModel.keys` of 50,000 requests (12 prompts with non-ASCII text,
+* cache keys: :meth:`harness.generation.cached_model.CachedModel.keys` of 50,000 requests (12 prompts with non-ASCII text,
   distinct recipe-named audio, system None or text) against ``cache_key`` one request at a time;
 * ``word_errors``: 13,000 (reference, hypothesis) pairs, references the 12 CREMA-D sentences, hypotheses copies
   with words dropped, changed or added, from a cold pair memo (Whisper's normalisation warm for both, as the
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from harness.cache import OutputCache  # noqa: E402
 from harness.core.requests import Audio, DecodingParams, GenerationRequest  # noqa: E402
-from harness.generation import NAMESPACE, CachedModel  # noqa: E402
+from harness.generation.cached_model import NAMESPACE, CachedModel  # noqa: E402
 from harness.metrics import wer  # noqa: E402
 from harness.metrics.counterfactual import flip_rates  # noqa: E402
 from harness.tasks import TASKS  # noqa: E402

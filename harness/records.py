@@ -288,12 +288,65 @@ class CaseRecord:
 UNMEASURED = "unmeasured"
 """The ``status`` of an unmeasured case's record (:class:`UnmeasuredRecord`)."""
 
+CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
+
+
+@dataclasses.dataclass(frozen=True)
+class Cause:
+    """Why a case was not measured (:func:`harness.gate.outcomes.cause_of`): ``kind`` (one of :data:`CAUSE_KINDS`),
+    ``source`` (the URL, file, spec or key at fault, when known) and the error's one-line ``message``. Where the cause
+    lies with a model the run uses to measure the case rather than the model under test (:mod:`harness.gate.roles`),
+    ``role`` names it ("extractor", "judge", "perceiver", ...), ``spec`` is its spec and ``set_by`` the option or
+    setting that chose it ("--extractor")."""
+
+    kind: str
+    source: str | None
+    message: str
+    role: str | None = None
+    spec: str | None = None
+    set_by: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Cases with equal keys share one cause: the kind and the source (the message where no source is known)."""
+        return self.kind, self.source if self.source is not None else self.message
+
+    @property
+    def where(self) -> str:
+        """Where the cause lies, in words: its kind, then the helper model it lies with and the option that set it
+        (issue 47: "model, the extractor vllm:Qwen/Qwen3-8B set by --extractor"), else its source (a spec, URL, file
+        or key), e.g. "server, http://127.0.0.1:9/v1"."""
+        where = self.kind or "unknown"
+        if self.role:
+            where += f", the {self.role} {self.spec}" + (f" set by {self.set_by}" if self.set_by else "")
+            if self.source and self.source != self.spec:
+                where += f" ({self.source})"
+        elif self.source:
+            where += f", {self.source}"
+        return where
+
+    def to_json(self) -> dict[str, Any]:
+        """The results.json ``cause``: kind, source and message, and the role's fields where it has one."""
+        fields = dataclasses.asdict(self)
+        return fields if self.role else {key: fields[key] for key in ("kind", "source", "message")}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Cause:
+        fields = known_fields(cls, data, f"{where}, cause")
+        for key in ("kind", "message"):
+            if not isinstance(fields.get(key), str):
+                raise ValueError(f"{where}, cause: key {key!r} must be a string, got {fields.get(key)!r:.80}")
+        for key in ("source", "role", "spec", "set_by"):
+            if fields.get(key) is not None and not isinstance(fields[key], str):
+                raise ValueError(f"{where}, cause: key {key!r} must be a string or null, got {fields[key]!r:.80}")
+        return cls(**{"source": None, **fields})
+
 
 @dataclasses.dataclass(kw_only=True)
 class UnmeasuredRecord:
     """A gate case that raised instead of reaching a verdict: its check and identity (model, corpus, dimension,
     variant, id; None only where a file of schema 1 did not record them), ``status`` ``unmeasured``, ``message``
-    the error and ``cause`` its kind and source (:class:`harness.gate.outcomes.Cause`)."""
+    the error and ``cause`` its kind and source (:class:`Cause`)."""
 
     check: str
     id: str
@@ -304,14 +357,14 @@ class UnmeasuredRecord:
     status: str = UNMEASURED
     passed: bool = False
     message: str
-    cause: dict[str, Any] | None = None
+    cause: Cause | None = None
     nodeid: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
-            name: value
-            for name, value in dataclasses.asdict(self).items()
-            if value is not None or name not in ("cause", "nodeid")
+            field.name: value.to_json() if isinstance(value, Cause) else value
+            for field in dataclasses.fields(self)
+            if (value := getattr(self, field.name)) is not None or field.name not in ("cause", "nodeid")
         }
 
 

@@ -35,9 +35,9 @@ screen name that as a deviation. ``--embedder`` overrides the choice for every m
 
 Embeddings are cached like model outputs (namespace ``embedding``, keyed by the embedder's fingerprint, which
 carries the weights' fingerprint and :data:`EMBEDDING_VERSION`, and by the text: :func:`embedding_key`), as
-float32, so a re-run computes none. Under ``--plan`` (:mod:`harness.plan`) the model's own embeddings are planned
+float32, so a re-run computes none. Under ``--plan`` (:mod:`harness.generation.request_plan`) the model's own embeddings are planned
 like its answers, one row per text and embedding (column ``embedding``: ``embed-agg`` or ``embed-eowl``), and the
-fill (in process or on Ray) computes them from the same weights (:func:`planned_embedding_entries`), so a re-score
+fill (in process or on Ray) computes them from the same weights (:func:`harness.generation.embedding_rows.planned_embedding_entries`), so a re-score
 from filled plans judges on the paper's row as the in-process run does. The projection is cached too (namespace ``projection``), keyed by the SHA-256 of the embedding
 matrix's float64 bytes and shape, ``k``, :data:`PROJECTION_VERSION` and numpy's version: a re-score of the same
 embeddings reads the very scores and explained variances its first run computed, bit for bit, instead of
@@ -50,17 +50,51 @@ import base64
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
 from harness.cache import OutputCache, cache_key
-from harness.core.errors import ModelError
-from harness.plan import PlannedRequest, RefusedRow, RequestsPlanned
+from harness.core.errors import ModelError, RequestsPlanned
+from harness.core.requests import DecodingParams, GenerationRequest
+from harness.models.base import Backend, Model
 
-if TYPE_CHECKING:
-    from harness.generation import CachedModel
+
+class EmbeddingPlanner(Protocol):
+    """What :func:`plan_embeddings` asks of a ``--plan`` planner (:class:`harness.generation.request_plan.Planner`)."""
+
+    def note_cached(self, keys: Sequence[str]) -> None: ...
+
+    def add(
+        self,
+        *,
+        namespace: str,
+        spec: str,
+        fingerprint: str,
+        options: Mapping[str, Any],
+        decoding: DecodingParams,
+        label: str,
+        requests: Sequence[GenerationRequest],
+        keys: Sequence[str],
+        embedding: str | None = None,
+    ) -> None: ...
+
+
+class ModelUnderTest(Protocol):
+    """What the embeddings read of a model under test behind the run's cache
+    (:class:`harness.generation.cached_model.CachedModel`): its spec, fingerprint, option block and decoding, its
+    backend (whose semantic source gives the embeddings), its loaded model, and its planner under ``--plan``."""
+
+    spec: str
+    fingerprint: str
+    options: dict[str, Any]
+    decoding: DecodingParams
+    backend: Backend
+    planner: EmbeddingPlanner | None
+
+    def model(self) -> Model: ...
+
 
 NAMESPACE = "embedding"
 PROJECTION_NAMESPACE = "projection"
@@ -127,7 +161,7 @@ def eowl_prompt(text: str) -> str:
 
 def minilm_embedder() -> Embedder:
     def embed_minilm(texts: Sequence[str]) -> np.ndarray:
-        from harness.extraction.canonical import minilm_embedder as load
+        from harness.models.minilm import minilm_embedder as load
 
         return np.asarray(load()(list(texts)), dtype=np.float64)
 
@@ -151,13 +185,13 @@ def model_embedders(
     load: Callable[[], Any],
     kinds: Sequence[str] = ("embed-agg", "embed-eowl"),
     spec: str = "",
-    planned_for: CachedModel | None = None,
+    planned_for: ModelUnderTest | None = None,
 ) -> tuple[Embedder, ...]:
     """Embed-AGG and/or Embed-EOWL of the weights behind ``fingerprint``; ``load()`` gives the loaded model (an
     object with ``semantic_pass()``, :class:`harness.models.semantic_pass.SemanticPass`), called on the first
     text missing from the cache only. When ``planned_for`` (the cached model under test) has a planner
     (``--plan``), the texts missing from the cache are planned for that model instead (:func:`plan_embeddings`)
-    and :class:`~harness.plan.RequestsPlanned` stops the caller: nothing is loaded."""
+    and :class:`~harness.core.errors.RequestsPlanned` stops the caller: nothing is loaded."""
     state: dict[str, Any] = {}
 
     def semantic_pass() -> Any:
@@ -201,7 +235,7 @@ def model_embedders(
     )
 
 
-def own_embedders(model: CachedModel, kinds: Sequence[str] = ("embed-agg", "embed-eowl")) -> tuple[Embedder, ...]:
+def own_embedders(model: ModelUnderTest, kinds: Sequence[str] = ("embed-agg", "embed-eowl")) -> tuple[Embedder, ...]:
     """The model under test's own Embed-AGG and Embed-EOWL (§III-B), from the weights of its semantic source
     (:meth:`harness.models.base.Backend.semantic_source`: the model itself, or a cascade's LLM stage), loaded through
     ``model`` when the source is its own backend; empty where its weights are not on this machine. The gate and
@@ -213,12 +247,10 @@ def own_embedders(model: CachedModel, kinds: Sequence[str] = ("embed-agg", "embe
     return model_embedders(source.fingerprint(), load, kinds, spec=source.spec, planned_for=model)
 
 
-def plan_embeddings(model: CachedModel, kind: str, fingerprint: str, texts: Sequence[str]) -> None:
+def plan_embeddings(model: ModelUnderTest, kind: str, fingerprint: str, texts: Sequence[str]) -> None:
     """Plan the ``kind`` embeddings of ``texts`` (those the cache lacks) by ``model``'s own weights (embedder
     ``fingerprint``): one plan row each (namespace ``embedding``, the model's spec, fingerprint and options, the
-    text as the prompt, column ``embedding`` the kind), then raise :class:`~harness.plan.RequestsPlanned`."""
-    from harness.core.requests import GenerationRequest
-
+    text as the prompt, column ``embedding`` the kind), then raise :class:`~harness.core.errors.RequestsPlanned`."""
     assert model.planner is not None
     model.planner.add(
         namespace=NAMESPACE,
@@ -232,43 +264,6 @@ def plan_embeddings(model: CachedModel, kind: str, fingerprint: str, texts: Sequ
         embedding=kind,
     )
     raise RequestsPlanned(f"{model.spec}: {len(texts)} {EMBEDDER_KINDS[kind]} embedding(s) planned")
-
-
-def planned_embedding_entries(
-    model: CachedModel, rows: Sequence[PlannedRequest]
-) -> tuple[list[tuple[str, str, str, str, dict[str, Any]]], list[RefusedRow]]:
-    """The cache entries (:meth:`OutputCache.put_many`'s) of the embeddings plan ``rows`` (namespace ``embedding``)
-    ask of ``model`` (built from the rows' spec and options; its fingerprint is the fill's to check), by its own
-    embedders (:func:`own_embedders`); and the rows refused, each naming the row: a kind the model has no
-    embedder of here, or a key other than the one its text hashes to here (:func:`embedding_key`)."""
-    embedders = {embedder.kind: embedder for embedder in own_embedders(model)}
-    kept: dict[str, list[PlannedRequest]] = {}
-    refused = []
-    for row in rows:
-        embedder = embedders.get(row.embedding or "")
-        if embedder is None:
-            refused.append(
-                RefusedRow(
-                    row.key,
-                    f"plan row {row.key} ({row.spec}, {row.label}): this model gives no {row.embedding!r} embedding "
-                    f"here (it has {sorted(embedders) or 'none'}): refused",
-                )
-            )
-        elif embedding_key(embedder.fingerprint, row.prompt) != row.key:
-            refused.append(
-                RefusedRow(
-                    row.key,
-                    f"plan row {row.key} ({row.spec}, {row.label}): its text hashes to "
-                    f"{embedding_key(embedder.fingerprint, row.prompt)} here, not to the row's key: refused, as an "
-                    "embedding stored under the row's key would be found for another text",
-                )
-            )
-        else:
-            kept.setdefault(row.embedding or "", []).append(row)
-    entries = []
-    for kind, kind_rows in kept.items():
-        entries += embedding_entries(embedders[kind], list(dict.fromkeys(row.prompt for row in kind_rows)))
-    return entries, refused
 
 
 def build_embedder(spec: str) -> Embedder | None:

@@ -13,6 +13,7 @@ import pytest
 
 from harness.records import SCHEMA_VERSION, CaseRecord, UnmeasuredRecord, case_key
 from harness.results import RunMetadata, derived_decision, parse_results, read_results, write_results
+from harness.results.metadata import ImportedCache, OutputCounts
 
 FIXTURES = Path(__file__).parent / "support" / "results"
 SHIPPED = Path(__file__).parents[1] / "harness" / "data" / "demo_outputs" / "voice-blind" / "results.json"
@@ -59,11 +60,11 @@ def test_schema_3_round_trips_and_an_unmeasured_case_keeps_its_check_and_identit
 
 
 def test_metadata_is_typed_and_merges_the_workers_parts():
-    worker = RunMetadata(models={"m": "fm"}, model_calls=2, outputs={"m": {"generated": 2, "read": 1}}, seed=0)
-    other = RunMetadata(models={"j": "fj"}, model_calls=1, outputs={"m": {"generated": 0, "read": 3}}, seed=0)
-    merged = RunMetadata.merge([worker, other], [{"per_model": {"m": 4}}], workers=2)
+    worker = RunMetadata(models={"m": "fm"}, model_calls=2, outputs={"m": OutputCounts(generated=2, read=1)}, seed=0)
+    other = RunMetadata(models={"j": "fj"}, model_calls=1, outputs={"m": OutputCounts(generated=0, read=3)}, seed=0)
+    merged = RunMetadata.merge([worker, other], [ImportedCache("x.jsonl.gz", 4, {"m": 4})], workers=2)
     assert merged.models == {"m": "fm", "j": "fj"} and merged.model_calls == 3 and merged.workers == 2
-    assert merged.outputs == {"m": {"generated": 2, "read": 4, "imported": 4}}
+    assert merged.outputs == {"m": OutputCounts(generated=2, read=4, imported=4)}
 
 
 @pytest.mark.parametrize(

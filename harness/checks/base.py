@@ -15,7 +15,7 @@ import functools
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import pandas as pd
 
@@ -28,6 +28,14 @@ from harness.metrics.multitest import CaseDecision, DecisionFields, DecisionRule
 from harness.metrics.paired import PairedTest
 from harness.records import CaseRecord, Contrast, Decision
 from harness.thresholds import ThresholdKey, Thresholds, ThresholdSchema
+
+if TYPE_CHECKING:
+    from harness.cache import OutputCache
+    from harness.core.requests import GenerationRequest
+    from harness.extraction.llm import LLMExtractor
+    from harness.extraction.vibe_protocol import VibeProtocol
+    from harness.generation.cached_model import CachedModel
+    from harness.semantic import SemanticSetup
 
 T = TypeVar("T")
 
@@ -79,26 +87,31 @@ class CheckContext(CompareContext, Protocol):
     prompts_dir: Path | None
     corpora: Mapping[str, Corpus]
     basis: BasisSuite
-    cache: Any
+    cache: OutputCache
     embedder: Embedding | None
     embedder_name: str
-    extractor: Any
+    extractor: LLMExtractor | None
+    """The LLM attribute extractor of the run's VIBE setting, or None for the self-report form's field reader."""
     extractor_name: str
-    vibe: Any
-    """The run's VIBE protocol and extractor (:class:`harness.gate.vibe_protocol.VibeProtocol`)."""
+    vibe: VibeProtocol
+    """The run's VIBE protocol and extractor."""
 
     def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()`` once per ``key`` for this run (check instances are shared, so they keep nothing)."""
         ...
 
-    def model(self, spec: str) -> Any:
-        """The cached model of ``spec`` (:class:`harness.generation.CachedModel`)."""
+    def model(self, spec: str) -> CachedModel:
+        """The cached model of ``spec``."""
         ...
 
     def fingerprint(self, spec: str) -> str: ...
 
     def outputs(
-        self, model: Any, requests: Sequence[Any], label: str, max_new_tokens: int | None = None
+        self,
+        model: str | CachedModel,
+        requests: Sequence[GenerationRequest],
+        label: str,
+        max_new_tokens: int | None = None,
     ) -> pd.DataFrame:
         """One row per request: ``heard`` (what a cascade's ASR stage heard, else None) and ``answer``;
         ``max_new_tokens`` raises the model's token budget for these requests."""
@@ -106,12 +119,12 @@ class CheckContext(CompareContext, Protocol):
 
     def corpus_audio(self, corpus_name: str) -> dict: ...
 
-    def transcriber(self, model: str) -> tuple[Any, str]:
+    def transcriber(self, model: str) -> tuple[CachedModel, str]:
         """Who transcribes for ``model`` (its cascade's ASR stage, or the model itself) and with what prompt."""
         ...
 
-    def semantics(self, model: str) -> Any:
-        """The semantic covariates' embedders of ``model`` (:class:`harness.semantic.SemanticSetup`)."""
+    def semantics(self, model: str) -> SemanticSetup:
+        """The semantic covariates' embedders of ``model``."""
         ...
 
 

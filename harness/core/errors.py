@@ -26,6 +26,11 @@ class PartialGenerationError(ServerError):
         self.answers = dict(answers)
 
 
+class RequestsPlanned(ModelError):
+    """A stage's requests that the cache does not hold were planned (``--plan``,
+    :mod:`harness.generation.request_plan`): the case stops here until they are answered."""
+
+
 class CaseNotMeasured(RuntimeError):
     """A case's data cannot support a bias verdict (e.g. nTVD undefined, no ratio fit converged, a large gap
     the design cannot test): the case is unmeasured, never a pass and never a bias fail; the message says

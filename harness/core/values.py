@@ -7,12 +7,14 @@ import functools
 import hashlib
 import importlib
 import json
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+T = TypeVar("T")
 
 
 def require_columns(table: Any, columns: Sequence[str], what: str = "table", *, nonempty: bool = False) -> None:
@@ -90,3 +92,30 @@ def memoized(method: Callable[..., Any]) -> Callable[..., Any]:
         return store[key]
 
     return wrapper
+
+
+class Memo:
+    """Values computed once per key and kept as long as their owner: the one way a run's context and its model pool
+    cache (:mod:`harness.gate.context`). Called as ``memo(key, compute)``; a key of two parts ``(kind, name)`` can be
+    listed by kind (:meth:`kept`)."""
+
+    def __init__(self) -> None:
+        self._values: dict[Hashable, Any] = {}
+
+    def __call__(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()`` the first time ``key`` is asked, its kept value after (nothing is kept when it raises)."""
+        if key not in self._values:
+            self._values[key] = compute()
+        return self._values[key]
+
+    def kept(self, kind: str) -> dict[Hashable, Any]:
+        """Name -> value of the ``(kind, name)`` keys computed so far, in the order they were computed."""
+        return {
+            key[1]: value
+            for key, value in self._values.items()
+            if isinstance(key, tuple) and len(key) == 2 and key[0] == kind
+        }
+
+    def peek(self, key: Hashable) -> Any | None:
+        """The value of ``key`` if it was computed, else None (computing nothing)."""
+        return self._values.get(key)

@@ -46,9 +46,3 @@ def provenance_summary(folder: Path) -> dict | None:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         summary = f"unreadable ({type(exc).__name__}: {exc})"
     return {"path": portable_path(path), "summary": summary}
-
-
-def built_by(folder: Path) -> dict:
-    """``{"provenance": provenance_summary(folder)}`` for a run's corpus or suite metadata, or ``{}`` without one."""
-    summary = provenance_summary(folder)
-    return {"provenance": summary} if summary else {}

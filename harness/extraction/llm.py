@@ -6,7 +6,7 @@ asked, in text-only mode, for one JSON object whose schema comes from the task's
 closed attribute, a short phrase or null for an open one, a list of phrases for a list, and a ``refusal`` flag. A
 backend that can constrain decoding is given the form (SmolLM2's form filler) or the JSON schema (vLLM's and
 OpenAI's structured outputs), so a closed attribute can only take one of its categories. Requests
-go through :class:`~harness.generation.CachedModel`, so a reply is cached under the extraction model's
+go through :class:`~harness.generation.cached_model.CachedModel`, so a reply is cached under the extraction model's
 fingerprint, its decoding parameters and the prompt, which embeds the answer text.
 
 Parsing is strict: the reply must be a JSON object, bare or as the only content of one fenced
@@ -49,7 +49,7 @@ from harness.extraction.fields import (
     normalise_value,
 )
 from harness.extraction.memo import Extracted, memoised_extractions, source_fingerprint
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.tasks.base import Attribute, Task
 
 EXTRACTOR_VERSION = 2

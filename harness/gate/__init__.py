@@ -10,21 +10,20 @@ only wires cases to it; this module knows nothing of pytest.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from harness.checks import all_checks, get_check
 from harness.checks.base import RELEASE_JUDGED, Case, Comparison, Verdict, unsupported, with_floor_changes
-from harness.core.errors import ModelError
+from harness.core.errors import ModelError, RequestsPlanned
 from harness.core.files import portable_path, portable_source
-from harness.data.provenance import built_by
+from harness.data.provenance import provenance_summary
 from harness.display.text import without_case_id
 from harness.extraction.validation import annotation_sample, export_annotation_sample
 from harness.gate.audio_floor import AUDIO_FLOOR_SCHEMA, AUDIO_FLOOR_SECTION, AudioFloorRule, AudioFloorSettings
-from harness.gate.baseline import check_baseline_cases
+from harness.gate.baseline import Baseline, baseline_key, candidate_case_id, load_baseline, refuse_other_extraction
 from harness.gate.config import (
     BUNDLED_EXPORTS,
     DEFAULT_CACHE_DIR,
@@ -35,16 +34,27 @@ from harness.gate.config import (
     GateConfig,
     model_settings,
 )
-from harness.gate.context import RunContext
-from harness.gate.outcomes import Cause, cause_of
+from harness.gate.context import RunContext, semantic_setups
+from harness.gate.outcomes import cause_of
 from harness.gate.roles import blamed_role, run_roles
-from harness.models import build_backend
+from harness.models.base import Backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
 from harness.models.residency import check_backend_placement
-from harness.plan import RequestsPlanned
-from harness.records import SPOT_CHECK, UNMEASURED, CaseRecord, Record, Scope, UnmeasuredRecord
-from harness.results import RunMetadata, read_results
+from harness.records import UNMEASURED, CaseRecord, Cause, Record, UnmeasuredRecord
+from harness.results import RunMetadata
+from harness.results.metadata import (
+    BaselineEntry,
+    BasisSuiteEntry,
+    BundledExport,
+    CorpusEntry,
+    ModelLoad,
+    OutputCounts,
+    SemanticEntry,
+    SuiteProvenance,
+    ThresholdsEntry,
+    VibeEntry,
+)
 
 __all__ = [
     "BUNDLED_EXPORTS",
@@ -59,7 +69,7 @@ __all__ = [
     "VOICE_BLIND_OUTPUTS_DIR",
 ]
 from harness.checks.counterfactual.perceived import DEFAULT_PERCEIVER
-from harness.gate.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION, VibeProtocol
+from harness.extraction.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
 
@@ -86,7 +96,7 @@ class Gate:
             {dimension for corpus in self.context.corpora.values() for dimension in corpus.dimensions}
             | set(self.context.basis.dimensions()),
         )
-        validate_models(config)
+        validate_models(config, self.context.pool.backend)
         self.audio_floor = AudioFloorRule(
             self.context,
             AudioFloorSettings.from_thresholds(self.thresholds),
@@ -94,7 +104,7 @@ class Gate:
         )
         vibe = self.context.vibe
         self._causes: dict[tuple[str, str], str] = {}
-        self.baseline = (
+        self.baseline: Baseline | None = (
             load_baseline(config.baseline_path, config.baseline_model, config.models) if config.baseline_path else None
         )
         if self.baseline is not None and any(case.check == "ntvd" for case in self.baseline.records.values()):
@@ -114,7 +124,7 @@ class Gate:
         _ = self.context.cache  # opening the cache imports the shipped exports and reads their provenance
         heard = {
             ((entry.get("provenance") or {}).get("corpus") or {}).get("hash")
-            for entry in self.context.bundled_outputs
+            for entry in self.context.pool.bundled_outputs
             if entry["model"] == model
         }
         return corpus is not None and corpus.content_hash not in heard
@@ -126,7 +136,7 @@ class Gate:
 
     def outcome(self, case: Case) -> Verdict | Unmeasured:
         """The case's :meth:`verdict`, or :class:`Unmeasured` when it could not be measured: any exception but
-        an interrupt, with its :class:`~harness.outcomes.Cause`. The first case of each cause gives it in full;
+        an interrupt, with its :class:`~harness.records.Cause`. The first case of each cause gives it in full;
         later cases with the same cause (:attr:`Cause.key`) name that first case instead."""
         try:
             return self.verdict(case)
@@ -300,66 +310,66 @@ class Gate:
 
     def served_keys(self) -> set[str]:
         """The cache keys of every output this process used (for --export-cache)."""
-        return set().union(*(model.served_keys for model in self.context.all_models()))
+        return set().union(*(model.served_keys for model in self.context.pool.all_models()))
 
     def run_metadata(self) -> RunMetadata:
         """What this process ran; :meth:`RunMetadata.merge` combines the parts of several processes."""
-        context = self.context
-        models = context.all_models()
-        return RunMetadata(**{
-            "offline": self.config.offline,
-            "models": context.fingerprints(),
-            "stage_models": context.fingerprints(stages=True),
-            "resolved_settings": {model.spec: model.backend.resolved_settings() for model in models},
-            "model_calls": sum(model.calls for model in models),
-            "cache_hits": sum(model.hits for model in models),
-            "outputs": {model.spec: model.output_counts() for model in models},
-            "models_loaded": sorted(model.spec for model in models if model.loaded),
-            "residency": context.residency.to_json(),
-            "corpora": {
-                name: {
-                    "path": portable_path(c.manifest_path),
-                    "hash": c.content_hash,
-                    "utterances": len(c.table),
-                    "audio_warnings": list(c.audio_warnings),
-                    **built_by(c.root),
-                }
-                for name, c in context.corpora.items()
+        context, pool = self.context, self.context.pool
+        models = pool.all_models()
+        return RunMetadata(
+            offline=self.config.offline,
+            models=pool.fingerprints(),
+            stage_models=pool.fingerprints(stages=True),
+            resolved_settings={model.spec: model.backend.resolved_settings() for model in models},
+            model_calls=sum(model.calls for model in models),
+            cache_hits=sum(model.hits for model in models),
+            outputs={model.spec: OutputCounts(**model.output_counts()) for model in models},
+            models_loaded=sorted(model.spec for model in models if model.loaded),
+            residency=[ModelLoad(**load) for load in pool.residency.to_json()],
+            corpora={
+                name: CorpusEntry(
+                    path=portable_path(corpus.manifest_path),
+                    hash=corpus.content_hash,
+                    utterances=len(corpus.table),
+                    audio_warnings=list(corpus.audio_warnings),
+                    provenance=suite_provenance(corpus.root),
+                )
+                for name, corpus in context.corpora.items()
             },
-            "basis_suite": {
-                "path": portable_path(context.basis.path),
-                "audio_warnings": list(context.basis.audio_warnings),
-                **built_by(context.basis.path),
-            },
-            "thresholds": {
-                "source": portable_source(self.thresholds.source),
-                "hash": self.thresholds.digest,
-                "notes": list(self.thresholds.notes),
-            },
-            "permutations": self.config.permutations,
-            "seed": self.config.seed,
-            "decoding": self.config.decoding.as_dict(),
-            "extractor": context.extractor_name,
-            "vibe": context.vibe.as_dict(context.extractor_name),
-            "embedder": context.embedder_name,
-            "semantic": {model: setup.as_dict() for model, setup in context.semantic_setups().items()},
-            "judge": None if self.config.judge is None else context.fingerprint(self.config.judge),
-            "basis_judge": context.basis_judge_name,
-            "cache_dir": portable_path(self.config.cache_dir),
-            "baseline": None
+            basis_suite=BasisSuiteEntry(
+                path=portable_path(context.basis.path),
+                audio_warnings=list(context.basis.audio_warnings),
+                provenance=suite_provenance(context.basis.path),
+            ),
+            thresholds=ThresholdsEntry(
+                source=portable_source(self.thresholds.source),
+                hash=self.thresholds.digest,
+                notes=list(self.thresholds.notes),
+            ),
+            permutations=self.config.permutations,
+            seed=self.config.seed,
+            decoding=self.config.decoding.as_dict(),
+            extractor=context.extractor_name,
+            vibe=VibeEntry(**context.vibe.as_dict(context.extractor_name)),
+            embedder=context.embedder_name,
+            semantic={model: SemanticEntry(**setup.as_dict()) for model, setup in semantic_setups(context).items()},
+            judge=None if self.config.judge is None else context.fingerprint(self.config.judge),
+            basis_judge=context.basis_judge_name,
+            cache_dir=portable_path(self.config.cache_dir),
+            baseline=None
             if self.baseline is None
-            else {
-                "source": portable_source(self.baseline.source),
-                "model": self.baseline.model,
-                "notes": self.baseline.corpus_notes(
+            else BaselineEntry(
+                source=portable_source(self.baseline.source),
+                model=self.baseline.model,
+                notes=self.baseline.corpus_notes(
                     {name: corpus.content_hash for name, corpus in context.corpora.items()}
                 ),
-            },
-            "bundled_outputs": context.bundled_outputs,
-            "cache_set_aside": context.cache_set_aside,
-            "compute_environment": compute_environment(),
-            "audio_dependence": self.audio_floor.probed(),
-        })  # fmt: skip
+            ),
+            bundled_outputs=[BundledExport(**entry) for entry in pool.bundled_outputs],
+            cache_set_aside=pool.cache_set_aside,
+            compute_environment=compute_environment(),
+            audio_dependence=self.audio_floor.probed(),
+        )
 
 
 RELEASE_OUTCOMES = ("pass", "no regression", "known failure", "new failure", "regression")
@@ -416,7 +426,7 @@ class FamilySizes(Mapping[str, int]):
 def answered_but_unmeasured(record: UnmeasuredRecord) -> bool:
     """Whether an unmeasured case was answered by the model but its answers could not support the statistic
     (cause ``input``, e.g. nTVD undefined at tau): its outputs are in the cache."""
-    return record.status == UNMEASURED and (record.cause or {}).get("kind") == "input"
+    return record.status == UNMEASURED and record.cause is not None and record.cause.kind == "input"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -444,7 +454,7 @@ class Unmeasured:
 def unmeasured_record(case: Case, message: str, cause: Cause, nodeid: str | None = None) -> UnmeasuredRecord:
     """The record of an unmeasured case: its check and identity, the ``message`` and its ``cause``."""
     return UnmeasuredRecord(check=case.check, id=case.id, model=case.model, corpus=case.corpus,
-                            dimension=case.dimension, variant=case.variant, message=message, cause=cause.as_dict(),
+                            dimension=case.dimension, variant=case.variant, message=message, cause=cause,
                             nodeid=nodeid)  # fmt: skip
 
 
@@ -463,15 +473,16 @@ def validate_run_settings(config: GateConfig) -> None:
         )
 
 
-def validate_models(config: GateConfig) -> None:
-    """Build (without loading) the backend of every model the run names, with its option block: a bad spec,
-    URL, option, decoding parameter or ``chunk_size``, or (unless ``--offline``) a model this machine cannot load
+def validate_models(config: GateConfig, backend_of: Callable[[str], Backend]) -> None:
+    """Build (without loading) the backend of every model the run names, with its option block (``backend_of``: the
+    run's :meth:`~harness.gate.model_pool.ModelPool.backend`, which keeps it for the run): a bad spec, URL, option,
+    decoding parameter or ``chunk_size``, or (unless ``--offline``) a model this machine cannot load
     (:meth:`~harness.models.base.Backend.unavailable`), stops the run before any case, naming the spec and the
     ``--model-config`` file."""
     for spec, option in named_models(config).items():
         try:
             options, _, _ = model_settings(config, spec)
-            backend = build_backend(spec, options)
+            backend = backend_of(spec)
             reason = None if config.offline else backend.unavailable()
             if reason:
                 raise ModelError(f"model {spec}: {reason}", source=spec)
@@ -504,150 +515,8 @@ def named_models(config: GateConfig) -> dict[str, str]:
     return named
 
 
-@dataclasses.dataclass(frozen=True)
-class Baseline:
-    """One model's records of a previous run; ``corpora``: the corpora that run measured (name -> content hash)."""
-
-    source: str
-    model: str
-    records: Mapping[tuple, CaseRecord]
-    corpora: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
-    vibe: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
-    """The VIBE protocol and extractor its nTVD cases were made with (:func:`baseline_vibe`)."""
-    unmeasured: Mapping[tuple, str] = dataclasses.field(default_factory=dict)
-    """The cases that run could not measure (:func:`baseline_key` -> why), so that a case now measured is said
-    to have been unmeasured, not to be new."""
-
-    unmeasured_ids: Mapping[tuple, str] = dataclasses.field(default_factory=dict)
-    """The case id of each unmeasured case (:func:`baseline_key` -> id)."""
-
-    def changed_corpus(self, name: str | None, corpora: Mapping[str, Any]) -> str | None:
-        """Why cases on corpus ``name`` cannot be paired with the baseline's when that corpus's recordings changed
-        (its content hash differs from the one the baseline measured), else None. Such cases are judged by their
-        absolute thresholds only (:meth:`Gate.verdict`)."""
-        corpus = corpora.get(name) if name is not None else None
-        recorded = self.corpora.get(name) if name is not None else None
-        if corpus is None or not recorded or recorded == corpus.content_hash:
-            return None
-        return (
-            f"corpus {name!r} differs from the one in the baseline {portable_source(self.source)} (content hash "
-            f"{recorded} there, {corpus.content_hash} here): its cases cannot be paired and are judged by their "
-            "absolute thresholds only"
-        )
-
-    def corpus_notes(self, corpora: Mapping[str, str]) -> list[str]:
-        """What a run on ``corpora`` (name -> content hash) cannot pair with this baseline, in words: a corpus the
-        baseline did not measure, or measured with other recordings. Its cases are judged by their absolute thresholds."""
-        if not self.corpora:
-            return []
-        notes = []
-        for name, digest in corpora.items():
-            if name not in self.corpora:
-                notes.append(
-                    f"corpus {name!r} is not in the baseline {self.source} (it measured {', '.join(sorted(self.corpora))}): "
-                    "its cases are new, judged by their absolute thresholds"
-                )
-            elif self.corpora[name] and self.corpora[name] != digest:
-                notes.append(
-                    f"corpus {name!r} differs from the one in the baseline {self.source} (content hash {self.corpora[name]} "
-                    f"there, {digest} here): its cases cannot be paired and are judged by their absolute thresholds"
-                )
-        return notes
-
-
-def baseline_key(record: Record) -> tuple:
-    """Cases of two runs match on check, corpus, variant and dimension; the model is what differs."""
-    return (record.check, record.corpus, record.variant, record.dimension)
-
-
-def load_baseline(path: str | Path, model: str | None = None, candidates: Sequence[str] = ()) -> Baseline:
-    """The records of one model from a previous run's results.json: ``model``, else the file's only model,
-    else the one candidate model of this run that the file holds."""
-    path = Path(path)
-    results = read_results(path)
-    if results.verdict == "incomplete":
-        raise ValueError(
-            f"{path}: an incomplete run (it was stopped before every case ran) is not a baseline; gate against a complete results.json"
-        )
-    if results.verdict == SPOT_CHECK:
-        raise ValueError(f"{path}: {spot_check_refusal(results.scope)}")
-    check_baseline_cases(path, results.cases)
-    cases = results.measured
-    models = sorted({case.model for case in cases})
-    if not models:
-        raise ValueError(
-            f"{path}: no measured case to compare with (every case of that run was unmeasured); gate against a run that measured its cases"
-        )
-    if model is None:
-        held = [spec for spec in dict.fromkeys(candidates) if spec in models]
-        if len(models) != 1 and len(held) != 1:
-            raise ValueError(f"{path}: the baseline holds models {models}; choose one with --baseline-model")
-        model = models[0] if len(models) == 1 else held[0]
-    elif model not in models:
-        raise ValueError(f"{path}: no model {model!r} in the baseline; it holds {models}")
-    return Baseline(
-        str(path),
-        model,
-        {baseline_key(case): case for case in cases if case.model == model},
-        {
-            name: entry.get("hash") if isinstance(entry, Mapping) else None
-            for name, entry in results.metadata.corpora.items()
-        },
-        baseline_vibe(results.metadata),
-        {
-            baseline_key(case): str((case.cause or {}).get("message") or case.message).removeprefix(f"{case.id}: ")
-            for case in results.unmeasured
-            if case.model == model
-        },
-        {baseline_key(case): case.id for case in results.unmeasured if case.model == model},
-    )
-
-
-def candidate_case_id(baseline_id: str, baseline_model: str, model: str) -> str:
-    """The id the candidate ``model``'s case would have: a case id starts with its model's spec
-    (:meth:`~harness.checks.base.Check.cases`), so the baseline model's is replaced by the candidate's."""
-    if baseline_id.startswith(f"{baseline_model}-"):
-        return f"{model}-{baseline_id.removeprefix(f'{baseline_model}-')}"
-    return f"{model}-{baseline_id}"
-
-
-def spot_check_refusal(scope: Scope | None) -> str:
-    """Why a spot check is no baseline, naming the cases it lacks (its ``scope``, :mod:`harness.gate.scope`)."""
-    if scope is None:
-        return "a spot check (it did not run every case of its gate) is not a baseline; gate against a full run"
-    omitted = scope.omitted
-    named = "; ".join(f"{entry.check} {entry.id} ({entry.reason})" for entry in omitted[:3])
-    more = f"; and {len(omitted) - 3} more" if len(omitted) > 3 else ""
-    return (
-        f"a spot check is not a baseline: it ran {scope.ran} of the {scope.gate_cases} cases of its gate "
-        f"and lacks {len(omitted)}: {named}{more}; gate against a run of the full gate (no -k, -m or skipped case)"
-    )
-
-
-def baseline_vibe(metadata: RunMetadata) -> dict[str, str | None]:
-    """A baseline's VIBE protocol and extractor from its metadata; a run made before they were recorded used the
-    self-report form with the field reader (``extractor: rules``) or, with ``--extractor``, an LLM extractor
-    known only by fingerprint."""
-    vibe = metadata.vibe
-    if isinstance(vibe, dict):
-        return {"protocol": vibe.get("protocol"), "extractor": vibe.get("extractor")}
-    extractor = metadata.extractor
-    if extractor == "rules" or extractor is None:
-        return {"protocol": "self-report", "extractor": "rules"}
-    return {"protocol": "self-report", "extractor": str(extractor)}
-
-
-def refuse_other_extraction(path: str | Path, baseline: dict[str, str | None], run: VibeProtocol) -> None:
-    """nTVD is measured through the extractor and the prompts: a baseline made under another VIBE protocol or
-    extractor cannot be compared with, so the run stops naming both."""
-    differs = [
-        f"{key} {baseline.get(key)!r} (this run: {getattr(run, key)!r}, from {run.sources.get(key, 'default')})"
-        for key in ("protocol", "extractor")
-        if baseline.get(key) != getattr(run, key)
-    ]
-    if differs:
-        raise ValueError(
-            f"{path}: the baseline's nTVD cases were made with VIBE {' and '.join(differs)}; the extractor and "
-            "protocol are fixed across checkpoints: run with the baseline's settings (vibe.defaults in a thresholds "
-            "file, or --extractor) or remake the baseline with these"
-        )
+def suite_provenance(folder) -> SuiteProvenance | None:
+    """The run metadata's line on where a built corpus or suite came from (its ``provenance.json``), or None for a
+    folder that ``lalm-fairness-suite build`` did not make."""
+    summary = provenance_summary(folder)
+    return None if summary is None else SuiteProvenance(**summary)

@@ -21,7 +21,7 @@ are cached like any other output.
 **It fails closed.** When a probe cannot be answered without loading a model where the run may not (an offline run,
 a model served from shipped outputs whose exports lack some probe answers), every case that needs that probe is
 unmeasured, "audio dependence not measured", naming the missing answers. The floor never loads a model silently.
-Under ``--plan`` the probe's missing requests are planned with the case's own (:class:`~harness.plan.RequestsPlanned`),
+Under ``--plan`` the probe's missing requests are planned with the case's own (:class:`~harness.core.errors.RequestsPlanned`),
 so that a re-score from the filled plans measures the floor as the in-process run does.
 
 Configured by the ``audio_floor`` section of thresholds.yaml (only ``defaults``), :data:`AUDIO_FLOOR_SCHEMA`.
@@ -54,6 +54,7 @@ from harness.metrics.audio_dependence import (
     audio_dependence,
     sampled_audio_dependence,
 )
+from harness.results.metadata import AudioProbe
 from harness.tasks import TASKS
 from harness.tasks.base import SELF_REPORT
 from harness.thresholds import ThresholdKey, Thresholds, ThresholdSchema, at_least, in_open_unit_interval
@@ -125,25 +126,25 @@ class AudioFloor:
             return None
         return self.blind_reason is None
 
-    def to_json(self) -> dict[str, Any]:
+    def record(self) -> AudioProbe:
         """The run metadata's entry (``audio_dependence[model][probe]``); the report's first screen reads it."""
         exact, sampled = self.dependence, self.sampled
-        return {
-            "model": self.model,
-            "probe": self.probe,
-            "asked": self.asked,
-            "decoding": self.decoding,
-            "share": None if exact is None else exact.share,
-            "unchanged": None if exact is None else dict(exact.unchanged),
-            "requests": exact.requests if exact is not None else (None if sampled is None else sampled.requests),
-            "statistic": None if sampled is None else sampled.statistic,
-            "p_value": None if sampled is None else sampled.p_value,
-            "permutations": None if sampled is None else sampled.permutations,
-            "audio_blind_share": self.audio_blind_share,
-            "sampled_alpha": self.sampled_alpha,
-            "hears": self.hears,
-            "unmeasured": self.unmeasured,
-        }
+        return AudioProbe(
+            model=self.model,
+            probe=self.probe,
+            asked=self.asked,
+            decoding=self.decoding,
+            share=None if exact is None else exact.share,
+            unchanged=None if exact is None else dict(exact.unchanged),
+            requests=exact.requests if exact is not None else (None if sampled is None else sampled.requests),
+            statistic=None if sampled is None else sampled.statistic,
+            p_value=None if sampled is None else sampled.p_value,
+            permutations=None if sampled is None else sampled.permutations,
+            audio_blind_share=self.audio_blind_share,
+            sampled_alpha=self.sampled_alpha,
+            hears=self.hears,
+            unmeasured=self.unmeasured,
+        )
 
 
 class AudioFloorRule:
@@ -187,11 +188,11 @@ class AudioFloorRule:
             self._floors[(model, probe)] = self._probe(model, probe, tuple(tasks))
         return self._floors[(model, probe)]
 
-    def probed(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """Model -> probe -> :meth:`AudioFloor.to_json`, for the probes this process asked (run metadata)."""
-        probed: dict[str, dict[str, dict[str, Any]]] = {}
+    def probed(self) -> dict[str, dict[str, AudioProbe]]:
+        """Model -> probe -> :meth:`AudioFloor.record`, for the probes this process asked (run metadata)."""
+        probed: dict[str, dict[str, AudioProbe]] = {}
         for (model, probe), floor in self._floors.items():
-            probed.setdefault(model, {})[probe] = floor.to_json()
+            probed.setdefault(model, {})[probe] = floor.record()
         return probed
 
     def _probe(self, model: str, probe: str, tasks: tuple[str, ...]) -> AudioFloor:
@@ -248,7 +249,9 @@ class AudioFloorRule:
         to the task probe (the ``heard`` line of :meth:`~harness.gate.context.RunContext.outputs`; the stage, its
         decoding and the audio are the same, only the cache entry differs)."""
         context, label = self.context, f"audio floor {probe} probe"
-        if self.may_load(model) or asked.loaded or context.planner is not None:  # --plan: the missing ones are planned
+        if (
+            self.may_load(model) or asked.loaded or context.pool.planner is not None
+        ):  # --plan: the missing ones are planned
             return list(context.outputs(asked, built.requests, label)["answer"])
         answers: list[str | None] = [None] * len(built.requests)
         self._fill(answers, asked, built.requests, range(len(answers)), "answer", label)

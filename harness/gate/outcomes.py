@@ -3,7 +3,7 @@
 A case is *measured* (its check reached a verdict: pass or fail) or *unmeasured* (something other than
 the model's bias stopped it: a model, server, configuration, cache or input problem, data that cannot
 support a verdict (:class:`~harness.core.errors.CaseNotMeasured`, an input cause), or a fault of the harness
-itself). An unmeasured case is never a fail; its record carries a :class:`Cause`.
+itself). An unmeasured case is never a fail; its record carries a :class:`~harness.records.Cause`.
 
 The run's verdict (made once, with each model's, by :func:`harness.run_decision.decide_run`) and its exit
 status (README, "What a failure means"):
@@ -27,18 +27,15 @@ pass (issue 47, item 8).
 
 from __future__ import annotations
 
-import dataclasses
 import sqlite3
-from typing import Any
 
 from harness.cache import CacheError
 from harness.core.errors import CaseNotMeasured, ModelError, ServerError
 from harness.data import CorpusError
 from harness.data.audio import AudioError
 from harness.data.basis_suite import BasisError
-from harness.display.text import cause_where
 from harness.gate.roles import Role
-from harness.records import SPOT_CHECK
+from harness.records import SPOT_CHECK, Cause
 from harness.results import Summary
 from harness.thresholds import ThresholdsError
 
@@ -55,39 +52,6 @@ EXIT_STATUS = {
     "unmeasured": EXIT_UNMEASURED,
     "incomplete": EXIT_INCOMPLETE,
 }
-
-CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
-
-
-@dataclasses.dataclass(frozen=True)
-class Cause:
-    """Why a case was not measured: ``kind`` (one of :data:`CAUSE_KINDS`), ``source`` (the URL, file, spec or
-    key at fault, when known) and the error's one-line ``message``. Where the cause lies with a model the run uses
-    to measure the case rather than the model under test (:mod:`harness.gate.roles`), ``role`` names it
-    ("extractor", "judge", "perceiver", ...), ``spec`` is its spec and ``set_by`` the option or setting that chose
-    it ("--extractor")."""
-
-    kind: str
-    source: str | None
-    message: str
-    role: str | None = None
-    spec: str | None = None
-    set_by: str | None = None
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """Cases with equal keys share one cause: the kind and the source (the message where no source is known)."""
-        return self.kind, self.source if self.source is not None else self.message
-
-    @property
-    def where(self) -> str:
-        """Where the cause lies, in words (:func:`harness.display.text.cause_where`)."""
-        return cause_where(self.as_dict())
-
-    def as_dict(self) -> dict[str, Any]:
-        """The results.json ``cause``: kind, source and message, and the role's fields where it has one."""
-        fields = dataclasses.asdict(self)
-        return fields if self.role else {key: fields[key] for key in ("kind", "source", "message")}
 
 
 def cause_of(error: BaseException, model: str | None = None, role: Role | None = None) -> Cause:

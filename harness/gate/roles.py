@@ -5,7 +5,7 @@ A case is measured with the help of other models: the VIBE attribute extractor (
 spoken-chat replies (``--judge``), the BASIS judge (``--basis-judge``), the counterfactual perceiver
 (``--perceiver``) and the semantic embedder (``--embedder``). When one of them fails (not installed, cannot
 answer), the case is unmeasured and the cause must name that model and its option, not the model under test.
-The model that failed is the outermost :class:`~harness.generation.CachedModel` the error passed through (the one
+The model that failed is the outermost :class:`~harness.generation.cached_model.CachedModel` the error passed through (the one
 the check asked), or, for the embedder, the semantic module.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from types import TracebackType
-from typing import Any
 
-from harness.generation import CachedModel
+from harness.gate.context import RunContext
+from harness.generation.cached_model import CachedModel
 
 SEMANTIC_MODULE = "harness.semantic"
 """The module that builds and asks the semantic embedder (an error raised there is the embedder's)."""
@@ -33,7 +33,7 @@ class Role:
     set_by: str
 
 
-def run_roles(context: Any) -> list[Role]:
+def run_roles(context: RunContext) -> list[Role]:
     """The helper models of a run (:class:`~harness.gate.context.RunContext`), each with the option that set it.
     The extractor is the run's VIBE setting (``--extractor``, the thresholds file, a model's declaration or the
     paper's default); none under the field reader (``rules``)."""

@@ -19,12 +19,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.checks.base import Case
-from harness.display.text import cause_where
 from harness.gate import unmeasured_record
-from harness.gate.outcomes import Cause
 from harness.gate.scope import run_scope
-from harness.records import Record, Scope
+from harness.records import Cause, Record, Scope
 from harness.results import Incomplete, RunMetadata, RunResults, Summary, case_of_nodeid, record_from_json
+from harness.results.metadata import ImportedCache
 from harness.run_decision import INCOMPLETE, RunDecision, decide_run
 
 INTERRUPTED = "an interruption (Ctrl-C or SIGTERM)"
@@ -140,11 +139,12 @@ class RunAssembly:
         )
 
     def metadata(self, own: RunMetadata | None, imported_caches: Sequence[Mapping[str, Any]]) -> RunMetadata:
-        """The run's metadata: the workers' parts and this process's ``own``, merged, with the time and versions."""
+        """The run's metadata: the workers' parts and this process's ``own``, merged, with the time and versions;
+        ``imported_caches``: the ``--import-cache`` files as the plugin read them (file, entries, per_model)."""
         workers = len(self.metadata_parts)
         return RunMetadata.merge(
             [*self.metadata_parts, *([own] if own is not None else [])],
-            imported_caches,
+            [ImportedCache.from_json(entry, "--import-cache") for entry in imported_caches],
             created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             package_versions=package_versions(),
             workers=max(1, workers),
@@ -189,12 +189,12 @@ def run_lines(results: RunResults) -> list[str]:
             f"lalm-fairness: INCOMPLETE, do not release: the run was stopped by {stopped.stopped_by}; "
             f"{len(stopped.not_run)} of {stopped.selected} selected tests did not run"
         )
-    causes: dict[tuple, list[dict[str, Any]]] = {}
+    causes: dict[tuple, list[Cause]] = {}
     for case in results.unmeasured:
-        cause = case.cause or {"kind": "internal", "source": None, "message": case.message}
-        causes.setdefault((cause["kind"], cause["source"] or cause["message"]), []).append(cause)
+        cause = case.cause or Cause("internal", None, case.message)
+        causes.setdefault((cause.kind, cause.source or cause.message), []).append(cause)
     for group in causes.values():
-        lines.append(f"  not measured ({cause_where(group[0])}), {len(group)} case(s): {group[0]['message']}")
+        lines.append(f"  not measured ({group[0].where}), {len(group)} case(s): {group[0].message}")
     if metadata.cache_set_aside:
         lines.append(
             f"lalm-fairness: the cache database was damaged; set aside as {metadata.cache_set_aside} and rebuilt"

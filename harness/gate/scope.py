@@ -8,7 +8,7 @@ deselection hook), *skipped* (a skip marker, e.g. a GPU case without a device) o
 named one gate module, other node ids, or a folder without every gate module). A team that gates on fewer checks
 turns the others off in its thresholds file (``<check>: {defaults: {enabled: false}}``, recorded as ``off``). A run that ran fewer than every case is a **spot check**
 (:data:`harness.records.SPOT_CHECK`): whatever its selected cases say, it is no release verdict on the model, and it is no
-baseline for a later run (:func:`harness.gate.load_baseline` refuses it).
+baseline for a later run (:func:`harness.gate.baseline.load_baseline` refuses it).
 
 A case is named by ``(check, id)`` here: two checks may give their cases the same id (the WER ratio and the
 judge-score ratio both have one case per model, corpus and dimension).

@@ -13,10 +13,13 @@ import dataclasses
 import gc
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams, GenerationRequest
+
+if TYPE_CHECKING:
+    from harness.data import Corpus
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
@@ -84,7 +87,7 @@ class StageSpec:
 
 
 class CachedStage(Protocol):
-    """A stage model behind the run's output cache (:class:`harness.generation.CachedModel`)."""
+    """A stage model behind the run's output cache (:class:`harness.generation.cached_model.CachedModel`)."""
 
     def generate(self, requests: Sequence[GenerationRequest], label: str = "") -> list[str]: ...
 
@@ -96,8 +99,9 @@ StageFactory = Callable[[StageSpec, int], CachedStage]
 class Backend(Protocol):
     """A model named by a spec string; cheap to build, loads weights only in :meth:`load`.
 
-    Backends subclass this protocol explicitly, so that they inherit the capability defaults below: a
-    plain model transcribes for itself and has no stages; a composite one (the cascade) overrides them.
+    Backends subclass this protocol explicitly, so that they inherit the defaults below. What only some backends
+    do is a capability they declare by subclassing its protocol as well: :class:`HearsCorpora` (a simulator),
+    :class:`ComposedOfStages`, :class:`TranscribedByStage` and :class:`SplitsOutput` (the cascade).
     """
 
     spec: str
@@ -122,7 +126,7 @@ class Backend(Protocol):
     def vibe_variant(self) -> dict[str, str] | None:
         """The VIBE protocol settings this model needs instead of the paper's (``protocol``, ``extractor``, and
         ``why``), or None. A declared variant is a deviation, named on the report's first screen and in
-        results.json (:mod:`harness.gate.vibe_protocol`); a thresholds file or ``--extractor`` overrides it."""
+        results.json (:mod:`harness.extraction.vibe_protocol`); a thresholds file or ``--extractor`` overrides it."""
         return None
 
     def semantic_source(self) -> Backend | None:
@@ -132,39 +136,72 @@ class Backend(Protocol):
         to an external embedder, named as a deviation; :mod:`harness.semantic`)."""
         return None
 
-    def hear_corpus(self, corpus: Any) -> None:
-        """Told each corpus of the session before it is asked anything; a real model ignores it (a simulator
-        learns the words of its recordings, :class:`harness.models.sim.SimulatorBackend`)."""
-        return None
-
-    def transcription_source(self) -> StageSpec | None:
-        """The stage that transcribes for the WER checks, asked with an empty prompt; None: the model
-        itself, asked :data:`harness.tasks.asr.TRANSCRIPTION_PROMPT`."""
-        return None
-
-    def compose(self, stage: StageFactory) -> None:
-        """Receive the factory of cached stage models, so that a composite model keeps its stages' outputs
-        in the run's cache; a model without stages ignores it."""
-        return None
-
     def memory_device(self) -> str | None:
         """The device whose memory the loaded model holds (``cuda``, ``cpu``), for the run's residency
         (:mod:`harness.models.residency`); None for a model that holds none in this process (a simulator, a server)."""
         return None
 
+
+@runtime_checkable
+class HearsCorpora(Protocol):
+    """Capability: told each corpus of the session before it is asked anything. A real model has no use for it; a
+    simulator learns the words of its recordings (:class:`harness.models.sim.SimulatorBackend`)."""
+
+    def hear_corpus(self, corpus: Corpus) -> None: ...
+
+
+@runtime_checkable
+class ComposedOfStages(Protocol):
+    """Capability: a composite model (the cascade) whose stages are models of their own, cached in the run's output
+    cache under their own fingerprints and loaded together."""
+
+    def compose(self, stage: StageFactory) -> None:
+        """Receive the factory of cached stage models, so that the stages' outputs live in the run's cache."""
+        ...
+
     def resident_stages(self) -> dict[str, Mapping[str, Any]]:
-        """Spec -> option block of the stages that must be loaded together to answer one request (a composite
-        model's); they split a device's memory budget. A model without stages has none."""
-        return {}
+        """Spec -> option block of the stages that must be loaded together to answer one request; they split a
+        device's memory budget."""
+        ...
 
 
-def local_semantic_source(path: str, options: Mapping[str, Any]) -> Backend:
-    """The ``hf:`` backend on a local checkpoint folder, for the semantic embeddings of a model served by another
-    engine from that folder (``trust_remote_code`` and ``architecture`` carried over)."""
-    from harness.models.hf import HFBackend
+@runtime_checkable
+class TranscribedByStage(Protocol):
+    """Capability: a model whose WER checks read one of its stages (the cascade's ASR stage, asked with an empty
+    prompt) instead of asking the model itself :data:`harness.tasks.asr.TRANSCRIPTION_PROMPT`."""
 
-    carried = {key: options[key] for key in ("trust_remote_code", "architecture") if options.get(key) is not None}
-    return HFBackend(f"hf:{path}", path, carried)
+    def transcription_source(self) -> StageSpec: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerParts:
+    """One output of a model, in its parts: what its ASR stage ``heard`` and what its voice stage said of the
+    speaker's ``voice`` (None for a stage the model does not have, or a request without audio), and the ``answer``."""
+
+    heard: str | None
+    voice: str | None
+    answer: str
+
+
+@runtime_checkable
+class SplitsOutput(Protocol):
+    """Capability: a model whose output holds what its stages said before its answer (the cascade); it splits its
+    own output, so that nothing downstream parses it."""
+
+    def answer_parts(self, text: str) -> AnswerParts: ...
+
+
+def answer_parts(backend: Backend, texts: Sequence[str]) -> list[AnswerParts]:
+    """Each output of ``backend`` in its parts: split by the backend where it declares :class:`SplitsOutput`, else
+    the whole text is the answer."""
+    if isinstance(backend, SplitsOutput):
+        return [backend.answer_parts(text) for text in texts]
+    return [AnswerParts(None, None, text) for text in texts]
+
+
+def resident_stages(backend: Backend) -> dict[str, Mapping[str, Any]]:
+    """The stages ``backend`` loads together (:class:`ComposedOfStages`); none for a model without stages."""
+    return backend.resident_stages() if isinstance(backend, ComposedOfStages) else {}
 
 
 def finished_answer(text: str) -> str:

@@ -14,7 +14,7 @@ differences that come from recognition errors or from the voice description can 
 LLM alone.
 
 Caching, in two stages inside the gate's cache. The cascade's own answers are cached by the gate
-(:class:`~harness.generation.CachedModel`) under the cascade's fingerprint, which combines both stages'
+(:class:`~harness.generation.cached_model.CachedModel`) under the cascade's fingerprint, which combines both stages'
 fingerprints, the ASR decoding, and the texts above. Within a miss, each stage is itself a
 ``CachedModel`` over the same :class:`~harness.cache.OutputCache` (built by the cascade's own
 ``CachedModel`` through :meth:`CascadeBackend.compose`), keyed by that stage's own fingerprint:
@@ -41,7 +41,16 @@ from typing import Any
 from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
-from harness.models.base import Backend, StageFactory, StageSpec, validated_options
+from harness.models.base import (
+    AnswerParts,
+    Backend,
+    ComposedOfStages,
+    SplitsOutput,
+    StageFactory,
+    StageSpec,
+    TranscribedByStage,
+    validated_options,
+)
 
 DEMO_ASR = "whisper:tiny.en"
 DEMO_LLM = "smollm2:135m-instruct"
@@ -114,7 +123,7 @@ def parse_target(spec: str, target: str) -> tuple[str, str | None, str]:
     return parts[0], parts[1], parts[2]
 
 
-class CascadeBackend(Backend):
+class CascadeBackend(Backend, ComposedOfStages, TranscribedByStage, SplitsOutput):
     """Builds both stage backends (cheap); :meth:`load` loads neither until a stage misses its cache."""
 
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
@@ -177,11 +186,15 @@ class CascadeBackend(Backend):
         """What transcribes for the WER checks: the ASR stage, as the cascade itself runs it."""
         return StageSpec(self.asr_spec, ASR_DECODING, dict(self.stage_options["asr"]))
 
+    def answer_parts(self, text: str) -> AnswerParts:
+        """What the ASR and voice stages said before the answer (:func:`split_voice`), and the answer."""
+        return AnswerParts(*split_voice(text))
+
     def load(self) -> Cascade:
         stage = self._stage
         if stage is None:
             raise ModelError(
-                f"{self.spec}: the cascade's stages are cached models; load it through harness.generation.CachedModel"
+                f"{self.spec}: the cascade's stages are cached models; load it through harness.generation.cached_model.CachedModel"
             )
         asr = stage(StageSpec(self.asr_spec, ASR_DECODING, self.stage_options["asr"]), CHUNK_SIZE)
         voice = None

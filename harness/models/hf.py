@@ -62,6 +62,13 @@ BEHAVIOUR_OPTIONS = (
 )
 
 
+def local_semantic_source(path: str, options: Mapping[str, Any]) -> HFBackend:
+    """The ``hf:`` backend on a local checkpoint folder, for the semantic embeddings of a model served by another
+    engine from that folder (``trust_remote_code`` and ``architecture`` carried over)."""
+    carried = {key: options[key] for key in ("trust_remote_code", "architecture") if options.get(key) is not None}
+    return HFBackend(f"hf:{path}", path, carried)
+
+
 def _require_torch() -> Any:
     try:
         import torch

@@ -66,7 +66,7 @@ from harness.core.errors import ModelError, PartialGenerationError, ServerError
 from harness.core.progress import Progress
 from harness.core.redaction import redact
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
-from harness.models.base import Backend, finished_answer, local_semantic_source, validated_options
+from harness.models.base import Backend, finished_answer, validated_options
 from harness.models.fingerprint import model_fingerprint
 
 KNOWN_OPTIONS = {
@@ -222,6 +222,8 @@ class OpenAIBackend(Backend):
         """The served model's own embeddings, through transformers, where its weights are a local folder: the
         ``checkpoint`` option, or a served model name that is one (vLLM serves a local path under its own name)."""
         path = os.path.expanduser(str(self.options.get("checkpoint") or self.model))
+        from harness.models.hf import local_semantic_source
+
         return local_semantic_source(path, {}) if os.path.isdir(path) else None
 
     def fingerprint(self) -> str:

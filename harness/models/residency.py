@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harness.core.errors import ModelError
-from harness.models.base import Backend
+from harness.models.base import Backend, resident_stages
 from harness.models.placement import visible_gpus
 
 DEVICE_BUDGET = 0.9
@@ -105,8 +105,9 @@ def check_backend_placement(backend: Backend, options: Mapping[str, Any], gpus: 
     """Before any case: the model's stated share and its stages' shares fit a device's budget, and a model on a GPU
     fits in the GPUs this process sees (``gpus``; default :func:`harness.models.placement.visible_gpus`)."""
     stated_share(backend.spec, options)
-    memory_shares(backend.resident_stages())
-    for spec, block in backend.resident_stages().items():
+    stages = resident_stages(backend)
+    memory_shares(stages)
+    for spec, block in stages.items():
         parallel_degree(spec, block)
     degree = parallel_degree(backend.spec, options)
     if backend.memory_device() == "cuda":

@@ -44,7 +44,8 @@ import numpy as np
 from harness.core.errors import ModelError
 from harness.core.requests import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
-from harness.models.base import Backend
+from harness.models.base import Backend, HearsCorpora
+from harness.models.sim_known_content import KnownContent
 from harness.models.sim_replay import replay_fields, replay_presets, voice_effect
 from harness.registry import Registry
 
@@ -420,7 +421,7 @@ def _render_answer(task: str, fields: dict[str, list[str]]) -> str:
     return prose + "\n\n" + "\n".join(lines)
 
 
-class SimulatorBackend(Backend):
+class SimulatorBackend(Backend, HearsCorpora):
     """Backend for ``sim:<preset>``; building, fingerprinting and loading are all cheap."""
 
     def __init__(self, spec: str, target: str, options: Mapping[str, Any]):
@@ -451,8 +452,6 @@ class SimulatorBackend(Backend):
     def hear_corpus(self, corpus: Any) -> None:
         """The simulator's 'ears' for words: it transcribes (and answers questions about) the recordings it knows
         the text of, the shipped demo sets' and the session's corpora's (their ``transcript`` column)."""
-        from harness.models.sim_basis import KnownContent
-
         KnownContent.shared().learn(corpus)
 
 

@@ -10,7 +10,7 @@ Parallelism is vLLM's own: ``tensor_parallel_size`` and ``pipeline_parallel_size
 For several nodes, start a Ray cluster (``ray start --head`` on one node, ``ray start --address=...`` on
 the others), then set ``distributed_executor_backend: ray`` with TP x PP equal to the total GPU count;
 the harness does not manage that Ray cluster. Data parallelism across a cluster is the plan's
-(``pytest ... --plan``, then ``lalm-fairness-generate --ray``: :mod:`harness.ray_generate`).
+(``pytest ... --plan``, then ``lalm-fairness-generate --ray``: :mod:`harness.generation.ray_fill`).
 
 Options: ``tensor_parallel_size``, ``pipeline_parallel_size``, ``distributed_executor_backend``,
 ``dtype`` (default ``auto``: resolved by the harness, float32 on a CPU, bfloat16 or float16 on CUDA;
@@ -42,7 +42,6 @@ from harness.models.base import (
     Backend,
     cuda_available,
     finished_answer,
-    local_semantic_source,
     resolve_dtype,
     validated_options,
 )
@@ -128,6 +127,8 @@ class VLLMBackend(Backend):
 
     def semantic_source(self) -> Backend | None:
         """A local checkpoint's own embeddings, through transformers (``hf:`` on the same folder)."""
+        from harness.models.hf import local_semantic_source
+
         return local_semantic_source(self.path, self.options) if self.is_local else None
 
     def engine_kwargs(self) -> dict[str, Any]:

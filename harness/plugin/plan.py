@@ -1,4 +1,4 @@
-"""``--plan PATH [--shard i/N]``: the selected cases' requests written as a plan (:mod:`harness.plan`) instead of a
+"""``--plan PATH [--shard i/N]``: the selected cases' requests written as a plan (:mod:`harness.generation.request_plan`) instead of a
 run. No model is loaded and no test body runs: each case is taken as far as the cache allows, its first miss is
 planned, and the session ends with exit 0 and the counts (requests planned, in all, already in the cache)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.checks.base import Case
-from harness.plan import Planner, audio_folder_for, parse_shard, shard, write_plan
+from harness.generation.request_plan import Planner, audio_folder_for, parse_shard, shard, write_plan
 
 
 class PlanSession:
@@ -36,9 +36,7 @@ class PlanSession:
             return False
         gate = self.gate_of(self.config)
         planner = Planner(audio_folder_for(self.path))
-        gate.context.planner = planner
-        for model in gate.context.all_models():  # built while the cases were collected
-            model.planner = planner
+        gate.context.pool.planner = planner  # the models made while the cases were collected plan with it too
         cases = list(
             dict.fromkeys(
                 value

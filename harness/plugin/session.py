@@ -192,7 +192,7 @@ class FairnessSession:
         if hasattr(self.config, "workerinput"):
             return
         metadata = self.outcome.metadata if self.outcome is not None else self.metadata()
-        for line in metadata.audio_warnings() + list((metadata.baseline or {}).get("notes") or []):
+        for line in metadata.audio_warnings() + (metadata.baseline.notes if metadata.baseline is not None else []):
             terminalreporter.write_line(f"lalm-fairness: warning: {line}")
         if self.outcome is None:
             return

@@ -167,9 +167,9 @@ def _gap(case: CaseRecord) -> Mapping[str, Any] | None:
 def _row(case: Record, prefix: str) -> list[str]:
     name = case.id[len(prefix) :] if prefix and case.id.startswith(prefix) else case.id
     if isinstance(case, UnmeasuredRecord):
-        cause = case.cause or {}
-        message = str(cause.get("message") or case.message).replace(f"{case.id}: ", "")
-        kind = f"{cause['kind']} error" if cause.get("kind") else "error"
+        cause = case.cause
+        message = (cause.message if cause is not None and cause.message else case.message).replace(f"{case.id}: ", "")
+        kind = f"{cause.kind} error" if cause is not None and cause.kind else "error"
         return [f"`{name}`", case.check, f"unmeasured ({kind}: {_shorten(message)})", "–", "–", "–", "–"]
     baseline = case.baseline or {}
     floors = [floor for floor in case.floors or [] if isinstance(floor, Mapping) and "key" in floor]
@@ -214,7 +214,9 @@ def _regressed(case: Record) -> bool:
 
 
 def _baseline_source(results: RunResults) -> str:
-    baseline = results.metadata.baseline or next((case.baseline for case in results.measured if _regressed(case)), {})
+    if results.metadata.baseline is not None:
+        return str(results.metadata.baseline.source)
+    baseline = next((case.baseline for case in results.measured if _regressed(case)), {})
     return str(baseline.get("source", "?"))
 
 

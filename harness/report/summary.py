@@ -16,7 +16,6 @@ from harness.display.decisions import WITHIN_THE_BAR, measure_values, release_te
 from harness.display.plots import interval_estimable
 from harness.display.text import (
     case_anchor,
-    cause_where,
     ci_words,
     decision_text,
     floor_lines,
@@ -121,13 +120,13 @@ def closeness(record: CaseRecord) -> tuple[bool, float, float]:
 
 def cause_text(record: UnmeasuredRecord) -> str:
     """ "model error (the perceiver sim:fair set by --perceiver): ...": where the cause lies
-    (:func:`harness.display.text.cause_where`) and why, the case's own id left out (the line names the case)."""
-    cause = getattr(record, "cause", None) or {}
-    if not cause:
+    (:attr:`harness.records.Cause.where`) and why, the case's own id left out (the line names the case)."""
+    cause = record.cause
+    if cause is None:
         return without_case_id(record.message, record.id)
-    where = cause_where(cause).split(", ", 1)
+    where = cause.where.split(", ", 1)
     detail = f" ({where[1]})" if len(where) > 1 else ""
-    return f"{where[0]} error{detail}: {without_case_id(cause.get('message') or record.message, record.id)}"
+    return f"{where[0]} error{detail}: {without_case_id(cause.message or record.message, record.id)}"
 
 
 def case_line(record: Record, status: str) -> dict[str, Any]:

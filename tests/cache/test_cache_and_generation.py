@@ -8,7 +8,7 @@ import pytest
 from harness.cache import OutputCache
 from harness.core.errors import ModelError
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.models import BACKENDS, register_backend
 from harness.models.base import Backend
 

@@ -12,9 +12,10 @@ import pytest
 from harness.cache import GENERATED, IMPORTED, OutputCache
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.gate.audio_floor import AudioFloorSettings
-from harness.generation import NAMESPACE, CachedModel
+from harness.generation.cached_model import NAMESPACE, CachedModel
 from harness.models import BACKENDS, register_backend
 from harness.results import RunMetadata
+from harness.results.metadata import ImportedCache, OutputCounts
 from harness.thresholds import packaged_thresholds
 
 from support.gate import gate_project
@@ -96,11 +97,11 @@ def test_merge_sums_outputs_per_model_and_counts_each_import_once():
     }
     merged = RunMetadata.merge(
         [RunMetadata.from_json(part, "part") for part in (first, second)],
-        [{"file": "x.gz", "entries": 2, "per_model": {"m": 2}}],
+        [ImportedCache(file="x.gz", entries=2, per_model={"m": 2})],
     )
     assert merged.outputs == {
-        "m": {"generated": 3, "read": 7, "read_imported": 5, "imported": 7},
-        "asr:a": {"generated": 0, "read": 1, "read_imported": 1, "imported": 1},
+        "m": OutputCounts(generated=3, read=7, read_imported=5, imported=7),
+        "asr:a": OutputCounts(generated=0, read=1, read_imported=1, imported=1),
     }
 
 

@@ -74,9 +74,9 @@ def test_the_figures_reach_the_run_metadata_per_probe_merged_over_processes(gate
         for probe in (TRANSCRIPTION_PROBE, TASK_PROBE):
             gate.audio_floor.floor(model, probe, TASKS)
     figures = gate.audio_floor.probed()
-    assert figures["silenced:biased"][TRANSCRIPTION_PROBE]["hears"] is False
-    assert figures["silenced:biased"][TASK_PROBE]["share"] == 1.0
-    assert figures["sim:fair"][TASK_PROBE]["hears"] is True
+    assert figures["silenced:biased"][TRANSCRIPTION_PROBE].hears is False
+    assert figures["silenced:biased"][TASK_PROBE].share == 1.0
+    assert figures["sim:fair"][TASK_PROBE].hears is True
     merged = RunMetadata.merge(
         [
             RunMetadata(audio_dependence={"sim:fair": {TASK_PROBE: figures["sim:fair"][TASK_PROBE]}}),
@@ -112,7 +112,7 @@ def test_shipped_outputs_lacking_probe_answers_leave_the_cases_unmeasured_and_lo
     gate = Gate(config)
     wer_case = next(case for case in gate.cases("wer_ratio") if case.model == DEMO_MODEL)
     assert not isinstance(gate.outcome(wer_case), Unmeasured), wer_case.id
-    assert gate.audio_floor.probed()[DEMO_MODEL][TRANSCRIPTION_PROBE]["hears"] is True
+    assert gate.audio_floor.probed()[DEMO_MODEL][TRANSCRIPTION_PROBE].hears is True
     for check, probe in (("ntvd", TASK_PROBE),):
         case = next(case for case in gate.cases(check) if case.model == DEMO_MODEL)
         outcome = gate.outcome(case)
@@ -122,7 +122,7 @@ def test_shipped_outputs_lacking_probe_answers_leave_the_cases_unmeasured_and_lo
         assert outcome.cause.kind == "model" and "probe answers on demo from" in message and "are not cached" in message
         assert "the run is offline: import the cache export of a run that asked the probe, or drop --offline" in message
     assert not gate.context.model(DEMO_MODEL).loaded
-    assert gate.audio_floor.probed()[DEMO_MODEL][TASK_PROBE]["hears"] is None
+    assert gate.audio_floor.probed()[DEMO_MODEL][TASK_PROBE].hears is None
 
 
 def test_a_probe_less_offline_run_leaves_every_voice_bias_case_unmeasured(tmp_path):

@@ -15,7 +15,8 @@ import pytest
 from harness.checks import CHECKS, get_check, record_types
 from harness.checks.base import Measurement, Verdict
 from harness.core.errors import CaseNotMeasured
-from harness.gate import RELEASE_OUTCOMES, RELEASE_PASSES, Baseline, Gate, GateConfig, baseline_key
+from harness.gate import RELEASE_OUTCOMES, RELEASE_PASSES, Gate, GateConfig
+from harness.gate.baseline import Baseline, baseline_key
 
 VERDICT_ENDINGS = {"-> pass": True, "-> FAIL: bias": False}
 

@@ -7,7 +7,8 @@ import pytest
 
 from harness.checks import CHECKS, record_types
 from harness.checks.semantic_aware.record import RatioRecord
-from harness.gate import Gate, GateConfig, load_baseline
+from harness.gate import Gate, GateConfig
+from harness.gate.baseline import load_baseline
 from harness.records import SCHEMA_VERSION, CaseRecord, schema_version
 from harness.results import record_from_json
 

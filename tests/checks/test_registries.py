@@ -160,7 +160,7 @@ def test_every_backend_subclasses_the_protocol_and_builds_from_its_spec(prefix):
     backend_class = registered(BACKENDS[prefix])
     assert Backend in backend_class.__mro__
     assert list(inspect.signature(backend_class).parameters)[:3] == ["spec", "target", "options"]
-    for capability in ("fingerprint", "load", "transcription_source", "compose"):
+    for capability in ("fingerprint", "load"):
         assert callable(getattr(backend_class, capability))
 
 

@@ -12,8 +12,7 @@ import pytest
 
 from harness.cache import OutputCache
 from harness.checks.semantic_aware.tables import with_semantic_covariates
-from harness.core.errors import ModelError
-from harness.plan import RequestsPlanned
+from harness.core.errors import ModelError, RequestsPlanned
 from harness.semantic import Embedder, SemanticSetup
 
 TEXTS = [f"sentence number {index}" for index in range(12)]

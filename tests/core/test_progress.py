@@ -78,7 +78,7 @@ def test_attached_terminal_receives_the_bar_inside_the_uncaptured_context():
 def test_cached_model_shows_one_bar_per_model_and_task(tmp_path):
     from harness.cache import OutputCache
     from harness.core.requests import DecodingParams, GenerationRequest
-    from harness.generation import CachedModel
+    from harness.generation.cached_model import CachedModel
 
     register_backend("echo", "support.gate:EchoBackend")
     terminal = Tty()

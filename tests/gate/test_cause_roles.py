@@ -9,12 +9,11 @@ import pytest
 from harness.cache import OutputCache
 from harness.core.errors import CaseNotMeasured, ModelError
 from harness.core.requests import DecodingParams, GenerationRequest
-from harness.display.text import cause_where
 from harness.gate import Unmeasured
-from harness.gate.outcomes import Cause, cause_of
+from harness.gate.outcomes import cause_of
 from harness.gate.roles import Role, blamed_role
-from harness.generation import CachedModel
-from harness.records import UnmeasuredRecord
+from harness.generation.cached_model import CachedModel
+from harness.records import Cause, UnmeasuredRecord
 from harness.report.summary import cause_text
 
 from support.gate import gate_project
@@ -27,7 +26,7 @@ ROLES = [Role("perceiver", "sim:fair", "--perceiver"), Role("extractor", "vllm:Q
 
 def error_of_helper(tmp_path, spec: str) -> ModelError:
     """The error a cached model raises when asked a prompt it cannot answer (the simulators answer only the
-    prompt families they know), raised through :class:`~harness.generation.CachedModel` as a check's call is."""
+    prompt families they know), raised through :class:`~harness.generation.cached_model.CachedModel` as a check's call is."""
     cached = CachedModel(spec, OutputCache(tmp_path / "cache"), DecodingParams(), progress=False)
     with pytest.raises(ModelError) as raised:
         cached.generate([GenerationRequest("Which group does this voice belong to?")], label="perceived group")
@@ -41,14 +40,14 @@ def test_a_helper_models_failure_is_blamed_on_it_with_its_option(tmp_path):
     cause = cause_of(error, DEMO, role)
     assert (cause.kind, cause.source, cause.role, cause.set_by) == ("model", "sim:fair", "perceiver", "--perceiver")
     assert cause.where == "model, the perceiver sim:fair set by --perceiver"
-    assert cause.as_dict()["spec"] == "sim:fair" and DEMO not in cause.where
+    assert cause.to_json()["spec"] == "sim:fair" and DEMO not in cause.where
 
 
 def test_the_model_under_test_and_errors_outside_a_model_keep_their_blame(tmp_path):
     error = error_of_helper(tmp_path, "sim:fair")
     assert blamed_role(error, "sim:fair", ROLES) is None  # a helper that is the model under test is that model
     plain = cause_of(error, "sim:fair", None)
-    assert plain.where == "model, sim:fair" and set(plain.as_dict()) == {"kind", "source", "message"}
+    assert plain.where == "model, sim:fair" and set(plain.to_json()) == {"kind", "source", "message"}
     try:
         raise CaseNotMeasured("too few speakers")
     except CaseNotMeasured as not_measured:
@@ -63,11 +62,11 @@ def test_an_unmeasured_line_names_its_case_once():
     )
     cause = Cause("input", None, "sim:fair-story-gender: nTVD undefined at tau 10")
     assert Unmeasured(case, cause, None, RuntimeError()).message == "not measured (input): nTVD undefined at tau 10"
-    record = UnmeasuredRecord(check="ntvd", id=case.id, message="m", cause=cause.as_dict())
+    record = UnmeasuredRecord(check="ntvd", id=case.id, message="m", cause=cause)
     assert cause_text(record) == "input error: nTVD undefined at tau 10"
     helper = Cause("model", "sim:fair", "boom", role="judge", spec="sim:fair", set_by="--judge")
-    assert cause_where(helper.as_dict()) == "model, the judge sim:fair set by --judge"
-    assert cause_text(UnmeasuredRecord(check="ntvd", id="x", message="m", cause=helper.as_dict())) == (
+    assert helper.where == "model, the judge sim:fair set by --judge"
+    assert cause_text(UnmeasuredRecord(check="ntvd", id="x", message="m", cause=helper)) == (
         "model error (the judge sim:fair set by --judge): boom"
     )
 

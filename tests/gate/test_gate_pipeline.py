@@ -10,6 +10,7 @@ from pathlib import Path
 from harness.checks.base import Verdict
 from harness.gate import Gate, GateConfig
 from harness.results import RunMetadata
+from harness.results.metadata import BundledExport
 
 REPO = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
@@ -64,14 +65,14 @@ def test_metadata_merge_unites_what_each_worker_saw():
     assert merged.model_calls == 7 and merged.cache_hits == 9
     assert merged.models_loaded == ["asr:b", "m"]
     assert merged.judge == "fj" and merged.seed == 0
-    assert merged.bundled_outputs == other["bundled_outputs"]
+    assert merged.bundled_outputs == [BundledExport(model="m", file="x.gz", entries=5)]
 
 
 STAGED_BACKEND = '''
 import os
 
 from harness.core.requests import DecodingParams
-from harness.models.base import Backend, StageSpec
+from harness.models.base import Backend, StageSpec, TranscribedByStage
 
 
 class EchoModel:
@@ -92,7 +93,7 @@ class EchoBackend(Backend):
         return EchoModel()
 
 
-class StagedBackend(EchoBackend):
+class StagedBackend(EchoBackend, TranscribedByStage):
     """Transcribed by a stage that differs per xdist worker."""
 
     def transcription_source(self):

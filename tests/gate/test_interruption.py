@@ -186,7 +186,7 @@ def test_missing_output_folders_are_made_and_an_unwritable_path_is_refused_befor
 
 
 def test_an_incomplete_run_is_refused_as_a_baseline(tmp_path):
-    from harness.gate import load_baseline
+    from harness.gate.baseline import load_baseline
 
     path = tmp_path / "results.json"
     path.write_text(json.dumps({"schema_version": 2, "verdict": "incomplete", "cases": []}))

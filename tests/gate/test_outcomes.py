@@ -29,12 +29,11 @@ from harness.gate.outcomes import (
     EXIT_SPOT_CHECK,
     EXIT_UNMEASURED,
     EXIT_USAGE,
-    Cause,
     cause_of,
 )
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.models.openai_backend import CircuitBreaker, OpenAIBackend
-from harness.records import UnmeasuredRecord
+from harness.records import Cause, UnmeasuredRecord
 from harness.results import Summary
 from harness.run_decision import decide_run
 

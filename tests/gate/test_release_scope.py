@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.gate import Baseline, candidate_case_id, release_outcome
+from harness.gate import release_outcome
+from harness.gate.baseline import Baseline, candidate_case_id
 from harness.gate.outcomes import EXIT_UNMEASURED
 from harness.records import SPOT_CHECK
 

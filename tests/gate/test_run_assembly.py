@@ -7,7 +7,7 @@ import dataclasses
 
 from harness.checks.base import Case
 from harness.gate.run import RunAssembly, terminal_lines
-from harness.records import UnmeasuredRecord, case_key
+from harness.records import Cause, UnmeasuredRecord, case_key
 from harness.results import RunMetadata, parse_results
 
 NODE = "fairness_tests/test_wer.py::test_score_ratio[m-demo-gender]"
@@ -29,7 +29,7 @@ def test_a_gate_test_failing_without_a_record_is_unmeasured_with_its_check():
     (record,) = results.cases
     assert isinstance(record, UnmeasuredRecord) and record.nodeid == NODE
     assert case_key(record) == ("score_ratio", "m", "demo", None, "gender")
-    assert record.cause == {"kind": "internal", "source": None, "message": "KeyError: 'x'"}
+    assert record.cause == Cause("internal", None, "KeyError: 'x'")
     assert results.verdict == "unmeasured" and not results.scope.spot_check
     assert terminal_lines(results)[-2] == "  not measured (internal), 1 case(s): KeyError: 'x'"
     assert (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.gate import load_baseline
+from harness.gate.baseline import load_baseline
 from harness.gate.outcomes import EXIT_BIAS_FAILURE, EXIT_SPOT_CHECK, EXIT_UNMEASURED, exit_status
 from harness.gate.scope import NOT_COLLECTED, deselection_reason, run_scope
 from harness.records import SPOT_CHECK, UnmeasuredRecord

@@ -4,12 +4,12 @@ refused by name."""
 
 import pytest
 
-from harness.gate import refuse_other_extraction
-from harness.gate.vibe_protocol import (
+from harness.extraction.vibe_protocol import (
     PAPER_EXTRACTOR,
     VibeProtocolError,
     resolve_vibe_protocol,
 )
+from harness.gate.baseline import refuse_other_extraction
 from harness.models import build_backend
 from harness.models.cascade import DEMO_MODEL
 

@@ -16,7 +16,7 @@ import pytest
 from harness.cache import OutputCache, cache_key, cache_keys
 from harness.checks.basis_common.tables import cells
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.metrics.counterfactual import flip_rates
 from harness.metrics.wer import word_errors
 from harness.tasks import TASKS

@@ -23,7 +23,7 @@ from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams
 from harness.extraction.fields import EXTRACTED, extract_fields
 from harness.gate import BUNDLED_EXPORTS, Gate, GateConfig
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.models import build_backend
 from harness.models.cascade import (
     DEMO_ASR,

@@ -20,7 +20,7 @@ import pytest
 
 from harness.cache import OutputCache
 from harness.core.requests import DecodingParams
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.models import build_backend
 
 from support import engine as es

@@ -35,7 +35,7 @@ def main() -> int:
 
     from harness.cache import OutputCache
     from harness.core.requests import DecodingParams, GenerationRequest
-    from harness.generation import CachedModel
+    from harness.generation.cached_model import CachedModel
     from harness.models.residency import Residency
 
     checkpoint, out = sys.argv[1], Path(sys.argv[2])

@@ -15,8 +15,15 @@ import pytest
 
 from harness.cache import OutputCache
 from harness.gate.outcomes import EXIT_SPOT_CHECK
-from harness.generate import main as generate_main
-from harness.plan import OPTIONAL_PLAN_COLUMNS, PLAN_COLUMNS, PlanError, parse_shard, read_plan, shard
+from harness.generation.fill_plan import main as generate_main
+from harness.generation.request_plan import (
+    OPTIONAL_PLAN_COLUMNS,
+    PLAN_COLUMNS,
+    PlanError,
+    parse_shard,
+    read_plan,
+    shard,
+)
 
 from support import engine as es
 
@@ -168,7 +175,7 @@ def test_generate_refuses_a_row_whose_request_hashes_to_another_key_and_answers_
 
 def test_a_ray_worker_refuses_a_row_whose_request_hashes_to_another_key_and_answers_the_others(fair_plan, tmp_path):
     """The worker runs here, without a cluster: the driver would store each answer it returns under the row's key."""
-    from harness.ray_generate import PlanWorker
+    from harness.generation.ray_fill import PlanWorker
 
     table = altered_plan(fair_plan, tmp_path / "altered.parquet", rows=4)
     worker = PlanWorker("sim:fair", table.options[0], table.fingerprint[0])
@@ -198,7 +205,7 @@ def test_a_plan_filled_elsewhere_rescores_to_the_in_process_records_on_a_tiny_hf
 
 def test_a_plan_holds_no_secret(tmp_path):
     from harness.core.requests import DecodingParams, GenerationRequest
-    from harness.plan import Planner, write_plan
+    from harness.generation.request_plan import Planner, write_plan
 
     planner = Planner(tmp_path / "audio")
     planner.add(
@@ -225,7 +232,7 @@ def test_a_plan_row_carries_the_recipe_of_derived_audio_and_a_plan_without_the_c
     import pyarrow.parquet as pq
 
     from harness.core.requests import Audio, DecodingParams, GenerationRequest
-    from harness.plan import Planner
+    from harness.generation.request_plan import Planner
 
     recorded = Audio(np.linspace(-0.5, 0.5, 1600, dtype=np.float32))
     derived = Audio(np.linspace(0.5, -0.5, 1600, dtype=np.float32), recipe="source-hash|male|gender_swap:settings")

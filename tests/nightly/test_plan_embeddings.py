@@ -10,13 +10,14 @@ import pandas as pd
 import pytest
 
 from harness.cache import OutputCache
+from harness.core.errors import RequestsPlanned
 from harness.core.requests import DecodingParams
-from harness.generate import fill
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
+from harness.generation.fill_plan import fill
+from harness.generation.ray_fill import PlanWorker
+from harness.generation.request_plan import EMBEDDING_NAMESPACE, Planner, read_plan, write_plan
 from harness.models import BACKENDS, register_backend
 from harness.models.base import Backend
-from harness.plan import EMBEDDING_NAMESPACE, Planner, RequestsPlanned, read_plan, write_plan
-from harness.ray_generate import PlanWorker
 from harness.semantic import EMBEDDING_VERSION, cached_embeddings, embedding_key, eowl_prompt, own_embedders
 
 pytest.importorskip("pyarrow")

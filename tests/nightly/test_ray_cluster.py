@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.plan import read_plan
+from harness.generation.request_plan import read_plan
 
 from support.engine import free_port
 
@@ -111,7 +111,7 @@ def test_a_plan_filled_on_a_two_node_cluster_with_a_node_lost_rescores_to_the_in
         if not rows:
             break
         out = workdir / f"round{round_number}.jsonl.gz"
-        command = [sys.executable, "-m", "harness.generate", "--plan", str(plan), "--out", str(out), "--ray",
+        command = [sys.executable, "-m", "harness.generation.fill_plan", "--plan", str(plan), "--out", str(out), "--ray",
                    cluster.address, "--workers", "2", "--no-progress"]  # fmt: skip
         driver = subprocess.Popen(command, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if not killed:

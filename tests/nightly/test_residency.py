@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-import harness.generation as generation
+import harness.generation.cached_model as cached_model
 from harness.cache import OutputCache
 from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.gate import validate_models
 from harness.gate.config import GateConfig
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.models import residency as residency_module
-from harness.models.base import Backend
+from harness.models.base import Backend, ComposedOfStages, StageFactory
 from harness.models.residency import (
     DEVICE_BUDGET,
     PlacementError,
@@ -55,8 +55,9 @@ class FakeEngine:
         self.ledger.release(self.spec)
 
 
-class FakeEngineBackend(Backend):
-    """A model on ``cuda`` whose loads take a memory share, as vLLM's does."""
+class FakeEngineBackend(Backend, ComposedOfStages):
+    """A model on ``cuda`` whose loads take a memory share, as vLLM's does; with ``stages``, a composite whose stages
+    the test builds itself (:meth:`compose` keeps nothing)."""
 
     def __init__(self, spec: str, ledger: EngineLedger, stages: dict | None = None) -> None:
         self.spec = spec
@@ -72,6 +73,9 @@ class FakeEngineBackend(Backend):
     def resident_stages(self) -> dict:
         return self.stages
 
+    def compose(self, stage: StageFactory) -> None:
+        return None
+
     def load(self, memory_share: float | None = None) -> FakeEngine:
         self.ledger.load(self.spec, memory_share)
         return FakeEngine(self.spec, self.ledger)
@@ -80,7 +84,7 @@ class FakeEngineBackend(Backend):
 @pytest.fixture
 def ledger(monkeypatch):
     ledger = EngineLedger()
-    monkeypatch.setattr(generation, "build_backend", lambda spec, options=None: FakeEngineBackend(spec, ledger))
+    monkeypatch.setattr(cached_model, "build_backend", lambda spec, options=None: FakeEngineBackend(spec, ledger))
     return ledger
 
 
@@ -136,8 +140,8 @@ def test_a_composite_model_s_stages_split_the_budget_and_are_never_released_for_
     residency = Residency()
     parent = CachedModel("composite", OutputCache(tmp_path), DECODING, progress=False, residency=residency)
     parent.stage_shares = memory_shares(stages)
-    asr = parent._stage(generation.StageSpec("asr", DECODING), 8)
-    llm = parent._stage(generation.StageSpec("llm", DECODING, {"gpu_memory_utilization": 0.5}), 8)
+    asr = parent._stage(cached_model.StageSpec("asr", DECODING), 8)
+    llm = parent._stage(cached_model.StageSpec("llm", DECODING, {"gpu_memory_utilization": 0.5}), 8)
     ask(asr, "hear")
     ask(llm, "answer")
     assert ledger.alive == {"asr": pytest.approx(DEVICE_BUDGET - 0.5), "llm": 0.5}
@@ -172,9 +176,6 @@ def test_a_model_that_needs_more_gpus_than_the_process_sees_cannot_be_placed():
 
 def test_an_impossible_placement_stops_the_run_before_any_case(monkeypatch):
     """:func:`harness.gate.validate_models` runs when the gate is built; its ModelError is the plugin's exit 4."""
-    import harness.gate as gate
-
-    monkeypatch.setattr(gate, "build_backend", lambda spec, options=None: FakeEngineBackend(spec, EngineLedger()))
     monkeypatch.setattr(residency_module, "visible_gpus", lambda: ["0"])
     config = GateConfig(
         models=("vllm:big",),
@@ -182,7 +183,7 @@ def test_an_impossible_placement_stops_the_run_before_any_case(monkeypatch):
         model_options_source="--model-config models.yaml",
     )
     with pytest.raises(ModelError, match=r"--model-config models.yaml: vllm:big: needs 2 GPUs"):
-        validate_models(config)
+        validate_models(config, lambda spec: FakeEngineBackend(spec, EngineLedger()))
 
 
 def test_the_compute_row_says_who_shared_which_device_and_when_each_left():

@@ -15,7 +15,7 @@ import pytest
 
 from harness.cache import OutputCache
 from harness.core.requests import DecodingParams, GenerationRequest
-from harness.generation import CachedModel
+from harness.generation.cached_model import CachedModel
 from harness.models.placement import gpu_skip_reason
 from harness.models.residency import Residency
 

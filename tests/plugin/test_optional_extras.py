@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from harness.generate import EXIT_SETUP, main, missing_extras
+from harness.generation.fill_plan import EXIT_SETUP, main, missing_extras
 from harness.models import missing_extra
 
 from support.gate import gate_project

@@ -3,7 +3,7 @@
     python tests/support/engine_runner.py SPEC REQUESTS.json OUT.json [--decoding JSON] [--options JSON] [--cache-dir DIR]
 
 Writes ``{"answers": [...], "seconds": {"load": s, "generate": s}}``; with ``--cache-dir``, through the
-gate's :class:`~harness.generation.CachedModel` over that cache, adding ``loaded`` (whether the engine was
+gate's :class:`~harness.generation.cached_model.CachedModel` over that cache, adding ``loaded`` (whether the engine was
 started), ``calls`` and ``hits``. The engine spawns its workers, so everything runs under
 ``if __name__ == "__main__"``.
 """
@@ -24,7 +24,7 @@ def main() -> int:
     from harness.cache import OutputCache
     from harness.core.files import atomic_write_text
     from harness.core.requests import DecodingParams
-    from harness.generation import CachedModel
+    from harness.generation.cached_model import CachedModel
     from harness.models import build_backend
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -9,9 +9,8 @@ from typing import Any
 import pandas as pd
 
 from harness.checks.base import CheckContext
-from harness.core.errors import ModelError
+from harness.core.errors import ModelError, RequestsPlanned
 from harness.core.requests import GenerationRequest
-from harness.plan import RequestsPlanned
 from harness.semantic import semantic_covariates
 
 
@@ -47,7 +46,7 @@ def with_semantic_covariates(
     ratio row each), and what to report of them: where they come from, each embedder's fingerprint, explained
     variance and first two components (the paper's Fig. 1), or why it could not be computed; an embedder that could
     not be computed is named in the deviation (the case is then judged on another row than the paper's). Under
-    ``--plan``, every embedder's missing embeddings are planned before :class:`~harness.plan.RequestsPlanned` stops
+    ``--plan``, every embedder's missing embeddings are planned before :class:`~harness.core.errors.RequestsPlanned` stops
     the case."""
     setup = context.semantics(model)
     semantics: dict[str, Any] = {**setup.as_dict(), "embeddings": {}}

@@ -168,7 +168,7 @@ def _remember_source(arm: Audio, source: Audio) -> None:
 def source_recording(audio: Audio) -> str | None:
     """The content hash of the recording ``audio`` was transformed from in this process (None for a recording no
     transform made): a transform changes the voice, not the words, so whoever knows what a recording says (the
-    simulators' ears for words, :class:`harness.models.sim_basis.KnownContent`) knows its arms too."""
+    simulators' ears for words, :class:`harness.models.sim_known_content.KnownContent`) knows its arms too."""
     return _SOURCES.get(audio.content_hash)
 
 

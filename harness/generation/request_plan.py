@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.answers import AnswerForm, ChoiceForm, Field, FieldsForm, JsonForm
-from harness.core.errors import ModelError
 from harness.core.redaction import redact
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 
@@ -38,10 +37,6 @@ semantic embedding of the row's ``prompt``, :mod:`harness.semantic`)."""
 EMBEDDING_NAMESPACE = "embedding"
 """The namespace of a row that asks for an embedding, not an answer (:data:`harness.semantic.NAMESPACE`)."""
 AUDIO_FOLDER_SUFFIX = ".audio"
-
-
-class RequestsPlanned(ModelError):
-    """A stage's requests that the cache does not hold were planned: the case stops here until they are answered."""
 
 
 class PlanError(ValueError):
@@ -108,7 +103,7 @@ def checked_requests(
     rows: Sequence[PlannedRequest], keys_here: Callable[[Sequence[GenerationRequest]], Sequence[str]]
 ) -> CheckedRows:
     """Each row's request, kept when the key it hashes to here, ``keys_here(requests)`` (the model's
-    :meth:`harness.generation.CachedModel.keys` under the rows' decoding: ``cache_key("generate", fingerprint,
+    :meth:`harness.generation.cached_model.CachedModel.keys` under the rows' decoding: ``cache_key("generate", fingerprint,
     decoding, request identity)``), is the row's ``key``; refused, naming the row, when it hashes to another key (an
     answer stored under the row's key would be found for another request) or its audio does not read back to the
     plan's hash. Every fill (in process, on Ray) answers only the kept rows."""

@@ -1,4 +1,4 @@
-"""``lalm-fairness-generate``: fill a plan (:mod:`harness.plan`) with the project's own backends, into the cache's
+"""``lalm-fairness-generate``: fill a plan (:mod:`harness.generation.request_plan`) with the project's own backends, into the cache's
 export format, for ``--import-cache`` and ``--offline`` re-scoring.
 
     lalm-fairness-generate --plan PLAN.parquet --out OUTPUTS.jsonl.gz [--shard i/N] [--cache-dir DIR]
@@ -7,16 +7,16 @@ export format, for ``--import-cache`` and ``--offline`` re-scoring.
 Each model of the plan is built from its row's spec and option block and must have the plan's fingerprint (a
 model whose weights, engine or settings differ here would answer other questions: its rows fail, saying both
 fingerprints), and each row's request must hash to the row's key here (a row that was edited, or planned by another
-version, is refused, naming it: :func:`harness.plan.checked_requests`). Requests go through
-:class:`~harness.generation.CachedModel` over a cache folder (``--cache-dir``, else a temporary one), so each model
+version, is refused, naming it: :func:`harness.generation.request_plan.checked_requests`). Requests go through
+:class:`~harness.generation.cached_model.CachedModel` over a cache folder (``--cache-dir``, else a temporary one), so each model
 loads once and a batch's duplicates are asked once; rows of namespace ``embedding`` ask for the model's own semantic
-embedding of a text, computed from the same weights (:func:`harness.semantic.planned_embedding_entries`). After each
+embedding of a text, computed from the same weights (:func:`harness.generation.embedding_rows.planned_embedding_entries`). After each
 model and decoding, every answered row of the plan is written to ``--out`` (atomically). Rerun on the same ``--out``,
 it skips the keys already there. It ends with the counts of rows done, failed and left; exit 0 when none failed or
 is left, 1 otherwise, 2 for a plan or output that cannot be read, 4 (before anything is written) for an optional
 extra this installation lacks: pyarrow for any plan, ray for ``--ray``, a planned model's backend extra.
 
-With ``--ray``, the rows are answered on a Ray cluster through Ray Data (:mod:`harness.ray_generate`): ``--workers``
+With ``--ray``, the rows are answered on a Ray cluster through Ray Data (:mod:`harness.generation.ray_fill`): ``--workers``
 actors per model, each holding the model's tensor x pipeline parallel degree of GPUs where the cluster has GPUs,
 and ``--resources`` (a JSON mapping of custom resources each actor claims).
 """
@@ -34,9 +34,9 @@ from pathlib import Path
 
 from harness.cache import CacheError, OutputCache
 from harness.core.errors import ModelError
-from harness.generation import CachedModel
-from harness.models import missing_extra, missing_packages
-from harness.plan import (
+from harness.generation.cached_model import CachedModel
+from harness.generation.embedding_rows import planned_embedding_entries
+from harness.generation.request_plan import (
     EMBEDDING_NAMESPACE,
     FillCounts,
     PlanError,
@@ -47,7 +47,7 @@ from harness.plan import (
     read_plan,
     shard,
 )
-from harness.semantic import planned_embedding_entries
+from harness.models import missing_extra, missing_packages
 
 
 def fill(
@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cache = OutputCache(args.cache_dir or scratch)
         try:
             if args.ray:
-                from harness.ray_generate import fill_on_ray
+                from harness.generation.ray_fill import fill_on_ray
 
                 resources = json.loads(args.resources) if args.resources else {}
                 counts = fill_on_ray(rows, args.out, cache, address=args.ray, workers=args.workers, resources=resources)

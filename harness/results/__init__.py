@@ -34,6 +34,7 @@ from harness.records import (
     SPOT_CHECK,
     UNMEASURED,
     CaseRecord,
+    Cause,
     Decision,
     Omitted,
     Record,
@@ -41,6 +42,7 @@ from harness.records import (
     UnmeasuredRecord,
     schema_version,
 )
+from harness.results.metadata import RunMetadata
 from harness.run_decision import INCOMPLETE, VERDICTS, RunDecision, case_outcome, decide_run
 
 NOT_RESULTS = "not a lalm-fairness results.json"
@@ -84,120 +86,6 @@ def _checked(kind: type, data: Mapping[str, Any], where: str, strict: bool) -> d
             raise ValueError(f"{where}: key {name!r} must be {expected}, got {value!r:.80}")
         values[name] = value
     return values
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class RunMetadata:
-    """What a run ran with: when (``created``), the package versions, the xdist ``workers``, the ``imported_caches``,
-    ``offline``, each model's fingerprint (``models``, ``stage_models``) and ``resolved_settings``, generation
-    counts (``model_calls``, ``cache_hits``, ``outputs`` per model and origin, ``models_loaded``, ``residency``),
-    the ``corpora`` and ``basis_suite`` (paths, hashes, audio warnings), the ``thresholds`` file, ``permutations``,
-    ``seed``, ``decoding``, the ``extractor``, ``vibe`` protocol, ``embedder``, ``semantic`` setups, ``judge``
-    (fingerprint) and ``basis_judge``, the ``cache_dir``, the ``baseline``, the ``bundled_outputs`` imported, a
-    damaged cache ``cache_set_aside``, the ``compute_environment`` and each probed model's ``audio_dependence``
-    (model -> probe -> :meth:`harness.gate.audio_floor.AudioFloor.to_json`; runs before issue 45 wrote one flat
-    entry per model). Nested values stay JSON objects."""
-
-    created: str | None = None
-    package_versions: dict = dataclasses.field(default_factory=dict)
-    workers: int = 1
-    imported_caches: list = dataclasses.field(default_factory=list)
-    offline: bool | None = None
-    models: dict = dataclasses.field(default_factory=dict)
-    stage_models: dict = dataclasses.field(default_factory=dict)
-    resolved_settings: dict = dataclasses.field(default_factory=dict)
-    model_calls: int = 0
-    cache_hits: int = 0
-    outputs: dict | None = None
-    models_loaded: list = dataclasses.field(default_factory=list)
-    residency: list = dataclasses.field(default_factory=list)
-    corpora: dict = dataclasses.field(default_factory=dict)
-    basis_suite: dict | None = None
-    thresholds: dict | None = None
-    permutations: int | None = None
-    seed: int | None = None
-    decoding: dict | None = None
-    extractor: str | None = None
-    vibe: dict | None = None
-    embedder: str | None = None
-    semantic: dict = dataclasses.field(default_factory=dict)
-    judge: str | None = None
-    basis_judge: str | None = None
-    cache_dir: str | None = None
-    baseline: dict | None = None
-    bundled_outputs: list = dataclasses.field(default_factory=list)
-    cache_set_aside: str | None = None
-    compute_environment: dict | None = None
-    audio_dependence: dict = dataclasses.field(default_factory=dict)
-
-    @classmethod
-    def merge(
-        cls, parts: Sequence[RunMetadata], imported_caches: Sequence[Mapping[str, Any]] = (), **run: Any
-    ) -> RunMetadata:
-        """One run's metadata from the parts of each process that ran (xdist workers and the controller): counts
-        are summed (``outputs`` per model and count), the models, stage models, resolved settings, loaded models,
-        residency and bundled exports of every part are united (the audio floor's probes per model and probe), and
-        every other field comes from the first part that states it. Each model's ``outputs`` then gains
-        ``imported``: its entries that the bundled exports (once, whichever processes imported them) and the
-        ``imported_caches`` (``--import-cache`` files, with their ``per_model`` counts) brought; models the run did
-        not use are not listed. ``run`` sets the fields only the controller knows (``created``, ``package_versions``,
-        ``workers``)."""
-        merged: dict[str, Any] = {}
-        outputs: dict[str, dict[str, int]] | None = None
-        bundled: list[dict[str, Any]] = []
-        for part in parts:
-            merged["model_calls"] = merged.get("model_calls", 0) + part.model_calls
-            merged["cache_hits"] = merged.get("cache_hits", 0) + part.cache_hits
-            for key in ("models", "stage_models", "resolved_settings"):
-                merged[key] = {**merged.get(key, {}), **getattr(part, key)}
-            probes = merged.setdefault("audio_dependence", {})
-            for model, probed in part.audio_dependence.items():
-                nested = isinstance(probed, dict) and "hears" not in probed
-                probes[model] = {**probes.get(model, {}), **probed} if nested else probed
-            merged["residency"] = [*merged.get("residency", []), *part.residency]
-            merged["models_loaded"] = sorted(set(merged.get("models_loaded", [])) | set(part.models_loaded))
-            known = {(entry["model"], entry["file"]) for entry in bundled}
-            bundled += [entry for entry in part.bundled_outputs if (entry["model"], entry["file"]) not in known]
-            if part.outputs is not None:
-                outputs = {} if outputs is None else outputs
-                for model, counts in part.outputs.items():
-                    totals = outputs.setdefault(model, {})
-                    for name, count in counts.items():
-                        totals[name] = totals.get(name, 0) + count
-            for field in dataclasses.fields(cls):
-                value = getattr(part, field.name)
-                if field.name not in merged and field.name not in ("outputs", "bundled_outputs") and value is not None:
-                    merged[field.name] = value
-        if outputs is not None:
-            for source in (*bundled, *imported_caches):
-                for model, count in source.get("per_model", {}).items():
-                    if model in outputs:
-                        outputs[model]["imported"] = outputs[model].get("imported", 0) + count
-            for totals in outputs.values():
-                totals.setdefault("imported", 0)
-        return cls(
-            **merged | {"outputs": outputs, "bundled_outputs": bundled, "imported_caches": list(imported_caches)} | run
-        )
-
-    def audio_warnings(self) -> list[str]:
-        """The silent and very short clips that the corpora and the BASIS suite reported at load."""
-        lines = [line for corpus in self.corpora.values() for line in corpus.get("audio_warnings", [])]
-        return lines + list((self.basis_suite or {}).get("audio_warnings", []))
-
-    def judge_spec(self) -> str | None:
-        """The judge's spec: the model whose fingerprint is :attr:`judge`."""
-        return next(
-            (spec for spec, fingerprint in self.models.items() if self.judge and fingerprint == self.judge), None
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-
-    @classmethod
-    def from_json(cls, data: Any, where: str, strict: bool = True) -> RunMetadata:
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{where}: 'metadata' is a JSON object, got {type(data).__name__}")
-        return cls(**_checked(cls, data, f"{where}, metadata", strict))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -271,8 +159,8 @@ class RunResults:
         model under test (``semantics.deviation``) and BASIS open answers read by the rule judges."""
         measured = self.measured
         deviations = []
-        if any(case.check == "ntvd" for case in measured):
-            deviations += list((self.metadata.vibe or {}).get("deviations") or [])
+        if any(case.check == "ntvd" for case in measured) and self.metadata.vibe is not None:
+            deviations += self.metadata.vibe.deviations
         deviations += [(getattr(case, "semantics", None) or {}).get("deviation") for case in measured]
         if any(getattr(case, "judge", None) == RULE_JUDGES for case in measured):
             deviations.append(RULE_JUDGES_DEVIATION)
@@ -480,9 +368,12 @@ def record_from_json(data: Any, where: str, version: int = SCHEMA_VERSION) -> Re
             f"{where}: key 'passed' must be {'false' if unmeasured else 'true or false'}, got {data['passed']!r}"
         )
     common = UnmeasuredRecord if unmeasured else CaseRecord
-    _checked(common, {name: data[name] for name in _field_names(common) - {"decision"} if name in data}, where, False)
+    typed = {"decision", "cause"}
+    _checked(common, {name: data[name] for name in _field_names(common) - typed if name in data}, where, False)
     if data.get("decision") is not None and not unmeasured:
         data = {**data, "decision": Decision.from_json(data["decision"], where)}
+    if data.get("cause") is not None and unmeasured:
+        data = {**data, "cause": Cause.from_json(data["cause"], where)}
     return kind(**data)
 
 

@@ -8,13 +8,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.cache import IMPORTED, OutputCache, cache_keys
-from harness.core.errors import ModelError, PartialGenerationError
+from harness.core.errors import ModelError, PartialGenerationError, RequestsPlanned
 from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest, prepare_audio
+from harness.generation.request_plan import Planner
 from harness.models import build_backend
-from harness.models.base import Backend, Model, StageSpec, release_model
+from harness.models.base import Backend, ComposedOfStages, Model, StageSpec, release_model, resident_stages
 from harness.models.residency import DEVICE_BUDGET, Residency, memory_shares, stated_share
-from harness.plan import Planner, RequestsPlanned
 
 NAMESPACE = "generate"
 
@@ -34,8 +34,11 @@ class CachedModel:
     ``share``: stated in its option block, else the whole budget, or for a stage of a composite model (``group``:
     the composite's spec) its equal part of what the stages' option blocks leave.
 
-    With a ``planner`` (``--plan``, :mod:`harness.plan`), nothing is generated: the requests the cache lacks are
-    planned and :class:`~harness.plan.RequestsPlanned` stops the caller there.
+    With a ``planner`` (``--plan``, :mod:`harness.generation.request_plan`), nothing is generated: the requests the cache lacks are
+    planned and :class:`~harness.core.errors.RequestsPlanned` stops the caller there.
+
+    ``backend``: the spec's backend, already built with ``options`` (a run builds each once,
+    :class:`harness.gate.model_pool.ModelPool`); else it is built here.
     """
 
     def __init__(
@@ -51,6 +54,7 @@ class CachedModel:
         group: str | None = None,
         share: float | None = None,
         planner: Planner | None = None,
+        backend: Backend | None = None,
     ):
         self.spec = spec
         self.options = dict(options or {})
@@ -59,15 +63,16 @@ class CachedModel:
         self.decoding = decoding
         self.chunk_size = chunk_size
         self.progress = progress
-        self.backend: Backend = build_backend(spec, options)
-        self.backend.compose(self._stage)
+        self.backend: Backend = backend if backend is not None else build_backend(spec, options)
+        if isinstance(self.backend, ComposedOfStages):
+            self.backend.compose(self._stage)
         self.fingerprint = self.backend.fingerprint()
         self._model: Model | None = None
         self.offline = offline
         self.residency = residency
         self.group = group or spec
         self.share = stated_share(spec, options or {}) or share or DEVICE_BUDGET
-        self.stage_shares = memory_shares(self.backend.resident_stages()) if residency is not None else {}
+        self.stage_shares = memory_shares(resident_stages(self.backend)) if residency is not None else {}
         self.calls = 0
         self.hits = 0
         self.hits_imported = 0

@@ -1,12 +1,12 @@
-"""``lalm-fairness-generate --ray``: a plan (:mod:`harness.plan`) filled on a Ray cluster through Ray Data.
+"""``lalm-fairness-generate --ray``: a plan (:mod:`harness.generation.request_plan`) filled on a Ray cluster through Ray Data.
 
 Per model of the plan, the rows become a Ray dataset mapped in batches by a pool of ``workers`` actors
 (:class:`PlanWorker`): each builds the model from the row's spec and option block once, checks its fingerprint
 against the plan's, refuses, naming it, a row whose request hashes to another key than the row's (the driver stores
-each answer under the row's key; the in-process fill refuses it too, :func:`harness.plan.checked_requests`), and
-answers its batches through :class:`~harness.generation.CachedModel` (so a composite model's stages and a batch's
+each answer under the row's key; the in-process fill refuses it too, :func:`harness.generation.request_plan.checked_requests`), and
+answers its batches through :class:`~harness.generation.cached_model.CachedModel` (so a composite model's stages and a batch's
 duplicates work as in a gate run). Rows of namespace ``embedding`` are answered with the model's own semantic
-embedding of their text (:func:`harness.semantic.planned_embedding_entries`, as the in-process fill does). An actor
+embedding of their text (:func:`harness.generation.embedding_rows.planned_embedding_entries`, as the in-process fill does). An actor
 claims one CPU, the model's tensor x pipeline parallel degree of GPUs when the cluster has GPUs, and any
 ``resources`` given. Actors and their tasks are restarted and retried by Ray when a node is lost.
 
@@ -29,9 +29,9 @@ from typing import Any
 from harness.cache import OutputCache
 from harness.core.errors import ModelError
 from harness.core.requests import DecodingParams
-from harness.generation import NAMESPACE, CachedModel
-from harness.models.residency import parallel_degree
-from harness.plan import (
+from harness.generation.cached_model import NAMESPACE, CachedModel
+from harness.generation.embedding_rows import planned_embedding_entries
+from harness.generation.request_plan import (
     EMBEDDING_NAMESPACE,
     OPTIONAL_PLAN_COLUMNS,
     PLAN_COLUMNS,
@@ -41,7 +41,7 @@ from harness.plan import (
     checked_requests,
     model_groups,
 )
-from harness.semantic import planned_embedding_entries
+from harness.models.residency import parallel_degree
 
 INSTALL_HINT = "pip install 'lalm-fairness[ray]'"
 BATCH_SIZE = 16
