@@ -40,7 +40,8 @@ import numpy as np
 
 from harness.checks import all_checks, get_check
 from harness.checks.base import Case, bias_decision
-from harness.checks.ntvd.check import NtvdThreshold, fdr_family
+from harness.checks.ntvd.check import fdr_family
+from harness.checks.ntvd.thresholds import NtvdThresholds
 from harness.core.requests import DecodingParams
 from harness.core.values import derived_seed
 from harness.data import load_corpus
@@ -241,7 +242,7 @@ class FastJudge:
         self.gate = gate
         self.cases = gate.cases("ntvd")
         check = get_check("ntvd")
-        self.thresholds = {case: check.threshold(gate.context, case) for case in self.cases}
+        self.thresholds = {case: check.thresholds(gate.context, case) for case in self.cases}
 
     def key(self, case: Case) -> str:
         return f"{case.model}|{case.variant}"
@@ -326,7 +327,7 @@ def quantiles(counts: Sequence[int]) -> tuple[int, int, int]:
 def describe_threshold(threshold: Mapping[str, object]) -> str:
     """A record's nTVD threshold in the check's own words (its rule name if the check no longer reads it so)."""
     try:
-        return NtvdThreshold(**threshold).describe()
+        return NtvdThresholds(**threshold).describe()
     except TypeError:
         return f"rule {threshold.get('rule')}"
 

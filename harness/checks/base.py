@@ -27,7 +27,7 @@ from harness.data.basis_suite import BasisSuite
 from harness.metrics.multitest import CaseDecision, DecisionFields, DecisionRule, fdr_decision
 from harness.metrics.paired import PairedTest
 from harness.records import CaseRecord, Contrast, Decision
-from harness.thresholds import ThresholdKey, Thresholds, ThresholdSchema
+from harness.thresholds import OFF_KEY, ThresholdKey, Thresholds, ThresholdSchema
 
 T = TypeVar("T")
 
@@ -35,10 +35,6 @@ TRANSCRIPTION_PROBE = "transcription"
 TASK_PROBE = "task"
 """What a case's model must be shown to hear before the case is measured (:meth:`Check.audio_probe`, the gate's audio
 floor, :mod:`harness.gate.audio_floor`): that its transcripts change with the recording, or its answers to a task."""
-
-OFF_KEY = "enabled"
-"""The thresholds key that turns a check off: ``<check>: {defaults: {enabled: false}}`` (YAML reads a bare ``off``
-as false, so the key is not named so)."""
 
 
 class Embedding(Protocol):
@@ -369,12 +365,18 @@ class Check(abc.ABC):
         and results.json and the report list it as off."""
         return not thresholds.values(self.name, self.gate_schema(), None, "")[OFF_KEY]
 
-    def threshold_values(self, context: CompareContext, case: Case) -> dict[str, Any]:
+    def thresholds(self, context: CompareContext, case: Case) -> Any:
+        """The case's typed thresholds (:meth:`thresholds_for` its variant and dimension)."""
         return self.thresholds_for(context, case.variant, case.dimension)
 
-    def thresholds_for(self, context: CompareContext, variant: str | None, dimension: str) -> dict[str, Any]:
-        """The check's threshold values for one variant and dimension (thresholds never depend on the model)."""
-        return context.thresholds.values(self.name, self.schema, variant, dimension)
+    def thresholds_for(self, context: CompareContext, variant: str | None, dimension: str) -> Any:
+        """The check's thresholds for one variant and dimension (thresholds never depend on the model), parsed into
+        its schema's frozen dataclass (:class:`harness.thresholds.SectionThresholds`)."""
+        values = context.thresholds.values(self.name, self.schema, variant, dimension)
+        values.pop(OFF_KEY, None)
+        # A recorded series' thresholds (harness.gate.series.RecordThresholds) give values but name no file.
+        source = getattr(context.thresholds, "source", "<the thresholds a recorded case states>")
+        return self.schema.parse(values, source=source, section=self.name)
 
     def base_record(self, context: CheckContext, case: Case) -> dict[str, Any]:
         return {
@@ -532,7 +534,6 @@ class SpeakerBootstrapComparison:
         if not baseline.paired_data:
             return unsupported(baseline, "the baseline record carries no per-speaker data")
         tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
-        settings = self.threshold_values(context, case)
         try:
             result = paired_group_exchange_excess(*tables, self.comparison_statistic, seed=context.seed)
         except ValueError as exc:
@@ -542,7 +543,7 @@ class SpeakerBootstrapComparison:
             case,
             paired_speaker_test(result, self.worse_when),
             measure=f"{self.comparison_name} beyond group exchange",
-            margin=float(settings["max_worsening"]),
+            margin=self.thresholds(context, case).max_worsening,
             margin_key="max_worsening",
             hears_voice=self.hears_voice(case),
         )
@@ -582,13 +583,12 @@ class CrossedComparison:
             test = paired_crossed_gap(*tables, seed=derived_seed(context.seed, "paired", case.id))
         except ValueError as exc:
             return unsupported(baseline, f"cannot pair with the baseline: {exc}")
-        settings = self.threshold_values(context, case)
         return regression_comparison(
             context,
             case,
             test,
             measure=self.comparison_name,
-            margin=float(settings["max_worsening"]),
+            margin=self.thresholds(context, case).max_worsening,
             margin_key="max_worsening",
             unit=" points",
             hears_voice=self.hears_voice(case),
@@ -763,11 +763,3 @@ def floors_note(floors: Sequence[dict[str, Any]]) -> str:
         if not f["met"]
     ]
     return f"; below quality floor: {', '.join(unmet)} (reported, not a bias verdict)" if unmet else ""
-
-
-def regression_keys(max_worsening: float) -> dict[str, ThresholdKey]:
-    """The threshold key of a baseline comparison: by how much the bias measure may worsen before a
-    significant worsening is a regression (significance is the gate's, ``gate.alpha``)."""
-    from harness.thresholds import at_least
-
-    return {"max_worsening": ThresholdKey((int, float), max_worsening, at_least(0))}

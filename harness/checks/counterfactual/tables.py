@@ -26,7 +26,7 @@ from harness.checks.counterfactual.perceived import (
     label_clips,
     voice_praat_labeller,
 )
-from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
+from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION, CounterfactualThresholds
 from harness.checks.ntvd.tables import extraction
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.data.voice_transforms import ChangeGenderSettings, get_transform
@@ -44,14 +44,14 @@ PERCEIVER_PROMPT = (
 """What a backend perceiver (``--perceiver SPEC``) is asked of each swapped clip; its answer names the group."""
 
 
-def settings_for(context: CheckContext, dimension: str) -> dict[str, Any]:
+def settings_for(context: CheckContext, dimension: str) -> CounterfactualThresholds:
     """The ``counterfactual`` thresholds of ``dimension`` (defaults layered with its ``dimensions`` entry)."""
-    return context.thresholds.values(SECTION, COUNTERFACTUAL_SCHEMA, None, dimension)
+    return context.thresholds.settings(SECTION, COUNTERFACTUAL_SCHEMA, None, dimension)
 
 
 def transform_settings(context: CheckContext, dimension: str) -> tuple[str, ChangeGenderSettings]:
     settings = settings_for(context, dimension)
-    return str(settings["transform"]), ChangeGenderSettings.from_settings(settings)
+    return settings.transform, settings.change_gender()
 
 
 def arm_store(context: CheckContext) -> ArmStore:
@@ -226,4 +226,4 @@ def choice_table(context: CheckContext, model: str, set_name: str, dimension: st
 
 def transform_dimension(context: CheckContext, dimension: str | None = None) -> str:
     """The dimension whose groups the configured transform swaps (``gender`` for ``gender_swap``)."""
-    return get_transform(str(settings_for(context, dimension or "").get("transform"))).dimension
+    return get_transform(settings_for(context, dimension or "").transform).dimension

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.checks.basis_common.record import ModeRecord
+from harness.checks.basis_common.thresholds import IcatThresholds
 
 
 @dataclasses.dataclass(kw_only=True)
 class IcatRecord(ModeRecord):
+    THRESHOLDS: ClassVar[type[IcatThresholds]] = IcatThresholds
+    """What :attr:`threshold` states, typed (:meth:`IcatThresholds.from_record`)."""
+
     pooled_ss: float | None
     pooled_ss_ci: list[float | None]
     pooled_p: float | None

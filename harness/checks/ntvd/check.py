@@ -38,6 +38,7 @@ from harness.checks.ntvd.tables import (
     group_table,
     minimum_detectable_ntvd,
 )
+from harness.checks.ntvd.thresholds import NtvdThresholds
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.extraction.canonical import DEFAULT_THRESHOLD, Embedder, MergeMap, build_merge_map
@@ -56,43 +57,12 @@ from harness.metrics.vibe_analyses import VIBE_TAUS, collapse_diagnostic, ntvd_b
 from harness.records import CaseRecord
 from harness.semantic import cached_embeddings
 from harness.tasks import TASKS
-from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
-
-RULES = ("magnitude", "significance", "both", "q-value")
-
-
-@dataclasses.dataclass(frozen=True)
-class NtvdThreshold:
-    max_ntvd: float
-    alpha: float
-    rule: str
-    tau: int
-    max_increase: float = 2.0
-
-    def describe(self) -> str:
-        """The rule in words; significance is judged by the gate's decision rule on the permutation p."""
-        if self.rule == "magnitude":
-            return f"fails when nTVD > {self.max_ntvd:g} (no significance test)"
-        if self.rule == "significance":
-            return "fails when significant"
-        if self.rule == "q-value":
-            return f"fails when BH q < {self.alpha:g} over the run's nTVD tests (VIBE's criterion; no magnitude bar)"
-        return f"fails when nTVD > {self.max_ntvd:g} and significant"
 
 
 class NtvdCheck(Check):
     name = "ntvd"
     gate_module = "vibe"
-    schema = ThresholdSchema(
-        keys={
-            "max_ntvd": ThresholdKey((int, float), 20.0, between(0, 100)),
-            "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
-            "rule": ThresholdKey((str,), "both", one_of(*RULES)),
-            "tau": ThresholdKey((int,), 10, at_least(1)),
-            "max_increase": ThresholdKey((int, float), 2.0, between(0, 100)),
-        },
-        variant_axis="tasks",
-    )
+    schema = NtvdThresholds.schema(variant_axis="tasks")
 
     def variants(self, context: CheckContext) -> list[str]:
         return sorted(TASKS)
@@ -117,16 +87,6 @@ class NtvdCheck(Check):
                         )
         return cases
 
-    def threshold(self, context: CheckContext, case: Case) -> NtvdThreshold:
-        values = self.threshold_values(context, case)
-        return NtvdThreshold(
-            float(values["max_ntvd"]),
-            float(values["alpha"]),
-            str(values["rule"]),
-            int(values["tau"]),
-            float(values["max_increase"]),
-        )
-
     def seed(self, context: CheckContext, case: Case) -> int:
         return derived_seed(context.seed, case.model, case.corpus, case.variant, case.dimension)
 
@@ -137,7 +97,7 @@ class NtvdCheck(Check):
             raise CaseNotMeasured(
                 f"{case.id}: no attribute was extracted from any answer; see the extraction status counts"
             )
-        tau = self.threshold(context, case).tau
+        tau = self.thresholds(context, case).tau
         observed = ntvd(table, tau=tau)
         test = permutation_test(table, tau=tau, n_permutations=context.permutations, seed=self.seed(context, case))
         return observed, test
@@ -159,7 +119,7 @@ class NtvdCheck(Check):
         observed, test = self.result(context, case)
         family = fdr_family(family, case)
         q_value = self._q_values(context, family)[case]
-        threshold = self.threshold(context, case)
+        threshold = self.thresholds(context, case)
         if np.isnan(observed.score):
             raise CaseNotMeasured(
                 f"{case.id}: no attribute value occurs at least tau={threshold.tau} times, so nTVD is "
@@ -183,7 +143,7 @@ class NtvdCheck(Check):
             statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
             rule=threshold.rule,
             fdr=(finite_or_none(q_value), len(family), threshold.alpha),
-            threshold=dataclasses.asdict(threshold),
+            threshold=threshold.recorded(),
             criterion=threshold.describe(),
             findings=(
                 f"nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the run's {len(family)} "
@@ -312,7 +272,7 @@ class NtvdCheck(Check):
         worsening"); a regression when it exceeds ``max_increase`` and is significant under the gate's decision rule
         (:func:`~harness.checks.base.regression_comparison`). Paired data of every format written so far (the
         per-speaker value counts) compares."""
-        threshold = self.threshold(context, case)
+        threshold = self.thresholds(context, case)
         if not baseline.paired_data:
             return unsupported(baseline, "the baseline record carries no per-speaker data")
         if getattr(baseline, "extractor", None) != getattr(candidate, "extractor", None):

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.checks.basis_common.record import ModeRecord
+from harness.checks.basis_common.thresholds import PersonalizationThresholds
 
 
 @dataclasses.dataclass(kw_only=True)
 class PersonalizationRecord(ModeRecord):
+    THRESHOLDS: ClassVar[type[PersonalizationThresholds]] = PersonalizationThresholds
+    """What :attr:`threshold` states, typed (:meth:`PersonalizationThresholds.from_record`)."""
+
     gap: dict[str, Any]
     judge: str = "rules"
     """Who judged the open answers: ``rules`` (the offline rule judges), an LLM judge's spec and fingerprint

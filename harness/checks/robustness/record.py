@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
+from harness.checks.basis_common.thresholds import RobustnessThresholds
 from harness.records import CaseRecord
 
 
 @dataclasses.dataclass(kw_only=True)
 class RobustnessRecord(CaseRecord):
+    THRESHOLDS: ClassVar[type[RobustnessThresholds]] = RobustnessThresholds
+    """What :attr:`threshold` states, typed (:meth:`RobustnessThresholds.from_record`)."""
+
     task: str
     per_group: list[dict[str, Any]]
     gap: dict[str, Any]
