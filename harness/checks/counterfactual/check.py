@@ -27,7 +27,7 @@ A case fails (thresholds.yaml ``counterfactual``) when its effect exceeds its ba
 design floor (:class:`harness.records.PermutationFloor`, counted on the speakers it kept): 2 / 2^S for one
 direction's S speakers, 2^D / 2^S for the VIBE statistic over D directions, at least 1 / (B + 1); a case beyond its
 bar whose contrasts cannot reach the corrected alpha (any case, under rule ``significance``) is unmeasured, not
-passed, by the one decide step (:func:`harness.checks.base.bias_decision`).
+passed, by the one decide step (:func:`harness.checks.verdict.bias_decision`).
 """
 
 from __future__ import annotations
@@ -51,22 +51,23 @@ from harness.checks.base import (
     regression_comparison,
     unsupported,
 )
-from harness.checks.counterfactual.arms import IDENTITY, SWAP
 from harness.checks.counterfactual.measure import vibe_arms
-from harness.checks.counterfactual.perceived import PerceivedFilter, perceived_filter, require_perceived_swap
+from harness.checks.counterfactual.perceived import PerceivedFilter, require_perceived_swap
 from harness.checks.counterfactual.settings import (
     ASR,
     COUNTERFACTUAL_SCHEMA,
+    IDENTITY,
+    ORIGINAL,
     STEREOTYPE_VARIANT,
+    SWAP,
     VIBE,
     WER,
     CounterfactualThresholds,
     kind_of,
 )
 from harness.checks.counterfactual.tables import (
-    ORIGINAL,
     choice_table,
-    perceived_clips,
+    perceived_recordings,
     transform_dimension,
     transform_settings,
     vibe_table,
@@ -136,7 +137,7 @@ class CounterfactualCheck(Check):
 
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         settings: CounterfactualThresholds = self.thresholds(context, case)
-        perceived = perceived_filter(perceived_clips(context, case.corpus, case.dimension))
+        perceived = perceived_recordings(context, case.corpus, case.dimension)
         require_perceived_swap(perceived, settings.min_perceived_share, case.id, context.perceiver)
         seed = derived_seed(context.seed, self.name, case.id)
         kind = kind_of(case.variant)
@@ -172,7 +173,7 @@ class CounterfactualCheck(Check):
     def kept_table(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """The case's answers on every arm (:mod:`.tables`), of the recordings whose swap the perceiver heard as the
         target group; :class:`CaseNotMeasured` when none of them has an answer."""
-        perceived = perceived_filter(perceived_clips(context, case.corpus, case.dimension))
+        perceived = perceived_recordings(context, case.corpus, case.dimension)
         kind = kind_of(case.variant)
         if kind is VIBE:
             table = vibe_table(context, case.model, case.corpus, case.variant, case.dimension)

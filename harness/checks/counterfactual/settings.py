@@ -20,9 +20,10 @@ RULES = ("both", "significance")
 ``significance``: when significant, whatever the size (the VIBE preset's criterion: VIBE §II-D stars a significant
 disparity without a magnitude bar)."""
 
-ORIGINAL = "original"
-"""The arm of the recording as it was (the artifact measure's reference; :mod:`.arms` makes ``identity`` and
-``swap``)."""
+ORIGINAL, IDENTITY, SWAP = "original", "identity", "swap"
+ARMS = (ORIGINAL, IDENTITY, SWAP)
+"""The arms of a recording (:mod:`.arms`): as it was (``original``, the artifact measure's reference), resynthesised
+unchanged (``identity``, the swap's control) and moved to the other group's voice (``swap``)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.checks.counterfactual.record import CounterfactualRecord
-from harness.checks.counterfactual.settings import KINDS, STEREOTYPE, VIBE, WER, CaseThreshold
+from harness.checks.counterfactual.settings import (
+    ARMS,
+    IDENTITY,
+    KINDS,
+    STEREOTYPE,
+    SWAP,
+    VIBE,
+    WER,
+    CaseThreshold,
+)
 from harness.checks.view import CheckView
 from harness.display.decisions import decision_words
 from harness.display.plots import PALETTE, text_width
@@ -24,8 +33,8 @@ from harness.tasks import TASKS
 
 VARIANT_TITLES = {"asr": "ASR (WER)", "stereotype": "stereotype choices"}
 
-ARM_NAMES = ("identity", "swap")
-ARM_COLOURS = {"identity": PALETTE[0], "swap": PALETTE[1]}
+ARM_NAMES = (IDENTITY, SWAP)
+ARM_COLOURS = {IDENTITY: PALETTE[0], SWAP: PALETTE[1]}
 
 MAX_VALUES = 10
 """The values a paired-bar plot draws (those whose share moved most); the rest are summed in one row of text."""
@@ -329,7 +338,7 @@ def arm_detail(record: CounterfactualRecord, keys: Mapping[str, str]) -> dict[st
             {
                 "direction": direction_title(record, direction),
                 "beyond": not record.passed and effect is not None and (bar is None or abs(effect) > bar),
-                "arms": [arms.get(arm) for arm in ("original", "identity", "swap")],
+                "arms": [arms.get(arm) for arm in ARMS],
                 "effect": entry.get("effect"),
                 "p": entry.get("p"),
                 "artifact": entry.get("artifact"),
