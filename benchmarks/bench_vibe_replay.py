@@ -39,9 +39,10 @@ from pathlib import Path
 import numpy as np
 
 from harness.checks import all_checks, get_check
-from harness.checks.base import Case, bias_decision
+from harness.checks.base import Case
 from harness.checks.ntvd.check import fdr_family
 from harness.checks.ntvd.thresholds import NtvdThresholds
+from harness.checks.verdict import bias_decision
 from harness.core.requests import DecodingParams
 from harness.core.values import derived_seed
 from harness.data import load_corpus
@@ -236,7 +237,7 @@ class FastJudge:
     (:func:`harness.metrics.ntvd.tensor_ntvd`), its speaker-level permutation p-value with the gate's seed
     (``derived_seed(seed, model, corpus, task, dimension)``, :func:`harness.metrics.ntvd.tensor_permutation_test`),
     the BH q over the check's family (:func:`harness.checks.ntvd.check.fdr_family`, p = 1 where unmeasured) and the
-    verdict by the gate's :func:`harness.checks.base.bias_decision` with the gate's thresholds and decision rule."""
+    verdict by the gate's :func:`harness.checks.verdict.bias_decision` with the gate's thresholds and decision rule."""
 
     def __init__(self, gate: Gate):
         self.gate = gate

@@ -129,7 +129,7 @@ class Contrast:
     ``floor.min_p`` for a permutation test (:class:`PermutationFloor`, whose ``floor`` says the design), an exact
     test's own minimum, or None where the test has no design floor (an asymptotic Wald or bootstrap-t p: the
     mixed-effects ratios, the BASIS crossed bootstrap). A contrast whose ``min_p`` cannot reach the gate's
-    corrected alpha cannot be significant (:func:`harness.checks.base.bias_decision`)."""
+    corrected alpha cannot be significant (:func:`harness.checks.verdict.bias_decision`)."""
 
     label: str
     estimate: float | None

@@ -19,19 +19,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.checks.base import (
-    Case,
-    Check,
-    CheckContext,
-    CrossedComparison,
-    Measurement,
-    cell_sums,
-    floor,
-    per_run,
-)
+from harness.checks.base import Case, Check, Measurement, per_run
 from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, gap_phrase
 from harness.checks.basis_common.thresholds import ClassificationThresholds
 from harness.checks.classification.tables import classification_table
+from harness.checks.context import CheckContext
+from harness.checks.release import CrossedComparison, cell_sums
+from harness.checks.verdict import floor
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import ClassificationResult, classification_accuracy
 

@@ -38,19 +38,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import (
-    TASK_PROBE,
-    TRANSCRIPTION_PROBE,
-    Case,
-    Check,
-    CheckContext,
-    CompareContext,
-    Comparison,
-    Measurement,
-    per_run,
-    regression_comparison,
-    unsupported,
-)
+from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Case, Check, Measurement, per_run
+from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
 from harness.checks.counterfactual.perceived import PerceivedFilter, require_perceived_swap
 from harness.checks.counterfactual.settings import (
@@ -73,6 +62,7 @@ from harness.checks.counterfactual.tables import (
     vibe_table,
     wer_table,
 )
+from harness.checks.release import Comparison, regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.counterfactual import (

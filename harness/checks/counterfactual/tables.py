@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from harness.cache import cache_keys
-from harness.checks.base import CheckContext, per_run_table
+from harness.checks.context import CheckContext, per_run_table
 from harness.checks.counterfactual.arms import (
     CorpusArms,
     build_arms,

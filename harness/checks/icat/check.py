@@ -28,21 +28,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checks.base import (
-    TASK_PROBE,
-    Case,
-    Check,
-    CheckContext,
-    CrossedComparison,
-    Measurement,
-    cell_sums,
-    floor,
-    per_run,
-    per_run_table,
-)
+from harness.checks.base import TASK_PROBE, Case, Check, Measurement, per_run
 from harness.checks.basis_common.stats import N_BOOT, CrossedTest, crossed_group_test, effects_records, frame_records
 from harness.checks.basis_common.tables import cells, choice_table
 from harness.checks.basis_common.thresholds import IcatThresholds
+from harness.checks.context import CheckContext, per_run_table
+from harness.checks.release import CrossedComparison, cell_sums
+from harness.checks.verdict import floor
 from harness.core.modes import SPEECH_IMPLICIT, mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import (

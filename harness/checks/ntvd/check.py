@@ -20,17 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checks.base import (
-    Case,
-    Check,
-    CheckContext,
-    Comparison,
-    Contrast,
-    Measurement,
-    per_run,
-    regression_comparison,
-    unsupported,
-)
+from harness.checks.base import Case, Check, Measurement, per_run
+from harness.checks.context import CheckContext
 from harness.checks.ntvd.tables import (
     annotation_tables,
     answers,
@@ -39,6 +30,7 @@ from harness.checks.ntvd.tables import (
     minimum_detectable_ntvd,
 )
 from harness.checks.ntvd.thresholds import NtvdThresholds
+from harness.checks.release import Comparison, regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.extraction.canonical import DEFAULT_THRESHOLD, Embedder, MergeMap, build_merge_map
@@ -54,7 +46,7 @@ from harness.metrics.ntvd import (
 )
 from harness.metrics.paired import PairedTest, paired_speaker_test
 from harness.metrics.vibe_analyses import VIBE_TAUS, collapse_diagnostic, ntvd_by_tau, refusal_rate_ntvd
-from harness.records import CaseRecord
+from harness.records import CaseRecord, Contrast
 from harness.semantic import cached_embeddings
 from harness.tasks import TASKS
 
@@ -270,7 +262,7 @@ class NtvdCheck(Check):
         speakers per group give, larger the more diverse the answers), the difference of these excesses resampled by
         a paired speaker bootstrap (:func:`harness.metrics.ntvd.paired_ntvd_excess`, one-sided t of "no
         worsening"); a regression when it exceeds ``max_increase`` and is significant under the gate's decision rule
-        (:func:`~harness.checks.base.regression_comparison`). Paired data of every format written so far (the
+        (:func:`~harness.checks.release.regression_comparison`). Paired data of every format written so far (the
         per-speaker value counts) compares."""
         threshold = self.thresholds(context, case)
         if not baseline.paired_data:

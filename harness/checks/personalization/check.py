@@ -24,17 +24,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.checks.base import (
-    TASK_PROBE,
-    Case,
-    Check,
-    CheckContext,
-    CrossedComparison,
-    Measurement,
-    cell_sums,
-    floor,
-    per_run,
-)
+from harness.checks.base import TASK_PROBE, Case, Check, Measurement, per_run
 from harness.checks.basis_common.stats import (
     N_BOOT,
     CrossedTest,
@@ -45,7 +35,10 @@ from harness.checks.basis_common.stats import (
 )
 from harness.checks.basis_common.tables import personalization_table
 from harness.checks.basis_common.thresholds import PersonalizationThresholds
+from harness.checks.context import CheckContext
 from harness.checks.icat.check import stereoset_result
+from harness.checks.release import CrossedComparison, cell_sums
+from harness.checks.verdict import floor
 from harness.core.modes import BASELINE_MODE, PARETO_MODES, PERSONALIZATION_MODES, SPEECH_IMPLICIT, mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import (

@@ -26,20 +26,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checks.base import (
-    TRANSCRIPTION_PROBE,
-    Case,
-    Check,
-    CheckContext,
-    CrossedComparison,
-    Measurement,
-    cell_sums,
-    floor,
-    per_run,
-)
+from harness.checks.base import TRANSCRIPTION_PROBE, Case, Check, Measurement, per_run
 from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, frame_records, gap_phrase
 from harness.checks.basis_common.thresholds import RobustnessThresholds
+from harness.checks.context import CheckContext
+from harness.checks.release import CrossedComparison, cell_sums
 from harness.checks.robustness.tables import qa_table, transcription_table
+from harness.checks.verdict import floor
 from harness.core.errors import CaseNotMeasured, ModelError
 from harness.core.modes import ROBUSTNESS_TASKS
 from harness.core.values import derived_seed, finite_or_none

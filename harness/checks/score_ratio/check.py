@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import OFF_KEY, Case, CheckContext, Measurement, per_run
+from harness.checks.base import Case, Measurement, per_run
+from harness.checks.context import CheckContext
 from harness.checks.score_ratio.tables import has_speaker_ids, judge_scores, speaker_units
 from harness.checks.semantic_aware.tables import with_semantic_covariates
 from harness.checks.semantic_aware.thresholds import RatioThresholds
@@ -28,7 +29,7 @@ from harness.checks.wer_ratio.check import WerRatioCheck
 from harness.core.errors import CaseNotMeasured
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
-from harness.thresholds import ThresholdsError
+from harness.thresholds import OFF_KEY, ThresholdsError
 
 
 class ScoreRatioCheck(WerRatioCheck):

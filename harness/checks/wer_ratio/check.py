@@ -31,16 +31,9 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import (
-    TRANSCRIPTION_PROBE,
-    Case,
-    Check,
-    CheckContext,
-    Contrast,
-    Measurement,
-    SpeakerBootstrapComparison,
-    per_run,
-)
+from harness.checks.base import TRANSCRIPTION_PROBE, Case, Check, Measurement, per_run
+from harness.checks.context import CheckContext
+from harness.checks.release import SpeakerBootstrapComparison
 from harness.checks.semantic_aware.tables import first_components, with_semantic_covariates
 from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.wer_ratio.tables import transcripts
@@ -59,7 +52,7 @@ from harness.metrics.wer_ratio import (
     RatioTable,
     wer_ratio,
 )
-from harness.records import Decision
+from harness.records import Contrast, Decision
 from harness.semantic import AGG, EOWL
 
 METHODS = {
