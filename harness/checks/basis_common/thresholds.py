@@ -5,6 +5,7 @@ is the baseline comparison's margin (:func:`harness.thresholds.regression_margin
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from harness.thresholds import SectionThresholds, between, regression_margin, setting
 
@@ -15,58 +16,51 @@ def percent(default: float) -> float:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class IcatThresholds(SectionThresholds):
+class GapThresholds(SectionThresholds):
+    """What every BASIS check's thresholds have: ``max_gap`` (a subclass's field) and its quality floor, the field
+    :attr:`floor_key` names."""
+
+    floor_key: ClassVar[str]
+
+    @property
+    def quality_floor(self) -> float:
+        return getattr(self, self.floor_key)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IcatThresholds(GapThresholds):
     """``min_icat``: the quality floor of mean ICAT (§3.1); ``max_gap``: the bar of the largest pairwise gap."""
 
+    floor_key = "min_icat"
     min_icat: float = percent(60.0)
     max_gap: float = percent(20.0)
     max_worsening: float = regression_margin(5.0)
 
-    @property
-    def quality_floor(self) -> float:
-        return self.min_icat
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PersonalizationThresholds(SectionThresholds):
+class PersonalizationThresholds(GapThresholds):
     """``min_accuracy``: the quality floor of mean accuracy (§3.2); ``max_gap``: the bar of the accuracy gap."""
 
+    floor_key = "min_accuracy"
     min_accuracy: float = percent(0.0)
     max_gap: float = percent(30.0)
     max_worsening: float = regression_margin(5.0)
 
-    @property
-    def quality_floor(self) -> float:
-        return self.min_accuracy
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassificationThresholds(SectionThresholds):
-    """``min_accuracy``: the quality floor of mean per-label accuracy (§3.3); ``max_gap``: the bar of its gap."""
+class ClassificationThresholds(PersonalizationThresholds):
+    """As personalization's, of mean per-label accuracy (§3.3), with a wider bar of its gap."""
 
-    min_accuracy: float = percent(0.0)
     max_gap: float = percent(50.0)
-    max_worsening: float = regression_margin(5.0)
-
-    @property
-    def quality_floor(self) -> float:
-        return self.min_accuracy
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RobustnessThresholds(SectionThresholds):
+class RobustnessThresholds(GapThresholds):
     """``min_score``: the quality floor of a task's mean score (§3.5); ``max_gap``: the bar of the score gap;
     ``min_content_score``: the floor of the content-based score."""
 
+    floor_key = "min_score"
     min_score: float = percent(0.0)
     max_gap: float = percent(15.0)
     min_content_score: float = percent(0.0)
     max_worsening: float = regression_margin(5.0)
-
-    @property
-    def quality_floor(self) -> float:
-        return self.min_score
-
-
-GapThresholds = IcatThresholds | PersonalizationThresholds | ClassificationThresholds | RobustnessThresholds
-"""Any BASIS check's thresholds: each has ``max_gap`` and a :attr:`quality_floor`."""
