@@ -245,6 +245,17 @@ _WHEN_SET = ("decision", "floors", "absolute_passed", "release", "baseline", "no
 
 
 @dataclasses.dataclass(kw_only=True)
+class RecordPayload:
+    """The fields a check's record adds to :class:`CaseRecord`, as its measurement gives them
+    (:attr:`harness.checks.base.Measurement.payload`). A check declares them once, as a subclass of this class, and
+    its record is ``class XRecord(XPayload, CaseRecord)``: the payload's fields follow the case's in the record."""
+
+    def record_fields(self) -> dict[str, Any]:
+        """The payload's fields by name, for the record."""
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(kw_only=True)
 class CaseRecord:
     """What every check records of a case; ``variant`` is its task or mode (None for none).
 

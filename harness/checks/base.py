@@ -23,7 +23,7 @@ from harness.checks.verdict import UNREACHABLE, bias_decision, describe_decision
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import finite_or_none
 from harness.metrics.multitest import CaseDecision
-from harness.records import CaseRecord, Contrast, Decision
+from harness.records import CaseRecord, Contrast, Decision, RecordPayload
 from harness.thresholds import OFF_KEY, ThresholdKey, Thresholds, ThresholdSchema
 
 T = TypeVar("T")
@@ -85,8 +85,8 @@ class Measurement:
     - ``floors``: the quality floors (:func:`floor`), reported and never a bias verdict; None for a check without;
     - ``paired_data``: what a later run's baseline comparison pairs with (:meth:`Check.compare`), stored in the
       record so that the gate need not call back into the check;
-    - ``payload``: the check's own record fields (those its ``RECORD`` adds to
-      :class:`~harness.records.CaseRecord`)."""
+    - ``payload``: the check's own record fields, typed (a :class:`~harness.records.RecordPayload` subclass, which its
+      ``RECORD`` adds to :class:`~harness.records.CaseRecord`); None for a check whose record adds none."""
 
     value: float | None
     contrasts: Sequence[Contrast]
@@ -98,7 +98,7 @@ class Measurement:
     findings: str
     floors: list[dict[str, Any]] | None = None
     paired_data: dict[str, Any] | None = None
-    payload: dict[str, Any] = dataclasses.field(default_factory=dict)
+    payload: RecordPayload | None = None
 
 
 class Check(abc.ABC):
@@ -170,7 +170,7 @@ class Check(abc.ABC):
             "decision": block,
             "floors": measurement.floors,
             "paired_data": measurement.paired_data,
-            **measurement.payload,
+            **(measurement.payload.record_fields() if measurement.payload is not None else {}),
         }
         record = check_part(self.name, "record")(**fields | self.decided_fields(measurement, decision, block))
         if block.untestable:

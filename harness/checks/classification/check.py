@@ -22,6 +22,7 @@ import pandas as pd
 from harness.checks.base import Case, Check, Measurement, per_run
 from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, gap_phrase
 from harness.checks.basis_common.thresholds import ClassificationThresholds
+from harness.checks.classification.record import ClassificationPayload
 from harness.checks.classification.tables import classification_table
 from harness.checks.context import CheckContext
 from harness.checks.release import CrossedComparison, cell_sums
@@ -118,15 +119,15 @@ class ClassificationCheck(CrossedComparison, Check):
             findings=f"mean per-label accuracy = {value:.1f}; {gap_phrase(test)}",
             floors=[floor("min_accuracy", value, min_accuracy)],
             paired_data=self.paired_data(context, case),
-            payload={
-                "per_label": per_label,
-                "confusion": {
+            payload=ClassificationPayload(
+                per_label=per_label,
+                confusion={
                     name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
                     for name, result in per_set.items()
                 },
-                "gap": test.gap_record(),
-                "n_answers": len(table),
-            },
+                gap=test.gap_record(),
+                n_answers=len(table),
+            ),
         )
 
 

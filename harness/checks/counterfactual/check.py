@@ -42,6 +42,7 @@ from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Case, Check, Me
 from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
 from harness.checks.counterfactual.perceived import PerceivedFilter, require_perceived_swap
+from harness.checks.counterfactual.record import CounterfactualPayload
 from harness.checks.counterfactual.settings import (
     ASR,
     COUNTERFACTUAL_SCHEMA,
@@ -156,7 +157,7 @@ class CounterfactualCheck(Check):
             criterion=threshold.criterion(),
             findings=f"{findings}; perceived as the target: {perceived_words(perceived)}",
             paired_data=self.paired_data(context, case),
-            payload=payload,
+            payload=CounterfactualPayload(**payload),
         )
 
     @per_run

@@ -33,6 +33,7 @@ from harness.checks.basis_common.stats import N_BOOT, CrossedTest, crossed_group
 from harness.checks.basis_common.tables import cells, choice_table
 from harness.checks.basis_common.thresholds import IcatThresholds
 from harness.checks.context import CheckContext, per_run_table
+from harness.checks.icat.record import IcatPayload
 from harness.checks.release import CrossedComparison, cell_sums
 from harness.checks.verdict import floor
 from harness.core.modes import SPEECH_IMPLICIT, mode_has_audio
@@ -233,20 +234,20 @@ class IcatCheck(CrossedComparison, Check):
             ),
             floors=[floor("min_icat", result.mean_icat, min_icat)],
             paired_data=self.paired_data(context, case),
-            payload={
-                "mode": case.variant,
-                "per_group": frame_records(result.per_group, "group"),
-                "pooled_ss": finite_or_none(result.pooled_ss),
-                "pooled_ss_ci": [finite_or_none(x) for x in result.pooled_ss_ci],
-                "pooled_p": finite_or_none(result.pooled_p_value),
-                "pooled_icat": finite_or_none(result.pooled_icat),
-                "unknown_rate": finite_or_none(result.unknown_rate),
-                "answer_rules": {str(k): int(v) for k, v in table["rule"].value_counts().items()},
-                "n_answers": len(table),
-                "n_speakers": int(table["speaker"].nunique()),
-                "mode_effects": effects_records(self.effects(context, case.model, case.dimension)),
-                "stereotype_shares": self.shares(context, case.model, case.dimension),
-            },
+            payload=IcatPayload(
+                mode=case.variant,
+                per_group=frame_records(result.per_group, "group"),
+                pooled_ss=finite_or_none(result.pooled_ss),
+                pooled_ss_ci=[finite_or_none(x) for x in result.pooled_ss_ci],
+                pooled_p=finite_or_none(result.pooled_p_value),
+                pooled_icat=finite_or_none(result.pooled_icat),
+                unknown_rate=finite_or_none(result.unknown_rate),
+                answer_rules={str(k): int(v) for k, v in table["rule"].value_counts().items()},
+                n_answers=len(table),
+                n_speakers=int(table["speaker"].nunique()),
+                mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
+                stereotype_shares=self.shares(context, case.model, case.dimension),
+            ),
         )
 
     def describe_findings(self, measurement: Measurement, decision: Decision) -> str:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from harness.checks.base import Case, Check, Measurement, per_run
 from harness.checks.context import CheckContext
+from harness.checks.ntvd.record import NtvdPayload
 from harness.checks.ntvd.tables import (
     annotation_tables,
     answers,
@@ -142,39 +143,39 @@ class NtvdCheck(Check):
                 f"nTVD cases = {q_value:.4g}, VIBE §II-D){left_out_note(observed)}"
             ),
             paired_data=self.paired_data(context, case),
-            payload={
-                "task": case.variant,
-                "p": finite_or_none(test.p_value),
-                "q": finite_or_none(q_value),
-                "n_speakers": observed.n_speakers,
-                "n_groups": observed.n_groups,
-                "n_permutations": test.n_permutations,
-                "seed": test.seed,
-                "per_attribute": {name: finite_or_none(value) for name, value in observed.per_attribute.items()},
-                "dropped_attributes": list(observed.dropped_attributes),
-                "single_group_attributes": list(observed.single_group_attributes),
-                "groups_left_out": {name: list(groups) for name, groups in observed.groups_left_out.items()},
-                "q_family": len(family),
-                "answer_status": status_counts(statuses),
-                "most_divergent": most_divergent_distribution(observed),
-                "tau_sensitivity": self.tau_sensitivity(context, case),
-                "refusal_ntvd": finite_or_none(self.refusal_ntvd(context, case)),
-                "collapsed_attributes": collapse_diagnostic(
+            payload=NtvdPayload(
+                task=case.variant,
+                p=finite_or_none(test.p_value),
+                q=finite_or_none(q_value),
+                n_speakers=observed.n_speakers,
+                n_groups=observed.n_groups,
+                n_permutations=test.n_permutations,
+                seed=test.seed,
+                per_attribute={name: finite_or_none(value) for name, value in observed.per_attribute.items()},
+                dropped_attributes=list(observed.dropped_attributes),
+                single_group_attributes=list(observed.single_group_attributes),
+                groups_left_out={name: list(groups) for name, groups in observed.groups_left_out.items()},
+                q_family=len(family),
+                answer_status=status_counts(statuses),
+                most_divergent=most_divergent_distribution(observed),
+                tau_sensitivity=self.tau_sensitivity(context, case),
+                refusal_ntvd=finite_or_none(self.refusal_ntvd(context, case)),
+                collapsed_attributes=collapse_diagnostic(
                     group_table(context, case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau
                 ).collapsed(),
-                "minimum_detectable_ntvd": minimum_detectable_ntvd(context, case.corpus, case.dimension),
-                "extractor": context.extractor_name,
-                "protocol": context.vibe.protocol,
-                "cut_answers": cut_answers(answers(context, case.model, case.corpus, case.variant)["answer"]),
-                "canonical": self.canonical(context, case, threshold.tau),
-                "example_pair": self.example_pair(context, case, observed.most_divergent_attribute),
-            },
+                minimum_detectable_ntvd=minimum_detectable_ntvd(context, case.corpus, case.dimension),
+                extractor=context.extractor_name,
+                protocol=context.vibe.protocol,
+                cut_answers=cut_answers(answers(context, case.model, case.corpus, case.variant)["answer"]),
+                canonical=self.canonical(context, case, threshold.tau),
+                example_pair=self.example_pair(context, case, observed.most_divergent_attribute),
+            ),
         )
 
     def decision_note(self, measurement: Measurement, decision: CaseDecision) -> str:
         """Where significance decides, whether the smallest permutation p, ``1 / (permutations + 1)``, can pass the
         across-case correction at all (``p_min · m <= alpha``); if not, raise --permutations."""
-        permutations = measurement.payload["n_permutations"]
+        permutations = measurement.payload.n_permutations
         smallest = 1.0 / (permutations + 1)
         if smallest * decision.family_size <= decision.alpha or measurement.rule in ("magnitude", "q-value"):
             return ""

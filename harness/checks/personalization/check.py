@@ -37,6 +37,7 @@ from harness.checks.basis_common.tables import personalization_table
 from harness.checks.basis_common.thresholds import PersonalizationThresholds
 from harness.checks.context import CheckContext
 from harness.checks.icat.check import stereoset_result
+from harness.checks.personalization.record import PersonalizationPayload
 from harness.checks.release import CrossedComparison, cell_sums
 from harness.checks.verdict import floor
 from harness.core.modes import BASELINE_MODE, PARETO_MODES, PERSONALIZATION_MODES, SPEECH_IMPLICIT, mode_has_audio
@@ -146,23 +147,23 @@ class PersonalizationCheck(CrossedComparison, Check):
             findings=f"mean accuracy = {accuracy.mean_accuracy:.1f}; {gap_phrase(test)}",
             floors=[floor("min_accuracy", accuracy.mean_accuracy, min_accuracy)],
             paired_data=self.paired_data(context, case),
-            payload={
-                "mode": case.variant,
-                "per_group": frame_records(accuracy.per_group, "group"),
-                "gap": test.gap_record(),
-                "sets": sorted(table["set"].unique().tolist()),
-                "n_answers": len(table),
-                "n_speakers": int(table["speaker"].nunique()),
-                "mode_effects": effects_records(self.effects(context, case.model, case.dimension)),
-                "stereotype_icat": self.stereotype_icat(context, case),
-                "per_set": [
+            payload=PersonalizationPayload(
+                mode=case.variant,
+                per_group=frame_records(accuracy.per_group, "group"),
+                gap=test.gap_record(),
+                sets=sorted(table["set"].unique().tolist()),
+                n_answers=len(table),
+                n_speakers=int(table["speaker"].nunique()),
+                mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
+                stereotype_icat=self.stereotype_icat(context, case),
+                per_set=[
                     {"set": str(name), "group": str(group), "n": len(rows), "accuracy": float(100.0 * rows.mean())}
                     for (name, group), rows in table.groupby(["set", "group"], sort=True)["correct"]
                 ],
-                "judge": context.basis_judge_name
+                judge=context.basis_judge_name
                 if any(s.answer == "open" for s in context.basis.of_kind("personalization", case.dimension))
                 else "none",
-            },
+            ),
         )
 
     def stereotype_icat(self, context: CheckContext, case: Case) -> float | None:

@@ -31,6 +31,7 @@ from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, f
 from harness.checks.basis_common.thresholds import RobustnessThresholds
 from harness.checks.context import CheckContext
 from harness.checks.release import CrossedComparison, cell_sums
+from harness.checks.robustness.record import RobustnessPayload
 from harness.checks.robustness.tables import qa_table, transcription_table
 from harness.checks.verdict import floor
 from harness.core.errors import CaseNotMeasured, ModelError
@@ -153,15 +154,15 @@ class RobustnessCheck(CrossedComparison, Check):
                 floor("min_content_score", content["value"], min_content),
             ],
             paired_data=self.paired_data(context, case),
-            payload={
-                "task": case.variant,
-                "per_group": frame_records(scored.per_group, "group"),
-                "per_dataset": frame_records(scored.per_dataset, "set"),
-                "per_cell": frame_records(scored.per_cell, "cell"),
-                "content_score": content,
-                "gap": test.gap_record(),
-                "judge": context.basis_judge_name if case.variant == "sqa" else "none",
-            },
+            payload=RobustnessPayload(
+                task=case.variant,
+                per_group=frame_records(scored.per_group, "group"),
+                per_dataset=frame_records(scored.per_dataset, "set"),
+                per_cell=frame_records(scored.per_cell, "cell"),
+                content_score=content,
+                gap=test.gap_record(),
+                judge=context.basis_judge_name if case.variant == "sqa" else "none",
+            ),
         )
 
 

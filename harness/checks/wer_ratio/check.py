@@ -34,6 +34,7 @@ import pandas as pd
 from harness.checks.base import TRANSCRIPTION_PROBE, Case, Check, Measurement, per_run
 from harness.checks.context import CheckContext
 from harness.checks.release import SpeakerBootstrapComparison
+from harness.checks.semantic_aware.record import RatioPayload
 from harness.checks.semantic_aware.tables import first_components, with_semantic_covariates
 from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.wer_ratio.tables import transcripts
@@ -203,7 +204,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             criterion=settings.describe(),
             findings=f"by {method}{note}",
             paired_data=self.paired_data(context, case),
-            payload={"comparisons": comparisons, "semantics": semantics},
+            payload=RatioPayload(comparisons=comparisons, semantics=semantics),
         )
 
     def describe_findings(self, measurement: Measurement, decision: Decision) -> str:
@@ -223,7 +224,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             "q": decision.p_adjusted,
             "comparisons": [
                 entry | {"failed": decision.failed and index == decision.deciding}
-                for index, entry in enumerate(measurement.payload["comparisons"])
+                for index, entry in enumerate(measurement.payload.comparisons)
             ],
         }
 
