@@ -34,12 +34,18 @@ import numpy as np
 import pandas as pd
 from scipy.stats import beta
 
-from harness.checks.counterfactual.arms import IDENTITY, SWAP, build_arms, vibe_arm_table, wer_arm_table
+from harness.checks.counterfactual.arms import ask_loaded, build_arms, vibe_arm_table, wer_arm_table
 from harness.checks.counterfactual.perceived import perceive_with_voice_praat, perceived_filter
-from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
+from harness.checks.counterfactual.settings import (
+    COUNTERFACTUAL_SCHEMA,
+    IDENTITY,
+    ORIGINAL,
+    SECTION,
+    SWAP,
+    CounterfactualThresholds,
+)
 from harness.core.requests import DecodingParams
 from harness.data.corpus import load_corpus
-from harness.data.voice_transforms import ChangeGenderSettings
 from harness.metrics.counterfactual import arm_ntvd, paired_wer_difference
 from harness.metrics.multitest import DecisionRule
 from harness.metrics.ntvd import permutation_test
@@ -64,20 +70,20 @@ def simulator(strengths: dict[str, float]):
 
 
 def counterfactual_case(
-    table: pd.DataFrame, settings: dict, rule: DecisionRule, seed: int
+    table: pd.DataFrame, settings: CounterfactualThresholds, rule: DecisionRule, seed: int
 ) -> tuple[bool, float, float]:
-    result = arm_ntvd(table, tau=settings["tau"], n_permutations=settings["n_permutations"], seed=seed)
-    decision = rule.decide([result.test.p_value], [result.score > settings["max_ntvd"]])
+    result = arm_ntvd(table, tau=settings.tau, n_permutations=settings.n_permutations, seed=seed)
+    decision = rule.decide([result.test.p_value], [result.score > settings.max_ntvd])
     return decision.failed, result.score, result.test.p_value
 
 
-def between_speaker_case(table: pd.DataFrame, settings: dict, seed: int) -> tuple[float, float]:
+def between_speaker_case(table: pd.DataFrame, settings: CounterfactualThresholds, seed: int) -> tuple[float, float]:
     original = table.rename(columns={"source_group": "group"})
-    result = permutation_test(original, tau=settings["tau"], n_permutations=settings["n_permutations"], seed=seed)
+    result = permutation_test(original, tau=settings.tau, n_permutations=settings.n_permutations, seed=seed)
     return result.observed, result.p_value
 
 
-def operating_characteristic(arms, settings: dict, gate: dict, seeds: int) -> None:
+def operating_characteristic(arms, settings: CounterfactualThresholds, gate: dict, seeds: int) -> None:
     rule = DecisionRule(alpha=gate["alpha"], family_size=len(TASKS), correction=gate["correction"])
     print(f"\nOperating characteristic: {len(TASKS)} counterfactual cases per run ({', '.join(TASKS)}), {seeds} seeds")
     for preset in ("fair", "biased"):
@@ -86,7 +92,7 @@ def operating_characteristic(arms, settings: dict, gate: dict, seeds: int) -> No
         for seed in range(1, seeds + 1):
             failed_any = False
             for name, task in TASKS.items():
-                table = vibe_arm_table(model, task, arms, params=DecodingParams(seed=seed))
+                table = vibe_arm_table(ask_loaded(model, DecodingParams(seed=seed)), task, arms)
                 failed, score, p = counterfactual_case(table, settings, rule, seed)
                 cases.append((name, failed, score, p))
                 failed_any |= failed
@@ -101,27 +107,27 @@ def operating_characteristic(arms, settings: dict, gate: dict, seeds: int) -> No
         print(per_task.round(3).to_string().replace("\n", "\n    ").join(["    ", ""]))
 
 
-def power(arms, settings: dict, gate: dict, seeds: int) -> None:
+def power(arms, settings: CounterfactualThresholds, gate: dict, seeds: int) -> None:
     rule = DecisionRule(alpha=gate["alpha"], family_size=1, correction=gate["correction"])
     story = TASKS["story"]
     print(f"\nPower on Story (one case, alpha {gate['alpha']:g}), {seeds} seeds; rule both (nTVD > max_ntvd "
-          f"{settings['max_ntvd']:g} and significant) and rule significance (the VIBE preset's)")  # fmt: skip
+          f"{settings.max_ntvd:g} and significant) and rule significance (the VIBE preset's)")  # fmt: skip
     rows = []
     for strength in POWER_STRENGTHS:
         model = simulator({"story": strength})
         detected = {name: 0 for name in COLUMNS}
         for seed in range(1, seeds + 1):
             params = DecodingParams(seed=seed)
-            table = vibe_arm_table(model, story, arms, arm_names=("original", IDENTITY, SWAP), params=params)
-            swapped = table[table["arm"] != "original"]
+            table = vibe_arm_table(ask_loaded(model, params), story, arms, arm_names=(ORIGINAL, IDENTITY, SWAP))
+            swapped = table[table["arm"] != ORIGINAL]
             _, score, p = counterfactual_case(swapped, settings, rule, seed)
-            between_score, between_p = between_speaker_case(table[table["arm"] == "original"], settings, seed)
+            between_score, between_p = between_speaker_case(table[table["arm"] == ORIGINAL], settings, seed)
             for test, (effect, p_value) in {
                 "counterfactual": (score, p),
                 "between_speaker": (between_score, between_p),
             }.items():
                 for rule_name in ("both", "significance"):
-                    relevant = effect > settings["max_ntvd"]
+                    relevant = effect > settings.max_ntvd
                     detected[f"{test} ({rule_name})"] += rule.decide([p_value], [relevant], rule=rule_name).failed
         rows.append((strength, *(detected[name] / seeds for name in COLUMNS)))
     frame = pd.DataFrame(rows, columns=["story_strength", *COLUMNS]).set_index("story_strength")
@@ -137,21 +143,19 @@ def power(arms, settings: dict, gate: dict, seeds: int) -> None:
         print(f"  ratio between_speaker / counterfactual, rule {rule_name}: {ratio:.2f}")
 
 
-def wer_arms(corpus, arms, settings: dict) -> None:
+def wer_arms(corpus, arms, settings: CounterfactualThresholds) -> None:
     """Seed 1's paired WER per swap direction of both presets (their ``asr`` strength), with the artifact measure."""
     print("\nWER per swap direction (seed 1): original, identity, swap (%); swap - identity (points) and its paired p")
     for preset in ("fair", "biased"):
         model = simulator(PRESETS[preset]["strengths"])
-        table = wer_arm_table(
-            model, corpus, arms, arm_names=("original", IDENTITY, SWAP), params=DecodingParams(seed=1)
-        )
+        references = corpus.table["transcript"].astype(str).to_dict()
+        ask = ask_loaded(model, DecodingParams(seed=1))
+        table = wer_arm_table(ask, references, arms, arm_names=(ORIGINAL, IDENTITY, SWAP))
         for source, rows in table.groupby("source_group"):
-            voice = paired_wer_difference(rows, n_permutations=settings["n_permutations"], seed=1)
-            artifact = paired_wer_difference(
-                rows, ("original", IDENTITY), n_permutations=settings["n_permutations"], seed=1
-            )
+            voice = paired_wer_difference(rows, n_permutations=settings.n_permutations, seed=1)
+            artifact = paired_wer_difference(rows, (ORIGINAL, IDENTITY), n_permutations=settings.n_permutations, seed=1)
             print(f"  sim:{preset} {source} -> {arms.recordings.loc[rows['recording'].iloc[0], 'target_group']}: "
-                  f"{artifact.wer['original']:.1f}, {voice.wer[IDENTITY]:.1f}, {voice.wer[SWAP]:.1f}; "
+                  f"{artifact.wer[ORIGINAL]:.1f}, {voice.wer[IDENTITY]:.1f}, {voice.wer[SWAP]:.1f}; "
                   f"{voice.difference:+.1f} (p {voice.test.p_value:.3f}); artifact {artifact.difference:+.1f} "
                   f"(p {artifact.test.p_value:.3f})")  # fmt: skip
 
@@ -163,11 +167,11 @@ def main() -> None:
     parser.add_argument("--part", choices=("all", "oc", "power", "wer"), default="all", help="which measurement to run")
     arguments = parser.parse_args()
     thresholds = packaged_thresholds()
-    settings = thresholds.values(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")
+    settings = thresholds.settings(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")
     gate = thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "gender")
     corpus = load_corpus(DEMO, check_audio=False)
     started = time.perf_counter()
-    arms = build_arms(corpus, ChangeGenderSettings.from_settings(settings), transform=settings["transform"])
+    arms = build_arms(corpus, settings.change_gender(), transform=settings.transform)
     print(f"arms: {len(arms.recordings)} recordings x 2 arms in {time.perf_counter() - started:.1f} s")
     clips = arms.recordings.assign(
         recording=arms.recordings.index,

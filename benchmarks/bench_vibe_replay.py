@@ -39,8 +39,10 @@ from pathlib import Path
 import numpy as np
 
 from harness.checks import all_checks, get_check
-from harness.checks.base import Case, bias_decision
-from harness.checks.ntvd.check import NtvdThreshold, fdr_family
+from harness.checks.base import Case
+from harness.checks.ntvd.check import fdr_family
+from harness.checks.ntvd.thresholds import NtvdThresholds
+from harness.checks.verdict import bias_decision
 from harness.core.requests import DecodingParams
 from harness.core.values import derived_seed
 from harness.data import load_corpus
@@ -235,13 +237,13 @@ class FastJudge:
     (:func:`harness.metrics.ntvd.tensor_ntvd`), its speaker-level permutation p-value with the gate's seed
     (``derived_seed(seed, model, corpus, task, dimension)``, :func:`harness.metrics.ntvd.tensor_permutation_test`),
     the BH q over the check's family (:func:`harness.checks.ntvd.check.fdr_family`, p = 1 where unmeasured) and the
-    verdict by the gate's :func:`harness.checks.base.bias_decision` with the gate's thresholds and decision rule."""
+    verdict by the gate's :func:`harness.checks.verdict.bias_decision` with the gate's thresholds and decision rule."""
 
     def __init__(self, gate: Gate):
         self.gate = gate
         self.cases = gate.cases("ntvd")
         check = get_check("ntvd")
-        self.thresholds = {case: check.threshold(gate.context, case) for case in self.cases}
+        self.thresholds = {case: check.thresholds(gate.context, case) for case in self.cases}
 
     def key(self, case: Case) -> str:
         return f"{case.model}|{case.variant}"
@@ -326,7 +328,7 @@ def quantiles(counts: Sequence[int]) -> tuple[int, int, int]:
 def describe_threshold(threshold: Mapping[str, object]) -> str:
     """A record's nTVD threshold in the check's own words (its rule name if the check no longer reads it so)."""
     try:
-        return NtvdThreshold(**threshold).describe()
+        return NtvdThresholds(**threshold).describe()
     except TypeError:
         return f"rule {threshold.get('rule')}"
 

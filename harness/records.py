@@ -129,7 +129,7 @@ class Contrast:
     ``floor.min_p`` for a permutation test (:class:`PermutationFloor`, whose ``floor`` says the design), an exact
     test's own minimum, or None where the test has no design floor (an asymptotic Wald or bootstrap-t p: the
     mixed-effects ratios, the BASIS crossed bootstrap). A contrast whose ``min_p`` cannot reach the gate's
-    corrected alpha cannot be significant (:func:`harness.checks.base.bias_decision`)."""
+    corrected alpha cannot be significant (:func:`harness.checks.verdict.bias_decision`)."""
 
     label: str
     estimate: float | None
@@ -242,6 +242,17 @@ def known_fields(kind: type, data: Any, where: str) -> dict[str, Any]:
 
 # Filled in after the check's verdict, and omitted from results.json while unset.
 _WHEN_SET = ("decision", "floors", "absolute_passed", "release", "baseline", "nodeid")
+
+
+@dataclasses.dataclass(kw_only=True)
+class RecordPayload:
+    """The fields a check's record adds to :class:`CaseRecord`, as its measurement gives them
+    (:attr:`harness.checks.base.Measurement.payload`). A check declares them once, as a subclass of this class, and
+    its record is ``class XRecord(XPayload, CaseRecord)``: the payload's fields follow the case's in the record."""
+
+    def record_fields(self) -> dict[str, Any]:
+        """The payload's fields by name, for the record."""
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -11,7 +11,10 @@ ones::
           max_ntvd: 15.0
           dimensions: {gender: {max_ntvd: 10.0}}
 
-Each check declares its keys (type, default, allowed range) in a :class:`ThresholdSchema`.
+Each check declares its keys (type, default, allowed range) as the fields of a frozen dataclass, a
+:class:`SectionThresholds` whose fields are declared by :func:`setting`; its :meth:`~SectionThresholds.schema` is the section's
+:class:`ThresholdSchema`, and one case's merged layers parse into it (:meth:`Thresholds.settings`), so that checks and
+views read attributes, never a key by its name, and a bad value names the file and the key.
 
 Loading rejects, naming the file: a file that is not UTF-8, invalid YAML, a key given twice in one mapping
 (YAML would keep the last silently; the message gives both lines) and, in any layer or any merged case,
@@ -54,6 +57,12 @@ def type_words(types: tuple[type, ...]) -> str:
     if float in types:
         return "a number"
     return " or ".join(dict.fromkeys(TYPE_WORDS.get(kind, f"a {kind.__name__}") for kind in types))
+
+
+OFF_KEY = "enabled"
+"""The thresholds key that turns a check off: ``<check>: {defaults: {enabled: false}}`` (YAML reads a bare ``off``
+as false, so the key is not named so). Every check's section accepts it (:meth:`harness.checks.base.Check.gate_schema`);
+it is the gate's, so a check's typed thresholds leave it out (:meth:`Thresholds.settings`)."""
 
 
 class ThresholdsError(ValueError):
@@ -121,13 +130,107 @@ class ThresholdKey:
     problem: Callable[[Any], str | None] = lambda value: None
 
 
+def value_problem(key: ThresholdKey, value: Any) -> str | None:
+    """What is wrong with ``value`` for ``key`` (its type, then its validator), or None."""
+    if isinstance(value, bool) != (bool in key.types) or not isinstance(value, key.types):
+        return f"is not {type_words(key.types)}"
+    return key.problem(value)
+
+
 @dataclasses.dataclass(frozen=True)
 class ThresholdSchema:
+    """A section's keys (type, default, validator) and its variant axis (``tasks``, ``modes``; None for none).
+    ``settings``: the frozen dataclass (a :class:`SectionThresholds`) one case's merged values parse into
+    (:meth:`parse`); :meth:`SectionThresholds.schema` builds the schema from it, so a check declares each key once."""
+
     keys: Mapping[str, ThresholdKey]
     variant_axis: str | None = None
+    settings: type[SectionThresholds] | None = None
 
     def defaults(self) -> dict[str, Any]:
         return {name: key.default for name, key in self.keys.items()}
+
+    def parse(self, values: Mapping[str, Any], *, source: str, section: str) -> SectionThresholds:
+        """One case's merged ``values`` as the schema's typed :attr:`settings`; :class:`ThresholdsError` naming
+        ``source`` (the thresholds file) and ``section.key`` for a value of the wrong type or range."""
+        if self.settings is None:
+            raise TypeError(f"the {section!r} threshold schema has no typed settings class to parse into")
+        return self.settings.parse(values, source=source, section=section)
+
+
+THRESHOLD_KEY, RECORDED = "threshold_key", "recorded"
+"""Where a :func:`setting` field keeps its :class:`ThresholdKey` and whether a record states it (its metadata)."""
+
+
+def setting(
+    types: tuple[type, ...], default: Any, problem: Callable[[Any], str | None] | None = None, *, recorded: bool = True
+) -> Any:
+    """A field of a :class:`SectionThresholds` class: the thresholds key of the same name, which accepts values of
+    ``types``, defaults to ``default`` and is refused when ``problem(value)`` says why (e.g. :func:`between`);
+    ``recorded``: whether a case's record states it (:meth:`SectionThresholds.recorded`)."""
+    key = ThresholdKey(types, default) if problem is None else ThresholdKey(types, default, problem)
+    return dataclasses.field(default=default, metadata={THRESHOLD_KEY: key, RECORDED: recorded})
+
+
+def regression_margin(default: float) -> Any:
+    """The :func:`setting` ``max_worsening`` of a check's baseline comparison: by how much the bias measure may worsen
+    before a significant worsening is a regression (significance is the gate's, ``gate.alpha``); not recorded with
+    the case's absolute verdict."""
+    return setting((int, float), default, at_least(0), recorded=False)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SectionThresholds:
+    """The typed thresholds of one case of a check: a frozen dataclass whose :func:`setting` fields are the keys of
+    the check's thresholds.yaml section. Parsed once per case from the merged layers (:meth:`Thresholds.settings`);
+    checks and views read its attributes, never a key by its name."""
+
+    @classmethod
+    def threshold_keys(cls) -> dict[str, ThresholdKey]:
+        return {
+            field.name: field.metadata[THRESHOLD_KEY]
+            for field in dataclasses.fields(cls)
+            if THRESHOLD_KEY in field.metadata
+        }
+
+    @classmethod
+    def schema(cls, variant_axis: str | None = None) -> ThresholdSchema:
+        """The section's :class:`ThresholdSchema`: every :func:`setting` field, with this class to parse into."""
+        return ThresholdSchema(keys=cls.threshold_keys(), variant_axis=variant_axis, settings=cls)
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any], *, source: str, section: str) -> Any:
+        """``values`` (one case's merged keys; a key left out takes its default) as this class. A number key's
+        integer becomes a float. :class:`ThresholdsError` names ``source`` and ``section.key`` for an unknown key or
+        a value of the wrong type or range."""
+        keys = cls.threshold_keys()
+        unknown = sorted(set(values) - set(keys))
+        if unknown:
+            raise ThresholdsError(f"{source}: {section}: unknown key {unknown[0]!r}; valid: {', '.join(sorted(keys))}")
+        parsed = {}
+        for name, key in keys.items():
+            value = values.get(name, key.default)
+            problem = value_problem(key, value)
+            if problem:
+                raise ThresholdsError(f"{source}: {section}.{name} = {value!r} {problem}")
+            parsed[name] = float(value) if float in key.types else value
+        return cls(**parsed)
+
+    @classmethod
+    def from_record(cls, recorded: Mapping[str, Any]) -> Any:
+        """The thresholds a results.json record states (its ``threshold``), for a view: the recorded keys of this
+        class, each key the record does not state at its default (a record keeps those its verdict used)."""
+        keys = cls.threshold_keys()
+        return cls(**{name: recorded[name] for name in keys if name in recorded})
+
+    def recorded(self) -> dict[str, Any]:
+        """What a case's record states of these thresholds (its ``threshold``): every :func:`setting` declared
+        ``recorded``, in declaration order."""
+        return {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if field.metadata.get(RECORDED, False)
+        }
 
 
 def in_open_unit_interval(value: Any) -> str | None:
@@ -167,6 +270,13 @@ class Thresholds:
             self.preset._layer(merged, check, schema, variant, dimension)
         self._layer(merged, check, schema, variant, dimension)
         return merged
+
+    def settings(self, check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> Any:
+        """One case's merged values (:meth:`values`, less the gate's :data:`OFF_KEY`) parsed into the schema's typed
+        settings (:meth:`ThresholdSchema.parse`); an error names this file and the key."""
+        values = self.values(check, schema, variant, dimension)
+        values.pop(OFF_KEY, None)
+        return schema.parse(values, source=self.source, section=check)
 
     @property
     def packaged(self) -> bool:
@@ -278,10 +388,7 @@ class Thresholds:
                 raise ThresholdsError(f"{self.source}: {path}.{name}: {RETIRED_KEYS[name]}")
             if name not in schema.keys:
                 self._fail(f"{path}: unknown key {name!r}", sorted(schema.keys))
-            key = schema.keys[name]
-            if isinstance(value, bool) != (bool in key.types) or not isinstance(value, key.types):
-                raise ThresholdsError(f"{self.source}: {path}.{name} = {value!r} is not {type_words(key.types)}")
-            problem = key.problem(value)
+            problem = value_problem(schema.keys[name], value)
             if problem:
                 raise ThresholdsError(f"{self.source}: {path}.{name} = {value!r} {problem}")
         for low, high in ORDERED_KEYS:

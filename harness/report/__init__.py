@@ -156,7 +156,7 @@ def one_line_decision(case: Record) -> str | None:
     view = views().get(case.check)
     if view is None or not isinstance(case, CaseRecord) or not case.decision:
         return None
-    return one_line(case, view.magnitude_rule(case.threshold), view.estimate_digits, view.estimate_unit)
+    return one_line(case, view.magnitude_rule(case), view.estimate_digits, view.estimate_unit)
 
 
 def other_test_line(case: Record) -> str | None:
@@ -164,7 +164,7 @@ def other_test_line(case: Record) -> str | None:
     view = views().get(case.check)
     if view is None or not isinstance(case, CaseRecord) or not case.decision:
         return None
-    return other_test(case, view.magnitude_rule(case.threshold), view.estimate_digits, view.estimate_unit)
+    return other_test(case, view.magnitude_rule(case), view.estimate_digits, view.estimate_unit)
 
 
 def headline_value(case: Record) -> dict[str, Any]:

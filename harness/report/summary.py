@@ -40,7 +40,7 @@ def decided_headline(record: CaseRecord) -> dict[str, str]:
     decision, view = record.decision, check_part(record.check, "view")
     digits = view.estimate_digits
     significant = f"adjusted p < {decision.alpha:g}"
-    magnitude = view.magnitude_rule(record.threshold)
+    magnitude = view.magnitude_rule(record)
     rule = {
         "magnitude": magnitude,
         "bounds": magnitude,
@@ -67,7 +67,7 @@ def headline(record: CaseRecord) -> dict[str, str]:
     from its ``decision`` when it has one (:func:`decided_headline`), else by its view's schema-1 words."""
     if record.decision and record.decision.decided:
         return decided_headline(record)
-    return check_part(record.check, "view").legacy_headline(record)
+    return check_part(record.check, "view").headline_without_decision(record)
 
 
 def margin(record: CaseRecord) -> float | None:
@@ -77,13 +77,13 @@ def margin(record: CaseRecord) -> float | None:
     (:attr:`~harness.checks.view.CheckView.magnitude_margin` of the contrast's estimate: nTVD (max_ntvd − nTVD)/max_ntvd;
     ratios the ln distance to the nearer bound over ln(upper); BASIS (max_gap − |estimate|)/max_gap), the significance
     part (p_adjusted − alpha)/alpha, combined by the decision's rule (the larger under ``both``: both must cross).
-    A schema-1 record is measured by its view's ``legacy_margin``. None when the case has no value to measure.
+    A schema-1 record is measured by its view's ``margin_without_decision``. None when the case has no value to measure.
     """
     if record.value is None:
         return None
     if record.decision and record.decision.decided:
         return _decided_margin(record, record.decision)
-    return check_part(record.check, "view").legacy_margin(record)
+    return check_part(record.check, "view").margin_without_decision(record)
 
 
 def margin_parts(record: CaseRecord) -> tuple[float | None, float | None]:
@@ -94,9 +94,7 @@ def margin_parts(record: CaseRecord) -> tuple[float | None, float | None]:
         return None, None
     estimate, alpha = decision.estimate, decision.alpha
     significance = math.inf if decision.p_adjusted is None else (decision.p_adjusted - alpha) / alpha
-    magnitude = (
-        None if estimate is None else check_part(record.check, "view").magnitude_margin(record.threshold, estimate)
-    )
+    magnitude = None if estimate is None else check_part(record.check, "view").magnitude_margin(record, estimate)
     return magnitude, significance
 
 

@@ -17,6 +17,7 @@ from harness.checks.base import Measurement, Verdict
 from harness.core.errors import CaseNotMeasured
 from harness.gate import RELEASE_OUTCOMES, RELEASE_PASSES, Gate, GateConfig
 from harness.gate.baseline import Baseline, baseline_key
+from harness.records import CaseRecord, RecordPayload
 
 VERDICT_ENDINGS = {"-> pass": True, "-> FAIL: bias": False}
 
@@ -90,7 +91,11 @@ def test_measure_returns_a_measurement_that_decide_records_consistently(name, ga
         assert record.threshold == measurement.threshold and record.floors == measurement.floors
         assert record.paired_data == measurement.paired_data
         assert record.release is None and record.absolute_passed is None and record.baseline is None
-        assert set(measurement.payload) <= {field.name for field in dataclasses.fields(record)}
+        assert isinstance(measurement.payload, RecordPayload) and isinstance(record, type(measurement.payload))
+        own = {field.name for field in dataclasses.fields(measurement.payload)}
+        assert own <= {field.name for field in dataclasses.fields(record)} - {
+            f.name for f in dataclasses.fields(CaseRecord)
+        }
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))

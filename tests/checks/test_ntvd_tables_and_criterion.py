@@ -63,6 +63,6 @@ def test_the_vibe_preset_decides_by_the_q_over_both_dimensions_and_records_the_f
     names = list(records)
     expected_q = fdr_bh([records[name].p for name in names])
     assert [records[name].q for name in names] == pytest.approx(list(expected_q))
-    assert check.threshold(gate.context, cases[0]).rule == "q-value"
+    assert check.thresholds(gate.context, cases[0]).rule == "q-value"
     fair = [record for name, record in records.items() if name.startswith("sim:fair")]
     assert all(record.passed == (record.q >= 0.05) for record in fair)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness.checks import CHECKS, check_folder, get_check, record_types, views
-from harness.checks.base import Case, Check, CheckContext, Verdict
+from harness.checks.base import Case, Check, Verdict
+from harness.checks.context import CheckContext
 from harness.checks.view import CheckView
 from harness.data.loaders import LOADERS
 from harness.display.text import case_anchor
@@ -91,9 +92,9 @@ def test_every_view_words_measures_and_draws_a_record_of_its_kind(name, gate):
     assert all(isinstance(words[key], str) and words[key] for key in ("value", "threshold", "uncertainty")), words
     assert margin(record) is None or isinstance(margin(record), float)
     legacy = dataclasses.replace(record, decision=None)
-    assert all(
-        isinstance(views()[name].legacy_headline(legacy)[key], str) for key in ("value", "threshold", "uncertainty")
-    )
+    without_decision = views()[name].headline_without_decision(legacy)
+    assert all(isinstance(without_decision[key], str) for key in ("value", "threshold", "uncertainty"))
+    assert headline(legacy) == without_decision
     summary = {"cases": 1, "passed": int(record.passed), "failed": int(not record.passed), "unmeasured": 0}
     html = render_report(
         parse_results(

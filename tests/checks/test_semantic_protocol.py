@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.semantic_aware.view import paper_row_label
 from harness.checks.wer_ratio.check import judged_method, ratio_comparisons
 from harness.core.errors import CaseNotMeasured
@@ -46,21 +47,21 @@ FIVE_ROWS = [
 def test_the_method_and_embedding_keys_pick_the_row_that_decides():
     both = ["Embed-AGG", "Embed-EOWL"]
     table = _table(FIVE_ROWS)
-    assert judged_method({"method": "semantic", "embedding": "agg"}, both, table) == (FIVE_ROWS[3], "")
-    assert judged_method({"method": "semantic", "embedding": "eowl"}, both, table) == (FIVE_ROWS[4], "")
-    assert judged_method({"method": "vanilla", "embedding": "agg"}, both, table) == ("vanilla", "")
+    assert judged_method(RatioThresholds(method="semantic", embedding="agg"), both, table) == (FIVE_ROWS[3], "")
+    assert judged_method(RatioThresholds(method="semantic", embedding="eowl"), both, table) == (FIVE_ROWS[4], "")
+    assert judged_method(RatioThresholds(method="vanilla", embedding="agg"), both, table) == ("vanilla", "")
     without_agg = _table(FIVE_ROWS[:3] + FIVE_ROWS[4:])
-    method, note = judged_method({"method": "semantic", "embedding": "agg"}, both, without_agg)
+    method, note = judged_method(RatioThresholds(method="semantic", embedding="agg"), both, without_agg)
     assert method == FIVE_ROWS[4] and "Embed-AGG not computed" in note
     minilm = _table(FIVE_ROWS[:3] + ["regression w/ speaker w/ semantics: MiniLM"])
-    assert judged_method({"method": "semantic", "embedding": "agg"}, ["MiniLM"], minilm)[1] == ""
-    method, note = judged_method({"method": "semantic", "embedding": "agg"}, [], _table(FIVE_ROWS[:3]))
+    assert judged_method(RatioThresholds(method="semantic", embedding="agg"), ["MiniLM"], minilm)[1] == ""
+    method, note = judged_method(RatioThresholds(method="semantic", embedding="agg"), [], _table(FIVE_ROWS[:3]))
     assert method == FIVE_ROWS[2] and "no semantic covariates" in note
     table_v = _table(
         ["vanilla", "regression w/o speaker w/o semantics", "regression w/o speaker w/ semantics: Embed-AGG"]
     )
-    assert judged_method({"method": "semantic", "embedding": "agg"}, both, table_v)[0].endswith("Embed-AGG")
-    method, note = judged_method({"method": "speaker", "embedding": "agg"}, both, table_v)
+    assert judged_method(RatioThresholds(method="semantic", embedding="agg"), both, table_v)[0].endswith("Embed-AGG")
+    method, note = judged_method(RatioThresholds(method="speaker", embedding="agg"), both, table_v)
     assert method == "regression w/o speaker w/o semantics" and "no speaker ids" in note
 
 

@@ -1,5 +1,5 @@
 """The one decide step's reach rule (issue 45): a case whose effect is beyond its bar while its test cannot reach the
-corrected alpha is unmeasured, never passed, whatever the check (:func:`harness.checks.base.bias_decision`).
+corrected alpha is unmeasured, never passed, whatever the check (:func:`harness.checks.verdict.bias_decision`).
 
 A property over random small designs (speakers per direction, directions, permutations, the family size m, alpha,
 the rule) and hand-computed cases under each rule.
@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.checks.base import UNREACHABLE, Case, bias_decision
+from harness.checks.base import Case
+from harness.checks.verdict import UNREACHABLE, bias_decision
 from harness.metrics.multitest import DecisionRule
 from harness.records import GROUP_PERMUTATION, SIGN_FLIP, Contrast, PermutationFloor
 

@@ -159,14 +159,14 @@ def protocol_members(protocol) -> set[str]:
 
 
 def test_the_run_context_provides_every_member_of_the_check_context(tmp_path):
-    from harness.checks.base import CheckContext
+    from harness.checks.context import CheckContext
 
     context = Gate(GateConfig(models=("sim:fair",), cache_dir=str(tmp_path), progress=False)).context
     assert sorted(name for name in protocol_members(CheckContext) if not hasattr(context, name)) == []
 
 
 def test_a_recorded_context_provides_every_member_of_the_compare_context():
-    from harness.checks.base import CompareContext
+    from harness.checks.context import CompareContext
     from harness.gate.series import RecordContext, RecordThresholds
 
     recorded = RecordContext(RecordThresholds({}, None), seed=0, permutations=10)

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks.ntvd.check import NtvdCheck, NtvdThreshold
+from harness.checks.ntvd.check import NtvdCheck
+from harness.checks.ntvd.thresholds import NtvdThresholds
 from harness.metrics.multitest import DecisionRule
 from harness.tasks import TASKS
 from harness.thresholds import ThresholdsError, load_thresholds
@@ -15,8 +16,7 @@ VARIANTS = {"ntvd": sorted(TASKS)}
 
 
 def ntvd_threshold(thresholds, task, dimension):
-    values = thresholds.values("ntvd", NtvdCheck.schema, task, dimension)
-    return NtvdThreshold(values["max_ntvd"], values["alpha"], values["rule"], values["tau"])
+    return thresholds.settings("ntvd", NtvdCheck.schema, task, dimension)
 
 
 def thresholds_from(tmp_path, text):
@@ -47,10 +47,14 @@ ntvd:
       dimensions: {accent: {alpha: 0.01}}
 """,
     )
-    assert ntvd_threshold(thresholds, "story", "gender") == NtvdThreshold(20.0, 0.05, "both", 10)
+    assert ntvd_threshold(thresholds, "story", "gender") == NtvdThresholds(
+        max_ntvd=20.0, alpha=0.05, rule="both", tau=10
+    )
     assert ntvd_threshold(thresholds, "story", "accent").max_ntvd == 30.0
     assert ntvd_threshold(thresholds, "advisory", "gender").max_ntvd == 15.0
-    assert ntvd_threshold(thresholds, "advisory", "accent") == NtvdThreshold(15.0, 0.01, "both", 10)
+    assert ntvd_threshold(thresholds, "advisory", "accent") == NtvdThresholds(
+        max_ntvd=15.0, alpha=0.01, rule="both", tau=10
+    )
 
 
 @pytest.mark.parametrize(
@@ -68,7 +72,12 @@ ntvd:
 def test_rules(rule, score, p, fails):
     """The nTVD rules under the gate's decision rule with 10 bias cases: p is compared with 0.05 / 10."""
     rule_of_gate = DecisionRule(alpha=0.05, family_size=10)
-    assert rule_of_gate.decide([p], [score > NtvdThreshold(20.0, 0.05, rule, 10).max_ntvd], rule=rule).failed is fails
+    assert (
+        rule_of_gate.decide(
+            [p], [score > NtvdThresholds(max_ntvd=20.0, alpha=0.05, rule=rule, tau=10).max_ntvd], rule=rule
+        ).failed
+        is fails
+    )
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ shows one headline value everywhere, its quality floors under their own names.""
 
 import re
 
-from harness.checks.base import describe_decision
+from harness.checks.verdict import describe_decision
 from harness.display.decisions import absolute_test, decision_words, measure_values, release_test
 from harness.metrics.multitest import DecisionRule
 from harness.report import render_report

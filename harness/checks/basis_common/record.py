@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.records import CaseRecord
+from harness.records import CaseRecord, RecordPayload
 
 
 @dataclasses.dataclass(kw_only=True)
-class ModeRecord(CaseRecord):
+class ModePayload(RecordPayload):
     """A BASIS case asked in one evaluation mode: per-group results and the §3.4 mode effects of its dimension."""
 
     mode: str
@@ -17,3 +17,8 @@ class ModeRecord(CaseRecord):
     n_answers: int
     n_speakers: int
     mode_effects: dict[str, Any]
+
+
+@dataclasses.dataclass(kw_only=True)
+class ModeRecord(ModePayload, CaseRecord):
+    """The record of a BASIS case asked in one mode: the case's fields, then :class:`ModePayload`'s."""

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checks.base import Contrast
 from harness.core.values import finite_or_none
 from harness.metrics.basis import ModeEffectsResult
 from harness.metrics.crossed import CrossedGap, crossed_gap, crossed_replicates
+from harness.records import Contrast
 
 N_BOOT = 2000
 """Bootstrap resamples for every BASIS interval (count metrics: milliseconds each)."""

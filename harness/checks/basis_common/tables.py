@@ -8,13 +8,13 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import CheckContext, per_run_table
 from harness.checks.basis_common.judges import (
     parse_style_verdict,
     rule_style_judge,
     style_judge_request,
 )
 from harness.checks.basis_common.requests import RequestTable, choice_requests, open_requests
+from harness.checks.context import CheckContext, per_run_table
 from harness.data.basis_suite import CHOICE_OF_OPTION, ItemSet
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
 

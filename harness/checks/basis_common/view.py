@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness.checks.basis_common.record import ModeRecord
+from harness.checks.basis_common.thresholds import GapThresholds
 from harness.display import plots
 from harness.display.text import GAP_UNITS, case_anchor, fmt_number, gap_text, key_legend, model_keys
 from harness.records import CaseRecord
@@ -13,13 +14,19 @@ from harness.records import CaseRecord
 Records = Sequence[CaseRecord]
 
 
-def magnitude_rule(threshold: Mapping[str, Any]) -> str:
-    return f"|difference| > {threshold.get('max_gap'):g} {GAP_UNITS}"
+def gap_thresholds(record: CaseRecord) -> GapThresholds:
+    """The thresholds a BASIS record states, typed by its check's class (the record class's ``THRESHOLDS``)."""
+    return type(record).THRESHOLDS.from_record(record.threshold)
 
 
-def magnitude_margin(threshold: Mapping[str, Any], estimate: float) -> float | None:
+def magnitude_rule(record: CaseRecord) -> str:
+    return f"|difference| > {gap_thresholds(record).max_gap:g} {GAP_UNITS}"
+
+
+def magnitude_margin(record: CaseRecord, estimate: float) -> float | None:
     """(max_gap − |estimate|) / max_gap."""
-    return (threshold["max_gap"] - abs(estimate)) / threshold["max_gap"] if threshold.get("max_gap") else None
+    max_gap = gap_thresholds(record).max_gap
+    return (max_gap - abs(estimate)) / max_gap if max_gap else None
 
 
 def accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, unit: str) -> str:
@@ -30,23 +37,23 @@ def accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, u
 
 
 def legacy_accuracy_headline(record: CaseRecord) -> dict[str, str]:
-    threshold = record.threshold
+    threshold = gap_thresholds(record)
     return {
         "value": f"mean accuracy {fmt_number(record.value, 1)}%",
-        "threshold": accuracy_gap_rule("accuracy", threshold.get("min_accuracy"), threshold.get("max_gap"), "%"),
+        "threshold": accuracy_gap_rule("accuracy", threshold.quality_floor, threshold.max_gap, "%"),
         "uncertainty": gap_text(getattr(record, "gap", None)),
     }
 
 
 def legacy_floor_gap_margin(record: CaseRecord) -> float | None:
     """The smaller of (value − min)/min and (max_gap − gap)/max_gap."""
-    threshold, candidates = record.threshold, []
-    minimum = threshold.get("min_accuracy", threshold.get("min_score")) or 0
+    threshold, candidates = gap_thresholds(record), []
+    minimum = threshold.quality_floor or 0
     if minimum:
         candidates.append((record.value - minimum) / minimum)
     gap = getattr(record, "gap", None) or {}
-    if threshold.get("max_gap") and gap.get("value") is not None:
-        candidates.append((threshold["max_gap"] - gap["value"]) / threshold["max_gap"])
+    if threshold.max_gap and gap.get("value") is not None:
+        candidates.append((threshold.max_gap - gap["value"]) / threshold.max_gap)
     return min(candidates) if candidates else None
 
 
@@ -144,7 +151,7 @@ def group_plots(
                     "dots": [{"label": g[group_key], "value": g.get(cell)} for g in getattr(record, groups)],
                     "estimate": estimate,
                     "text": text,
-                    "threshold": record.threshold.get(threshold_key) or None,
+                    "threshold": gap_thresholds(record).quality_floor or None,
                 }
             )
         figure = plots.dot_interval_plot(

@@ -19,22 +19,16 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.checks.base import (
-    Case,
-    Check,
-    CheckContext,
-    CrossedComparison,
-    Measurement,
-    cell_sums,
-    floor,
-    per_run,
-    regression_keys,
-)
+from harness.checks.base import Case, Check, Measurement, per_run
 from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, gap_phrase
+from harness.checks.basis_common.thresholds import ClassificationThresholds
+from harness.checks.classification.record import ClassificationPayload
 from harness.checks.classification.tables import classification_table
+from harness.checks.context import CheckContext
+from harness.checks.release import CrossedComparison, cell_sums
+from harness.checks.verdict import floor
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import ClassificationResult, classification_accuracy
-from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
 CLASSIFIED_KINDS = ("stereotype", "personalization")
 """The item-set kinds whose recordings are classified: the bias and personalization axes' data (§3.1)."""
@@ -43,13 +37,7 @@ CLASSIFIED_KINDS = ("stereotype", "personalization")
 class ClassificationCheck(CrossedComparison, Check):
     name = "classification"
     gate_module = "basis"
-    schema = ThresholdSchema(
-        keys={
-            "min_accuracy": ThresholdKey((int, float), 0.0, between(0, 100)),
-            "max_gap": ThresholdKey((int, float), 50.0, between(0, 100)),
-            **regression_keys(5.0),
-        }
-    )
+    schema = ClassificationThresholds.schema()
 
     comparison_name = "largest difference in recognition accuracy between labels (points)"
 
@@ -101,7 +89,7 @@ class ClassificationCheck(CrossedComparison, Check):
             value="score",
             item="item",
             speaker="cluster",
-            max_gap=float(limits["max_gap"]),
+            max_gap=limits.max_gap,
             seed=derived_seed(context.seed, self.name, model, dimension),
         )
         return per_set, test, table
@@ -120,26 +108,26 @@ class ClassificationCheck(CrossedComparison, Check):
             for label, row in result.per_label.iterrows()
         ]
         value = sum(entry["accuracy"] for entry in per_label) / len(per_label)
-        limits = self.threshold_values(context, case)
-        min_accuracy, max_gap = float(limits["min_accuracy"]), float(limits["max_gap"])
+        limits = self.thresholds(context, case)
+        min_accuracy, max_gap = limits.min_accuracy, limits.max_gap
         return Measurement(
             value=value,
             contrasts=test.contrasts,
             statistic="difference in recognition accuracy between labels (points)",
-            threshold={"min_accuracy": min_accuracy, "max_gap": max_gap},
+            threshold=limits.recorded(),
             criterion=f"|gap| > {max_gap:g} and significant",
             findings=f"mean per-label accuracy = {value:.1f}; {gap_phrase(test)}",
             floors=[floor("min_accuracy", value, min_accuracy)],
             paired_data=self.paired_data(context, case),
-            payload={
-                "per_label": per_label,
-                "confusion": {
+            payload=ClassificationPayload(
+                per_label=per_label,
+                confusion={
                     name: {str(k): {str(c): int(v) for c, v in row.items()} for k, row in result.confusion.iterrows()}
                     for name, result in per_set.items()
                 },
-                "gap": test.gap_record(),
-                "n_answers": len(table),
-            },
+                gap=test.gap_record(),
+                n_answers=len(table),
+            ),
         )
 
 

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
-from harness.records import CaseRecord
+from harness.checks.basis_common.thresholds import ClassificationThresholds
+from harness.records import CaseRecord, RecordPayload
 
 
 @dataclasses.dataclass(kw_only=True)
-class ClassificationRecord(CaseRecord):
+class ClassificationPayload(RecordPayload):
+    """What a BASIS classification case measured besides its value (§3.3): accuracy per label, the confusion
+    table, the gap and the answers."""
+
     per_label: list[dict[str, Any]]
     confusion: dict[str, dict[str, dict[str, int]]]
     gap: dict[str, Any]
     n_answers: int
+
+
+@dataclasses.dataclass(kw_only=True)
+class ClassificationRecord(ClassificationPayload, CaseRecord):
+    THRESHOLDS: ClassVar[type[ClassificationThresholds]] = ClassificationThresholds
+    """What :attr:`threshold` states, typed (:meth:`ClassificationThresholds.from_record`)."""
 
 
 RECORD = ClassificationRecord

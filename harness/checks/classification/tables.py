@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.checks.base import CheckContext, per_run_table
 from harness.checks.basis_common.requests import classification_requests
 from harness.checks.basis_common.tables import basis_outputs
+from harness.checks.context import CheckContext, per_run_table
 
 
 @per_run_table

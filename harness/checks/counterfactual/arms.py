@@ -1,23 +1,27 @@
-"""The arms of a corpus and a model's answers to them, as the plain tables :mod:`harness.metrics.counterfactual`
-reads.
+"""The arms of a corpus or BASIS item set and the answers to them, as the plain tables
+:mod:`harness.metrics.counterfactual` reads: one builder per kind of answer, over an :data:`Ask` (how the model is
+asked), serving the check (through a gate run's output cache, :mod:`.tables`), the benchmark and the tests (a loaded
+backend, :func:`ask_loaded`).
 
 :func:`build_arms` resynthesises every recording of a corpus once per arm (``identity`` and the configured swap);
-:func:`vibe_arm_table` asks a loaded model one VIBE task on every arm's audio and reads its answers with the field
-reader (the self-report protocol's ``rules`` extractor), one row per extracted value; :func:`wer_arm_table` asks
-it for a transcript of every arm's audio and counts its word errors against the corpus's transcript.
+:func:`vibe_arm_table` asks one VIBE task on every arm's audio and reads the values of its answers;
+:func:`wer_arm_table` asks for a transcript of every arm's audio and counts its word errors against the reference;
+:func:`choice_arm_table` asks a BASIS stereotype set's items and reads the option chosen.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from harness.checks.basis_common.requests import choice_requests
+from harness.checks.counterfactual.settings import IDENTITY, ORIGINAL, SWAP
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.data.basis_suite import CHOICE_OF_OPTION, ItemSet
 from harness.data.corpus import Corpus, read_utterance_audio
@@ -29,8 +33,6 @@ from harness.metrics.wer import word_errors
 from harness.tasks.asr import TRANSCRIPTION_PROMPT
 from harness.tasks.base import SELF_REPORT, Task
 
-IDENTITY = "identity"
-SWAP = "swap"
 SPEECH_IMPLICIT = "speech-implicit"
 """The BASIS mode whose only cue to the speaker's group is the voice: the mode of the counterfactual arms."""
 
@@ -113,106 +115,133 @@ def transformed_arms(
     store = store or ArmStore(None)
     targets = [swap.target_group(source) for source in recordings["source_group"]]
     fingerprints = {IDENTITY: identity.fingerprint(settings), SWAP: swap.fingerprint(settings)}
-    audio: dict[str, dict[Any, Audio]] = {"original": {}, IDENTITY: {}, SWAP: {}}
+    audio: dict[str, dict[Any, Audio]] = {ORIGINAL: {}, IDENTITY: {}, SWAP: {}}
     for key, source in zip(recordings.index, recordings["source_group"]):
         original = read(key)
-        audio["original"][key] = original
+        audio[ORIGINAL][key] = original
         audio[IDENTITY][key] = lazy_arm(identity, original, source, settings, store, fingerprints[IDENTITY])
         audio[SWAP][key] = lazy_arm(swap, original, source, settings, store, fingerprints[SWAP])
     return CorpusArms(audio, recordings.assign(target_group=targets))
 
 
+Ask = Callable[[Sequence[GenerationRequest], str], Sequence[str]]
+"""How an arm table asks a model: ``ask(requests, arm)`` gives one answer per request of the arm named. A gate run
+asks through its output cache (:mod:`.tables`); :func:`ask_loaded` asks a loaded backend directly (benchmarks, tests)."""
+
+
+def ask_loaded(model, params: DecodingParams | None = None) -> Ask:
+    """An :data:`Ask` of a loaded backend (``generate(requests, params)``), decoding with ``params``."""
+    params = params or DecodingParams()
+    return lambda requests, arm: list(model.generate(list(requests), params))
+
+
+def arm_rows(arms: CorpusArms, keys: Sequence[Any], arm: str, **columns: Any) -> pd.DataFrame:
+    """One row per recording key of ``keys`` answered on ``arm``: ``speaker, recording, arm, source_group`` and
+    ``columns`` (the answers' measures), the layout :mod:`harness.metrics.counterfactual` reads."""
+    rows = arms.recordings.index.get_indexer(list(keys))
+    if (rows < 0).any():
+        raise KeyError(f"recording {list(keys)[int((rows < 0).argmax())]!r} has no arms")
+    text = arms.text
+    return pd.DataFrame(
+        {
+            "speaker": text["speaker"][rows],
+            "recording": text["recording"][rows],
+            "arm": arm,
+            "source_group": text["source_group"][rows],
+            **columns,
+        }
+    )
+
+
 def vibe_arm_table(
-    model,
+    ask: Ask,
     task: Task,
     arms: CorpusArms,
     *,
+    read_values: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+    transcripts: Mapping[Any, str] | None = None,
+    protocol: str = SELF_REPORT,
+    prompts_dir: Path | None = None,
     arm_names: Iterable[str] = (IDENTITY, SWAP),
-    params: DecodingParams | None = None,
+    read_arms: Mapping[str, pd.DataFrame] | None = None,
 ) -> pd.DataFrame:
-    """One row per extracted value of ``model``'s (a loaded backend: ``generate(requests, params)``) answers to
-    ``task`` (self-report form) on each arm: ``speaker, recording, arm, source_group, attribute, value``."""
-    params = params or DecodingParams()
+    """One row per value extracted from the answers to ``task`` on each arm of ``arm_names``: ``speaker, recording,
+    arm, source_group, attribute, value``. Each recording is asked with its transcript (``transcripts``; none: the
+    self-report form, which needs none) under ``protocol``; ``read_values`` maps the answers (``utterance_id,
+    answer``) to their values (``utterance_id, attribute, value``; default the self-report form's field reader).
+    ``read_arms``: the values of an arm another check already read (the gate's ``original`` arm is the nTVD check's),
+    taken as they are."""
+    read_values = read_values or (lambda answers: attribute_table(answers, task)[0])
+    read_arms = read_arms or {}
     frames = []
     for arm in arm_names:
-        utterances = list(arms.audio[arm])
-        requests = [task.request("", arms.audio[arm][utterance], protocol=SELF_REPORT) for utterance in utterances]
-        answers = pd.DataFrame({"utterance_id": utterances, "answer": model.generate(requests, params)})
-        values, _ = attribute_table(answers, task)
-        info = arms.recordings.loc[values["utterance_id"]]
+        values = read_arms.get(arm)
+        if values is None:
+            keys = list(arms.audio[arm])
+            requests = task.requests(
+                ["" if transcripts is None else transcripts[key] for key in keys],
+                [arms.audio[arm][key] for key in keys],
+                prompts_dir,
+                protocol,
+            )
+            values = read_values(pd.DataFrame({"utterance_id": keys, "answer": list(ask(requests, arm))}))
         frames.append(
-            pd.DataFrame(
-                {
-                    "speaker": info["speaker"].to_numpy(),
-                    "recording": values["utterance_id"].to_numpy(),
-                    "arm": arm,
-                    "source_group": info["source_group"].to_numpy(),
-                    "attribute": values["attribute"].to_numpy(),
-                    "value": values["value"].to_numpy(),
-                }
+            arm_rows(
+                arms,
+                values["utterance_id"],
+                arm,
+                attribute=values["attribute"].to_numpy(),
+                value=values["value"].to_numpy(),
             )
         )
     return pd.concat(frames, ignore_index=True)
 
 
 def wer_arm_table(
-    model,
-    corpus: Corpus,
+    ask: Ask,
+    references: Mapping[Any, str],
     arms: CorpusArms,
     *,
+    prompt: str = TRANSCRIPTION_PROMPT,
     arm_names: Iterable[str] = (IDENTITY, SWAP),
-    params: DecodingParams | None = None,
 ) -> pd.DataFrame:
-    """One row per recording and arm of ``model``'s transcript scored against the corpus's ``transcript``:
-    ``speaker, recording, arm, source_group, errors`` (S + D + I) and ``words`` (reference words), the table
-    :func:`harness.metrics.counterfactual.paired_wer_difference` reads."""
-    params = params or DecodingParams()
+    """One row per recording and arm of ``arm_names`` of the transcript asked with ``prompt``, scored against the
+    recording's reference (``references``, its transcript): ``speaker, recording, arm, source_group, errors``
+    (S + D + I) and ``words`` (reference words), what :func:`harness.metrics.counterfactual.paired_wer_difference`
+    reads."""
     frames = []
     for arm in arm_names:
-        utterances = list(arms.audio[arm])
-        requests = [GenerationRequest(TRANSCRIPTION_PROMPT, arms.audio[arm][utterance]) for utterance in utterances]
-        scored = [
-            word_errors(str(corpus.table.loc[utterance, "transcript"]), hypothesis)
-            for utterance, hypothesis in zip(utterances, model.generate(requests, params))
-        ]
-        info = arms.recordings.loc[utterances]
+        keys = list(arms.audio[arm])
+        hypotheses = ask([GenerationRequest(prompt, arms.audio[arm][key]) for key in keys], arm)
+        scored = [word_errors(references[key], str(hypothesis)) for key, hypothesis in zip(keys, hypotheses)]
         frames.append(
-            pd.DataFrame(
-                {
-                    "speaker": info["speaker"].to_numpy(),
-                    "recording": utterances,
-                    "arm": arm,
-                    "source_group": info["source_group"].to_numpy(),
-                    "errors": [e.substitutions + e.deletions + e.insertions for e in scored],
-                    "words": [e.n_ref_words for e in scored],
-                }
+            arm_rows(
+                arms,
+                keys,
+                arm,
+                errors=[e.substitutions + e.deletions + e.insertions for e in scored],
+                words=[e.n_ref_words for e in scored],
             )
         )
     return pd.concat(frames, ignore_index=True)
 
 
 def choice_arm_table(
-    model,
-    item_set: ItemSet,
-    arms: CorpusArms,
-    *,
-    arm_names: Iterable[str] = (IDENTITY, SWAP),
-    params: DecodingParams | None = None,
+    ask: Ask, item_set: ItemSet, arms: CorpusArms, *, arm_names: Iterable[str] = (IDENTITY, SWAP)
 ) -> pd.DataFrame:
-    """``model``'s choices on a BASIS stereotype set in the speech-implicit mode, every option order asked on every
+    """The choices on a BASIS stereotype set in the speech-implicit mode, every option order asked on every
     arm's audio: one row per (recording, option order) and arm with ``speaker, recording`` (``row|order``, the
     unit paired across arms), ``arm, source_group`` and ``choice`` (:data:`harness.metrics.basis.CHOICES`)."""
     if item_set.kind != "stereotype":
         raise ValueError(f"{item_set.metadata_path}: choice_arm_table reads stereotype sets; {item_set.name!r} is "
                          f"{item_set.kind!r}")  # fmt: skip
-    params = params or DecodingParams()
     table = choice_requests(item_set, SPEECH_IMPLICIT)
     texts = item_set.table.set_index("row")
     frames = []
     for arm in arm_names:
         requests = [dataclasses.replace(request, audio=arms.audio[arm][row]) for request, row in zip(table.requests, table.rows["row"])]  # fmt: skip
         choices = []
-        for row, order_code, answer in zip(table.rows["row"], table.rows["order"], model.generate(requests, params)):
+        for row, order_code, answer in zip(table.rows["row"], table.rows["order"], ask(requests, arm)):
             order = order_code.split("|")
             options = {chr(ord("A") + i): " ".join(texts.at[row, key].split()) for i, key in enumerate(order)}
             key = choice_for_letter(match_answer(answer, options).letter, order)

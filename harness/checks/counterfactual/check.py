@@ -27,7 +27,7 @@ A case fails (thresholds.yaml ``counterfactual``) when its effect exceeds its ba
 design floor (:class:`harness.records.PermutationFloor`, counted on the speakers it kept): 2 / 2^S for one
 direction's S speakers, 2^D / 2^S for the VIBE statistic over D directions, at least 1 / (B + 1); a case beyond its
 bar whose contrasts cannot reach the corrected alpha (any case, under rule ``significance``) is unmeasured, not
-passed, by the one decide step (:func:`harness.checks.base.bias_decision`).
+passed, by the one decide step (:func:`harness.checks.verdict.bias_decision`).
 """
 
 from __future__ import annotations
@@ -38,33 +38,32 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import (
-    TASK_PROBE,
-    TRANSCRIPTION_PROBE,
-    Case,
-    Check,
-    CheckContext,
-    CompareContext,
-    Comparison,
-    Measurement,
-    per_run,
-    regression_comparison,
-    unsupported,
-)
-from harness.checks.counterfactual.arms import IDENTITY, SWAP
+from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Case, Check, Measurement, per_run
+from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
-from harness.checks.counterfactual.perceived import PerceivedFilter, perceived_filter, require_perceived_swap
-from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA
-from harness.checks.counterfactual.tables import (
+from harness.checks.counterfactual.perceived import PerceivedFilter, require_perceived_swap
+from harness.checks.counterfactual.record import CounterfactualPayload
+from harness.checks.counterfactual.settings import (
+    ASR,
+    COUNTERFACTUAL_SCHEMA,
+    IDENTITY,
     ORIGINAL,
+    STEREOTYPE_VARIANT,
+    SWAP,
+    VIBE,
+    WER,
+    CounterfactualThresholds,
+    kind_of,
+)
+from harness.checks.counterfactual.tables import (
     choice_table,
-    perceived_clips,
-    settings_for,
+    perceived_recordings,
     transform_dimension,
     transform_settings,
     vibe_table,
     wer_table,
 )
+from harness.checks.release import Comparison, regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.counterfactual import (
@@ -81,10 +80,6 @@ from harness.metrics.paired import paired_speaker_test
 from harness.records import CaseRecord, Contrast
 from harness.tasks import TASKS
 
-ASR, STEREOTYPE = "asr", "stereotype"
-KINDS = {ASR: "wer", STEREOTYPE: "stereotype"}
-"""Variant -> the kind of measure; every other variant is a VIBE task (kind ``vibe``)."""
-
 
 class CounterfactualCheck(Check):
     name = "counterfactual"
@@ -92,7 +87,7 @@ class CounterfactualCheck(Check):
     schema = COUNTERFACTUAL_SCHEMA
 
     def variants(self, context: CheckContext) -> list[str]:
-        return [*sorted(TASKS), ASR, STEREOTYPE]
+        return [*sorted(TASKS), ASR, STEREOTYPE_VARIANT]
 
     def audio_probe(self, case: Case) -> str | None:
         """The transcription probe for the ASR arms (transcripts), the task probe for the VIBE and stereotype arms."""
@@ -111,7 +106,7 @@ class CounterfactualCheck(Check):
                     cases.append(self._case(model, corpus_name, dimension, variant, parts))
             for item_set in context.basis.of_kind("stereotype", dimension):
                 parts = [model, item_set.name]
-                cases.append(self._case(model, item_set.name, dimension, STEREOTYPE, parts))
+                cases.append(self._case(model, item_set.name, dimension, STEREOTYPE_VARIANT, parts))
         return cases
 
     def _case(self, model: str, source: str, dimension: str, variant: str, parts: list[str]) -> Case:
@@ -131,54 +126,49 @@ class CounterfactualCheck(Check):
             "the voice transform swaps"
         )
 
-    def threshold_values(self, context, case: Case) -> dict[str, Any]:
-        return settings_for(context, case.dimension)
-
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
-        settings = self.threshold_values(context, case)
-        perceived = perceived_filter(perceived_clips(context, case.corpus, case.dimension))
-        require_perceived_swap(perceived, float(settings["min_perceived_share"]), case.id, context.perceiver)
+        settings: CounterfactualThresholds = self.thresholds(context, case)
+        perceived = perceived_recordings(context, case.corpus, case.dimension)
+        require_perceived_swap(perceived, settings.min_perceived_share, case.id, context.perceiver)
         seed = derived_seed(context.seed, self.name, case.id)
-        kind = KINDS.get(case.variant, "vibe")
+        kind = kind_of(case.variant)
         kept = self.kept_table(context, case)
         speakers = int(kept["speaker"].nunique())
-        measure = {"vibe": self._vibe, "wer": self._wer, "stereotype": self._stereotype}[kind]
+        measure = self._vibe if kind is VIBE else self._wer if kind is WER else self._stereotype
         contrasts, payload, findings = measure(kept, settings, seed)
         payload |= {
-            "kind": kind,
-            "transform": str(settings["transform"]),
+            "kind": kind.name,
+            "transform": settings.transform,
             "transform_settings": dataclasses.asdict(transform_settings(context, case.dimension)[1]),
             "perceiver": context.perceiver,
             "perceived": perceived_rows(perceived),
             "excluded": dict(perceived.excluded),
             "n_speakers": speakers,
-            "n_permutations": int(settings["n_permutations"]),
+            "n_permutations": settings.n_permutations,
             "seed": seed,
         }
-        bar_key = {"vibe": "max_ntvd", "wer": "max_wer_difference", "stereotype": "max_stereotype_shift"}[kind]
-        bar = float(settings[bar_key])
-        rule = str(settings["rule"])
+        threshold = settings.case_threshold(kind)
         return Measurement(
             value=payload["effect"],
             contrasts=contrasts,
-            statistic=STATISTICS[kind],
-            rule=rule,
-            threshold={bar_key: bar, "rule": rule, "min_perceived_share": float(settings["min_perceived_share"])},
-            criterion=f"{'significant' if rule == 'significance' else f'effect > {bar:g} and significant'}",
+            statistic=kind.statistic,
+            rule=threshold.rule,
+            threshold=threshold.to_json(),
+            criterion=threshold.criterion(),
             findings=f"{findings}; perceived as the target: {perceived_words(perceived)}",
             paired_data=self.paired_data(context, case),
-            payload=payload,
+            payload=CounterfactualPayload(**payload),
         )
 
     @per_run
     def kept_table(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """The case's answers on every arm (:mod:`.tables`), of the recordings whose swap the perceiver heard as the
         target group; :class:`CaseNotMeasured` when none of them has an answer."""
-        perceived = perceived_filter(perceived_clips(context, case.corpus, case.dimension))
-        kind = KINDS.get(case.variant, "vibe")
-        if kind == "vibe":
+        perceived = perceived_recordings(context, case.corpus, case.dimension)
+        kind = kind_of(case.variant)
+        if kind is VIBE:
             table = vibe_table(context, case.model, case.corpus, case.variant, case.dimension)
-        elif kind == "wer":
+        elif kind is WER:
             table = wer_table(context, case.model, case.corpus, case.dimension)
         else:
             table = choice_table(context, case.model, case.corpus, case.dimension)
@@ -189,7 +179,7 @@ class CounterfactualCheck(Check):
 
     def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
         """Per speaker, the arm sums a later run pairs with (:func:`speaker_arm_sums`), as JSON lists."""
-        sums = speaker_arm_sums(self.kept_table(context, case), KINDS.get(case.variant, "vibe"))
+        sums = speaker_arm_sums(self.kept_table(context, case), kind_of(case.variant).name)
         return {"speaker": [str(s) for s in sums.index], **{c: sums[c].tolist() for c in sums.columns}}
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
@@ -206,15 +196,15 @@ class CounterfactualCheck(Check):
         if not baseline.paired_data or not candidate.paired_data:
             return unsupported(baseline, "the baseline record carries no per-speaker arm sums")
         tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
-        settings = self.threshold_values(context, case)
-        kind = KINDS.get(case.variant, "vibe")
+        settings: CounterfactualThresholds = self.thresholds(context, case)
+        kind = kind_of(case.variant)
         try:
             columns = with_arm_counterparts(sorted((set(tables[0].columns) | set(tables[1].columns)) - {"group"}))
             tables = [table.reindex(columns=["group", *columns], fill_value=0.0) for table in tables]
-            retained = retained_values(tables, int(settings["tau"])) if kind == "vibe" else None
+            retained = retained_values(tables, settings.tau) if kind is VIBE else None
             result = paired_excess_bootstrap(
                 *tables,
-                release_statistic(kind, columns, retained=retained),
+                release_statistic(kind.name, columns, retained=retained),
                 arm_exchange_index(columns),
                 seed=derived_seed(context.seed, "paired", case.id),
             )
@@ -224,13 +214,13 @@ class CounterfactualCheck(Check):
             context,
             case,
             paired_speaker_test(result, "higher"),
-            measure=RELEASE_MEASURES[kind],
-            margin=float(settings["max_worsening"]),
+            measure=kind.release_measure,
+            margin=settings.max_worsening,
             margin_key="max_worsening",
         )
 
-    def _vibe(self, table: pd.DataFrame, settings: dict[str, Any], seed: int):
-        arms = vibe_arms(table, tau=int(settings["tau"]), n_permutations=int(settings["n_permutations"]), seed=seed)
+    def _vibe(self, table: pd.DataFrame, settings: CounterfactualThresholds, seed: int):
+        arms = vibe_arms(table, tau=settings.tau, n_permutations=settings.n_permutations, seed=seed)
         effect, artifact, flips, artifact_flips = (
             arms.voice_effect,
             arms.artifact,
@@ -241,7 +231,7 @@ class CounterfactualCheck(Check):
             "nTVD identity vs swap",
             effect.score,
             effect.test.p_value,
-            effect.score > settings["max_ntvd"],
+            effect.score > settings.max_ntvd,
             effect.test.floor,
         )
         payload = {
@@ -271,15 +261,11 @@ class CounterfactualCheck(Check):
         )
         return [contrast], payload, findings
 
-    def _wer(self, table: pd.DataFrame, settings: dict[str, Any], seed: int):
+    def _wer(self, table: pd.DataFrame, settings: CounterfactualThresholds, seed: int):
         return self._per_direction(
             table,
-            settings,
-            seed,
-            lambda rows, arms: paired_wer_difference(
-                rows, arms, n_permutations=int(settings["n_permutations"]), seed=seed
-            ),
-            bar=float(settings["max_wer_difference"]),
+            lambda rows, arms: paired_wer_difference(rows, arms, n_permutations=settings.n_permutations, seed=seed),
+            bar=settings.max_wer_difference,
             label="WER swap - identity (points)",
             difference=lambda result: result.difference,
             arm_measure=lambda result: result.wer,
@@ -287,13 +273,11 @@ class CounterfactualCheck(Check):
             extra=lambda result: {"mean_recording_difference": finite_or_none(result.mean_recording_difference)},
         )
 
-    def _stereotype(self, table: pd.DataFrame, settings: dict[str, Any], seed: int):
+    def _stereotype(self, table: pd.DataFrame, settings: CounterfactualThresholds, seed: int):
         return self._per_direction(
             table,
-            settings,
-            seed,
-            lambda rows, arms: choice_flips(rows, arms, n_permutations=int(settings["n_permutations"]), seed=seed),
-            bar=float(settings["max_stereotype_shift"]),
+            lambda rows, arms: choice_flips(rows, arms, n_permutations=settings.n_permutations, seed=seed),
+            bar=settings.max_stereotype_shift,
             label="stereotype share swap - identity (points)",
             difference=lambda result: result.share_change,
             arm_measure=lambda result: result.stereotype_share,
@@ -301,9 +285,7 @@ class CounterfactualCheck(Check):
             extra=lambda result: {"flip_rate": finite_or_none(result.flip_rate), "items": result.items},
         )
 
-    def _per_direction(
-        self, table, settings, seed, measure, *, difference, bar, label, arm_measure, artifact_name, extra
-    ):
+    def _per_direction(self, table, measure, *, difference, bar, label, arm_measure, artifact_name, extra):
         """One contrast per swap direction (the directions may move the measure in opposite ways): swap - identity
         of ``measure`` (its ``difference``, points), with its paired permutation p; the artifact is identity -
         original; ``arm_measure`` gives each arm's level, ``extra`` the measure's own fields."""
@@ -344,23 +326,6 @@ class CounterfactualCheck(Check):
             for source, d in directions.items()
         )
         return contrasts, payload, findings
-
-
-STATISTICS = {
-    "vibe": "nTVD between the identity and swap arms (0-100), paired speaker-level permutation p-value",
-    "wer": "pooled WER difference swap - identity per direction (points), paired speaker-level permutation p-value",
-    "stereotype": "stereotype share difference swap - identity per direction (points), paired speaker-level "
-    "permutation p-value",
-}
-
-
-RELEASE_MEASURES = {
-    "vibe": "nTVD identity vs swap beyond arm exchange",
-    "wer": "largest |WER swap - identity| over directions beyond arm exchange (points)",
-    "stereotype": "largest |stereotype share swap - identity| over directions beyond arm exchange (points)",
-}
-"""What a release comparison measures per kind: the effect less its expectation under exchanging each speaker's arms
-(:func:`~harness.metrics.counterfactual.paired_excess_bootstrap`)."""
 
 
 def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str | None:

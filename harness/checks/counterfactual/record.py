@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.records import CaseRecord
+from harness.records import CaseRecord, RecordPayload
 
 
 @dataclasses.dataclass(kw_only=True)
-class CounterfactualRecord(CaseRecord):
+class CounterfactualPayload(RecordPayload):
     """``kind``: ``vibe`` (a VIBE task), ``wer`` or ``stereotype``; ``effect``: the case's voice effect (the arm nTVD,
     or the largest per-direction difference swap - identity in points), ``p`` its paired permutation p;
     ``per_direction``: swap direction (source group) -> its effect; ``perceived``: per direction, the swapped clips
@@ -41,6 +41,11 @@ class CounterfactualRecord(CaseRecord):
     transform_settings: dict[str, float] | None = None
     """The voice transform's arguments the arms were made with (``ChangeGenderSettings``); a baseline made with
     others is not compared (:func:`~harness.checks.counterfactual.check.arms_protocol_difference`)."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class CounterfactualRecord(CounterfactualPayload, CaseRecord):
+    """The results.json record of a counterfactual case: the case's fields, then :class:`CounterfactualPayload`'s."""
 
 
 RECORD = CounterfactualRecord

@@ -9,49 +9,60 @@ choices), so its answers are theirs, from the same cache entries.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
 from harness.cache import cache_keys
-from harness.checks.base import CheckContext, per_run_table
-from harness.checks.counterfactual.arms import IDENTITY, SWAP, CorpusArms, build_arms, choice_arm_table, item_set_arms
+from harness.checks.context import CheckContext, per_run_table
+from harness.checks.counterfactual.arms import (
+    CorpusArms,
+    build_arms,
+    choice_arm_table,
+    item_set_arms,
+    vibe_arm_table,
+    wer_arm_table,
+)
 from harness.checks.counterfactual.perceived import (
     DEFAULT_PERCEIVER,
     NO_LABEL,
     PERCEIVE_NAMESPACE,
+    PerceivedFilter,
     label_clips,
+    perceived_filter,
     voice_praat_labeller,
 )
-from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
+from harness.checks.counterfactual.settings import (
+    ARMS,
+    COUNTERFACTUAL_SCHEMA,
+    ORIGINAL,
+    SECTION,
+    SWAP,
+    CounterfactualThresholds,
+)
 from harness.checks.ntvd.tables import extraction
-from harness.core.requests import Audio, DecodingParams, GenerationRequest
+from harness.core.requests import Audio, GenerationRequest
 from harness.data.voice_transforms import ChangeGenderSettings, get_transform
 from harness.data.voice_transforms.arm_audio import ARM_FOLDER, ArmStore, store_for
 from harness.extraction.memo import field_attribute_table
-from harness.metrics.wer import word_errors
 from harness.tasks import TASKS
 from harness.tasks.base import PAPER
 
-ORIGINAL = "original"
-ARMS = (ORIGINAL, IDENTITY, SWAP)
 PERCEIVER_PROMPT = (
     "Listen to the speaker's voice. Does it sound like a {groups} voice? Answer with one word: {choices}."
 )
 """What a backend perceiver (``--perceiver SPEC``) is asked of each swapped clip; its answer names the group."""
 
 
-def settings_for(context: CheckContext, dimension: str) -> dict[str, Any]:
+def settings_for(context: CheckContext, dimension: str) -> CounterfactualThresholds:
     """The ``counterfactual`` thresholds of ``dimension`` (defaults layered with its ``dimensions`` entry)."""
-    return context.thresholds.values(SECTION, COUNTERFACTUAL_SCHEMA, None, dimension)
+    return context.thresholds.settings(SECTION, COUNTERFACTUAL_SCHEMA, None, dimension)
 
 
 def transform_settings(context: CheckContext, dimension: str) -> tuple[str, ChangeGenderSettings]:
     settings = settings_for(context, dimension)
-    return str(settings["transform"]), ChangeGenderSettings.from_settings(settings)
+    return settings.transform, settings.change_gender()
 
 
 def arm_store(context: CheckContext) -> ArmStore:
@@ -132,98 +143,72 @@ def named_group(answer: str, groups: Sequence[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
-def _long(arms: CorpusArms, keys: Sequence[Any], arm: str, **columns: Any) -> pd.DataFrame:
-    rows = arms.recordings.index.get_indexer(list(keys))
-    if (rows < 0).any():
-        raise KeyError(f"recording {list(keys)[int((rows < 0).argmax())]!r} has no arms")
-    text = arms.text
-    return pd.DataFrame(
-        {
-            "speaker": text["speaker"][rows],
-            "recording": text["recording"][rows],
-            "arm": arm,
-            "source_group": text["source_group"][rows],
-            **columns,
-        }
-    )
+@per_run_table
+def perceived_recordings(context: CheckContext, source: str, dimension: str) -> PerceivedFilter:
+    """The recordings of ``source`` whose swap the perceiver heard as the target group, and the share per direction
+    (:func:`.perceived.perceived_filter` of :func:`perceived_clips`): once per source and dimension, for every case
+    of it."""
+    return perceived_filter(perceived_clips(context, source, dimension))
 
 
 @per_run_table
 def vibe_table(context: CheckContext, model: str, corpus_name: str, task_name: str, dimension: str) -> pd.DataFrame:
-    """One row per extracted value of ``model``'s answers to the task on each arm, under the run's VIBE protocol and
-    extractor (those of the nTVD check, whose answers are the ``original`` arm's): ``speaker, recording, arm,
-    source_group, attribute, value``."""
+    """One row per extracted value of ``model``'s answers to the task on each arm (:func:`.arms.vibe_arm_table`),
+    under the run's VIBE protocol and extractor: ``speaker, recording, arm, source_group, attribute, value``. The
+    ``original`` arm's values are the nTVD check's (the same requests), the others are asked through the cache."""
     corpus, task = context.corpora[corpus_name], TASKS[task_name]
-    arms = corpus_arms(context, corpus_name, dimension)
     budget = task.max_new_tokens if context.vibe.protocol == PAPER else None
-    original, _ = extraction(context, model, corpus_name, task_name)
-    frames = [_long(arms, original["utterance_id"], ORIGINAL, attribute=original["attribute"].to_numpy(), value=original["value"].to_numpy())]  # fmt: skip
-    transcripts = corpus.table["transcript"].astype(str).to_dict()
-    for arm in (IDENTITY, SWAP):
-        utterances = list(arms.audio[arm])
-        requests = task.requests(
-            [transcripts[u] for u in utterances],
-            [arms.audio[arm][u] for u in utterances],
-            context.prompts_dir,
-            context.vibe.protocol,
-        )
-        outputs = context.outputs(model, requests, f"{corpus_name}/{task_name} {arm} arm", max_new_tokens=budget)
-        answers = pd.concat([pd.DataFrame({"utterance_id": utterances}), outputs], axis=1)
+
+    def ask(requests: Sequence[GenerationRequest], arm: str) -> list[str]:
+        label = f"{corpus_name}/{task_name} {arm} arm"
+        return list(context.outputs(model, requests, label, max_new_tokens=budget)["answer"])
+
+    def read_values(answers: pd.DataFrame) -> pd.DataFrame:
         if context.extractor is None:
-            values, _ = field_attribute_table(answers, task, context.cache)
-        else:
-            values, _ = context.extractor.attribute_table(answers, task)
-        frames.append(_long(arms, values["utterance_id"], arm, attribute=values["attribute"].to_numpy(), value=values["value"].to_numpy()))  # fmt: skip
-    return pd.concat(frames, ignore_index=True)
+            return field_attribute_table(answers, task, context.cache)[0]
+        return context.extractor.attribute_table(answers, task)[0]
+
+    original, _ = extraction(context, model, corpus_name, task_name)
+    return vibe_arm_table(
+        ask,
+        task,
+        corpus_arms(context, corpus_name, dimension),
+        read_values=read_values,
+        transcripts=corpus.table["transcript"].astype(str).to_dict(),
+        protocol=context.vibe.protocol,
+        prompts_dir=context.prompts_dir,
+        arm_names=ARMS,
+        read_arms={ORIGINAL: original},
+    )
 
 
 @per_run_table
 def wer_table(context: CheckContext, model: str, corpus_name: str, dimension: str) -> pd.DataFrame:
-    """One row per recording and arm of the transcript ``model``'s transcriber (the WER checks', :meth:`~harness.
-    checks.base.CheckContext.transcriber`) made of it, scored against the corpus's transcript: ``speaker,
-    recording, arm, source_group, errors`` (S + D + I) and ``words`` (reference words)."""
-    arms = corpus_arms(context, corpus_name, dimension)
+    """One row per recording and arm of the transcript ``model``'s transcriber (the WER checks',
+    :meth:`~harness.checks.context.CheckContext.transcriber`) made of it, scored against the corpus's transcript
+    (:func:`.arms.wer_arm_table`): ``speaker, recording, arm, source_group, errors`` (S + D + I) and ``words``."""
     transcriber, prompt = context.transcriber(model)
+
+    def ask(requests: Sequence[GenerationRequest], arm: str) -> list[str]:
+        return list(context.outputs(transcriber, requests, f"{corpus_name}/transcription {arm} arm")["answer"])
+
     references = context.corpora[corpus_name].table["transcript"].astype(str).to_dict()
-    frames = []
-    for arm in ARMS:
-        utterances = list(arms.audio[arm])
-        requests = [GenerationRequest(prompt, arms.audio[arm][u]) for u in utterances]
-        outputs = context.outputs(transcriber, requests, f"{corpus_name}/transcription {arm} arm")
-        scored = [word_errors(references[u], str(h)) for u, h in zip(utterances, outputs["answer"])]
-        frames.append(
-            _long(
-                arms,
-                utterances,
-                arm,
-                errors=[e.substitutions + e.deletions + e.insertions for e in scored],
-                words=[e.n_ref_words for e in scored],
-            )
-        )
-    return pd.concat(frames, ignore_index=True)
-
-
-@dataclasses.dataclass
-class _CachedAsker:
-    """A loaded-backend lookalike (``generate(requests, params)``) whose answers come through the run's cache."""
-
-    context: CheckContext
-    model: str
-    label: str
-
-    def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams | None = None) -> list[str]:
-        return list(self.context.outputs(self.model, requests, self.label)["answer"])
+    return wer_arm_table(ask, references, corpus_arms(context, corpus_name, dimension), prompt=prompt, arm_names=ARMS)
 
 
 @per_run_table
 def choice_table(context: CheckContext, model: str, set_name: str, dimension: str) -> pd.DataFrame:
     """``model``'s choices on a BASIS stereotype set in the speech-implicit mode, every option order asked on every
     arm (:func:`.arms.choice_arm_table`): ``speaker, recording`` (``row|order``), ``arm, source_group, choice``."""
-    arms = basis_arms(context, set_name, dimension)
-    asker = _CachedAsker(context, model, f"{set_name} speech-implicit arms")
-    return choice_arm_table(asker, context.basis.item_set(set_name), arms, arm_names=ARMS)
+
+    def ask(requests: Sequence[GenerationRequest], arm: str) -> list[str]:
+        return list(context.outputs(model, requests, f"{set_name} speech-implicit arms")["answer"])
+
+    return choice_arm_table(
+        ask, context.basis.item_set(set_name), basis_arms(context, set_name, dimension), arm_names=ARMS
+    )
 
 
 def transform_dimension(context: CheckContext, dimension: str | None = None) -> str:
     """The dimension whose groups the configured transform swaps (``gender`` for ``gender_swap``)."""
-    return get_transform(str(settings_for(context, dimension or "").get("transform"))).dimension
+    return get_transform(settings_for(context, dimension or "").transform).dimension

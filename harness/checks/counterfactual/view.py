@@ -15,28 +15,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.checks.counterfactual.record import CounterfactualRecord
+from harness.checks.counterfactual.settings import (
+    ARMS,
+    IDENTITY,
+    KINDS,
+    STEREOTYPE,
+    SWAP,
+    VIBE,
+    WER,
+    CaseThreshold,
+)
 from harness.checks.view import CheckView
 from harness.display.decisions import decision_words
 from harness.display.plots import PALETTE, text_width
-from harness.display.text import case_anchor, fmt_number, model_keys, p_text
+from harness.display.text import case_anchor, model_keys, p_text
 from harness.tasks import TASKS
 
-BARS = {"max_ntvd": ("nTVD", ""), "max_wer_difference": ("|WER difference|", " points"), "max_stereotype_shift": ("|stereotype share change|", " points")}  # fmt: skip
-
-EFFECT_UNITS = {"vibe": "nTVD, 0–100", "wer": "WER, points", "stereotype": "share, points"}
-"""The unit of a case's ``effect`` in a table cell, by its ``kind``."""
-EFFECT_NAMES = {
-    "vibe": "nTVD identity vs swap (0–100)",
-    "wer": "WER swap − identity (points)",
-    "stereotype": "stereotype share swap − identity (points)",
-}
-"""What a case's ``effect`` measures, by its ``kind``."""
-
-KIND_TITLES = {"vibe": "VIBE tasks", "wer": "ASR", "stereotype": "BASIS stereotype sets"}
 VARIANT_TITLES = {"asr": "ASR (WER)", "stereotype": "stereotype choices"}
 
-ARM_NAMES = ("identity", "swap")
-ARM_COLOURS = {"identity": PALETTE[0], "swap": PALETTE[1]}
+ARM_NAMES = (IDENTITY, SWAP)
+ARM_COLOURS = {IDENTITY: PALETTE[0], SWAP: PALETTE[1]}
 
 MAX_VALUES = 10
 """The values a paired-bar plot draws (those whose share moved most); the rest are summed in one row of text."""
@@ -105,7 +103,7 @@ def decision_cell(record: CounterfactualRecord) -> dict[str, Any]:
     """The verdict and the test that reached it (:func:`harness.display.decisions.decision_words`): "FAIL —
     regression" with the release test's change on its measure, or "pass — within the bar" with the absolute test;
     never the absolute test's adjusted p of 1 (a contrast within its bar is not tested) beside a FAIL."""
-    words = decision_words(record, magnitude_rule(record.threshold), digits=2)
+    words = decision_words(record, magnitude_rule(record), digits=2)
     # A record without a decision (an older file) has only its test's p.
     return {"text": words.headline(), "lines": words.lines() or [f"p {p_text(record.p)}"]}
 
@@ -126,14 +124,14 @@ def summary_tables(records: Sequence[CounterfactualRecord], keys: Mapping[str, s
             {
                 "source": source,
                 "dimension": dimension,
-                "kinds": [KIND_TITLES.get(kind, kind) for kind in kinds],
+                "kinds": [KINDS[kind].title for kind in kinds],
                 "rows": [
                     {
                         "anchor": case_anchor(record),
                         "detail": detail_anchor(record),
                         "model": keys[record.model],
                         "variant": variant_title(record.variant),
-                        "unit": EFFECT_UNITS.get(record.kind, record.kind),
+                        "unit": KINDS[record.kind].effect_unit,
                         "effect": record.effect,
                         "per_direction": [
                             {"direction": direction_title(record, direction), "effect": effect}
@@ -332,7 +330,7 @@ def arm_detail(record: CounterfactualRecord, keys: Mapping[str, str]) -> dict[st
     """Per direction: the measure in the original, identity and swap arms, the paired difference swap − identity
     with its p, the artifact identity − original with its p, and the flip rate (stereotype) or the mean
     per-recording difference (WER)."""
-    bar = next((float(record.threshold[key]) for key in BARS if key in record.threshold), None)
+    bar = case_threshold(record).bar
     rows = []
     for direction, entry in record.directions.items():
         arms, effect = entry.get("arms") or {}, entry.get("effect")
@@ -340,7 +338,7 @@ def arm_detail(record: CounterfactualRecord, keys: Mapping[str, str]) -> dict[st
             {
                 "direction": direction_title(record, direction),
                 "beyond": not record.passed and effect is not None and (bar is None or abs(effect) > bar),
-                "arms": [arms.get(arm) for arm in ("original", "identity", "swap")],
+                "arms": [arms.get(arm) for arm in ARMS],
                 "effect": entry.get("effect"),
                 "p": entry.get("p"),
                 "artifact": entry.get("artifact"),
@@ -355,8 +353,8 @@ def arm_detail(record: CounterfactualRecord, keys: Mapping[str, str]) -> dict[st
         )
     return {
         **case_heading(record, keys),
-        "arm_measure": "WER (%)" if record.kind == "wer" else "stereotype share (%)",
-        "extra": "flip rate" if record.kind == "stereotype" else "mean per-recording difference",
+        "arm_measure": "WER (%)" if KINDS[record.kind] is WER else "stereotype share (%)",
+        "extra": "flip rate" if KINDS[record.kind] is STEREOTYPE else "mean per-recording difference",
         "rows": rows,
     }
 
@@ -371,7 +369,7 @@ def case_heading(record: CounterfactualRecord, keys: Mapping[str, str]) -> dict[
         "passed": record.passed,
         "effect": record.effect,
         "p": record.p,
-        "measure": EFFECT_NAMES.get(record.kind, record.kind),
+        "measure": KINDS[record.kind].effect_name,
         "artifact": record.artifact or {},
     }
 
@@ -381,28 +379,29 @@ def fail_rules(records: Sequence[CounterfactualRecord]) -> list[str]:
     and significant")."""
     lines = []
     for record in records:
-        threshold = record.threshold
-        rule = (
+        rule = case_threshold(record).rule
+        words = (
             "significant"
-            if threshold.get("rule") == "significance"
-            else f"{magnitude_rule(threshold)} and significant"
-            if threshold.get("rule") == "both"
-            else magnitude_rule(threshold)
+            if rule == "significance"
+            else f"{magnitude_rule(record)} and significant"
+            if rule == "both"
+            else magnitude_rule(record)
         )
-        line = f"{KIND_TITLES.get(record.kind, record.kind)}: {rule}"
+        line = f"{KINDS[record.kind].title}: {words}"
         if line not in lines:
             lines.append(line)
     return lines
 
 
 def min_perceived_shares(records: Sequence[CounterfactualRecord]) -> list[float]:
-    return sorted({float(r.threshold["min_perceived_share"]) for r in records if "min_perceived_share" in r.threshold})
+    shares = (case_threshold(record).min_perceived_share for record in records)
+    return sorted({float(share) for share in shares if share is not None})
 
 
 def section_context(records: Sequence[CounterfactualRecord]) -> dict[str, Any]:
     keys = model_names(records)
-    vibe = [vibe_detail(record, keys) for record in records if record.kind == "vibe"]
-    arms = [arm_detail(record, keys) for record in records if record.kind != "vibe"]
+    vibe = [vibe_detail(record, keys) for record in records if KINDS[record.kind] is VIBE]
+    arms = [arm_detail(record, keys) for record in records if KINDS[record.kind] is not VIBE]
     return {
         "tables": summary_tables(records, keys),
         "keys": keys,
@@ -416,31 +415,24 @@ def section_context(records: Sequence[CounterfactualRecord]) -> dict[str, Any]:
     }
 
 
-def magnitude_rule(threshold: Mapping[str, Any]) -> str:
-    if threshold.get("rule") == "significance":
+def case_threshold(record: CounterfactualRecord) -> CaseThreshold:
+    """What the case was judged by: its kind's bar, the rule and the perceived share (the record's ``threshold``)."""
+    return CaseThreshold.from_json(record.threshold, KINDS[record.kind])
+
+
+def magnitude_rule(record: CounterfactualRecord) -> str:
+    threshold = case_threshold(record)
+    if threshold.rule == "significance":
         return "any significant effect"
-    for key, (measure, unit) in BARS.items():
-        if key in threshold:
-            return f"{measure} > {threshold[key]:g}{unit}"
-    return "its bar"
+    if threshold.bar is None:
+        return "its bar"
+    return f"{threshold.kind.bar_words} > {threshold.bar:g}{threshold.kind.unit}"
 
 
-def magnitude_margin(threshold: Mapping[str, Any], estimate: float) -> float | None:
+def magnitude_margin(record: CounterfactualRecord, estimate: float) -> float | None:
     """(bar - |estimate|) / bar."""
-    bar = next((float(threshold[key]) for key in BARS if key in threshold), None)
+    bar = case_threshold(record).bar
     return None if not bar else (bar - abs(estimate)) / bar
-
-
-def legacy_headline(record: CounterfactualRecord) -> dict[str, str]:
-    return {
-        "value": f"effect {fmt_number(record.effect, 2)}",
-        "threshold": magnitude_rule(record.threshold),
-        "uncertainty": "",
-    }
-
-
-def legacy_margin(record: CounterfactualRecord) -> float | None:
-    return None if record.effect is None else magnitude_margin(record.threshold, record.effect)
 
 
 VIEW = CheckView(
@@ -450,7 +442,5 @@ VIEW = CheckView(
     context=section_context,
     magnitude_rule=magnitude_rule,
     magnitude_margin=magnitude_margin,
-    legacy_headline=legacy_headline,
-    legacy_margin=legacy_margin,
     estimate_digits=2,
 )

@@ -8,6 +8,7 @@ from typing import Any
 from harness.checks.basis_common.view import (
     effect_plots,
     effect_rows,
+    gap_thresholds,
     group_plots,
     magnitude_margin,
     magnitude_rule,
@@ -84,14 +85,14 @@ def legacy_headline(record: IcatRecord) -> dict[str, str]:
     per_mode = (record.mode_effects.get("per_mode") or {}).get(record.mode)
     return {
         "value": f"mean ICAT {fmt_number(record.value, 1)} (0–100, 100 = balanced)",
-        "threshold": f"ICAT < {record.threshold.get('min_icat'):g}",
+        "threshold": f"ICAT < {gap_thresholds(record).min_icat:g}",
         "uncertainty": ci_words(per_mode),
     }
 
 
 def legacy_margin(record: IcatRecord) -> float | None:
     """(ICAT − min_icat) / min_icat."""
-    minimum = record.threshold.get("min_icat") or 0
+    minimum = gap_thresholds(record).min_icat or 0
     return (record.value - minimum) / minimum if minimum else None
 
 

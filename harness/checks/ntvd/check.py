@@ -20,17 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checks.base import (
-    Case,
-    Check,
-    CheckContext,
-    Comparison,
-    Contrast,
-    Measurement,
-    per_run,
-    regression_comparison,
-    unsupported,
-)
+from harness.checks.base import Case, Check, Measurement, per_run
+from harness.checks.context import CheckContext
+from harness.checks.ntvd.record import NtvdPayload
 from harness.checks.ntvd.tables import (
     annotation_tables,
     answers,
@@ -38,6 +30,8 @@ from harness.checks.ntvd.tables import (
     group_table,
     minimum_detectable_ntvd,
 )
+from harness.checks.ntvd.thresholds import NtvdThresholds
+from harness.checks.release import Comparison, regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.extraction.canonical import DEFAULT_THRESHOLD, Embedder, MergeMap, build_merge_map
@@ -53,46 +47,15 @@ from harness.metrics.ntvd import (
 )
 from harness.metrics.paired import PairedTest, paired_speaker_test
 from harness.metrics.vibe_analyses import VIBE_TAUS, collapse_diagnostic, ntvd_by_tau, refusal_rate_ntvd
-from harness.records import CaseRecord
+from harness.records import CaseRecord, Contrast
 from harness.semantic import cached_embeddings
 from harness.tasks import TASKS
-from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
-
-RULES = ("magnitude", "significance", "both", "q-value")
-
-
-@dataclasses.dataclass(frozen=True)
-class NtvdThreshold:
-    max_ntvd: float
-    alpha: float
-    rule: str
-    tau: int
-    max_increase: float = 2.0
-
-    def describe(self) -> str:
-        """The rule in words; significance is judged by the gate's decision rule on the permutation p."""
-        if self.rule == "magnitude":
-            return f"fails when nTVD > {self.max_ntvd:g} (no significance test)"
-        if self.rule == "significance":
-            return "fails when significant"
-        if self.rule == "q-value":
-            return f"fails when BH q < {self.alpha:g} over the run's nTVD tests (VIBE's criterion; no magnitude bar)"
-        return f"fails when nTVD > {self.max_ntvd:g} and significant"
 
 
 class NtvdCheck(Check):
     name = "ntvd"
     gate_module = "vibe"
-    schema = ThresholdSchema(
-        keys={
-            "max_ntvd": ThresholdKey((int, float), 20.0, between(0, 100)),
-            "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
-            "rule": ThresholdKey((str,), "both", one_of(*RULES)),
-            "tau": ThresholdKey((int,), 10, at_least(1)),
-            "max_increase": ThresholdKey((int, float), 2.0, between(0, 100)),
-        },
-        variant_axis="tasks",
-    )
+    schema = NtvdThresholds.schema(variant_axis="tasks")
 
     def variants(self, context: CheckContext) -> list[str]:
         return sorted(TASKS)
@@ -117,16 +80,6 @@ class NtvdCheck(Check):
                         )
         return cases
 
-    def threshold(self, context: CheckContext, case: Case) -> NtvdThreshold:
-        values = self.threshold_values(context, case)
-        return NtvdThreshold(
-            float(values["max_ntvd"]),
-            float(values["alpha"]),
-            str(values["rule"]),
-            int(values["tau"]),
-            float(values["max_increase"]),
-        )
-
     def seed(self, context: CheckContext, case: Case) -> int:
         return derived_seed(context.seed, case.model, case.corpus, case.variant, case.dimension)
 
@@ -137,7 +90,7 @@ class NtvdCheck(Check):
             raise CaseNotMeasured(
                 f"{case.id}: no attribute was extracted from any answer; see the extraction status counts"
             )
-        tau = self.threshold(context, case).tau
+        tau = self.thresholds(context, case).tau
         observed = ntvd(table, tau=tau)
         test = permutation_test(table, tau=tau, n_permutations=context.permutations, seed=self.seed(context, case))
         return observed, test
@@ -159,7 +112,7 @@ class NtvdCheck(Check):
         observed, test = self.result(context, case)
         family = fdr_family(family, case)
         q_value = self._q_values(context, family)[case]
-        threshold = self.threshold(context, case)
+        threshold = self.thresholds(context, case)
         if np.isnan(observed.score):
             raise CaseNotMeasured(
                 f"{case.id}: no attribute value occurs at least tau={threshold.tau} times, so nTVD is "
@@ -183,46 +136,46 @@ class NtvdCheck(Check):
             statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
             rule=threshold.rule,
             fdr=(finite_or_none(q_value), len(family), threshold.alpha),
-            threshold=dataclasses.asdict(threshold),
+            threshold=threshold.recorded(),
             criterion=threshold.describe(),
             findings=(
                 f"nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the run's {len(family)} "
                 f"nTVD cases = {q_value:.4g}, VIBE §II-D){left_out_note(observed)}"
             ),
             paired_data=self.paired_data(context, case),
-            payload={
-                "task": case.variant,
-                "p": finite_or_none(test.p_value),
-                "q": finite_or_none(q_value),
-                "n_speakers": observed.n_speakers,
-                "n_groups": observed.n_groups,
-                "n_permutations": test.n_permutations,
-                "seed": test.seed,
-                "per_attribute": {name: finite_or_none(value) for name, value in observed.per_attribute.items()},
-                "dropped_attributes": list(observed.dropped_attributes),
-                "single_group_attributes": list(observed.single_group_attributes),
-                "groups_left_out": {name: list(groups) for name, groups in observed.groups_left_out.items()},
-                "q_family": len(family),
-                "answer_status": status_counts(statuses),
-                "most_divergent": most_divergent_distribution(observed),
-                "tau_sensitivity": self.tau_sensitivity(context, case),
-                "refusal_ntvd": finite_or_none(self.refusal_ntvd(context, case)),
-                "collapsed_attributes": collapse_diagnostic(
+            payload=NtvdPayload(
+                task=case.variant,
+                p=finite_or_none(test.p_value),
+                q=finite_or_none(q_value),
+                n_speakers=observed.n_speakers,
+                n_groups=observed.n_groups,
+                n_permutations=test.n_permutations,
+                seed=test.seed,
+                per_attribute={name: finite_or_none(value) for name, value in observed.per_attribute.items()},
+                dropped_attributes=list(observed.dropped_attributes),
+                single_group_attributes=list(observed.single_group_attributes),
+                groups_left_out={name: list(groups) for name, groups in observed.groups_left_out.items()},
+                q_family=len(family),
+                answer_status=status_counts(statuses),
+                most_divergent=most_divergent_distribution(observed),
+                tau_sensitivity=self.tau_sensitivity(context, case),
+                refusal_ntvd=finite_or_none(self.refusal_ntvd(context, case)),
+                collapsed_attributes=collapse_diagnostic(
                     group_table(context, case.model, case.corpus, case.variant, case.dimension), tau=threshold.tau
                 ).collapsed(),
-                "minimum_detectable_ntvd": minimum_detectable_ntvd(context, case.corpus, case.dimension),
-                "extractor": context.extractor_name,
-                "protocol": context.vibe.protocol,
-                "cut_answers": cut_answers(answers(context, case.model, case.corpus, case.variant)["answer"]),
-                "canonical": self.canonical(context, case, threshold.tau),
-                "example_pair": self.example_pair(context, case, observed.most_divergent_attribute),
-            },
+                minimum_detectable_ntvd=minimum_detectable_ntvd(context, case.corpus, case.dimension),
+                extractor=context.extractor_name,
+                protocol=context.vibe.protocol,
+                cut_answers=cut_answers(answers(context, case.model, case.corpus, case.variant)["answer"]),
+                canonical=self.canonical(context, case, threshold.tau),
+                example_pair=self.example_pair(context, case, observed.most_divergent_attribute),
+            ),
         )
 
     def decision_note(self, measurement: Measurement, decision: CaseDecision) -> str:
         """Where significance decides, whether the smallest permutation p, ``1 / (permutations + 1)``, can pass the
         across-case correction at all (``p_min · m <= alpha``); if not, raise --permutations."""
-        permutations = measurement.payload["n_permutations"]
+        permutations = measurement.payload.n_permutations
         smallest = 1.0 / (permutations + 1)
         if smallest * decision.family_size <= decision.alpha or measurement.rule in ("magnitude", "q-value"):
             return ""
@@ -310,9 +263,9 @@ class NtvdCheck(Check):
         speakers per group give, larger the more diverse the answers), the difference of these excesses resampled by
         a paired speaker bootstrap (:func:`harness.metrics.ntvd.paired_ntvd_excess`, one-sided t of "no
         worsening"); a regression when it exceeds ``max_increase`` and is significant under the gate's decision rule
-        (:func:`~harness.checks.base.regression_comparison`). Paired data of every format written so far (the
+        (:func:`~harness.checks.release.regression_comparison`). Paired data of every format written so far (the
         per-speaker value counts) compares."""
-        threshold = self.threshold(context, case)
+        threshold = self.thresholds(context, case)
         if not baseline.paired_data:
             return unsupported(baseline, "the baseline record carries no per-speaker data")
         if getattr(baseline, "extractor", None) != getattr(candidate, "extractor", None):

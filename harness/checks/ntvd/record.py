@@ -5,11 +5,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.records import CaseRecord
+from harness.records import CaseRecord, RecordPayload
 
 
 @dataclasses.dataclass(kw_only=True)
-class NtvdRecord(CaseRecord):
+class NtvdPayload(RecordPayload):
+    """What an nTVD case measured besides its value (VIBE §II-D): p, BH q and its family, the speakers, groups and
+    permutations, nTVD per attribute and what the authors' rule left out, the answers' statuses, the diagnostics
+    (tau sensitivity, refusal nTVD, collapsed attributes, minimum detectable nTVD, merged values) and an example
+    pair."""
+
     task: str
     p: float | None
     q: float | None
@@ -33,6 +38,11 @@ class NtvdRecord(CaseRecord):
     extractor: str
     canonical: dict[str, Any] | None
     example_pair: dict[str, Any] | None
+
+
+@dataclasses.dataclass(kw_only=True)
+class NtvdRecord(NtvdPayload, CaseRecord):
+    """The results.json record of an nTVD case: the case's fields, then :class:`NtvdPayload`'s."""
 
 
 RECORD = NtvdRecord

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from harness.cache import cache_key
-from harness.checks.base import CheckContext, per_run_table
+from harness.checks.context import CheckContext, per_run_table
 from harness.core.requests import GenerationRequest
 from harness.core.values import finite_or_none
 from harness.extraction.memo import field_attribute_table

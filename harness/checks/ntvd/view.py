@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from harness.checks.ntvd.record import NtvdRecord
+from harness.checks.ntvd.thresholds import NtvdThresholds
 from harness.checks.view import CheckView
 from harness.display.decisions import candidate_value
 from harness.display.plots import PALETTE, text_width
@@ -351,20 +352,21 @@ def section_context(records: Sequence[NtvdRecord]) -> dict[str, Any]:
     }
 
 
-def magnitude_rule(threshold: Mapping[str, Any]) -> str:
-    return f"nTVD > {threshold.get('max_ntvd'):g}"
+def magnitude_rule(record: NtvdRecord) -> str:
+    return f"nTVD > {NtvdThresholds.from_record(record.threshold).max_ntvd:g}"
 
 
-def magnitude_margin(threshold: Mapping[str, Any], estimate: float) -> float:
+def magnitude_margin(record: NtvdRecord, estimate: float) -> float:
     """(max_ntvd − nTVD) / max_ntvd."""
-    return (threshold["max_ntvd"] - estimate) / threshold["max_ntvd"]
+    max_ntvd = NtvdThresholds.from_record(record.threshold).max_ntvd
+    return (max_ntvd - estimate) / max_ntvd
 
 
 def legacy_headline(record: NtvdRecord) -> dict[str, str]:
-    threshold = record.threshold
-    rule, limit, alpha = threshold.get("rule"), threshold.get("max_ntvd"), threshold.get("alpha")
+    threshold = NtvdThresholds.from_record(record.threshold)
+    limit, alpha = threshold.max_ntvd, threshold.alpha
     text = {"magnitude": f"nTVD > {limit:g}", "significance": f"q < {alpha:g}"}.get(
-        rule, f"nTVD > {limit:g} and q < {alpha:g}"
+        threshold.rule, f"nTVD > {limit:g} and q < {alpha:g}"
     )
     return {
         "value": f"nTVD {fmt_number(record.value, 1)} (0–100)",
@@ -375,10 +377,10 @@ def legacy_headline(record: NtvdRecord) -> dict[str, str]:
 
 def legacy_margin(record: NtvdRecord) -> float:
     """(max_ntvd − nTVD)/max_ntvd and (q − alpha)/alpha, the larger under rule ``both`` (both must cross)."""
-    threshold = record.threshold
-    size = magnitude_margin(threshold, record.value)
-    significance = math.inf if record.q is None else (record.q - threshold["alpha"]) / threshold["alpha"]
-    return {"magnitude": size, "significance": significance}.get(threshold.get("rule"), max(size, significance))
+    threshold = NtvdThresholds.from_record(record.threshold)
+    size = magnitude_margin(record, record.value)
+    significance = math.inf if record.q is None else (record.q - threshold.alpha) / threshold.alpha
+    return {"magnitude": size, "significance": significance}.get(threshold.rule, max(size, significance))
 
 
 VIEW = CheckView(

@@ -24,18 +24,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.checks.base import (
-    TASK_PROBE,
-    Case,
-    Check,
-    CheckContext,
-    CrossedComparison,
-    Measurement,
-    cell_sums,
-    floor,
-    per_run,
-    regression_keys,
-)
+from harness.checks.base import TASK_PROBE, Case, Check, Measurement, per_run
 from harness.checks.basis_common.stats import (
     N_BOOT,
     CrossedTest,
@@ -45,7 +34,12 @@ from harness.checks.basis_common.stats import (
     gap_phrase,
 )
 from harness.checks.basis_common.tables import personalization_table
+from harness.checks.basis_common.thresholds import PersonalizationThresholds
+from harness.checks.context import CheckContext
 from harness.checks.icat.check import stereoset_result
+from harness.checks.personalization.record import PersonalizationPayload
+from harness.checks.release import CrossedComparison, cell_sums
+from harness.checks.verdict import floor
 from harness.core.modes import BASELINE_MODE, PARETO_MODES, PERSONALIZATION_MODES, SPEECH_IMPLICIT, mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import (
@@ -56,20 +50,12 @@ from harness.metrics.basis import (
     mode_effects,
     personalization_accuracy,
 )
-from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
 
 class PersonalizationCheck(CrossedComparison, Check):
     name = "personalization"
     gate_module = "basis"
-    schema = ThresholdSchema(
-        keys={
-            "min_accuracy": ThresholdKey((int, float), 0.0, between(0, 100)),
-            "max_gap": ThresholdKey((int, float), 30.0, between(0, 100)),
-            **regression_keys(5.0),
-        },
-        variant_axis="modes",
-    )
+    schema = PersonalizationThresholds.schema(variant_axis="modes")
 
     comparison_name = "largest difference in accuracy between groups (points)"
 
@@ -130,7 +116,7 @@ class PersonalizationCheck(CrossedComparison, Check):
             table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
             value="score",
             item="item",
-            max_gap=float(limits["max_gap"]),
+            max_gap=limits.max_gap,
             seed=derived_seed(context.seed, self.name, model, dimension, mode),
         )
         return personalization_accuracy(table, group="group"), test
@@ -149,35 +135,35 @@ class PersonalizationCheck(CrossedComparison, Check):
 
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         accuracy, test = self.accuracy(context, case.model, case.dimension, case.variant)
-        limits = self.threshold_values(context, case)
-        min_accuracy, max_gap = float(limits["min_accuracy"]), float(limits["max_gap"])
+        limits = self.thresholds(context, case)
+        min_accuracy, max_gap = limits.min_accuracy, limits.max_gap
         table = self.table(context, case.model, case.dimension, case.variant)
         return Measurement(
             value=accuracy.mean_accuracy,
             contrasts=test.contrasts,
             statistic="difference in accuracy between groups (points)",
-            threshold={"min_accuracy": min_accuracy, "max_gap": max_gap},
+            threshold=limits.recorded(),
             criterion=f"|gap| > {max_gap:g} and significant",
             findings=f"mean accuracy = {accuracy.mean_accuracy:.1f}; {gap_phrase(test)}",
             floors=[floor("min_accuracy", accuracy.mean_accuracy, min_accuracy)],
             paired_data=self.paired_data(context, case),
-            payload={
-                "mode": case.variant,
-                "per_group": frame_records(accuracy.per_group, "group"),
-                "gap": test.gap_record(),
-                "sets": sorted(table["set"].unique().tolist()),
-                "n_answers": len(table),
-                "n_speakers": int(table["speaker"].nunique()),
-                "mode_effects": effects_records(self.effects(context, case.model, case.dimension)),
-                "stereotype_icat": self.stereotype_icat(context, case),
-                "per_set": [
+            payload=PersonalizationPayload(
+                mode=case.variant,
+                per_group=frame_records(accuracy.per_group, "group"),
+                gap=test.gap_record(),
+                sets=sorted(table["set"].unique().tolist()),
+                n_answers=len(table),
+                n_speakers=int(table["speaker"].nunique()),
+                mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
+                stereotype_icat=self.stereotype_icat(context, case),
+                per_set=[
                     {"set": str(name), "group": str(group), "n": len(rows), "accuracy": float(100.0 * rows.mean())}
                     for (name, group), rows in table.groupby(["set", "group"], sort=True)["correct"]
                 ],
-                "judge": context.basis_judge_name
+                judge=context.basis_judge_name
                 if any(s.answer == "open" for s in context.basis.of_kind("personalization", case.dimension))
                 else "none",
-            },
+            ),
         )
 
     def stereotype_icat(self, context: CheckContext, case: Case) -> float | None:

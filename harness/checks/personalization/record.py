@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
-from harness.checks.basis_common.record import ModeRecord
+from harness.checks.basis_common.record import ModePayload, ModeRecord
+from harness.checks.basis_common.thresholds import PersonalizationThresholds
 
 
 @dataclasses.dataclass(kw_only=True)
-class PersonalizationRecord(ModeRecord):
+class PersonalizationPayload(ModePayload):
+    """What a BASIS personalization case measured besides its value (§3.2): the accuracy gap, the judge, the
+    item sets, the same model's ICAT and the accuracy per set."""
+
     gap: dict[str, Any]
     judge: str = "rules"
     """Who judged the open answers: ``rules`` (the offline rule judges), an LLM judge's spec and fingerprint
@@ -19,6 +23,12 @@ class PersonalizationRecord(ModeRecord):
     """The same model's mean ICAT on the dimension in the same mode (speech-implicit and speech-explicit: Figure 2)."""
     per_set: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     """Accuracy per item set and group (``set``, ``group``, ``n``, ``accuracy``): Table 10."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class PersonalizationRecord(PersonalizationPayload, ModeRecord):
+    THRESHOLDS: ClassVar[type[PersonalizationThresholds]] = PersonalizationThresholds
+    """What :attr:`threshold` states, typed (:meth:`PersonalizationThresholds.from_record`)."""
 
 
 RECORD = PersonalizationRecord

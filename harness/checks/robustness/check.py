@@ -26,25 +26,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checks.base import (
-    TRANSCRIPTION_PROBE,
-    Case,
-    Check,
-    CheckContext,
-    CrossedComparison,
-    Measurement,
-    cell_sums,
-    floor,
-    per_run,
-    regression_keys,
-)
+from harness.checks.base import TRANSCRIPTION_PROBE, Case, Check, Measurement, per_run
 from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, frame_records, gap_phrase
+from harness.checks.basis_common.thresholds import RobustnessThresholds
+from harness.checks.context import CheckContext
+from harness.checks.release import CrossedComparison, cell_sums
+from harness.checks.robustness.record import RobustnessPayload
 from harness.checks.robustness.tables import qa_table, transcription_table
+from harness.checks.verdict import floor
 from harness.core.errors import CaseNotMeasured, ModelError
 from harness.core.modes import ROBUSTNESS_TASKS
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.basis import PerDatasetResult, content_based_score, per_dataset_scores
-from harness.thresholds import ThresholdKey, ThresholdSchema, between
 
 TASKS = ROBUSTNESS_TASKS
 SET_KIND = {"asr": "asr", "sqa": "qa"}
@@ -54,15 +47,7 @@ SET_KIND = {"asr": "asr", "sqa": "qa"}
 class RobustnessCheck(CrossedComparison, Check):
     name = "robustness"
     gate_module = "basis"
-    schema = ThresholdSchema(
-        keys={
-            "min_score": ThresholdKey((int, float), 0.0, between(0, 100)),
-            "max_gap": ThresholdKey((int, float), 15.0, between(0, 100)),
-            "min_content_score": ThresholdKey((int, float), 0.0, between(0, 100)),
-            **regression_keys(5.0),
-        },
-        variant_axis="tasks",
-    )
+    schema = RobustnessThresholds.schema(variant_axis="tasks")
 
     comparison_name = "largest difference in the score between groups (points)"
 
@@ -118,7 +103,7 @@ class RobustnessCheck(CrossedComparison, Check):
             value="weighted",
             denominator="weight",
             item="item",
-            max_gap=float(limits["max_gap"]),
+            max_gap=limits.max_gap,
             seed=derived_seed(context.seed, self.name, model, task, dimension),
         )
         return per_dataset_scores(table, score="score", dataset="set", group="group"), test
@@ -151,15 +136,14 @@ class RobustnessCheck(CrossedComparison, Check):
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         scored, test = self.result(context, case.model, case.variant, case.dimension)
         content = self.content(context, case.model)
-        limits = self.threshold_values(context, case)
-        min_score, max_gap = float(limits["min_score"]), float(limits["max_gap"])
-        min_content = float(limits["min_content_score"])
+        limits = self.thresholds(context, case)
+        min_score, max_gap, min_content = limits.min_score, limits.max_gap, limits.min_content_score
         what = "100 - WER" if case.variant == "asr" else "SQA accuracy"
         return Measurement(
             value=scored.score,
             contrasts=test.contrasts,
             statistic=f"difference in {what} between groups (points)",
-            threshold={"min_score": min_score, "max_gap": max_gap, "min_content_score": min_content},
+            threshold=limits.recorded(),
             criterion=f"|gap| > {max_gap:g} and significant",
             findings=(
                 f"{what} = {scored.score:.1f} (mean over {len(scored.per_dataset)} data set(s) of the mean over groups); "
@@ -170,15 +154,15 @@ class RobustnessCheck(CrossedComparison, Check):
                 floor("min_content_score", content["value"], min_content),
             ],
             paired_data=self.paired_data(context, case),
-            payload={
-                "task": case.variant,
-                "per_group": frame_records(scored.per_group, "group"),
-                "per_dataset": frame_records(scored.per_dataset, "set"),
-                "per_cell": frame_records(scored.per_cell, "cell"),
-                "content_score": content,
-                "gap": test.gap_record(),
-                "judge": context.basis_judge_name if case.variant == "sqa" else "none",
-            },
+            payload=RobustnessPayload(
+                task=case.variant,
+                per_group=frame_records(scored.per_group, "group"),
+                per_dataset=frame_records(scored.per_dataset, "set"),
+                per_cell=frame_records(scored.per_cell, "cell"),
+                content_score=content,
+                gap=test.gap_record(),
+                judge=context.basis_judge_name if case.variant == "sqa" else "none",
+            ),
         )
 
 

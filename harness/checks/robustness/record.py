@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
-from harness.records import CaseRecord
+from harness.checks.basis_common.thresholds import RobustnessThresholds
+from harness.records import CaseRecord, RecordPayload
 
 
 @dataclasses.dataclass(kw_only=True)
-class RobustnessRecord(CaseRecord):
+class RobustnessPayload(RecordPayload):
+    """What a BASIS robustness case measured besides its value (§3.5): the task, the scores per group, data set
+    and cell, the gap, the content-based score and the judge."""
+
     task: str
     per_group: list[dict[str, Any]]
     gap: dict[str, Any]
@@ -22,6 +26,12 @@ class RobustnessRecord(CaseRecord):
     judge: str = "rules"
     """Who judged the open answers: ``rules`` (the offline rule judges), an LLM judge's spec and fingerprint
     (``--basis-judge``), or ``none`` when no answer needed one (multiple choice, WER)."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class RobustnessRecord(RobustnessPayload, CaseRecord):
+    THRESHOLDS: ClassVar[type[RobustnessThresholds]] = RobustnessThresholds
+    """What :attr:`threshold` states, typed (:meth:`RobustnessThresholds.from_record`)."""
 
 
 RECORD = RobustnessRecord

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.checks.base import CheckContext, per_run_table
 from harness.checks.basis_common.judges import parse_sqa_verdict, rule_qa_judge, sqa_judge_request
 from harness.checks.basis_common.requests import QA_PROMPT, speech_requests
 from harness.checks.basis_common.tables import basis_outputs, cells
+from harness.checks.context import CheckContext, per_run_table
 from harness.metrics.wer import wer_table
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.checks.basis_common.view import (
     accuracy_gap_rule,
+    gap_thresholds,
     group_plots,
     legacy_floor_gap_margin,
     magnitude_margin,
@@ -65,10 +66,10 @@ def table_eight(records: Sequence[RobustnessRecord]) -> dict[str, Any] | None:
 
 
 def legacy_headline(record: RobustnessRecord) -> dict[str, str]:
-    threshold = record.threshold
+    threshold = gap_thresholds(record)
     return {
         "value": f"{record.task} score {fmt_number(record.value, 1)} (0–100)",
-        "threshold": accuracy_gap_rule("score", threshold.get("min_score"), threshold.get("max_gap"), ""),
+        "threshold": accuracy_gap_rule("score", threshold.min_score, threshold.max_gap, ""),
         "uncertainty": gap_text(record.gap),
     }
 

@@ -20,14 +20,16 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import OFF_KEY, Case, CheckContext, Measurement, per_run
+from harness.checks.base import Case, Measurement, per_run
+from harness.checks.context import CheckContext
 from harness.checks.score_ratio.tables import has_speaker_ids, judge_scores, speaker_units
 from harness.checks.semantic_aware.tables import with_semantic_covariates
+from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.wer_ratio.check import WerRatioCheck
 from harness.core.errors import CaseNotMeasured
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
-from harness.thresholds import ThresholdsError
+from harness.thresholds import OFF_KEY, ThresholdsError
 
 
 class ScoreRatioCheck(WerRatioCheck):
@@ -57,7 +59,7 @@ class ScoreRatioCheck(WerRatioCheck):
         covariates: Mapping[str, Sequence[str]],
         numerator: str,
         denominator: str,
-        settings: dict[str, Any],
+        settings: RatioThresholds,
         seed: int,
     ) -> RatioTable:
         return judge_score_ratio(
@@ -66,8 +68,8 @@ class ScoreRatioCheck(WerRatioCheck):
             numerator=numerator,
             denominator=denominator,
             speaker="speaker" if has_speaker_ids(table) else None,
-            n_boot=settings["n_boot"],
-            alpha=settings["alpha"],
+            n_boot=settings.n_boot,
+            alpha=settings.alpha,
             seed=seed,
         )
 
@@ -80,8 +82,8 @@ class ScoreRatioCheck(WerRatioCheck):
                 "judge-score fairness needs a judge model: pass --judge SPEC, or turn the check off with "
                 f"'{self.name}: {{defaults: {{{OFF_KEY}: false}}}}' in thresholds.yaml"
             )
-        settings = self.threshold_values(context, case)
-        table, _, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
+        settings = self.thresholds(context, case)
+        table, _, _ = self.utterance_table(context, case.model, case.corpus, settings.components)
         scores = sorted(table["score"].unique())
         if len(scores) == 1:
             raise CaseNotMeasured(
@@ -92,8 +94,8 @@ class ScoreRatioCheck(WerRatioCheck):
 
     def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per speaker: summed judge scores and scored replies."""
-        settings = self.threshold_values(context, case)
-        table, _, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
+        settings = self.thresholds(context, case)
+        table, _, _ = self.utterance_table(context, case.model, case.corpus, settings.components)
         return table.groupby("speaker").agg(
             group=(case.dimension, "first"), score=("score", "sum"), replies=("score", "size")
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.checks.base import CheckContext, per_run_table
+from harness.checks.context import CheckContext, per_run_table
 from harness.checks.semantic_aware.tables import spoken_replies
 from harness.tasks.chat import CHAT_PROMPT, judge_request, parse_score
 

@@ -5,15 +5,28 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.records import CaseRecord
+from harness.records import CaseRecord, RecordPayload
 
 
 @dataclasses.dataclass(kw_only=True)
-class RatioRecord(CaseRecord):
-    """A group ratio of expected WER or of mean judge score; ``comparisons`` holds every method's row."""
+class RatioDecided:
+    """What the decision gives a ratio record (:meth:`~harness.checks.wer_ratio.check.WerRatioCheck.decided_fields`):
+    the deciding comparison's interval ``ci``, and the decision's ``p`` and adjusted ``q``."""
 
     ci: list[float | None]
     p: float | None
     q: float | None
+
+
+@dataclasses.dataclass(kw_only=True)
+class RatioPayload(RecordPayload):
+    """What a ratio case measured: ``comparisons`` (every comparison's rows of every method, the one judged on) and
+    the ``semantics`` of its covariates."""
+
     comparisons: list[dict[str, Any]]
     semantics: dict[str, Any]
+
+
+@dataclasses.dataclass(kw_only=True)
+class RatioRecord(RatioPayload, RatioDecided, CaseRecord):
+    """A group ratio of expected WER or of mean judge score; ``comparisons`` holds every method's row."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import CheckContext
+from harness.checks.context import CheckContext
 from harness.core.errors import ModelError, RequestsPlanned
 from harness.core.requests import GenerationRequest
 from harness.semantic import semantic_covariates
@@ -42,7 +42,7 @@ def with_semantic_covariates(
     context: CheckContext, model: str, table: pd.DataFrame, texts: Sequence[str], components: int
 ) -> tuple[pd.DataFrame, dict[str, tuple[str, ...]], dict[str, Any]]:
     """``table`` with the PCA components of the texts' embeddings by each of ``model``'s semantic embedders
-    (:meth:`~harness.checks.base.CheckContext.semantics`) as columns, the column set of each embedder by name (one
+    (:meth:`~harness.checks.context.CheckContext.semantics`) as columns, the column set of each embedder by name (one
     ratio row each), and what to report of them: where they come from, each embedder's fingerprint, explained
     variance and first two components (the paper's Fig. 1), or why it could not be computed; an embedder that could
     not be computed is named in the deviation (the case is then judged on another row than the paper's). Under

@@ -9,6 +9,7 @@ from typing import Any
 from markupsafe import Markup
 
 from harness.checks.semantic_aware.record import RatioRecord
+from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.view import CheckView
 from harness.display.decisions import one_line, other_test
 from harness.display.plots import forest_plot, pca_scatter
@@ -74,8 +75,8 @@ def section_context(records: Sequence[RatioRecord], value_name: str) -> dict[str
                 "forest": forest_plot(record, value_name),
                 "pca": semantic_figures(record),
                 "decision": decision_text(record.decision),
-                "decision_line": one_line(record, magnitude_rule(record.threshold), digits=3),
-                "other_test": other_test(record, magnitude_rule(record.threshold), digits=3),
+                "decision_line": one_line(record, magnitude_rule(record), digits=3),
+                "other_test": other_test(record, magnitude_rule(record), digits=3),
                 "floors": floor_lines(record.floors),
                 "row_label": paper_row_label,
                 "interval_words": interval_words,
@@ -85,16 +86,18 @@ def section_context(records: Sequence[RatioRecord], value_name: str) -> dict[str
     }
 
 
-def magnitude_rule(threshold: Mapping[str, Any]) -> str:
-    return f"ratio outside [{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
+def magnitude_rule(record: RatioRecord) -> str:
+    threshold = RatioThresholds.from_record(record.threshold)
+    return f"ratio outside [{threshold.lower:g}, {threshold.upper:g}]"
 
 
-def magnitude_margin(threshold: Mapping[str, Any], estimate: float) -> float | None:
+def magnitude_margin(record: RatioRecord, estimate: float) -> float | None:
     """ln distance of the ratio to the nearer bound, over ln(upper)."""
     if estimate <= 0:
         return None
-    return min(math.log(estimate / threshold["lower"]), math.log(threshold["upper"] / estimate)) / (
-        math.log(threshold["upper"]) or 1.0
+    threshold = RatioThresholds.from_record(record.threshold)
+    return min(math.log(estimate / threshold.lower), math.log(threshold.upper / estimate)) / (
+        math.log(threshold.upper) or 1.0
     )
 
 
@@ -109,16 +112,16 @@ def deciding_comparison(record: RatioRecord) -> dict[str, Any] | None:
 
 
 def legacy_headline(record: RatioRecord, quantity: str) -> dict[str, str]:
-    threshold = record.threshold
+    threshold = RatioThresholds.from_record(record.threshold)
     comparison = deciding_comparison(record)
     row = (comparison or {}).get("row") or {
         "ci_low": record.ci[0] if record.ci else None,
         "ci_high": record.ci[1] if record.ci else None,
     }
     where = f" ({comparison['comparison']}, {comparison['judged_method']})" if comparison else ""
-    bounds = f"[{threshold.get('lower'):g}, {threshold.get('upper'):g}]"
+    bounds = f"[{threshold.lower:g}, {threshold.upper:g}]"
     text = {"ci": "the 95% CI excludes 1", "bounds": f"the ratio lies outside {bounds}"}.get(
-        threshold.get("rule"), f"the 95% CI excludes 1 and the ratio lies outside {bounds}"
+        threshold.rule, f"the 95% CI excludes 1 and the ratio lies outside {bounds}"
     )
     return {
         "value": f"{quantity} {fmt_number(record.value, 3)}{where}",
@@ -130,14 +133,14 @@ def legacy_headline(record: RatioRecord, quantity: str) -> dict[str, str]:
 def legacy_margin(record: RatioRecord) -> float | None:
     """ln distance of the ratio to the nearer bound and of the CI end nearer 1 to 1 (how far the CI must move
     to exclude 1), each over ln(upper), the larger under rule ``both``."""
-    threshold, value = record.threshold, record.value
+    threshold, value = RatioThresholds.from_record(record.threshold), record.value
     if value <= 0:
         return None
-    scale = math.log(threshold["upper"]) or 1.0
-    bounds = magnitude_margin(threshold, value)
+    scale = math.log(threshold.upper) or 1.0
+    bounds = magnitude_margin(record, value)
     low, high = (record.ci or [None, None]) + [None] * (2 - len(record.ci or []))
     interval = math.inf if low is None or high is None or low <= 0 else min(-math.log(low), math.log(high)) / scale
-    return {"bounds": bounds, "ci": interval}.get(threshold.get("rule"), max(bounds, interval))
+    return {"bounds": bounds, "ci": interval}.get(threshold.rule, max(bounds, interval))
 
 
 def ratio_view(*, title: str, label: str, template: str, quantity: str) -> CheckView:

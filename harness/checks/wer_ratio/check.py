@@ -31,18 +31,12 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import (
-    TRANSCRIPTION_PROBE,
-    Case,
-    Check,
-    CheckContext,
-    Contrast,
-    Measurement,
-    SpeakerBootstrapComparison,
-    per_run,
-    regression_keys,
-)
+from harness.checks.base import TRANSCRIPTION_PROBE, Case, Check, Measurement, per_run
+from harness.checks.context import CheckContext
+from harness.checks.release import SpeakerBootstrapComparison
+from harness.checks.semantic_aware.record import RatioPayload
 from harness.checks.semantic_aware.tables import first_components, with_semantic_covariates
+from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.wer_ratio.tables import transcripts
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import finite_or_none
@@ -59,9 +53,8 @@ from harness.metrics.wer_ratio import (
     RatioTable,
     wer_ratio,
 )
-from harness.records import Decision
+from harness.records import Contrast, Decision
 from harness.semantic import AGG, EOWL
-from harness.thresholds import ThresholdKey, ThresholdSchema, at_least, between, in_open_unit_interval, one_of
 
 METHODS = {
     "vanilla": METHOD_VANILLA,
@@ -73,10 +66,6 @@ REST = "(rest)"
 EMBEDDINGS = {"agg": AGG, "eowl": EOWL}
 PAPER_NUMERATOR = {"gender": "male"}
 """The numerator group of the paper's ratios by dimension, under ``numerator: auto`` (Male-Female, §V)."""
-
-
-def nonempty(value: str) -> str | None:
-    return None if value.strip() else "must name a group (or be auto)"
 
 
 def ratio_comparisons(levels: Sequence[str], dimension: str, numerator: str) -> list[tuple[str, str]]:
@@ -98,29 +87,15 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
     name = "wer_ratio"
     gate_module = "wer"
     quantity = "expected-WER ratio"
-    schema = ThresholdSchema(
-        keys={
-            "rule": ThresholdKey((str,), "both", one_of("ci", "bounds", "both")),
-            "lower": ThresholdKey((int, float), 0.9, at_least(0)),
-            "upper": ThresholdKey((int, float), 1.11, at_least(1)),
-            "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
-            "method": ThresholdKey((str,), "semantic", one_of(*METHODS)),
-            "embedding": ThresholdKey((str,), "agg", one_of(*EMBEDDINGS)),
-            "numerator": ThresholdKey((str,), "auto", nonempty),
-            "nagq": ThresholdKey((int,), 10, between(1, 50)),
-            "n_boot": ThresholdKey((int,), 1000, at_least(50)),
-            "components": ThresholdKey((int,), 8, between(1, 64)),
-            **regression_keys(0.05),
-        }
-    )
+    schema = RatioThresholds.schema()
     comparison_name = "largest |log WER ratio| (vanilla, one-vs-rest)"
     worse_when = "higher"
     comparison_statistic = staticmethod(largest_log_ratio)
 
     def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per speaker: word errors and reference words."""
-        settings = self.threshold_values(context, case)
-        table, _, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
+        settings = self.thresholds(context, case)
+        table, _, _ = self.utterance_table(context, case.model, case.corpus, settings.components)
         errors = table["insertions"] + table["deletions"] + table["substitutions"]
         return (
             table.assign(errors=errors)
@@ -165,9 +140,9 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
 
     @per_run
     def ratios(self, context: CheckContext, case: Case) -> dict[str, RatioTable]:
-        settings = self.threshold_values(context, case)
-        table, covariate_sets, _ = self.utterance_table(context, case.model, case.corpus, settings["components"])
-        comparisons = ratio_comparisons(list(table[case.dimension].unique()), case.dimension, settings["numerator"])
+        settings = self.thresholds(context, case)
+        table, covariate_sets, _ = self.utterance_table(context, case.model, case.corpus, settings.components)
+        comparisons = ratio_comparisons(list(table[case.dimension].unique()), case.dimension, settings.numerator)
         results = {}
         for numerator, denominator in comparisons:
             grouped = table.assign(group=table[case.dimension].where(table[case.dimension] == numerator, denominator))
@@ -182,7 +157,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         covariates: Mapping[str, Sequence[str]],
         numerator: str,
         denominator: str,
-        settings: dict[str, Any],
+        settings: RatioThresholds,
         seed: int,
     ) -> RatioTable:
         return wer_ratio(
@@ -190,17 +165,15 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             covariates=covariates,
             numerator=numerator,
             denominator=denominator,
-            nagq=settings["nagq"],
-            n_boot=settings["n_boot"],
-            alpha=settings["alpha"],
+            nagq=settings.nagq,
+            n_boot=settings.n_boot,
+            alpha=settings.alpha,
             seed=seed,
         )
 
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
-        settings = self.threshold_values(context, case)
-        table, covariate_sets, semantics = self.utterance_table(
-            context, case.model, case.corpus, settings["components"]
-        )
+        settings = self.thresholds(context, case)
+        table, covariate_sets, semantics = self.utterance_table(context, case.model, case.corpus, settings.components)
         results = self.ratios(context, case)
         method, note = judged_method(settings, list(semantics["embeddings"]), next(iter(results.values())))
         semantics = semantics | {"pca": first_components(table, semantics, case.dimension)}
@@ -212,7 +185,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             comparisons.append(
                 {
                     "comparison": label,
-                    "methods": _method_rows(result, 1.0 - settings["alpha"]),
+                    "methods": _method_rows(result, 1.0 - settings.alpha),
                     "judged_method": method,
                     "relevant": contrast.relevant,
                     "p": finite_or_none(contrast.p),
@@ -226,12 +199,12 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             value=None,
             contrasts=contrasts,
             statistic=f"{self.quantity} by {method}",
-            rule=RULES[settings["rule"]],
-            threshold=dict(settings),
-            criterion=f"outside [{settings['lower']:g}, {settings['upper']:g}] and significant",
+            rule=settings.decision_rule,
+            threshold=settings.recorded(),
+            criterion=settings.describe(),
             findings=f"by {method}{note}",
             paired_data=self.paired_data(context, case),
-            payload={"comparisons": comparisons, "semantics": semantics},
+            payload=RatioPayload(comparisons=comparisons, semantics=semantics),
         )
 
     def describe_findings(self, measurement: Measurement, decision: Decision) -> str:
@@ -251,19 +224,19 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             "q": decision.p_adjusted,
             "comparisons": [
                 entry | {"failed": decision.failed and index == decision.deciding}
-                for index, entry in enumerate(measurement.payload["comparisons"])
+                for index, entry in enumerate(measurement.payload.comparisons)
             ],
         }
 
     @staticmethod
-    def _contrast(label: str, row: pd.Series, settings: dict[str, Any]) -> Contrast:
+    def _contrast(label: str, row: pd.Series, settings: RatioThresholds) -> Contrast:
         """The ratio's contrast; its p is the mixed-effects Wald p recovered from the interval, with no design floor
         (``min_p`` None)."""
         ratio = float(row["ratio"])
-        relevant = bool(math.isfinite(ratio) and not settings["lower"] <= ratio <= settings["upper"])
+        relevant = bool(math.isfinite(ratio) and not settings.lower <= ratio <= settings.upper)
         if not bool(row["converged"]):
             return Contrast(label, ratio, None, None, None, relevant, f"the fit did not converge ({row['message']})")
-        p = ratio_p_value(row, 1.0 - settings["alpha"])
+        p = ratio_p_value(row, 1.0 - settings.alpha)
         return Contrast(
             label,
             ratio,
@@ -275,18 +248,18 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         )
 
 
-def judged_method(settings: Mapping[str, Any], embedders: Sequence[str], result: RatioTable) -> tuple[str, str]:
+def judged_method(settings: RatioThresholds, embedders: Sequence[str], result: RatioTable) -> tuple[str, str]:
     """The row that decides (threshold keys ``method`` and ``embedding``) and a note when it is not the one asked for:
     ``semantic`` is the row of the asked embedding, else of the first computed one, else the speaker row."""
     rows = list(result.methods.index)
     speaker = METHOD_SPEAKER if METHOD_SPEAKER in rows else METHOD_NO_SPEAKER
-    if settings["method"] != "semantic":
-        method = METHODS[settings["method"]]
+    if settings.method != "semantic":
+        method = METHODS[settings.method]
         if method in rows:
             return method, ""
         return speaker, f" (no speaker ids: judged on {speaker}, not {method})"
     semantic = [row for row in rows if row.startswith((METHOD_SEMANTIC, METHOD_NO_SPEAKER_SEMANTIC))]
-    wanted = EMBEDDINGS[settings["embedding"]]
+    wanted = EMBEDDINGS[settings.embedding]
     for row in semantic:
         if row.endswith(f": {wanted}"):
             return row, ""
@@ -294,10 +267,6 @@ def judged_method(settings: Mapping[str, Any], embedders: Sequence[str], result:
         asked = wanted in embedders
         return semantic[0], f" ({wanted} not computed: judged on {semantic[0]})" if asked else ""
     return speaker, " (no semantic covariates: judged on the speaker model without semantics)"
-
-
-RULES = {"both": "both", "ci": "significance", "bounds": "magnitude"}
-"""thresholds.yaml's WER rule names -> :meth:`DecisionRule.decide`'s."""
 
 
 def _number(value: float | None) -> str:

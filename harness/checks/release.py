@@ -1,0 +1,289 @@
+"""The release comparison of a case with its baseline (README "Release gating"): the :class:`Comparison` a check's
+:meth:`~harness.checks.base.Check.compare` returns, the gate's rule on a paired test (:func:`regression_comparison`),
+and the two paired comparisons checks share (:class:`SpeakerBootstrapComparison`, :class:`CrossedComparison`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pandas as pd
+
+from harness.checks.context import CheckContext, CompareContext
+from harness.core.values import derived_seed, finite_or_none
+from harness.metrics.multitest import DecisionFields
+from harness.metrics.paired import PairedTest
+from harness.records import CaseRecord
+
+if TYPE_CHECKING:
+    from harness.checks.base import Case
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RegressionDecision(DecisionFields):
+    """The gate's decision on a baseline comparison (:func:`regression_comparison`): the
+    :class:`~harness.metrics.multitest.DecisionFields` of the one-sided p of "no worsening", the rule (``both``:
+    worse by more than ``margin``, the threshold key ``margin_key``, and significant), what was resampled, and
+    the paired test's ``df`` and ``se`` where it has them. It reaches results.json inside the case's ``baseline``."""
+
+    rule: str
+    margin: float
+    margin_key: str
+    resampled: str
+    df: float | None
+    se: float | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Comparison:
+    """Candidate versus baseline on one case. ``status``: compared; new (no baseline case); unsupported;
+    not estimable (the paired contrast cannot vary: never a regression); backbone (a mode without audio:
+    the change is the text backbone's, reported and never a voice-induced regression).
+
+    ``delta`` = candidate - baseline of the case's bias measure, with its interval; ``p_value`` the one-sided
+    p of "no worsening"; ``decision`` the gate's decision rule applied to it (:func:`regression_comparison`);
+    ``floors``: the change of each quality floor, reported and never gated."""
+
+    status: str
+    baseline_value: float | None = None
+    delta: float | None = None
+    p_value: float | None = None
+    regressed: bool = False
+    message: str
+    ci_low: float | None = None
+    ci_high: float | None = None
+    measure: str | None = None
+    decision: RegressionDecision | None = None
+    floors: list[dict[str, Any]] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            key: finite_or_none(value) if isinstance(value, float) else value
+            for key, value in dataclasses.asdict(self).items()
+        }
+
+
+def regression_comparison(
+    context: CompareContext,
+    case: Case,
+    test: PairedTest,
+    *,
+    measure: str,
+    margin: float,
+    margin_key: str,
+    unit: str = "",
+    hears_voice: bool = True,
+) -> Comparison:
+    """The release verdict of one case from the paired test of its bias measure (README "Release gating").
+
+    The case regresses when its bias measure got worse by more than ``margin`` (the threshold key
+    ``margin_key``) and that worsening is significant under the gate's own decision rule: the one-sided
+    p-value of "no worsening" joins the family that ``gate.alpha`` bounds (Bonferroni across the model's m
+    selected cases, :class:`~harness.metrics.multitest.DecisionRule`, rule ``both``), so that a candidate no
+    more biased than its baseline fails the run with probability <= alpha. A contrast that cannot vary is
+    ``not estimable``, never a regression. Where the model does not hear the speaker (``hears_voice`` False:
+    a mode without audio) the status is ``backbone``: the change is the text backbone's, reported and never a
+    voice-induced regression."""
+    if not test.estimable:
+        return Comparison(
+            status="not estimable",
+            baseline_value=finite_or_none(test.baseline),
+            delta=finite_or_none(test.difference),
+            message=f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g}: {test.reason}; not judged a regression",
+            measure=measure,
+        )
+    relevant = bool(test.worsening > margin)
+    decision = context.decision_rule(case.model).decide([test.p_worse], [relevant], rule="both")
+    block = RegressionDecision(
+        **decision.as_dict(),
+        rule="both",
+        margin=float(margin),
+        margin_key=margin_key,
+        resampled=test.resampled,
+        df=finite_or_none(test.df),
+        se=finite_or_none(test.se),
+    )
+    p_adjusted = "n/a" if decision.p_adjusted is None else f"{decision.p_adjusted:.3g}"
+    interval = (
+        f"95% paired {test.resampled} bootstrap CI [{test.ci_low:+.3g}, {test.ci_high:+.3g}]"
+        if math.isfinite(test.ci_low)
+        else f"paired {test.resampled}"
+    )
+    message = (
+        f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g} (delta {test.difference:+.3g}{unit}, {interval}; "
+        f"one-sided p = {test.p_worse:.3g}, adjusted p = "
+        f"{p_adjusted} ({decision.correction}); regression when worse by more than {margin:g} and significant) -> "
+        + (
+            "REGRESSION"
+            if decision.failed and hears_voice
+            else "no regression"
+            if hears_voice
+            else f"{'a significant' if decision.failed else 'no significant'} worsening, but this mode has no audio, so the change is "
+            "the text backbone's (reported, not a voice-induced regression)"
+        )
+    )
+    return Comparison(
+        status="compared" if hears_voice else "backbone",
+        baseline_value=finite_or_none(test.baseline),
+        delta=finite_or_none(test.difference),
+        p_value=finite_or_none(test.p_worse),
+        regressed=decision.failed and hears_voice,
+        message=message,
+        ci_low=finite_or_none(test.ci_low),
+        ci_high=finite_or_none(test.ci_high),
+        measure=measure,
+        decision=block,
+    )
+
+
+def unsupported(baseline: CaseRecord, reason: str) -> Comparison:
+    """A comparison the release gate cannot make (``reason``): the case keeps its absolute verdict."""
+    return Comparison(status="unsupported", baseline_value=baseline.value, message=reason)
+
+
+RELEASE_JUDGED = ("compared", "not estimable", "backbone")
+"""Baseline statuses under which a case's release verdict is its regression verdict (issue 23): a contrast that
+cannot vary and a mode without audio never regress; a new or unsupported case keeps its absolute verdict."""
+
+
+def with_floor_changes(comparison: Comparison, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+    """``comparison`` with the change of each quality floor both records state (reported, never gated)."""
+    recorded = {entry["key"]: entry.get("value") for entry in (baseline.floors or [])}
+    floors = [
+        {
+            "key": entry["key"],
+            "baseline": recorded.get(entry["key"]),
+            "candidate": entry.get("value"),
+            "threshold": entry.get("threshold"),
+        }
+        for entry in (candidate.floors or [])
+        if entry["key"] in recorded
+    ]
+    changes = "; ".join(
+        f"quality floor {f['key']} {_number(f['baseline'])} -> {_number(f['candidate'])} (reported, not gated)"
+        for f in floors
+    )
+    return dataclasses.replace(
+        comparison, floors=floors or None, message=comparison.message + (f"; {changes}" if changes else "")
+    )
+
+
+def _number(value: Any) -> str:
+    return "n/a" if not isinstance(value, (int, float)) else f"{value:.1f}"
+
+
+class SpeakerBootstrapComparison:
+    """Baseline comparison by a paired speaker bootstrap of each checkpoint's bias measure beyond its group-exchange
+    null (:func:`harness.metrics.paired.paired_group_exchange_excess`: the measure less its expectation under
+    permuting the speakers' group labels, so that a checkpoint whose speakers merely differ more by chance is not
+    judged worse; issue 45), tested by :func:`harness.metrics.paired.paired_speaker_test`, for checks whose absolute
+    test resamples speakers. Paired data of every format written so far (per-speaker sums) compares.
+
+    A check using it provides :meth:`speaker_statistics` (per speaker: ``group`` and numeric sufficient
+    statistics), :attr:`comparison_statistic` (its bias measure from weighted per-group sums), its name, and
+    :attr:`worse_when` (``higher`` or ``lower``); its threshold schema carries ``max_worsening``.
+    """
+
+    comparison_name: ClassVar[str]
+    worse_when: ClassVar[str]
+
+    @staticmethod
+    def comparison_statistic(sums):
+        raise NotImplementedError
+
+    def speaker_statistics(self, context: CheckContext, case: Case):
+        raise NotImplementedError
+
+    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
+        table = self.speaker_statistics(context, case)
+        return {
+            "speaker": [str(s) for s in table.index],
+            **{column: table[column].tolist() for column in table.columns},
+        }
+
+    def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+        from harness.metrics.paired import paired_group_exchange_excess, paired_speaker_test
+
+        if not baseline.paired_data:
+            return unsupported(baseline, "the baseline record carries no per-speaker data")
+        tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
+        try:
+            result = paired_group_exchange_excess(*tables, self.comparison_statistic, seed=context.seed)
+        except ValueError as exc:
+            return unsupported(baseline, f"cannot pair with the baseline: {exc}")
+        return regression_comparison(
+            context,
+            case,
+            paired_speaker_test(result, self.worse_when),
+            measure=f"{self.comparison_name} beyond group exchange",
+            margin=self.thresholds(context, case).max_worsening,
+            margin_key="max_worsening",
+            hears_voice=self.hears_voice(case),
+        )
+
+
+class CrossedComparison:
+    """Baseline comparison of a BASIS case's bias measure, the largest pairwise group difference, by the paired
+    two-way speaker x item bootstrap of its absolute test (:func:`harness.metrics.paired.paired_crossed_gap`).
+
+    A check using it provides :meth:`crossed_cells` (one row per (speaker, item) cell: ``speaker``, ``group``,
+    ``item``, ``weight``, ``value`` or ``value:<group>``) and :attr:`comparison_name`; its threshold schema
+    carries ``max_worsening`` (points). Higher is worse."""
+
+    comparison_name: ClassVar[str]
+
+    def crossed_cells(self, context: CheckContext, case: Case) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
+        table = self.crossed_cells(context, case)
+        return {
+            column: [value if isinstance(value, str) else float(value) for value in table[column]]
+            for column in table.columns
+        }
+
+    def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+        from harness.metrics.paired import paired_crossed_gap
+
+        if not baseline.paired_data or "item" not in baseline.paired_data:
+            return unsupported(
+                baseline,
+                "the baseline record carries no per-(speaker, item) data (a results.json written before the "
+                "two-way paired comparison; rerun the baseline checkpoint)",
+            )
+        tables = [pd.DataFrame(data) for data in (candidate.paired_data, baseline.paired_data)]
+        try:
+            test = paired_crossed_gap(*tables, seed=derived_seed(context.seed, "paired", case.id))
+        except ValueError as exc:
+            return unsupported(baseline, f"cannot pair with the baseline: {exc}")
+        return regression_comparison(
+            context,
+            case,
+            test,
+            measure=self.comparison_name,
+            margin=self.thresholds(context, case).max_worsening,
+            margin_key="max_worsening",
+            unit=" points",
+            hears_voice=self.hears_voice(case),
+        )
+
+
+def cell_sums(
+    table: pd.DataFrame,
+    *,
+    speaker: str = "speaker",
+    value_columns: Sequence[str] = ("value",),
+    weight: str | None = None,
+) -> pd.DataFrame:
+    """Per (speaker, item) cell of an answer table (columns ``speaker``, ``group``, ``item`` and the values):
+    the summed values and the ``weight`` (a 0/1 column of answers that count, or 1 per answer)."""
+    rows = table.assign(weight=1.0 if weight is None else table[weight].astype(float))
+    if speaker != "speaker":
+        rows = rows.drop(columns="speaker", errors="ignore").rename(columns={speaker: "speaker"})
+    cells = rows.groupby(["speaker", "group", "item"], sort=True)[["weight", *value_columns]].sum().reset_index()
+    return cells.assign(
+        speaker=cells["speaker"].astype(str), group=cells["group"].astype(str), item=cells["item"].astype(str)
+    )

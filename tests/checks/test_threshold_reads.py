@@ -1,0 +1,83 @@
+"""Checks and views read thresholds as attributes of their typed thresholds (issue 48): no ``settings["max_gap"]``,
+``limits.get("rule")`` or ``record.threshold["max_ntvd"]`` in any check folder's ``check.py`` or ``view.py``."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+CHECKS = Path(__file__).resolve().parents[2] / "harness" / "checks"
+MODULES = sorted([*CHECKS.glob("*/check.py"), *CHECKS.glob("*/view.py")])
+THRESHOLD_NAMES = {"settings", "thresholds", "threshold", "limits", "values", "section"}
+"""Names under which a check or view holds thresholds; any name or attribute containing "threshold" counts too."""
+KEY_METHODS = {"get", "pop", "setdefault"}
+
+
+def names_a_threshold(node: ast.AST) -> bool:
+    """Whether the expression holding the key is (or is read from) a thresholds mapping: a name or attribute in
+    :data:`THRESHOLD_NAMES` or containing "threshold" anywhere in it (``self.threshold_values(c, k)``, ``record.threshold``)."""
+    for part in ast.walk(node):
+        name = part.id if isinstance(part, ast.Name) else part.attr if isinstance(part, ast.Attribute) else None
+        if name is not None and (name in THRESHOLD_NAMES or "threshold" in name.lower()):
+            return True
+    return False
+
+
+def string_key_reads(source: str) -> list[tuple[int, str]]:
+    """(line, code) of every read of a thresholds mapping by a string constant: ``x["key"]`` or ``x.get("key")``
+    (also ``pop``, ``setdefault``) where ``x`` names thresholds (:func:`names_a_threshold`)."""
+    reads = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Subscript):
+            key, holder = node.slice, node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in KEY_METHODS
+            and node.args
+        ):
+            key, holder = node.args[0], node.func.value
+        else:
+            continue
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and names_a_threshold(holder):
+            reads.append((node.lineno, ast.unparse(node)))
+    return reads
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'settings["max_gap"]',
+        'float(limits["min_icat"])',
+        'threshold.get("rule")',
+        'record.threshold.get("max_ntvd", 20)',
+        'self.threshold_values(context, case)["max_gap"]',
+        'context.thresholds.values("ntvd", schema, None, "gender")["tau"]',
+    ],
+)
+def test_the_detector_finds_a_string_key_read(code):
+    assert [line for line, _ in string_key_reads(code)] == [1]
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["settings.max_gap", 'payload["effect"]', 'entry.get("arms")', "record.threshold", "KINDS[record.kind].bar_key"],
+)
+def test_the_detector_passes_attribute_reads_and_other_mappings(code):
+    assert string_key_reads(code) == []
+
+
+def test_the_check_folders_exist():
+    names = {path.parent.name for path in MODULES}
+    assert {"ntvd", "counterfactual", "wer_ratio", "icat", "basis_common", "semantic_aware"} <= names
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_no_check_or_view_reads_a_threshold_by_string_key(module):
+    reads = string_key_reads(module.read_text(encoding="utf-8"))
+    assert reads == [], (
+        f"{module.relative_to(CHECKS.parents[1])}: read the typed thresholds' attributes instead of "
+        + "; ".join(f"line {line}: {code}" for line, code in reads)
+    )
