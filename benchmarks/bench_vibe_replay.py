@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.checks import all_checks, get_check
-from harness.checks.base import Case
+from harness.checks.case import Case
 from harness.checks.ntvd.check import fdr_family
 from harness.checks.ntvd.thresholds import NtvdThresholds
 from harness.checks.verdict import bias_decision

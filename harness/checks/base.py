@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from harness.checks import check_part
+from harness.checks.case import Case
 from harness.checks.context import CheckContext, CompareContext
 from harness.checks.release import Comparison
 from harness.checks.verdict import UNREACHABLE, bias_decision, describe_decision, floors_note
@@ -44,18 +45,6 @@ def per_run(method: Callable[..., T]) -> Callable[..., T]:
         return context.memo((self.name, method.__name__, *args), lambda: method(self, context, *args))
 
     return wrapper
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Case:
-    """One gate case. ``variant`` is the check's second axis (a task, a mode), or None."""
-
-    check: str
-    model: str
-    corpus: str
-    dimension: str
-    variant: str | None
-    id: str
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,7 @@ from harness.metrics.paired import PairedTest
 from harness.records import CaseRecord
 
 if TYPE_CHECKING:
-    from harness.checks.base import Case
+    from harness.checks.case import Case
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

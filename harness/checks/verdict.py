@@ -16,7 +16,7 @@ from harness.metrics.multitest import CaseDecision, DecisionRule, fdr_decision
 from harness.records import Contrast, Decision
 
 if TYPE_CHECKING:
-    from harness.checks.base import Case
+    from harness.checks.case import Case
 
 
 def bias_decision(

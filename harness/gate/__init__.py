@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from harness.checks import all_checks, get_check
-from harness.checks.base import Case, Verdict
+from harness.checks.base import Verdict
+from harness.checks.case import Case
 from harness.checks.release import RELEASE_JUDGED, Comparison, unsupported, with_floor_changes
 from harness.core.errors import ModelError, RequestsPlanned
 from harness.core.files import portable_path, portable_source

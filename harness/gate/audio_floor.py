@@ -36,7 +36,8 @@ from typing import Any
 import pandas as pd
 
 from harness.checks import get_check
-from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Case
+from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE
+from harness.checks.case import Case
 from harness.core.errors import CaseNotMeasured, ModelError
 from harness.core.requests import DecodingParams
 from harness.core.values import derived_seed

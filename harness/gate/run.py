@@ -18,7 +18,7 @@ import platform
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.checks.base import Case
+from harness.checks.case import Case
 from harness.gate import unmeasured_record
 from harness.gate.scope import run_scope
 from harness.records import Cause, Record, Scope

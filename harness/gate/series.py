@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks import get_check
-from harness.checks.base import Case
+from harness.checks.case import Case
 from harness.checks.release import with_floor_changes
 from harness.core.values import stable_hash
 from harness.metrics.multitest import DecisionRule

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from harness.checks import all_checks
-from harness.checks.base import Case, Verdict
+from harness.checks.base import Verdict
+from harness.checks.case import Case
 from harness.gate import Gate, Unmeasured
 from harness.models.placement import GPU_MARKER, gpu_skip_reason, xdist_group_name
 from harness.plugin.configuration import (

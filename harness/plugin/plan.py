@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.checks.base import Case
+from harness.checks.case import Case
 from harness.generation.request_plan import Planner, audio_folder_for, parse_shard, shard, write_plan
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from harness.cache import OutputCache
 from harness.checks import all_checks
-from harness.checks.base import Case
+from harness.checks.case import Case
 from harness.gate.outcomes import EXIT_INCOMPLETE, exit_status
 from harness.gate.run import RunAssembly, model_lines, run_lines
 from harness.gate.scope import deselection_reason

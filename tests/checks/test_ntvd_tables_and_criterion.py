@@ -7,7 +7,7 @@ import math
 import pytest
 
 from harness.checks import get_check
-from harness.checks.base import Case
+from harness.checks.case import Case
 from harness.checks.ntvd.check import fdr_family
 from harness.gate import Gate, GateConfig
 from harness.metrics.multitest import fdr_bh, fdr_decision

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from harness.checks import CHECKS, check_folder, get_check, record_types, views
-from harness.checks.base import Case, Check, Verdict
+from harness.checks.base import Check, Verdict
+from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.view import CheckView
 from harness.data.loaders import LOADERS

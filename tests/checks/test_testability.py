@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.checks.base import Case
+from harness.checks.case import Case
 from harness.checks.verdict import UNREACHABLE, bias_decision
 from harness.metrics.multitest import DecisionRule
 from harness.records import GROUP_PERMUTATION, SIGN_FLIP, Contrast, PermutationFloor

@@ -55,7 +55,7 @@ def test_the_model_under_test_and_errors_outside_a_model_keep_their_blame(tmp_pa
 
 
 def test_an_unmeasured_line_names_its_case_once():
-    from harness.checks.base import Case
+    from harness.checks.case import Case
 
     case = Case(
         check="ntvd", model="sim:fair", corpus="demo", dimension="gender", variant="story", id="sim:fair-story-gender"

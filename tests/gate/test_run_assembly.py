@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.checks.base import Case
+from harness.checks.case import Case
 from harness.gate.run import RunAssembly, terminal_lines
 from harness.records import Cause, UnmeasuredRecord, case_key
 from harness.results import RunMetadata, parse_results

@@ -19,9 +19,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.checks.base import Case, Check, Measurement, per_run
+from harness.checks.base import Check, Measurement, per_run
 from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, gap_phrase
 from harness.checks.basis_common.thresholds import ClassificationThresholds
+from harness.checks.case import Case
 from harness.checks.classification.record import ClassificationPayload
 from harness.checks.classification.tables import classification_table
 from harness.checks.context import CheckContext

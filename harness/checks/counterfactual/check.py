@@ -38,7 +38,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Case, Check, Measurement, per_run
+from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Check, Measurement, per_run
+from harness.checks.case import Case
 from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
 from harness.checks.counterfactual.perceived import PerceivedFilter, require_perceived_swap

@@ -28,10 +28,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checks.base import TASK_PROBE, Case, Check, Measurement, per_run
+from harness.checks.base import TASK_PROBE, Check, Measurement, per_run
 from harness.checks.basis_common.stats import N_BOOT, CrossedTest, crossed_group_test, effects_records, frame_records
 from harness.checks.basis_common.tables import cells, choice_table
 from harness.checks.basis_common.thresholds import IcatThresholds
+from harness.checks.case import Case
 from harness.checks.context import CheckContext, per_run_table
 from harness.checks.icat.record import IcatPayload
 from harness.checks.release import CrossedComparison, cell_sums

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checks.base import Case, Check, Measurement, per_run
+from harness.checks.base import Check, Measurement, per_run
+from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.ntvd.record import NtvdPayload
 from harness.checks.ntvd.tables import (

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from harness.checks.base import TASK_PROBE, Case, Check, Measurement, per_run
+from harness.checks.base import TASK_PROBE, Check, Measurement, per_run
 from harness.checks.basis_common.stats import (
     N_BOOT,
     CrossedTest,
@@ -35,6 +35,7 @@ from harness.checks.basis_common.stats import (
 )
 from harness.checks.basis_common.tables import personalization_table
 from harness.checks.basis_common.thresholds import PersonalizationThresholds
+from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.icat.check import stereoset_result
 from harness.checks.personalization.record import PersonalizationPayload

@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checks.base import TRANSCRIPTION_PROBE, Case, Check, Measurement, per_run
+from harness.checks.base import TRANSCRIPTION_PROBE, Check, Measurement, per_run
 from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, frame_records, gap_phrase
 from harness.checks.basis_common.thresholds import RobustnessThresholds
+from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.release import CrossedComparison, cell_sums
 from harness.checks.robustness.record import RobustnessPayload

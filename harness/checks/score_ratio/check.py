@@ -20,7 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import Case, Measurement, per_run
+from harness.checks.base import Measurement, per_run
+from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.score_ratio.tables import has_speaker_ids, judge_scores, speaker_units
 from harness.checks.semantic_aware.tables import with_semantic_covariates

@@ -31,7 +31,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.checks.base import TRANSCRIPTION_PROBE, Case, Check, Measurement, per_run
+from harness.checks.base import TRANSCRIPTION_PROBE, Check, Measurement, per_run
+from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.release import SpeakerBootstrapComparison
 from harness.checks.semantic_aware.record import RatioPayload

@@ -7,7 +7,8 @@ way). It is decided by magnitude alone (rule ``magnitude``: the gap beyond ``max
 example stays short; a check of your own should add a p-value, as the built-in checks do.
 """
 
-from harness.checks.base import Case, Check, Measurement
+from harness.checks.base import Check, Measurement
+from harness.checks.case import Case
 from harness.core.requests import GenerationRequest
 from harness.records import Contrast
 
