@@ -1,7 +1,7 @@
 """``mbrola``: an MBROLA diphone voice (``us1``, ``en1``...) driven by espeak-ng (``espeak-ng -v mb-us1``).
 
-MBROLA and its voices are not in Debian's main archive (bookworm has them in ``non-free``: ``apt-get install mbrola
-mbrola-us1`` once non-free is enabled); a voice is usable where its database is installed, at
+MBROLA and its voices are not in Debian's main archive (bookworm has ``mbrola`` in ``contrib`` and its voices in
+``non-free``: ``apt-get install mbrola mbrola-us1`` once both are enabled; tried here with us1 and us2); a voice is usable where its database is installed, at
 ``/usr/share/mbrola/<voice>/<voice>`` (or :data:`MBROLA_FOLDERS`). Settings as espeak-ng's: ``pitch``, ``rate``.
 """
 
@@ -21,7 +21,7 @@ from harness.suite.errors import SuiteError
 from harness.suite.voices import VoiceSpec
 
 MBROLA_FOLDERS = (Path("/usr/share/mbrola"), Path("/usr/local/share/mbrola"))
-INSTALL = "MBROLA is in Debian's non-free archive: enable non-free, then apt-get install -y mbrola mbrola-us1"
+INSTALL = "MBROLA is in Debian's contrib and non-free archives: enable both, then apt-get install -y mbrola mbrola-us1"
 
 
 def voice_database(name: str) -> Path | None:
