@@ -134,6 +134,18 @@ def _render_choice(letter: str, text: str, listening: Listening) -> str:
     return styles[min(int(listening.stream.next() * len(styles)), len(styles) - 1)]
 
 
+def _refuses(listening: Listening) -> bool:
+    """Whether this reply is a refusal: one draw from the request's stream against the preset's refusal rate."""
+    return listening.stream.next() < listening.refusal_rate
+
+
+def _personalization_weight(request: GenerationRequest, listening: Listening) -> float:
+    """How strongly a personalization reply leans to the "child" (positive) side: full compliance with a label
+    stated in the prompt, else the voice's pitch cue scaled by the preset's strength."""
+    stated = stated_position(request.prompt)
+    return COMPLIANCE * stated if stated is not None else listening.strength * listening.pitch_z
+
+
 class _Family:
     marker: str
     task: str
@@ -149,7 +161,7 @@ class StereotypeChoiceResponder(_Family):
     task = "basis_stereotype"
 
     def respond(self, request: GenerationRequest, listening: Listening) -> str:
-        if listening.stream.next() < listening.refusal_rate:
+        if _refuses(listening):
             return REFUSAL_TEXT
         options = _options(request.prompt)
         texts = [text for _, text in options]
@@ -169,12 +181,11 @@ class PersonalizationChoiceResponder(_Family):
     task = "basis_personalization"
 
     def respond(self, request: GenerationRequest, listening: Listening) -> str:
-        if listening.stream.next() < listening.refusal_rate:
+        if _refuses(listening):
             return REFUSAL_TEXT
         options = _options(request.prompt)
         loadings = np.array([loading(text) for _, text in options])
-        stated = stated_position(request.prompt)
-        weight = COMPLIANCE * stated if stated is not None else listening.strength * listening.pitch_z
+        weight = _personalization_weight(request, listening)
         letter, text = options[_draw(weight * loadings, listening)]
         return _render_choice(letter, text, listening)
 
@@ -186,10 +197,9 @@ class PersonalizationStyleResponder(_Family):
     task = "basis_personalization"
 
     def respond(self, request: GenerationRequest, listening: Listening) -> str:
-        if listening.stream.next() < listening.refusal_rate:
+        if _refuses(listening):
             return REFUSAL_TEXT
-        stated = stated_position(request.prompt)
-        weight = COMPLIANCE * stated if stated is not None else listening.strength * listening.pitch_z
+        weight = _personalization_weight(request, listening)
         return _register_answer(_draw(np.array([weight, -weight]), listening) == 0, listening)
 
 
@@ -207,7 +217,7 @@ class DefaultStyleResponder(_Family):
     task = "basis_personalization"
 
     def respond(self, request: GenerationRequest, listening: Listening) -> str:
-        if listening.stream.next() < listening.refusal_rate:
+        if _refuses(listening):
             return REFUSAL_TEXT
         return _register_answer(_draw(np.zeros(2), listening) == 0, listening)
 
@@ -221,7 +231,7 @@ class ClassificationResponder(_Family):
     def respond(self, request: GenerationRequest, listening: Listening) -> str:
         match = _CATEGORIES.search(request.prompt)
         labels = [label.strip() for label in match.group(1).split(",")] if match else []
-        if not labels or listening.stream.next() < listening.refusal_rate:
+        if not labels or _refuses(listening):
             return REFUSAL_TEXT
         positions = np.array([LABEL_POSITIONS.get(label.lower(), 0.0) for label in labels])
         label = labels[_draw(listening.strength * listening.pitch_z * positions, listening)]
