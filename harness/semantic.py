@@ -50,8 +50,8 @@ import base64
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -60,38 +60,22 @@ from harness.core.errors import ModelError, RequestsPlanned
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.models.base import Backend, Model
 
-
-class EmbeddingPlanner(Protocol):
-    """What :func:`plan_embeddings` asks of a ``--plan`` planner (:class:`harness.generation.request_plan.Planner`)."""
-
-    def note_cached(self, keys: Sequence[str]) -> None: ...
-
-    def add(
-        self,
-        *,
-        namespace: str,
-        spec: str,
-        fingerprint: str,
-        options: Mapping[str, Any],
-        decoding: DecodingParams,
-        label: str,
-        requests: Sequence[GenerationRequest],
-        keys: Sequence[str],
-        embedding: str | None = None,
-    ) -> None: ...
+if TYPE_CHECKING:
+    from harness.generation.request_plan import Planner
 
 
 class ModelUnderTest(Protocol):
     """What the embeddings read of a model under test behind the run's cache
     (:class:`harness.generation.cached_model.CachedModel`): its spec, fingerprint, option block and decoding, its
-    backend (whose semantic source gives the embeddings), its loaded model, and its planner under ``--plan``."""
+    backend (whose semantic source gives the embeddings), its loaded model, and its planner under ``--plan``
+    (:func:`plan_embeddings` asks it ``note_cached`` and ``add``)."""
 
     spec: str
     fingerprint: str
     options: dict[str, Any]
     decoding: DecodingParams
     backend: Backend
-    planner: EmbeddingPlanner | None
+    planner: Planner | None
 
     def model(self) -> Model: ...
 

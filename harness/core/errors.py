@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Callable, Mapping
+from types import ModuleType
 
 
 class ModelError(RuntimeError):
@@ -39,3 +41,14 @@ class CaseNotMeasured(RuntimeError):
     def __init__(self, message: str, record: object | None = None):
         super().__init__(message)
         self.record = record
+
+
+def import_extra(names: tuple[str, ...], missing: Callable[[ImportError], Exception]) -> ModuleType:
+    """Import an optional extra's modules ``names`` (a package, then any of its submodules it needs loaded) and return
+    the first; where one cannot be imported, raise ``missing(exc)`` (an error saying how to install it) from the
+    ImportError."""
+    try:
+        modules = [importlib.import_module(name) for name in names]
+    except ImportError as exc:
+        raise missing(exc) from exc
+    return modules[0]

@@ -7,7 +7,7 @@ import functools
 import hashlib
 import importlib
 import json
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -119,3 +119,16 @@ class Memo:
     def peek(self, key: Hashable) -> Any | None:
         """The value of ``key`` if it was computed, else None (computing nothing)."""
         return self._values.get(key)
+
+
+def json_lines(text: str, not_json: Callable[[int, json.JSONDecodeError], Exception]) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` for every non-blank line of a JSON Lines ``text``, numbered from 1; a line that is
+    not JSON raises ``not_json(number, exc)`` (an error naming the file) from the decoding error."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise not_json(number, exc) from exc
+        yield number, value

@@ -41,11 +41,11 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from harness.core.requests import Audio
 from harness.core.values import memoized
 from harness.data.audio import AudioChecks, AudioError, FileAudio, inspect_audio_files, read_audio
+from harness.data.config_file import read_config_mapping
 
 KINDS = ("stereotype", "personalization", "qa", "asr")
 ANSWER_FORMATS = ("choice", "open")
@@ -146,15 +146,7 @@ def load_suite(path: str | Path, audio_checks: AudioChecks | None = None, check_
     config_path = path / "suite.yaml" if path.is_dir() else path
     if not config_path.is_file():
         raise BasisError(f"{config_path}: BASIS suite file does not exist")
-    try:
-        config = yaml.safe_load(config_path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise BasisError(f"{config_path}: not valid YAML ({exc})") from exc
-    if not isinstance(config, Mapping):
-        raise BasisError(f"{config_path}: expected a mapping with keys {', '.join(SUITE_KEYS)}")
-    unknown = sorted(set(config) - set(SUITE_KEYS))
-    if unknown:
-        raise BasisError(f"{config_path}: unknown key(s) {unknown}; valid: {', '.join(SUITE_KEYS)}")
+    config = read_config_mapping(config_path, SUITE_KEYS, BasisError, f"a mapping with keys {', '.join(SUITE_KEYS)}")
     entries = config.get("sets")
     if not isinstance(entries, list) or not entries:
         raise BasisError(f"{config_path}: 'sets' must be a non-empty list of item sets")

@@ -24,10 +24,10 @@ from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from harness.core.requests import Audio
 from harness.data.audio import AudioChecks, AudioError, FileAudio, inspect_audio_files, read_audio
+from harness.data.config_file import read_config_mapping
 
 REQUIRED_COLUMNS = ("utterance_id", "audio", "speaker_id", "content_id", "transcript")
 MIN_SPEAKERS_PER_GROUP = 2
@@ -142,15 +142,9 @@ def load_corpus(
 
 
 def _read_corpus_config(config_path: Path) -> dict:
-    try:
-        config = yaml.safe_load(config_path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise CorpusError(f"{config_path}: not valid YAML ({exc})") from exc
-    if not isinstance(config, dict):
-        raise CorpusError(f"{config_path}: expected a mapping with keys name, manifest, dimensions")
-    unknown = sorted(set(config) - set(CONFIG_KEYS))
-    if unknown:
-        raise CorpusError(f"{config_path}: unknown key(s) {unknown}; valid: {', '.join(CONFIG_KEYS)}")
+    config = read_config_mapping(
+        config_path, CONFIG_KEYS, CorpusError, "a mapping with keys name, manifest, dimensions"
+    )
     folders = config.get("audio_folders", [])
     if not isinstance(folders, list) or not all(isinstance(folder, str) and folder.strip() for folder in folders):
         raise CorpusError(

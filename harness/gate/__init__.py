@@ -25,7 +25,14 @@ from harness.data.provenance import provenance_summary
 from harness.display.text import without_case_id
 from harness.extraction.validation import annotation_sample, export_annotation_sample
 from harness.gate.audio_floor import AUDIO_FLOOR_SCHEMA, AUDIO_FLOOR_SECTION, AudioFloorRule, AudioFloorSettings
-from harness.gate.baseline import Baseline, baseline_key, candidate_case_id, load_baseline, refuse_other_extraction
+from harness.gate.baseline import (
+    Baseline,
+    baseline_key,
+    candidate_case_id,
+    load_baseline,
+    record_case,
+    refuse_other_extraction,
+)
 from harness.gate.config import (
     BUNDLED_EXPORTS,
     DEFAULT_CACHE_DIR,
@@ -292,14 +299,7 @@ class Gate:
         back from its cache; ``lalm-fairness-report results.json --human-validation FILE`` makes Table I of the
         filled file."""
         cases = [
-            Case(
-                check="ntvd",
-                model=record.model,
-                corpus=record.corpus,
-                dimension=record.dimension,
-                variant=record.variant,
-                id=record.id,
-            )
+            record_case(record)
             for record in records
             if record.check == "ntvd" and (isinstance(record, CaseRecord) or answered_but_unmeasured(record))
         ]

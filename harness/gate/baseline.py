@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.checks.case import Case
 from harness.core.files import portable_source
 from harness.extraction.vibe_protocol import VibeProtocol
 from harness.records import SPOT_CHECK, CaseRecord, Record, Scope
@@ -143,6 +144,18 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
             if case.model == model
         },
         {baseline_key(case): case.id for case in results.unmeasured if case.model == model},
+    )
+
+
+def record_case(record: Record) -> Case:
+    """The case ``record`` is of: its check, model, corpus, dimension, variant and id."""
+    return Case(
+        check=record.check,
+        model=record.model,
+        corpus=record.corpus,
+        dimension=record.dimension,
+        variant=record.variant,
+        id=record.id,
     )
 
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.checks import get_check
-from harness.checks.case import Case
 from harness.checks.release import with_floor_changes
 from harness.core.values import stable_hash
+from harness.gate.baseline import record_case
 from harness.metrics.multitest import DecisionRule
 from harness.records import CaseKey, CaseRecord, Record, case_key
 from harness.results import RunResults, read_results_bytes
@@ -226,13 +226,7 @@ def compare_records(candidate: CaseRecord, baseline: CaseRecord, context: Record
             "regressed": False,
             "message": "the record carries no per-speaker data",
         }
-    case = Case(
-        check=candidate.check,
-        model=candidate.model,
-        corpus=candidate.corpus,
-        dimension=candidate.dimension,
-        variant=candidate.variant,
-        id=candidate.id,
-    )
     check = get_check(candidate.check)
-    return with_floor_changes(check.compare(context, case, candidate, baseline), candidate, baseline).as_dict()
+    return with_floor_changes(
+        check.compare(context, record_case(candidate), candidate, baseline), candidate, baseline
+    ).as_dict()

@@ -24,7 +24,6 @@ and ``--resources`` (a JSON mapping of custom resources each actor claims).
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import sys
 import tempfile
@@ -41,7 +40,7 @@ from harness.generation.request_plan import (
     FillCounts,
     PlanError,
     PlannedRequest,
-    checked_requests,
+    generation_batches,
     model_groups,
     parse_shard,
     read_plan,
@@ -92,13 +91,7 @@ def fill(
             counts.generated += len(done)
             counts.failed += len(embedding_rows) - len(done)
             cache.export(out, set(cache.lookup(planned_keys)))
-        by_decoding: dict[str, list[PlannedRequest]] = {}
-        for row in group:
-            if row.namespace != EMBEDDING_NAMESPACE:
-                by_decoding.setdefault(row.decoding, []).append(row)
-        for decoding_rows in by_decoding.values():
-            decoding = decoding_rows[0].decoding_params()
-            checked = checked_requests(decoding_rows, functools.partial(model.keys, decoding=decoding))
+        for decoding, decoding_rows, checked in generation_batches(group, model.keys):
             counts.failed += len(checked.refused)
             counts.failures += [refusal.reason for refusal in checked.refused]
             if not checked.rows:

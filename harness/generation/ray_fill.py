@@ -18,7 +18,6 @@ The workers read each row's audio from its path, so the plan's audio folder must
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import tempfile
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cache import OutputCache
-from harness.core.errors import ModelError
+from harness.core.errors import ModelError, import_extra
 from harness.core.requests import DecodingParams
 from harness.generation.cached_model import NAMESPACE, CachedModel
 from harness.generation.embedding_rows import planned_embedding_entries
@@ -38,7 +37,7 @@ from harness.generation.request_plan import (
     FillCounts,
     PlanError,
     PlannedRequest,
-    checked_requests,
+    generation_batches,
     model_groups,
 )
 from harness.models.residency import parallel_degree
@@ -48,12 +47,7 @@ BATCH_SIZE = 16
 
 
 def import_ray() -> Any:
-    try:
-        import ray
-        import ray.data
-    except ImportError as exc:
-        raise PlanError(f"--ray needs Ray Data: {INSTALL_HINT} ({exc})") from exc
-    return ray
+    return import_extra(("ray", "ray.data"), lambda exc: PlanError(f"--ray needs Ray Data: {INSTALL_HINT} ({exc})"))
 
 
 def _row(record: Mapping[str, Any]) -> PlannedRequest:
@@ -109,13 +103,7 @@ class PlanWorker:
         embedding_rows = [row for row in rows if row.namespace == EMBEDDING_NAMESPACE]
         if embedding_rows:
             answers += self._embeddings(embedding_rows)
-        by_decoding: dict[str, list[PlannedRequest]] = {}
-        for row in rows:
-            if row.namespace != EMBEDDING_NAMESPACE:
-                by_decoding.setdefault(row.decoding, []).append(row)
-        for group in by_decoding.values():
-            decoding = group[0].decoding_params()
-            checked = checked_requests(group, functools.partial(self.model.keys, decoding=decoding))
+        for decoding, group, checked in generation_batches(rows, self.model.keys):
             answers += [WorkerAnswer.refused(refusal.key, refusal.reason) for refusal in checked.refused]
             if not checked.rows:
                 continue

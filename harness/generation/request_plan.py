@@ -15,13 +15,15 @@ case at its first miss, and the next round's plan, made once this round's answer
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.core.answers import AnswerForm, ChoiceForm, Field, FieldsForm, JsonForm
+from harness.core.errors import import_extra
 from harness.core.redaction import redact
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 
@@ -233,12 +235,10 @@ def audio_folder_for(plan_path: str | Path) -> Path:
 
 
 def _pyarrow() -> Any:
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError as exc:
-        raise PlanError(f"plans are Parquet files and need pyarrow: pip install 'lalm-fairness[plan]' ({exc})") from exc
-    return pyarrow
+    return import_extra(
+        ("pyarrow", "pyarrow.parquet"),
+        lambda exc: PlanError(f"plans are Parquet files and need pyarrow: pip install 'lalm-fairness[plan]' ({exc})"),
+    )
 
 
 def write_plan(path: str | Path, rows: Sequence[PlannedRequest]) -> None:
@@ -311,3 +311,19 @@ def model_groups(rows: Sequence[PlannedRequest]) -> dict[tuple[str, str, str], l
     for row in rows:
         groups.setdefault((row.spec, row.options, row.fingerprint), []).append(row)
     return groups
+
+
+def generation_batches(
+    rows: Sequence[PlannedRequest], keys: Callable[..., Sequence[str]]
+) -> Iterator[tuple[DecodingParams, list[PlannedRequest], CheckedRows]]:
+    """The rows that ask a generation (every namespace but :data:`EMBEDDING_NAMESPACE`) grouped by their decoding,
+    in first-seen order: one ``generate`` call a group. Each group comes with its decoding's parameters and its
+    :func:`checked_requests` under ``keys(requests, decoding=...)`` (the model's
+    :meth:`~harness.generation.cached_model.CachedModel.keys`), both made as the group is reached."""
+    by_decoding: dict[str, list[PlannedRequest]] = {}
+    for row in rows:
+        if row.namespace != EMBEDDING_NAMESPACE:
+            by_decoding.setdefault(row.decoding, []).append(row)
+    for group in by_decoding.values():
+        decoding = group[0].decoding_params()
+        yield decoding, group, checked_requests(group, functools.partial(keys, decoding=decoding))

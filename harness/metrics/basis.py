@@ -96,6 +96,12 @@ def cat_scores(
     return ss, lms, icat
 
 
+def _counted_summary(name: str, per_row: pd.DataFrame, rows_key: str, **values: float) -> pd.Series:
+    """A result's summary Series: ``values`` in order, then the number of rows of ``per_row`` (under
+    ``rows_key``, e.g. ``n_groups``) and the total of its ``n`` column (under ``n``)."""
+    return pd.Series({**values, rows_key: len(per_row), "n": int(per_row["n"].sum())}, name=name)
+
+
 @dataclasses.dataclass(frozen=True)
 class StereoSetResult:
     """Result of :func:`stereoset_scores`.
@@ -122,19 +128,17 @@ class StereoSetResult:
         return self.mean_icat
 
     def summary(self) -> pd.Series:
-        return pd.Series(
-            {
-                "mean_icat": self.mean_icat,
-                "pooled_ss": self.pooled_ss,
-                "pooled_ss_ci_low": self.pooled_ss_ci[0],
-                "pooled_ss_ci_high": self.pooled_ss_ci[1],
-                "pooled_p_value": self.pooled_p_value,
-                "pooled_icat": self.pooled_icat,
-                "unknown_rate": self.unknown_rate,
-                "n_groups": len(self.per_group),
-                "n": int(self.per_group["n"].sum()),
-            },
-            name="stereoset",
+        return _counted_summary(
+            "stereoset",
+            self.per_group,
+            "n_groups",
+            mean_icat=self.mean_icat,
+            pooled_ss=self.pooled_ss,
+            pooled_ss_ci_low=self.pooled_ss_ci[0],
+            pooled_ss_ci_high=self.pooled_ss_ci[1],
+            pooled_p_value=self.pooled_p_value,
+            pooled_icat=self.pooled_icat,
+            unknown_rate=self.unknown_rate,
         )
 
 
@@ -221,14 +225,12 @@ class AccuracyResult:
         return self.mean_accuracy
 
     def summary(self) -> pd.Series:
-        return pd.Series(
-            {
-                "mean_accuracy": self.mean_accuracy,
-                "pooled_accuracy": self.pooled_accuracy,
-                "n_groups": len(self.per_group),
-                "n": int(self.per_group["n"].sum()),
-            },
-            name="accuracy",
+        return _counted_summary(
+            "accuracy",
+            self.per_group,
+            "n_groups",
+            mean_accuracy=self.mean_accuracy,
+            pooled_accuracy=self.pooled_accuracy,
         )
 
 
@@ -297,14 +299,7 @@ class ClassificationResult:
         return self.mean_accuracy
 
     def summary(self) -> pd.Series:
-        return pd.Series(
-            {
-                "mean_accuracy": self.mean_accuracy,
-                "n_labels": len(self.per_label),
-                "n": int(self.per_label["n"].sum()),
-            },
-            name="classification",
-        )
+        return _counted_summary("classification", self.per_label, "n_labels", mean_accuracy=self.mean_accuracy)
 
 
 OTHER = "(other)"
@@ -361,10 +356,7 @@ class AsrResult:
         return self.mean_score
 
     def summary(self) -> pd.Series:
-        return pd.Series(
-            {"mean_score": self.mean_score, "n_groups": len(self.per_group), "n": int(self.per_group["n"].sum())},
-            name="asr",
-        )
+        return _counted_summary("asr", self.per_group, "n_groups", mean_score=self.mean_score)
 
 
 def asr_scores(table: pd.DataFrame, *, group: str | Sequence[str] = "demographic", wer: str = "wer") -> AsrResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,23 @@ def _checked(p_values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.nda
     return p, finite
 
 
+def _adjusted_in_input_order(
+    p_values: Sequence[float] | np.ndarray, adjust: Callable[[np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """``adjust`` (the m finite p-values sorted ascending, stably -> their adjusted values in that order) applied
+    to ``p_values`` and put back in the input order; NaN p-values stay NaN and do not count towards m."""
+    p, finite = _checked(p_values)
+    adjusted = np.full_like(p, np.nan)
+    m = int(finite.sum())
+    if m == 0:
+        return adjusted
+    order = np.argsort(p[finite], kind="mergesort")
+    finite_adjusted = np.empty(m)
+    finite_adjusted[order] = adjust(p[finite][order])
+    adjusted[finite] = finite_adjusted
+    return adjusted
+
+
 def fdr_bh(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Benjamini-Hochberg q-values (Benjamini & Hochberg 1995), in the input order.
 
@@ -31,18 +48,13 @@ def fdr_bh(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
 
     NaN p-values (tests that could not be computed) stay NaN and do not count towards m.
     """
-    p, finite = _checked(p_values)
-    q = np.full_like(p, np.nan)
-    m = int(finite.sum())
-    if m == 0:
-        return q
-    order = np.argsort(p[finite], kind="mergesort")
-    ranked = p[finite][order] * m / np.arange(1, m + 1)
-    monotone = np.minimum.accumulate(ranked[::-1])[::-1]
-    finite_q = np.empty(m)
-    finite_q[order] = np.minimum(monotone, 1.0)
-    q[finite] = finite_q
-    return q
+
+    def step_up(ascending: np.ndarray) -> np.ndarray:
+        m = len(ascending)
+        monotone = np.minimum.accumulate((ascending * m / np.arange(1, m + 1))[::-1])[::-1]
+        return np.minimum(monotone, 1.0)
+
+    return _adjusted_in_input_order(p_values, step_up)
 
 
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -55,17 +67,12 @@ def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
 
     NaN p-values (not estimable) stay NaN and do not count towards m.
     """
-    p, finite = _checked(p_values)
-    adjusted = np.full_like(p, np.nan)
-    m = int(finite.sum())
-    if m == 0:
-        return adjusted
-    order = np.argsort(p[finite], kind="mergesort")
-    stepped = np.maximum.accumulate(np.minimum(1.0, p[finite][order] * (m - np.arange(m))))
-    finite_adjusted = np.empty(m)
-    finite_adjusted[order] = stepped
-    adjusted[finite] = finite_adjusted
-    return adjusted
+
+    def step_down(ascending: np.ndarray) -> np.ndarray:
+        m = len(ascending)
+        return np.maximum.accumulate(np.minimum(1.0, ascending * (m - np.arange(m))))
+
+    return _adjusted_in_input_order(p_values, step_down)
 
 
 def p_from_interval(estimate: float, ci_low: float, ci_high: float, *, level: float = 0.95, log: bool = False) -> float:

@@ -216,6 +216,23 @@ def finished_answer(text: str) -> str:
     return text.rstrip("\ufffd").strip()
 
 
+def bundled_weights(spec: str, family: str, target: str, bundled: Mapping[str, Any]) -> Any:
+    """The weights ``bundled[target]`` of a backend that serves bundled models only; an unknown ``target`` is a
+    :class:`ModelError` listing the bundled ones."""
+    if target not in bundled:
+        raise ModelError(f"{spec}: unknown {family} model {target!r}; bundled models: {sorted(bundled)}")
+    return bundled[target]
+
+
+def option_choice(spec: str, options: Mapping[str, Any], name: str, default: str, allowed: Sequence[str]) -> str:
+    """Option ``name`` (``default`` when absent) as a string, which must be one of ``allowed``
+    (else a :class:`ModelError`)."""
+    value = str(options.get(name, default))
+    if value not in allowed:
+        raise ModelError(f"{spec}: {name} must be one of {allowed}, got {value!r}")
+    return value
+
+
 def validated_options(
     spec: str, backend: str, options: Mapping[str, Any] | None, known: set[str] | frozenset[str]
 ) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.errors import ModelError
+from harness.core.errors import ModelError, import_extra
 from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.data.audio import resample
@@ -70,14 +70,10 @@ def local_semantic_source(path: str, options: Mapping[str, Any]) -> HFBackend:
 
 
 def _require_torch() -> Any:
-    try:
-        import torch
-        import transformers  # noqa: F401
-    except ImportError as exc:
-        raise ModelError(
-            f"the hf backend needs torch and transformers: pip install 'lalm-fairness[hf]' ({exc})"
-        ) from exc
-    return torch
+    return import_extra(
+        ("torch", "transformers"),
+        lambda exc: ModelError(f"the hf backend needs torch and transformers: pip install 'lalm-fairness[hf]' ({exc})"),
+    )
 
 
 def plan_batches(

@@ -134,6 +134,13 @@ def _render_choice(letter: str, text: str, listening: Listening) -> str:
     return styles[min(int(listening.stream.next() * len(styles)), len(styles) - 1)]
 
 
+def _personalization_weight(request: GenerationRequest, listening: Listening) -> float:
+    """How strongly a personalization reply leans to the "child" (positive) side: full compliance with a label
+    stated in the prompt, else the voice's pitch cue scaled by the preset's strength."""
+    stated = stated_position(request.prompt)
+    return COMPLIANCE * stated if stated is not None else listening.strength * listening.pitch_z
+
+
 class _Family:
     marker: str
     task: str
@@ -142,15 +149,28 @@ class _Family:
         return self.task if self.marker in request.prompt else None
 
 
-class StereotypeChoiceResponder(_Family):
+def _refuses(listening: Listening) -> bool:
+    """Whether this reply is a refusal: one draw from the request's stream against the preset's refusal rate."""
+    return listening.stream.next() < listening.refusal_rate
+
+
+class _RefusingFamily(_Family):
+    """A family whose every reply first draws whether it refuses (:data:`REFUSAL_TEXT`), then :meth:`answer`s."""
+
+    def respond(self, request: GenerationRequest, listening: Listening) -> str:
+        return REFUSAL_TEXT if _refuses(listening) else self.answer(request, listening)
+
+    def answer(self, request: GenerationRequest, listening: Listening) -> str:
+        raise NotImplementedError
+
+
+class StereotypeChoiceResponder(_RefusingFamily):
     """Spoken StereoSet items: the most appropriate continuation, biased by the cue under a biased preset."""
 
     marker = "Choose the most appropriate continuation"
     task = "basis_stereotype"
 
-    def respond(self, request: GenerationRequest, listening: Listening) -> str:
-        if listening.stream.next() < listening.refusal_rate:
-            return REFUSAL_TEXT
+    def answer(self, request: GenerationRequest, listening: Listening) -> str:
         options = _options(request.prompt)
         texts = [text for _, text in options]
         stated = stated_position(request.prompt)
@@ -162,34 +182,28 @@ class StereotypeChoiceResponder(_Family):
         return _render_choice(letter, text, listening)
 
 
-class PersonalizationChoiceResponder(_Family):
+class PersonalizationChoiceResponder(_RefusingFamily):
     """BASIS-Health/Product items: complies with a stated label, else uses the voice with the preset's strength."""
 
     marker = "Choose the response that best suits the speaker"
     task = "basis_personalization"
 
-    def respond(self, request: GenerationRequest, listening: Listening) -> str:
-        if listening.stream.next() < listening.refusal_rate:
-            return REFUSAL_TEXT
+    def answer(self, request: GenerationRequest, listening: Listening) -> str:
         options = _options(request.prompt)
         loadings = np.array([loading(text) for _, text in options])
-        stated = stated_position(request.prompt)
-        weight = COMPLIANCE * stated if stated is not None else listening.strength * listening.pitch_z
+        weight = _personalization_weight(request, listening)
         letter, text = options[_draw(weight * loadings, listening)]
         return _render_choice(letter, text, listening)
 
 
-class PersonalizationStyleResponder(_Family):
+class PersonalizationStyleResponder(_RefusingFamily):
     """ELIP-Pair items: a child- or adult-register answer, drawn like the choice responder's."""
 
     marker = "in the style that suits the speaker's"
     task = "basis_personalization"
 
-    def respond(self, request: GenerationRequest, listening: Listening) -> str:
-        if listening.stream.next() < listening.refusal_rate:
-            return REFUSAL_TEXT
-        stated = stated_position(request.prompt)
-        weight = COMPLIANCE * stated if stated is not None else listening.strength * listening.pitch_z
+    def answer(self, request: GenerationRequest, listening: Listening) -> str:
+        weight = _personalization_weight(request, listening)
         return _register_answer(_draw(np.array([weight, -weight]), listening) == 0, listening)
 
 
@@ -199,16 +213,14 @@ def _register_answer(child: bool, listening: Listening) -> str:
     return pool[min(int(listening.stream.next() * len(pool)), len(pool) - 1)]
 
 
-class DefaultStyleResponder(_Family):
+class DefaultStyleResponder(_RefusingFamily):
     """ELIP-Pair's text-baseline (§4.3): no style asked for, no voice, no label, so a child- or adult-register
     answer with equal odds."""
 
     marker = "Answer the speaker's question in two or three sentences."
     task = "basis_personalization"
 
-    def respond(self, request: GenerationRequest, listening: Listening) -> str:
-        if listening.stream.next() < listening.refusal_rate:
-            return REFUSAL_TEXT
+    def answer(self, request: GenerationRequest, listening: Listening) -> str:
         return _register_answer(_draw(np.zeros(2), listening) == 0, listening)
 
 
@@ -221,7 +233,7 @@ class ClassificationResponder(_Family):
     def respond(self, request: GenerationRequest, listening: Listening) -> str:
         match = _CATEGORIES.search(request.prompt)
         labels = [label.strip() for label in match.group(1).split(",")] if match else []
-        if not labels or listening.stream.next() < listening.refusal_rate:
+        if not labels or _refuses(listening):
             return REFUSAL_TEXT
         positions = np.array([LABEL_POSITIONS.get(label.lower(), 0.0) for label in labels])
         label = labels[_draw(listening.strength * listening.pitch_z * positions, listening)]

@@ -49,7 +49,7 @@ from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
 from harness.models.answer_forms import FILLER_WORDS, ChoiceForm, FieldsForm, JsonForm
-from harness.models.base import Backend, validated_options
+from harness.models.base import Backend, bundled_weights, option_choice, validated_options
 from harness.models.numerics import check_cpu_numerics, contract, numerics_status, pin_cpu_numerics
 from harness.models.packaged import PackagedWeights, engine_versions, require_modules
 
@@ -140,13 +140,9 @@ class TextLLMBackend(Backend):
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
         self.spec = spec
         self.target = target
-        if target not in BUNDLED_MODELS:
-            raise ModelError(f"{spec}: unknown SmolLM2 model {target!r}; bundled models: {sorted(BUNDLED_MODELS)}")
-        self.weights = BUNDLED_MODELS[target]
+        self.weights = bundled_weights(spec, "SmolLM2", target, BUNDLED_MODELS)
         self.options = validated_options(spec, "smollm2", options, KNOWN_OPTIONS)
-        self.answer_format = str(self.options.get("answer_format", "fields"))
-        if self.answer_format not in ANSWER_FORMATS:
-            raise ModelError(f"{spec}: answer_format must be one of {ANSWER_FORMATS}, got {self.answer_format!r}")
+        self.answer_format = option_choice(spec, self.options, "answer_format", "fields", ANSWER_FORMATS)
         self.max_field_tokens = int(self.options.get("max_field_tokens", 4))
         self.batch_size = int(self.options.get("batch_size", 16))
         self.threads = int(self.options.get("threads", 2))

@@ -26,6 +26,7 @@ chat-template text): use ``openai:`` against ``vllm serve`` for it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 import json
@@ -35,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core.answers import JsonForm
-from harness.core.errors import ModelError
+from harness.core.errors import ModelError, import_extra
 from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.models.base import (
@@ -63,11 +64,7 @@ ENGINE_SHUTDOWN_TIMEOUT_S = 60.0
 
 
 def import_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as exc:
-        raise ModelError(f"the vllm backend needs vLLM: {INSTALL_HINT} ({exc})") from exc
-    return vllm
+    return import_extra(("vllm",), lambda exc: ModelError(f"the vllm backend needs vLLM: {INSTALL_HINT} ({exc})"))
 
 
 def sampling_kwargs(params: DecodingParams) -> dict[str, Any]:
@@ -182,14 +179,16 @@ class VLLMBackend(Backend):
         return VLLMModel(self.spec, vllm, llm, adapter, processor, self.batch_size)
 
 
+@dataclasses.dataclass(eq=False)
 class VLLMModel:
-    def __init__(self, spec: str, vllm: Any, llm: Any, adapter: Any, processor: Any, batch_size: int) -> None:
-        self.spec = spec
-        self.vllm = vllm
-        self.llm = llm
-        self.adapter = adapter
-        self.processor = processor
-        self.batch_size = batch_size
+    """A started engine (``llm``, of the ``vllm`` module) with its architecture adapter and processor."""
+
+    spec: str
+    vllm: Any
+    llm: Any
+    adapter: Any
+    processor: Any
+    batch_size: int
 
     def release(self) -> None:
         """Shut the engine down (its worker processes and their memory), waiting up to

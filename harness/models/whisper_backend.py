@@ -33,7 +33,7 @@ from harness.core.progress import Progress
 from harness.core.requests import SAMPLE_RATE, DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
 from harness.data.audio import resample
-from harness.models.base import Backend, validated_options
+from harness.models.base import Backend, bundled_weights, option_choice, validated_options
 from harness.models.numerics import (
     check_cpu_numerics,
     contract,
@@ -84,13 +84,9 @@ class WhisperBackend(Backend):
     def __init__(self, spec: str, target: str, options: Mapping[str, Any] | None = None) -> None:
         self.spec = spec
         self.target = target
-        if target not in BUNDLED_MODELS:
-            raise ModelError(f"{spec}: unknown Whisper model {target!r}; bundled models: {sorted(BUNDLED_MODELS)}")
-        self.weights = BUNDLED_MODELS[target]
+        self.weights = bundled_weights(spec, "Whisper", target, BUNDLED_MODELS)
         self.options = validated_options(spec, "whisper", options, KNOWN_OPTIONS)
-        self.compute_type = str(self.options.get("compute_type", "int8"))
-        if self.compute_type not in COMPUTE_TYPES:
-            raise ModelError(f"{spec}: compute_type must be one of {COMPUTE_TYPES}, got {self.compute_type!r}")
+        self.compute_type = option_choice(spec, self.options, "compute_type", "int8", COMPUTE_TYPES)
         self.cpu_threads = int(self.options.get("cpu_threads", 2))
         if self.cpu_threads < 1:
             raise ModelError(f"{spec}: cpu_threads must be >= 1, got {self.cpu_threads}")

@@ -15,11 +15,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import json
 from pathlib import Path
 
 import yaml
 
+from harness.core.values import json_lines
 from harness.data.basis_suite import KINDS, TRANSCRIPT_COLUMN
 from harness.suite.errors import SuiteError
 from harness.suite.voices import VoiceSpec
@@ -69,13 +69,9 @@ def read_table(path: Path) -> list[tuple[int, dict]]:
         return list(enumerate(reader, 1))
     if suffix in (".jsonl", ".json"):
         rows = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SuiteError(f"{path}, row {number}: not JSON ({exc.msg})") from exc
+        for number, row in json_lines(
+            text, lambda number, exc: SuiteError(f"{path}, row {number}: not JSON ({exc.msg})")
+        ):
             if not isinstance(row, dict):
                 raise SuiteError(f"{path}, row {number}: expected an object with content_id and text")
             rows.append((number, row))

@@ -206,6 +206,21 @@ def link_recordings(links: Mapping[Path, Path], folder: Path, relative: bool) ->
             ) from exc
 
 
+def link_question_recordings(output: Path, dimension: str, table: pd.DataFrame, suffix: str, relative: bool) -> None:
+    """Link every recorded question of ``table`` (columns ``id``, ``speaker``, ``audio``) as
+    ``output/speech/<dimension>/<id:05d>_<speaker><suffix>``, the folder holding those links only
+    (:func:`link_recordings`)."""
+    folder = output / "speech" / dimension
+    link_recordings(
+        {
+            folder / f"{record_id:05d}_{speaker}{suffix}": audio
+            for record_id, speaker, audio in zip(table["id"], table["speaker"], table["audio"])
+        },
+        folder,
+        relative,
+    )
+
+
 def write_suite_config(output: Path, name: str, description: str, sets: Sequence[Mapping]) -> Path:
     """``output/suite.yaml`` of a suite loader (:mod:`harness.data.basis_suite`): its name, description and sets."""
     config = {"name": name, "description": description, "sets": [dict(entry) for entry in sets]}

@@ -37,7 +37,7 @@ from harness.core.files import atomic_write_text
 from harness.data.basis_suite import MIN_SPEAKERS_PER_GROUP, load_suite
 from harness.data.loaders._common import (
     LoaderError,
-    link_recordings,
+    link_question_recordings,
     require_dir,
     require_file,
     testable_groups,
@@ -93,14 +93,7 @@ def build(
         )
 
     output.mkdir(parents=True, exist_ok=True)
-    link_recordings(
-        {
-            output / "speech" / DIMENSION / f"{record_id:05d}_{speaker}.flac": audio
-            for record_id, speaker, audio in zip(table["id"], table["speaker"], table["audio"])
-        },
-        output / "speech" / DIMENSION,
-        relative_audio,
-    )
+    link_question_recordings(output, DIMENSION, table, ".flac", relative_audio)
     columns = ["id", "speaker", DIMENSION, "question", "answer", "utterance", "passage"]
     atomic_write_text(output / "qa.csv", table[columns].to_csv(index=False))
     per_group = ", ".join(f"{label} {n}" for label, n in table.groupby(DIMENSION)["speaker"].nunique().items())

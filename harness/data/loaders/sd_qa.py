@@ -42,16 +42,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
 from harness.core.files import atomic_write_text
+from harness.core.values import json_lines
 from harness.data.basis_suite import MIN_SPEAKERS_PER_GROUP, load_suite
 from harness.data.loaders._common import (
     LoaderError,
     csv_line,
-    link_recordings,
+    link_question_recordings,
     read_table,
     require_dir,
     testable_groups,
@@ -109,14 +111,7 @@ def build(
         raise LoaderError(f"{english}: no recorded question has a gold answer in a triples.jsonl file")
 
     output.mkdir(parents=True, exist_ok=True)
-    link_recordings(
-        {
-            output / "speech" / DIMENSION / f"{record_id:05d}_{speaker}.wav": audio
-            for record_id, speaker, audio in zip(asr["id"], asr["speaker"], asr["audio"])
-        },
-        output / "speech" / DIMENSION,
-        relative_audio,
-    )
+    link_question_recordings(output, DIMENSION, asr, ".wav", relative_audio)
     asr_columns = ["id", "speaker", DIMENSION, "transcript", "example_id"]
     qa_columns = ["id", "speaker", DIMENSION, "question", "answer", "answers", "example_id"]
     atomic_write_text(
@@ -210,13 +205,9 @@ def gold_answers(paths: Iterable[Path], folder: Path) -> dict[str, list[str]]:
         )
     gold: dict[str, list[str]] = {}
     for path in paths:
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise LoaderError(f"{path}, line {number}: not a JSON object ({exc.msg})") from exc
+        text = path.read_text(encoding="utf-8")
+        not_json = partial(_not_a_json_object, path)
+        for number, record in json_lines(text, not_json):
             if (
                 not isinstance(record, dict)
                 or "example_id" not in record
@@ -228,6 +219,10 @@ def gold_answers(paths: Iterable[Path], folder: Path) -> dict[str, list[str]]:
                 known = gold.setdefault(str(record["example_id"]), [])
                 known.extend(span for span in spans if span not in known)
     return gold
+
+
+def _not_a_json_object(path: Path, number: int, exc: json.JSONDecodeError) -> LoaderError:
+    return LoaderError(f"{path}, line {number}: not a JSON object ({exc.msg})")
 
 
 def _counts(table: pd.DataFrame) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -93,13 +93,9 @@ def build(
             }
         )
         notes.append(note)
-    link_speech(output / "speech", speech.resolve(), relative_audio)
-    description = (
-        f"Spoken StereoSet read from {source.resolve()}: "
-        + " ".join(notes)
-        + " Speakers are TTS or cloned voices, not people. License: CC BY 4.0."
+    write_linked_suite(
+        output, speech, relative_audio, NAME, f"Spoken StereoSet read from {source.resolve()}: ", notes, sets
     )
-    write_suite_config(output, NAME, description, sets)
     if check_audio:
         load_suite(output)
     return output
@@ -152,6 +148,26 @@ def _item_table(path: Path, speech: Path, dimension: str) -> tuple[pd.DataFrame,
         + "."
     )
     return table.reset_index(drop=True), note
+
+
+def write_linked_suite(
+    output: Path,
+    speech: Path,
+    relative_audio: bool,
+    name: str,
+    opening: str,
+    notes: Sequence[str],
+    sets: Sequence[Mapping],
+    licence_note: str = "",
+) -> None:
+    """The end of a build from the Spoken StereoSet release: ``output/speech`` linked to the release's ``speech``
+    folder (:func:`link_speech`), then the suite's ``suite.yaml`` with its ``sets``, described by ``opening``, the
+    build's ``notes`` and the release's voices and licence (``licence_note`` added to it)."""
+    link_speech(output / "speech", speech.resolve(), relative_audio)
+    description = (
+        opening + " ".join(notes) + f" Speakers are TTS or cloned voices, not people. License: CC BY 4.0{licence_note}."
+    )
+    write_suite_config(output, name, description, sets)
 
 
 def link_speech(link: Path, target: Path, relative: bool) -> None:

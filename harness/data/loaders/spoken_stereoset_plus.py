@@ -62,9 +62,8 @@ from harness.data.loaders._common import (
     read_table,
     require_dir,
     require_file,
-    write_suite_config,
 )
-from harness.data.loaders.spoken_stereoset import link_speech, metadata_files, read_metadata, split_by_audio
+from harness.data.loaders.spoken_stereoset import metadata_files, read_metadata, split_by_audio, write_linked_suite
 
 NAME = "spoken-stereoset-plus"
 DIMENSIONS = ("gender", "age")
@@ -195,13 +194,10 @@ def build(
     atomic_write_text(output / "asr_age.csv", table.to_csv(index=False))
     sets.append(_set_entry(ASR_SET_NAME, "asr", "age", table, "asr_age.csv"))
     summary.append(line + _counts(table, "age", small) + f" Paper: {ASR_PAPER}, which this loader cannot do.")
-    link_speech(output / "speech", speech.resolve(), relative_audio)
-    description = (
+    opening = (
         f"Spoken StereoSet+ (BASIS-Bench Appendix A.1) built from the Spoken StereoSet release at {source.resolve()}. "
-        + " ".join(summary)
-        + " Speakers are TTS or cloned voices, not people. License: CC BY 4.0 (the release's)."
     )
-    write_suite_config(output, NAME, description, sets)
+    write_linked_suite(output, speech, relative_audio, NAME, opening, summary, sets, licence_note=" (the release's)")
     if print_summary:
         for line in summary:
             print(f"{NAME}: {line}")

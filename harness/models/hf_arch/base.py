@@ -67,9 +67,20 @@ class AudioLMAdapter:
             )
 
     def load_processor(self, path: str, hub: Mapping[str, Any]) -> Any:
+        """The checkpoint's own processor; without torchvision, :meth:`audio_only_processor` where the adapter
+        has one (a multimodal processor whose image or video half needs torchvision)."""
+        if not has_torchvision():
+            fallback = self.audio_only_processor(path, hub)
+            if fallback is not None:
+                return fallback
         from transformers import AutoProcessor
 
         return AutoProcessor.from_pretrained(path, **hub)
+
+    def audio_only_processor(self, path: str, hub: Mapping[str, Any]) -> Any | None:
+        """The audio+text processor assembled by hand when torchvision is missing; ``None`` (the default): the
+        checkpoint's own processor needs no torchvision."""
+        return None
 
     def model_cls(self) -> Any:
         import transformers
@@ -188,6 +199,27 @@ class AudioLMAdapter:
 
     def forward(self, model: Any, inputs: Any, **kwargs: Any) -> Any:
         return model(**inputs, **kwargs)
+
+
+def has_torchvision() -> bool:
+    """Whether torchvision is importable: the full multimodal processors need it (their image or video half)."""
+    return importlib.util.find_spec("torchvision") is not None
+
+
+def whisper_tokenizer_and_features(path: str, hub: Mapping[str, Any]) -> tuple[Any, Any]:
+    """A checkpoint's tokenizer and Whisper feature extractor, for assembling an audio-only processor by hand; a
+    local folder without ``preprocessor_config.json`` gets a default 128-bin extractor."""
+    import os
+
+    from transformers import AutoTokenizer, WhisperFeatureExtractor
+
+    tokenizer = AutoTokenizer.from_pretrained(path, **hub)
+    local = os.path.isdir(path)
+    has_fe = (not local) or os.path.exists(os.path.join(path, "preprocessor_config.json"))
+    features = (
+        WhisperFeatureExtractor.from_pretrained(path, **hub) if has_fe else WhisperFeatureExtractor(feature_size=128)
+    )
+    return tokenizer, features
 
 
 def fill_template(template: str, **tokens: str) -> str:

@@ -24,11 +24,7 @@ class Phi4MultimodalAdapter(AudioLMAdapter):
     model_class = "Phi4MultimodalForCausalLM"
     audio_batching = "equal_length"
 
-    def load_processor(self, path: str, hub: Mapping[str, Any]) -> Any:
-        import importlib.util
-
-        if importlib.util.find_spec("torchvision") is not None:
-            return super().load_processor(path, hub)
+    def audio_only_processor(self, path: str, hub: Mapping[str, Any]) -> Any:
         from transformers import AutoTokenizer, Phi4MultimodalFeatureExtractor, Phi4MultimodalProcessor
         from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from harness.models.hf_arch import _templates
-from harness.models.hf_arch.base import AudioLMAdapter
+from harness.models.hf_arch.base import AudioLMAdapter, whisper_tokenizer_and_features
 
 
 def audio_token_count(feature_lengths: Any) -> Any:
@@ -83,21 +83,8 @@ class Qwen25OmniAdapter(AudioLMAdapter):
     model_class = "Qwen2_5OmniThinkerForConditionalGeneration"
     audio_batching = "free"
 
-    def load_processor(self, path: str, hub: Mapping[str, Any]) -> Any:
-        import importlib.util
-
-        if importlib.util.find_spec("torchvision") is not None:
-            return super().load_processor(path, hub)
-        from transformers import AutoTokenizer, WhisperFeatureExtractor
-
-        tok = AutoTokenizer.from_pretrained(path, **hub)
-        local = os.path.isdir(path)
-        has_fe = (not local) or os.path.exists(os.path.join(path, "preprocessor_config.json"))
-        fe = (
-            WhisperFeatureExtractor.from_pretrained(path, **hub)
-            if has_fe
-            else WhisperFeatureExtractor(feature_size=128)
-        )
+    def audio_only_processor(self, path: str, hub: Mapping[str, Any]) -> Any:
+        tok, fe = whisper_tokenizer_and_features(path, hub)
         return OmniAudioProcessor(tok, fe)
 
     def load_model(self, path: str, hub: Mapping[str, Any], load_kwargs: Mapping[str, Any]) -> Any:

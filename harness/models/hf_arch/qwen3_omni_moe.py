@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from harness.models.hf_arch import _templates
-from harness.models.hf_arch.base import AudioLMAdapter
+from harness.models.hf_arch.base import AudioLMAdapter, whisper_tokenizer_and_features
 from harness.models.hf_arch.qwen2_5_omni import OmniAudioProcessor
 
 AUDIO_PLACEHOLDER = "<|audio_start|><|audio_pad|><|audio_end|>"
@@ -86,21 +86,8 @@ class Qwen3OmniMoeAdapter(AudioLMAdapter):
 
         return AutoConfig.from_pretrained(path, **{k: v for k, v in hub.items() if k in CONFIG_HUB_KEYS}).to_dict()
 
-    def load_processor(self, path: str, hub: Mapping[str, Any]) -> Any:
-        import importlib.util
-
-        if importlib.util.find_spec("torchvision") is not None:
-            return super().load_processor(path, hub)
-        from transformers import AutoTokenizer, WhisperFeatureExtractor
-
-        tok = AutoTokenizer.from_pretrained(path, **hub)
-        local = os.path.isdir(path)
-        has_fe = (not local) or os.path.exists(os.path.join(path, "preprocessor_config.json"))
-        fe = (
-            WhisperFeatureExtractor.from_pretrained(path, **hub)
-            if has_fe
-            else WhisperFeatureExtractor(feature_size=128)
-        )
+    def audio_only_processor(self, path: str, hub: Mapping[str, Any]) -> Any:
+        tok, fe = whisper_tokenizer_and_features(path, hub)
         config = self.checkpoint_config(path, hub)
         thinker = config.get("thinker_config") or config
         n_window = int((thinker.get("audio_config") or {}).get("n_window", 50))

@@ -19,6 +19,7 @@ group ``lalm_fairness.voice_banks`` adds more):
 from __future__ import annotations
 
 import abc
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -122,6 +123,25 @@ def command_version(command: list[str], install: str) -> str:
         raise SuiteError(f"{command[0]} is not installed: {install}")
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     return (done.stdout + done.stderr).strip()
+
+
+class CommandLineBank(VoiceBank):
+    """A bank that speaks through one command-line program, named ``program``: it is available where the program is
+    on the PATH (else ``install`` says how to install it), and its version is the program's own
+    (``<program> --version``), read by ``version_pattern`` (its first group), or the output's first line when the
+    pattern does not match."""
+
+    program: str
+    install: str
+    version_pattern: str
+
+    def version(self) -> str:
+        line = command_version([self.program, "--version"], self.install)
+        match = re.search(self.version_pattern, line)
+        return f"{self.program} {match.group(1) if match else line.splitlines()[0]}"
+
+    def unavailable(self) -> str | None:
+        return None if shutil.which(self.program) else f"{self.program} is not installed: {self.install}"
 
 
 def get_bank(name: str) -> VoiceBank:

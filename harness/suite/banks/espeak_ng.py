@@ -10,8 +10,6 @@ gives one clip per recipe.
 from __future__ import annotations
 
 import functools
-import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -19,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from harness.suite.banks import Setting, VoiceBank, command_version, integer_between
+from harness.suite.banks import CommandLineBank, Setting, integer_between
 from harness.suite.errors import SuiteError
 from harness.suite.voices import VoiceSpec
 
@@ -55,21 +53,16 @@ def run_espeak(voice: str, options: list[str], text: str) -> tuple[np.ndarray, i
     return samples.mean(axis=1), rate
 
 
-class EspeakBank(VoiceBank):
+class EspeakBank(CommandLineBank):
+    program = "espeak-ng"
+    install = INSTALL
+    version_pattern = r"text-to-speech: (\S+)"
     name = "espeak-ng"
     settings = {
         "pitch": Setting("-p, 0-99 (default 50)", integer_between(0, 99)),
         "rate": Setting("-s, words per minute (default 175)", integer_between(80, 450)),
         "amplitude": Setting("-a, 0-200 (default 100)", integer_between(0, 200)),
     }
-
-    def version(self) -> str:
-        line = command_version(["espeak-ng", "--version"], INSTALL)
-        match = re.search(r"text-to-speech: (\S+)", line)
-        return f"espeak-ng {match.group(1) if match else line.splitlines()[0]}"
-
-    def unavailable(self) -> str | None:
-        return None if shutil.which("espeak-ng") else f"espeak-ng is not installed: {INSTALL}"
 
     def check(self, voice: VoiceSpec) -> None:
         super().check(voice)

@@ -9,8 +9,6 @@ Flite is deterministic.
 from __future__ import annotations
 
 import functools
-import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -18,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from harness.suite.banks import Setting, VoiceBank, command_version, positive_number
+from harness.suite.banks import CommandLineBank, Setting, positive_number
 from harness.suite.errors import SuiteError
 from harness.suite.voices import VoiceSpec
 
@@ -32,20 +30,15 @@ def flite_voices() -> frozenset[str]:
     return frozenset(listing.partition(":")[2].split())
 
 
-class FliteBank(VoiceBank):
+class FliteBank(CommandLineBank):
+    program = "flite"
+    install = INSTALL
+    version_pattern = r"version: flite-(\S+)"
     name = "flite"
     settings = {
         "stretch": Setting("duration stretch, above 1 slower (default 1)", positive_number),
         "pitch_hz": Setting("mean F0 in Hz (the voice's own by default)", positive_number),
     }
-
-    def version(self) -> str:
-        line = command_version(["flite", "--version"], INSTALL)
-        match = re.search(r"version: flite-(\S+)", line)
-        return f"flite {match.group(1) if match else line.splitlines()[0]}"
-
-    def unavailable(self) -> str | None:
-        return None if shutil.which("flite") else f"flite is not installed: {INSTALL}"
 
     def check(self, voice: VoiceSpec) -> None:
         super().check(voice)
