@@ -55,10 +55,10 @@ def test_an_existing_sample_is_never_overwritten(project):
 
 def test_an_unmeasured_case_with_answers_is_sampled_and_a_failed_model_is_not():
     from harness.gate import answered_but_unmeasured
-    from harness.records import UnmeasuredRecord
+    from harness.records import Cause, UnmeasuredRecord
 
     def unmeasured(kind: str) -> UnmeasuredRecord:
-        cause = {"kind": kind, "source": None, "message": "x"}
+        cause = Cause(kind=kind, source=None, message="x")
         return UnmeasuredRecord(check="ntvd", id="sim:fair-story-gender", message="x", cause=cause)
 
     assert answered_but_unmeasured(unmeasured("input"))
