@@ -85,14 +85,7 @@ class PersonalizationCheck(CrossedComparison, Check):
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
-            Case(
-                check=self.name,
-                model=model,
-                corpus=context.basis.name,
-                dimension=dimension,
-                variant=mode,
-                id=f"{model}-{dimension}-{mode}",
-            )
+            self.case(model, context.basis.name, dimension, mode, f"{model}-{dimension}-{mode}")
             for model in context.models
             for dimension in context.basis.dimensions("personalization")
             for mode in self.modes(context, dimension)

@@ -111,14 +111,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
-            Case(
-                check=self.name,
-                model=model,
-                corpus=corpus_name,
-                dimension=dimension,
-                variant=None,
-                id=f"{model}-{corpus_name}-{dimension}",
-            )
+            self.case(model, corpus_name, dimension, None, f"{model}-{corpus_name}-{dimension}")
             for model in context.models
             for corpus_name, corpus in context.corpora.items()
             for dimension in corpus.dimensions
