@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness.checks.basis_common.record import ModeRecord
 from harness.checks.basis_common.thresholds import GapThresholds
+from harness.checks.view import CheckView
 from harness.display import plots
 from harness.display.text import GAP_UNITS, case_anchor, fmt_number, gap_text, key_legend, model_keys
 from harness.records import CaseRecord
@@ -55,6 +56,28 @@ def legacy_floor_gap_margin(record: CaseRecord) -> float | None:
     if threshold.max_gap and gap.get("value") is not None:
         candidates.append((threshold.max_gap - gap["value"]) / threshold.max_gap)
     return min(candidates) if candidates else None
+
+
+def basis_view(
+    name: str,
+    subject: str,
+    context: Callable[[Records], dict[str, Any]],
+    legacy_headline: Callable[[Any], dict[str, str]],
+    legacy_margin: Callable[[Any], float | None] = legacy_floor_gap_margin,
+) -> CheckView:
+    """The view of a BASIS check: section "BASIS-Bench: ``subject``" drawn by ``<name lowercased>.html.j2``, labelled
+    "BASIS ``name``", decided on the group gap (:func:`magnitude_rule`, :func:`magnitude_margin`) in points."""
+    return CheckView(
+        title=f"BASIS-Bench: {subject}",
+        label=f"BASIS {name}",
+        template=f"{name.lower()}.html.j2",
+        context=context,
+        magnitude_rule=magnitude_rule,
+        magnitude_margin=magnitude_margin,
+        legacy_headline=legacy_headline,
+        legacy_margin=legacy_margin,
+        estimate_unit=" points",
+    )
 
 
 def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:

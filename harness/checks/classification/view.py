@@ -6,14 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.checks.basis_common.view import (
+    basis_view,
     group_plots,
     legacy_accuracy_headline,
-    legacy_floor_gap_margin,
-    magnitude_margin,
-    magnitude_rule,
 )
 from harness.checks.classification.record import ClassificationRecord
-from harness.checks.view import CheckView
 
 
 def section_context(records: Sequence[ClassificationRecord]) -> dict[str, Any]:
@@ -58,14 +55,4 @@ def section_context(records: Sequence[ClassificationRecord]) -> dict[str, Any]:
     return {"models": models, "rows": rows, "group_plots": plots_by_label}
 
 
-VIEW = CheckView(
-    title="BASIS-Bench: demographic classification",
-    label="BASIS classification",
-    template="classification.html.j2",
-    context=section_context,
-    magnitude_rule=magnitude_rule,
-    magnitude_margin=magnitude_margin,
-    legacy_headline=legacy_accuracy_headline,
-    legacy_margin=legacy_floor_gap_margin,
-    estimate_unit=" points",
-)
+VIEW = basis_view("classification", "demographic classification", section_context, legacy_accuracy_headline)

@@ -6,16 +6,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.checks.basis_common.view import (
+    basis_view,
     effect_plots,
     effect_rows,
     gap_thresholds,
     group_plots,
-    magnitude_margin,
-    magnitude_rule,
     table_seven,
 )
 from harness.checks.icat.record import IcatRecord
-from harness.checks.view import CheckView
 from harness.core.modes import MODES
 from harness.display import plots
 from harness.display.text import ci_words, fmt_number
@@ -96,14 +94,4 @@ def legacy_margin(record: IcatRecord) -> float | None:
     return (record.value - minimum) / minimum if minimum else None
 
 
-VIEW = CheckView(
-    title="BASIS-Bench: stereotypical bias (ICAT)",
-    label="BASIS ICAT",
-    template="icat.html.j2",
-    context=section_context,
-    magnitude_rule=magnitude_rule,
-    magnitude_margin=magnitude_margin,
-    legacy_headline=legacy_headline,
-    legacy_margin=legacy_margin,
-    estimate_unit=" points",
-)
+VIEW = basis_view("ICAT", "stereotypical bias (ICAT)", section_context, legacy_headline, legacy_margin)

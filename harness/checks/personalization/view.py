@@ -7,17 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.checks.basis_common.view import (
+    basis_view,
     effect_plots,
     effect_rows,
     group_plots,
     legacy_accuracy_headline,
-    legacy_floor_gap_margin,
-    magnitude_margin,
-    magnitude_rule,
     table_seven,
 )
 from harness.checks.personalization.record import PersonalizationRecord
-from harness.checks.view import CheckView
 from harness.core.modes import PARETO_MODE, PARETO_MODES, PERSONALIZATION_MODES
 from harness.display.plots import PALETTE, text_width
 
@@ -156,14 +153,4 @@ def table_ten(records: Sequence[PersonalizationRecord]) -> list[dict[str, Any]]:
     return blocks
 
 
-VIEW = CheckView(
-    title="BASIS-Bench: personalization",
-    label="BASIS personalization",
-    template="personalization.html.j2",
-    context=section_context,
-    magnitude_rule=magnitude_rule,
-    magnitude_margin=magnitude_margin,
-    legacy_headline=legacy_accuracy_headline,
-    legacy_margin=legacy_floor_gap_margin,
-    estimate_unit=" points",
-)
+VIEW = basis_view("personalization", "personalization", section_context, legacy_accuracy_headline)

@@ -7,15 +7,12 @@ from typing import Any
 
 from harness.checks.basis_common.view import (
     accuracy_gap_rule,
+    basis_view,
     gap_thresholds,
     group_plots,
-    legacy_floor_gap_margin,
-    magnitude_margin,
-    magnitude_rule,
     table_seven,
 )
 from harness.checks.robustness.record import RobustnessRecord
-from harness.checks.view import CheckView
 from harness.core.modes import ROBUSTNESS_TASKS
 from harness.display.text import fmt_number, gap_text
 
@@ -74,14 +71,4 @@ def legacy_headline(record: RobustnessRecord) -> dict[str, str]:
     }
 
 
-VIEW = CheckView(
-    title="BASIS-Bench: demographic robustness (ASR, spoken QA)",
-    label="BASIS robustness",
-    template="robustness.html.j2",
-    context=section_context,
-    magnitude_rule=magnitude_rule,
-    magnitude_margin=magnitude_margin,
-    legacy_headline=legacy_headline,
-    legacy_margin=legacy_floor_gap_margin,
-    estimate_unit=" points",
-)
+VIEW = basis_view("robustness", "demographic robustness (ASR, spoken QA)", section_context, legacy_headline)
