@@ -189,6 +189,24 @@ def group_plots(
     return figures
 
 
+def gap_sections(
+    records: Records, row_keys: Iterable[str], cell: str, threshold_key: str, axis_label: str, *, gap: bool = False
+) -> dict[str, Any]:
+    """The sections every variant-split BASIS view opens with, of one per-group ``cell`` over ``row_keys``:
+    Table 7 (``blocks``, :func:`table_seven`) and the group plots (``group_plots``, :func:`group_plots`)."""
+    return {
+        "blocks": table_seven(records, row_keys=row_keys, cell=cell),
+        "group_plots": group_plots(
+            records, row_keys=row_keys, cell=cell, threshold_key=threshold_key, axis_label=axis_label, gap=gap
+        ),
+    }
+
+
+def mode_effect_sections(records: Sequence[ModeRecord], unit: str) -> dict[str, Any]:
+    """The §3.4 mode-effect sections of a view in ``unit``: the rows (``effects``), their plots and the unit."""
+    return {"effects": effect_rows(records), "effect_plots": effect_plots(records, unit), "unit": unit}
+
+
 def table_seven(
     records: Records, *, row_keys: Iterable[str], cell: str, group_key: str = "group"
 ) -> list[dict[str, Any]]:

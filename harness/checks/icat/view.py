@@ -7,11 +7,9 @@ from typing import Any
 
 from harness.checks.basis_common.view import (
     basis_view,
-    effect_plots,
-    effect_rows,
+    gap_sections,
     gap_thresholds,
-    group_plots,
-    table_seven,
+    mode_effect_sections,
 )
 from harness.checks.icat.record import IcatRecord
 from harness.core.modes import MODES
@@ -21,13 +19,8 @@ from harness.display.text import ci_words, fmt_number
 
 def section_context(records: Sequence[IcatRecord]) -> dict[str, Any]:
     return {
-        "blocks": table_seven(records, row_keys=MODES, cell="icat"),
-        "effects": effect_rows(records),
-        "group_plots": group_plots(
-            records, row_keys=MODES, cell="icat", threshold_key="min_icat", axis_label="ICAT (0–100, 100 = balanced)"
-        ),
-        "effect_plots": effect_plots(records, "ICAT points"),
-        "unit": "ICAT points",
+        **gap_sections(records, MODES, "icat", "min_icat", "ICAT (0–100, 100 = balanced)"),
+        **mode_effect_sections(records, "ICAT points"),
         "table_nine": table_nine(records),
         "share_effects": share_effect_rows(records),
     }

@@ -8,11 +8,9 @@ from typing import Any
 
 from harness.checks.basis_common.view import (
     basis_view,
-    effect_plots,
-    effect_rows,
-    group_plots,
+    gap_sections,
     legacy_accuracy_headline,
-    table_seven,
+    mode_effect_sections,
 )
 from harness.checks.personalization.record import PersonalizationRecord
 from harness.core.modes import PARETO_MODE, PARETO_MODES, PERSONALIZATION_MODES
@@ -24,17 +22,8 @@ LABEL_STEP = 14
 
 def section_context(records: Sequence[PersonalizationRecord]) -> dict[str, Any]:
     return {
-        "blocks": table_seven(records, row_keys=PERSONALIZATION_MODES, cell="accuracy"),
-        "effects": effect_rows(records),
-        "group_plots": group_plots(
-            records,
-            row_keys=PERSONALIZATION_MODES,
-            cell="accuracy",
-            threshold_key="min_accuracy",
-            axis_label="accuracy (%)",
-        ),
-        "effect_plots": effect_plots(records, "percentage points"),
-        "unit": "percentage points",
+        **gap_sections(records, PERSONALIZATION_MODES, "accuracy", "min_accuracy", "accuracy (%)"),
+        **mode_effect_sections(records, "percentage points"),
         "pareto": pareto_plot(records),
         "table_ten": table_ten(records),
     }
