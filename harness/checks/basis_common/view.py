@@ -207,6 +207,14 @@ def mode_effect_sections(records: Sequence[ModeRecord], unit: str) -> dict[str, 
     return {"effects": effect_rows(records), "effect_plots": effect_plots(records, unit), "unit": unit}
 
 
+def mean_cells(by_model: dict[str, CaseRecord], models: Sequence[str]) -> list[dict[str, Any]]:
+    """A table's ``mean`` row: per model, its case's value and verdict (empty where it has no case)."""
+    return [
+        {"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model else {"value": None, "passed": None}
+        for m in models
+    ]
+
+
 def table_seven(
     records: Records, *, row_keys: Iterable[str], cell: str, group_key: str = "group"
 ) -> list[dict[str, Any]]:
@@ -235,12 +243,7 @@ def table_seven(
                 {
                     "variant": variant,
                     "group": "mean",
-                    "cells": [
-                        {"value": by_model[m].value, "passed": by_model[m].passed}
-                        if m in by_model
-                        else {"value": None, "passed": None}
-                        for m in models
-                    ],
+                    "cells": mean_cells(by_model, models),
                 }
             )
         blocks.append({"dimension": dimension, "models": models, "rows": rows})

@@ -9,6 +9,7 @@ from harness.checks.basis_common.view import (
     basis_view,
     group_plots,
     legacy_accuracy_headline,
+    mean_cells,
 )
 from harness.checks.classification.record import ClassificationRecord
 
@@ -34,12 +35,7 @@ def section_context(records: Sequence[ClassificationRecord]) -> dict[str, Any]:
                 "dimension": dimension,
                 "set": "",
                 "label": "mean",
-                "cells": [
-                    {"value": by_model[m].value, "passed": by_model[m].passed}
-                    if m in by_model
-                    else {"value": None, "passed": None}
-                    for m in models
-                ],
+                "cells": mean_cells(by_model, models),
             }
         )
     plots_by_label = group_plots(
