@@ -111,6 +111,11 @@ class Check(abc.ABC):
     @abc.abstractmethod
     def cases(self, context: CheckContext) -> list[Case]: ...
 
+    def case(self, model: str, corpus: str, dimension: str, variant: str | None, case_id: str) -> Case:
+        """A case of this check: ``model`` on ``dimension`` of ``corpus`` (a corpus, BASIS suite or item set) in
+        ``variant``, named ``case_id``."""
+        return Case(check=self.name, model=model, corpus=corpus, dimension=dimension, variant=variant, id=case_id)
+
     def no_cases_reason(self, context: CheckContext) -> str:
         """Why this session has no case of this check (shown as the skip reason)."""
         return f"no {self.name} case for the selected models and corpora"

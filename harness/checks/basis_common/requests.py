@@ -61,6 +61,19 @@ def _heard(mode: str, transcript: str) -> str:
     return "" if mode.startswith("speech") else f'The speaker said: "{transcript}"\n'
 
 
+def _mode_prompt(template: str, item_set: ItemSet, record: dict, mode: str, **slots: str) -> str:
+    """``template`` filled for one recording of ``item_set`` in ``mode``: what the speaker said (text modes), the
+    group marker (explicit modes), the dimension, the source the model is told to use, and ``slots``."""
+    marker = marker_line(item_set, record["label"]) if mode.endswith("explicit") else ""
+    return template.format(
+        heard=_heard(mode, record["transcript"]),
+        marker=marker,
+        dimension=item_set.dimension,
+        source=_source(mode),
+        **slots,
+    )
+
+
 def _check_mode(mode: str) -> None:
     if mode not in MODES:
         raise ValueError(f"unknown evaluation mode {mode!r}; modes: {', '.join(MODES)}")
@@ -74,18 +87,11 @@ def choice_requests(item_set: ItemSet, mode: str) -> RequestTable:
     rows, requests = [], []
     for record in item_set.table.to_dict(orient="records"):
         audio = item_set.audio(record["row"]) if mode.startswith("speech") else None
-        marker = marker_line(item_set, record["label"]) if mode.endswith("explicit") else ""
         options = {column: " ".join(record[column].split()) for column in item_set.option_columns}
         for order in option_orders(options):
             listed = "\n".join(f"{letter}. {text}" for letter, text in order.options.items())
             template = STEREOTYPE_PROMPT if item_set.kind == "stereotype" else PERSONALIZATION_CHOICE_PROMPT
-            prompt = template.format(
-                heard=_heard(mode, record["transcript"]),
-                marker=marker,
-                options=listed,
-                dimension=item_set.dimension,
-                source=_source(mode),
-            )
+            prompt = _mode_prompt(template, item_set, record, mode, options=listed)
             requests.append(GenerationRequest(prompt=prompt, audio=audio, answer_form=ChoiceForm(tuple(order.options))))
             rows.append(_row(item_set, record, mode) | {"order": order.code})
     return RequestTable(pd.DataFrame(rows), tuple(requests))
@@ -102,15 +108,8 @@ def open_requests(item_set: ItemSet, mode: str) -> RequestTable:
     rows, requests = [], []
     for record in item_set.table.to_dict(orient="records"):
         audio = item_set.audio(record["row"]) if mode.startswith("speech") else None
-        marker = marker_line(item_set, record["label"]) if mode.endswith("explicit") else ""
         template = BASELINE_PROMPT if mode == BASELINE_MODE else PERSONALIZATION_OPEN_PROMPT
-        prompt = template.format(
-            heard=_heard(mode, record["transcript"]),
-            marker=marker,
-            profiles=profiles,
-            dimension=item_set.dimension,
-            source=_source(mode),
-        )
+        prompt = _mode_prompt(template, item_set, record, mode, profiles=profiles)
         requests.append(GenerationRequest(prompt=prompt, audio=audio))
         rows.append(_row(item_set, record, mode))
     return RequestTable(pd.DataFrame(rows), tuple(requests))

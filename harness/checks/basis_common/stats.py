@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from harness.core.values import finite_or_none
-from harness.metrics.basis import ModeEffectsResult
+from harness.metrics.basis import ModeEffectsResult, mode_effects
 from harness.metrics.crossed import CrossedGap, crossed_gap, crossed_replicates
 from harness.records import Contrast
 
@@ -84,6 +84,12 @@ def crossed_group_test(
                 )
             )
     return CrossedTest(contrasts, crossed_gap(replicates, contrast="best-worst"))
+
+
+def speaker_mode_effects(table: pd.DataFrame, metric: str, seed: int) -> ModeEffectsResult:
+    """The §3.4 mode effects of ``metric`` over ``table``'s groups (column ``group``), with :data:`N_BOOT`
+    speaker-cluster bootstrap replicates seeded by ``seed``."""
+    return mode_effects(table, metric, group="group", cluster="speaker", n_boot=N_BOOT, seed=seed)
 
 
 def frame_records(frame: pd.DataFrame, index_name: str) -> list[dict[str, Any]]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness.checks.basis_common.record import ModeRecord
 from harness.checks.basis_common.thresholds import GapThresholds
+from harness.checks.view import CheckView
 from harness.display import plots
 from harness.display.text import GAP_UNITS, case_anchor, fmt_number, gap_text, key_legend, model_keys
 from harness.records import CaseRecord
@@ -55,6 +56,28 @@ def legacy_floor_gap_margin(record: CaseRecord) -> float | None:
     if threshold.max_gap and gap.get("value") is not None:
         candidates.append((threshold.max_gap - gap["value"]) / threshold.max_gap)
     return min(candidates) if candidates else None
+
+
+def basis_view(
+    name: str,
+    subject: str,
+    context: Callable[[Records], dict[str, Any]],
+    legacy_headline: Callable[[Any], dict[str, str]],
+    legacy_margin: Callable[[Any], float | None] = legacy_floor_gap_margin,
+) -> CheckView:
+    """The view of a BASIS check: section "BASIS-Bench: ``subject``" drawn by ``<name lowercased>.html.j2``, labelled
+    "BASIS ``name``", decided on the group gap (:func:`magnitude_rule`, :func:`magnitude_margin`) in points."""
+    return CheckView(
+        title=f"BASIS-Bench: {subject}",
+        label=f"BASIS {name}",
+        template=f"{name.lower()}.html.j2",
+        context=context,
+        magnitude_rule=magnitude_rule,
+        magnitude_margin=magnitude_margin,
+        legacy_headline=legacy_headline,
+        legacy_margin=legacy_margin,
+        estimate_unit=" points",
+    )
 
 
 def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
@@ -166,6 +189,32 @@ def group_plots(
     return figures
 
 
+def gap_sections(
+    records: Records, row_keys: Iterable[str], cell: str, threshold_key: str, axis_label: str, *, gap: bool = False
+) -> dict[str, Any]:
+    """The sections every variant-split BASIS view opens with, of one per-group ``cell`` over ``row_keys``:
+    Table 7 (``blocks``, :func:`table_seven`) and the group plots (``group_plots``, :func:`group_plots`)."""
+    return {
+        "blocks": table_seven(records, row_keys=row_keys, cell=cell),
+        "group_plots": group_plots(
+            records, row_keys=row_keys, cell=cell, threshold_key=threshold_key, axis_label=axis_label, gap=gap
+        ),
+    }
+
+
+def mode_effect_sections(records: Sequence[ModeRecord], unit: str) -> dict[str, Any]:
+    """The §3.4 mode-effect sections of a view in ``unit``: the rows (``effects``), their plots and the unit."""
+    return {"effects": effect_rows(records), "effect_plots": effect_plots(records, unit), "unit": unit}
+
+
+def mean_cells(by_model: dict[str, CaseRecord], models: Sequence[str]) -> list[dict[str, Any]]:
+    """A table's ``mean`` row: per model, its case's value and verdict (empty where it has no case)."""
+    return [
+        {"value": by_model[m].value, "passed": by_model[m].passed} if m in by_model else {"value": None, "passed": None}
+        for m in models
+    ]
+
+
 def table_seven(
     records: Records, *, row_keys: Iterable[str], cell: str, group_key: str = "group"
 ) -> list[dict[str, Any]]:
@@ -194,12 +243,7 @@ def table_seven(
                 {
                     "variant": variant,
                     "group": "mean",
-                    "cells": [
-                        {"value": by_model[m].value, "passed": by_model[m].passed}
-                        if m in by_model
-                        else {"value": None, "passed": None}
-                        for m in models
-                    ],
+                    "cells": mean_cells(by_model, models),
                 }
             )
         blocks.append({"dimension": dimension, "models": models, "rows": rows})

@@ -52,14 +52,7 @@ class ClassificationCheck(CrossedComparison, Check):
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
-            Case(
-                check=self.name,
-                model=model,
-                corpus=context.basis.name,
-                dimension=dimension,
-                variant=None,
-                id=f"{model}-{dimension}",
-            )
+            self.case(model, context.basis.name, dimension, None, f"{model}-{dimension}")
             for model in context.models
             for dimension in dict.fromkeys(d for kind in CLASSIFIED_KINDS for d in context.basis.dimensions(kind))
         ]

@@ -6,14 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.checks.basis_common.view import (
+    basis_view,
     group_plots,
     legacy_accuracy_headline,
-    legacy_floor_gap_margin,
-    magnitude_margin,
-    magnitude_rule,
+    mean_cells,
 )
 from harness.checks.classification.record import ClassificationRecord
-from harness.checks.view import CheckView
 
 
 def section_context(records: Sequence[ClassificationRecord]) -> dict[str, Any]:
@@ -37,12 +35,7 @@ def section_context(records: Sequence[ClassificationRecord]) -> dict[str, Any]:
                 "dimension": dimension,
                 "set": "",
                 "label": "mean",
-                "cells": [
-                    {"value": by_model[m].value, "passed": by_model[m].passed}
-                    if m in by_model
-                    else {"value": None, "passed": None}
-                    for m in models
-                ],
+                "cells": mean_cells(by_model, models),
             }
         )
     plots_by_label = group_plots(
@@ -58,14 +51,4 @@ def section_context(records: Sequence[ClassificationRecord]) -> dict[str, Any]:
     return {"models": models, "rows": rows, "group_plots": plots_by_label}
 
 
-VIEW = CheckView(
-    title="BASIS-Bench: demographic classification",
-    label="BASIS classification",
-    template="classification.html.j2",
-    context=section_context,
-    magnitude_rule=magnitude_rule,
-    magnitude_margin=magnitude_margin,
-    legacy_headline=legacy_accuracy_headline,
-    legacy_margin=legacy_floor_gap_margin,
-    estimate_unit=" points",
-)
+VIEW = basis_view("classification", "demographic classification", section_context, legacy_accuracy_headline)

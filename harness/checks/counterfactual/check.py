@@ -111,14 +111,7 @@ class CounterfactualCheck(Check):
         return cases
 
     def _case(self, model: str, source: str, dimension: str, variant: str, parts: list[str]) -> Case:
-        return Case(
-            check=self.name,
-            model=model,
-            corpus=source,
-            dimension=dimension,
-            variant=variant,
-            id="-".join([*parts, dimension, "counterfactual"]),
-        )
+        return self.case(model, source, dimension, variant, "-".join([*parts, dimension, "counterfactual"]))
 
     def no_cases_reason(self, context: CheckContext) -> str:
         dimension = transform_dimension(context)

@@ -29,7 +29,14 @@ import numpy as np
 import pandas as pd
 
 from harness.checks.base import TASK_PROBE, Check, Measurement, per_run
-from harness.checks.basis_common.stats import N_BOOT, CrossedTest, crossed_group_test, effects_records, frame_records
+from harness.checks.basis_common.stats import (
+    N_BOOT,
+    CrossedTest,
+    crossed_group_test,
+    effects_records,
+    frame_records,
+    speaker_mode_effects,
+)
 from harness.checks.basis_common.tables import cells, choice_table
 from harness.checks.basis_common.thresholds import IcatThresholds
 from harness.checks.case import Case
@@ -45,7 +52,6 @@ from harness.metrics.basis import (
     MODES,
     ModeEffectsResult,
     StereoSetResult,
-    mode_effects,
     stereoset_scores,
 )
 from harness.metrics.crossed import crossed_paired_contrast
@@ -75,14 +81,7 @@ class IcatCheck(CrossedComparison, Check):
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
-            Case(
-                check=self.name,
-                model=model,
-                corpus=context.basis.name,
-                dimension=dimension,
-                variant=mode,
-                id=f"{model}-{dimension}-{mode}",
-            )
+            self.case(model, context.basis.name, dimension, mode, f"{model}-{dimension}-{mode}")
             for model in context.models
             for dimension in context.basis.dimensions("stereotype")
             for mode in MODES
@@ -91,14 +90,7 @@ class IcatCheck(CrossedComparison, Check):
     @per_run
     def effects(self, context: CheckContext, model: str, dimension: str) -> ModeEffectsResult:
         table = pd.concat([stereotype_answers(context, model, dimension, mode) for mode in MODES], ignore_index=True)
-        return mode_effects(
-            table,
-            MEAN_ICAT,
-            group="group",
-            cluster="speaker",
-            n_boot=N_BOOT,
-            seed=derived_seed(context.seed, self.name, model, dimension),
-        )
+        return speaker_mode_effects(table, MEAN_ICAT, derived_seed(context.seed, self.name, model, dimension))
 
     @per_run
     def shares(self, context: CheckContext, model: str, dimension: str) -> dict[str, Any]:

@@ -6,16 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.checks.basis_common.view import (
-    effect_plots,
-    effect_rows,
+    basis_view,
+    gap_sections,
     gap_thresholds,
-    group_plots,
-    magnitude_margin,
-    magnitude_rule,
-    table_seven,
+    mode_effect_sections,
 )
 from harness.checks.icat.record import IcatRecord
-from harness.checks.view import CheckView
 from harness.core.modes import MODES
 from harness.display import plots
 from harness.display.text import ci_words, fmt_number
@@ -23,13 +19,8 @@ from harness.display.text import ci_words, fmt_number
 
 def section_context(records: Sequence[IcatRecord]) -> dict[str, Any]:
     return {
-        "blocks": table_seven(records, row_keys=MODES, cell="icat"),
-        "effects": effect_rows(records),
-        "group_plots": group_plots(
-            records, row_keys=MODES, cell="icat", threshold_key="min_icat", axis_label="ICAT (0–100, 100 = balanced)"
-        ),
-        "effect_plots": effect_plots(records, "ICAT points"),
-        "unit": "ICAT points",
+        **gap_sections(records, MODES, "icat", "min_icat", "ICAT (0–100, 100 = balanced)"),
+        **mode_effect_sections(records, "ICAT points"),
         "table_nine": table_nine(records),
         "share_effects": share_effect_rows(records),
     }
@@ -96,14 +87,4 @@ def legacy_margin(record: IcatRecord) -> float | None:
     return (record.value - minimum) / minimum if minimum else None
 
 
-VIEW = CheckView(
-    title="BASIS-Bench: stereotypical bias (ICAT)",
-    label="BASIS ICAT",
-    template="icat.html.j2",
-    context=section_context,
-    magnitude_rule=magnitude_rule,
-    magnitude_margin=magnitude_margin,
-    legacy_headline=legacy_headline,
-    legacy_margin=legacy_margin,
-    estimate_unit=" points",
-)
+VIEW = basis_view("ICAT", "stereotypical bias (ICAT)", section_context, legacy_headline, legacy_margin)

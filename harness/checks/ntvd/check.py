@@ -69,16 +69,7 @@ class NtvdCheck(Check):
                 for task in context.tasks:
                     for dimension in corpus.dimensions:
                         parts = [model, corpus_name, task, dimension] if show_corpus else [model, task, dimension]
-                        cases.append(
-                            Case(
-                                check=self.name,
-                                model=model,
-                                corpus=corpus_name,
-                                dimension=dimension,
-                                variant=task,
-                                id="-".join(parts),
-                            )
-                        )
+                        cases.append(self.case(model, corpus_name, dimension, task, "-".join(parts)))
         return cases
 
     def seed(self, context: CheckContext, case: Case) -> int:

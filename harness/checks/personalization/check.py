@@ -26,12 +26,12 @@ import pandas as pd
 
 from harness.checks.base import TASK_PROBE, Check, Measurement, per_run
 from harness.checks.basis_common.stats import (
-    N_BOOT,
     CrossedTest,
     crossed_group_test,
     effects_records,
     frame_records,
     gap_phrase,
+    speaker_mode_effects,
 )
 from harness.checks.basis_common.tables import personalization_table
 from harness.checks.basis_common.thresholds import PersonalizationThresholds
@@ -48,7 +48,6 @@ from harness.metrics.basis import (
     MODES,
     AccuracyResult,
     ModeEffectsResult,
-    mode_effects,
     personalization_accuracy,
 )
 
@@ -85,14 +84,7 @@ class PersonalizationCheck(CrossedComparison, Check):
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
-            Case(
-                check=self.name,
-                model=model,
-                corpus=context.basis.name,
-                dimension=dimension,
-                variant=mode,
-                id=f"{model}-{dimension}-{mode}",
-            )
+            self.case(model, context.basis.name, dimension, mode, f"{model}-{dimension}-{mode}")
             for model in context.models
             for dimension in context.basis.dimensions("personalization")
             for mode in self.modes(context, dimension)
@@ -125,14 +117,7 @@ class PersonalizationCheck(CrossedComparison, Check):
     @per_run
     def effects(self, context: CheckContext, model: str, dimension: str) -> ModeEffectsResult:
         table = pd.concat([self.table(context, model, dimension, mode) for mode in MODES], ignore_index=True)
-        return mode_effects(
-            table,
-            MEAN_ACCURACY,
-            group="group",
-            cluster="speaker",
-            n_boot=N_BOOT,
-            seed=derived_seed(context.seed, self.name, model, dimension),
-        )
+        return speaker_mode_effects(table, MEAN_ACCURACY, derived_seed(context.seed, self.name, model, dimension))
 
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         accuracy, test = self.accuracy(context, case.model, case.dimension, case.variant)

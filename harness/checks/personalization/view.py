@@ -7,17 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.checks.basis_common.view import (
-    effect_plots,
-    effect_rows,
-    group_plots,
+    basis_view,
+    gap_sections,
     legacy_accuracy_headline,
-    legacy_floor_gap_margin,
-    magnitude_margin,
-    magnitude_rule,
-    table_seven,
+    mode_effect_sections,
 )
 from harness.checks.personalization.record import PersonalizationRecord
-from harness.checks.view import CheckView
 from harness.core.modes import PARETO_MODE, PARETO_MODES, PERSONALIZATION_MODES
 from harness.display.plots import PALETTE, text_width
 
@@ -27,17 +22,8 @@ LABEL_STEP = 14
 
 def section_context(records: Sequence[PersonalizationRecord]) -> dict[str, Any]:
     return {
-        "blocks": table_seven(records, row_keys=PERSONALIZATION_MODES, cell="accuracy"),
-        "effects": effect_rows(records),
-        "group_plots": group_plots(
-            records,
-            row_keys=PERSONALIZATION_MODES,
-            cell="accuracy",
-            threshold_key="min_accuracy",
-            axis_label="accuracy (%)",
-        ),
-        "effect_plots": effect_plots(records, "percentage points"),
-        "unit": "percentage points",
+        **gap_sections(records, PERSONALIZATION_MODES, "accuracy", "min_accuracy", "accuracy (%)"),
+        **mode_effect_sections(records, "percentage points"),
         "pareto": pareto_plot(records),
         "table_ten": table_ten(records),
     }
@@ -156,14 +142,4 @@ def table_ten(records: Sequence[PersonalizationRecord]) -> list[dict[str, Any]]:
     return blocks
 
 
-VIEW = CheckView(
-    title="BASIS-Bench: personalization",
-    label="BASIS personalization",
-    template="personalization.html.j2",
-    context=section_context,
-    magnitude_rule=magnitude_rule,
-    magnitude_margin=magnitude_margin,
-    legacy_headline=legacy_accuracy_headline,
-    legacy_margin=legacy_floor_gap_margin,
-    estimate_unit=" points",
-)
+VIEW = basis_view("personalization", "personalization", section_context, legacy_accuracy_headline)

@@ -67,14 +67,7 @@ class RobustnessCheck(CrossedComparison, Check):
     def cases(self, context: CheckContext) -> list[Case]:
         dimensions = {task: context.basis.dimensions(kind) for task, kind in SET_KIND.items()}
         return [
-            Case(
-                check=self.name,
-                model=model,
-                corpus=context.basis.name,
-                dimension=dimension,
-                variant=task,
-                id=f"{model}-{task}-{dimension}",
-            )
+            self.case(model, context.basis.name, dimension, task, f"{model}-{task}-{dimension}")
             for model in context.models
             for task in TASKS
             for dimension in dimensions[task]

@@ -7,31 +7,22 @@ from typing import Any
 
 from harness.checks.basis_common.view import (
     accuracy_gap_rule,
+    basis_view,
+    gap_sections,
     gap_thresholds,
-    group_plots,
-    legacy_floor_gap_margin,
-    magnitude_margin,
-    magnitude_rule,
-    table_seven,
 )
 from harness.checks.robustness.record import RobustnessRecord
-from harness.checks.view import CheckView
 from harness.core.modes import ROBUSTNESS_TASKS
 from harness.display.text import fmt_number, gap_text
+
+SCORE_AXIS = "score (0–100; asr: 100 − WER, sqa: accuracy %)"
+"""The group plots' axis: both tasks' scores on one 0-100 scale."""
 
 
 def section_context(records: Sequence[RobustnessRecord]) -> dict[str, Any]:
     return {
-        "blocks": table_seven(records, row_keys=ROBUSTNESS_TASKS, cell="score"),
+        **gap_sections(records, ROBUSTNESS_TASKS, "score", "min_score", SCORE_AXIS, gap=True),
         "table_eight": table_eight(records),
-        "group_plots": group_plots(
-            records,
-            row_keys=ROBUSTNESS_TASKS,
-            cell="score",
-            threshold_key="min_score",
-            axis_label="score (0–100; asr: 100 − WER, sqa: accuracy %)",
-            gap=True,
-        ),
     }
 
 
@@ -74,14 +65,4 @@ def legacy_headline(record: RobustnessRecord) -> dict[str, str]:
     }
 
 
-VIEW = CheckView(
-    title="BASIS-Bench: demographic robustness (ASR, spoken QA)",
-    label="BASIS robustness",
-    template="robustness.html.j2",
-    context=section_context,
-    magnitude_rule=magnitude_rule,
-    magnitude_margin=magnitude_margin,
-    legacy_headline=legacy_headline,
-    legacy_margin=legacy_floor_gap_margin,
-    estimate_unit=" points",
-)
+VIEW = basis_view("robustness", "demographic robustness (ASR, spoken QA)", section_context, legacy_headline)

@@ -15,7 +15,7 @@ score is worse.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -55,24 +55,11 @@ class ScoreRatioCheck(WerRatioCheck):
         return table, covariate_sets, semantics | {"unscored_replies": unscored, "units": units}
 
     @staticmethod
-    def ratio(
-        table: pd.DataFrame,
-        covariates: Mapping[str, Sequence[str]],
-        numerator: str,
-        denominator: str,
-        settings: RatioThresholds,
-        seed: int,
-    ) -> RatioTable:
-        return judge_score_ratio(
-            table,
-            covariates=covariates,
-            numerator=numerator,
-            denominator=denominator,
-            speaker="speaker" if has_speaker_ids(table) else None,
-            n_boot=settings.n_boot,
-            alpha=settings.alpha,
-            seed=seed,
-        )
+    def ratio(table: pd.DataFrame, settings: RatioThresholds, **comparison: Any) -> RatioTable:
+        """The judge-score ratio of ``comparison`` (as :meth:`WerRatioCheck.ratio`), bootstrapped over speakers
+        where the table has speaker ids."""
+        speaker = "speaker" if has_speaker_ids(table) else None
+        return judge_score_ratio(table, speaker=speaker, n_boot=settings.n_boot, alpha=settings.alpha, **comparison)
 
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         """Unmeasured when the judge gave every answer the same score: a constant score has ratio 1 whatever the

@@ -26,7 +26,7 @@ reported and never used to pass or fail: when no comparison could be fitted the 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -111,14 +111,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
 
     def cases(self, context: CheckContext) -> list[Case]:
         return [
-            Case(
-                check=self.name,
-                model=model,
-                corpus=corpus_name,
-                dimension=dimension,
-                variant=None,
-                id=f"{model}-{corpus_name}-{dimension}",
-            )
+            self.case(model, corpus_name, dimension, None, f"{model}-{corpus_name}-{dimension}")
             for model in context.models
             for corpus_name, corpus in context.corpora.items()
             for dimension in corpus.dimensions
@@ -148,29 +141,20 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         for numerator, denominator in comparisons:
             grouped = table.assign(group=table[case.dimension].where(table[case.dimension] == numerator, denominator))
             results[f"{numerator} / {denominator}"] = self.ratio(
-                grouped, covariate_sets, numerator, denominator, settings, context.seed
+                grouped,
+                settings,
+                covariates=covariate_sets,
+                numerator=numerator,
+                denominator=denominator,
+                seed=context.seed,
             )
         return results
 
     @staticmethod
-    def ratio(
-        table: pd.DataFrame,
-        covariates: Mapping[str, Sequence[str]],
-        numerator: str,
-        denominator: str,
-        settings: RatioThresholds,
-        seed: int,
-    ) -> RatioTable:
-        return wer_ratio(
-            table,
-            covariates=covariates,
-            numerator=numerator,
-            denominator=denominator,
-            nagq=settings.nagq,
-            n_boot=settings.n_boot,
-            alpha=settings.alpha,
-            seed=seed,
-        )
+    def ratio(table: pd.DataFrame, settings: RatioThresholds, **comparison: Any) -> RatioTable:
+        """The WER ratio of ``table``'s ``numerator`` group to its ``denominator`` group, adjusted for
+        ``covariates`` and bootstrapped from ``seed`` (``comparison``), as ``settings`` say."""
+        return wer_ratio(table, nagq=settings.nagq, n_boot=settings.n_boot, alpha=settings.alpha, **comparison)
 
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         settings = self.thresholds(context, case)
