@@ -50,8 +50,8 @@ import base64
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -60,8 +60,26 @@ from harness.core.errors import ModelError, RequestsPlanned
 from harness.core.requests import DecodingParams, GenerationRequest
 from harness.models.base import Backend, Model
 
-if TYPE_CHECKING:
-    from harness.generation.request_plan import Planner
+
+class EmbeddingPlanner(Protocol):
+    """What :func:`plan_embeddings` asks of a ``--plan`` planner (:class:`harness.generation.request_plan.Planner`),
+    declared here: the planner's module stands above this one, so naming its class would be an import back up."""
+
+    def note_cached(self, keys: Sequence[str]) -> None: ...
+
+    def add(
+        self,
+        *,
+        namespace: str,
+        spec: str,
+        fingerprint: str,
+        options: Mapping[str, Any],
+        decoding: DecodingParams,
+        label: str,
+        requests: Sequence[GenerationRequest],
+        keys: Sequence[str],
+        embedding: str | None = None,
+    ) -> None: ...
 
 
 class ModelUnderTest(Protocol):
@@ -75,7 +93,7 @@ class ModelUnderTest(Protocol):
     options: dict[str, Any]
     decoding: DecodingParams
     backend: Backend
-    planner: Planner | None
+    planner: EmbeddingPlanner | None
 
     def model(self) -> Model: ...
 
