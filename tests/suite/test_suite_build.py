@@ -159,8 +159,11 @@ def test_a_killed_build_does_not_load_and_the_next_build_goes_on(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "corpus.yaml").write_text("name: stale\n")  # an earlier build's: must not survive the start
     env = {**os.environ, "PYTHONPATH": str(REPO), "LALM_WORKERS": "1"}
+    # An xdist worker ignores SIGINT, and a child inherits an ignored signal (Python then installs no handler for
+    # it): the build is started with the default disposition, as from a terminal.
     process = subprocess.Popen([sys.executable, "-m", "harness.suite.cli", *argv], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     store = tmp_path / "out" / ".suite-build" / "clips"
 
     def whole_clips() -> int:
