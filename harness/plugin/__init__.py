@@ -33,9 +33,10 @@ from harness.plugin.configuration import (
     check_optional_extras,
     get_gate,
     import_caches,
-    interrupt_on_sigterm,
+    interrupt_on_signals,
     output_path,
     prepare_outputs,
+    reraise_a_lost_interrupt,
     set_aside_previous_outputs,
     thresholds_path,
     unused_parent_thresholds,
@@ -60,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     assign_gpus_of_worker(config)
     if not hasattr(config, "workerinput"):
         prepare_outputs(config)
-        interrupt_on_sigterm(config)
+        interrupt_on_signals(config)
         import_caches(config)
         attach_progress_terminal(config)
     config.pluginmanager.register(FairnessSession(config), "lalm_fairness_session")
@@ -69,6 +70,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(AtomicJunitXml(config), "lalm_fairness_atomic_junit")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    reraise_a_lost_interrupt(item.config)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

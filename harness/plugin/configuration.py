@@ -5,6 +5,7 @@ earlier ones set aside, and one run at a time per results.json."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -32,6 +33,7 @@ IMPORTED_KEY = pytest.StashKey[list]()
 SET_ASIDE_KEY = pytest.StashKey[bool]()
 RUN_LOCK_KEY = pytest.StashKey[contextlib.ExitStack]()
 REFUSED_KEY = pytest.StashKey[str]()
+SIGNALS_KEY = pytest.StashKey[list[str]]()
 OUTPUT_OPTIONS = ("--results-json", "--report", "--summary-md")
 # The defaults, in the folder pytest runs in, are checked only when written: a run of other tests never needs them.
 OUTPUT_DEFAULTS = {"--results-json": "results.json", "--report": "report.html"}
@@ -125,20 +127,34 @@ def runs_tests(config: pytest.Config) -> bool:
     )
 
 
-def interrupt_on_sigterm(config: pytest.Config) -> None:
+def interrupt_on_signals(config: pytest.Config) -> None:
     """SIGTERM (a CI job cancelled, ``timeout``, ``kill``) stops the run as Ctrl-C does, so that the session
-    ends and writes its INCOMPLETE outputs; a handler someone else installed is left alone."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
+    ends and writes its INCOMPLETE outputs; a handler someone else installed is left alone.
+
+    Both signals are also remembered (``SIGNALS_KEY``) and raised again as each later case starts
+    (:func:`reraise_a_lost_interrupt`): a ``KeyboardInterrupt`` that lands in a finaliser or a weakref callback is
+    printed as "Exception ignored" and lost, and the run would otherwise go on to a verdict the user stopped."""
+    received: list[str] = []
+    config.stash[SIGNALS_KEY] = received
+    if threading.current_thread() is not threading.main_thread():
         return
 
     def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt("SIGTERM")
+        received.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt(received[-1])
 
-    signal.signal(signal.SIGTERM, interrupt)
-    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+    for signum, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+        if signal.getsignal(signum) is default:
+            signal.signal(signum, interrupt)
+            config.add_cleanup(functools.partial(signal.signal, signum, default))
+
+
+def reraise_a_lost_interrupt(config: pytest.Config) -> None:
+    """Raise ``KeyboardInterrupt`` again where a signal came and the run still goes on (see
+    :func:`interrupt_on_signals`)."""
+    received = config.stash.get(SIGNALS_KEY, [])
+    if received:
+        raise KeyboardInterrupt(f"{received[-1]}, received earlier and lost where it landed")
 
 
 def attach_progress_terminal(config: pytest.Config) -> None:

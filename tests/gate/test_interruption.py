@@ -56,6 +56,28 @@ class SlowModel:
 register_backend("slow", "slow_backend:SlowBackend")
 """
 
+# A Ctrl-C that lands inside a finaliser: Python prints "Exception ignored in ..." and the KeyboardInterrupt is gone.
+LOSES_AN_INTERRUPT = """
+import os
+import signal
+
+
+class SignalledInAFinaliser:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10_000):  # the handler runs here, inside the finaliser
+            pass
+
+
+finished = []
+
+
+def pytest_runtest_teardown(item):
+    finished.append(item.nodeid)
+    if len(finished) == 3:
+        SignalledInAFinaliser()  # collected at once
+"""
+
 
 def start_gate(folder: Path, *args: str) -> subprocess.Popen:
     command = [
@@ -145,6 +167,14 @@ def test_a_signal_mid_statistics_writes_incomplete_and_keeps_the_previous_run(pr
     assert 5 <= results["summary"]["cases"] < 33
     kept = json.loads((previous_run / "runs" / "1.3" / "results.json.previous").read_text())
     assert kept["verdict"] == "pass"
+
+
+def test_a_ctrl_c_lost_in_a_finaliser_still_stops_the_run_at_the_next_case(previous_run):
+    (previous_run / "loses_an_interrupt.py").write_text(LOSES_AN_INTERRUPT)
+    finished = start_gate(previous_run, "--model", "sim:fair", "-p", "loses_an_interrupt", "-W", "ignore")
+    output = finished.communicate(timeout=600)[0]
+    results = assert_incomplete(previous_run, finished.returncode, output, "an interruption")
+    assert results["summary"]["cases"] == 3, output[-3000:]
 
 
 @pytest.mark.slow
