@@ -44,6 +44,7 @@ import pandas as pd
 import soundfile
 
 from harness.data.cremad_design import EMOTIONS, SENTENCES, SPEAKERS
+from harness.data.voice_transforms.arm_audio import ARM_STORE_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_CACHED_S = 15.0
@@ -185,7 +186,8 @@ def run_gate(command: list[str]) -> tuple[float, float, int, str, float]:
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        # the arms in the run's own cache: a shared store ($LALM_ARM_STORE) would make the cold run warm
+        env={**{k: v for k, v in os.environ.items() if k != ARM_STORE_ENV}, "PYTHONPATH": str(REPO)},
     )
     last_line = done.stdout.strip().splitlines()[-1] if done.stdout else ""
     peak_kb = next(

@@ -2,7 +2,34 @@
 
 Helpers the tests share are the package :mod:`support` (tests/support/): pytest puts this folder on
 ``sys.path`` when it loads this conftest, so a test anywhere below imports ``from support.gate import ...``.
+
+Every gate run of the session (in-process, in xdist workers and in the subprocesses the tests start) keeps its
+counterfactual arms in one shared store (``$LALM_ARM_STORE``, :func:`harness.data.voice_transforms.arm_audio.arm_folder`)
+unless a test says otherwise: an arm depends on the recording and the transform only, and resynthesising the demo's
+arms was 40% of a cold simulator gate run, which dozens of tests start. The tests of the store itself, and of a cold
+run's arm counts, unset it.
 """
+
+import os
+import shutil
+import tempfile
+
+from harness.data.voice_transforms.arm_audio import ARM_STORE_ENV
+
+
+def pytest_configure(config):
+    """The session's shared arm store, made by the process that starts the others (xdist's controller, or the only
+    process) and removed when it ends; a store the caller named is used as it is."""
+    if hasattr(config, "workerinput") or os.environ.get(ARM_STORE_ENV):
+        return
+    store = tempfile.mkdtemp(prefix="lalm-test-arms-")
+    os.environ[ARM_STORE_ENV] = store
+
+    def remove() -> None:
+        os.environ.pop(ARM_STORE_ENV, None)
+        shutil.rmtree(store, ignore_errors=True)
+
+    config.add_cleanup(remove)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -22,6 +22,14 @@ REPO = Path(__file__).resolve().parents[2]
 MODEL = "sim:biased"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def arms_in_each_cache():
+    """This module counts what each cache's own ``arms/`` holds: no shared store (the suite sets one)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(arm_audio.ARM_STORE_ENV, raising=False)
+        yield
+
+
 @pytest.fixture
 def counted(monkeypatch):
     """Counts of arms resynthesised and clips perceived, all in this process (``LALM_WORKERS=1``)."""
@@ -105,3 +113,15 @@ def test_a_missing_answer_makes_only_its_own_arm(cold, tmp_path, counted, monkey
         assert database.execute("DELETE FROM outputs WHERE key = ?", (key,)).rowcount == 1
     counterfactual_run(tmp_path / "cache")
     assert counted == {"arms": 1, "perceived": 0}
+
+
+def test_a_shared_arm_store_serves_a_cold_cache_with_no_arm_made(cold, tmp_path, counted, monkeypatch):
+    """``$LALM_ARM_STORE`` names one store for every cache: another checkpoint's cold run (here an empty cache)
+    finds every arm there and makes none; its answers and labels are its own, and its outcomes are the same."""
+    cache, first = cold
+    monkeypatch.setenv(arm_audio.ARM_STORE_ENV, str(cache / arm_audio.ARM_FOLDER))
+    forget_arms_in_memory(monkeypatch)
+    _, again = counterfactual_run(tmp_path / "another-cache")
+    assert counted["arms"] == 0 and counted["perceived"] > 0
+    assert not (tmp_path / "another-cache" / arm_audio.ARM_FOLDER).exists()
+    assert again == first

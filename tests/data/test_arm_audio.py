@@ -132,3 +132,12 @@ def test_recordings_read_once_are_kept_within_the_process_bound_not_by_each_reco
         np.testing.assert_array_equal(recording.samples, samples)  # read again where it was dropped: the same
         assert "_samples" not in recording.__dict__
     assert audio_module.RECENT_RECORDINGS.bytes <= limit
+
+
+def test_the_arm_folder_is_the_caches_own_unless_the_environment_names_a_shared_one(tmp_path, monkeypatch):
+    monkeypatch.delenv(arm_audio.ARM_STORE_ENV, raising=False)
+    assert arm_audio.arm_folder(tmp_path / "cache") == tmp_path / "cache" / arm_audio.ARM_FOLDER
+    monkeypatch.setenv(arm_audio.ARM_STORE_ENV, " ")
+    assert arm_audio.arm_folder(tmp_path / "cache") == tmp_path / "cache" / arm_audio.ARM_FOLDER
+    monkeypatch.setenv(arm_audio.ARM_STORE_ENV, str(tmp_path / "shared"))
+    assert arm_audio.arm_folder(tmp_path / "cache") == tmp_path / "shared"

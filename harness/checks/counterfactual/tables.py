@@ -44,7 +44,7 @@ from harness.checks.counterfactual.settings import (
 from harness.checks.ntvd.tables import extraction
 from harness.core.requests import Audio, GenerationRequest
 from harness.data.voice_transforms import ChangeGenderSettings, get_transform
-from harness.data.voice_transforms.arm_audio import ARM_FOLDER, ArmStore, store_for
+from harness.data.voice_transforms.arm_audio import ArmStore, arm_folder, store_for
 from harness.extraction.memo import field_attribute_table
 from harness.tasks import TASKS
 from harness.tasks.base import PAPER
@@ -66,9 +66,9 @@ def transform_settings(context: CheckContext, dimension: str) -> tuple[str, Chan
 
 
 def arm_store(context: CheckContext) -> ArmStore:
-    """The run's arm store: the ``arms/`` folder of its output cache, shared by every run of the process that uses
-    that cache (:mod:`harness.data.voice_transforms.arm_audio`)."""
-    return store_for(str(context.cache.directory / ARM_FOLDER))
+    """The run's arm store: the ``arms/`` folder of its output cache, or the one ``$LALM_ARM_STORE`` names
+    (:func:`~harness.data.voice_transforms.arm_audio.arm_folder`), shared by every run of the process that uses it."""
+    return store_for(str(arm_folder(context.cache.directory)))
 
 
 @per_run_table

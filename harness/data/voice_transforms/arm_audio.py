@@ -8,7 +8,8 @@ cannot answer, a perceiver labelling a clip it has not labelled), by the transfo
 lazy arm is the eager arm, sample for sample.
 
 An :class:`ArmStore` keeps made arms in a content-addressed folder (``<cache>/arms/ab/abcdef....npy``, float32,
-named by the arm's :attr:`~harness.core.requests.Audio.content_hash`) and a few recently read ones in memory
+named by the arm's :attr:`~harness.core.requests.Audio.content_hash`; ``$LALM_ARM_STORE`` names one folder for every
+cache, :func:`arm_folder`) and a few recently read ones in memory
 (:data:`MEMORY_BYTES` for the whole process, so that another run of the process finds them without reading the
 disk). An arm's samples are never held by the arm itself: a model that reads a corpus's arms one chunk at a time
 holds one chunk, whatever the corpus's size. :meth:`ArmStore.make` makes many arms over the cores
@@ -35,6 +36,8 @@ from harness.data.voice_transforms import ChangeGenderSettings, VoiceTransform, 
 
 ARM_FOLDER = "arms"
 """The arm store's folder inside an output cache's folder."""
+ARM_STORE_ENV = "LALM_ARM_STORE"
+"""An environment variable naming one arm store folder for every output cache (:func:`arm_folder`)."""
 MEMORY_BYTES = 256 * 2**20
 """The samples of recently read arms the process keeps in memory, over every store (least recently read go first)."""
 
@@ -210,6 +213,15 @@ def _load(path: Path) -> np.ndarray | None:
             path.unlink()
         return None
     return samples
+
+
+def arm_folder(cache_directory: str | Path) -> Path:
+    """Where a run whose output cache is ``cache_directory`` keeps its arms: the folder ``$LALM_ARM_STORE`` names,
+    else the cache's own ``arms/``. An arm depends on its recording and the transform's recipe only, never on the
+    model, so the caches of several checkpoints (or of every gate run of a test suite) can share one store; writes
+    are atomic, so runs may share it at once."""
+    shared = os.environ.get(ARM_STORE_ENV, "").strip()
+    return Path(shared).expanduser() if shared else Path(cache_directory) / ARM_FOLDER
 
 
 @functools.cache
