@@ -208,3 +208,20 @@ def test_batched_scores_equal_the_definition_for_two_groups_and_more(n_groups, s
     scores = ntvd_from_group_counts(batch, attribute_of_column, n_attributes)
     for counts, got in zip(batch, scores):
         np.testing.assert_allclose(got, _ntvd_by_the_definition(counts, attribute_of_column, n_attributes), atol=1e-9)
+
+
+@pytest.mark.parametrize("groups", [2, 3, 6])
+def test_a_large_batch_computed_in_blocks_is_one_pass_bit_for_bit(groups):
+    """Blocks of the leading axes keep the arrays in the CPU's cache; every step is elementwise or a sum along the
+    last axes, so the scores must be exactly those of one pass (absent groups and single-group attributes included)."""
+    from harness.metrics.ntvd import _BLOCK_VALUES, _ntvd_block
+
+    rng = np.random.default_rng(groups)
+    attribute_of_column = np.repeat(np.arange(4), [3, 5, 2, 9])
+    counts = rng.poisson(0.6, size=(3 * _BLOCK_VALUES // (groups * 19) + 7, 5, groups, 19)).astype(float)
+    counts[::3, :, 0, :3] = 0.0  # a group without values of the first attribute
+    counts[::5, :, 1:, 3:8] = 0.0  # only one group with values of the second
+    blocked = ntvd_from_group_counts(counts, attribute_of_column, 4)
+    assert counts.size > 2 * _BLOCK_VALUES and blocked.shape == counts.shape[:-2] + (4,)
+    np.testing.assert_array_equal(blocked, _ntvd_block(counts, attribute_of_column, 4))
+    assert np.isnan(blocked[::5, :, 1]).all() and not np.isnan(blocked).all()
