@@ -194,7 +194,11 @@ def test_a_plan_filled_elsewhere_rescores_to_the_in_process_records_on_a_tiny_hf
     checkpoint = es.build_engine_checkpoint(tmp_path / "tiny-qwen2-audio")
     corpus = es.small_corpus(tmp_path / "corpus", sentences=2)
     selection = ("--pyargs", "harness.gate_tests.test_wer", "-k", "wer_ratio")
-    options = ("--model", f"hf:{checkpoint}", "--corpus", f"small={corpus}")  # the default embedder: the model's own
+    # 12 tokens per transcript: a random checkpoint seldom ends its answer, and 256 tokens each was 90% of the test
+    models = tmp_path / "models.yaml"
+    models.write_text(f"models:\n  {json.dumps(f'hf:{checkpoint}')}: {{max_new_tokens: 12}}\n")
+    options = ("--model", f"hf:{checkpoint}", "--corpus", f"small={corpus}", "--model-config", str(models))
+    # the default embedder: the model's own
     expected = in_process(tmp_path / "in-process", selection, *options)
     rescored, lines = plan_fill_and_rescore(tmp_path / "planned", selection, *options)
     assert expected["cases"] and not differences(rescored["cases"], expected["cases"])
