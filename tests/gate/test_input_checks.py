@@ -132,14 +132,24 @@ def test_gate_refuses_a_dimension_of_no_known_kind_and_a_duplicate_key(gate_proj
     assert "duplicate key 'defaults' (first on line 2)" in result.stdout.str() + result.stderr.str()
 
 
+_RELEASED: dict[str, str] = {}
+
+
+def released_vibe_run(project) -> dict:
+    """A full VIBE run's results.json, run once per test process: every damage below is made to a copy of it."""
+    if "results" not in _RELEASED:
+        run(project, "--results-json", "released.json", selection=()).assert_outcomes(passed=10)
+        _RELEASED["results"] = (project.path / "released.json").read_text()
+    return json.loads(_RELEASED["results"])
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda cases: cases[0].pop("model"), "damaged.json, case 0 (sim:fair-advisory-accent): ntvd record lacks key(s) ['model']"),
     (lambda cases: cases[0].update(paired_data="speaker,count"), "damaged.json, case 0 (sim:fair-advisory-accent): key 'paired_data' must be dict or null, got 'speaker,count'"),
     (lambda cases: cases[0].update(paired_data={"speaker": ["a", "b"], "count": 3}), "damaged.json: not a usable baseline: case 0 (sim:fair-advisory-accent): 'paired_data.count' is a int, expected a list"),
 ])  # fmt: skip
 def test_a_malformed_baseline_is_one_error_naming_the_file_and_the_first_bad_case(gate_project, damage, message):
-    run(gate_project, "--results-json", "released.json", selection=()).assert_outcomes(passed=10)  # a full run
-    released = json.loads((gate_project.path / "released.json").read_text())
+    released = released_vibe_run(gate_project)
     damage(released["cases"])
     (gate_project.path / "damaged.json").write_text(json.dumps(released))
     result = run(gate_project, "--baseline", "damaged.json")
