@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from harness.checks import CHECKS, check_part
+from harness.core.json_records import JsonRecord, field_types, from_json_value
 from harness.gate.baseline import load_baseline
 from harness.gate.config import DEMO_RELEASE_RESULTS
 from harness.records import (
@@ -33,7 +34,7 @@ from harness.records import (
     UnmeasuredRecord,
 )
 from harness.results import parse_results, record_from_json
-from harness.results.metadata import AudioProbe, JsonRecord, RunMetadata, field_types, from_json_value
+from harness.results.metadata import AudioProbe, RunMetadata
 
 METADATA_RECORDS = sorted(
     {kind for kind in vars(__import__("harness.results.metadata", fromlist=["*"])).values()
