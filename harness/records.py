@@ -292,6 +292,7 @@ class RegressionDecision(RuleDecision, JsonRecord):
     margin: float
     margin_key: str
     resampled: str | None = None
+    """What the paired test resampled (e.g. speakers, or speakers and items); None in a file written before."""
     df: float | None = None
     se: float | None = None
 
