@@ -3,8 +3,11 @@
 Each check's own record class (a :class:`CaseRecord` subclass) lives in its folder's ``record.py``. A check's
 verdict carries a typed record; :mod:`harness.results` writes it with :meth:`CaseRecord.to_json` and
 :data:`SCHEMA_VERSION`, and reads records back with :func:`harness.results.record_from_json`, which names
-the file, the case and the key of whatever does not fit. Nested values (per-group rows, comparisons,
-charts' data) stay JSON mappings and lists: they are what the report's views read.
+the file, the case and the key of whatever does not fit. A record's nested values that every check shares are
+records too, each with ``to_json``/``from_json``: its :class:`Decision`, its quality floors (:class:`QualityFloor`),
+its comparison with a baseline (:class:`BaselineComparison`, a :class:`Comparison` with the baseline's source and
+model) and its thresholds (:class:`StatedThreshold`: the check's typed thresholds). A check's own nested values
+(per-group rows, charts' data) stay JSON mappings and lists: they are what the report's views read.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
+from harness.core.json_records import JsonRecord, field_types
 from harness.core.values import finite_or_none
 
 SCHEMA_VERSION = 3
@@ -172,15 +176,12 @@ class Contrast:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Decision:
-    """A case's bias decision, its record's ``decision`` (results.json schema 2): the fields of
-    :class:`harness.metrics.multitest.CaseDecision` (the case's p after the within-case step, the number of
-    ``comparisons``, the gate's ``family_size``, ``p_adjusted`` after the across-case step, ``alpha``,
-    ``relevant``, ``significant``, ``estimable`` with its ``reason``, the ``correction`` in words), then what
-    the check tested: the ``statistic``, the ``rule``, every ``contrast``, the ``untestable`` contrasts (beyond
-    the practical threshold without a p-value) and the deciding contrast's ``label``, ``estimate`` and interval.
-
-    A decision written before the statistic was recorded has ``statistic`` None (:attr:`decided` False)."""
+class RuleDecision:
+    """What a decision by the gate's decision rule states, as a record holds it (the fields of
+    :class:`harness.metrics.multitest.DecisionFields`, in order): the p after the within-case step, the number of
+    ``comparisons``, the gate's ``family_size``, ``p_adjusted`` after the across-case step, ``alpha``, ``relevant``,
+    ``significant``, ``estimable`` with its ``reason`` and the ``correction`` in words. A case's bias decision
+    (:class:`Decision`) and a baseline comparison's (:class:`RegressionDecision`) add what each decided on."""
 
     p: float | None = None
     comparisons: int | None = None
@@ -192,6 +193,17 @@ class Decision:
     estimable: bool = True
     reason: str | None = None
     correction: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Decision(RuleDecision):
+    """A case's bias decision, its record's ``decision`` (results.json schema 2): the :class:`RuleDecision` fields of
+    :class:`harness.metrics.multitest.CaseDecision`, then what the check tested: the ``statistic``, the ``rule``,
+    every ``contrast``, the ``untestable`` contrasts (beyond the practical threshold without a p-value) and the
+    deciding contrast's ``label``, ``estimate`` and interval.
+
+    A decision written before the statistic was recorded has ``statistic`` None (:attr:`decided` False)."""
+
     statistic: str | None = None
     rule: str | None = None
     contrasts: tuple[Contrast, ...] = ()
@@ -240,6 +252,122 @@ def known_fields(kind: type, data: Any, where: str) -> dict[str, Any]:
     return dict(data)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class QualityFloor(JsonRecord):
+    """A quality floor of a case (``min_icat``, ``min_accuracy``, ``min_score``, ...): the floor's threshold ``key``,
+    the case's ``value`` (None where undefined), the floor ``threshold`` and whether the value ``met`` it. Reported
+    with the case, never a bias verdict (:func:`harness.checks.verdict.floor`)."""
+
+    key: str
+    value: float | None
+    threshold: float
+    met: bool
+
+    def describe_unmet(self) -> str:
+        """``min_icat 23.6 < 60``: the floor in the words of a case's message."""
+        value = "undefined" if self.value is None else format(self.value, ".1f")
+        return f"{self.key} {value} < {self.threshold:g}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FloorChange(JsonRecord):
+    """The change of one quality floor between a baseline and a candidate record of a case: the floor's ``key``,
+    its ``baseline`` and ``candidate`` values and the candidate's floor ``threshold`` (reported, never gated)."""
+
+    key: str
+    baseline: float | None
+    candidate: float | None
+    threshold: float | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RegressionDecision(RuleDecision, JsonRecord):
+    """The gate's decision on a baseline comparison (:func:`harness.checks.release.regression_comparison`): the
+    :class:`RuleDecision` of the one-sided p of "no worsening", the rule (``both``:
+    worse by more than ``margin``, the threshold key ``margin_key``, and significant), what was resampled, and
+    the paired test's ``df`` and ``se`` where it has them (None in a file written before they were recorded). It
+    reaches results.json inside the case's ``baseline``."""
+
+    rule: str
+    margin: float
+    margin_key: str
+    resampled: str | None = None
+    """What the paired test resampled (e.g. speakers, or speakers and items); None in a file written before."""
+    df: float | None = None
+    se: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Comparison(JsonRecord):
+    """Candidate versus baseline on one case. ``status``: compared; new (no baseline case); unsupported;
+    not estimable (the paired contrast cannot vary: never a regression); backbone (a mode without audio:
+    the change is the text backbone's, reported and never a voice-induced regression).
+
+    ``delta`` = candidate - baseline of the case's bias measure, with its interval; ``p_value`` the one-sided
+    p of "no worsening"; ``decision`` the gate's decision rule applied to it
+    (:func:`harness.checks.release.regression_comparison`); ``floors``: the change of each quality floor, reported
+    and never gated."""
+
+    status: str
+    baseline_value: float | None = None
+    delta: float | None = None
+    p_value: float | None = None
+    regressed: bool = False
+    message: str
+    ci_low: float | None = None
+    ci_high: float | None = None
+    measure: str | None = None
+    decision: RegressionDecision | None = None
+    floors: list[FloorChange] | None = None
+
+    @property
+    def candidate_value(self) -> float | None:
+        """The candidate's value of the compared measure (``baseline_value + delta``; None where either is unknown)."""
+        if isinstance(self.baseline_value, (int, float)) and isinstance(self.delta, (int, float)):
+            return float(self.baseline_value) + float(self.delta)
+        return None
+
+    @property
+    def p_adjusted(self) -> float | None:
+        """The one-sided p of "no worsening" after the gate's correction (None without a decision)."""
+        return None if self.decision is None else self.decision.p_adjusted
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field in order, a non-finite number as null (JSON has no NaN)."""
+        return {
+            key: finite_or_none(value) if isinstance(value, float) else value
+            for key, value in super().to_json().items()
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str, strict: bool = True) -> Any:
+        """The comparison of JSON object ``data``; an unknown or missing key, or a value of another type, is a
+        ``ValueError`` naming ``where`` and the key."""
+        return super().from_json(data, where, strict)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BaselineComparison(Comparison):
+    """A case's ``baseline`` in results.json: its :class:`Comparison` with the baseline, and that baseline's
+    ``source`` (its results.json, portable: :func:`harness.core.files.portable_path`) and ``model``."""
+
+    source: str
+    model: str
+
+    @classmethod
+    def of(cls, comparison: Comparison, source: str, model: str) -> BaselineComparison:
+        """``comparison`` against the baseline results.json ``source`` of ``model``."""
+        fields = {field.name: getattr(comparison, field.name) for field in dataclasses.fields(comparison)}
+        return cls(**fields, source=source, model=model)
+
+
+class StatedThreshold(Protocol):
+    """What a case states of the thresholds it is judged by (its record's ``threshold``): the check's typed thresholds
+    (a :class:`harness.thresholds.SectionThresholds`, or a check's own class), written by ``to_json``."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
 # Filled in after the check's verdict, and omitted from results.json while unset.
 _WHEN_SET = ("decision", "floors", "absolute_passed", "release", "baseline", "nodeid")
 
@@ -259,10 +387,12 @@ class RecordPayload:
 class CaseRecord:
     """What every check records of a case; ``variant`` is its task or mode (None for none).
 
-    ``passed`` is the bias verdict: ``decision`` says how it was reached (the case's comparisons, its p-value,
-    the correction, ``estimable``); ``floors`` lists the quality floors (``min_icat``, ``min_accuracy``,
-    ``min_score``: a model that is merely weak), each ``{key, value, threshold, met}``, which never fail a case.
-    Against a baseline, ``absolute_passed`` is the case's own criterion, ``release`` the ratchet's outcome
+    ``threshold`` is what the case is judged by, the check's typed thresholds (:class:`StatedThreshold`; a check's
+    record class names their class in its ``threshold`` annotation). ``passed`` is the bias verdict: ``decision``
+    says how it was reached (the case's comparisons, its p-value, the correction, ``estimable``); ``floors`` lists
+    the quality floors (:class:`QualityFloor`: ``min_icat``, ``min_accuracy``, ``min_score``, a model that is merely
+    weak), which never fail a case. Against a baseline, ``baseline`` is the comparison with it
+    (:class:`BaselineComparison`), ``absolute_passed`` the case's own criterion, ``release`` the ratchet's outcome
     (:func:`harness.gate.release_outcome`: pass, no regression, known failure, new failure or regression) and
     ``passed`` whether that outcome passes."""
 
@@ -274,26 +404,65 @@ class CaseRecord:
     dimension: str
     variant: str | None
     value: float | None
-    threshold: dict[str, Any]
+    threshold: StatedThreshold
     passed: bool
     message: str
     decision: Decision | None = None
-    floors: list[dict[str, Any]] | None = None
+    floors: list[QualityFloor] | None = None
     paired_data: dict[str, Any] | None = None
     absolute_passed: bool | None = None
     release: str | None = None
-    baseline: dict[str, Any] | None = None
+    baseline: BaselineComparison | None = None
     nodeid: str | None = None
 
+    TYPED_FIELDS: ClassVar[tuple[str, ...]] = ("threshold", "decision", "floors", "baseline")
+    """The fields whose values are records of their own, written by their ``to_json`` and read by
+    :meth:`typed_fields_from_json`."""
+
     def to_json(self) -> dict[str, Any]:
-        """The results.json entry: every field, in declaration order, less the unset ones of :data:`_WHEN_SET`."""
+        """The results.json entry: every field, in declaration order, less the unset ones of :data:`_WHEN_SET`; a
+        typed value (:data:`TYPED_FIELDS`) written by its ``to_json``."""
+        values = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
         return {
-            field.name: getattr(self, field.name).to_json()
-            if isinstance(getattr(self, field.name), Decision)
-            else getattr(self, field.name)
-            for field in dataclasses.fields(self)
-            if not (field.name in _WHEN_SET and getattr(self, field.name) is None)
+            name: _written(value) if name in self.TYPED_FIELDS else value
+            for name, value in values.items()
+            if not (name in _WHEN_SET and value is None)
         }
+
+    @classmethod
+    def threshold_from_json(cls, data: Mapping[str, Any], where: str) -> Any:
+        """The record's ``threshold`` (of JSON record ``data``) read as the class its annotation names, which has a
+        ``from_json(value, where)``; a check whose thresholds' keys depend on another field of the record overrides
+        this."""
+        kind = field_types(cls)["threshold"]
+        if not hasattr(kind, "from_json"):
+            raise TypeError(f"{cls.__name__} does not annotate 'threshold' with its check's thresholds class")
+        return kind.from_json(data["threshold"], f"{where}, threshold")
+
+    @classmethod
+    def typed_fields_from_json(cls, data: Mapping[str, Any], where: str) -> dict[str, Any]:
+        """``data``'s :data:`TYPED_FIELDS` read as their records; ``where`` (file and case) prefixes every error."""
+        typed: dict[str, Any] = {}
+        if "threshold" in data:
+            typed["threshold"] = cls.threshold_from_json(data, where)
+        if data.get("decision") is not None:
+            typed["decision"] = Decision.from_json(data["decision"], where)
+        if data.get("floors") is not None:
+            floors = data["floors"]
+            if not isinstance(floors, list):
+                raise ValueError(f"{where}: key 'floors' must be a list or null, got {floors!r:.80}")
+            typed["floors"] = [
+                QualityFloor.from_json(floor, f"{where}, floors[{index}]", strict=True)
+                for index, floor in enumerate(floors)
+            ]
+        if data.get("baseline") is not None:
+            typed["baseline"] = BaselineComparison.from_json(data["baseline"], f"{where}, baseline")
+        return typed
+
+
+def _written(value: Any) -> Any:
+    """A typed record field's value as JSON: a record (or each record of a list) by its ``to_json``."""
+    return [item.to_json() for item in value] if isinstance(value, list) else value.to_json()
 
 
 UNMEASURED = "unmeasured"
@@ -389,6 +558,11 @@ CaseKey = tuple[str, str | None, str | None, str | None, str | None]
 def case_key(record: Record) -> CaseKey:
     """The case's identity (:data:`CaseKey`): two checks may share case ids (the WER and judge-score ratios)."""
     return (record.check, record.model, record.corpus, record.variant, record.dimension)
+
+
+def regressed_against_baseline(record: Record) -> bool:
+    """Whether ``record`` is a measured case that regressed significantly against its baseline."""
+    return isinstance(record, CaseRecord) and record.baseline is not None and record.baseline.regressed
 
 
 SPOT_CHECK = "spot-check"

@@ -130,11 +130,16 @@ class ThresholdKey:
     problem: Callable[[Any], str | None] = lambda value: None
 
 
-def value_problem(key: ThresholdKey, value: Any) -> str | None:
-    """What is wrong with ``value`` for ``key`` (its type, then its validator), or None."""
+def value_type_problem(key: ThresholdKey, value: Any) -> str | None:
+    """What is wrong with the type of ``value`` for ``key``, or None."""
     if isinstance(value, bool) != (bool in key.types) or not isinstance(value, key.types):
         return f"is not {type_words(key.types)}"
-    return key.problem(value)
+    return None
+
+
+def value_problem(key: ThresholdKey, value: Any) -> str | None:
+    """What is wrong with ``value`` for ``key`` (its type, then its validator), or None."""
+    return value_type_problem(key, value) or key.problem(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,7 +188,12 @@ def regression_margin(default: float) -> Any:
 class SectionThresholds:
     """The typed thresholds of one case of a check: a frozen dataclass whose :func:`setting` fields are the keys of
     the check's thresholds.yaml section. Parsed once per case from the merged layers (:meth:`Thresholds.settings`);
-    checks and views read its attributes, never a key by its name."""
+    checks and views read its attributes, never a key by its name. A case's record holds them as its ``threshold``
+    (:class:`harness.records.StatedThreshold`), written by :meth:`to_json` and read back by :meth:`from_json`."""
+
+    record_keys: tuple[str, ...] | None = dataclasses.field(default=None, repr=False)
+    """The keys a results.json record read back stated, in its order, where they are not the settings this version
+    records (an older record's): written back as they were. None for thresholds parsed from a thresholds file."""
 
     @classmethod
     def threshold_keys(cls) -> dict[str, ThresholdKey]:
@@ -217,20 +227,33 @@ class SectionThresholds:
         return cls(**parsed)
 
     @classmethod
-    def from_record(cls, recorded: Mapping[str, Any]) -> Any:
-        """The thresholds a results.json record states (its ``threshold``), for a view: the recorded keys of this
-        class, each key the record does not state at its default (a record keeps those its verdict used)."""
-        keys = cls.threshold_keys()
-        return cls(**{name: recorded[name] for name in keys if name in recorded})
+    def recorded_keys(cls) -> tuple[str, ...]:
+        """The settings a case's record states: every :func:`setting` declared ``recorded``, in declaration order."""
+        return tuple(field.name for field in dataclasses.fields(cls) if field.metadata.get(RECORDED, False))
 
-    def recorded(self) -> dict[str, Any]:
-        """What a case's record states of these thresholds (its ``threshold``): every :func:`setting` declared
-        ``recorded``, in declaration order."""
-        return {
-            field.name: getattr(self, field.name)
-            for field in dataclasses.fields(self)
-            if field.metadata.get(RECORDED, False)
-        }
+    def to_json(self) -> dict[str, Any]:
+        """What a case's record states of these thresholds (its ``threshold``): the :meth:`recorded_keys`, or the keys
+        the record they were read from stated (:attr:`record_keys`)."""
+        keys = self.recorded_keys() if self.record_keys is None else self.record_keys
+        return {name: getattr(self, name) for name in keys}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Any:
+        """The thresholds a results.json record states (its ``threshold``), for the baseline and the report: a key the
+        record does not state keeps its default. A key that is no setting of this class, or a value of another type
+        than the setting's, is a ``ValueError`` naming ``where`` and the key."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        keys = cls.threshold_keys()
+        unknown = sorted(set(data) - set(keys))
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {unknown}; valid: {', '.join(keys)}")
+        for name, value in data.items():
+            key = keys[name]
+            if not (value is None and key.default is None) and value_type_problem(key, value):
+                raise ValueError(f"{where}: key {name!r} {value_type_problem(key, value)}, got {value!r:.80}")
+        stated = tuple(data)
+        return cls(**data, record_keys=None if stated == cls.recorded_keys() else stated)
 
 
 def in_open_unit_interval(value: Any) -> str | None:

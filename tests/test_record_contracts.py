@@ -4,8 +4,10 @@ A sample of each record is made from its fields' annotations (every field set, n
 as results.json writes it (``json.dumps`` of its ``to_json()``), read back the way a results.json is read, and
 must come back equal, every field of the type its annotation names: the run metadata and each of its nested records
 (:mod:`harness.results.metadata`), an unmeasured case with its :class:`~harness.records.Cause`, and each registered
-check's record. A results.json written by main's code before the metadata was typed (the shipped voice-blind
-release's, written by the gate of 38ff5d9) still loads, as --baseline too, and writes back the same JSON.
+check's record, whose shared nested values (its thresholds, decision, quality floors and baseline comparison) come
+back as their records, never as plain dicts. A results.json written by main's code before the metadata was typed (the
+shipped voice-blind release's, written by the gate of 38ff5d9) still loads, as --baseline too, and writes back the
+same JSON.
 """
 
 from __future__ import annotations
@@ -20,20 +22,27 @@ from typing import Any
 import pytest
 
 from harness.checks import CHECKS, check_part
+from harness.checks.counterfactual.settings import KINDS, CaseThreshold
+from harness.core.json_records import JsonRecord, field_types, from_json_value
 from harness.gate.baseline import load_baseline
 from harness.gate.config import DEMO_RELEASE_RESULTS
 from harness.records import (
     CAUSE_KINDS,
     SIGN_FLIP,
+    BaselineComparison,
     CaseRecord,
     Cause,
+    Comparison,
     Contrast,
     Decision,
+    FloorChange,
     PermutationFloor,
+    QualityFloor,
+    RegressionDecision,
     UnmeasuredRecord,
 )
 from harness.results import parse_results, record_from_json
-from harness.results.metadata import AudioProbe, JsonRecord, RunMetadata, field_types, from_json_value
+from harness.results.metadata import AudioProbe, RunMetadata
 
 METADATA_RECORDS = sorted(
     {kind for kind in vars(__import__("harness.results.metadata", fromlist=["*"])).values()
@@ -42,8 +51,15 @@ METADATA_RECORDS = sorted(
 )  # fmt: skip
 
 
-CONSTRAINED = {PermutationFloor: PermutationFloor(test=SIGN_FLIP, units=(3, 4), permutations=999)}
-"""Records whose fields take only some values: their sample is a valid one."""
+RECORD_THRESHOLDS = {check: field_types(check_part(check, "record"))["threshold"] for check in CHECKS}
+"""Each check's typed thresholds: the class its record's ``threshold`` annotation names."""
+
+CONSTRAINED: dict[Any, Any] = {
+    PermutationFloor: PermutationFloor(test=SIGN_FLIP, units=(3, 4), permutations=999),
+    CaseThreshold: CaseThreshold(kind=KINDS["wer"], bar=7.5, rule="significance", min_perceived_share=0.75),
+    **{kind: kind() for kind in RECORD_THRESHOLDS.values() if kind is not CaseThreshold},
+}
+"""Records whose fields take only some values: their sample is a valid one (a check's thresholds: its defaults)."""
 
 MAINS_METADATA = Path(__file__).parent / "support" / "metadata_written_by_bf35540.json"
 
@@ -69,8 +85,12 @@ def sample(kind: Any, name: str) -> Any:
 
 
 def sample_record(kind: type) -> Any:
-    """An instance of dataclass ``kind`` with every field set to a :func:`sample` of its annotation."""
-    return kind(**{name: sample(annotation, name) for name, annotation in field_types(kind).items()})
+    """An instance of dataclass ``kind`` with every field set to a :func:`sample` of its annotation (a counterfactual
+    record's ``kind`` that of its thresholds, whose keys follow it)."""
+    record = kind(**{name: sample(annotation, name) for name, annotation in field_types(kind).items()})
+    if isinstance(getattr(record, "threshold", None), CaseThreshold):
+        record = dataclasses.replace(record, kind=record.threshold.kind.name)
+    return record
 
 
 def conforms(kind: Any, value: Any) -> bool:
@@ -165,6 +185,75 @@ def test_every_check_record_round_trips_as_its_type(check):
     back = record_from_json(through_json(record.to_json()), "results.json")
     assert type(back) is kind and back == record
     assert conforms(kind, back) and isinstance(back, CaseRecord)
+
+
+TYPED_VALUES = {"threshold": object, "decision": Decision, "floors": QualityFloor, "baseline": BaselineComparison}
+"""A measured record's nested values that are records of their own, and the class each is (or holds) when read."""
+
+
+@pytest.mark.parametrize("check", sorted(CHECKS))
+def test_no_nested_value_of_a_check_record_is_a_plain_dict(check):
+    """Each of :data:`TYPED_VALUES` is annotated with a record class (none a ``dict``), and reads back as one."""
+    kind = check_part(check, "record")
+    assert set(kind.TYPED_FIELDS) == set(TYPED_VALUES)
+    for name in TYPED_VALUES:
+        annotation = field_types(kind)[name]
+        inner = [argument for argument in typing.get_args(annotation) if argument is not type(None)] or [annotation]
+        assert all(typing.get_origin(a) not in (dict, typing.Union) and a not in (dict, Any) for a in inner), name
+    record = dataclasses.replace(
+        sample_record(kind), check=check, passed=True, decision=sample_record(Decision), release="pass"
+    )
+    back = record_from_json(through_json(record.to_json()), "results.json")
+    assert isinstance(back.threshold, RECORD_THRESHOLDS[check]) and isinstance(back.decision, Decision)
+    assert all(isinstance(floor, QualityFloor) for floor in back.floors) and back.floors
+    assert isinstance(back.baseline, BaselineComparison) and isinstance(back.baseline.decision, RegressionDecision)
+    assert all(isinstance(change, FloorChange) for change in back.baseline.floors) and back.baseline.floors
+
+
+def test_a_comparison_round_trips_and_writes_a_non_finite_number_as_null():
+    comparison = sample_record(BaselineComparison)
+    assert BaselineComparison.from_json(through_json(comparison.to_json()), "r.json") == comparison
+    assert list(comparison.to_json())[-2:] == ["source", "model"]
+    plain = Comparison(status="compared", delta=float("nan"), message="m")
+    assert plain.to_json()["delta"] is None and Comparison.from_json(plain.to_json(), "r.json").delta is None
+    assert BaselineComparison.of(plain, "base.json", "m").to_json() == plain.to_json() | {
+        "source": "base.json",
+        "model": "m",
+    }
+
+
+def measured_case(**changes: Any) -> dict[str, Any]:
+    """A valid nTVD case of results.json, with ``changes``."""
+    record = dataclasses.replace(sample_record(check_part("ntvd", "record")), check="ntvd", passed=True)
+    return through_json(record.to_json()) | changes
+
+
+@pytest.mark.parametrize(
+    ("changes", "error"),
+    [
+        ({"threshold": {"max_ntvd": 20.0, "colour": 1}}, r"r\.json, threshold: unknown key\(s\) \['colour'\]"),
+        ({"threshold": {"max_ntvd": "high"}}, r"r\.json, threshold: key 'max_ntvd' is not a number"),
+        ({"threshold": [20.0]}, r"r\.json, threshold: expected a JSON object, got list"),
+        ({"floors": {"key": "min_icat"}}, r"r\.json: key 'floors' must be a list or null"),
+        ({"floors": [{"key": "min_icat", "value": 1.0, "met": True}]}, r"r\.json, floors\[0\]: lacks key\(s\) \['threshold'\]"),
+        ({"floors": [{"key": "k", "value": 1.0, "threshold": 2.0, "met": "no"}]}, r"floors\[0\]: key 'met' must be bool"),
+        ({"baseline": {"status": "new", "message": "m", "source": "b.json"}}, r"r\.json, baseline: lacks key\(s\) \['model'\]"),
+        ({"baseline": {"status": "new", "message": "m", "source": "b", "model": "m", "colour": 1}}, r"baseline: unknown key\(s\) \['colour'\]"),
+        ({"baseline": {"status": "new", "message": "m", "source": "b", "model": "m", "regressed": "yes"}}, r"baseline: key 'regressed' must be bool"),
+    ],
+)  # fmt: skip
+def test_a_nested_value_that_does_not_fit_is_refused_naming_its_key(changes, error):
+    with pytest.raises(ValueError, match=error):
+        record_from_json(measured_case(**changes), "r.json")
+
+
+def test_the_thresholds_of_an_older_record_are_read_with_its_keys_and_written_back_as_they_were():
+    """An nTVD record written before ``max_increase`` was recorded states four keys: the fifth reads as its default,
+    and the record writes back the keys it had, in its order."""
+    older = {"tau": 10, "max_ntvd": 20.0, "alpha": 0.05, "rule": "both"}
+    back = record_from_json(measured_case(threshold=older), "r.json")
+    assert back.threshold.max_ntvd == 20.0 and back.threshold.max_increase == RECORD_THRESHOLDS["ntvd"]().max_increase
+    assert list(back.to_json()["threshold"].items()) == list(older.items())
 
 
 def test_the_metadata_written_by_mains_code_reads_as_its_types_and_writes_back_the_same_json():

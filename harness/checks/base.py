@@ -19,12 +19,11 @@ from typing import Any, ClassVar, TypeVar
 from harness.checks import check_part
 from harness.checks.case import Case
 from harness.checks.context import CheckContext, CompareContext
-from harness.checks.release import Comparison
 from harness.checks.verdict import UNREACHABLE, bias_decision, describe_decision, floors_note
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import finite_or_none
 from harness.metrics.multitest import CaseDecision
-from harness.records import CaseRecord, Contrast, Decision, RecordPayload
+from harness.records import CaseRecord, Comparison, Contrast, Decision, QualityFloor, RecordPayload, StatedThreshold
 from harness.thresholds import OFF_KEY, ThresholdKey, Thresholds, ThresholdSchema
 
 T = TypeVar("T")
@@ -68,8 +67,8 @@ class Measurement:
     - ``rule``: how the gate's decision rule weighs significance and magnitude
       (:meth:`~harness.metrics.multitest.DecisionRule.decide`: ``both``, ``significance``, ``magnitude``), or
       ``q-value`` with ``fdr = (q, family size, alpha)`` (:func:`bias_decision`);
-    - ``threshold``: the threshold values the case is judged by, as recorded; ``criterion``: the bias threshold
-      in words (the message's ``bias threshold: ...``);
+    - ``threshold``: the thresholds the case is judged by, typed (the record's ``threshold``); ``criterion``: the
+      bias threshold in words (the message's ``bias threshold: ...``);
     - ``findings``: the measurement in words, the message's opening after the case id;
     - ``floors``: the quality floors (:func:`floor`), reported and never a bias verdict; None for a check without;
     - ``paired_data``: what a later run's baseline comparison pairs with (:meth:`Check.compare`), stored in the
@@ -82,10 +81,10 @@ class Measurement:
     statistic: str
     rule: str = "both"
     fdr: tuple[float | None, int, float] | None = None
-    threshold: dict[str, Any]
+    threshold: StatedThreshold
     criterion: str
     findings: str
-    floors: list[dict[str, Any]] | None = None
+    floors: list[QualityFloor] | None = None
     paired_data: dict[str, Any] | None = None
     payload: RecordPayload | None = None
 

@@ -1,6 +1,7 @@
-"""The release comparison of a case with its baseline (README "Release gating"): the :class:`Comparison` a check's
-:meth:`~harness.checks.base.Check.compare` returns, the gate's rule on a paired test (:func:`regression_comparison`),
-and the two paired comparisons checks share (:class:`SpeakerBootstrapComparison`, :class:`CrossedComparison`).
+"""The release comparison of a case with its baseline (README "Release gating"): the gate's rule on a paired test
+(:func:`regression_comparison`), which makes the :class:`~harness.records.Comparison` a check's
+:meth:`~harness.checks.base.Check.compare` returns, and the two paired comparisons checks share
+(:class:`SpeakerBootstrapComparison`, :class:`CrossedComparison`).
 """
 
 from __future__ import annotations
@@ -14,56 +15,11 @@ import pandas as pd
 
 from harness.checks.context import CheckContext, CompareContext
 from harness.core.values import derived_seed, finite_or_none
-from harness.metrics.multitest import DecisionFields
 from harness.metrics.paired import PairedTest
-from harness.records import CaseRecord
+from harness.records import CaseRecord, Comparison, FloorChange, RegressionDecision
 
 if TYPE_CHECKING:
     from harness.checks.case import Case
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class RegressionDecision(DecisionFields):
-    """The gate's decision on a baseline comparison (:func:`regression_comparison`): the
-    :class:`~harness.metrics.multitest.DecisionFields` of the one-sided p of "no worsening", the rule (``both``:
-    worse by more than ``margin``, the threshold key ``margin_key``, and significant), what was resampled, and
-    the paired test's ``df`` and ``se`` where it has them. It reaches results.json inside the case's ``baseline``."""
-
-    rule: str
-    margin: float
-    margin_key: str
-    resampled: str
-    df: float | None
-    se: float | None
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Comparison:
-    """Candidate versus baseline on one case. ``status``: compared; new (no baseline case); unsupported;
-    not estimable (the paired contrast cannot vary: never a regression); backbone (a mode without audio:
-    the change is the text backbone's, reported and never a voice-induced regression).
-
-    ``delta`` = candidate - baseline of the case's bias measure, with its interval; ``p_value`` the one-sided
-    p of "no worsening"; ``decision`` the gate's decision rule applied to it (:func:`regression_comparison`);
-    ``floors``: the change of each quality floor, reported and never gated."""
-
-    status: str
-    baseline_value: float | None = None
-    delta: float | None = None
-    p_value: float | None = None
-    regressed: bool = False
-    message: str
-    ci_low: float | None = None
-    ci_high: float | None = None
-    measure: str | None = None
-    decision: RegressionDecision | None = None
-    floors: list[dict[str, Any]] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            key: finite_or_none(value) if isinstance(value, float) else value
-            for key, value in dataclasses.asdict(self).items()
-        }
 
 
 def regression_comparison(
@@ -151,20 +107,14 @@ cannot vary and a mode without audio never regress; a new or unsupported case ke
 
 def with_floor_changes(comparison: Comparison, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
     """``comparison`` with the change of each quality floor both records state (reported, never gated)."""
-    recorded = {entry["key"]: entry.get("value") for entry in (baseline.floors or [])}
+    recorded = {floor.key: floor.value for floor in (baseline.floors or [])}
     floors = [
-        {
-            "key": entry["key"],
-            "baseline": recorded.get(entry["key"]),
-            "candidate": entry.get("value"),
-            "threshold": entry.get("threshold"),
-        }
-        for entry in (candidate.floors or [])
-        if entry["key"] in recorded
+        FloorChange(key=floor.key, baseline=recorded[floor.key], candidate=floor.value, threshold=floor.threshold)
+        for floor in (candidate.floors or [])
+        if floor.key in recorded
     ]
     changes = "; ".join(
-        f"quality floor {f['key']} {_number(f['baseline'])} -> {_number(f['candidate'])} (reported, not gated)"
-        for f in floors
+        f"quality floor {f.key} {_number(f.baseline)} -> {_number(f.candidate)} (reported, not gated)" for f in floors
     )
     return dataclasses.replace(
         comparison, floors=floors or None, message=comparison.message + (f"; {changes}" if changes else "")

@@ -8,12 +8,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.checks.context import CheckContext
 from harness.core.values import finite_or_none
 from harness.metrics.multitest import CaseDecision, DecisionRule, fdr_decision
-from harness.records import Contrast, Decision
+from harness.records import Contrast, Decision, QualityFloor
 
 if TYPE_CHECKING:
     from harness.checks.case import Case
@@ -156,16 +156,12 @@ def describe_decision(decision: CaseDecision, rule: str = "both") -> str:
     return f"p = {decision.p:.3g}, adjusted p = {p_adjusted} ({decision.correction}); {finding} -> {verdict}"
 
 
-def floor(key: str, value: float | None, threshold: float) -> dict[str, Any]:
+def floor(key: str, value: float | None, threshold: float) -> QualityFloor:
     """A quality floor (``value >= threshold``): reported with the case, never a bias verdict."""
     value = finite_or_none(value)
-    return {"key": key, "value": value, "threshold": float(threshold), "met": value is not None and value >= threshold}
+    return QualityFloor(key=key, value=value, threshold=float(threshold), met=value is not None and value >= threshold)
 
 
-def floors_note(floors: Sequence[dict[str, Any]]) -> str:
-    unmet = [
-        f"{f['key']} {'undefined' if f['value'] is None else format(f['value'], '.1f')} < {f['threshold']:g}"
-        for f in floors
-        if not f["met"]
-    ]
+def floors_note(floors: Sequence[QualityFloor]) -> str:
+    unmet = [floor.describe_unmet() for floor in floors if not floor.met]
     return f"; below quality floor: {', '.join(unmet)} (reported, not a bias verdict)" if unmet else ""

@@ -133,36 +133,28 @@ def absolute_test(
     return TestWords(ABSOLUTE_TEST, outcome, "; ".join(p for p in (value, bar, tested) if p))
 
 
-def candidate_value(baseline: Mapping[str, Any]) -> float | None:
-    """The candidate's value on the release test's measure: the baseline's value plus the change."""
-    base, delta = baseline.get("baseline_value"), baseline.get("delta")
-    if isinstance(base, (int, float)) and isinstance(delta, (int, float)):
-        return float(base) + float(delta)
-    return None
-
-
-def measure_values(baseline: Mapping[str, Any] | None, digits: int = 2) -> str | None:
-    """Both checkpoints' values on the release test's measure, labelled by it: "1.37 → 8.60 on nTVD identity vs
-    swap beyond arm exchange". None where the case was not compared."""
-    baseline = baseline or {}
-    candidate = candidate_value(baseline)
-    if candidate is None:
+def measure_values(baseline: Any, digits: int = 2) -> str | None:
+    """Both checkpoints' values on the release test's measure of a record's ``baseline`` (a
+    :class:`harness.records.Comparison`), labelled by it: "1.37 → 8.60 on nTVD identity vs swap beyond arm
+    exchange". None without a baseline or where the case was not compared."""
+    candidate = None if baseline is None else baseline.candidate_value
+    if baseline is None or candidate is None:
         return None
-    measure = baseline.get("measure")
-    return f"{baseline['baseline_value']:.{digits}f} → {candidate:.{digits}f}" + (f" on {measure}" if measure else "")
+    measure = baseline.measure
+    return f"{baseline.baseline_value:.{digits}f} → {candidate:.{digits}f}" + (f" on {measure}" if measure else "")
 
 
-def change_text(baseline: Mapping[str, Any], digits: int = 2) -> str | None:
+def change_text(baseline: Any, digits: int = 2) -> str | None:
     """The change on the release test's measure with both checkpoints' values: "Δ +7.22 on nTVD identity vs swap
     beyond arm exchange, 1.37 → 8.60". None where the case was not compared."""
-    candidate = candidate_value(baseline)
+    candidate = baseline.candidate_value
     if candidate is None:
         return None
-    measure = baseline.get("measure")
+    measure = baseline.measure
     return (
-        f"Δ {baseline['delta']:+.{digits}f}"
+        f"Δ {baseline.delta:+.{digits}f}"
         + (f" on {measure}" if measure else "")
-        + f", {baseline['baseline_value']:.{digits}f} → {candidate:.{digits}f}"
+        + f", {baseline.baseline_value:.{digits}f} → {candidate:.{digits}f}"
     )
 
 
@@ -174,21 +166,21 @@ NOT_COMPARED = {
 """The release test's outcome where the case was not compared, by the baseline block's ``status``."""
 
 
-def release_test(baseline: Mapping[str, Any] | None, digits: int = 2) -> TestWords | None:
-    """The release test of a case's ``baseline`` block: the change on its measure with both checkpoints' values,
-    one-sided p, adjusted p and the outcome ("regression", "no regression", or a mode without audio's backbone
-    change). None without a baseline."""
-    if not baseline:
+def release_test(baseline: Any, digits: int = 2) -> TestWords | None:
+    """The release test of a case's ``baseline`` (:class:`~harness.records.Comparison`): the change on its measure
+    with both checkpoints' values, one-sided p, adjusted p and the outcome ("regression", "no regression", or a mode
+    without audio's backbone change). None without a baseline."""
+    if baseline is None:
         return None
-    status = baseline.get("status")
+    status = baseline.status
     values = change_text(baseline, digits)
     if status not in ("compared", "backbone") or values is None:
         return TestWords(RELEASE_TEST, NOT_COMPARED.get(str(status), f"not compared ({status})"), "")
-    adjusted = (baseline.get("decision") or {}).get("p_adjusted")
+    adjusted = baseline.p_adjusted
     tested = ", ".join(
         part
         for part in (
-            None if baseline.get("p_value") is None else f"one-sided p {p_text(baseline['p_value'])}",
+            None if baseline.p_value is None else f"one-sided p {p_text(baseline.p_value)}",
             None if adjusted is None else f"adjusted p {p_text(adjusted)}",
         )
         if part
@@ -196,7 +188,7 @@ def release_test(baseline: Mapping[str, Any] | None, digits: int = 2) -> TestWor
     if status == "backbone":
         outcome = "the text backbone's change (a mode without audio), not gated"
     else:
-        outcome = "regression" if baseline.get("regressed") else "no regression"
+        outcome = "regression" if baseline.regressed else "no regression"
     return TestWords(RELEASE_TEST, outcome, "; ".join(p for p in (values, tested) if p))
 
 

@@ -114,7 +114,7 @@ def forest_plot(record: Any, value_name: str) -> dict[str, Any]:
         "●   " + method["method"] for comparison in record.comparisons for method in comparison["methods"]
     ]
     label_width = max([300] + [text_width(str(label)) + 24 for label in labels])
-    bounds = (record.threshold.get("lower"), record.threshold.get("upper"))
+    bounds = (record.threshold.lower, record.threshold.upper)
     values = [1.0] + [b for b in bounds if b is not None]
     for comparison in record.comparisons:
         for method in comparison["methods"]:

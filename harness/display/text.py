@@ -65,14 +65,15 @@ def decision_text(decision: Any) -> str | None:
     return "; ".join(parts) or None
 
 
-def floor_lines(floors: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
-    """Quality floors as lines; a floor not met is reported "below floor", which is not a bias fail."""
+def floor_lines(floors: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """Quality floors (a record's :class:`harness.records.QualityFloor` list) as lines; a floor not met is reported
+    "below floor", which is not a bias fail."""
     return [
         {
-            "key": floor.get("key"),
-            "met": bool(floor.get("met")),
-            "text": f"{floor.get('key')} {fmt_number(floor.get('value'), 1)} vs floor {fmt_number(floor.get('threshold'), 1)}: "
-            + ("met" if floor.get("met") else "below floor (quality, not a bias fail)"),
+            "key": floor.key,
+            "met": floor.met,
+            "text": f"{floor.key} {fmt_number(floor.value, 1)} vs floor {fmt_number(floor.threshold, 1)}: "
+            + ("met" if floor.met else "below floor (quality, not a bias fail)"),
         }
         for floor in floors or []
     ]

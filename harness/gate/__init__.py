@@ -18,7 +18,7 @@ import pandas as pd
 from harness.checks import all_checks, get_check
 from harness.checks.base import Verdict
 from harness.checks.case import Case
-from harness.checks.release import RELEASE_JUDGED, Comparison, unsupported, with_floor_changes
+from harness.checks.release import RELEASE_JUDGED, unsupported, with_floor_changes
 from harness.core.errors import ModelError, RequestsPlanned
 from harness.core.files import portable_path, portable_source
 from harness.data.provenance import provenance_summary
@@ -50,7 +50,7 @@ from harness.models.base import Backend
 from harness.models.cascade import DEMO_LLM
 from harness.models.numerics import compute_environment
 from harness.models.residency import check_backend_placement
-from harness.records import UNMEASURED, CaseRecord, Cause, Record, UnmeasuredRecord
+from harness.records import UNMEASURED, BaselineComparison, CaseRecord, Cause, Comparison, Record, UnmeasuredRecord
 from harness.results import RunMetadata
 from harness.results.metadata import (
     BaselineEntry,
@@ -282,8 +282,7 @@ class Gate:
             message=message,
             absolute_passed=verdict.passed,
             release=outcome,
-            baseline=comparison.as_dict()
-            | {"source": portable_source(self.baseline.source), "model": self.baseline.model},
+            baseline=BaselineComparison.of(comparison, portable_source(self.baseline.source), self.baseline.model),
         )
         return Verdict(passed, message, record)
 

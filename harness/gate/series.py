@@ -160,7 +160,7 @@ def neighbour_comparisons(
     permutations: int | None = None,
     memo: MutableMapping[str, dict[str, Any]] | None = None,
 ) -> dict[tuple[int, CaseKey], dict[str, Any]]:
-    """``(i, case key) -> Comparison.as_dict()`` of each measured case of run ``i >= 1`` measured in run ``i - 1``
+    """``(i, case key) -> Comparison.to_json()`` of each measured case of run ``i >= 1`` measured in run ``i - 1``
     (:meth:`Run.key`).
 
         ``permutations`` overrides the candidate run's own count for the nTVD permutation test. ``memo`` (e.g. read
@@ -183,7 +183,7 @@ def neighbour_comparisons(
                     case,
                     previous[run.key(case)],
                     RecordContext(
-                        RecordThresholds(case.threshold or {}, thresholds),
+                        RecordThresholds(case.threshold.to_json(), thresholds),
                         int(metadata.seed or 0),
                         int(permutations or metadata.permutations or 10_000),
                         recorded_rule(case),
@@ -216,7 +216,7 @@ def read_memo(path: str | Path) -> dict[str, dict[str, Any]]:
 
 
 def compare_records(candidate: CaseRecord, baseline: CaseRecord, context: RecordContext) -> dict[str, Any]:
-    """The check's baseline comparison of two records of one case (``Comparison.as_dict()``)."""
+    """The check's baseline comparison of two records of one case (``Comparison.to_json()``)."""
     if not candidate.paired_data:
         return {
             "status": "unsupported",
@@ -229,4 +229,4 @@ def compare_records(candidate: CaseRecord, baseline: CaseRecord, context: Record
     check = get_check(candidate.check)
     return with_floor_changes(
         check.compare(context, record_case(candidate), candidate, baseline), candidate, baseline
-    ).as_dict()
+    ).to_json()

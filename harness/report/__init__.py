@@ -21,7 +21,7 @@ from harness.core.files import atomic_write_text
 from harness.display.decisions import one_line, other_test
 from harness.display.plots import PALETTE, interval_text, text_width
 from harness.display.text import case_anchor, decision_text, floor_lines, key_legend, model_keys
-from harness.records import CaseRecord, Record, UnmeasuredRecord
+from harness.records import CaseRecord, Record, UnmeasuredRecord, regressed_against_baseline
 from harness.report.summary import cause_text, first_screen
 from harness.results import RunResults
 
@@ -137,7 +137,7 @@ def render_report(
             }
             for case in sorted(
                 cases,
-                key=lambda case: (not (getattr(case, "baseline", None) or {}).get("regressed"), case.passed, case.id),
+                key=lambda case: (not regressed_against_baseline(case), case.passed, case.id),
             )
         ],
         unmeasured=[

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.core.files import atomic_write_text
 from harness.display.decisions import WITHIN_THE_BAR
-from harness.records import CaseRecord, Record, UnmeasuredRecord
+from harness.records import CaseRecord, Comparison, Record, UnmeasuredRecord, regressed_against_baseline
 from harness.results import RunResults
 
 THRESHOLD_SYMBOLS = {"max": "≤", "min": "≥", "upper": "≤", "lower": "≥"}
@@ -29,7 +29,7 @@ def render_summary(results: RunResults, report_link: str | None = None, results_
     cases = results.cases
     counts = results.summary
     models = sorted(results.models)
-    regressed = [case for case in cases if _regressed(case)]
+    regressed = [case for case in cases if regressed_against_baseline(case)]
     scope = results.scope
     title = scope.title() if results.verdict == "spot-check" and scope is not None else results.verdict.upper()
     lines = [f"### Voice-induced bias gate: **{title}**", ""]
@@ -52,7 +52,7 @@ def render_summary(results: RunResults, report_link: str | None = None, results_
     listed = [
         case
         for case in cases
-        if not case.passed or _regressed(case) or getattr(case, "release", None) == "known failure"
+        if not case.passed or regressed_against_baseline(case) or getattr(case, "release", None) == "known failure"
     ]
     if listed:
         prefix = f"{models[0]}-" if len(models) == 1 else ""
@@ -149,7 +149,7 @@ def value_text(case: CaseRecord) -> str:
     floors under their own names)."""
     gap = _gap(case)
     value = _number(case.value)
-    floor_names = [str(floor["key"]) for floor in case.floors or [] if isinstance(floor, Mapping) and "key" in floor]
+    floor_names = [floor.key for floor in case.floors or []]
     quality = f"{' / '.join(floor_names) or 'quality'} measure {value}"
     if gap and isinstance(gap.get("value"), (int, float)):
         return f"gap {_number(gap['value'])}; {quality}"
@@ -171,53 +171,43 @@ def _row(case: Record, prefix: str) -> list[str]:
         message = (cause.message if cause is not None and cause.message else case.message).replace(f"{case.id}: ", "")
         kind = f"{cause.kind} error" if cause is not None and cause.kind else "error"
         return [f"`{name}`", case.check, f"unmeasured ({kind}: {_shorten(message)})", "–", "–", "–", "–"]
-    baseline = case.baseline or {}
-    floors = [floor for floor in case.floors or [] if isinstance(floor, Mapping) and "key" in floor]
+    baseline = case.baseline
+    floors = case.floors or []
     outcome = (
         ("failed" if not case.passed else "passed")
-        + (f" ({case.release})" if case.release else "; regressed" if _regressed(case) else "")
-        + "".join(
-            f"; floor {floor['key']} {_number(floor.get('threshold'))} not met"
-            for floor in floors
-            if floor.get("met") is False
-        )
+        + (f" ({case.release})" if case.release else "; regressed" if regressed_against_baseline(case) else "")
+        + "".join(f"; floor {floor.key} {_number(floor.threshold)} not met" for floor in floors if not floor.met)
     )
-    delta = baseline.get("delta")
+    delta = None if baseline is None else baseline.delta
     return [
         f"`{name}`",
         case.check,
         outcome,
         value_text(case),
-        threshold_text(case.threshold, [floor["key"] for floor in floors]),
+        threshold_text(case.threshold.to_json(), [floor.key for floor in floors]),
         uncertainty_text(case),
-        "–" if not isinstance(delta, (int, float)) else f"{delta:+.3g}" + _release_p(baseline),
+        "–" if baseline is None or not isinstance(delta, (int, float)) else f"{delta:+.3g}" + _release_p(baseline),
     ]
 
 
-def _release_p(baseline: Mapping[str, Any]) -> str:
+def _release_p(baseline: Comparison) -> str:
     """The regression test's adjusted p (the gate's family), with whether it made a regression or a backbone change."""
-    adjusted = (
-        (baseline.get("decision") or {}).get("p_adjusted") if isinstance(baseline.get("decision"), Mapping) else None
-    )
-    word = " significant" if baseline.get("regressed") else " backbone" if baseline.get("status") == "backbone" else ""
+    adjusted = baseline.p_adjusted
+    word = " significant" if baseline.regressed else " backbone" if baseline.status == "backbone" else ""
     if isinstance(adjusted, (int, float)):
         return f" (adjusted p = {adjusted:.3g}{';' + word if word else ''})"
     return f" ({word.strip()})" if word else ""
 
 
 def _row_order(case: Record) -> tuple:
-    return (not _regressed(case), isinstance(case, CaseRecord), case.check, case.id)
-
-
-def _regressed(case: Record) -> bool:
-    return isinstance(case, CaseRecord) and bool((case.baseline or {}).get("regressed"))
+    return (not regressed_against_baseline(case), isinstance(case, CaseRecord), case.check, case.id)
 
 
 def _baseline_source(results: RunResults) -> str:
     if results.metadata.baseline is not None:
         return str(results.metadata.baseline.source)
-    baseline = next((case.baseline for case in results.measured if _regressed(case)), {})
-    return str(baseline.get("source", "?"))
+    baseline = next((case.baseline for case in results.measured if regressed_against_baseline(case)), None)
+    return "?" if baseline is None else baseline.source
 
 
 def _number(value: Any) -> str:

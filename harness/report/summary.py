@@ -8,7 +8,6 @@ the passing cases whose value lies nearest its threshold, measured by :func:`mar
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from harness.checks import CHECKS, check_part
@@ -23,7 +22,16 @@ from harness.display.text import (
     p_text,
     without_case_id,
 )
-from harness.records import RULE_JUDGES, SPOT_CHECK, CaseRecord, Decision, Record, UnmeasuredRecord
+from harness.records import (
+    RULE_JUDGES,
+    SPOT_CHECK,
+    CaseRecord,
+    Comparison,
+    Decision,
+    Record,
+    UnmeasuredRecord,
+    regressed_against_baseline,
+)
 from harness.results import RunResults
 
 
@@ -149,13 +157,13 @@ def case_line(record: Record, status: str) -> dict[str, Any]:
             "decision": None,
             "floors": [],
         }
-    baseline = record.baseline or {}
+    baseline = record.baseline
     view = check_part(record.check, "view")
-    release = release_test(baseline, digits=view.estimate_digits) if baseline else None
+    release = release_test(baseline, digits=view.estimate_digits)
     decided = bool(record.decision) and record.decision.decided
     shown = headline(record)
     regression = None if release is None else release.text()
-    if status == "regressed" and release is not None:
+    if status == "regressed" and baseline is not None and release is not None:
         # The release test decided: both checkpoints' values on its measure, then the case's absolute value, each
         # labelled (issue 47); its p-values, never the absolute test's.
         estimate = record.decision.estimate if decided else record.value
@@ -165,9 +173,7 @@ def case_line(record: Record, status: str) -> dict[str, Any]:
         shown = {
             "value": f"{measure_values(baseline, view.estimate_digits) or '–'}{absolute}",
             "threshold": regression_rule(baseline),
-            "uncertainty": "; ".join(
-                part for part in (f"Δ {baseline['delta']:+.3g}", release_p_text(baseline)) if part
-            ),
+            "uncertainty": "; ".join(part for part in (f"Δ {baseline.delta:+.3g}", release_p_text(baseline)) if part),
             "statistic": shown.get("statistic"),
         }
         regression = None
@@ -183,24 +189,24 @@ def case_line(record: Record, status: str) -> dict[str, Any]:
     )
 
 
-def release_p_text(baseline: Mapping[str, Any]) -> str:
+def release_p_text(baseline: Comparison) -> str:
     """ "one-sided p = 1.83e-05, adjusted p = 0.000788" of a case's release test."""
-    adjusted = (baseline.get("decision") or {}).get("p_adjusted")
+    adjusted = baseline.p_adjusted
     return ", ".join(
         part
         for part in (
-            None if baseline.get("p_value") is None else f"one-sided p = {p_text(baseline['p_value'])}",
+            None if baseline.p_value is None else f"one-sided p = {p_text(baseline.p_value)}",
             None if adjusted is None else f"adjusted p = {p_text(adjusted)}",
         )
         if part
     )
 
 
-def regression_rule(baseline: Mapping[str, Any]) -> str:
+def regression_rule(baseline: Comparison) -> str:
     """What makes a case with a baseline fail: its bias measure worse than the baseline's by more than the margin
     (``max_increase`` or ``max_worsening``) and the one-sided paired test's adjusted p below alpha."""
-    decision = baseline.get("decision") or {}
-    margin, alpha = decision.get("margin"), decision.get("alpha")
+    decision = baseline.decision
+    margin, alpha = (None, None) if decision is None else (decision.margin, decision.alpha)
     worse = "worse than the baseline" if margin is None else f"worse than the baseline by > {margin:g}"
     return worse + ("" if alpha is None else f" and adjusted p < {alpha:g}")
 
@@ -216,7 +222,7 @@ def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
     def order(group: list[CaseRecord]) -> list[CaseRecord]:
         return sorted(group, key=lambda r: (r.check, r.model, r.dimension, str(r.variant)))
 
-    regressed = order([r for r in measured if (r.baseline or {}).get("regressed")])
+    regressed = order([r for r in measured if regressed_against_baseline(r)])
     new_failures = order([r for r in measured if r.release == "new failure" and r not in regressed])
     known = order([r for r in measured if r.release == "known failure"])
     failed = order([r for r in measured if not r.passed and r not in regressed and r not in new_failures])
@@ -233,7 +239,7 @@ def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
         if not lines
         else []
     )
-    below_floor = [r for r in measured if any(not floor.get("met") for floor in r.floors or [])]
+    below_floor = [r for r in measured if any(not floor.met for floor in r.floors or [])]
     metadata, verdict, scope = results.metadata, results.verdict, results.scope
     return {
         "verdict": verdict,

@@ -4,7 +4,7 @@ Each run is listed with its verdict and each model's, as its results.json's deci
 (:class:`~harness.run_decision.RunDecision`; never derived here).
 
 :func:`trend_view` is a pure function of the runs' results dicts, their labels and the neighbour comparisons
-(``(i, case key) -> Comparison.as_dict()``: run ``i`` against run ``i - 1`` by the check's baseline test,
+(``(i, case key) -> Comparison.to_json()``: run ``i`` against run ``i - 1`` by the check's baseline test,
 computed by :mod:`harness.series`, never here). One small multiple per case (inline SVG): the value at each
 run, its CI as a whisker where the record has one, a filled point where its own test was significant (q, else
 the adjusted p, else p below the record's alpha) and a hollow one otherwise, red where the case failed, the
@@ -142,12 +142,9 @@ def chart(
     measured = {index: point for index, point in enumerate(points) if isinstance(point, CaseRecord)}
     values = {index: float(point.value) for index, point in measured.items() if _finite(point.value)}
     intervals = {index: _interval(point) for index, point in measured.items() if _interval(point)}
+    stated = {index: point.threshold.to_json() for index, point in measured.items()}
     bounds = {
-        name: {
-            index: float(point.threshold[name])
-            for index, point in measured.items()
-            if _finite((point.threshold or {}).get(name))
-        }
+        name: {index: float(stated[index][name]) for index in measured if _finite(stated[index].get(name))}
         for name in VALUE_BOUNDS
     }
     bounds = {name: series for name, series in bounds.items() if series}
@@ -226,7 +223,7 @@ def _significant(point: CaseRecord) -> bool | None:
     decision = point.decision
     if decision is not None and isinstance(decision.significant, bool):
         return decision.significant
-    alpha = (point.threshold or {}).get("alpha", 0.05)
+    alpha = point.threshold.to_json().get("alpha", 0.05)
     adjusted = decision.p_adjusted if decision is not None else None
     for value in (getattr(point, "q", None), adjusted, getattr(point, "p", None)):
         if _finite(value):

@@ -35,7 +35,6 @@ from harness.records import (
     UNMEASURED,
     CaseRecord,
     Cause,
-    Decision,
     Omitted,
     Record,
     Scope,
@@ -367,14 +366,17 @@ def record_from_json(data: Any, where: str, version: int = SCHEMA_VERSION) -> Re
         raise ValueError(
             f"{where}: key 'passed' must be {'false' if unmeasured else 'true or false'}, got {data['passed']!r}"
         )
-    common = UnmeasuredRecord if unmeasured else CaseRecord
-    typed = {"decision", "cause"}
-    _checked(common, {name: data[name] for name in _field_names(common) - typed if name in data}, where, False)
-    if data.get("decision") is not None and not unmeasured:
-        data = {**data, "decision": Decision.from_json(data["decision"], where)}
-    if data.get("cause") is not None and unmeasured:
-        data = {**data, "cause": Cause.from_json(data["cause"], where)}
-    return kind(**data)
+    if unmeasured:
+        _checked(
+            UnmeasuredRecord,
+            {name: data[name] for name in _field_names(UnmeasuredRecord) - {"cause"} if name in data},
+            where,
+            False,
+        )
+        return kind(**data | ({} if data.get("cause") is None else {"cause": Cause.from_json(data["cause"], where)}))
+    untyped = _field_names(CaseRecord) - set(CaseRecord.TYPED_FIELDS)
+    _checked(CaseRecord, {name: data[name] for name in untyped if name in data}, where, False)
+    return kind(**data | kind.typed_fields_from_json(data, where))
 
 
 def _field_names(kind: type) -> set[str]:

@@ -1,10 +1,10 @@
 """results.json's ``metadata``: what a run ran with, as typed records (:class:`RunMetadata`).
 
 Every nested value of the metadata is a frozen record of its own (a corpus, the thresholds file, a model's output
-counts, a probe of the audio floor ...), read and written by one codec (:func:`to_json_value`,
-:func:`from_json_value`) that follows the fields' annotations, so that the JSON keeps its shape, key order
-included, and a reader reads attributes. Three values stay plain JSON objects, their keys being the engines' own:
-``decoding``, ``resolved_settings`` and ``compute_environment`` (and a shipped export's ``provenance``).
+counts, a probe of the audio floor ...), read and written by one codec (:mod:`harness.core.json_records`) that
+follows the fields' annotations, so that the JSON keeps its shape, key order included, and a reader reads
+attributes. Three values stay plain JSON objects, their keys being the engines' own: ``decoding``,
+``resolved_settings`` and ``compute_environment`` (and a shipped export's ``provenance``).
 
 Files of older versions are read as far as they go: a key this version does not write is dropped, a key an older
 version did not write takes its default, and an audio-floor entry of a run before issue 45 (one flat entry per
@@ -14,121 +14,10 @@ model) is read as that model's only probe.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import types
-import typing
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
-R = TypeVar("R", bound="JsonRecord")
-
-
-class JsonRecord:
-    """A frozen dataclass written as a JSON object of its fields, in order (:func:`to_json_value`). ``OMITTED_WHEN_NONE``
-    names the fields left out of the JSON while None (a key some writers do not write)."""
-
-    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            field.name: to_json_value(getattr(self, field.name))
-            for field in dataclasses.fields(self)  # type: ignore[arg-type]
-            if not (field.name in self.OMITTED_WHEN_NONE and getattr(self, field.name) is None)
-        }
-
-    @classmethod
-    def from_json(cls: type[R], data: Any, where: str, strict: bool = False) -> R:
-        """The record of JSON object ``data``, each field read as its annotation says; ``where`` prefixes every error.
-        A key the record has no field for is an error when ``strict`` (a file of this schema), else dropped."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
-        hints = field_types(cls)
-        unknown = sorted(set(data) - set(hints))
-        if unknown and strict:
-            raise ValueError(f"{where}: unknown key(s) {unknown}")
-        values = {
-            name: from_json_value(hints[name], value, where, name, strict)
-            for name, value in data.items()
-            if name in hints
-        }
-        missing = [
-            field.name
-            for field in dataclasses.fields(cls)  # type: ignore[arg-type]
-            if field.name not in values
-            and field.default is dataclasses.MISSING
-            and field.default_factory is dataclasses.MISSING
-        ]
-        if missing:
-            raise ValueError(f"{where}: lacks key(s) {missing}")
-        return cls(**values)
-
-
-@functools.cache
-def field_types(kind: type) -> dict[str, Any]:
-    """Field name -> its resolved annotation, for a dataclass ``kind``."""
-    hints = typing.get_type_hints(kind)
-    return {field.name: hints[field.name] for field in dataclasses.fields(kind)}
-
-
-def to_json_value(value: Any) -> Any:
-    """``value`` as JSON: a record by its ``to_json()``, a mapping or sequence item by item, anything else as it is."""
-    if isinstance(value, JsonRecord):
-        return value.to_json()
-    if isinstance(value, Mapping):
-        return {key: to_json_value(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json_value(item) for item in value]
-    return value
-
-
-_SCALARS: dict[type, tuple[type, ...]] = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
-
-
-def described(kind: Any) -> str:
-    """The JSON types annotation ``kind`` admits, in words (``int or null``), for errors."""
-    arguments = typing.get_args(kind)
-    if typing.get_origin(kind) in (types.UnionType, typing.Union):
-        return " or ".join("null" if argument is type(None) else described(argument) for argument in arguments)
-    if kind in _SCALARS:
-        return " or ".join(accepted.__name__ for accepted in _SCALARS[kind])
-    if kind is list or typing.get_origin(kind) is list:
-        return "list"
-    return "dict"
-
-
-def from_json_value(kind: Any, value: Any, where: str, key: str, strict: bool = False) -> Any:
-    """The value of ``key`` (in ``where``) read as annotation ``kind``: a record, ``dict[str, X]``, ``list[X]``,
-    ``X | None``, a scalar, or ``Any`` (kept as it is); anything else is a ``ValueError`` saying what was expected."""
-    if kind is Any:
-        return value
-    origin, arguments = typing.get_origin(kind), typing.get_args(kind)
-    if origin in (types.UnionType, typing.Union):
-        if value is None and type(None) in arguments:
-            return None
-        (inner,) = [argument for argument in arguments if argument is not type(None)]
-        if value is None or not _fits(inner, value):
-            raise ValueError(f"{where}: key {key!r} must be {described(kind)}, got {value!r:.80}")
-        return from_json_value(inner, value, where, key, strict)
-    if not _fits(kind, value):
-        raise ValueError(f"{where}: key {key!r} must be {described(kind)}, got {value!r:.80}")
-    if isinstance(kind, type) and issubclass(kind, JsonRecord):
-        return kind.from_json(value, f"{where}, {key}", strict)
-    if origin is dict or kind is dict:
-        item = arguments[1] if arguments else Any
-        return {name: from_json_value(item, entry, f"{where}, {key}", name, strict) for name, entry in value.items()}
-    if origin is list or kind is list:
-        item = arguments[0] if arguments else Any
-        return [from_json_value(item, entry, where, f"{key}[{index}]", strict) for index, entry in enumerate(value)]
-    return value
-
-
-def _fits(kind: Any, value: Any) -> bool:
-    """Whether JSON ``value`` is of the JSON type annotation ``kind`` (not a union) stands for."""
-    if kind in _SCALARS:
-        return isinstance(value, _SCALARS[kind]) and (kind is bool or not isinstance(value, bool))
-    if kind is list or typing.get_origin(kind) is list:
-        return isinstance(value, list)
-    return isinstance(value, Mapping)
+from harness.core.json_records import JsonRecord, from_json_value
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,7 @@ import pytest
 from harness.checks.base import Verdict
 from harness.checks.counterfactual.perceived import UNMEASURED_REASON
 from harness.checks.counterfactual.record import CounterfactualRecord
-from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
+from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION, CounterfactualThresholds
 from harness.checks.counterfactual.tables import named_group
 from harness.gate import Gate, GateConfig, Unmeasured
 from harness.results import read_results
@@ -87,11 +87,11 @@ def test_the_biased_simulator_fails_story_and_passes_candidate_review(outcomes):
     story = outcomes["sim:biased-story-gender-counterfactual"]
     assert isinstance(story, Verdict) and not story.passed and story.message.endswith("FAIL: bias")
     record = story.record
-    assert record.kind == "vibe" and record.effect > record.threshold["max_ntvd"] and record.p < 0.001
-    assert all(value > record.threshold["max_ntvd"] for value in record.per_direction.values())
+    assert record.kind == "vibe" and record.effect > record.threshold.bar and record.p < 0.001
+    assert all(value > record.threshold.bar for value in record.per_direction.values())
     review = outcomes["sim:biased-candidate_review-gender-counterfactual"]
     assert isinstance(review, Verdict) and review.passed
-    assert review.record.effect < review.record.threshold["max_ntvd"] < record.effect
+    assert review.record.effect < review.record.threshold.bar < record.effect
 
 
 def test_the_fair_simulator_passes_every_vibe_case(outcomes):
@@ -103,8 +103,8 @@ def test_the_fair_simulator_passes_every_vibe_case(outcomes):
 def test_the_biased_recogniser_errs_more_on_the_higher_voice_in_both_swaps(outcomes):
     biased = outcomes["sim:biased-asr-gender-counterfactual"].record
     assert biased.kind == "wer"
-    assert biased.per_direction["male"] > biased.threshold["max_wer_difference"]
-    assert biased.per_direction["female"] < -biased.threshold["max_wer_difference"]
+    assert biased.per_direction["male"] > biased.threshold.bar
+    assert biased.per_direction["female"] < -biased.threshold.bar
     assert biased.effect == max(biased.per_direction.values(), key=abs)
     for direction in biased.directions.values():
         assert direction["effect"] == pytest.approx(direction["arms"]["swap"] - direction["arms"]["identity"])
@@ -126,7 +126,7 @@ def test_against_a_baseline_a_grown_voice_effect_regresses_and_an_equal_one_cann
         comparison = check.compare(demo_gate.context, case, candidate, baseline)
         assert comparison.regressed is regressed, comparison.message
         if regressed:
-            assert comparison.status == "compared" and comparison.delta > candidate.threshold.get("max_worsening", 5.0)
+            assert comparison.status == "compared" and comparison.delta > CounterfactualThresholds().max_worsening
         itself = check.compare(demo_gate.context, case, candidate, candidate)
         assert itself.status == "not estimable" and not itself.regressed
 
@@ -219,7 +219,7 @@ def test_a_stereotype_set_of_four_speakers_beyond_the_bar_is_unmeasured_not_pass
     assert "speakers per direction would reach it" in outcome.cause.message and "add speakers" in outcome.cause.message
     record = outcome.error.record
     assert record.n_speakers == 4 and record.kind == "stereotype"
-    assert max(abs(value) for value in record.per_direction.values()) > record.threshold["max_stereotype_shift"]
+    assert max(abs(value) for value in record.per_direction.values()) > record.threshold.bar
 
 
 def test_too_few_permutations_to_reach_the_corrected_alpha_leave_a_large_effect_unmeasured(tmp_path):
@@ -235,7 +235,7 @@ def test_too_few_permutations_to_reach_the_corrected_alpha_leave_a_large_effect_
     assert "raise the permutations to at least" in outcome.cause.message
     record = outcome.error.record
     beyond = max(abs(value) for value in record.per_direction.values())
-    assert record.n_speakers == 16 and beyond > record.threshold["max_wer_difference"]
+    assert record.n_speakers == 16 and beyond > record.threshold.bar
 
 
 def test_under_rule_significance_a_design_that_cannot_be_significant_is_unmeasured_whatever_its_effect(
@@ -260,7 +260,7 @@ def test_twelve_speakers_six_per_direction_leave_a_large_asr_effect_unmeasured_n
     outcome = gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr"))
     assert isinstance(outcome, Unmeasured)
     record = outcome.error.record
-    bar = record.threshold["max_wer_difference"]
+    bar = record.threshold.bar
     assert record.per_direction["male"] > bar and record.per_direction["female"] < -bar
     floors = {contrast.label: contrast.floor for contrast in record.decision.contrasts}
     assert {label: floor.units for label, floor in floors.items()} == {"female speakers": (6,), "male speakers": (6,)}

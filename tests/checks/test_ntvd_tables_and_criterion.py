@@ -57,7 +57,7 @@ def test_the_vibe_preset_decides_by_the_q_over_both_dimensions_and_records_the_f
     records = {c.id: gate.verdict(c).record for c in cases}
     assert {c.dimension for c in cases} == {"gender", "accent"} and len(cases) == 8
     biased = records["sim:biased-advisory-gender"]
-    assert biased.threshold["rule"] == "q-value" and biased.q_family == 8
+    assert biased.threshold.rule == "q-value" and biased.q_family == 8
     assert biased.decision.p_adjusted == biased.q and not biased.passed
     assert all(record.q_family == 8 for record in records.values())
     names = list(records)

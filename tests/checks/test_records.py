@@ -7,9 +7,10 @@ import pytest
 
 from harness.checks import CHECKS, record_types
 from harness.checks.semantic_aware.record import RatioRecord
+from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.gate import Gate, GateConfig
 from harness.gate.baseline import load_baseline
-from harness.records import SCHEMA_VERSION, CaseRecord, schema_version
+from harness.records import SCHEMA_VERSION, BaselineComparison, CaseRecord, schema_version
 from harness.results import record_from_json
 
 
@@ -46,7 +47,7 @@ def ratio_record(**changes):
         dimension="gender",
         variant=None,
         value=1.2,
-        threshold={},
+        threshold=RatioThresholds(),
         passed=True,
         message="ok",
         ci=[1.0, 1.4],
@@ -71,8 +72,9 @@ def test_a_record_that_does_not_fit_is_named_by_file_case_and_key():
 
 
 def test_set_fields_reach_json_and_unset_ones_do_not():
-    record = ratio_record(baseline={"status": "new"}, nodeid="test_wer.py::test_wer_ratio[m-demo-gender]")
-    assert record.to_json()["baseline"] == {"status": "new"} and "absolute_passed" not in record.to_json()
+    new = BaselineComparison(status="new", message="new check", source="base.json", model="m")
+    record = ratio_record(baseline=new, nodeid="test_wer.py::test_wer_ratio[m-demo-gender]")
+    assert record.to_json()["baseline"] == new.to_json() and "absolute_passed" not in record.to_json()
     assert isinstance(record, CaseRecord)
 
 

@@ -107,6 +107,7 @@ import pytest
 
 from harness.checks.base import Verdict
 from harness.checks.semantic_aware.record import RatioRecord
+from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.wer_ratio.tables import transcripts
 
 
@@ -114,7 +115,7 @@ from harness.checks.wer_ratio.tables import transcripts
 def test_transcribe(index, fairness_gate, record_verdict):
     transcripts(fairness_gate.context, "staged:x", "demo")
     record = RatioRecord(check="wer_ratio", id=str(index), model="staged:x", model_fingerprint="staged:x@1",
-                         corpus="demo", dimension="none", variant=None, value=None, threshold={}, passed=True,
+                         corpus="demo", dimension="none", variant=None, value=None, threshold=RatioThresholds(), passed=True,
                          message=os.environ["PYTEST_XDIST_WORKER"], ci=[None, None], p=None, q=None, comparisons=[],
                          semantics={})
     record_verdict(Verdict(True, "ok", record))

@@ -21,7 +21,7 @@ def record(case_id, check="ntvd", passed=True, value=10.0, **extra):
         "model": "m",
         "value": value,
         "passed": passed,
-        "threshold": {"max_ntvd": 20.0, "alpha": 0.05, "max_increase": 2.0},
+        "threshold": {"max_ntvd": 20.0, "alpha": 0.05, "max_increase": 2.0} if check == "ntvd" else {},
         "q": 0.01,
         **extra,
     }
@@ -51,7 +51,16 @@ def table_rows(markdown):
 
 def test_lists_failed_unmeasured_and_regressed_cases_only_with_their_figures():
     regressed = record(
-        "m-story-gender", value=18.0, baseline={"delta": 6.5, "regressed": True, "source": "night-1.json"}
+        "m-story-gender",
+        value=18.0,
+        baseline={
+            "status": "compared",
+            "message": "m",
+            "model": "m",
+            "delta": 6.5,
+            "regressed": True,
+            "source": "night-1.json",
+        },
     )
     unmeasured = {
         "check": "error",

@@ -8,6 +8,7 @@ import re
 from harness.checks.verdict import describe_decision
 from harness.display.decisions import absolute_test, decision_words, measure_values, release_test
 from harness.metrics.multitest import DecisionRule
+from harness.records import Comparison
 from harness.report import render_report
 from harness.report.summary import first_screen
 from harness.results import parse_results
@@ -53,7 +54,13 @@ def compared(baseline_value, delta, p_value, p_adjusted, regressed):
         "regressed": regressed,
         "message": "vs baseline: ...",
         "measure": MEASURE,
-        "decision": {"p_adjusted": p_adjusted, "alpha": 0.05, "margin": 2.0, "margin_key": "max_increase"},
+        "decision": {
+            "p_adjusted": p_adjusted,
+            "alpha": 0.05,
+            "rule": "both",
+            "margin": 2.0,
+            "margin_key": "max_increase",
+        },
         "source": "runs/1.2/results.json",
         "model": "sim:fair",
     }
@@ -114,7 +121,7 @@ def test_new_and_known_failures_are_the_absolute_tests_and_an_uncompared_case_sa
     assert words.headline() == "FAIL — new failure" and words.deciding.name == "absolute test"
     assert words.lines()[1].startswith(f"release test: no regression (Δ +9.37 on {MEASURE}, 1.91 → 11.28;")
     assert decision_words(known_record, "nTVD > 20").verdict == "known failure"
-    assert release_test({"status": "new", "message": "..."}).outcome.startswith("not compared: the baseline has no")
+    assert release_test(Comparison(status="new", message="...")).outcome.startswith("not compared: the baseline has no")
     assert release_test(None) is None
 
 

@@ -318,7 +318,9 @@ def test_a_decision_cell_names_the_test_that_decided_never_adjusted_p_1_beside_f
         "absolute_passed": True,
         "release": "regression",
         "baseline": {"status": "compared", "baseline_value": 1.37, "delta": 7.22, "p_value": 1.83e-05, "regressed": True,
-                     "message": "m", "measure": measure, "decision": {"p_adjusted": 0.000788, "alpha": 0.05}},
+                     "message": "m", "measure": measure, "decision": {"p_adjusted": 0.000788, "alpha": 0.05, "rule": "both",
+                                                                        "margin": 5.0, "margin_key": "max_worsening"},
+                     "source": "base.json", "model": "sim:biased"},
     }  # fmt: skip
     row = row_of(section_of(render_report(run_of(regressed))), case_anchor(typed(regressed)[0]))
     assert "FAIL — regression" in row and "adjusted p 1" not in row and "adjusted 1" not in row

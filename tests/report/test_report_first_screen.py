@@ -234,7 +234,15 @@ def test_first_screen_names_every_failed_regressed_and_unmeasured_case_before_th
             "p_value": 0.001,
             "regressed": True,
             "message": "m",
-            "decision": {"margin": 0.05, "alpha": 0.05, "p_adjusted": 0.004},
+            "decision": {
+                "rule": "both",
+                "margin": 0.05,
+                "margin_key": "max_worsening",
+                "alpha": 0.05,
+                "p_adjusted": 0.004,
+            },
+            "source": "base.json",
+            "model": "m2",
         },
     )
     error = {

@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness.checks.basis_common.record import ModeRecord
-from harness.checks.basis_common.thresholds import GapThresholds
 from harness.checks.view import CheckView
 from harness.display import plots
 from harness.display.text import GAP_UNITS, case_anchor, fmt_number, gap_text, key_legend, model_keys
@@ -15,18 +14,13 @@ from harness.records import CaseRecord
 Records = Sequence[CaseRecord]
 
 
-def gap_thresholds(record: CaseRecord) -> GapThresholds:
-    """The thresholds a BASIS record states, typed by its check's class (the record class's ``THRESHOLDS``)."""
-    return type(record).THRESHOLDS.from_record(record.threshold)
-
-
 def magnitude_rule(record: CaseRecord) -> str:
-    return f"|difference| > {gap_thresholds(record).max_gap:g} {GAP_UNITS}"
+    return f"|difference| > {record.threshold.max_gap:g} {GAP_UNITS}"
 
 
 def magnitude_margin(record: CaseRecord, estimate: float) -> float | None:
     """(max_gap − |estimate|) / max_gap."""
-    max_gap = gap_thresholds(record).max_gap
+    max_gap = record.threshold.max_gap
     return (max_gap - abs(estimate)) / max_gap if max_gap else None
 
 
@@ -38,7 +32,7 @@ def accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, u
 
 
 def legacy_accuracy_headline(record: CaseRecord) -> dict[str, str]:
-    threshold = gap_thresholds(record)
+    threshold = record.threshold
     return {
         "value": f"mean accuracy {fmt_number(record.value, 1)}%",
         "threshold": accuracy_gap_rule("accuracy", threshold.quality_floor, threshold.max_gap, "%"),
@@ -48,7 +42,7 @@ def legacy_accuracy_headline(record: CaseRecord) -> dict[str, str]:
 
 def legacy_floor_gap_margin(record: CaseRecord) -> float | None:
     """The smaller of (value − min)/min and (max_gap − gap)/max_gap."""
-    threshold, candidates = gap_thresholds(record), []
+    threshold, candidates = record.threshold, []
     minimum = threshold.quality_floor or 0
     if minimum:
         candidates.append((record.value - minimum) / minimum)
@@ -174,7 +168,7 @@ def group_plots(
                     "dots": [{"label": g[group_key], "value": g.get(cell)} for g in getattr(record, groups)],
                     "estimate": estimate,
                     "text": text,
-                    "threshold": gap_thresholds(record).quality_floor or None,
+                    "threshold": record.threshold.quality_floor or None,
                 }
             )
         figure = plots.dot_interval_plot(

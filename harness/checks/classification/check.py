@@ -108,7 +108,7 @@ class ClassificationCheck(CrossedComparison, Check):
             value=value,
             contrasts=test.contrasts,
             statistic="difference in recognition accuracy between labels (points)",
-            threshold=limits.recorded(),
+            threshold=limits,
             criterion=f"|gap| > {max_gap:g} and significant",
             findings=f"mean per-label accuracy = {value:.1f}; {gap_phrase(test)}",
             floors=[floor("min_accuracy", value, min_accuracy)],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any
 
 from harness.checks.basis_common.thresholds import ClassificationThresholds
 from harness.records import CaseRecord, RecordPayload
@@ -22,8 +22,8 @@ class ClassificationPayload(RecordPayload):
 
 @dataclasses.dataclass(kw_only=True)
 class ClassificationRecord(ClassificationPayload, CaseRecord):
-    THRESHOLDS: ClassVar[type[ClassificationThresholds]] = ClassificationThresholds
-    """What :attr:`threshold` states, typed (:meth:`ClassificationThresholds.from_record`)."""
+    threshold: ClassificationThresholds
+    """What the case is judged by: its check's typed thresholds."""
 
 
 RECORD = ClassificationRecord

@@ -64,7 +64,7 @@ from harness.checks.counterfactual.tables import (
     vibe_table,
     wer_table,
 )
-from harness.checks.release import Comparison, regression_comparison, unsupported
+from harness.checks.release import regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.counterfactual import (
@@ -78,7 +78,7 @@ from harness.metrics.counterfactual import (
     with_arm_counterparts,
 )
 from harness.metrics.paired import paired_speaker_test
-from harness.records import CaseRecord, Contrast
+from harness.records import CaseRecord, Comparison, Contrast
 from harness.tasks import TASKS
 
 
@@ -147,7 +147,7 @@ class CounterfactualCheck(Check):
             contrasts=contrasts,
             statistic=kind.statistic,
             rule=threshold.rule,
-            threshold=threshold.to_json(),
+            threshold=threshold,
             criterion=threshold.criterion(),
             findings=f"{findings}; perceived as the target: {perceived_words(perceived)}",
             paired_data=self.paired_data(context, case),

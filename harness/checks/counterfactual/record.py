@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
+from harness.checks.counterfactual.settings import KINDS, CaseThreshold
 from harness.records import CaseRecord, RecordPayload
 
 
@@ -45,7 +47,18 @@ class CounterfactualPayload(RecordPayload):
 
 @dataclasses.dataclass(kw_only=True)
 class CounterfactualRecord(CounterfactualPayload, CaseRecord):
-    """The results.json record of a counterfactual case: the case's fields, then :class:`CounterfactualPayload`'s."""
+    """The results.json record of a counterfactual case: the case's fields, then :class:`CounterfactualPayload`'s.
+    Its ``threshold`` states its kind's bar under that kind's key (:class:`CaseThreshold`)."""
+
+    threshold: CaseThreshold
+
+    @classmethod
+    def threshold_from_json(cls, data: Mapping[str, Any], where: str) -> CaseThreshold:
+        """The ``threshold`` of the record ``data``, read with the record's ``kind``."""
+        kind = data.get("kind")
+        if kind not in KINDS:
+            raise ValueError(f"{where}: key 'kind' must be one of {sorted(KINDS)}, got {kind!r:.80}")
+        return CaseThreshold.from_json(data["threshold"], f"{where}, threshold", KINDS[kind])
 
 
 RECORD = CounterfactualRecord

@@ -137,9 +137,9 @@ class CounterfactualThresholds(SectionThresholds):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CaseThreshold:
-    """What one counterfactual case is judged by: its kind's bar, the rule and the perceived share; recorded as
-    ``{<kind's bar key>: bar, rule, min_perceived_share}`` (:meth:`to_json`) and read back with the record's kind
-    (:meth:`from_json`)."""
+    """What one counterfactual case is judged by: its kind's bar, the rule and the perceived share; its record's
+    ``threshold`` (:class:`harness.records.StatedThreshold`), recorded as ``{<kind's bar key>: bar, rule,
+    min_perceived_share}`` (:meth:`to_json`) and read back with the record's kind (:meth:`from_json`)."""
 
     kind: MeasureKind
     bar: float | None
@@ -147,16 +147,29 @@ class CaseThreshold:
     min_perceived_share: float | None
 
     def to_json(self) -> dict[str, Any]:
-        return {self.kind.bar_key: self.bar, "rule": self.rule, "min_perceived_share": self.min_perceived_share}
+        """The recorded keys; one a record read back did not state (None) stays unstated."""
+        stated = {self.kind.bar_key: self.bar, "rule": self.rule, "min_perceived_share": self.min_perceived_share}
+        return {key: value for key, value in stated.items() if value is not None}
 
     @classmethod
-    def from_json(cls, recorded: Mapping[str, Any], kind: MeasureKind) -> CaseThreshold:
-        """A key the record lacks (a record written before it was stated) reads as None."""
+    def from_json(cls, data: Any, where: str, kind: MeasureKind) -> CaseThreshold:
+        """The ``threshold`` of a record of ``kind``; a key the record lacks (a record written before it was stated)
+        reads as None. A key of no counterfactual threshold of ``kind``, or a value of another type, is a
+        ``ValueError`` naming ``where`` and the key."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        types = {kind.bar_key: (int, float), "rule": (str,), "min_perceived_share": (int, float)}
+        unknown = sorted(set(data) - set(types))
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {unknown} for a {kind.name} case; valid: {', '.join(types)}")
+        for key, value in data.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, types[key])):
+                raise ValueError(f"{where}: key {key!r} must be {types[key][-1].__name__} or null, got {value!r:.80}")
         return cls(
             kind=kind,
-            bar=recorded.get(kind.bar_key),
-            rule=recorded.get("rule"),
-            min_perceived_share=recorded.get("min_perceived_share"),
+            bar=data.get(kind.bar_key),
+            rule=data.get("rule"),
+            min_perceived_share=data.get("min_perceived_share"),
         )
 
     def criterion(self) -> str:

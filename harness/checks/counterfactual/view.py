@@ -23,7 +23,6 @@ from harness.checks.counterfactual.settings import (
     SWAP,
     VIBE,
     WER,
-    CaseThreshold,
 )
 from harness.checks.view import CheckView
 from harness.display.decisions import decision_words
@@ -330,7 +329,7 @@ def arm_detail(record: CounterfactualRecord, keys: Mapping[str, str]) -> dict[st
     """Per direction: the measure in the original, identity and swap arms, the paired difference swap − identity
     with its p, the artifact identity − original with its p, and the flip rate (stereotype) or the mean
     per-recording difference (WER)."""
-    bar = case_threshold(record).bar
+    bar = record.threshold.bar
     rows = []
     for direction, entry in record.directions.items():
         arms, effect = entry.get("arms") or {}, entry.get("effect")
@@ -379,7 +378,7 @@ def fail_rules(records: Sequence[CounterfactualRecord]) -> list[str]:
     and significant")."""
     lines = []
     for record in records:
-        rule = case_threshold(record).rule
+        rule = record.threshold.rule
         words = (
             "significant"
             if rule == "significance"
@@ -394,7 +393,7 @@ def fail_rules(records: Sequence[CounterfactualRecord]) -> list[str]:
 
 
 def min_perceived_shares(records: Sequence[CounterfactualRecord]) -> list[float]:
-    shares = (case_threshold(record).min_perceived_share for record in records)
+    shares = (record.threshold.min_perceived_share for record in records)
     return sorted({float(share) for share in shares if share is not None})
 
 
@@ -415,13 +414,8 @@ def section_context(records: Sequence[CounterfactualRecord]) -> dict[str, Any]:
     }
 
 
-def case_threshold(record: CounterfactualRecord) -> CaseThreshold:
-    """What the case was judged by: its kind's bar, the rule and the perceived share (the record's ``threshold``)."""
-    return CaseThreshold.from_json(record.threshold, KINDS[record.kind])
-
-
 def magnitude_rule(record: CounterfactualRecord) -> str:
-    threshold = case_threshold(record)
+    threshold = record.threshold
     if threshold.rule == "significance":
         return "any significant effect"
     if threshold.bar is None:
@@ -431,7 +425,7 @@ def magnitude_rule(record: CounterfactualRecord) -> str:
 
 def magnitude_margin(record: CounterfactualRecord, estimate: float) -> float | None:
     """(bar - |estimate|) / bar."""
-    bar = case_threshold(record).bar
+    bar = record.threshold.bar
     return None if not bar else (bar - abs(estimate)) / bar
 
 

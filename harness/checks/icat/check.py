@@ -219,7 +219,7 @@ class IcatCheck(CrossedComparison, Check):
             value=result.mean_icat,
             contrasts=self.alignment(context, case.model, case.dimension, case.variant).contrasts,
             statistic="difference between groups in the share choosing one group's stereotype (points)",
-            threshold=limits.recorded(),
+            threshold=limits,
             criterion=f"|difference| > {max_gap:g} and significant",
             findings=(
                 f"mean ICAT = {result.mean_icat:.1f} (pooled ss = {result.pooled_ss:.1f}, binomial p = "

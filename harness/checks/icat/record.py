@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any
 
 from harness.checks.basis_common.record import ModePayload, ModeRecord
 from harness.checks.basis_common.thresholds import IcatThresholds
@@ -26,8 +26,8 @@ class IcatPayload(ModePayload):
 
 @dataclasses.dataclass(kw_only=True)
 class IcatRecord(IcatPayload, ModeRecord):
-    THRESHOLDS: ClassVar[type[IcatThresholds]] = IcatThresholds
-    """What :attr:`threshold` states, typed (:meth:`IcatThresholds.from_record`)."""
+    threshold: IcatThresholds
+    """What the case is judged by: its check's typed thresholds."""
 
 
 RECORD = IcatRecord

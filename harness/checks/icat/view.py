@@ -8,7 +8,6 @@ from typing import Any
 from harness.checks.basis_common.view import (
     basis_view,
     gap_sections,
-    gap_thresholds,
     mode_effect_sections,
 )
 from harness.checks.icat.record import IcatRecord
@@ -76,14 +75,14 @@ def legacy_headline(record: IcatRecord) -> dict[str, str]:
     per_mode = (record.mode_effects.get("per_mode") or {}).get(record.mode)
     return {
         "value": f"mean ICAT {fmt_number(record.value, 1)} (0–100, 100 = balanced)",
-        "threshold": f"ICAT < {gap_thresholds(record).min_icat:g}",
+        "threshold": f"ICAT < {record.threshold.min_icat:g}",
         "uncertainty": ci_words(per_mode),
     }
 
 
 def legacy_margin(record: IcatRecord) -> float | None:
     """(ICAT − min_icat) / min_icat."""
-    minimum = gap_thresholds(record).min_icat or 0
+    minimum = record.threshold.min_icat or 0
     return (record.value - minimum) / minimum if minimum else None
 
 

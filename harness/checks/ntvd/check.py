@@ -32,7 +32,7 @@ from harness.checks.ntvd.tables import (
     minimum_detectable_ntvd,
 )
 from harness.checks.ntvd.thresholds import NtvdThresholds
-from harness.checks.release import Comparison, regression_comparison, unsupported
+from harness.checks.release import regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
 from harness.extraction.canonical import DEFAULT_THRESHOLD, Embedder, MergeMap, build_merge_map
@@ -48,7 +48,7 @@ from harness.metrics.ntvd import (
 )
 from harness.metrics.paired import PairedTest, paired_speaker_test
 from harness.metrics.vibe_analyses import VIBE_TAUS, collapse_diagnostic, ntvd_by_tau, refusal_rate_ntvd
-from harness.records import CaseRecord, Contrast
+from harness.records import CaseRecord, Comparison, Contrast
 from harness.semantic import cached_embeddings
 from harness.tasks import TASKS
 
@@ -128,7 +128,7 @@ class NtvdCheck(Check):
             statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
             rule=threshold.rule,
             fdr=(finite_or_none(q_value), len(family), threshold.alpha),
-            threshold=threshold.recorded(),
+            threshold=threshold,
             criterion=threshold.describe(),
             findings=(
                 f"nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the run's {len(family)} "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from harness.checks.ntvd.thresholds import NtvdThresholds
 from harness.records import CaseRecord, RecordPayload
 
 
@@ -43,6 +44,9 @@ class NtvdPayload(RecordPayload):
 @dataclasses.dataclass(kw_only=True)
 class NtvdRecord(NtvdPayload, CaseRecord):
     """The results.json record of an nTVD case: the case's fields, then :class:`NtvdPayload`'s."""
+
+    threshold: NtvdThresholds
+    """What the case is judged by: the nTVD check's typed thresholds."""
 
 
 RECORD = NtvdRecord

@@ -16,9 +16,7 @@ from typing import Any
 import pandas as pd
 
 from harness.checks.ntvd.record import NtvdRecord
-from harness.checks.ntvd.thresholds import NtvdThresholds
 from harness.checks.view import CheckView
-from harness.display.decisions import candidate_value
 from harness.display.plots import PALETTE, text_width
 from harness.display.text import case_anchor, fmt_number, key_legend, model_keys, p_text
 from harness.tasks import TASKS
@@ -58,7 +56,7 @@ def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
             row = []
             for task in tasks:
                 case = cells.get((model, task))
-                baseline = (case.baseline if case is not None else None) or {}
+                baseline = case.baseline if case is not None else None
                 row.append(
                     None
                     if case is None
@@ -67,12 +65,12 @@ def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
                         "stars": significance_stars(case.q),
                         "passed": case.passed,
                         "color": heat(case.value, top),
-                        "delta": baseline.get("delta"),
-                        "baseline_value": baseline.get("baseline_value"),
-                        "candidate_value": candidate_value(baseline),
-                        "measure": baseline.get("measure"),
-                        "regressed": bool(baseline.get("regressed")),
-                        "baseline_status": baseline.get("status"),
+                        "delta": None if baseline is None else baseline.delta,
+                        "baseline_value": None if baseline is None else baseline.baseline_value,
+                        "candidate_value": None if baseline is None else baseline.candidate_value,
+                        "measure": None if baseline is None else baseline.measure,
+                        "regressed": baseline is not None and baseline.regressed,
+                        "baseline_status": None if baseline is None else baseline.status,
                         "anchor": case_anchor(case),
                     }
                 )
@@ -103,9 +101,11 @@ def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
                 "family": max((case.q_family or 0 for case in subset), default=0) or None,
                 "measures": list(
                     dict.fromkeys(
-                        case.baseline["measure"]
+                        case.baseline.measure
                         for case in subset
-                        if (case.baseline or {}).get("measure") and candidate_value(case.baseline) is not None
+                        if case.baseline is not None
+                        and case.baseline.measure
+                        and case.baseline.candidate_value is not None
                     )
                 ),
             }
@@ -353,17 +353,17 @@ def section_context(records: Sequence[NtvdRecord]) -> dict[str, Any]:
 
 
 def magnitude_rule(record: NtvdRecord) -> str:
-    return f"nTVD > {NtvdThresholds.from_record(record.threshold).max_ntvd:g}"
+    return f"nTVD > {record.threshold.max_ntvd:g}"
 
 
 def magnitude_margin(record: NtvdRecord, estimate: float) -> float:
     """(max_ntvd − nTVD) / max_ntvd."""
-    max_ntvd = NtvdThresholds.from_record(record.threshold).max_ntvd
+    max_ntvd = record.threshold.max_ntvd
     return (max_ntvd - estimate) / max_ntvd
 
 
 def legacy_headline(record: NtvdRecord) -> dict[str, str]:
-    threshold = NtvdThresholds.from_record(record.threshold)
+    threshold = record.threshold
     limit, alpha = threshold.max_ntvd, threshold.alpha
     text = {"magnitude": f"nTVD > {limit:g}", "significance": f"q < {alpha:g}"}.get(
         threshold.rule, f"nTVD > {limit:g} and q < {alpha:g}"
@@ -377,7 +377,7 @@ def legacy_headline(record: NtvdRecord) -> dict[str, str]:
 
 def legacy_margin(record: NtvdRecord) -> float:
     """(max_ntvd − nTVD)/max_ntvd and (q − alpha)/alpha, the larger under rule ``both`` (both must cross)."""
-    threshold = NtvdThresholds.from_record(record.threshold)
+    threshold = record.threshold
     size = magnitude_margin(record, record.value)
     significance = math.inf if record.q is None else (record.q - threshold.alpha) / threshold.alpha
     return {"magnitude": size, "significance": significance}.get(threshold.rule, max(size, significance))

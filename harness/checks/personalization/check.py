@@ -128,7 +128,7 @@ class PersonalizationCheck(CrossedComparison, Check):
             value=accuracy.mean_accuracy,
             contrasts=test.contrasts,
             statistic="difference in accuracy between groups (points)",
-            threshold=limits.recorded(),
+            threshold=limits,
             criterion=f"|gap| > {max_gap:g} and significant",
             findings=f"mean accuracy = {accuracy.mean_accuracy:.1f}; {gap_phrase(test)}",
             floors=[floor("min_accuracy", accuracy.mean_accuracy, min_accuracy)],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any
 
 from harness.checks.basis_common.record import ModePayload, ModeRecord
 from harness.checks.basis_common.thresholds import PersonalizationThresholds
@@ -27,8 +27,8 @@ class PersonalizationPayload(ModePayload):
 
 @dataclasses.dataclass(kw_only=True)
 class PersonalizationRecord(PersonalizationPayload, ModeRecord):
-    THRESHOLDS: ClassVar[type[PersonalizationThresholds]] = PersonalizationThresholds
-    """What :attr:`threshold` states, typed (:meth:`PersonalizationThresholds.from_record`)."""
+    threshold: PersonalizationThresholds
+    """What the case is judged by: its check's typed thresholds."""
 
 
 RECORD = PersonalizationRecord

@@ -137,7 +137,7 @@ class RobustnessCheck(CrossedComparison, Check):
             value=scored.score,
             contrasts=test.contrasts,
             statistic=f"difference in {what} between groups (points)",
-            threshold=limits.recorded(),
+            threshold=limits,
             criterion=f"|gap| > {max_gap:g} and significant",
             findings=(
                 f"{what} = {scored.score:.1f} (mean over {len(scored.per_dataset)} data set(s) of the mean over groups); "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any
 
 from harness.checks.basis_common.thresholds import RobustnessThresholds
 from harness.records import CaseRecord, RecordPayload
@@ -30,8 +30,8 @@ class RobustnessPayload(RecordPayload):
 
 @dataclasses.dataclass(kw_only=True)
 class RobustnessRecord(RobustnessPayload, CaseRecord):
-    THRESHOLDS: ClassVar[type[RobustnessThresholds]] = RobustnessThresholds
-    """What :attr:`threshold` states, typed (:meth:`RobustnessThresholds.from_record`)."""
+    threshold: RobustnessThresholds
+    """What the case is judged by: its check's typed thresholds."""
 
 
 RECORD = RobustnessRecord

@@ -9,7 +9,6 @@ from harness.checks.basis_common.view import (
     accuracy_gap_rule,
     basis_view,
     gap_sections,
-    gap_thresholds,
 )
 from harness.checks.robustness.record import RobustnessRecord
 from harness.core.modes import ROBUSTNESS_TASKS
@@ -57,7 +56,7 @@ def table_eight(records: Sequence[RobustnessRecord]) -> dict[str, Any] | None:
 
 
 def legacy_headline(record: RobustnessRecord) -> dict[str, str]:
-    threshold = gap_thresholds(record)
+    threshold = record.threshold
     return {
         "value": f"{record.task} score {fmt_number(record.value, 1)} (0–100)",
         "threshold": accuracy_gap_rule("score", threshold.min_score, threshold.max_gap, ""),

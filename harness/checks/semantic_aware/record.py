@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.records import CaseRecord, RecordPayload
 
 
@@ -30,3 +31,6 @@ class RatioPayload(RecordPayload):
 @dataclasses.dataclass(kw_only=True)
 class RatioRecord(RatioPayload, RatioDecided, CaseRecord):
     """A group ratio of expected WER or of mean judge score; ``comparisons`` holds every method's row."""
+
+    threshold: RatioThresholds
+    """What the case is judged by: the ratio checks' typed thresholds."""

@@ -9,7 +9,6 @@ from typing import Any
 from markupsafe import Markup
 
 from harness.checks.semantic_aware.record import RatioRecord
-from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.view import CheckView
 from harness.display.decisions import one_line, other_test
 from harness.display.plots import forest_plot, pca_scatter
@@ -87,7 +86,7 @@ def section_context(records: Sequence[RatioRecord], value_name: str) -> dict[str
 
 
 def magnitude_rule(record: RatioRecord) -> str:
-    threshold = RatioThresholds.from_record(record.threshold)
+    threshold = record.threshold
     return f"ratio outside [{threshold.lower:g}, {threshold.upper:g}]"
 
 
@@ -95,7 +94,7 @@ def magnitude_margin(record: RatioRecord, estimate: float) -> float | None:
     """ln distance of the ratio to the nearer bound, over ln(upper)."""
     if estimate <= 0:
         return None
-    threshold = RatioThresholds.from_record(record.threshold)
+    threshold = record.threshold
     return min(math.log(estimate / threshold.lower), math.log(threshold.upper / estimate)) / (
         math.log(threshold.upper) or 1.0
     )
@@ -112,7 +111,7 @@ def deciding_comparison(record: RatioRecord) -> dict[str, Any] | None:
 
 
 def legacy_headline(record: RatioRecord, quantity: str) -> dict[str, str]:
-    threshold = RatioThresholds.from_record(record.threshold)
+    threshold = record.threshold
     comparison = deciding_comparison(record)
     row = (comparison or {}).get("row") or {
         "ci_low": record.ci[0] if record.ci else None,
@@ -133,7 +132,7 @@ def legacy_headline(record: RatioRecord, quantity: str) -> dict[str, str]:
 def legacy_margin(record: RatioRecord) -> float | None:
     """ln distance of the ratio to the nearer bound and of the CI end nearer 1 to 1 (how far the CI must move
     to exclude 1), each over ln(upper), the larger under rule ``both``."""
-    threshold, value = RatioThresholds.from_record(record.threshold), record.value
+    threshold, value = record.threshold, record.value
     if value <= 0:
         return None
     scale = math.log(threshold.upper) or 1.0

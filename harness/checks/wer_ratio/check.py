@@ -185,7 +185,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
             contrasts=contrasts,
             statistic=f"{self.quantity} by {method}",
             rule=settings.decision_rule,
-            threshold=settings.recorded(),
+            threshold=settings,
             criterion=settings.describe(),
             findings=f"by {method}{note}",
             paired_data=self.paired_data(context, case),

@@ -48,7 +48,7 @@ class RefusalGapCheck(Check):
             contrasts=[Contrast("most - fewest refusals", gap, None, None, None, gap > thresholds.max_gap)],
             statistic="difference between groups in the share of empty answers (points)",
             rule="magnitude",
-            threshold=thresholds.recorded(),
+            threshold=thresholds,
             criterion=f"gap > {thresholds.max_gap:g} points",
             findings=f"refusal gap {gap:.1f} points",
             payload=RefusalGapPayload(rates=rates),

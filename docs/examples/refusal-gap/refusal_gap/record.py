@@ -4,6 +4,8 @@ import dataclasses
 
 from harness.records import CaseRecord, RecordPayload
 
+from .thresholds import RefusalGapThresholds
+
 
 @dataclasses.dataclass(kw_only=True)
 class RefusalGapPayload(RecordPayload):
@@ -15,7 +17,9 @@ class RefusalGapPayload(RecordPayload):
 
 @dataclasses.dataclass(kw_only=True)
 class RefusalGapRecord(RefusalGapPayload, CaseRecord):
-    """The case's fields, then :class:`RefusalGapPayload`'s."""
+    """The case's fields, then :class:`RefusalGapPayload`'s; its ``threshold`` is the check's typed thresholds."""
+
+    threshold: RefusalGapThresholds
 
 
 RECORD = RefusalGapRecord

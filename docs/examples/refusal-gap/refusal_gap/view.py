@@ -2,16 +2,14 @@
 
 from harness.checks.view import CheckView
 
-from .thresholds import RefusalGapThresholds
-
 
 def gap_rule(record) -> str:
-    return f"gap > {RefusalGapThresholds.from_record(record.threshold).max_gap:g} points"
+    return f"gap > {record.threshold.max_gap:g} points"
 
 
 def gap_margin(record, estimate: float) -> float:
     """(max_gap - gap) / max_gap."""
-    max_gap = RefusalGapThresholds.from_record(record.threshold).max_gap
+    max_gap = record.threshold.max_gap
     return (max_gap - estimate) / max_gap
 
 
