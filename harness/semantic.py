@@ -50,7 +50,7 @@ import base64
 import dataclasses
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -63,23 +63,13 @@ from harness.models.base import Backend, Model
 
 class EmbeddingPlanner(Protocol):
     """What :func:`plan_embeddings` asks of a ``--plan`` planner (:class:`harness.generation.request_plan.Planner`),
-    declared here: the planner's module stands above this one, so naming its class would be an import back up."""
+    declared here: the planner's module stands above this one, so naming its class would be an import back up.
+    ``add`` takes the keyword arguments of :meth:`harness.generation.request_plan.Planner.add`, which alone spells
+    them out."""
 
     def note_cached(self, keys: Sequence[str]) -> None: ...
 
-    def add(
-        self,
-        *,
-        namespace: str,
-        spec: str,
-        fingerprint: str,
-        options: Mapping[str, Any],
-        decoding: DecodingParams,
-        label: str,
-        requests: Sequence[GenerationRequest],
-        keys: Sequence[str],
-        embedding: str | None = None,
-    ) -> None: ...
+    def add(self, **planned_requests: Any) -> None: ...
 
 
 class ModelUnderTest(Protocol):

@@ -104,6 +104,21 @@ class LogAxis:
         return [{"x": self.x(v), "label": f"{v:g}"} for v in kept]
 
 
+def _columns_frame(label_width: int, plot_width: int, value_width: float, top: float, bottom: float) -> dict[str, Any]:
+    """The frame of a plot drawn in three columns, labels | plot | printed values (:func:`forest_plot`,
+    :func:`dot_interval_plot`): its size (36 px below ``bottom`` for the axis), the plot's top, bottom, left and
+    right edges, and where the printed values start."""
+    return {
+        "width": label_width + plot_width + value_width,
+        "height": bottom + 36,
+        "top": top,
+        "bottom": bottom,
+        "left": label_width,
+        "right": label_width + plot_width,
+        "value_x": label_width + plot_width + 8,
+    }
+
+
 def forest_plot(record: Any, value_name: str) -> dict[str, Any]:
     """A forest plot of a ratio record: per comparison, one row per method with its ratio and interval on a
     log axis, a line at 1 (no difference), the case's ``[lower, upper]`` bounds shaded, the deciding method
@@ -168,13 +183,7 @@ def forest_plot(record: Any, value_name: str) -> dict[str, Any]:
         }
     bottom = y + 4
     return {
-        "width": label_width + plot_width + value_width,
-        "height": bottom + 36,
-        "top": top - 8,
-        "bottom": bottom,
-        "left": label_width,
-        "right": label_width + plot_width,
-        "value_x": label_width + plot_width + 8,
+        **_columns_frame(label_width, plot_width, value_width, top - 8, bottom),
         "one_x": axis.x(1.0),
         "band": band,
         "ticks": axis.ticks(),
@@ -267,13 +276,7 @@ def dot_interval_plot(
         for i, name in enumerate(names)
     ]
     return {
-        "width": label_width + plot_width + value_width,
-        "height": bottom + 36,
-        "top": top - 4,
-        "bottom": bottom,
-        "left": label_width,
-        "right": label_width + plot_width,
-        "value_x": label_width + plot_width + 8,
+        **_columns_frame(label_width, plot_width, value_width, top - 4, bottom),
         "reference_x": None if reference is None else axis.x(reference),
         "ticks": axis.ticks(),
         "rows": drawn,
@@ -424,27 +427,13 @@ def pca_scatter_figure(
     }
 
 
-def pca_scatter(
-    points: Mapping[str, Sequence[tuple[float, float]]],
-    *,
-    title: str,
-    x_label: str = "PC1",
-    y_label: str = "PC2",
-    explained: Sequence[float] | None = None,
-    max_points_per_group: int = 2000,
-) -> str:
-    """:func:`pca_scatter_figure` drawn as one inline ``<svg>`` element (a string, every label escaped): a
-    ``<title>`` and ``aria-label`` describing it, the title and any drop note above the plot, axes with ticks,
-    one semi-transparent ``<g>`` of circles (r=2.5, coordinates at one decimal) per group in the figure's
-    colour and titled with its legend, and the legend to the right. Same input, same string."""
-    figure = pca_scatter_figure(
-        points,
-        title=title,
-        x_label=x_label,
-        y_label=y_label,
-        explained=explained,
-        max_points_per_group=max_points_per_group,
-    )
+def pca_scatter(points: Mapping[str, Sequence[tuple[float, float]]], **figure_options: Any) -> str:
+    """:func:`pca_scatter_figure` of ``points`` (``figure_options``: its keyword arguments, ``title`` required)
+    drawn as one inline ``<svg>`` element (a string, every label escaped): a ``<title>`` and ``aria-label``
+    describing it, the title and any drop note above the plot, axes with ticks, one semi-transparent ``<g>`` of
+    circles (r=2.5, coordinates at one decimal) per group in the figure's colour and titled with its legend, and
+    the legend to the right. Same input, same string."""
+    figure = pca_scatter_figure(points, **figure_options)
     f, c = figure, _coordinate
     lines = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{f["width"]}" height="{f["height"]}" role="img" '

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -199,11 +200,13 @@ class _Simulation:
 
 def _design(
     speakers_per_group: Mapping[str, int] | Sequence[int],
-    utterances_per_speaker: int,
-    values_per_attribute: int,
-    n_attributes: int,
-    speaker_sd: float,
+    utterances_per_speaker: int = 12,
+    values_per_attribute: int = 5,
+    n_attributes: int = 1,
+    speaker_sd: float = 0.0,
 ) -> Design:
+    """The :class:`Design` of a corpus as :func:`detection_rate` and :func:`minimum_detectable_ntvd` take it
+    (``speakers_per_group`` by group name or in order; the rest as their ``design_options``, defaults here)."""
     sizes = speakers_per_group.values() if isinstance(speakers_per_group, Mapping) else speakers_per_group
     return Design(
         tuple(int(size) for size in sizes),
@@ -217,26 +220,23 @@ def _design(
 def detection_rate(
     effect: float,
     speakers_per_group: Mapping[str, int] | Sequence[int],
-    utterances_per_speaker: int = 12,
-    values_per_attribute: int = 5,
-    n_attributes: int = 1,
-    speaker_sd: float = 0.0,
+    *,
     alpha: float = DEFAULT_ALPHA,
     n_simulations: int = 400,
     n_permutations: int = 400,
     seed: int = 0,
+    **design_options: Any,
 ) -> DetectionRate:
-    """Simulated power of the speaker-level permutation test at one effect size (see module docstring)."""
-    design = _design(speakers_per_group, utterances_per_speaker, values_per_attribute, n_attributes, speaker_sd)
+    """Simulated power of the speaker-level permutation test at one effect size (see module docstring).
+    ``design_options``: ``utterances_per_speaker`` (12), ``values_per_attribute`` (5), ``n_attributes`` (1) and
+    ``speaker_sd`` (0), as :func:`_design` takes them."""
+    design = _design(speakers_per_group, **design_options)
     return _Simulation(design, n_simulations, n_permutations, seed).rate(effect, alpha)
 
 
 def minimum_detectable_ntvd(
     speakers_per_group: Mapping[str, int] | Sequence[int],
-    utterances_per_speaker: int = 12,
-    values_per_attribute: int = 5,
-    n_attributes: int = 1,
-    speaker_sd: float = 0.0,
+    *,
     alpha: float = DEFAULT_ALPHA,
     target_power: float = DEFAULT_POWER,
     n_simulations: int = 400,
@@ -244,8 +244,10 @@ def minimum_detectable_ntvd(
     seed: int = 0,
     tolerance: float = 0.01,
     max_effect: float = 16.0,
+    **design_options: Any,
 ) -> PowerResult:
-    """Smallest population nTVD detected with ``target_power`` at ``alpha`` (see module docstring).
+    """Smallest population nTVD detected with ``target_power`` at ``alpha`` (see module docstring);
+    ``design_options`` as :func:`detection_rate` takes them.
 
     The effect is doubled from 0.25 until the detection rate reaches ``target_power`` (or ``max_effect``
     is passed), then bisected until the bracket is narrower than ``tolerance`` times its upper end; the
@@ -253,7 +255,7 @@ def minimum_detectable_ntvd(
     """
     if not 0 < alpha < 1 or not 0 < target_power < 1:
         raise ValueError(f"alpha and target_power must lie in (0, 1), got {alpha}, {target_power}")
-    design = _design(speakers_per_group, utterances_per_speaker, values_per_attribute, n_attributes, speaker_sd)
+    design = _design(speakers_per_group, **design_options)
     simulation = _Simulation(design, n_simulations, n_permutations, seed)
     evaluated: dict[float, DetectionRate] = {}
 

@@ -131,6 +131,29 @@ def _covariate_sets(covariates) -> dict[str | None, tuple[str, ...]]:
     return {None: cols} if cols else {}
 
 
+def _covariate_columns(covariate_sets: Mapping[str | None, Sequence[str]]) -> list[str]:
+    """Every column named by any of ``covariate_sets`` (:func:`_covariate_sets`), once, sorted."""
+    return sorted({c for cols in covariate_sets.values() for c in cols})
+
+
+def _model_methods(
+    covariate_sets: Mapping[str | None, Sequence[str]], has_speaker: bool
+) -> list[tuple[str, tuple[str, ...], bool]]:
+    """The model rows of a ratio table in order, each ``(method, covariate columns, with speaker random
+    intercept)``: the regression on the group indicator without speakers; with ``has_speaker``, the one with a
+    speaker random intercept; then one semantic row per covariate set (``"<method>: <name>"`` for a named set),
+    with the speaker random intercept where speakers are known."""
+    methods = [(METHOD_NO_SPEAKER, (), False)]
+    if has_speaker:
+        methods.append((METHOD_SPEAKER, (), True))
+    semantic_method = METHOD_SEMANTIC if has_speaker else METHOD_NO_SPEAKER_SEMANTIC
+    methods += [
+        (semantic_method if name is None else f"{semantic_method}: {name}", tuple(cols), has_speaker)
+        for name, cols in covariate_sets.items()
+    ]
+    return methods
+
+
 def _check_finite(data: pd.DataFrame, columns: Sequence[str]) -> None:
     for c in columns:
         values = pd.to_numeric(data[c], errors="coerce").to_numpy(float)

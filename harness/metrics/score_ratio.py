@@ -22,16 +22,14 @@ from harness.core.values import require_columns
 from harness.metrics.glmm import fit_linear_mixed
 from harness.metrics.ratio_table import (
     _INTERCEPT,
-    METHOD_NO_SPEAKER,
-    METHOD_NO_SPEAKER_SEMANTIC,
-    METHOD_SEMANTIC,
-    METHOD_SPEAKER,
     METHOD_VANILLA,
     SINGULAR_NOTE,
     RatioTable,
     _check_finite,
+    _covariate_columns,
     _covariate_sets,
     _methods_frame,
+    _model_methods,
     _row,
     _speaker_level_columns,
     _two_levels,
@@ -59,13 +57,13 @@ def judge_score_ratio(
     without and with the semantic ``covariates``. Without speakers the semantic row is an OLS fit.
     """
     covariate_sets = _covariate_sets(covariates)
-    needed = [score, group] + sorted({c for cols in covariate_sets.values() for c in cols})
+    needed = [score, group] + _covariate_columns(covariate_sets)
     has_speaker = speaker is not None and speaker in table.columns
     if has_speaker:
         needed.append(speaker)
     require_columns(table, needed)
     data = table[needed].reset_index(drop=True).copy()
-    _check_finite(data, [score] + sorted({c for cols in covariate_sets.values() for c in cols}))
+    _check_finite(data, [score] + _covariate_columns(covariate_sets))
     numerator, denominator = _two_levels(data[group], numerator, denominator, group)
     data["_indicator"] = (data[group] == numerator).astype(float)
     rng = np.random.default_rng(seed)
@@ -80,15 +78,7 @@ def judge_score_ratio(
     )
     rows[METHOD_VANILLA] = _row(mean_num / mean_den, low, high, True, "bootstrap", np.nan, mean_num, mean_den)
 
-    specs = [(METHOD_NO_SPEAKER, (), False)]
-    if has_speaker:
-        specs.append((METHOD_SPEAKER, (), True))
-    semantic_method = METHOD_SEMANTIC if has_speaker else METHOD_NO_SPEAKER_SEMANTIC
-    specs += [
-        (semantic_method if name is None else f"{semantic_method}: {name}", tuple(cols), has_speaker)
-        for name, cols in covariate_sets.items()
-    ]
-    for method, cols, mixed in specs:
+    for method, cols, mixed in _model_methods(covariate_sets, has_speaker):
         design = pd.DataFrame({_INTERCEPT: 1.0, f"{group}[{numerator}]": data["_indicator"]})
         for c in cols:
             design[c] = data[c].astype(float)

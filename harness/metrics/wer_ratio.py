@@ -88,9 +88,11 @@ from harness.metrics.ratio_table import (
     RESULT_COLUMNS,
     RatioTable,
     _check_finite,
+    _covariate_columns,
     _covariate_sets,
     _failed_row,
     _methods_frame,
+    _model_methods,
     _row,
     _two_levels,
 )
@@ -131,7 +133,7 @@ def wer_ratio(
         raise ValueError(f"speaker_model must be 'joint' or 'separate', got {speaker_model!r}")
     covariate_sets = _covariate_sets(covariates)
     data, numerator, denominator, n_dropped = _prepare_wer_table(
-        table, sorted({c for cols in covariate_sets.values() for c in cols}), numerator, denominator
+        table, _covariate_columns(covariate_sets), numerator, denominator
     )
     rng = np.random.default_rng(seed)
     rows: dict[str, dict[str, object]] = {}
@@ -163,12 +165,8 @@ def wer_ratio(
     except (ValueError, np.linalg.LinAlgError) as exc:
         rows[METHOD_NO_SPEAKER] = _failed_row(f"not fitted: {exc}")
 
-    specs = [(METHOD_SPEAKER, ())]
-    specs += [
-        (METHOD_SEMANTIC if name is None else f"{METHOD_SEMANTIC}: {name}", tuple(cols))
-        for name, cols in covariate_sets.items()
-    ]
-    for method, cols in specs:
+    speaker_methods = [(method, cols) for method, cols, mixed in _model_methods(covariate_sets, True) if mixed]
+    for method, cols in speaker_methods:
         try:
             if delsub_note:
                 model = _WERModel.fit_delsub(data, numerator, cols, nagq, True, delsub_note)
