@@ -104,7 +104,7 @@ def fill_memo(runs, permutations: int) -> dict:
             key = runs[index].key(case)
             if key not in previous:
                 continue
-            content = stable_hash([list(key), case.paired_data, previous[key].paired_data, case.threshold])
+            content = stable_hash([list(key), case.paired_data, previous[key].paired_data, case.threshold.to_json()])
             if content not in results:
                 pair = [
                     dataclasses.replace(

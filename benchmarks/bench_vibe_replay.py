@@ -41,7 +41,6 @@ import numpy as np
 from harness.checks import all_checks, get_check
 from harness.checks.case import Case
 from harness.checks.ntvd.check import fdr_family
-from harness.checks.ntvd.thresholds import NtvdThresholds
 from harness.checks.verdict import bias_decision
 from harness.core.requests import DecodingParams
 from harness.core.values import derived_seed
@@ -149,11 +148,11 @@ def run_gate(gate: Gate) -> dict[tuple[str, str], Outcome]:
             record.value,
             record.p,
             record.q,
-            str(record.threshold.get("rule", "")),
+            record.threshold.rule,
             result.message,
-            describe_threshold(record.threshold) + (f" [{correction}]" if correction else ""),
-            record.threshold.get("alpha"),
-            record.threshold.get("tau"),
+            record.threshold.describe() + (f" [{correction}]" if correction else ""),
+            record.threshold.alpha,
+            record.threshold.tau,
         )
     return outcomes
 
@@ -323,14 +322,6 @@ def quantiles(counts: Sequence[int]) -> tuple[int, int, int]:
     """Median and 5% / 95% quantiles of integer counts (values that occurred: the inverted CDF)."""
     low, median, high = np.quantile(np.asarray(counts), [0.05, 0.5, 0.95], method="inverted_cdf")
     return int(median), int(low), int(high)
-
-
-def describe_threshold(threshold: Mapping[str, object]) -> str:
-    """A record's nTVD threshold in the check's own words (its rule name if the check no longer reads it so)."""
-    try:
-        return NtvdThresholds(**threshold).describe()
-    except TypeError:
-        return f"rule {threshold.get('rule')}"
 
 
 def describe_rules(outcomes: Mapping[tuple[str, str], Outcome]) -> str:
