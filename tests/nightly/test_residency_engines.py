@@ -25,7 +25,7 @@ RUNNER = Path(__file__).with_name("residency_runner.py")
 
 
 @pytest.mark.engine
-@pytest.mark.xdist_group("tiny-qwen2-audio")  # beside test_engines.py in CI's engine stage
+@pytest.mark.xdist_group("smollm2")  # beside the SmolLM2 test in CI's engine stage: the lighter worker
 def test_the_first_vllm_engine_is_shut_down_before_the_second_starts(tmp_path):
     reason = es.engine_unavailable()
     if reason is not None:
