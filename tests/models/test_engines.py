@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -25,14 +26,18 @@ from harness.models import build_backend
 
 from support import engine as es
 
-REASON = es.engine_unavailable()
 # CI's engine stage (--dist loadgroup): this module on one worker, SmolLM2 and the residency engine test on the other
 pytestmark = [
     pytest.mark.engine,
     pytest.mark.xdist_group("tiny-qwen2-audio"),
-    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
 ]
 DECODING = {"max_new_tokens": es.AGREEMENT_MAX_NEW_TOKENS}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine_installed():
+    """Every test here skips, saying why, where vLLM's CPU engine cannot run (asked once, when the first runs)."""
+    es.skip_without_engine()
 
 
 @pytest.fixture(scope="module")
@@ -46,12 +51,22 @@ def requests():
 
 
 @pytest.fixture(scope="module")
-def server(checkpoint, tmp_path_factory):
-    server = es.VLLMServer(checkpoint, log_path=tmp_path_factory.mktemp("server") / "server.log")
-    server.start()
-    print(f"\nvLLM server started in {server.start_seconds:.1f} s (pid {server.process.pid})")
+def booting_server(checkpoint, tmp_path_factory):
+    """The server, launched and not yet waited for; stopped by its PID after the module."""
+    server = es.VLLMServer(checkpoint, log_path=tmp_path_factory.mktemp("server") / "server.log").launch()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def server(booting_server, offline_run):
+    """The healthy server. It boots (about a minute of one core) while the offline engine answers: the offline
+    run is asked for first only so that the two overlap; neither reads the other."""
+    booting_server.wait_healthy()
+    print(
+        f"\nvLLM server healthy {booting_server.start_seconds:.1f} s after its launch (pid {booting_server.process.pid})"
+    )
+    return booting_server
 
 
 @pytest.fixture(scope="module")
@@ -142,12 +157,16 @@ def test_the_gate_gives_the_same_verdicts_on_every_road_and_a_cached_rerun_start
     corpus = es.small_corpus(tmp_path / "corpus")
     here = {**os.environ, "PYTHONPATH": str(es.ROOT)}
     decoding = {"decoding": DECODING}
-    runs = {
-        "hf": es.run_gate(sys.executable, f"hf:{checkpoint}", {"device": "cpu", **decoding}, corpus, tmp_path / "hf", here),
-        "vllm": es.run_gate(es.engine_python(), f"vllm:{checkpoint}", {**es.OFFLINE_OPTIONS, **decoding}, corpus,
-                            tmp_path / "vllm", es.engine_env()),
-        "openai": es.run_gate(sys.executable, server.spec, {"concurrency": 4, **decoding}, corpus, tmp_path / "openai", here),
+    roads = {
+        "hf": (sys.executable, f"hf:{checkpoint}", {"device": "cpu", **decoding}, corpus, tmp_path / "hf", here),
+        "vllm": (es.engine_python(), f"vllm:{checkpoint}", {**es.OFFLINE_OPTIONS, **decoding}, corpus,
+                 tmp_path / "vllm", es.engine_env()),
+        "openai": (sys.executable, server.spec, {"concurrency": 4, **decoding}, corpus, tmp_path / "openai", here),
     }  # fmt: skip
+    # the three gate runs are separate processes with separate caches: they run side by side
+    with ThreadPoolExecutor(len(roads)) as pool:
+        pending = {road: pool.submit(es.run_gate, *arguments) for road, arguments in roads.items()}
+        runs = {road: future.result() for road, future in pending.items()}
     assert runs["vllm"]["metadata"]["models_loaded"] and runs["vllm"]["metadata"]["model_calls"] > 0
     table = {road: es.verdicts(results) for road, results in runs.items()}
     print(

@@ -27,9 +27,7 @@ RUNNER = Path(__file__).with_name("residency_runner.py")
 @pytest.mark.engine
 @pytest.mark.xdist_group("smollm2")  # beside the SmolLM2 test in CI's engine stage: the lighter worker
 def test_the_first_vllm_engine_is_shut_down_before_the_second_starts(tmp_path):
-    reason = es.engine_unavailable()
-    if reason is not None:
-        pytest.skip(reason)
+    es.skip_without_engine()
     checkpoint = es.build_engine_checkpoint(tmp_path / "tiny-qwen2-audio")
     out = tmp_path / "out.json"
     done = subprocess.run(

