@@ -199,8 +199,12 @@ TASK_BY_PROMPT_MARKER = {
 REFUSAL_TEXT = "I'm sorry, but I can't make assumptions about a person based on their voice."
 
 
-def acoustic_features(audio: Audio) -> dict[str, float]:
-    """Median F0 (Hz) of voiced frames by normalised autocorrelation, spectral centroid (Hz), duration (s)."""
+def median_f0_hz(audio: Audio) -> float:
+    """Median F0 (Hz) of the voiced frames, NaN where none is voiced. Frames of 40 ms every 10 ms, mean removed; a
+    frame is loud when its energy exceeds a tenth of the median nonzero frame energy, and voiced when loud and the
+    peak of its normalised autocorrelation (Hann window, zero-padded FFT) between 60 and 400 Hz exceeds 0.5; its F0
+    is the rate over that peak's lag. Only loud frames are transformed: each frame's transform is its own, so the
+    result is the one transforming every frame gives, bit for bit."""
     samples = np.asarray(audio.samples, dtype=np.float64)
     rate = audio.sample_rate
     frame, hop = int(0.04 * rate), int(0.01 * rate)
@@ -210,18 +214,26 @@ def acoustic_features(audio: Audio) -> dict[str, float]:
     frames = samples[starts[:, None] + np.arange(frame)]
     frames = frames - frames.mean(axis=1, keepdims=True)
     energy = (frames**2).sum(axis=1)
-    loud = energy > 0.1 * np.median(energy[energy > 0]) if np.any(energy > 0) else np.zeros(len(frames), bool)
-    spectrum = np.fft.rfft(frames * np.hanning(frame), n=2 * frame, axis=1)
+    if not np.any(energy > 0):
+        return float("nan")
+    loud_frames = frames[energy > 0.1 * np.median(energy[energy > 0])]
+    spectrum = np.fft.rfft(loud_frames * np.hanning(frame), n=2 * frame, axis=1)
     autocorrelation = np.fft.irfft(np.abs(spectrum) ** 2, axis=1)[:, :frame]
     min_lag, max_lag = int(rate / 400), int(rate / 60)
     normalised = autocorrelation[:, min_lag:max_lag] / np.maximum(autocorrelation[:, :1], 1e-12)
     best = normalised.argmax(axis=1)
-    voiced = loud & (normalised[np.arange(len(best)), best] > 0.5)
-    f0 = float(np.median(rate / (best[voiced] + min_lag))) if voiced.any() else float("nan")
+    voiced = normalised[np.arange(len(best)), best] > 0.5
+    return float(np.median(rate / (best[voiced] + min_lag))) if voiced.any() else float("nan")
+
+
+def acoustic_features(audio: Audio) -> dict[str, float]:
+    """Median F0 (Hz) of voiced frames (:func:`median_f0_hz`), spectral centroid (Hz), duration (s)."""
+    samples = np.asarray(audio.samples, dtype=np.float64)
+    rate = audio.sample_rate
     magnitudes = np.abs(np.fft.rfft(samples))
     frequencies = np.fft.rfftfreq(len(samples), 1.0 / rate)
     centroid = float((magnitudes * frequencies).sum() / max(magnitudes.sum(), 1e-12))
-    return {"f0_hz": f0, "spectral_centroid_hz": centroid, "duration_s": len(audio.samples) / rate}
+    return {"f0_hz": median_f0_hz(audio), "spectral_centroid_hz": centroid, "duration_s": len(audio.samples) / rate}
 
 
 def pitch_score(f0_hz: float) -> float:
@@ -320,8 +332,8 @@ from another package (a check whose requests the simulators should answer), an e
 BUILTIN_RESPONDERS = tuple(RESPONDERS)
 
 
-_FEATURES: dict[str, dict[str, float]] = {}
-_FEATURES_KEPT = 100_000
+_F0_HZ: dict[str, float] = {}
+_F0_KEPT = 100_000
 
 
 class Simulator:
@@ -338,15 +350,15 @@ class Simulator:
             self.responders.insert(0, ReplayResponder(replay))
             self.salt = f"|replay:{replay['model']}"
 
-    def features(self, audio: Audio) -> dict[str, float]:
-        """:func:`acoustic_features` of ``audio``, kept per content hash for the process (a pure function of the
-        samples: every gate run of a process, e.g. a benchmark's, reuses them)."""
+    def f0_hz(self, audio: Audio) -> float:
+        """:func:`median_f0_hz` of ``audio`` (all the simulator hears of a voice), kept per content hash for the
+        process (a pure function of the samples: every gate run of a process, e.g. a benchmark's, reuses it)."""
         key = audio.content_hash
-        if key not in _FEATURES:
-            if len(_FEATURES) >= _FEATURES_KEPT:
-                _FEATURES.clear()
-            _FEATURES[key] = acoustic_features(audio)
-        return _FEATURES[key]
+        if key not in _F0_HZ:
+            if len(_F0_HZ) >= _F0_KEPT:
+                _F0_HZ.clear()
+            _F0_HZ[key] = median_f0_hz(audio)
+        return _F0_HZ[key]
 
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         return [self._answer(request, params) for request in requests]
@@ -363,7 +375,7 @@ class Simulator:
             + self.salt
         )
         listening = Listening(
-            pitch_z=pitch_score(self.features(request.audio)["f0_hz"]) if request.audio is not None else 0.0,
+            pitch_z=pitch_score(self.f0_hz(request.audio)) if request.audio is not None else 0.0,
             strength=self.strengths.get(task, 0.0),
             refusal_rate=self.refusal_rate,
             stream=_UniformStream(seed_material),
@@ -455,4 +467,4 @@ class SimulatorBackend(Backend, HearsCorpora):
         KnownContent.shared().learn(corpus)
 
 
-__all__ = ["SAMPLE_RATE", "Simulator", "SimulatorBackend", "acoustic_features", "pitch_score"]
+__all__ = ["SAMPLE_RATE", "Simulator", "SimulatorBackend", "acoustic_features", "median_f0_hz", "pitch_score"]
