@@ -34,6 +34,13 @@ MIN_DURATION_S = 0.5
 AUDIO_CHECKS_FILE = "audio_checks.json"
 """Name of the :class:`AudioChecks` memo inside the output cache folder."""
 AUDIO_CHECKS_VERSION = 2
+BUNDLED_AUDIO_CHECKS = Path(__file__).resolve().parent / "bundled_audio_checks.json"
+"""The :class:`AudioChecks` entries of the recordings the harness ships (the demo corpus, the BASIS demo suite), by
+the SHA-256 of each file's bytes: a first run on a fresh cache hashes those files but decodes none of them.
+``python scripts/build_bundled_audio_checks.py`` writes it; ``tests/data/test_bundled_audio_checks.py`` holds it to
+a fresh decode of every bundled file."""
+BUNDLED_AUDIO_GLOBS = ("demo/audio/*.flac", "basis_demo/*/speech/*/*.flac")
+"""The shipped recordings, relative to ``harness/data``."""
 _DECODE_BLOCK_FRAMES = 65536
 _GIT_LFS_POINTER = b"version https://git-lfs"
 _UNKNOWN_RIFF_SIZES = (0, 0xFFFFFFFF)
@@ -268,9 +275,12 @@ class AudioChecks:
     files this instance had to decode, ``hashed`` those it had to read to hash; ``digests`` the content hash of
     each path inspected; ``audio_hashes`` the 16 kHz audio hash of each usable one."""
 
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, bundled: str | Path | None = BUNDLED_AUDIO_CHECKS):
         self.path = None if path is None else Path(path)
         self._entries, self._files = self._read()
+        self._bundled = _read_entries(bundled)
+        """Entries of the shipped recordings (:data:`BUNDLED_AUDIO_CHECKS`), looked up after this memo's own and
+        never saved into it."""
         self._new: dict[str, dict] = {}
         self._new_files: dict[str, dict] = {}
         self.decoded = 0
@@ -286,7 +296,7 @@ class AudioChecks:
         path = Path(path)
         digest = self._digest(path)
         self.digests[path] = digest
-        entry = self._entries.get(digest)
+        entry = self._entries.get(digest) or self._bundled.get(digest)
         if entry is None:
             self.decoded += 1
             inspection = inspect_audio(path)
@@ -335,29 +345,63 @@ class AudioChecks:
         self._new, self._new_files = {}, {}
 
     def _read(self) -> tuple[dict[str, dict], dict[str, dict]]:
-        if self.path is None or not self.path.is_file():
+        content = _read_memo(self.path)
+        if content is None or not isinstance(content.get("files"), dict):
             return {}, {}
-        try:
-            content = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}, {}
-        if (
-            not isinstance(content, dict)
-            or content.get("version") != AUDIO_CHECKS_VERSION
-            or not isinstance(content.get("entries"), dict)
-            or not isinstance(content.get("files"), dict)
-        ):
-            return {}, {}
-        fields = {field.name for field in dataclasses.fields(AudioInspection)} | {"audio_hash"}
-        entries = {
-            key: entry for key, entry in content["entries"].items() if isinstance(entry, dict) and set(entry) == fields
-        }
+        entries = _valid_entries(content)
         files = {
             key: record
             for key, record in content["files"].items()
             if isinstance(record, dict) and set(record) == {"size", "mtime_ns", "sha256"}
         }
         return entries, files
+
+
+def _read_memo(path: str | Path | None) -> dict | None:
+    """The memo file's content, or None where it is missing, unreadable, of another version or without entries."""
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        content = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (
+        not isinstance(content, dict)
+        or content.get("version") != AUDIO_CHECKS_VERSION
+        or not isinstance(content.get("entries"), dict)
+    ):
+        return None
+    return content
+
+
+def _valid_entries(content: dict) -> dict[str, dict]:
+    fields = {field.name for field in dataclasses.fields(AudioInspection)} | {"audio_hash"}
+    return {key: entry for key, entry in content["entries"].items() if isinstance(entry, dict) and set(entry) == fields}
+
+
+@functools.cache
+def _read_entries_once(path: str) -> dict[str, dict]:
+    content = _read_memo(path)
+    return {} if content is None else _valid_entries(content)
+
+
+def _read_entries(path: str | Path | None) -> dict[str, dict]:
+    """The entries of a memo file (read once per process), or none."""
+    return {} if path is None else _read_entries_once(str(path))
+
+
+def bundled_audio_files(data_folder: Path = BUNDLED_AUDIO_CHECKS.parent) -> list[Path]:
+    """The shipped recordings (:data:`BUNDLED_AUDIO_GLOBS`), sorted."""
+    return sorted(path for pattern in BUNDLED_AUDIO_GLOBS for path in data_folder.glob(pattern))
+
+
+def bundled_audio_entries(files: Iterable[Path]) -> dict:
+    """A memo of ``files`` decoded afresh (version and entries, no file records: paths and times are the
+    machine's own), as :data:`BUNDLED_AUDIO_CHECKS` holds it."""
+    checks = AudioChecks(bundled=None)
+    for path in files:
+        checks.inspect(path)
+    return {"version": AUDIO_CHECKS_VERSION, "entries": dict(sorted(checks._new.items()))}
 
 
 def inspect_audio_files(
