@@ -117,11 +117,28 @@ def test_a_missing_answer_makes_only_its_own_arm(cold, tmp_path, counted, monkey
 
 def test_a_shared_arm_store_serves_a_cold_cache_with_no_arm_made(cold, tmp_path, counted, monkeypatch):
     """``$LALM_ARM_STORE`` names one store for every cache: another checkpoint's cold run (here an empty cache)
-    finds every arm there and makes none; its answers and labels are its own, and its outcomes are the same."""
+    finds every arm there, and what voice:praat heard in it, and makes and perceives none; its answers are its own
+    (and its output cache holds the labels it read), and its outcomes are the same."""
     cache, first = cold
     monkeypatch.setenv(arm_audio.ARM_STORE_ENV, str(cache / arm_audio.ARM_FOLDER))
     forget_arms_in_memory(monkeypatch)
     _, again = counterfactual_run(tmp_path / "another-cache")
-    assert counted["arms"] == 0 and counted["perceived"] > 0
+    assert counted == {"arms": 0, "perceived": 0}
     assert not (tmp_path / "another-cache" / arm_audio.ARM_FOLDER).exists()
+    assert again == first
+    with sqlite3.connect(tmp_path / "another-cache" / "outputs.sqlite") as database:
+        (labels,) = database.execute("SELECT COUNT(*) FROM outputs WHERE namespace = ?", (perceived.PERCEIVE_NAMESPACE,)).fetchone()  # fmt: skip
+    assert labels > 0
+
+
+def test_labels_in_the_store_are_what_perceiving_again_gives(cold, tmp_path, counted, monkeypatch):
+    """The stored labels are voice:praat's own: a cold cache with the store's labels removed perceives every swap
+    arm again and gets the same outcomes."""
+    cache, first = cold
+    store = tmp_path / "store"
+    shutil.copytree(cache / arm_audio.ARM_FOLDER, store)
+    shutil.rmtree(store / arm_audio.LABEL_FOLDER)
+    monkeypatch.setenv(arm_audio.ARM_STORE_ENV, str(store))
+    _, again = counterfactual_run(tmp_path / "another-cache")
+    assert counted["arms"] == 0 and counted["perceived"] > 0
     assert again == first

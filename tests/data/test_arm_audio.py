@@ -12,6 +12,7 @@ import pytest
 
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
 from harness.core import parallel
+from harness.core.requests import Audio
 from harness.data.audio import RecentSamples
 from harness.data.corpus import load_corpus
 from harness.data.voice_transforms import ChangeGenderSettings, arm_audio, get_transform
@@ -141,3 +142,15 @@ def test_the_arm_folder_is_the_caches_own_unless_the_environment_names_a_shared_
     assert arm_audio.arm_folder(tmp_path / "cache") == tmp_path / "cache" / arm_audio.ARM_FOLDER
     monkeypatch.setenv(arm_audio.ARM_STORE_ENV, str(tmp_path / "shared"))
     assert arm_audio.arm_folder(tmp_path / "cache") == tmp_path / "shared"
+
+
+def test_a_store_keeps_each_labellers_labels_of_its_arms_apart(tmp_path):
+    store = ArmStore(tmp_path / "arms")
+    arms = [Audio(np.zeros(160, np.float32), recipe=f"recording {index}|female|change-gender") for index in range(3)]
+    assert store.labels(arms, "voice:praat:v1") == {}
+    store.keep_labels([(arms[0], "male"), (arms[1], "(none)")], "voice:praat:v1")
+    assert store.labels(arms, "voice:praat:v1") == {arms[0].content_hash: "male", arms[1].content_hash: "(none)"}
+    assert store.labels(arms, "voice:praat:v2") == {}  # the labeller's code changed: labelled again
+    memory_only = ArmStore(None)
+    memory_only.keep_labels([(arms[0], "male")], "voice:praat:v1")
+    assert memory_only.labels(arms, "voice:praat:v1") == {}

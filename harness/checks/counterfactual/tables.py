@@ -44,7 +44,7 @@ from harness.checks.counterfactual.settings import (
 from harness.checks.ntvd.tables import extraction
 from harness.core.requests import Audio, GenerationRequest
 from harness.data.voice_transforms import ChangeGenderSettings, get_transform
-from harness.data.voice_transforms.arm_audio import ArmStore, arm_folder, store_for
+from harness.data.voice_transforms.arm_audio import ArmAudio, ArmStore, arm_folder, store_for
 from harness.extraction.memo import field_attribute_table
 from harness.tasks import TASKS
 from harness.tasks.base import PAPER
@@ -124,16 +124,25 @@ def perceive(context: CheckContext, clips: Sequence[Audio], groups: Sequence[str
 
 def voice_praat_labels(context: CheckContext, clips: Sequence[Audio]) -> list[str | None]:
     """``voice:praat``'s label of each clip, kept in the output cache by the clip's content hash and the code that
-    labels it (:data:`~.perceived.VOICE_PRAAT_LABELLER`), so that a re-score reads labels instead of tracking pitch;
-    the clips it has not labelled are labelled over the cores (:func:`.perceived.label_clips`)."""
+    labels it (:data:`~.perceived.VOICE_PRAAT_LABELLER`), so that a re-score reads labels instead of tracking pitch,
+    and beside each arm in the run's arm store (:meth:`ArmStore.labels`), so that another cache sharing the store
+    (another checkpoint's) reads them too; the clips labelled in neither are labelled over the cores
+    (:func:`.perceived.label_clips`)."""
     fingerprint = voice_praat_labeller()
     keys = cache_keys(PERCEIVE_NAMESPACE, fingerprint, {}, [{"audio": clip.content_hash} for clip in clips])
     found = context.cache.get_many(list(dict.fromkeys(keys)))
     missing = {key: clip for key, clip in zip(keys, clips) if key not in found}
     if missing:
-        labels = label_clips(list(missing.values()), context.progress)
-        found.update((key, label or NO_LABEL) for key, label in zip(missing, labels))
+        store = arm_store(context)
+        stored = store.labels([clip for clip in missing.values() if isinstance(clip, ArmAudio)], fingerprint)
+        unlabelled = {key: clip for key, clip in missing.items() if clip.content_hash not in stored}
+        labels = label_clips(list(unlabelled.values()), context.progress) if unlabelled else []
+        made = {key: label or NO_LABEL for key, label in zip(unlabelled, labels)}
+        found.update((key, made.get(key) or stored[clip.content_hash]) for key, clip in missing.items())
         context.cache.put_many([(key, PERCEIVE_NAMESPACE, fingerprint, found[key], {}) for key in missing])
+        store.keep_labels(
+            [(clip, made[key]) for key, clip in unlabelled.items() if isinstance(clip, ArmAudio)], fingerprint
+        )
     return [None if found[key] == NO_LABEL else found[key] for key in keys]
 
 

@@ -9,7 +9,8 @@ lazy arm is the eager arm, sample for sample.
 
 An :class:`ArmStore` keeps made arms in a content-addressed folder (``<cache>/arms/ab/abcdef....npy``, float32,
 named by the arm's :attr:`~harness.core.requests.Audio.content_hash`; ``$LALM_ARM_STORE`` names one folder for every
-cache, :func:`arm_folder`) and a few recently read ones in memory
+cache, :func:`arm_folder`), with what a model-free perceiver heard in each (:meth:`ArmStore.labels`), and a few
+recently read ones in memory
 (:data:`MEMORY_BYTES` for the whole process, so that another run of the process finds them without reading the
 disk). An arm's samples are never held by the arm itself: a model that reads a corpus's arms one chunk at a time
 holds one chunk, whatever the corpus's size. :meth:`ArmStore.make` makes many arms over the cores
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.core.files import atomic_write_text
 from harness.core.parallel import map_in_processes
 from harness.core.requests import Audio
 from harness.core.values import stable_hash
@@ -36,6 +38,10 @@ from harness.data.voice_transforms import ChangeGenderSettings, VoiceTransform, 
 
 ARM_FOLDER = "arms"
 """The arm store's folder inside an output cache's folder."""
+LABEL_FOLDER = "labels"
+"""The folder, inside an arm store, of the labels a perceiver without a model gave its arms (``voice:praat``'s):
+like the arm, a label depends on the recipe and the labeller's code only, so caches that share the store share
+them."""
 ARM_STORE_ENV = "LALM_ARM_STORE"
 """An environment variable naming one arm store folder for every output cache (:func:`arm_folder`)."""
 MEMORY_BYTES = 256 * 2**20
@@ -160,6 +166,33 @@ class ArmStore:
                 _MEMORY.put(arm.content_hash, samples)
         self.made += len(missing)
         return len(missing)
+
+    def label_path(self, arm: Audio, labeller: str) -> Path | None:
+        """Where the store keeps ``labeller``'s label of ``arm`` (``labels/<labeller hash>/ab/abcdef....txt``)."""
+        if self.directory is None:
+            return None
+        key = arm.content_hash
+        return self.directory / LABEL_FOLDER / stable_hash(labeller)[:16] / key[:2] / f"{key}.txt"
+
+    def labels(self, arms: Sequence[Audio], labeller: str) -> dict[str, str]:
+        """The stored labels of ``arms`` by ``labeller``, by content hash (an arm not labelled is left out)."""
+        found = {}
+        for arm in arms:
+            path = self.label_path(arm, labeller)
+            if path is not None and path.is_file():
+                with contextlib.suppress(OSError):
+                    found[arm.content_hash] = path.read_text(encoding="utf-8")
+        return found
+
+    def keep_labels(self, labelled: Iterable[tuple[Audio, str]], labeller: str) -> None:
+        """Store ``labeller``'s label of each arm (atomically; a store it cannot write is skipped: the labels are
+        also in the output cache, and this is only a speed-up for other caches)."""
+        for arm, label in labelled:
+            path = self.label_path(arm, labeller)
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write_text(path, label)
 
 
 def _job(arm: ArmAudio, path: Path | None) -> tuple:
