@@ -130,7 +130,7 @@ def _arm_rows(
     paired = in_arm.all(axis=1)
     unpaired = recordings[~paired]
     if drop_unpaired:
-        rows, unpaired = rows[paired[recording_codes]], unpaired[:0]
+        rows, unpaired = (rows if paired.all() else rows[paired[recording_codes]]), unpaired[:0]
     if len(unpaired) or rows.empty:
         where = f"recording {unpaired[0]!r}" if len(unpaired) else "the table"
         raise ValueError(f"{what}: {where} lacks an answer in one of the arms {list(arms)}")
