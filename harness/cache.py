@@ -67,29 +67,37 @@ def cache_keys(
 ) -> list[str]:
     """:func:`cache_key` of each of ``requests``, byte for byte, with the part they share hashed once. With sorted
     keys the hashed text is ``{"model":M,"namespace":N,"params":P,"request":R}``: all before ``R`` is common, so one
-    SHA-256 state fed that prefix is copied per request and fed ``R}`` (:func:`_request_json`)."""
+    SHA-256 state fed that prefix is copied per request and fed ``R}`` (:func:`_request_json`), each distinct field
+    of the requests (a prompt shared by a batch) escaped and encoded once."""
     head = stable_json({"model": model_fingerprint, "namespace": namespace, "params": dict(params)})
     common = hashlib.sha256((head[:-1] + ',"request":').encode("utf-8"))
+    encoded_fields: dict[tuple[Any, Any], bytes] = {}
     keys = []
     for request in requests:
         digest = common.copy()
-        digest.update((_request_json(request) + "}").encode("utf-8"))
+        digest.update(_request_json(request, encoded_fields) + b"}")
         keys.append(digest.hexdigest())
     return keys
 
 
-def _request_json(request: Mapping[str, Any]) -> str:
-    """``stable_json(dict(request))``. A mapping of text to text or None (a generation request's identity) is written
-    directly: items sorted, each text escaped by ``encode_basestring`` (what ``json``'s encoder calls without
-    ``ensure_ascii``); any other key or value makes that raise ``TypeError``, and the general encoder writes it."""
+def _request_json(request: Mapping[str, Any], encoded_fields: dict[tuple[Any, Any], bytes]) -> bytes:
+    """``stable_json(dict(request))`` in UTF-8. A mapping of text to text or None (a generation request's identity)
+    is written directly: items sorted, each ``"key":value`` escaped by ``encode_basestring`` (what ``json``'s
+    encoder calls without ``ensure_ascii``) and kept in ``encoded_fields`` for the next request with that field;
+    any other key or value makes that raise ``TypeError`` (an unhashable one, the lookup), and the general encoder
+    writes it. Only text fields are kept, so a field found there is text."""
     try:
-        fields = [
-            f"{encode_basestring(key)}:{'null' if value is None else encode_basestring(value)}"
-            for key, value in sorted(request.items())
-        ]
+        fields = []
+        for item in sorted(request.items()):
+            field = encoded_fields.get(item)
+            if field is None:
+                key, value = item
+                text = f"{encode_basestring(key)}:{'null' if value is None else encode_basestring(value)}"
+                field = encoded_fields[item] = text.encode("utf-8")
+            fields.append(field)
     except TypeError:
-        return stable_json(dict(request))
-    return "{" + ",".join(fields) + "}"
+        return stable_json(dict(request)).encode("utf-8")
+    return b"{" + b",".join(fields) + b"}"
 
 
 class OutputCache:

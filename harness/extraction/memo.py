@@ -109,8 +109,8 @@ def field_attribute_table(
         cache,
         field_reader_fingerprint(),
         task,
-        list(answers["answer"]),
+        answers["answer"].tolist(),
         lambda texts: [Extracted(extract_fields(text, task)) for text in texts],
         reads_title=False,
     )
-    return extraction_tables(answers["utterance_id"], [result.extraction for result in results])
+    return extraction_tables(answers["utterance_id"].tolist(), [result.extraction for result in results])

@@ -123,17 +123,30 @@ def _arm_rows(
     missing = rows[list(ARM_COLUMNS) + list(columns)].isna().any(axis=1)
     if missing.any():
         raise ValueError(f"{what}: row {rows.index[missing.to_numpy()][0]!r} has a missing value")
-    arms_per_recording = rows.groupby("recording")["arm"].nunique()
-    unpaired = arms_per_recording.index[arms_per_recording < 2]
+    # integer codes instead of grouping by text: recordings sorted as groupby sorts its keys
+    recording_codes, recordings = pd.factorize(rows["recording"], sort=True)
+    in_arm = np.zeros((len(recordings), 2), dtype=bool)
+    in_arm[recording_codes, (rows["arm"] == arms[1]).to_numpy(dtype=np.intp)] = True
+    paired = in_arm.all(axis=1)
+    unpaired = recordings[~paired]
     if drop_unpaired:
-        rows, unpaired = rows[rows["recording"].map(arms_per_recording).to_numpy() >= 2], unpaired[:0]
+        rows, unpaired = (rows if paired.all() else rows[paired[recording_codes]]), unpaired[:0]
     if len(unpaired) or rows.empty:
         where = f"recording {unpaired[0]!r}" if len(unpaired) else "the table"
         raise ValueError(f"{what}: {where} lacks an answer in one of the arms {list(arms)}")
-    speakers_per_recording = rows.groupby("recording")["speaker"].nunique()
-    if (speakers_per_recording > 1).any():
+    if _recordings_with_two_speakers(rows):
+        speakers_per_recording = rows.groupby("recording")["speaker"].nunique()
         raise ValueError(f"{what}: recording {speakers_per_recording.idxmax()!r} is attributed to two speakers")
     return rows
+
+
+def _recordings_with_two_speakers(rows: pd.DataFrame) -> bool:
+    """Whether some recording of ``rows`` is attributed to more than one speaker (``groupby("recording")["speaker"]
+    .nunique() > 1`` for some recording), by integer codes."""
+    recording_codes, recordings = pd.factorize(rows["recording"])
+    speaker_codes, speakers = pd.factorize(rows["speaker"])
+    pairs = np.unique(recording_codes.astype(np.int64) * max(len(speakers), 1) + speaker_codes)
+    return len(pairs) > len(recordings)
 
 
 def _per_speaker(rows: pd.DataFrame, arms: Sequence[str], columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

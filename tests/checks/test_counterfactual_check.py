@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from harness.checks.base import Verdict
+from harness.checks.counterfactual.check import _of_recordings
 from harness.checks.counterfactual.perceived import UNMEASURED_REASON
 from harness.checks.counterfactual.record import CounterfactualRecord
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION, CounterfactualThresholds
@@ -358,3 +359,10 @@ def test_the_plugin_passes_perceiver_to_the_run(pytester, small_demo):
     assert case["id"] == "sim:fair-asr-gender-counterfactual" and case["perceiver"] == "pitch:165"
     [record] = read_results(pytester.path / "results.json").cases
     assert isinstance(record, CounterfactualRecord) and record.perceived == case["perceived"]
+
+
+def test_the_kept_rows_are_those_of_kept_recordings_by_key_or_item_order():
+    keys = pd.Series(["r1", "r2|0|1", "r1", "r3|1|0", "r2|1|0", "r4"])
+    kept = frozenset({"r1", "r2"})
+    expected = keys.map(lambda key: key.split("|")[0]).isin(kept).to_numpy()
+    assert _of_recordings(keys, kept).tolist() == expected.tolist() == [True, True, True, False, True, False]

@@ -1,5 +1,6 @@
 """Rule-based field extraction and value normalisation."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -8,8 +9,10 @@ from harness.extraction.fields import (
     EXTRACTED,
     REFUSAL,
     UNEXTRACTABLE,
+    Extraction,
     attribute_table,
     extract_fields,
+    extraction_tables,
     normalise_value,
 )
 from harness.tasks import TASKS
@@ -101,3 +104,45 @@ def test_attribute_table_keeps_one_status_row_per_answer():
     values, statuses = attribute_table(answers, TASKS["advisory"])
     assert list(values["value"]) == ["chess", "cycling", "baking"]
     assert list(statuses["status"]) == [EXTRACTED, REFUSAL, EMPTY]
+
+
+def _extraction_tables_by_rows(utterance_ids, extractions):
+    """The two tables built from row tuples, as ``extraction_tables`` built them before it built columns."""
+    rows, statuses = [], []
+    for utterance_id, extraction in zip(utterance_ids, extractions):
+        statuses.append((utterance_id, extraction.status, ",".join(extraction.missing)))
+        rows.extend(
+            (utterance_id, attribute, value) for attribute, values in extraction.values.items() for value in values
+        )
+    return (
+        pd.DataFrame(rows, columns=["utterance_id", "attribute", "value"]),
+        pd.DataFrame(statuses, columns=["utterance_id", "status", "missing"]),
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_extraction_tables_by_columns_equal_the_tables_by_rows(seed):
+    rng = np.random.default_rng(seed)
+    values = ["nurse", "engineer", "é", "golf", ""]
+    count = int(rng.integers(0, 30)) if seed else 0
+    utterance_ids = [f"u{index}" for index in range(count)] if seed % 2 else list(range(count))
+    extractions = [
+        Extraction(
+            {
+                attribute: tuple(rng.choice(values, size=int(rng.integers(0, 3))))
+                for attribute in ("occupation", "city")
+            },
+            str(rng.choice(["extracted", "refusal", "empty"])),
+            tuple(rng.choice(["occupation", "city"], size=int(rng.integers(0, 2)))),
+        )
+        for _ in utterance_ids
+    ]
+    for new, old in zip(
+        extraction_tables(utterance_ids, extractions), _extraction_tables_by_rows(utterance_ids, extractions)
+    ):
+        pd.testing.assert_frame_equal(new, old, check_exact=True)
+    no_values = [Extraction({}, "empty", ()) for _ in utterance_ids]
+    for new, old in zip(
+        extraction_tables(utterance_ids, no_values), _extraction_tables_by_rows(utterance_ids, no_values)
+    ):
+        pd.testing.assert_frame_equal(new, old, check_exact=True)

@@ -4,12 +4,15 @@ worked by hand; bad tables are refused naming the recording or row."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from harness.metrics.counterfactual import (
     COLUMN_SEPARATOR,
+    _arm_rows,
     arm_exchange_index,
     arm_ntvd,
     choice_flips,
@@ -177,6 +180,45 @@ def test_bad_tables_are_refused_naming_the_problem():
                        columns=["speaker", "recording", "arm", "errors", "words"])  # fmt: skip
     with pytest.raises(ValueError, match="row 0 has no reference words"):
         paired_wer_difference(wer)
+
+
+def _arm_rows_by_groupby(table: pd.DataFrame, arms, *, drop_unpaired: bool) -> pd.DataFrame:
+    """The arm rows as ``_arm_rows`` selected them by grouping on the recording's text (before its integer codes)."""
+    rows = table[table["arm"].isin(arms)]
+    arms_per_recording = rows.groupby("recording")["arm"].nunique()
+    unpaired = arms_per_recording.index[arms_per_recording < 2]
+    if drop_unpaired:
+        return rows[rows["recording"].map(arms_per_recording).to_numpy() >= 2]
+    if len(unpaired):
+        raise ValueError(f"recording {unpaired[0]!r} lacks an answer in one of the arms {list(arms)}")
+    return rows
+
+
+@pytest.mark.parametrize("drop_unpaired", [True, False])
+def test_arm_rows_by_codes_equal_the_groupby_selection(drop_unpaired):
+    rng = np.random.default_rng(3)
+    complete = vibe_table(swapped_recordings=40).sample(frac=1.0, random_state=1)  # recordings in no order
+    partial = complete.drop(index=rng.choice(complete.index, size=25, replace=False))  # some in one arm only
+    for table, arms in itertools.product(
+        [pd.concat([frame, frame.assign(arm="original")], ignore_index=True) for frame in (complete, partial)],
+        [("identity", "swap"), ("original", "identity")],
+    ):
+        try:
+            expected = _arm_rows_by_groupby(table, arms, drop_unpaired=drop_unpaired)
+        except ValueError as exc:
+            with pytest.raises(ValueError, match=str(exc).split(" lacks")[0]):
+                _arm_rows(table, arms, ("attribute", "value"), "test", drop_unpaired=drop_unpaired)
+            continue
+        pd.testing.assert_frame_equal(
+            _arm_rows(table, arms, ("attribute", "value"), "test", drop_unpaired=drop_unpaired), expected
+        )
+
+
+def test_a_recording_of_two_speakers_is_refused_naming_it():
+    table = vibe_table(swapped_recordings=6)
+    table.loc[(table["recording"] == "r03") & (table["arm"] == "swap"), "speaker"] = "someone else"
+    with pytest.raises(ValueError, match="recording 'r03' is attributed to two speakers"):
+        arm_ntvd(table, tau=1)
 
 
 def test_a_recording_answered_in_one_arm_only_is_left_out_and_counted():

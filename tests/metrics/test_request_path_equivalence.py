@@ -140,6 +140,29 @@ def test_cache_key_equals_the_old_formula_for_every_request_shape(request_):
     ]
 
 
+def test_cache_keys_of_requests_sharing_fields_equal_the_old_formula():
+    """A batch repeats fields (one prompt for many clips): each is encoded once and reused, and a value equal to a
+    kept text field but of another type (a number, a text enum) is still written as its own type writes."""
+    shared = "Describe the speaker. " * 40 + "é «»"
+    requests = [
+        *({"prompt": shared, "system": None, "audio": f"{index:064x}"} for index in range(5)),
+        {"text": "1"},
+        {"text": 1},
+        {"text": 1.0},
+        {"text": True},
+        {"text": "1"},
+        {"mode": "speech-implicit"},
+        {"mode": Mode.SPEECH},
+        {"text": None},
+        {"text": "null"},
+        {"prompt": shared, "system": None, "audio": None},
+        {"prompt": shared, "shape": [2, 3]},
+    ]
+    assert cache_keys("ns", "fp", {"seed": 0}, requests) == [
+        cache_key_reference("ns", "fp", {"seed": 0}, request) for request in requests
+    ]
+
+
 @pytest.mark.parametrize("protocol", [PAPER, SELF_REPORT])
 def test_task_requests_equal_one_request_per_utterance(protocol):
     """The batch builder gives what the prompt file, filled in per utterance, gives: the same prompts (one

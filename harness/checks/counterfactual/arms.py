@@ -138,7 +138,7 @@ def ask_loaded(model, params: DecodingParams | None = None) -> Ask:
 def arm_rows(arms: CorpusArms, keys: Sequence[Any], arm: str, **columns: Any) -> pd.DataFrame:
     """One row per recording key of ``keys`` answered on ``arm``: ``speaker, recording, arm, source_group`` and
     ``columns`` (the answers' measures), the layout :mod:`harness.metrics.counterfactual` reads."""
-    rows = arms.recordings.index.get_indexer(list(keys))
+    rows = arms.recordings.index.get_indexer(keys if isinstance(keys, pd.Series) else list(keys))
     if (rows < 0).any():
         raise KeyError(f"recording {list(keys)[int((rows < 0).argmax())]!r} has no arms")
     text = arms.text

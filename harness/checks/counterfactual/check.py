@@ -33,9 +33,10 @@ passed, by the one decide step (:func:`harness.checks.verdict.bias_decision`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Check, Measurement, per_run
@@ -166,7 +167,7 @@ class CounterfactualCheck(Check):
             table = wer_table(context, case.model, case.corpus, case.dimension)
         else:
             table = choice_table(context, case.model, case.corpus, case.dimension)
-        kept = table[table["recording"].map(lambda key: key.split("|")[0]).isin(perceived.kept)]
+        kept = table[_of_recordings(table["recording"], perceived.kept)]
         if kept.empty:
             raise CaseNotMeasured(f"{case.id}: no recording whose swap was perceived as the target has an answer")
         return kept
@@ -406,3 +407,11 @@ def _p(value: float | None) -> str:
 
 
 CHECK = CounterfactualCheck
+
+
+def _of_recordings(keys: pd.Series, recordings: Collection[str]) -> np.ndarray:
+    """Which ``keys`` (a recording, or ``recording|option order`` for a BASIS item) belong to one of ``recordings``:
+    each distinct key split once, not each row."""
+    codes, distinct = pd.factorize(keys)
+    distinct_kept = np.array([key.split("|")[0] in recordings for key in distinct.tolist()], dtype=bool)
+    return distinct_kept[codes]

@@ -44,7 +44,7 @@ def vibe_arms(table: pd.DataFrame, *, tau: int, n_permutations: int, seed: int) 
     except ValueError as exc:
         raise CaseNotMeasured(f"the arms cannot be compared: {exc}") from exc
     artifact = artifact_flips = None
-    if ORIGINAL in set(table["arm"]):
+    if (table["arm"] == ORIGINAL).any():
         try:
             artifact = arm_ntvd(table, (ORIGINAL, IDENTITY), **common)
             artifact_flips = flip_rates(table, (ORIGINAL, IDENTITY))

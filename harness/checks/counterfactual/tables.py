@@ -170,7 +170,7 @@ def vibe_table(context: CheckContext, model: str, corpus_name: str, task_name: s
 
     def ask(requests: Sequence[GenerationRequest], arm: str) -> list[str]:
         label = f"{corpus_name}/{task_name} {arm} arm"
-        return list(context.outputs(model, requests, label, max_new_tokens=budget)["answer"])
+        return context.outputs(model, requests, label, max_new_tokens=budget)["answer"].tolist()
 
     def read_values(answers: pd.DataFrame) -> pd.DataFrame:
         if context.extractor is None:
@@ -199,7 +199,7 @@ def wer_table(context: CheckContext, model: str, corpus_name: str, dimension: st
     transcriber, prompt = context.transcriber(model)
 
     def ask(requests: Sequence[GenerationRequest], arm: str) -> list[str]:
-        return list(context.outputs(transcriber, requests, f"{corpus_name}/transcription {arm} arm")["answer"])
+        return context.outputs(transcriber, requests, f"{corpus_name}/transcription {arm} arm")["answer"].tolist()
 
     references = context.corpora[corpus_name].table["transcript"].astype(str).to_dict()
     return wer_arm_table(ask, references, corpus_arms(context, corpus_name, dimension), prompt=prompt, arm_names=ARMS)
@@ -211,7 +211,7 @@ def choice_table(context: CheckContext, model: str, set_name: str, dimension: st
     arm (:func:`.arms.choice_arm_table`): ``speaker, recording`` (``row|order``), ``arm, source_group, choice``."""
 
     def ask(requests: Sequence[GenerationRequest], arm: str) -> list[str]:
-        return list(context.outputs(model, requests, f"{set_name} speech-implicit arms")["answer"])
+        return context.outputs(model, requests, f"{set_name} speech-implicit arms")["answer"].tolist()
 
     return choice_arm_table(
         ask, context.basis.item_set(set_name), basis_arms(context, set_name, dimension), arm_names=ARMS
