@@ -178,9 +178,9 @@ class SpeakerBootstrapComparison:
 class CrossedComparison:
     """Baseline comparison of a BASIS case's bias measure, the largest pairwise group difference, beyond its
     group-exchange null (:func:`harness.metrics.paired.paired_crossed_excess`: each run's gap less its mean under
-    exchanging the speakers' group labels within blocks of items, so that a run whose answers merely differ more
-    by chance is not judged worse; issue 45), by a paired speaker bootstrap of the difference. The absolute test
-    keeps the paper's two-way speaker x item bootstrap of the raw gap.
+    balanced exchanges of the speakers' group labels within blocks of items, so that a run whose answers merely
+    differ more by chance is not judged worse; issue 45), by a paired speaker bootstrap of the difference. The
+    absolute test keeps the paper's two-way speaker x item bootstrap of the raw gap.
 
     A check using it provides :meth:`crossed_cells` (one row per (speaker, item) cell: ``speaker``, ``group``,
     ``item``, ``weight``, ``value`` or ``value:<group>``) and :attr:`comparison_name`; its threshold schema
