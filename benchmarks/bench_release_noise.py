@@ -41,9 +41,10 @@ logit by each ``--basis-effect`` (1 and 2: raw gaps of about 20 and 37 points). 
 pair: the share of pairs judged worse, with 95% Clopper-Pearson intervals, and the grown candidates' mean excess
 (nTVD) or raw gap (BASIS).
 
-Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (on a shared two-core machine: counterfactual about
-8 minutes, nTVD NTVD_S s, WER about 2 minutes, BASIS BASIS_S s for both effects; ``--pairs 40`` for a quick look,
-``--checks ntvd basis`` picks checks, ``--no-raw-ntvd`` skips the raw nTVD's permutation).
+Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (on a shared, loaded two-core machine: counterfactual
+about 8 minutes, nTVD 193 s (274 s with ``--ntvd-mentions advisory --ntvd-effect 0.4``), WER about 2 minutes, BASIS
+562 s for both effects; ``--pairs 40`` for a quick look, ``--checks ntvd basis`` picks checks, ``--no-raw-ntvd``
+skips the raw nTVD's permutation).
 """
 
 from __future__ import annotations
