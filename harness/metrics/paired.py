@@ -366,19 +366,7 @@ def paired_crossed_gap(candidate: pd.DataFrame, baseline: pd.DataFrame, *, seed:
     replicates (:func:`harness.metrics.crossed.satterthwaite_df`); higher is worse. Tables with different
     designs (speakers, groups or items) raise ``ValueError``."""
     tables = {"candidate": candidate, "baseline": baseline}
-    designs = [
-        table[["speaker", "group", "item"]]
-        .astype(str)
-        .drop_duplicates()
-        .sort_values(["speaker", "item"])
-        .reset_index(drop=True)
-        for table in tables.values()
-    ]
-    if not designs[0].equals(designs[1]):
-        raise ValueError("the two runs answered different (speaker, group, item) cells")
-    groups = sorted(designs[0]["group"].unique())
-    if len(groups) < 2:
-        raise ValueError(f"a group contrast needs 2 groups, the data has {groups}")
+    groups = sorted(crossed_design(candidate, baseline)["group"].unique())
     statistics, reps_of = {}, {}
     for name, table in tables.items():
         by_column, replicates = {}, {}
