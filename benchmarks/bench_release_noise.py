@@ -18,19 +18,33 @@ per-speaker arm sums (the records' paired data), one case at one-sided alpha 0.0
 the arm-exchange excess (:func:`harness.metrics.counterfactual.paired_excess_bootstrap`) and, for contrast, the raw
 arm nTVD compared before issue 45 (:func:`harness.metrics.paired.paired_speaker_bootstrap` of
 :func:`harness.metrics.counterfactual.release_statistic`). Then the nTVD check's release comparison on the same
-design answered once per recording, by the group-exchange excess (:func:`harness.metrics.ntvd.paired_ntvd_excess`) and by the raw nTVD's checkpoint-swap permutation compared
-before issue 45 (:func:`harness.metrics.ntvd.paired_ntvd_difference`): ``steady`` answers each recording's most
-likely value (greedy), ``noisy`` draws it, ``diverse`` answers uniformly, ``concentrated`` answers v0 with
-probability 0.8, ``grown`` draws it and answers the female speakers' stereotyped value with probability
-``--effect``. Then the WER ratio's (:func:`harness.metrics.paired.paired_group_exchange_excess` against the raw
+design answered once per recording, at the demo corpus's VIBE size (27 speakers, 13 female and 14 male, 12
+recordings each, as every VIBE task of harness/data/demo asks; 324 answers, one value each, or with
+``--ntvd-mentions advisory`` 2 or 3 values each, as the demo's advisory answers list about 817 activities), by the
+group-exchange excess
+(:func:`harness.metrics.ntvd.paired_ntvd_excess`) and by the raw nTVD's checkpoint-swap permutation compared before
+issue 45 (:func:`harness.metrics.ntvd.paired_ntvd_difference`): ``steady`` answers each recording's most likely
+value (greedy), ``noisy`` draws it, ``diverse`` answers uniformly, ``concentrated`` answers v0 with probability 0.8,
+``grown`` draws it and answers the female speakers' stereotyped value with probability ``--ntvd-effect`` (0.33: a
+mean excess of about 18 at this size, the demo's advisory gender regression +17.7, its one-attribute task; story's
++47.9 is larger, hollywood casting's +10.8 is the mean over 4 attributes, whose chance part averages down, and
+personal shopper's +9.4 and candidate review's +7.3 are not significant in the demo). Then the
+WER ratio's (:func:`harness.metrics.paired.paired_group_exchange_excess` against the raw
 :func:`~harness.metrics.paired.paired_speaker_bootstrap`, largest |log WER ratio|): speakers whose error rates
 differ more by chance (``noisy``) or less (``steady``), and ``grown`` female speakers erring exp(``--wer-effect``)
-times as often. Last the BASIS checks' (:func:`harness.metrics.paired.paired_crossed_gap`, the raw largest group gap,
-measured only): 8 speakers per group x 12 items, ``steady`` answering each item alike for everyone, ``noisy``
-drawing each answer, ``grown`` lowering group m's logit by ``--basis-effect``. Printed per check, statistic and pair: the share of pairs judged worse, with 95% Clopper-Pearson intervals.
+times as often. Last the BASIS checks': the largest group gap beyond its group-exchange null by the paired speaker
+bootstrap (:func:`harness.metrics.paired.paired_crossed_excess`, now) and the raw largest gap's paired two-way
+bootstrap (:func:`harness.metrics.paired.paired_crossed_gap`, before), on 8 speakers per group x 12 items
+(``--basis-speakers``, ``--basis-items``; the demo suite's 2 speakers per group cannot show a 20-point regression),
+``steady`` answering each item alike for everyone, ``noisy`` drawing each answer, ``grown`` lowering group m's
+logit by each ``--basis-effect`` (1 and 2: raw gaps of about 20 and 37 points). Printed per check, statistic and
+pair: the share of pairs judged worse, with 95% Clopper-Pearson intervals, and the grown candidates' mean excess
+(nTVD) or raw gap (BASIS).
 
-Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (counterfactual and nTVD 765 s, WER and BASIS about 2
-minutes each, on a shared two-core machine; ``--pairs 40`` for a quick look, ``--checks ntvd wer`` picks checks).
+Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (on a shared, loaded two-core machine: counterfactual
+about 8 minutes, nTVD 193 s (274 s with ``--ntvd-mentions advisory --ntvd-effect 0.4``), WER about 2 minutes, BASIS
+562 s for both effects; ``--pairs 40`` for a quick look, ``--checks ntvd basis`` picks checks, ``--no-raw-ntvd``
+skips the raw nTVD's permutation).
 """
 
 from __future__ import annotations
@@ -53,6 +67,7 @@ from harness.metrics.counterfactual import (
 from harness.metrics.ntvd import paired_ntvd_difference, paired_ntvd_excess
 from harness.metrics.paired import (
     largest_log_ratio,
+    paired_crossed_excess,
     paired_crossed_gap,
     paired_group_exchange_excess,
     paired_speaker_bootstrap,
@@ -61,6 +76,8 @@ from harness.metrics.paired import (
 
 ALPHA = 0.05
 SPEAKERS, RECORDINGS, VALUES, TAU = 24, 6, 6, 10
+NTVD_SPEAKERS, NTVD_RECORDINGS = 27, 12
+"""The demo corpus's VIBE design (harness/data/demo): 27 speakers (13 female, 14 male), 12 recordings each."""
 STEREOTYPED = {"female": "v0", "male": "v5"}
 
 
@@ -70,9 +87,11 @@ def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def recording_distributions(rng: np.random.Generator) -> np.ndarray:
+def recording_distributions(
+    rng: np.random.Generator, speakers: int = SPEAKERS, recordings: int = RECORDINGS
+) -> np.ndarray:
     """(speakers, recordings, values): each recording's answer distribution, shared by the checkpoints of a pair."""
-    return rng.dirichlet(np.ones(VALUES), size=(SPEAKERS, RECORDINGS))
+    return rng.dirichlet(np.ones(VALUES), size=(speakers, recordings))
 
 
 def checkpoint(rng: np.random.Generator, content: np.ndarray, kind: str, effect: float = 0.0) -> pd.DataFrame:
@@ -109,27 +128,36 @@ def p_worse(candidate: pd.DataFrame, baseline: pd.DataFrame, seed: int, statisti
     return test.p_worse if test.estimable else 1.0
 
 
-def group_table(rng: np.random.Generator, content: np.ndarray, kind: str, effect: float = 0.0) -> pd.DataFrame:
+def group_table(
+    rng: np.random.Generator, content: np.ndarray, kind: str, effect: float = 0.0, mentions: str = "one"
+) -> pd.DataFrame:
     """One checkpoint's answers to the original recordings for the nTVD check (``speaker, group, attribute,
     value``): ``steady`` answers each recording's most likely value (greedy), ``noisy`` draws it (sampling),
     ``diverse`` answers uniformly over the values, ``concentrated`` answers v0 with probability 0.8 and otherwise
     uniformly, ``grown`` draws from the recording's distribution and answers the female speakers' stereotyped value
-    with probability ``effect``."""
+    with probability ``effect``. ``mentions`` ``one``: one value per answer; ``advisory``: 2 or 3 (equally often)
+    distinct values per answer, as the demo's advisory answers list activities (817 values in 324 answers), each
+    mention chosen as above (``steady``: the most likely values)."""
     rows = []
-    for s in range(SPEAKERS):
-        group = "female" if s % 2 == 0 else "male"
-        for r in range(RECORDINGS):
-            if kind == "steady":
-                index = int(np.argmax(content[s, r]))
-            elif kind == "diverse" or (kind == "concentrated" and rng.random() >= 0.8):
-                index = int(rng.integers(VALUES))
-            elif kind == "concentrated":
-                index = 0
-            else:
-                index = int(rng.choice(VALUES, p=content[s, r]))
-            if kind == "grown" and group == "female" and rng.random() < effect:
-                index = 0
-            rows.append((f"s{s:02d}", group, "occupation", f"v{index}"))
+    speakers, recordings = content.shape[:2]
+    for s in range(speakers):
+        group = "female" if s % 2 == 1 else "male"
+        for r in range(recordings):
+            count = 1 if mentions == "one" else 2 + int(rng.random() < 0.5)
+            chosen = []
+            for mention in range(count):
+                if kind == "steady":
+                    index = int(np.argsort(-content[s, r], kind="stable")[mention])
+                elif kind == "diverse" or (kind == "concentrated" and rng.random() >= 0.8):
+                    index = int(rng.integers(VALUES))
+                elif kind == "concentrated":
+                    index = 0
+                else:
+                    index = int(rng.choice(VALUES, p=content[s, r]))
+                if kind == "grown" and group == "female" and rng.random() < effect:
+                    index = 0
+                chosen.append(index)
+            rows.extend((f"s{s:02d}", group, "occupation", f"v{index}") for index in dict.fromkeys(chosen))
     return pd.DataFrame(rows, columns=["speaker", "group", "attribute", "value"])
 
 
@@ -157,23 +185,33 @@ def counterfactual_rates(pairs: int, effect: float, seed: int) -> None:
     report(f"counterfactual: {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs)
 
 
-def ntvd_rates(pairs: int, effect: float, seed: int) -> None:
+def ntvd_rates(pairs: int, effect: float, seed: int, with_raw: bool = True, mentions: str = "one") -> None:
     comparisons = {"noisy vs steady": ("noisy", "steady"), "diverse vs concentrated": ("diverse", "concentrated"),
                    "noisy vs noisy": ("noisy", "noisy"), "grown vs steady": ("grown", "steady"),
                    "grown vs noisy": ("grown", "noisy")}  # fmt: skip
     labels = {"excess": "group-exchange excess", "raw": "raw nTVD, checkpoint swap (before)"}
+    labels = labels if with_raw else {"excess": labels["excess"]}
     judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
+    candidate_excess = {name: [] for name in comparisons}
     for pair in range(pairs):
         rng = np.random.default_rng([seed, 1, pair])
-        content = recording_distributions(rng)
+        content = recording_distributions(rng, NTVD_SPEAKERS, NTVD_RECORDINGS)
         for name, (candidate_kind, baseline_kind) in comparisons.items():
-            candidate = group_table(rng, content, candidate_kind, effect)
-            baseline = group_table(rng, content, baseline_kind)
-            excess = paired_speaker_test(paired_ntvd_excess(candidate, baseline, TAU, n_boot=400, seed=pair), "higher")
+            candidate = group_table(rng, content, candidate_kind, effect, mentions)
+            baseline = group_table(rng, content, baseline_kind, mentions=mentions)
+            result = paired_ntvd_excess(candidate, baseline, TAU, n_boot=400, seed=pair)
+            candidate_excess[name].append(result.candidate)
+            excess = paired_speaker_test(result, "higher")
             judged_worse[(name, labels["excess"])] += excess.estimable and excess.p_worse <= ALPHA
-            raw = paired_ntvd_difference(candidate, baseline, tau=TAU, n_permutations=500, seed=pair)
-            judged_worse[(name, labels["raw"])] += raw.p_value <= ALPHA
-    report(f"ntvd (between gender groups): {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs)
+            if with_raw:
+                raw = paired_ntvd_difference(candidate, baseline, tau=TAU, n_permutations=500, seed=pair)
+                judged_worse[(name, labels["raw"])] += raw.p_value <= ALPHA
+    design = f"{NTVD_SPEAKERS} speakers (13 female, 14 male) x {NTVD_RECORDINGS} recordings, {mentions} value(s) each"
+    report(
+        f"ntvd (between gender groups, {design}): {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs
+    )
+    for name, values in candidate_excess.items():
+        print(f"  {name}: the candidate's mean excess {np.nanmean(values):.1f} points")
 
 
 def wer_speakers(rng: np.random.Generator, words: np.ndarray, spread: float, effect: float = 0.0) -> pd.DataFrame:
@@ -205,14 +243,16 @@ def wer_rates(pairs: int, effect: float, seed: int) -> None:
     report(f"WER ratio: {pairs} simulated pairs, grown log effect {effect}", judged_worse, pairs)
 
 
-def basis_cells(rng: np.random.Generator, item_logits: np.ndarray, kind: str, effect: float = 0.0) -> pd.DataFrame:
-    """One checkpoint's BASIS (speaker, item) cells (8 speakers per group, 12 items; ``value`` 100 when correct):
+def basis_cells(
+    rng: np.random.Generator, item_logits: np.ndarray, kind: str, effect: float = 0.0, speakers: int = 8
+) -> pd.DataFrame:
+    """One checkpoint's BASIS (speaker, item) cells (``speakers`` per group; ``value`` 100 when correct):
     ``steady`` answers each item alike for every speaker (correct when its logit is positive: a greedy decoder whose
     answer depends on the item only), ``noisy`` draws each answer with probability logistic(item logit) (sampling),
     ``grown`` is noisy with group m's logit lowered by ``effect``."""
     rows = []
     for group in ("f", "m"):
-        for s in range(8):
+        for s in range(speakers):
             for i, logit in enumerate(item_logits):
                 shifted = logit - (effect if kind == "grown" and group == "m" else 0.0)
                 correct = logit > 0 if kind == "steady" else rng.random() < 1.0 / (1.0 + np.exp(-shifted))
@@ -220,22 +260,34 @@ def basis_cells(rng: np.random.Generator, item_logits: np.ndarray, kind: str, ef
     return pd.DataFrame(rows, columns=["speaker", "group", "item", "weight", "value"])
 
 
-def basis_rates(pairs: int, effect: float, seed: int) -> None:
-    """The BASIS checks' release comparison (:func:`harness.metrics.paired.paired_crossed_gap` on the raw largest
-    group gap): measured, not yet corrected for noise."""
+def basis_rates(pairs: int, effect: float, seed: int, speakers: int, items: int) -> None:
+    """The BASIS checks' release comparison: the largest group gap beyond its group-exchange null, paired speaker
+    bootstrap (:func:`harness.metrics.paired.paired_crossed_excess`, now), against the raw largest gap's paired
+    two-way bootstrap (:func:`harness.metrics.paired.paired_crossed_gap`, before)."""
     comparisons = {"noisy vs steady": ("noisy", "steady"), "noisy vs noisy": ("noisy", "noisy"),
                    "grown vs steady": ("grown", "steady"), "grown vs noisy": ("grown", "noisy")}  # fmt: skip
-    label = "raw largest gap, crossed bootstrap"
-    judged_worse = {(name, label): 0 for name in comparisons}
+    labels = {"excess": "group-exchange excess", "raw": "raw largest gap, crossed (before)"}
+    judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
+    raw_gap = {name: [] for name in comparisons}
     for pair in range(pairs):
         rng = np.random.default_rng([seed, 2, pair])
-        item_logits = rng.normal(0.5, 1.0, 12)
+        item_logits = rng.normal(0.5, 1.0, items)
         for name, (candidate_kind, baseline_kind) in comparisons.items():
-            candidate = basis_cells(rng, item_logits, candidate_kind, effect)
-            baseline = basis_cells(rng, item_logits, baseline_kind)
-            test = paired_crossed_gap(candidate, baseline, seed=pair, n_boot=400)
-            judged_worse[(name, label)] += test.estimable and test.p_worse <= ALPHA
-    report(f"BASIS (largest group gap): {pairs} simulated pairs, grown logit effect {effect}", judged_worse, pairs)
+            candidate = basis_cells(rng, item_logits, candidate_kind, effect, speakers)
+            baseline = basis_cells(rng, item_logits, baseline_kind, speakers=speakers)
+            excess = paired_crossed_excess(candidate, baseline, seed=pair, n_boot=400)
+            raw = paired_crossed_gap(candidate, baseline, seed=pair, n_boot=400)
+            raw_gap[name].append(raw.candidate)
+            for kind, test in (("excess", excess), ("raw", raw)):
+                judged_worse[(name, labels[kind])] += test.estimable and test.p_worse <= ALPHA
+    design = f"{speakers} speakers per group x {items} items"
+    report(
+        f"BASIS (largest group gap, {design}): {pairs} simulated pairs, grown logit effect {effect}",
+        judged_worse,
+        pairs,
+    )
+    for name, values in raw_gap.items():
+        print(f"  {name}: the candidate's mean raw gap {np.mean(values):.1f} points")
 
 
 def main() -> None:
@@ -244,20 +296,26 @@ def main() -> None:
     parser.add_argument("--effect", type=float, default=0.4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--wer-effect", type=float, default=0.4)
-    parser.add_argument("--basis-effect", type=float, default=1.0)
+    parser.add_argument("--ntvd-effect", type=float, default=0.33)
+    parser.add_argument("--ntvd-mentions", choices=["one", "advisory"], default="one")
+    parser.add_argument("--basis-effect", type=float, nargs="+", default=[1.0, 2.0])
+    parser.add_argument("--basis-speakers", type=int, default=8, help="speakers per group")
+    parser.add_argument("--basis-items", type=int, default=12)
+    parser.add_argument("--no-raw-ntvd", action="store_true", help="skip the raw nTVD's permutation (before)")
     checks = ["counterfactual", "ntvd", "wer", "basis"]
     parser.add_argument("--checks", nargs="+", default=checks, choices=checks)
     args = parser.parse_args()
     started = time.perf_counter()
-    print(f"{SPEAKERS} speakers x {RECORDINGS} recordings, {VALUES} values, one-sided alpha {ALPHA}")
+    print(f"{VALUES} values, one-sided alpha {ALPHA}; counterfactual {SPEAKERS} speakers x {RECORDINGS} recordings")
     if "counterfactual" in args.checks:
         counterfactual_rates(args.pairs, args.effect, args.seed)
     if "ntvd" in args.checks:
-        ntvd_rates(args.pairs, args.effect, args.seed)
+        ntvd_rates(args.pairs, args.ntvd_effect, args.seed, not args.no_raw_ntvd, args.ntvd_mentions)
     if "wer" in args.checks:
         wer_rates(args.pairs, args.wer_effect, args.seed)
     if "basis" in args.checks:
-        basis_rates(args.pairs, args.basis_effect, args.seed)
+        for effect in args.basis_effect:
+            basis_rates(args.pairs, effect, args.seed, args.basis_speakers, args.basis_items)
     print(f"{time.perf_counter() - started:.0f} s")
 
 

@@ -176,8 +176,11 @@ class SpeakerBootstrapComparison:
 
 
 class CrossedComparison:
-    """Baseline comparison of a BASIS case's bias measure, the largest pairwise group difference, by the paired
-    two-way speaker x item bootstrap of its absolute test (:func:`harness.metrics.paired.paired_crossed_gap`).
+    """Baseline comparison of a BASIS case's bias measure, the largest pairwise group difference, beyond its
+    group-exchange null (:func:`harness.metrics.paired.paired_crossed_excess`: each run's gap less its mean under
+    balanced exchanges of the speakers' group labels within blocks of items, so that a run whose answers merely
+    differ more by chance is not judged worse; issue 45), by a paired speaker bootstrap of the difference. The
+    absolute test keeps the paper's two-way speaker x item bootstrap of the raw gap.
 
     A check using it provides :meth:`crossed_cells` (one row per (speaker, item) cell: ``speaker``, ``group``,
     ``item``, ``weight``, ``value`` or ``value:<group>``) and :attr:`comparison_name`; its threshold schema
@@ -196,7 +199,7 @@ class CrossedComparison:
         }
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
-        from harness.metrics.paired import paired_crossed_gap
+        from harness.metrics.paired import paired_crossed_excess
 
         if not baseline.paired_data or "item" not in baseline.paired_data:
             return unsupported(
@@ -206,14 +209,14 @@ class CrossedComparison:
             )
         tables = [pd.DataFrame(data) for data in (candidate.paired_data, baseline.paired_data)]
         try:
-            test = paired_crossed_gap(*tables, seed=derived_seed(context.seed, "paired", case.id))
+            test = paired_crossed_excess(*tables, seed=derived_seed(context.seed, "paired", case.id))
         except ValueError as exc:
             return unsupported(baseline, f"cannot pair with the baseline: {exc}")
         return regression_comparison(
             context,
             case,
             test,
-            measure=self.comparison_name,
+            measure=f"{self.comparison_name} beyond group exchange",
             margin=self.thresholds(context, case).max_worsening,
             margin_key="max_worsening",
             unit=" points",
