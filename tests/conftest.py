@@ -15,11 +15,14 @@ import shutil
 import tempfile
 
 from harness.data.voice_transforms.arm_audio import ARM_STORE_ENV
+from harness.plugin.xdist_groups import register_xdist_groups
 
 
 def pytest_configure(config):
-    """The session's shared arm store, made by the process that starts the others (xdist's controller, or the only
-    process) and removed when it ends; a store the caller named is used as it is."""
+    """The suite's ``xdist_group`` marks kept under ``--dist loadgroup`` (CI's engine stage: one engine per worker;
+    :mod:`harness.plugin.xdist_groups`); the session's shared arm store, made by the process that starts the others
+    (xdist's controller, or the only process) and removed when it ends; a store the caller named is used as it is."""
+    register_xdist_groups(config)
     if hasattr(config, "workerinput") or os.environ.get(ARM_STORE_ENV):
         return
     store = tempfile.mkdtemp(prefix="lalm-test-arms-")

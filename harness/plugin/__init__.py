@@ -44,6 +44,7 @@ from harness.plugin.configuration import (
 from harness.plugin.junit import AtomicJunitXml
 from harness.plugin.plan import PlanSession
 from harness.plugin.session import RECORD_KEY, FairnessSession, XdistMetadata
+from harness.plugin.xdist_groups import register_xdist_groups
 from lalm_fairness_pytest.options import add_options
 
 __all__ = ["PREVIOUS_SUFFIX", "FairnessSession", "skip_gpu_items"]
@@ -70,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(AtomicJunitXml(config), "lalm_fairness_atomic_junit")
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistMetadata(config), "lalm_fairness_xdist")
+    register_xdist_groups(config)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -1,6 +1,7 @@
 """The gate end to end on the shipped demo corpus, through pytest itself (pytester, in subprocesses)."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -98,6 +99,20 @@ def test_two_xdist_workers_give_the_same_results_as_one_process(gate_project):
         return {case["id"]: (case["value"], case["p"], case["q"], case["passed"]) for case in results["cases"]}
 
     assert key(parallel) == key(single)
+
+
+def test_under_loadgroup_each_models_cases_run_on_one_worker(gate_project):
+    """docs/models-and-engines.md: ``-n N --dist loadgroup`` keeps each model on one worker (each case carries its
+    model's ``xdist_group``), so a model loads once; pytest 9.2 had silently dropped the grouping."""
+    args = ("--model", "sim:fair", "--model", "sim:biased", "-k", "story", "-n", "2", "--dist", "loadgroup", "-v")
+    result, results = run_gate(gate_project, *args, "--cache-dir", str(gate_project.path / "cache"))
+    workers: dict[str, set[str]] = {}
+    for worker, node_id in re.findall(r"\[(gw\d+)\].*?(?:PASSED|FAILED) (\S+)", result.stdout.str()):
+        model = node_id.split("[", 1)[1].split("-")[0]
+        assert "@" in node_id, node_id
+        workers.setdefault(model, set()).add(worker)
+    assert set(workers) == {"sim:fair", "sim:biased"} and all(len(ran) == 1 for ran in workers.values()), workers
+    assert len(results["cases"]) == 2 * 2  # each model's story-gender and story-accent
 
 
 def test_fresh_cache_under_two_workers_generates_each_output_once(gate_project):
