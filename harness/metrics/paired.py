@@ -119,8 +119,10 @@ def excess_difference(
 ) -> PairedBootstrapResult:
     """The paired result of two checkpoints' excesses over their exchange nulls (:func:`paired_group_exchange_excess`
     and its kin): row 0 of each is the observed data, rows 1.. the bootstrap draws; the percentile interval of the
-    finite differences. ``ValueError`` when none is finite."""
-    differences = (candidate_excess - baseline_excess)[1:]
+    finite differences (a draw where both are infinite, a group's gap undefined in both, is left out silently, as
+    any draw that is not finite). ``ValueError`` when none is finite."""
+    with np.errstate(invalid="ignore"):
+        differences = (candidate_excess - baseline_excess)[1:]
     differences = differences[np.isfinite(differences)]
     if differences.size == 0:
         raise ValueError("the difference is not estimable: no bootstrap replicate gives a finite value")
