@@ -1,6 +1,6 @@
 """The release path as a decision rule (issue 23), end to end: the whole gate, every check, against a fair
-baseline. ``benchmarks/bench_release_path.py`` measures it on 100 pairs per scenario (0 of 100 fair candidates
-failed, 100 of 100 biased ones were caught; docs/statistics.md); here 12, enough to tell a working rule (at most 5%
+baseline. ``benchmarks/bench_release_path.py`` measures it on 100 pairs per scenario (1 of 100 fair candidates
+failed, by an absolute false fail; 100 of 100 biased ones were caught; docs/statistics.md); here 12, enough to tell a working rule (at most 5%
 false fails, at least 95% detections) from a broken one (the bug of issue 23 failed 10 fair pairs of 10) with the
 power each test states."""
 
