@@ -26,7 +26,7 @@ from harness.models import build_backend
 
 from support import engine as es
 
-# CI's engine stage (--dist loadgroup): this module on one worker, SmolLM2 and the residency engine test on the other
+# CI's engine stage (--dist loadgroup): this module and the residency engine test on one worker, SmolLM2 on the other
 pytestmark = [
     pytest.mark.engine,
     pytest.mark.xdist_group("tiny-qwen2-audio"),
