@@ -203,7 +203,7 @@ def crossed_replicates(
 
     present = np.zeros((len(speakers), len(items)), bool)
     present[s_codes, i_codes] = True
-    speaker_block, item_block = _blocks(present, group_of_speaker)
+    speaker_block, item_block = design_blocks(present, group_of_speaker)
     blocks = sorted(set(speaker_block))
 
     rng = np.random.default_rng(seed)
@@ -293,7 +293,7 @@ def crossed_replicates(
     )
 
 
-def _blocks(present: np.ndarray, group_of_speaker: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def design_blocks(present: np.ndarray, group_of_speaker: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Block labels of the speakers and items (module docstring): the connected components of the bipartite
     speaker-item graph ``present`` (S x I), numbered in order of their first item; all 0 (one block) when
     there is one component or some component holds a lone speaker of a group."""

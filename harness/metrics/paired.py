@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 import numpy as np
 import pandas as pd
 
-from harness.metrics.crossed import _blocks, crossed_replicates, satterthwaite_df, small_sample_factor
+from harness.metrics.crossed import crossed_replicates, design_blocks, satterthwaite_df, small_sample_factor
 
 
 @contextlib.contextmanager
@@ -524,7 +524,7 @@ def paired_crossed_excess(
     observed = {
         name: float(_largest_weighted_gap(membership[None, None], sums[name], columns[name])[0, 0]) for name in sums
     }
-    speaker_block, _ = _blocks(_design_presence(design, speakers, items), group_of_speaker)
+    speaker_block, _ = design_blocks(_design_presence(design, speakers, items), group_of_speaker)
     cells = [
         (block, np.flatnonzero((speaker_block == block) & (group_of_speaker == g)))
         for block in np.unique(speaker_block)
