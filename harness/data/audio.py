@@ -243,7 +243,7 @@ class FileAudio(Audio):
     stay in memory."""
 
     def __init__(self, path: Path, content_hash: str, sample_rate: int = SAMPLE_RATE):
-        object.__setattr__(self, "path", Path(path))
+        object.__setattr__(self, "path", path if isinstance(path, Path) else Path(path))
         object.__setattr__(self, "sample_rate", sample_rate)
         object.__setattr__(self, "_content_hash", content_hash)
 

@@ -66,12 +66,21 @@ class Corpus:
         """Utterance id -> the manifest's ``audio`` value (a dict: :meth:`audio` is called once per recording)."""
         return dict(zip(self.table.index, self.table["audio"]))
 
+    @cached_property
+    def _file_audio(self) -> dict[str, FileAudio]:
+        """The :class:`FileAudio` of each utterance already asked for (several checks ask for every recording)."""
+        return {}
+
     def audio(self, utterance_id: str) -> Audio:
+        known = self._file_audio.get(utterance_id)
+        if known is not None:
+            return known
         relative = self._audio_of[utterance_id]
         content_hash = self.audio_hashes.get(relative)
         if content_hash is None:
             return read_audio(self.root / relative)
-        return FileAudio(self.root / relative, content_hash)
+        made = self._file_audio[utterance_id] = FileAudio(self.root / relative, content_hash)
+        return made
 
     def speaker_labels(self, dimension: str) -> pd.Series:
         """The group of every speaker on ``dimension`` (validated to be one label per speaker)."""

@@ -124,7 +124,7 @@ def _arm_rows(
     if missing.any():
         raise ValueError(f"{what}: row {rows.index[missing.to_numpy()][0]!r} has a missing value")
     # integer codes instead of grouping by text: recordings sorted as groupby sorts its keys
-    recording_codes, recordings = pd.factorize(rows["recording"], sort=True)
+    recording_codes, recordings = _codes(rows["recording"], sort=True)
     in_arm = np.zeros((len(recordings), 2), dtype=bool)
     in_arm[recording_codes, (rows["arm"] == arms[1]).to_numpy(dtype=np.intp)] = True
     paired = in_arm.all(axis=1)
@@ -142,11 +142,12 @@ def _arm_rows(
 
 def _recordings_with_two_speakers(rows: pd.DataFrame) -> bool:
     """Whether some recording of ``rows`` is attributed to more than one speaker (``groupby("recording")["speaker"]
-    .nunique() > 1`` for some recording), by integer codes."""
-    recording_codes, recordings = pd.factorize(rows["recording"])
-    speaker_codes, speakers = pd.factorize(rows["speaker"])
-    pairs = np.unique(recording_codes.astype(np.int64) * max(len(speakers), 1) + speaker_codes)
-    return len(pairs) > len(recordings)
+    .nunique() > 1`` for some recording): each row's speaker against its recording's first row's, by integer codes."""
+    recording_codes, recordings = _codes(rows["recording"])
+    speaker_codes, _ = _codes(rows["speaker"])
+    first_speaker = np.empty(len(recordings), dtype=speaker_codes.dtype)
+    first_speaker[recording_codes[::-1]] = speaker_codes[::-1]  # the last write of a recording is its first row
+    return bool((first_speaker[recording_codes] != speaker_codes).any())
 
 
 def _per_speaker(rows: pd.DataFrame, arms: Sequence[str], columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -193,30 +194,44 @@ def arm_ntvd(
     speaker's source group). Directions are kept apart because pooling them cancels the effect: male -> female
     and female -> male swaps move the answers in opposite ways, and both arms then hold the same mix of voices.
     Within a direction a value is retained when it occurs at least ``tau`` times in its two arms together. Only
-    recordings with values in both arms are compared; the others are counted (``unpaired_recordings``)."""
+    recordings with values in both arms are compared; the others are counted (``unpaired_recordings``). Counted
+    over integer codes of the keys (text or categorical columns alike), each sorted as ``groupby`` sorts them."""
     answered = table.loc[table["arm"].isin(arms), "recording"].nunique() if "recording" in table.columns else 0
     rows = _arm_rows(table, arms, ("attribute", "value"), "arm_ntvd", drop_unpaired=True)
-    stratum = rows[direction].astype(str) if direction is not None and direction in rows.columns else ALL_DIRECTIONS
-    rows = rows.assign(direction=stratum)
     keys = ["direction", "attribute", "value"]
-    pairs = rows.groupby(keys).size()
-    kept = pairs[pairs >= tau].sort_index()
-    if kept.empty:
+    # Integer codes of every key, each sorted as groupby sorts its keys: (direction, attribute, value) triples
+    # counted by np.unique (sorted), then per arm and speaker by one bincount.
+    direction_codes, direction_names = (
+        _sorted_text_codes(rows[direction])
+        if direction is not None and direction in rows.columns
+        else (np.zeros(len(rows), dtype=np.intp), pd.Index([ALL_DIRECTIONS]))
+    )
+    attribute_codes, attribute_names = _codes(rows["attribute"], sort=True)
+    value_codes, value_names = _codes(rows["value"], sort=True)
+    segment_code = direction_codes.astype(np.int64) * len(attribute_names) + attribute_codes
+    triple = segment_code * len(value_names) + value_codes
+    triples, triple_counts = np.unique(triple, return_counts=True)
+    kept = triples[triple_counts >= tau]
+    if not len(kept):
         raise ValueError(f"arm_ntvd: no attribute value occurs {tau} times (tau) in the two arms together")
-    columns = pd.MultiIndex.from_tuples(kept.index, names=keys)
+    kept_direction, kept_rest = np.divmod(kept, len(attribute_names) * len(value_names))
+    kept_attribute, kept_value = np.divmod(kept_rest, len(value_names))
+    columns = pd.MultiIndex.from_arrays(
+        [direction_names[kept_direction], attribute_names[kept_attribute], value_names[kept_value]], names=keys
+    )
     column_segments = list(zip(columns.get_level_values(0), columns.get_level_values(1)))
     segments = list(dict.fromkeys(column_segments))
     segment_of_column = np.array([segments.index(pair) for pair in column_segments])
     directions = list(dict.fromkeys(name for name, _ in segments))
     members = [np.array([i for i, (name, _) in enumerate(segments) if name == d]) for d in directions]
-    retained = rows.set_index(keys).index.isin(columns)
-    grid = rows[retained].groupby(["arm", "speaker", *keys]).size().unstack(keys, fill_value=0)
-    speakers = sorted(rows["speaker"].unique())
-    first, second = (
-        grid.reindex(index=pd.MultiIndex.from_product([[arm], speakers]), columns=columns, fill_value=0)
-        .fillna(0).to_numpy(dtype=float)
-        for arm in arms
-    )  # fmt: skip
+    column_of_row = np.searchsorted(kept, triple)
+    retained = column_of_row < len(kept)
+    retained[retained] = kept[column_of_row[retained]] == triple[retained]
+    speaker_codes, speakers = _codes(rows["speaker"], sort=True)
+    second_arm = (rows["arm"] == arms[1]).to_numpy(dtype=np.int64)
+    cell = (second_arm * len(speakers) + speaker_codes) * len(kept) + column_of_row
+    grid = np.bincount(cell[retained], minlength=2 * len(speakers) * len(kept)).reshape(2, len(speakers), len(kept))
+    first, second = grid[0].astype(float), grid[1].astype(float)
 
     def direction_scores(first_sums: np.ndarray, second_sums: np.ndarray) -> np.ndarray:
         stacked = np.stack([first_sums, second_sums], axis=-2)
@@ -226,7 +241,8 @@ def arm_ntvd(
     def statistic(first_sums: np.ndarray, second_sums: np.ndarray) -> np.ndarray:
         return mean_over_measured(direction_scores(first_sums, second_sums))
 
-    speaker_direction = rows.groupby("speaker")["direction"].first().reindex(speakers).to_numpy()
+    first_row_of_speaker = np.unique(speaker_codes, return_index=True)[1]
+    speaker_direction = direction_names[direction_codes[first_row_of_speaker]].to_numpy()
     test = paired_permutation_test(first, second, statistic, n_permutations, seed, blocks=speaker_direction)
     totals = first.sum(axis=0), second.sum(axis=0)
     per_segment = ntvd_from_group_counts(np.stack(totals), segment_of_column, len(segments))
@@ -234,7 +250,10 @@ def arm_ntvd(
     for (name, attribute), value in zip(segments, per_segment):
         per_attribute[name][attribute] = float(value)
     distributions = pd.DataFrame(dict(zip(arms, totals)), index=columns)
-    distributions = distributions / distributions.groupby(level=["direction", "attribute"]).transform("sum")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        distributions = distributions / np.stack(
+            [np.bincount(segment_of_column, weights=total, minlength=len(segments))[segment_of_column] for total in totals], axis=1
+        )  # fmt: skip
     return ArmNTVDResult(
         score=test.observed,
         per_direction=dict(zip(directions, direction_scores(totals[0][None, :], totals[1][None, :])[0].tolist())),
@@ -259,8 +278,8 @@ def flip_rates(table: pd.DataFrame, arms: Sequence[str] = ("identity", "swap")) 
     pass over integer codes of the rows. Attributes with no such recording are left out; rows sorted by
     attribute."""
     rows = _arm_rows(table, arms, ("attribute", "value"), "flip_rates", drop_unpaired=True)
-    attribute_codes, attributes = pd.factorize(rows["attribute"], sort=True)
-    recording_codes, recordings = pd.factorize(rows["recording"])
+    attribute_codes, attributes = _codes(rows["attribute"], sort=True)
+    recording_codes, recordings = _codes(rows["recording"])
     value_codes, values = _text_codes(rows["value"])
     arm = (rows["arm"] == arms[1]).to_numpy(dtype=np.intp)
     pair_codes, pairs = pd.factorize(attribute_codes.astype(np.int64) * len(recordings) + recording_codes)
@@ -282,30 +301,83 @@ def flip_rates(table: pd.DataFrame, arms: Sequence[str] = ("identity", "swap")) 
     return result
 
 
+def _codes(values: pd.Series, sort: bool = False) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(values, sort=sort)`` with the uniques as a plain index of the values' own type, whether the
+    column is text or categorical (whose codes factorize without reading its text: the arm tables'
+    :func:`~harness.checks.counterfactual.arms.arm_rows` columns)."""
+    codes, uniques = pd.factorize(values, sort=sort)
+    if isinstance(uniques, pd.CategoricalIndex):
+        uniques = uniques.categories.take(uniques.codes)
+    return codes, uniques
+
+
 def _text_codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """``pd.factorize`` of ``str(value)`` per value: equal codes exactly where the text is equal (1 and "1" one
     value, 1.0 another); a text column is its own text."""
+    if isinstance(values.dtype, pd.CategoricalDtype):  # the text of each category, once
+        category_codes, texts = _text_codes(pd.Series(values.cat.categories))
+        codes = values.cat.codes.to_numpy()
+        return _first_seen_codes(category_codes[codes], texts)
     if not isinstance(values.dtype, pd.StringDtype):
         values = np.array([str(value) for value in values.tolist()], dtype=object)
-    return pd.factorize(values)
+    codes, texts = pd.factorize(values)
+    return codes, pd.Index(texts)
+
+
+def _sorted_text_codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """:func:`_text_codes` with the texts sorted (``pd.factorize(values.astype(str), sort=True)``)."""
+    codes, texts = _text_codes(values)
+    order = np.argsort(texts.to_numpy(dtype=object), kind="stable")
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order))
+    return rank[codes], pd.Index(texts.to_numpy(dtype=object)[order], dtype=texts.dtype)
+
+
+def _first_seen_codes(codes: np.ndarray, uniques: pd.Index) -> tuple[np.ndarray, pd.Index]:
+    """``codes`` into ``uniques`` renumbered in order of first appearance, as ``pd.factorize`` numbers them."""
+    renumbered, first_seen = pd.factorize(codes)
+    return renumbered, uniques[first_seen]
 
 
 def largest_shifts(distributions: pd.DataFrame, per_attribute: int = 2) -> pd.DataFrame:
     """From :attr:`ArmNTVDResult.distributions` (two arm columns): per direction and attribute, the
     ``per_attribute`` values whose share fell most (``from``) and rose most (``to``) from the first arm to the
     second, with ``change`` = second share - first share; e.g. "engineer" falling and "nurse" rising for a
-    male -> female swap."""
+    male -> female swap. Groups in sorted (direction, attribute) order, ``from`` before ``to``; within a shift the
+    largest change first, ties in the table's order (what ``nsmallest`` / ``nlargest`` of each group give), picked
+    for all groups at once by one stable sort."""
     first, second = distributions.columns[:2]
-    change = (distributions[second] - distributions[first]).rename("change")
     columns = ["direction", "attribute", "shift", "value", "change"]
+    change = (distributions[second] - distributions[first]).to_numpy(dtype=float)
+    index = distributions.index
+    group_codes, groups = pd.factorize(
+        pd.MultiIndex.from_arrays([index.get_level_values("direction"), index.get_level_values("attribute")]),
+        sort=True,
+    )
+    values = index.get_level_values("value")
     frames = []
-    for (direction, attribute), values in change.groupby(level=["direction", "attribute"]):
-        values = values.droplevel(["direction", "attribute"])
-        falling, rising = values.nsmallest(per_attribute), values.nlargest(per_attribute)
-        for label, picked in (("from", falling[falling < 0]), ("to", rising[rising > 0])):
-            frame = pd.DataFrame({"value": picked.index, "change": picked.to_numpy()})
-            frames.append(frame.assign(direction=direction, attribute=attribute, shift=label)[columns])
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+    for label, moved, signed in (("from", change < 0, change), ("to", change > 0, -change)):
+        candidates = np.flatnonzero(moved)
+        # by group, then by the signed change, ties in the table's order
+        ordered = candidates[np.lexsort((candidates, signed[candidates], group_codes[candidates]))]
+        starts = np.r_[0, np.flatnonzero(np.diff(group_codes[ordered])) + 1]
+        rank = np.arange(len(ordered)) - np.repeat(starts, np.diff(np.r_[starts, len(ordered)]))
+        picked = ordered[rank < per_attribute]
+        frames.append((group_codes[picked], np.full(len(picked), label == "to"), picked))
+    group, shift, rows = (np.concatenate(parts) for parts in zip(*frames))
+    if not len(rows):
+        return pd.DataFrame(columns=columns)
+    order = np.lexsort((np.arange(len(rows)), shift, group))
+    group, shift, rows = group[order], shift[order], rows[order]
+    return pd.DataFrame(
+        {
+            "direction": groups.get_level_values(0).to_numpy()[group],
+            "attribute": groups.get_level_values(1).to_numpy()[group],
+            "shift": np.where(shift, "to", "from").astype(object),
+            "value": values.to_numpy()[rows],
+            "change": change[rows],
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------- BASIS choices
@@ -403,14 +475,7 @@ def speaker_arm_sums(table: pd.DataFrame, kind: str, arms: Sequence[str] = ("ide
     rows = _arm_rows(table, arms, columns, f"speaker_arm_sums ({kind})", drop_unpaired=True)
     groups = rows.groupby("speaker")["source_group"].first().astype(str)
     if kind == "vibe":
-        keys = (
-            rows["arm"].astype(str)
-            + COLUMN_SEPARATOR
-            + rows["attribute"].astype(str)
-            + COLUMN_SEPARATOR
-            + rows["value"].astype(str)
-        )
-        sums = rows.assign(column=keys).groupby(["speaker", "column"]).size().unstack("column", fill_value=0)
+        sums = _value_counts_per_speaker(rows)
     else:
         if kind == "stereotype":
             rows = rows.assign(stereotype=(rows["choice"] == "stereotype").astype(float), answered=1.0)
@@ -420,6 +485,33 @@ def speaker_arm_sums(table: pd.DataFrame, kind: str, arms: Sequence[str] = ("ide
     sums = sums.astype(float)
     sums.insert(0, "group", groups.reindex(sums.index).to_numpy())
     return sums.sort_index(axis=1, key=lambda index: [(name != "group", name) for name in index])
+
+
+def _value_counts_per_speaker(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per speaker (sorted), the count of each ``arm<TAB>attribute<TAB>value`` (each part as text; columns sorted):
+    ``rows.groupby(["speaker", column]).size().unstack(column, fill_value=0)``, by integer codes, the column names
+    written once per distinct triple."""
+    speaker_codes, speakers = _codes(rows["speaker"], sort=True)
+    parts = [_text_codes(rows[name]) for name in ("arm", "attribute", "value")]
+    triple = np.zeros(len(rows), dtype=np.int64)
+    for codes, texts in parts:
+        triple = triple * len(texts) + codes
+    triple_codes, triples = pd.factorize(triple)
+    remainder, pieces = triples, []
+    for _, texts in reversed(parts):
+        remainder, code = np.divmod(remainder, len(texts))
+        pieces.append(texts.to_numpy(dtype=object)[code])
+    names = np.empty(len(triples), dtype=object)
+    names[:] = [COLUMN_SEPARATOR.join(triple_texts) for triple_texts in zip(*reversed(pieces))]
+    order = np.argsort(names, kind="stable")
+    rank = np.empty(len(order), dtype=np.intp)
+    rank[order] = np.arange(len(order))
+    counts = np.bincount(speaker_codes * len(names) + rank[triple_codes], minlength=len(speakers) * len(names))
+    return pd.DataFrame(
+        counts.reshape(len(speakers), len(names)),
+        index=pd.Index(speakers, name="speaker"),
+        columns=pd.Index(names[order].tolist(), name="column"),
+    )
 
 
 def release_statistic(

@@ -1,11 +1,14 @@
 """Issue 46, item 3: the vectorised per-request hot path gives exactly what the code it replaced gave
-(support/request_path_reference.py keeps that code): flip rates on random arm tables, cache keys of requests
-of every shape, word error counts on random strings, and the batch builders' requests."""
+(support/request_path_reference.py keeps that code): flip rates, the arm nTVD, its largest shifts and the
+per-speaker value counts on random arm tables (text columns as pandas' text, Python objects or categoricals, as
+the counterfactual arm tables hold them), cache keys of requests of every shape, word error counts on random
+strings, and the batch builders' requests."""
 
 from __future__ import annotations
 
 import enum
 import os
+import re
 import string
 from pathlib import Path
 
@@ -17,12 +20,19 @@ from harness.cache import OutputCache, cache_key, cache_keys
 from harness.checks.basis_common.tables import cells
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.generation.cached_model import CachedModel
-from harness.metrics.counterfactual import flip_rates
+from harness.metrics.counterfactual import _arm_rows, _value_counts_per_speaker, arm_ntvd, flip_rates, largest_shifts
 from harness.metrics.wer import word_errors
 from harness.tasks import TASKS
 from harness.tasks.base import PAPER, PROMPTS_DIR, SELF_REPORT
 
-from support.request_path_reference import cache_key_reference, flip_rates_reference, word_errors_reference
+from support.request_path_reference import (
+    arm_ntvd_reference,
+    cache_key_reference,
+    flip_rates_reference,
+    largest_shifts_reference,
+    value_counts_per_speaker_reference,
+    word_errors_reference,
+)
 
 COLUMNS = ["speaker", "recording", "arm", "attribute", "value"]
 
@@ -58,6 +68,100 @@ def test_flip_rates_equal_the_set_comparison_on_random_tables(seed):
     for arms in (("identity", "swap"), ("original", "identity"), ("swap", "identity")):
         for form in (table, table.astype(object)):  # text columns as pandas' str dtype and as Python objects
             assert_same_table(flip_rates(form, arms), flip_rates_reference(form, arms))
+
+
+def table_forms(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The table with its text columns as pandas' text, as Python objects, and as categoricals (the arm tables')."""
+    text = [column for column in table.columns if column not in ("errors", "words")]
+    return {"text": table, "object": table.astype(object), "category": table.astype(dict.fromkeys(text, "category"))}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_flip_rates_of_categorical_tables_equal_the_set_comparison(seed):
+    rng = np.random.default_rng(seed)
+    table = random_arm_table(rng, recordings=int(rng.integers(2, 60)), values=["nurse", "engineer", "golf", "é", ""])
+    for arms in (("identity", "swap"), ("original", "identity")):
+        expected = flip_rates_reference(table, arms)
+        for form in table_forms(table).values():
+            assert_same_table(flip_rates(form, arms), expected)
+
+
+def assert_same_arm_ntvd(new, old) -> None:
+    assert new.score == old.score or (np.isnan(new.score) and np.isnan(old.score))
+    assert new.per_direction == old.per_direction and new.per_attribute == old.per_attribute
+    assert new.test.p_value == old.test.p_value and new.test.floor == old.test.floor
+    np.testing.assert_array_equal(new.test.null, old.test.null)
+    assert (new.recordings, new.unpaired_recordings) == (old.recordings, old.unpaired_recordings)
+    pd.testing.assert_frame_equal(new.distributions, old.distributions, check_exact=True, check_index_type=False)
+    assert new.distributions.index.to_list() == old.distributions.index.to_list()
+    assert new.distributions.index.names == old.distributions.index.names
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_arm_ntvd_and_its_shifts_equal_the_grouping_on_text_keys(seed):
+    """Random tables with one or two swap directions (or none named), values that some speakers repeat and others
+    never give, recordings in one arm only; every form of the text columns; the same refusal when no value is
+    retained."""
+    rng = np.random.default_rng(seed)
+    values = ["nurse", "engineer", "golf", "chess", "Paris", "é", "", "Zürich"] if seed % 2 else ["a", "b"]
+    table = random_arm_table(rng, recordings=int(rng.integers(6, 90)), values=values)
+    if seed % 3:
+        groups = {
+            speaker: ("female", "male")[int(rng.integers(2 if seed % 3 == 1 else 1))] for speaker in table["speaker"]
+        }
+        table["source_group"] = table["speaker"].map(groups)
+    tau = int(rng.integers(1, 6))
+    for arms in (("identity", "swap"), ("original", "identity"), ("swap", "identity")):
+        for form in table_forms(table).values():
+            try:
+                expected = arm_ntvd_reference(form, arms, tau=tau, n_permutations=60, seed=seed)
+            except ValueError as refusal:
+                with pytest.raises(ValueError, match=re.escape(str(refusal))):
+                    arm_ntvd(form, arms, tau=tau, n_permutations=60, seed=seed)
+                continue
+            measured = arm_ntvd(form, arms, tau=tau, n_permutations=60, seed=seed)
+            assert_same_arm_ntvd(measured, expected)
+            per_attribute = int(rng.integers(1, 4))
+            pd.testing.assert_frame_equal(
+                largest_shifts(measured.distributions, per_attribute),
+                largest_shifts_reference(expected.distributions, per_attribute),
+                check_exact=True,
+            )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_largest_shifts_equal_nsmallest_and_nlargest_per_group(seed):
+    """Shares with ties (picked in the table's order), groups whose values all fell or all rose, and several
+    directions and attributes."""
+    rng = np.random.default_rng(seed)
+    index = pd.MultiIndex.from_tuples(
+        [(d, a, v) for d in ("female", "male")[: 1 + seed % 2] for a in ("job", "hobby", "city")[: 1 + seed % 3]
+         for v in ("nurse", "golf", "Paris", "é", "chess")[: int(rng.integers(1, 6))]],
+        names=["direction", "attribute", "value"],
+    )  # fmt: skip
+    shares = rng.choice([0.0, 0.1, 0.2, 0.25, 0.5], size=(len(index), 2))
+    distributions = pd.DataFrame(shares, index=index, columns=["identity", "swap"])
+    for per_attribute in (1, 2, 3):
+        pd.testing.assert_frame_equal(
+            largest_shifts(distributions, per_attribute),
+            largest_shifts_reference(distributions, per_attribute),
+            check_exact=True,
+        )
+    unchanged = distributions.assign(swap=distributions["identity"])
+    assert largest_shifts(unchanged).empty and largest_shifts_reference(unchanged).empty
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_value_counts_per_speaker_equal_the_text_concatenation(seed):
+    rng = np.random.default_rng(seed)
+    table = random_arm_table(rng, recordings=int(rng.integers(2, 60)), values=["nurse", "golf", 1, "1", 1.0, ""])
+    for form in table_forms(table).values():
+        rows = _arm_rows(form, ("identity", "swap"), ("attribute", "value"), "test", drop_unpaired=True)
+        expected = value_counts_per_speaker_reference(rows)
+        counted = _value_counts_per_speaker(rows)
+        assert counted.index.to_list() == expected.index.to_list() and counted.index.name == expected.index.name
+        assert counted.columns.to_list() == expected.columns.to_list()
+        np.testing.assert_array_equal(counted.to_numpy(), expected.to_numpy())
 
 
 @pytest.mark.parametrize("dtype", [None, object])

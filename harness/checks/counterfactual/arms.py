@@ -47,6 +47,12 @@ class CorpusArms:
     """Index: the recordings' keys; columns ``speaker``, ``source_group``, ``target_group``."""
 
     @functools.cached_property
+    def coded(self) -> dict[str, tuple[np.ndarray, pd.Index]]:
+        """:attr:`text` as integer codes into its sorted distinct texts (``pd.factorize(..., sort=True)``): the
+        categories of :func:`arm_rows`' columns."""
+        return {name: pd.factorize(values, sort=True) for name, values in self.text.items()}
+
+    @functools.cached_property
     def text(self) -> dict[str, np.ndarray]:
         """``speaker``, ``source_group`` and the keys (``recording``) as arrays of text, in the recordings' order:
         what the long tables of every arm repeat."""
@@ -135,19 +141,29 @@ def ask_loaded(model, params: DecodingParams | None = None) -> Ask:
     return lambda requests, arm: list(model.generate(list(requests), params))
 
 
-def arm_rows(arms: CorpusArms, keys: Sequence[Any], arm: str, **columns: Any) -> pd.DataFrame:
+def arm_rows(
+    arms: CorpusArms, keys: Sequence[Any], arm: str, *, arm_names: Iterable[str] = (), **columns: Any
+) -> pd.DataFrame:
     """One row per recording key of ``keys`` answered on ``arm``: ``speaker, recording, arm, source_group`` and
-    ``columns`` (the answers' measures), the layout :mod:`harness.metrics.counterfactual` reads."""
+    ``columns`` (the answers' measures), the layout :mod:`harness.metrics.counterfactual` reads. The four text
+    columns are categoricals whose categories are sorted (grouping and sorting then order them as their text) and
+    shared by every arm of ``arm_names`` (so the arms' rows concatenate into one categorical column): the tables'
+    metrics factorize codes instead of text, and the rows a filter keeps are taken as integers."""
     rows = arms.recordings.index.get_indexer(keys if isinstance(keys, pd.Series) else list(keys))
     if (rows < 0).any():
         raise KeyError(f"recording {list(keys)[int((rows < 0).argmax())]!r} has no arms")
-    text = arms.text
+    arm_categories = sorted({arm, *arm_names})
+
+    def coded(name: str) -> pd.Categorical:
+        codes, categories = arms.coded[name]
+        return pd.Categorical.from_codes(codes[rows], categories=categories)
+
     return pd.DataFrame(
         {
-            "speaker": text["speaker"][rows],
-            "recording": text["recording"][rows],
-            "arm": arm,
-            "source_group": text["source_group"][rows],
+            "speaker": coded("speaker"),
+            "recording": coded("recording"),
+            "arm": pd.Categorical.from_codes(np.full(len(rows), arm_categories.index(arm)), categories=arm_categories),
+            "source_group": coded("source_group"),
             **columns,
         }
     )
@@ -173,6 +189,7 @@ def vibe_arm_table(
     taken as they are."""
     read_values = read_values or (lambda answers: attribute_table(answers, task)[0])
     read_arms = read_arms or {}
+    arm_names = list(arm_names)
     frames = []
     for arm in arm_names:
         values = read_arms.get(arm)
@@ -190,11 +207,13 @@ def vibe_arm_table(
                 arms,
                 values["utterance_id"],
                 arm,
+                arm_names=arm_names,
                 attribute=values["attribute"].to_numpy(),
                 value=values["value"].to_numpy(),
             )
         )
-    return pd.concat(frames, ignore_index=True)
+    # the values as categoricals too, once for the table (each arm's frame has values of its own)
+    return pd.concat(frames, ignore_index=True).astype({"attribute": "category", "value": "category"})
 
 
 def wer_arm_table(
@@ -209,6 +228,7 @@ def wer_arm_table(
     recording's reference (``references``, its transcript): ``speaker, recording, arm, source_group, errors``
     (S + D + I) and ``words`` (reference words), what :func:`harness.metrics.counterfactual.paired_wer_difference`
     reads."""
+    arm_names = list(arm_names)
     frames = []
     for arm in arm_names:
         keys = list(arms.audio[arm])
@@ -219,6 +239,7 @@ def wer_arm_table(
                 arms,
                 keys,
                 arm,
+                arm_names=arm_names,
                 errors=[e.substitutions + e.deletions + e.insertions for e in scored],
                 words=[e.n_ref_words for e in scored],
             )
