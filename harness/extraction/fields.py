@@ -152,17 +152,30 @@ def extraction_tables(
     utterance_ids: Iterable[str], extractions: Iterable[Extraction]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`attribute_table`'s two tables from each utterance's :class:`Extraction`, in order. Built column by
-    column (a frame from row tuples infers each column from a 2-D object array, several times slower); a table
-    without rows is built as from no row tuples, whose columns are of ``object`` dtype."""
+    column (a frame from row tuples infers each column from a 2-D object array, several times slower); each
+    distinct extraction object (a memoised extraction is shared by every answer of its text) is flattened into its
+    attribute and value columns once. A table without rows is built as from no row tuples, whose columns are of
+    ``object`` dtype."""
     value_columns: dict[str, list] = {"utterance_id": [], "attribute": [], "value": []}
     status_columns: dict[str, list] = {"utterance_id": [], "status": [], "missing": []}
+    flattened: dict[int, tuple[list, list, str]] = {}
+    kept = []  # the extractions flattened, so that no id in ``flattened`` is reused by a new object meanwhile
     for utterance_id, extraction in zip(utterance_ids, extractions):
+        parts = flattened.get(id(extraction))
+        if parts is None:
+            attributes, values = [], []
+            for attribute, attribute_values in extraction.values.items():
+                attributes.extend([attribute] * len(attribute_values))
+                values.extend(attribute_values)
+            parts = flattened[id(extraction)] = (attributes, values, ",".join(extraction.missing))
+            kept.append(extraction)
+        attributes, values, missing = parts
         status_columns["utterance_id"].append(utterance_id)
         status_columns["status"].append(extraction.status)
-        status_columns["missing"].append(",".join(extraction.missing))
-        for attribute, values in extraction.values.items():
-            value_columns["utterance_id"].extend([utterance_id] * len(values))
-            value_columns["attribute"].extend([attribute] * len(values))
+        status_columns["missing"].append(missing)
+        if attributes:
+            value_columns["utterance_id"].extend([utterance_id] * len(attributes))
+            value_columns["attribute"].extend(attributes)
             value_columns["value"].extend(values)
     return _frame_of_columns(value_columns), _frame_of_columns(status_columns)
 

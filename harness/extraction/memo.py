@@ -84,7 +84,8 @@ def memoised_extractions(
     ``reads_title``), and those not stored extracted by ``extract`` (each distinct answer once) and stored.
     Without a cache, every distinct answer is extracted."""
     empty = Extracted(Extraction({}, EMPTY, task.attribute_names))
-    distinct = list(dict.fromkeys(str(answer) for answer in answers if answer is not None and str(answer).strip()))
+    texts = ["" if answer is None else answer if type(answer) is str else str(answer) for answer in answers]
+    distinct = [text for text in dict.fromkeys(texts) if text.strip()]
     identity = {"task": task_identity(task, reads_title=reads_title)}
     keys = dict(
         zip(distinct, cache_keys(NAMESPACE, fingerprint, identity, [{"answer": answer} for answer in distinct]))
@@ -97,7 +98,7 @@ def memoised_extractions(
         found.update(zip(missing, fresh))
         if cache is not None:
             cache.put_many([(keys[answer], NAMESPACE, fingerprint, found[answer].to_json(), {}) for answer in missing])
-    return [empty if answer is None or not str(answer).strip() else found[str(answer)] for answer in answers]
+    return [found.get(text, empty) for text in texts]  # an empty or blank answer is in none of them
 
 
 def field_attribute_table(
