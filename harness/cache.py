@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.files import atomic_write, file_lock
+from harness.core.requests import GenerationRequest
 from harness.core.values import stable_hash, stable_json
 
 SCHEMA = """
@@ -69,13 +70,44 @@ def cache_keys(
     keys the hashed text is ``{"model":M,"namespace":N,"params":P,"request":R}``: all before ``R`` is common, so one
     SHA-256 state fed that prefix is copied per request and fed ``R}`` (:func:`_request_json`), each distinct field
     of the requests (a prompt shared by a batch) escaped and encoded once."""
-    head = stable_json({"model": model_fingerprint, "namespace": namespace, "params": dict(params)})
-    common = hashlib.sha256((head[:-1] + ',"request":').encode("utf-8"))
+    common = _common_digest(namespace, model_fingerprint, params)
     encoded_fields: dict[tuple[Any, Any], bytes] = {}
     keys = []
     for request in requests:
         digest = common.copy()
         digest.update(_request_json(request, encoded_fields) + b"}")
+        keys.append(digest.hexdigest())
+    return keys
+
+
+def _common_digest(namespace: str, model_fingerprint: str, params: Mapping[str, Any]) -> Any:
+    """A SHA-256 state fed the text every key of ``(namespace, model_fingerprint, params)`` starts with."""
+    head = stable_json({"model": model_fingerprint, "namespace": namespace, "params": dict(params)})
+    return hashlib.sha256((head[:-1] + ',"request":').encode("utf-8"))
+
+
+def generation_cache_keys(
+    namespace: str, model_fingerprint: str, params: Mapping[str, Any], requests: Iterable[GenerationRequest]
+) -> list[str]:
+    """:func:`cache_keys` of each request's :meth:`~harness.core.requests.GenerationRequest.cache_identity`, byte for
+    byte, written without the identity's mapping: its sorted text is ``{"audio":A,"prompt":P,"system":S}``, with
+    ``A`` the audio's content hash (hexadecimal, which JSON writes as it is) or ``null``, and each distinct prompt
+    and system text escaped once (a batch shares them)."""
+    common = _common_digest(namespace, model_fingerprint, params)
+    prompts: dict[str, bytes] = {}
+    systems: dict[str | None, bytes] = {}
+    keys = []
+    for request in requests:
+        prompt = prompts.get(request.prompt)
+        if prompt is None:
+            prompt = prompts[request.prompt] = f'"prompt":{encode_basestring(request.prompt)},'.encode()
+        system = systems.get(request.system)
+        if system is None:
+            text = "null" if request.system is None else encode_basestring(request.system)
+            system = systems[request.system] = f'"system":{text}}}}}'.encode()
+        audio = b'{"audio":null,' if request.audio is None else f'{{"audio":"{request.audio.content_hash}",'.encode()
+        digest = common.copy()
+        digest.update(audio + prompt + system)
         keys.append(digest.hexdigest())
     return keys
 

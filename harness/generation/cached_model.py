@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.cache import IMPORTED, OutputCache, cache_keys
+from harness.cache import IMPORTED, OutputCache, generation_cache_keys
 from harness.core.errors import ModelError, PartialGenerationError, RequestsPlanned
 from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest, prepare_audio
@@ -124,7 +124,7 @@ class CachedModel:
 
     def keys(self, requests: Sequence[GenerationRequest], decoding: DecodingParams | None = None) -> list[str]:
         params = (decoding or self.decoding).as_dict()
-        return cache_keys(NAMESPACE, self.fingerprint, params, [request.cache_identity() for request in requests])
+        return generation_cache_keys(NAMESPACE, self.fingerprint, params, requests)
 
     def generate(
         self, requests: Sequence[GenerationRequest], label: str = "", decoding: DecodingParams | None = None

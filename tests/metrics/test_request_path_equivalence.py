@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.cache import OutputCache, cache_key, cache_keys
+from harness.cache import OutputCache, cache_key, cache_keys, generation_cache_keys
 from harness.checks.basis_common.tables import cells
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.generation.cached_model import CachedModel
@@ -215,6 +215,17 @@ def test_cached_model_keys_equal_the_old_formula(tmp_path):
         old = [cache_key_reference("generate", cached.fingerprint, params, r.cache_identity()) for r in requests]
         assert cached.keys(requests, decoding) == old
     assert len(set(old)) == len(requests)
+
+
+def test_generation_keys_equal_the_keys_of_their_identities_in_a_batch_sharing_fields():
+    """Every request shape of :func:`sample_requests` three times over in a shuffled batch (prompts and system texts
+    shared, each escaped once): the keys of the identities' mappings, and the old formula's."""
+    requests = sample_requests() * 3
+    np.random.default_rng(0).shuffle(requests)
+    params = DecodingParams(max_new_tokens=64).as_dict()
+    expected = cache_keys("generate", "fp@1", params, [request.cache_identity() for request in requests])
+    assert generation_cache_keys("generate", "fp@1", params, requests) == expected
+    assert expected == [cache_key_reference("generate", "fp@1", params, r.cache_identity()) for r in requests]
 
 
 @pytest.mark.parametrize(
