@@ -293,7 +293,7 @@ class AudioChecks:
     def inspect(self, path: str | Path) -> AudioInspection:
         """:func:`inspect_audio` of ``path``, decoded only when no file of the same bytes was; a file that
         is missing or cannot be opened raises :class:`AudioError`."""
-        path = Path(path)
+        path = path if isinstance(path, Path) else Path(path)
         digest = self._digest(path)
         self.digests[path] = digest
         entry = self._entries.get(digest) or self._bundled.get(digest)
@@ -413,7 +413,7 @@ def inspect_audio_files(
     findings = []
     try:
         for where, path, label in places:
-            if not Path(path).is_file():
+            if not (path if isinstance(path, Path) else Path(path)).is_file():
                 raise error(f"{where}: audio file {path} does not exist")
             try:
                 inspection = audio_checks.inspect(path)

@@ -19,7 +19,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 
@@ -132,11 +132,12 @@ def load_corpus(
     _validate_audio_locations(table, manifest_path, _audio_folders(config, config_path, manifest_path))
     _validate_dimensions(table, dimensions, manifest_path)
     audio_checks = audio_checks or AudioChecks()
-    warnings = _validate_audio(table, manifest_path, audio_checks) if check_audio else []
+    files = [manifest_path.parent / relative for relative in table["audio"]]  # each row's file, made once
+    warnings = _validate_audio(table, manifest_path, files, audio_checks) if check_audio else []
     audio_hashes = {}
     if check_audio:
-        for relative in table["audio"]:
-            content_hash = audio_checks.audio_hashes.get(manifest_path.parent / relative)
+        for relative, file in zip(table["audio"], files):
+            content_hash = audio_checks.audio_hashes.get(file)
             if content_hash is not None:
                 audio_hashes[relative] = content_hash
     return Corpus(
@@ -280,10 +281,13 @@ def _audio_folders(config: dict, config_path: Path | None, manifest_path: Path) 
 
 
 def _validate_audio_locations(table: pd.DataFrame, manifest_path: Path, folders: tuple[Path, ...]) -> None:
-    root = folders[0]
+    """Every ``audio`` path, normalised, lies in one of ``folders`` (absolute and normalised; the first is the
+    corpus folder, which relative paths start from): compared as text, component by component."""
+    root = str(folders[0])
+    prefixes = [os.path.join(str(folder), "") for folder in folders]  # "/a/b/" (a root stays "/")
     for index, reference in table["audio"].items():
-        location = Path(os.path.normpath(root / reference))
-        if not any(location.is_relative_to(folder) for folder in folders):
+        location = os.path.normpath(os.path.join(root, reference))
+        if not any(os.path.join(location, "").startswith(prefix) for prefix in prefixes):
             allowed = ", ".join(str(folder) for folder in folders)
             raise CorpusError(
                 f"{_row_label(manifest_path, index)}: audio path {reference!r} lies outside the corpus folder ({allowed}); "
@@ -291,30 +295,38 @@ def _validate_audio_locations(table: pd.DataFrame, manifest_path: Path, folders:
             )
 
 
-def _validate_audio(table: pd.DataFrame, manifest_path: Path, audio_checks: AudioChecks) -> list[str]:
-    """Decode every audio file (memoized by content); raise on the first unusable one, return the warnings."""
+def _validate_audio(
+    table: pd.DataFrame, manifest_path: Path, files: Sequence[Path], audio_checks: AudioChecks
+) -> list[str]:
+    """Decode every audio file (``files``, one per row; memoized by content); raise on the first unusable one,
+    return the warnings."""
     places = (
         (
             _row_label(manifest_path, index),
-            manifest_path.parent / relative,
+            file,
             f"{_row_label(manifest_path, index).rsplit(', ', 1)[1]} ({relative})",
         )
-        for index, relative in table["audio"].items()
+        for (index, relative), file in zip(table["audio"].items(), files)
     )
     warnings = [f"{manifest_path}: {line}" for line in inspect_audio_files(places, audio_checks, CorpusError)]
-    return warnings + shared_recordings(table, manifest_path, audio_checks.digests)
+    return warnings + shared_recordings(table, manifest_path, audio_checks.digests, files)
 
 
 def shared_recordings(
-    table: pd.DataFrame, manifest_path: Path, digests: Mapping[Path, str], shown: int = 5
+    table: pd.DataFrame,
+    manifest_path: Path,
+    digests: Mapping[Path, str],
+    files: Sequence[Path] | None = None,
+    shown: int = 5,
 ) -> list[str]:
     """A warning naming the rows whose recording is bit-identical to another speaker's (e.g. a synthetic corpus made
     twice with the same voice settings): the speaker-level permutation test rests on speakers being distinct voices,
     and such pairs make a voice-blind model look biased (issue 23: p < 0.05 in 10 of 20 cases with 14 pairs)."""
     first_row: dict[str, int] = {}
     pairs = []
-    for position, (relative, speaker) in enumerate(zip(table["audio"], table["speaker_id"])):
-        digest = digests.get(manifest_path.parent / relative)
+    files = files if files is not None else [manifest_path.parent / relative for relative in table["audio"]]
+    for position, (file, speaker) in enumerate(zip(files, table["speaker_id"])):
+        digest = digests.get(file)
         if digest is None:
             continue
         if digest not in first_row:

@@ -110,6 +110,21 @@ def test_audio_paths_outside_the_corpus_folder_are_refused_unless_corpus_yaml_li
         load_corpus(manifest)
 
 
+def test_a_sibling_folder_whose_name_starts_with_the_corpus_folders_is_outside_it(tmp_path):
+    """Folders are compared by whole path components: ``corpus-extra/`` is not inside ``corpus/``."""
+    corpus_folder, sibling = tmp_path / "corpus", tmp_path / "corpus-extra"
+    sibling.mkdir()
+    write_tone(sibling / "b_1.wav")
+    rows = good_rows()
+    rows[1] = rows[1].replace("audio/b_1.wav", "../corpus-extra/b_1.wav")
+    corpus_folder.mkdir()
+    manifest = make_corpus(corpus_folder, rows, audio_names=["audio/a_1.wav", "audio/c_1.wav", "audio/d_1.wav"])
+    with pytest.raises(
+        CorpusError, match=r"row 3: audio path '../corpus-extra/b_1.wav' lies outside the corpus folder"
+    ):
+        load_corpus(manifest)
+
+
 def test_a_dot_dot_that_stays_inside_the_folder_is_accepted(tmp_path):
     rows = good_rows()
     rows[0] = rows[0].replace("audio/a_1.wav", "audio/../audio/a_1.wav")
