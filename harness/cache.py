@@ -204,14 +204,13 @@ class OutputCache:
         return {key: text for key, (text, _) in self.lookup(keys).items()}
 
     def lookup(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """Key -> (text, origin) of the stored ``keys``, looked up 500 at a time in sorted order: a chunk then reads
-        neighbouring pages of the key index where one of keys in a request's order (random hashes) reads pages all
-        over it (13k keys of a 140 MB cache: a fifth faster)."""
+        """Key -> (text, origin) of the stored ``keys``. Looked up in the order given, 500 at a time: a batch's
+        requests come in the order a run wrote them, so their rows are neighbours in the table (sorting the keys
+        instead gains nothing, measured on the CREMA-D-sized re-score)."""
         found: dict[str, tuple[str, str]] = {}
-        ordered = sorted(set(keys))
         with self._named_errors():
-            for start in range(0, len(ordered), 500):
-                chunk = ordered[start : start + 500]
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
                 placeholders = ",".join("?" * len(chunk))
                 rows = self._connection.execute(
                     f"SELECT key, text, origin FROM outputs WHERE key IN ({placeholders})", chunk
