@@ -67,6 +67,11 @@ class Corpus:
         return dict(zip(self.table.index, self.table["audio"]))
 
     @cached_property
+    def transcripts(self) -> dict[str, str]:
+        """Utterance id -> its transcript as text (made once; every task of a check reads them)."""
+        return dict(zip(self.table.index, self.table["transcript"].astype(str)))
+
+    @cached_property
     def _file_audio(self) -> dict[str, FileAudio]:
         """The :class:`FileAudio` of each utterance already asked for (several checks ask for every recording)."""
         return {}

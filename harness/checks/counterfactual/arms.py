@@ -208,8 +208,8 @@ def vibe_arm_table(
                 values["utterance_id"],
                 arm,
                 arm_names=arm_names,
-                attribute=values["attribute"].to_numpy(),
-                value=values["value"].to_numpy(),
+                attribute=values["attribute"].array,  # as they are: no round trip through Python objects
+                value=values["value"].array,
             )
         )
     # the values as categoricals too, once for the table (each arm's frame has values of its own)

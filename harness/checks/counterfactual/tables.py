@@ -183,7 +183,7 @@ def vibe_table(context: CheckContext, model: str, corpus_name: str, task_name: s
         task,
         corpus_arms(context, corpus_name, dimension),
         read_values=read_values,
-        transcripts=corpus.table["transcript"].astype(str).to_dict(),
+        transcripts=corpus.transcripts,
         protocol=context.vibe.protocol,
         prompts_dir=context.prompts_dir,
         arm_names=ARMS,
@@ -201,7 +201,7 @@ def wer_table(context: CheckContext, model: str, corpus_name: str, dimension: st
     def ask(requests: Sequence[GenerationRequest], arm: str) -> list[str]:
         return context.outputs(transcriber, requests, f"{corpus_name}/transcription {arm} arm")["answer"].tolist()
 
-    references = context.corpora[corpus_name].table["transcript"].astype(str).to_dict()
+    references = context.corpora[corpus_name].transcripts
     return wer_arm_table(ask, references, corpus_arms(context, corpus_name, dimension), prompt=prompt, arm_names=ARMS)
 
 
