@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 from scipy import stats
+from statsmodels.regression.linear_model import OLS  # not statsmodels.api, whose import loads every model
 
 from harness.core.values import require_columns
 from harness.metrics.glmm import fit_linear_mixed
@@ -122,7 +122,7 @@ def _linear_ratio_row(
     minus speaker-level columns, the between-within degrees of freedom, for the mixed model)."""
     exog = design.to_numpy(float)
     if speakers is None:
-        fit = sm.OLS(score, exog).fit()
+        fit = OLS(score, exog).fit()
         converged, message = True, "converged"
         beta, cov = np.asarray(fit.params), np.asarray(fit.cov_params())
         df = float(fit.df_resid)

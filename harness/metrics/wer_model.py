@@ -19,8 +19,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 from scipy import special, stats
+from statsmodels.genmod import families  # not statsmodels.api, whose import loads every model
+from statsmodels.genmod.generalized_linear_model import GLM
 
 from harness.core.values import normal_quantile
 from harness.metrics.glmm import fit_joint_wer_model, fit_random_intercept
@@ -77,10 +78,10 @@ class _WERModel:
         delsub = (data["deletions"] + data["substitutions"]).to_numpy(float)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ins_fit = sm.GLM(
-                data["insertions"].to_numpy(float), exog, family=sm.families.Poisson(), offset=np.log(words)
+            ins_fit = GLM(
+                data["insertions"].to_numpy(float), exog, family=families.Poisson(), offset=np.log(words)
             ).fit()
-            del_fit = sm.GLM(np.column_stack([delsub, words - delsub]), exog, family=sm.families.Binomial()).fit()
+            del_fit = GLM(np.column_stack([delsub, words - delsub]), exog, family=families.Binomial()).fit()
         converged = bool(ins_fit.converged and del_fit.converged)
         p = exog.shape[1]
         cov = np.zeros((2 * p, 2 * p))
@@ -107,8 +108,8 @@ class _WERModel:
         if not mixed:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fit = sm.GLM(
-                    np.column_stack([delsub, words - delsub]), design.to_numpy(float), family=sm.families.Binomial()
+                fit = GLM(
+                    np.column_stack([delsub, words - delsub]), design.to_numpy(float), family=families.Binomial()
                 ).fit()
             converged = bool(fit.converged)
             return cls(kind="glm-delsub", columns=tuple(design.columns), params=np.asarray(fit.params, float),
