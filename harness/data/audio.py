@@ -203,6 +203,12 @@ def _wav_missing_bytes(path: Path) -> int | None:
     return None
 
 
+def as_path(path: str | Path) -> Path:
+    """``path`` as a :class:`Path`; a ``Path`` as it is (making it again parses it again: corpus loads do this per
+    recording)."""
+    return path if isinstance(path, Path) else Path(path)
+
+
 class RecentSamples:
     """Recently read samples by content hash, within ``limit`` bytes (the least recently read go first): what a
     process keeps of decoded recordings and made arms, so that its memory does not grow with a corpus's size."""
@@ -243,7 +249,7 @@ class FileAudio(Audio):
     stay in memory."""
 
     def __init__(self, path: Path, content_hash: str, sample_rate: int = SAMPLE_RATE):
-        object.__setattr__(self, "path", path if isinstance(path, Path) else Path(path))
+        object.__setattr__(self, "path", as_path(path))
         object.__setattr__(self, "sample_rate", sample_rate)
         object.__setattr__(self, "_content_hash", content_hash)
 
@@ -293,7 +299,7 @@ class AudioChecks:
     def inspect(self, path: str | Path) -> AudioInspection:
         """:func:`inspect_audio` of ``path``, decoded only when no file of the same bytes was; a file that
         is missing or cannot be opened raises :class:`AudioError`."""
-        path = path if isinstance(path, Path) else Path(path)
+        path = as_path(path)
         digest = self._digest(path)
         self.digests[path] = digest
         entry = self._entries.get(digest) or self._bundled.get(digest)
@@ -413,7 +419,7 @@ def inspect_audio_files(
     findings = []
     try:
         for where, path, label in places:
-            if not (path if isinstance(path, Path) else Path(path)).is_file():
+            if not as_path(path).is_file():
                 raise error(f"{where}: audio file {path} does not exist")
             try:
                 inspection = audio_checks.inspect(path)

@@ -321,15 +321,15 @@ def shared_recordings(
     table: pd.DataFrame,
     manifest_path: Path,
     digests: Mapping[Path, str],
-    files: Sequence[Path] | None = None,
+    files: Sequence[Path],
     shown: int = 5,
 ) -> list[str]:
     """A warning naming the rows whose recording is bit-identical to another speaker's (e.g. a synthetic corpus made
     twice with the same voice settings): the speaker-level permutation test rests on speakers being distinct voices,
-    and such pairs make a voice-blind model look biased (issue 23: p < 0.05 in 10 of 20 cases with 14 pairs)."""
+    and such pairs make a voice-blind model look biased (issue 23: p < 0.05 in 10 of 20 cases with 14 pairs).
+    ``files``: each row's audio file, whose content hash ``digests`` holds."""
     first_row: dict[str, int] = {}
     pairs = []
-    files = files if files is not None else [manifest_path.parent / relative for relative in table["audio"]]
     for position, (file, speaker) in enumerate(zip(files, table["speaker_id"])):
         digest = digests.get(file)
         if digest is None:

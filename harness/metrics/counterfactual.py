@@ -327,10 +327,16 @@ def _text_codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
 def _sorted_text_codes(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """:func:`_text_codes` with the texts sorted (``pd.factorize(values.astype(str), sort=True)``)."""
     codes, texts = _text_codes(values)
-    order = np.argsort(texts.to_numpy(dtype=object), kind="stable")
+    order, rank = _sort_ranks(texts.to_numpy(dtype=object))
+    return rank[codes], pd.Index(texts.to_numpy(dtype=object)[order], dtype=texts.dtype)
+
+
+def _sort_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stable sorting order of ``values`` and each value's place in it (``rank[order] = 0, 1, ...``)."""
+    order = np.argsort(values, kind="stable")
     rank = np.empty(len(order), dtype=np.intp)
     rank[order] = np.arange(len(order))
-    return rank[codes], pd.Index(texts.to_numpy(dtype=object)[order], dtype=texts.dtype)
+    return order, rank
 
 
 def _first_seen_codes(codes: np.ndarray, uniques: pd.Index) -> tuple[np.ndarray, pd.Index]:
@@ -503,9 +509,7 @@ def _value_counts_per_speaker(rows: pd.DataFrame) -> pd.DataFrame:
         pieces.append(texts.to_numpy(dtype=object)[code])
     names = np.empty(len(triples), dtype=object)
     names[:] = [COLUMN_SEPARATOR.join(triple_texts) for triple_texts in zip(*reversed(pieces))]
-    order = np.argsort(names, kind="stable")
-    rank = np.empty(len(order), dtype=np.intp)
-    rank[order] = np.arange(len(order))
+    order, rank = _sort_ranks(names)
     counts = np.bincount(speaker_codes * len(names) + rank[triple_codes], minlength=len(speakers) * len(names))
     return pd.DataFrame(
         counts.reshape(len(speakers), len(names)),

@@ -54,9 +54,6 @@ def keep_xdist_groups(config: pytest.Config, items: Sequence[pytest.Item]) -> in
 class XdistGroups:
     """The plugin object: :func:`keep_xdist_groups` after every other collection hook (xdist's included)."""
 
-    def __init__(self, config: pytest.Config):
-        self.config = config
-
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         keep_xdist_groups(config, items)
@@ -69,4 +66,4 @@ def register_xdist_groups(config: pytest.Config) -> None:
     """Register :class:`XdistGroups` once, where pytest-xdist is installed."""
     manager = config.pluginmanager
     if manager.hasplugin("xdist") and not manager.has_plugin(PLUGIN_NAME):
-        manager.register(XdistGroups(config), PLUGIN_NAME)
+        manager.register(XdistGroups(), PLUGIN_NAME)

@@ -48,19 +48,15 @@ class CorpusArms:
 
     @functools.cached_property
     def coded(self) -> dict[str, tuple[np.ndarray, pd.Index]]:
-        """:attr:`text` as integer codes into its sorted distinct texts (``pd.factorize(..., sort=True)``): the
-        categories of :func:`arm_rows`' columns."""
-        return {name: pd.factorize(values, sort=True) for name, values in self.text.items()}
-
-    @functools.cached_property
-    def text(self) -> dict[str, np.ndarray]:
-        """``speaker``, ``source_group`` and the keys (``recording``) as arrays of text, in the recordings' order:
-        what the long tables of every arm repeat."""
-        return {
+        """``speaker``, ``source_group`` and the keys (``recording``) as text, each as integer codes (in the
+        recordings' order) into its sorted distinct texts (``pd.factorize(..., sort=True)``): what the long tables of
+        every arm repeat, and the categories of :func:`arm_rows`' columns."""
+        texts = {
             "speaker": self.recordings["speaker"].astype(str).to_numpy(),
             "source_group": self.recordings["source_group"].astype(str).to_numpy(),
             "recording": self.recordings.index.astype(str).to_numpy(),
         }
+        return {name: pd.factorize(values, sort=True) for name, values in texts.items()}
 
 
 def build_arms(
