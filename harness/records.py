@@ -144,6 +144,16 @@ class Contrast:
     reason: str | None = None
     min_p: float | None = None
     floor: PermutationFloor | None = None
+    bar: float | None = None
+    """The effect the contrast must be able to detect, on its estimate's scale (its practical threshold: points,
+    nTVD, or the ratio factor ``min(upper, 1 / lower)``); None where no bar applies."""
+    detectable: float | None = None
+    """The smallest true effect its test detects with 80% power at the corrected alpha the gate applied
+    (:mod:`harness.metrics.detectable`), set when the case is decided; None before, or where unknown."""
+    powered: bool | None = None
+    """Whether ``detectable`` is within ``bar`` (set when decided)."""
+    sensitivity: Any = dataclasses.field(default=None, compare=False, repr=False)
+    """The test's :class:`~harness.metrics.detectable.DetectsEffects` (in memory only, never written)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str) -> Contrast:
@@ -154,24 +164,49 @@ class Contrast:
 
     @classmethod
     def with_floor(
-        cls, label: str, estimate: float | None, p: float | None, relevant: bool, floor: PermutationFloor
+        cls,
+        label: str,
+        estimate: float | None,
+        p: float | None,
+        relevant: bool,
+        floor: PermutationFloor,
+        *,
+        bar: float | None = None,
+        sensitivity: Any = None,
     ) -> Contrast:
-        """A permutation test's contrast (no interval), with its design's smallest p."""
-        return cls(label, estimate, None, None, p, relevant, min_p=floor.min_p, floor=floor)
+        """A permutation test's contrast (no interval), with its design's smallest p, its bar and sensitivity."""
+        return cls(
+            label, estimate, None, None, p, relevant, min_p=floor.min_p, floor=floor, bar=bar, sensitivity=sensitivity
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "estimate": finite_or_none(self.estimate),
-            "ci_low": finite_or_none(self.ci_low),
-            "ci_high": finite_or_none(self.ci_high),
-            "p": finite_or_none(self.p),
-            "relevant": bool(self.relevant),
-            "reason": self.reason,
-        } | (
-            {}  # no design floor: written as before the floor was recorded, and read back as None
-            if self.min_p is None and self.floor is None
-            else {"min_p": finite_or_none(self.min_p), "floor": None if self.floor is None else self.floor.as_dict()}
+        return (
+            {
+                "label": self.label,
+                "estimate": finite_or_none(self.estimate),
+                "ci_low": finite_or_none(self.ci_low),
+                "ci_high": finite_or_none(self.ci_high),
+                "p": finite_or_none(self.p),
+                "relevant": bool(self.relevant),
+                "reason": self.reason,
+            }
+            | (
+                {}  # no design floor: written as before the floor was recorded, and read back as None
+                if self.min_p is None and self.floor is None
+                else {
+                    "min_p": finite_or_none(self.min_p),
+                    "floor": None if self.floor is None else self.floor.as_dict(),
+                }
+            )
+            | (
+                {}  # not judged for power (a record written before issue 57, or a contrast without a bar)
+                if self.powered is None
+                else {
+                    "bar": finite_or_none(self.bar),
+                    "detectable": finite_or_none(self.detectable),
+                    "powered": bool(self.powered),
+                }
+            )
         )
 
 

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, TypeVar
 from harness.checks import check_part
 from harness.checks.case import Case
 from harness.checks.context import CheckContext, CompareContext
-from harness.checks.verdict import UNREACHABLE, bias_decision, describe_decision, floors_note
+from harness.checks.verdict import bias_decision, describe_decision, floors_note, untestable_message
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import finite_or_none
 from harness.metrics.multitest import CaseDecision
@@ -167,18 +167,8 @@ class Check(abc.ABC):
         }
         record = check_part(self.name, "record")(**fields | self.decided_fields(measurement, decision, block))
         if block.untestable:
-            untestable = [c for c in block.contrasts if c.label in block.untestable]
-            labels_of: dict[str, list[str]] = {}
-            for c in untestable:
-                if c.reason and c.reason.startswith(UNREACHABLE):
-                    labels_of.setdefault(c.reason, []).append(c.label)
-            out_of_reach = [f"{', '.join(labels)}: {reason}" for reason, labels in labels_of.items()]
-            reasons = sorted({c.reason for c in untestable if c.reason and not c.reason.startswith(UNREACHABLE)})
-            where = "(no bar decides)" if measurement.rule in ("significance", "q-value") else "beyond the threshold"
             raise CaseNotMeasured(
-                f"{case.id}: {', '.join(block.untestable)} {where} but untestable "
-                f"({reasons[0] if reasons else '; '.join(out_of_reach) or 'no p-value'}): unmeasured, add speakers or items",
-                record,
+                untestable_message(case.id, block.contrasts, block.untestable, measurement.rule), record
             )
         return Verdict(passed, message, record)
 

@@ -50,6 +50,9 @@ def bias_decision(
     if rule == "q-value" and (fdr is None or len(contrasts) != 1):
         raise ValueError("bias_decision: rule q-value needs one contrast and fdr=(q, family size, alpha)")
     contrasts = [_unreachable(contrast, rule, decision_rule, len(contrasts), fdr) or contrast for contrast in contrasts]
+    if rule != "magnitude":
+        alpha = corrected_alpha(rule, decision_rule, len(contrasts), fdr)
+        contrasts = [_with_detectable(contrast, alpha) for contrast in contrasts]
     unreachable = [contrast.reason is not None and contrast.reason.startswith(UNREACHABLE) for contrast in contrasts]
     decided_p = [None if out_of_reach else c.p for c, out_of_reach in zip(contrasts, unreachable)]
     reasons = [c.reason for c in contrasts if c.reason]
@@ -66,16 +69,7 @@ def bias_decision(
             not_estimable_reason=not_estimable_reason or ("; ".join(dict.fromkeys(reasons)) or None),
         )
     deciding = contrasts[decision.deciding].as_dict() if decision.deciding is not None else {}
-    no_bar = rule in ("significance", "q-value")
-    untestable = (
-        [
-            c.label
-            for c, p, out_of_reach in zip(contrasts, decided_p, unreachable)
-            if (c.relevant or (no_bar and out_of_reach)) and (p is None or not math.isfinite(p))
-        ]
-        if rule != "magnitude"
-        else []
-    )
+    untestable = [c.label for c, p in zip(contrasts, decided_p) if untestable_reason(c, p, rule) is not None]
     block = Decision(
         **decision.as_dict(),
         statistic=statistic,
@@ -85,6 +79,75 @@ def bias_decision(
         **{key: deciding.get(key) for key in ("label", "estimate", "ci_low", "ci_high")},
     )
     return decision, block
+
+
+def corrected_alpha(
+    rule: str, decision_rule: DecisionRule, comparisons: int, fdr: tuple[float | None, int, float] | None
+) -> float:
+    """The level one contrast must reach to fail its case: the decision rule's Bonferroni level
+    (:meth:`DecisionRule.corrected_alpha`), or under ``q-value`` the level at which a BH q-value is below alpha
+    whatever the family's other p-values, ``alpha / m`` (m the family's size: a case among nulls)."""
+    if rule == "q-value":
+        _, family_size, alpha = fdr
+        return alpha / max(1, family_size)
+    return decision_rule.corrected_alpha(comparisons)
+
+
+def _with_detectable(contrast: Contrast, alpha: float) -> Contrast:
+    """``contrast`` with its detectable effect at ``alpha`` (:mod:`harness.metrics.detectable`) and whether it is
+    within its bar; one without a bar or a sensitivity is left unjudged (None)."""
+    if contrast.bar is None or contrast.sensitivity is None:
+        return contrast
+    detectable = contrast.sensitivity.detectable(alpha)
+    powered = bool(math.isfinite(detectable) and detectable <= contrast.bar)
+    return dataclasses.replace(contrast, detectable=detectable, powered=powered)
+
+
+def untestable_reason(contrast: Contrast, decided_p: float | None, rule: str) -> str | None:
+    """Why a contrast cannot support a PASS (issue 57), or None when it can: its estimate is not finite; or (every
+    rule but ``magnitude``) its p is not finite, or its design cannot reach the corrected alpha, or it cannot
+    detect an effect the size of its bar with 80% power (``powered`` False)."""
+    if contrast.estimate is None or not math.isfinite(contrast.estimate):
+        return "its estimate is undefined" + (f" ({contrast.reason})" if contrast.reason else "")
+    if rule == "magnitude":
+        return None
+    if contrast.reason is not None and contrast.reason.startswith(UNREACHABLE):
+        return contrast.reason
+    if decided_p is None or not math.isfinite(decided_p):
+        return "no p-value" + (f" ({contrast.reason})" if contrast.reason else "")
+    if contrast.powered is False:
+        return underpowered_text(contrast)
+    return None
+
+
+def underpowered_text(contrast: Contrast) -> str:
+    """The words for a contrast that cannot detect its bar: the detectable effect, the bar, and about how many
+    units (speakers per group or direction) the bar needs."""
+    from harness.metrics.detectable import units_needed
+
+    sensitivity = contrast.sensitivity
+    log_scale = bool(getattr(sensitivity, "log_scale", False))
+    detectable = contrast.detectable if contrast.detectable is not None else math.inf
+    needed = units_needed(getattr(sensitivity, "units", None), detectable, contrast.bar, log_scale=log_scale)
+    what = (
+        "its design cannot reach the corrected alpha"
+        if not math.isfinite(detectable)
+        else f"detects {detectable:.3g} at 80% power, beyond its bar {contrast.bar:.3g}"
+    )
+    units = getattr(sensitivity, "units", None)
+    have = f" with {units} {sensitivity.unit_name}" if units is not None else ""
+    need = f"; the bar needs about {needed} {sensitivity.unit_name}" if needed is not None else ""
+    return f"underpowered: {what}{have}{need}"
+
+
+def untestable_message(case_id: str, contrasts: Sequence[Contrast], labels: Sequence[str], rule: str) -> str:
+    """A case that did not fail but cannot pass: each untestable contrast with why (:func:`untestable_reason`)."""
+    reasons = []
+    for contrast in contrasts:
+        if contrast.label in labels:
+            p = None if contrast.reason and contrast.reason.startswith(UNREACHABLE) else contrast.p
+            reasons.append(f"{contrast.label}: {untestable_reason(contrast, p, rule) or 'untestable'}")
+    return f"{case_id}: did not fail, but its design could not have failed it ({'; '.join(reasons)}): unmeasured"
 
 
 UNREACHABLE = "cannot reach the corrected alpha"

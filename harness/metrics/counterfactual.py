@@ -46,69 +46,15 @@ import pandas as pd
 from harness.core.values import require_columns
 from harness.metrics.ntvd import mean_over_measured, ntvd_from_group_counts
 from harness.metrics.paired import PairedBootstrapResult, excess_difference, speaker_draws, warnings_ignored
+from harness.metrics.sign_flip import (  # noqa: F401 (the module's public names, as before)
+    PairedPermutationResult,
+    paired_permutation_test,
+    sign_flip_floor,
+    sign_flip_sensitivity,
+)
 from harness.records import SIGN_FLIP, PermutationFloor
 
-Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""(B, k) first-arm sums, (B, k) second-arm sums -> (B,) non-negative effect sizes."""
 ARM_COLUMNS = ("speaker", "recording", "arm")
-
-
-@dataclasses.dataclass(frozen=True)
-class PairedPermutationResult:
-    observed: float
-    p_value: float
-    n_permutations: int
-    seed: int
-    null: np.ndarray = dataclasses.field(repr=False)
-    floor: PermutationFloor | None = None
-    """The smallest p the design can give (module docstring)."""
-
-
-def sign_flip_floor(
-    first: np.ndarray, second: np.ndarray, n_permutations: int | None, blocks: np.ndarray | None = None
-) -> PermutationFloor:
-    """The design floor of :func:`paired_permutation_test` on (S, k) arm sums: per block (``blocks``, one label per
-    speaker; None: one block), the speakers whose two arms' sums differ (module docstring)."""
-    moving = np.any(np.asarray(first, dtype=float) != np.asarray(second, dtype=float), axis=1)
-    labels = np.zeros(len(moving), dtype=int) if blocks is None else np.asarray(blocks)
-    if labels.shape != moving.shape:
-        raise ValueError(f"sign_flip_floor: {len(labels)} block labels for {len(moving)} speakers")
-    units = tuple(int(np.count_nonzero(moving[labels == label])) for label in dict.fromkeys(labels.tolist()))
-    return PermutationFloor(test=SIGN_FLIP, units=units or (0,), permutations=n_permutations)
-
-
-def paired_permutation_test(
-    first: np.ndarray,
-    second: np.ndarray,
-    statistic: Statistic,
-    n_permutations: int = 1000,
-    seed: int = 0,
-    *,
-    blocks: np.ndarray | None = None,
-) -> PairedPermutationResult:
-    """Speaker-level arm-label swap test of ``statistic`` (module docstring); ``first``, ``second`` are (S, k)
-    per-speaker sums of the two arms, rows in the same speaker order. A NaN statistic in a permutation counts as
-    not exceeding the observed one; a NaN observed statistic gives a NaN p-value. ``blocks`` (one label per
-    speaker) names the blocks whose whole-block swap leaves ``statistic`` unchanged, for the result's ``floor``
-    (:func:`sign_flip_floor`)."""
-    first, second = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
-    if first.shape != second.shape or first.ndim != 2:
-        raise ValueError(f"paired_permutation_test: arms must be (speakers, k) arrays of one shape, got "
-                         f"{first.shape} and {second.shape}")  # fmt: skip
-    if n_permutations < 1:
-        raise ValueError(f"paired_permutation_test: n_permutations must be >= 1, got {n_permutations}")
-    floor = sign_flip_floor(first, second, n_permutations, blocks)
-    observed = float(statistic(first.sum(axis=0, keepdims=True), second.sum(axis=0, keepdims=True))[0])
-    swaps = np.random.default_rng(seed).integers(0, 2, size=(n_permutations, len(first))).astype(float)
-    difference = second - first
-    first_b = first.sum(axis=0) + swaps @ difference
-    second_b = second.sum(axis=0) - swaps @ difference
-    null = np.asarray(statistic(first_b, second_b), dtype=float)
-    if np.isnan(observed):
-        return PairedPermutationResult(observed, float("nan"), n_permutations, seed, null, floor)
-    tolerance = 1e-9 * max(1.0, abs(observed))
-    exceed = int(np.count_nonzero(null >= observed - tolerance))
-    return PairedPermutationResult(observed, (1 + exceed) / (n_permutations + 1), n_permutations, seed, null, floor)
 
 
 def _arm_rows(
@@ -178,6 +124,9 @@ class ArmNTVDResult:
 
 ALL_DIRECTIONS = "all"
 
+OTHER_VALUE = "(other)"
+"""The pooled value of an attribute's values rarer than tau in :func:`arm_ntvd`."""
+
 
 def arm_ntvd(
     table: pd.DataFrame,
@@ -193,7 +142,10 @@ def arm_ntvd(
     columns ``speaker, recording, arm, attribute, value`` and, when present, the ``direction`` column (the
     speaker's source group). Directions are kept apart because pooling them cancels the effect: male -> female
     and female -> male swaps move the answers in opposite ways, and both arms then hold the same mix of voices.
-    Within a direction a value is retained when it occurs at least ``tau`` times in its two arms together. Only
+    Within a direction a value is retained when it occurs at least ``tau`` times in its two arms together; the
+    rarer values of an attribute pool into :data:`OTHER_VALUE`, retained when the pool reaches ``tau`` (issue 57:
+    a swap that moves every answer onto one value while the identity arm's values are each rare keeps a defined
+    nTVD, 100, instead of leaving the attribute out). Only
     recordings with values in both arms are compared; the others are counted (``unpaired_recordings``). Counted
     over integer codes of the keys (text or categorical columns alike), each sorted as ``groupby`` sorts them."""
     answered = table.loc[table["arm"].isin(arms), "recording"].nunique() if "recording" in table.columns else 0
@@ -211,6 +163,14 @@ def arm_ntvd(
     segment_code = direction_codes.astype(np.int64) * len(attribute_names) + attribute_codes
     triple = segment_code * len(value_names) + value_codes
     triples, triple_counts = np.unique(triple, return_counts=True)
+    # Values rarer than tau pool into their attribute's OTHER_VALUE (issue 57), so an attribute whose answers in
+    # one arm are all rare keeps a defined divergence instead of leaving the mean.
+    rare = ~np.isin(triple, triples[triple_counts >= tau])
+    if rare.any():
+        value_codes = np.where(rare, len(value_names), value_codes)
+        value_names = value_names.append(pd.Index([OTHER_VALUE]))
+        triple = segment_code * len(value_names) + value_codes
+        triples, triple_counts = np.unique(triple, return_counts=True)
     kept = triples[triple_counts >= tau]
     if not len(kept):
         raise ValueError(f"arm_ntvd: no attribute value occurs {tau} times (tau) in the two arms together")

@@ -69,15 +69,29 @@ def test_paired_test_gains_power_with_the_effect():
     assert rates[-1] >= 0.8
 
 
-def test_p_value_is_one_plus_exceedances_over_b_plus_one():
-    first = np.array([[1.0], [2.0], [3.0]])
+def test_p_value_is_one_plus_exceedances_over_b_plus_one_when_drawn():
+    first = np.arange(1.0, 13.0)[:, None]  # 12 moving speakers: 4,096 patterns > B = 999, so drawn
     same = paired_permutation_test(first, first, lambda a, b: np.abs(b - a)[:, 0], n_permutations=99)
     assert same.observed == 0.0 and same.p_value == 1.0
     shifted = paired_permutation_test(first, first + 5.0, lambda a, b: np.abs(b - a)[:, 0], n_permutations=999)
+    assert not shifted.exact and shifted.n_permutations == 999
     exceed = int(np.count_nonzero(shifted.null >= shifted.observed - 1e-9 * shifted.observed))
     assert shifted.p_value == pytest.approx((1 + exceed) / 1000)
-    # Three speakers: a swap of all three or none gives the observed |difference|, 1/4 of the permutations.
-    assert shifted.p_value == pytest.approx(0.25, abs=0.04)
+
+
+def test_p_value_is_exact_when_every_pattern_fits_in_b():
+    """Issue 57: 2^S <= B enumerates every swap pattern once; p = #{T >= observed} / 2^S, no Monte Carlo noise."""
+    first = np.array([[1.0], [2.0], [3.0]])
+    shifted = paired_permutation_test(first, first + 5.0, lambda a, b: np.abs(b - a)[:, 0], n_permutations=999)
+    # Three speakers: a swap of all three or none gives the observed |difference|: 2 of the 8 patterns.
+    assert shifted.exact and shifted.n_permutations == 8 and shifted.p_value == 0.25
+    assert shifted.floor.permutations is None and shifted.floor.min_p == 0.25
+    twelve = np.arange(1.0, 13.0)[:, None]
+    unanimous = paired_permutation_test(twelve, twelve + 20.0, lambda a, b: np.abs(b - a)[:, 0], n_permutations=10_000)
+    assert unanimous.exact and unanimous.p_value == 2 / 4096
+    # The same seed-free answer whatever the seed: exact.
+    again = paired_permutation_test(twelve, twelve + 20.0, lambda a, b: np.abs(b - a)[:, 0], 10_000, seed=7)
+    assert again.p_value == unanimous.p_value
 
 
 def test_swaps_move_all_of_a_speakers_recordings_together():

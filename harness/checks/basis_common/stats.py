@@ -11,6 +11,7 @@ import pandas as pd
 from harness.core.values import finite_or_none
 from harness.metrics.basis import ModeEffectsResult, mode_effects
 from harness.metrics.crossed import CrossedGap, crossed_gap, crossed_replicates
+from harness.metrics.detectable import WaldSensitivity
 from harness.records import Contrast
 
 N_BOOT = 2000
@@ -81,6 +82,8 @@ def crossed_group_test(
                     result.p_value,
                     bool(abs(result.estimate) > max_gap),
                     result.reason,
+                    bar=max_gap,
+                    sensitivity=WaldSensitivity(result.se, units=int(result.n_speakers.min())),
                 )
             )
     return CrossedTest(contrasts, crossed_gap(replicates, contrast="best-worst"))

@@ -79,6 +79,7 @@ from harness.metrics.counterfactual import (
     with_arm_counterparts,
 )
 from harness.metrics.paired import paired_speaker_test
+from harness.metrics.sign_flip import sign_flip_sensitivity
 from harness.records import CaseRecord, Comparison, Contrast
 from harness.tasks import TASKS
 
@@ -228,6 +229,8 @@ class CounterfactualCheck(Check):
             effect.test.p_value,
             effect.score > settings.max_ntvd,
             effect.test.floor,
+            bar=settings.max_ntvd,
+            sensitivity=sign_flip_sensitivity(effect.test, "speakers per swap direction"),
         )
         payload = {
             "effect": finite_or_none(effect.score),
@@ -291,7 +294,13 @@ class CounterfactualCheck(Check):
             change = difference(effect)
             contrasts.append(
                 Contrast.with_floor(
-                    f"{source} speakers", change, effect.test.p_value, abs(change) > bar, effect.test.floor
+                    f"{source} speakers",
+                    change,
+                    effect.test.p_value,
+                    abs(change) > bar,
+                    effect.test.floor,
+                    bar=bar,
+                    sensitivity=sign_flip_sensitivity(effect.test, "speakers in the direction"),
                 )
             )
             directions[str(source)] = {

@@ -38,6 +38,7 @@ from harness.core.values import derived_seed, finite_or_none
 from harness.extraction.canonical import DEFAULT_THRESHOLD, Embedder, MergeMap, build_merge_map
 from harness.extraction.fields import status_counts
 from harness.metrics import fdr_bh, ntvd, permutation_test
+from harness.metrics.detectable import NullSensitivity
 from harness.metrics.multitest import CaseDecision
 from harness.metrics.ntvd import (
     NTVDResult,
@@ -124,7 +125,17 @@ class NtvdCheck(Check):
         _, statuses = extraction(context, case.model, case.corpus, case.variant)
         return Measurement(
             value=observed.score,
-            contrasts=[Contrast.with_floor("nTVD across groups", observed.score, test.p_value, relevant, test.floor)],
+            contrasts=[
+                Contrast.with_floor(
+                    "nTVD across groups",
+                    observed.score,
+                    test.p_value,
+                    relevant,
+                    test.floor,
+                    bar=threshold.max_ntvd,
+                    sensitivity=NullSensitivity(test.null, units=min(test.floor.units), unit_name="speakers per group"),
+                )
+            ],
             statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
             rule=threshold.rule,
             fdr=(finite_or_none(q_value), len(family), threshold.alpha),

@@ -41,6 +41,7 @@ from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.wer_ratio.tables import transcripts
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import finite_or_none
+from harness.metrics.detectable import WaldSensitivity
 from harness.metrics.multitest import CaseDecision
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.ratio_table import ratio_p_value
@@ -165,7 +166,7 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         comparisons, contrasts = [], []
         for label, result in results.items():
             row = result.row(method)
-            contrast = self._contrast(label, row, settings)
+            contrast = self._contrast(label, row, settings, getattr(result, "n_speakers", None))
             contrasts.append(contrast)
             comparisons.append(
                 {
@@ -214,22 +215,37 @@ class WerRatioCheck(SpeakerBootstrapComparison, Check):
         }
 
     @staticmethod
-    def _contrast(label: str, row: pd.Series, settings: RatioThresholds) -> Contrast:
+    def _contrast(label: str, row: pd.Series, settings: RatioThresholds, speakers: int | None = None) -> Contrast:
         """The ratio's contrast; its p is the mixed-effects Wald p recovered from the interval, with no design floor
         (``min_p`` None)."""
         ratio = float(row["ratio"])
         relevant = bool(math.isfinite(ratio) and not settings.lower <= ratio <= settings.upper)
+        bar = min(settings.upper, 1.0 / settings.lower) if settings.lower > 0 else settings.upper
         if not bool(row["converged"]):
-            return Contrast(label, ratio, None, None, None, relevant, f"the fit did not converge ({row['message']})")
+            return Contrast(
+                label, ratio, None, None, None, relevant, f"the fit did not converge ({row['message']})", bar=bar
+            )
         p = ratio_p_value(row, 1.0 - settings.alpha)
+        low, high = float(row["ci_low"]), float(row["ci_high"])
+        df = float(row["df"]) if "df" in row else None
         return Contrast(
             label,
             ratio,
-            float(row["ci_low"]),
-            float(row["ci_high"]),
+            low,
+            high,
             p,
             relevant,
             None if math.isfinite(p) else "no interval",
+            bar=bar,
+            sensitivity=WaldSensitivity.from_interval(
+                low,
+                high,
+                log_scale=True,
+                level=1.0 - settings.alpha,
+                df=df,
+                units=speakers,
+                unit_name="speakers in the comparison",
+            ),
         )
 
 
