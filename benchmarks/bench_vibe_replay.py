@@ -124,6 +124,17 @@ def replay_gate(
     return gate
 
 
+def run_wide(thresholds: Path | None, path: Path) -> Path:
+    """``thresholds`` (None: the built-in ones) with the nTVD BH family of the whole run (``fdr_family: run``): the
+    replay pools its 12 models as Table II does, named as such; a gate's own default is each model's family."""
+    import yaml
+
+    layer = {} if thresholds is None else (yaml.safe_load(thresholds.read_text()) or {})
+    layer.setdefault("ntvd", {}).setdefault("defaults", {})["fdr_family"] = "run"
+    path.write_text(yaml.safe_dump(layer, sort_keys=False))
+    return path
+
+
 def run_gate(gate: Gate) -> dict[tuple[str, str], Outcome]:
     """Every nTVD case of one gate run: (spec, task) -> outcome."""
     cases = gate.cases("ntvd")
@@ -263,7 +274,7 @@ class FastJudge:
     def decide(self, measured: Mapping[str, Measured]) -> dict[tuple[str, str], Outcome]:
         outcomes = {}
         for case in self.cases:
-            family = fdr_family(self.cases, case)
+            family = fdr_family(self.cases, case, self.thresholds[case].fdr_family)
             p_values = [measured[self.key(member)].p for member in family]
             q = float(fdr_bh([p if np.isfinite(p) else 1.0 for p in p_values])[family.index(case)])
             result, threshold = measured[self.key(case)], self.thresholds[case]
@@ -619,8 +630,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         manifest = build_design_corpus(Path(folder) / "corpus")
         cache_dir = str(Path(folder) / "cache")
         gates = [
-            replay_gate(specs, manifest, thresholds, cache_dir, args.permutations, args.seed)
-            for thresholds in (None, args.vibe_thresholds)
+            replay_gate(
+                specs,
+                manifest,
+                run_wide(thresholds, Path(folder) / f"run-wide-{n}.yaml"),
+                cache_dir,
+                args.permutations,
+                args.seed,
+            )  # fmt: skip
+            for n, thresholds in enumerate((None, args.vibe_thresholds))
         ]
         runs = []
         for gate in gates:

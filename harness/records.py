@@ -330,12 +330,17 @@ class RegressionDecision(RuleDecision, JsonRecord):
     """What the paired test resampled (e.g. speakers, or speakers and items); None in a file written before."""
     df: float | None = None
     se: float | None = None
+    detectable: float | None = None
+    """The worsening the paired test detects with 80% power at the corrected alpha (issue 57); None before."""
+    powered: bool | None = None
+    """Whether ``detectable`` is within twice the margin (:data:`harness.checks.release.DETECTABLE_MARGINS`)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Comparison(JsonRecord):
     """Candidate versus baseline on one case. ``status``: compared; new (no baseline case); unsupported;
-    not estimable (the paired contrast cannot vary: never a regression); backbone (a mode without audio:
+    not estimable (the paired contrast cannot vary); underpowered (it cannot detect twice its margin: issue 57; with
+    not estimable, a passing case is unmeasured and a failing one a new failure); backbone (a mode without audio:
     the change is the text backbone's, reported and never a voice-induced regression).
 
     ``delta`` = candidate - baseline of the case's bias measure, with its interval; ``p_value`` the one-sided
@@ -503,7 +508,8 @@ def _written(value: Any) -> Any:
 UNMEASURED = "unmeasured"
 """The ``status`` of an unmeasured case's record (:class:`UnmeasuredRecord`)."""
 
-CAUSE_KINDS = ("model", "server", "config", "cache", "input", "internal")
+CAUSE_KINDS = ("model", "server", "config", "cache", "input", "design", "internal")
+"""``design``: the case was measured and did not fail, but its design could not have failed it (issue 57)."""
 
 
 @dataclasses.dataclass(frozen=True)

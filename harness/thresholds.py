@@ -128,6 +128,10 @@ class ThresholdKey:
     types: tuple[type, ...]
     default: Any
     problem: Callable[[Any], str | None] = lambda value: None
+    stricter: str | tuple[str, ...] | None = None
+    """Which of two values is the stricter (issue 57, a release judged by one rule): :data:`LOWER` (a bar or a
+    level: the smaller), :data:`HIGHER` (a floor: the larger), or the choices from strictest to loosest; None where
+    neither is (a rule, a method: :class:`harness.gate.release_thresholds.ReleaseThresholds` keeps the baseline's)."""
 
 
 def value_type_problem(key: ThresholdKey, value: Any) -> str | None:
@@ -167,21 +171,45 @@ THRESHOLD_KEY, RECORDED = "threshold_key", "recorded"
 """Where a :func:`setting` field keeps its :class:`ThresholdKey` and whether a record states it (its metadata)."""
 
 
+LOWER, HIGHER = "lower", "higher"
+"""Which value of a :class:`ThresholdKey` is the stricter: the smaller (a bar, a margin, an alpha) or the larger (a
+floor, a least share)."""
+
+
 def setting(
-    types: tuple[type, ...], default: Any, problem: Callable[[Any], str | None] | None = None, *, recorded: bool = True
+    types: tuple[type, ...],
+    default: Any,
+    problem: Callable[[Any], str | None] | None = None,
+    *,
+    recorded: bool = True,
+    stricter: str | tuple[str, ...] | None = None,
 ) -> Any:
     """A field of a :class:`SectionThresholds` class: the thresholds key of the same name, which accepts values of
     ``types``, defaults to ``default`` and is refused when ``problem(value)`` says why (e.g. :func:`between`);
-    ``recorded``: whether a case's record states it (:meth:`SectionThresholds.recorded`)."""
-    key = ThresholdKey(types, default) if problem is None else ThresholdKey(types, default, problem)
+    ``recorded``: whether a case's record states it (:meth:`SectionThresholds.recorded`); ``stricter``: which of two
+    values is the stricter (:attr:`ThresholdKey.stricter`)."""
+    key = ThresholdKey(types, default, problem or (lambda value: None), stricter)
     return dataclasses.field(default=default, metadata={THRESHOLD_KEY: key, RECORDED: recorded})
 
 
 def regression_margin(default: float) -> Any:
     """The :func:`setting` ``max_worsening`` of a check's baseline comparison: by how much the bias measure may worsen
     before a significant worsening is a regression (significance is the gate's, ``gate.alpha``); not recorded with
-    the case's absolute verdict."""
-    return setting((int, float), default, at_least(0), recorded=False)
+    the case's absolute verdict. The smaller is the stricter."""
+    return setting((int, float), default, at_least(0), recorded=False, stricter=LOWER)
+
+
+def stricter_value(key: ThresholdKey | None, first: Any, second: Any) -> Any:
+    """The stricter of two values of ``key`` (:attr:`ThresholdKey.stricter`); ``second`` where the key has no order
+    or a value is outside it."""
+    order = None if key is None else key.stricter
+    if order == LOWER:
+        return min(first, second)
+    if order == HIGHER:
+        return max(first, second)
+    if isinstance(order, tuple) and first in order and second in order:
+        return first if order.index(first) < order.index(second) else second
+    return second
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -440,8 +468,8 @@ RETIRED_KEYS = {
 
 GATE_SCHEMA = ThresholdSchema(
     keys={
-        "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval),
-        "correction": ThresholdKey((str,), "bonferroni", one_of("bonferroni", "none")),
+        "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval, LOWER),
+        "correction": ThresholdKey((str,), "bonferroni", one_of("bonferroni", "none"), ("bonferroni", "none")),
     }
 )
 """The ``gate`` section: the family-wise false-fail probability ``alpha`` of one model's run and the

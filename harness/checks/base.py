@@ -20,7 +20,7 @@ from harness.checks import check_part
 from harness.checks.case import Case
 from harness.checks.context import CheckContext, CompareContext
 from harness.checks.verdict import bias_decision, describe_decision, floors_note, untestable_message
-from harness.core.errors import CaseNotMeasured
+from harness.core.errors import DesignCannotFail
 from harness.core.values import finite_or_none
 from harness.metrics.multitest import CaseDecision
 from harness.records import CaseRecord, Comparison, Contrast, Decision, QualityFloor, RecordPayload, StatedThreshold
@@ -167,7 +167,7 @@ class Check(abc.ABC):
         }
         record = check_part(self.name, "record")(**fields | self.decided_fields(measurement, decision, block))
         if block.untestable:
-            raise CaseNotMeasured(
+            raise DesignCannotFail(
                 untestable_message(case.id, block.contrasts, block.untestable, measurement.rule), record
             )
         return Verdict(passed, message, record)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from harness.checks.context import CheckContext, CompareContext
 from harness.core.values import derived_seed, finite_or_none
+from harness.metrics.detectable import WaldSensitivity
 from harness.metrics.paired import PairedTest
 from harness.records import CaseRecord, Comparison, FloorChange, RegressionDecision
 
@@ -42,7 +43,11 @@ def regression_comparison(
     more biased than its baseline fails the run with probability <= alpha. A contrast that cannot vary is
     ``not estimable``, never a regression. Where the model does not hear the speaker (``hears_voice`` False:
     a mode without audio) the status is ``backbone``: the change is the text backbone's, reported and never a
-    voice-induced regression."""
+    voice-induced regression.
+
+    Its detectable worsening (issue 57) is the one-sided Wald shift at the corrected alpha,
+    ``(t_{1-a} + t_0.8) se`` (:class:`~harness.metrics.detectable.WaldSensitivity`): where it exceeds
+    :data:`DETECTABLE_MARGINS` times the margin and the case did not regress, the comparison is ``underpowered``."""
     if not test.estimable:
         return Comparison(
             status="not estimable",
@@ -52,7 +57,10 @@ def regression_comparison(
             measure=measure,
         )
     relevant = bool(test.worsening > margin)
-    decision = context.decision_rule(case.model).decide([test.p_worse], [relevant], rule="both")
+    decision_rule = context.decision_rule(case.model)
+    decision = decision_rule.decide([test.p_worse], [relevant], rule="both")
+    detectable = WaldSensitivity(test.se, sides=1, df=test.df).detectable(decision_rule.corrected_alpha(1))
+    powered = bool(math.isfinite(detectable) and detectable <= DETECTABLE_MARGINS * margin)
     block = RegressionDecision(
         **decision.as_dict(),
         rule="both",
@@ -61,6 +69,8 @@ def regression_comparison(
         resampled=test.resampled,
         df=finite_or_none(test.df),
         se=finite_or_none(test.se),
+        detectable=finite_or_none(detectable),
+        powered=powered,
     )
     p_adjusted = "n/a" if decision.p_adjusted is None else f"{decision.p_adjusted:.3g}"
     interval = (
@@ -81,6 +91,20 @@ def regression_comparison(
             "the text backbone's (reported, not a voice-induced regression)"
         )
     )
+    if not powered and not decision.failed:
+        return Comparison(
+            status=UNDERPOWERED,
+            baseline_value=finite_or_none(test.baseline),
+            delta=finite_or_none(test.difference),
+            p_value=finite_or_none(test.p_worse),
+            message=message.rsplit(" -> ", 1)[0]
+            + f" -> underpowered: detects a worsening of {detectable:.3g}{unit} at 80% power, beyond twice its margin "
+            f"({DETECTABLE_MARGINS:g} x {margin:g}); not judged, never 'no regression'",
+            ci_low=finite_or_none(test.ci_low),
+            ci_high=finite_or_none(test.ci_high),
+            measure=measure,
+            decision=block,
+        )
     return Comparison(
         status="compared" if hears_voice else "backbone",
         baseline_value=finite_or_none(test.baseline),
@@ -100,9 +124,19 @@ def unsupported(baseline: CaseRecord, reason: str) -> Comparison:
     return Comparison(status="unsupported", baseline_value=baseline.value, message=reason)
 
 
-RELEASE_JUDGED = ("compared", "not estimable", "backbone")
-"""Baseline statuses under which a case's release verdict is its regression verdict (issue 23): a contrast that
-cannot vary and a mode without audio never regress; a new or unsupported case keeps its absolute verdict."""
+RELEASE_JUDGED = ("compared", "backbone")
+"""Baseline statuses under which a case's release verdict is its regression verdict (issue 23): a mode without audio
+never regresses; a new or unsupported case keeps its absolute verdict."""
+
+UNDERPOWERED = "underpowered"
+"""A comparison whose test cannot detect twice its margin at 80% power (:data:`DETECTABLE_MARGINS`)."""
+
+RELEASE_UNDECIDED = ("not estimable", UNDERPOWERED)
+"""Statuses of a comparison that could not have found a regression (issue 57): a case passing its absolute threshold
+with one is unmeasured, and a failing case a new failure, never a known failure or "no regression"."""
+
+DETECTABLE_MARGINS = 2.0
+"""A release comparison is powered when it detects a worsening of this many margins at 80% power."""
 
 
 def with_floor_changes(comparison: Comparison, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:

@@ -38,9 +38,19 @@ class CaseNotMeasured(RuntimeError):
     the design cannot test): the case is unmeasured, never a pass and never a bias fail; the message says
     why, and ``record`` (the case's results.json entry, where one was made) keeps what was computed."""
 
+    kind = "input"
+    """The cause's kind (:data:`harness.records.CAUSE_KINDS`)."""
+
     def __init__(self, message: str, record: object | None = None):
         super().__init__(message)
         self.record = record
+
+
+class DesignCannotFail(CaseNotMeasured):
+    """A measured case that did not fail while some contrast could not have failed it (issue 57): its estimate or p
+    is undefined, its design cannot reach the corrected alpha, or it cannot detect its bar with 80% power."""
+
+    kind = "design"
 
 
 def import_extra(names: tuple[str, ...], missing: Callable[[ImportError], Exception]) -> ModuleType:

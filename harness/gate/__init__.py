@@ -18,8 +18,8 @@ import pandas as pd
 from harness.checks import all_checks, get_check
 from harness.checks.base import Verdict
 from harness.checks.case import Case
-from harness.checks.release import RELEASE_JUDGED, unsupported, with_floor_changes
-from harness.core.errors import ModelError, RequestsPlanned
+from harness.checks.release import RELEASE_JUDGED, RELEASE_UNDECIDED, unsupported, with_floor_changes
+from harness.core.errors import DesignCannotFail, ModelError, RequestsPlanned
 from harness.core.files import portable_path, portable_source
 from harness.data.provenance import provenance_summary
 from harness.display.text import without_case_id
@@ -45,6 +45,7 @@ from harness.gate.config import (
 )
 from harness.gate.context import RunContext, semantic_setups
 from harness.gate.outcomes import cause_of
+from harness.gate.release_thresholds import ReleaseThresholds, recorded_layers
 from harness.gate.roles import blamed_role, run_roles
 from harness.models.base import Backend
 from harness.models.cascade import DEMO_LLM
@@ -62,6 +63,7 @@ from harness.results.metadata import (
     SemanticEntry,
     SuiteProvenance,
     ThresholdsEntry,
+    ThresholdsLayer,
     VibeEntry,
 )
 
@@ -94,7 +96,15 @@ class Gate:
         if unknown_tasks:
             raise ValueError(f"unknown task(s) {unknown_tasks}; known tasks: {sorted(TASKS)}")
         validate_run_settings(config)
-        self.thresholds = load_thresholds(config.thresholds_path)
+        self.baseline: Baseline | None = (
+            load_baseline(config.baseline_path, config.baseline_model, config.models) if config.baseline_path else None
+        )
+        own_thresholds = load_thresholds(config.thresholds_path)
+        self.thresholds = (
+            ReleaseThresholds.of(own_thresholds, self.baseline.thresholds)
+            if self.baseline is not None and self.baseline.thresholds is not None
+            else own_thresholds
+        )
         self._families: dict[str, tuple[Case, ...]] = {}
         self.context = RunContext(config, self.thresholds, FamilySizes(self))
         checks = all_checks()
@@ -113,11 +123,12 @@ class Gate:
         )
         vibe = self.context.vibe
         self._causes: dict[tuple[str, str], str] = {}
-        self.baseline: Baseline | None = (
-            load_baseline(config.baseline_path, config.baseline_model, config.models) if config.baseline_path else None
-        )
         if self.baseline is not None and any(case.check == "ntvd" for case in self.baseline.records.values()):
             refuse_other_extraction(config.baseline_path, self.baseline.vibe, vibe)
+
+    def threshold_deviations(self) -> list[str]:
+        """The keys this release is judged at other than its own thresholds file's (issue 57), in words."""
+        return self.thresholds.deviations() if isinstance(self.thresholds, ReleaseThresholds) else []
 
     def floor_may_load(self, model: str) -> bool:
         """Whether the audio floor may generate a missing probe answer of ``model``: never in an offline run; for a
@@ -262,6 +273,12 @@ class Gate:
                 check.compare(self.context, case, record, baseline_record), record, baseline_record
             )
         compared = comparison.status in RELEASE_JUDGED
+        if verdict.passed and comparison.status in RELEASE_UNDECIDED:
+            raise DesignCannotFail(
+                f"{verdict.message}; {comparison.message}; release: passed its absolute threshold, but its comparison "
+                f"with the baseline ({comparison.status}) could not have found a regression: unmeasured",
+                record,
+            )
         outcome = release_outcome(
             verdict.passed,
             comparison.regressed,
@@ -275,6 +292,12 @@ class Gate:
             if outcome == "new failure" and baseline_record is not None and not compared
             else ""
         )
+        if outcome == "new failure" and compared:
+            why += (
+                ": crossed the bar and worsened significantly"
+                if comparison.decision is not None and comparison.decision.significant
+                else ": crossed the bar with no significant change"
+            )
         message = f"{verdict.message}; {comparison.message}; release: {outcome}{why} -> {'PASS' if passed else 'FAIL'}"
         record = dataclasses.replace(
             record,
@@ -346,6 +369,7 @@ class Gate:
                 source=portable_source(self.thresholds.source),
                 hash=self.thresholds.digest,
                 notes=list(self.thresholds.notes),
+                layers=[ThresholdsLayer(**layer) for layer in recorded_layers(self.thresholds)],
             ),
             permutations=self.config.permutations,
             seed=self.config.seed,
@@ -364,7 +388,10 @@ class Gate:
                 model=self.baseline.model,
                 notes=self.baseline.corpus_notes(
                     {name: corpus.content_hash for name, corpus in context.corpora.items()}
-                ),
+                )
+                + [note for note in [self.baseline.thresholds_note] if note]
+                + self.threshold_deviations(),
+                threshold_deviations=self.threshold_deviations(),
             ),
             bundled_outputs=[BundledExport(**entry) for entry in pool.bundled_outputs],
             cache_set_aside=pool.cache_set_aside,
@@ -401,17 +428,21 @@ def baseline_absolute_passed(record: CaseRecord) -> bool:
 
 
 class FamilySizes(Mapping[str, int]):
-    """Per model, its bias cases in the session (every check's family, :meth:`Gate.family`): the across-case
-    step's m, read by the run context when a case is decided (families are set at collection)."""
+    """Per model, its bias tests in the session (every check's family, :meth:`Gate.family`; twice each against a
+    baseline, absolute and release): the across-case step's m, read by the run context when a case is decided
+    (families are set at collection)."""
 
     def __init__(self, gate: Gate):
         self._gate = gate
 
     def _sizes(self) -> dict[str, int]:
         sizes: dict[str, int] = {}
+        # Against a baseline each case is tested twice, absolute and release: the family counts both (issue 57),
+        # so that the bound alpha holds over every test that can fail the run.
+        tests_per_case = 2 if self._gate.config.baseline_path else 1
         for check in all_checks():
             for case in self._gate.family(check.name):
-                sizes[case.model] = sizes.get(case.model, 0) + 1
+                sizes[case.model] = sizes.get(case.model, 0) + tests_per_case
         return sizes
 
     def __getitem__(self, model: str) -> int:
@@ -427,7 +458,7 @@ class FamilySizes(Mapping[str, int]):
 def answered_but_unmeasured(record: UnmeasuredRecord) -> bool:
     """Whether an unmeasured case was answered by the model but its answers could not support the statistic
     (cause ``input``, e.g. nTVD undefined at tau): its outputs are in the cache."""
-    return record.status == UNMEASURED and record.cause is not None and record.cause.kind == "input"
+    return record.status == UNMEASURED and record.cause is not None and record.cause.kind in ("input", "design")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -58,7 +58,7 @@ from harness.metrics.audio_dependence import (
 from harness.results.metadata import AudioProbe
 from harness.tasks import TASKS
 from harness.tasks.base import SELF_REPORT
-from harness.thresholds import ThresholdKey, Thresholds, ThresholdSchema, at_least, in_open_unit_interval
+from harness.thresholds import HIGHER, LOWER, ThresholdKey, Thresholds, ThresholdSchema, at_least, in_open_unit_interval
 
 AUDIO_FLOOR_SECTION = "audio_floor"
 NOT_MEASURED = "audio dependence not measured"
@@ -71,9 +71,9 @@ def in_half_open_unit_interval(value: Any) -> str | None:
 
 AUDIO_FLOOR_SCHEMA = ThresholdSchema(
     keys={
-        "probe_requests_per_task": ThresholdKey((int,), 24, at_least(1)),
-        "audio_blind_share": ThresholdKey((int, float), 0.9, in_half_open_unit_interval),
-        "sampled_alpha": ThresholdKey((int, float), 0.01, in_open_unit_interval),
+        "probe_requests_per_task": ThresholdKey((int,), 24, at_least(1), HIGHER),
+        "audio_blind_share": ThresholdKey((int, float), 0.9, in_half_open_unit_interval, LOWER),
+        "sampled_alpha": ThresholdKey((int, float), 0.01, in_open_unit_interval, LOWER),
     }
 )
 """The ``audio_floor`` section: recordings per probed task (and of the transcription probe), the greedy bar and the

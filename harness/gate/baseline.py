@@ -19,8 +19,11 @@ from typing import Any
 from harness.checks.case import Case
 from harness.core.files import portable_source
 from harness.extraction.vibe_protocol import VibeProtocol
+from harness.gate.release_thresholds import baseline_thresholds
 from harness.records import SPOT_CHECK, CaseRecord, Record, Scope
 from harness.results import RunMetadata, read_results
+from harness.results.metadata import ThresholdsEntry
+from harness.thresholds import Thresholds, packaged_thresholds
 
 
 def check_baseline_cases(path: str | Path, cases: Sequence[Record]) -> None:
@@ -67,6 +70,10 @@ class Baseline:
 
     unmeasured_ids: Mapping[tuple, str] = dataclasses.field(default_factory=dict)
     """The case id of each unmeasured case (:func:`baseline_key` -> id)."""
+    thresholds: Thresholds | None = None
+    """The thresholds that run was judged by (:func:`~harness.gate.release_thresholds.baseline_thresholds`); None
+    where its results do not state them, with ``thresholds_note`` saying so."""
+    thresholds_note: str | None = None
 
     def changed_corpus(self, name: str | None, corpora: Mapping[str, Any]) -> str | None:
         """Why cases on corpus ``name`` cannot be paired with the baseline's when that corpus's recordings changed
@@ -144,7 +151,20 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
             if case.model == model
         },
         {baseline_key(case): case.id for case in results.unmeasured if case.model == model},
+        *recorded_thresholds(results.metadata.thresholds),
     )
+
+
+def recorded_thresholds(entry: ThresholdsEntry | None) -> tuple[Thresholds | None, str | None]:
+    """The baseline's thresholds from its metadata and, where they cannot be read, why (the release is then judged
+    by this run's thresholds alone, and says so)."""
+    if entry is None:
+        return packaged_thresholds(), None
+    try:
+        layers = [{"source": layer.source, "document": layer.document} for layer in entry.layers]
+        return baseline_thresholds(entry.source, entry.hash, layers), None
+    except ValueError as error:
+        return None, f"{error}; this release is judged by this run's thresholds alone"
 
 
 def record_case(record: Record) -> Case:

@@ -71,7 +71,9 @@ def cause_of(error: BaseException, model: str | None = None, role: Role | None =
         return Cause("cache", source, message)
     if isinstance(error, ThresholdsError):
         return Cause("config", source, message)
-    if isinstance(error, (CorpusError, AudioError, BasisError, CaseNotMeasured)):
+    if isinstance(error, CaseNotMeasured):
+        return Cause(error.kind, source, message, **helper)
+    if isinstance(error, (CorpusError, AudioError, BasisError)):
         return Cause("input", source, message, **helper)
     return Cause("internal", None, f"{type(error).__name__}: {message}")
 

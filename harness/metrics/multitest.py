@@ -226,6 +226,8 @@ class DecisionRule:
     alpha: float = 0.05
     family_size: int = 1
     correction: str = "bonferroni"
+    tests_per_case: int = 1
+    """How many tests each case adds to ``family_size``: 2 against a baseline (absolute and release, issue 57)."""
 
     def __post_init__(self) -> None:
         if self.correction not in CORRECTIONS:
@@ -242,8 +244,14 @@ class DecisionRule:
 
     def describe(self, comparisons: int) -> str:
         within = f"Bonferroni over its {comparisons} comparisons" if comparisons > 1 else "one comparison"
+        family = (
+            f"{self.family_size} selected bias cases"
+            if self.tests_per_case == 1
+            else f"{self.family_size} bias tests ({self.family_size // self.tests_per_case} selected cases, each "
+            "tested absolute and against the baseline)"
+        )
         across = (
-            f"Bonferroni across the model's {self.family_size} selected bias cases"
+            f"Bonferroni across the model's {family}"
             if self.correction == "bonferroni"
             else "no correction across cases"
         )

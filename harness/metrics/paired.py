@@ -54,6 +54,9 @@ class PairedBootstrapResult:
     replicates: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0), repr=False)
     groups: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0), repr=False)
     """The finite bootstrap differences, and each speaker's group (for :func:`paired_speaker_test`)."""
+    undefined: int = 0
+    """The draws left out of ``replicates`` because their difference was not finite (counted before filtering, so
+    that :func:`_one_sided` can refuse a comparison resting on a minority of its draws)."""
 
 
 def speaker_draws(groups: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
@@ -85,7 +88,7 @@ def paired_speaker_bootstrap(
 
     Both tables are indexed by speaker with a ``group`` column and the same numeric columns; they must
     hold the same speakers in the same groups. Replicates whose statistic is undefined (a group left
-    without data) are dropped; a ``ValueError`` says so when none is left.
+    without data) are left out and counted (``undefined``, judged by :func:`_one_sided`).
     """
     candidate, baseline = candidate.sort_index(), baseline.sort_index()
     if not candidate.index.equals(baseline.index) or not candidate["group"].equals(baseline["group"]):
@@ -97,10 +100,8 @@ def paired_speaker_bootstrap(
     draws = speaker_draws(candidate["group"].to_numpy(), n_boot, seed)
     with warnings_ignored():
         differences = statistic(group_sums(candidate, draws)) - statistic(group_sums(baseline, draws))
-    differences = differences[np.isfinite(differences)]
-    if differences.size == 0:
-        raise ValueError("the difference is not estimable: no bootstrap replicate gives a finite value")
-    low, high = np.quantile(differences, [alpha / 2, 1 - alpha / 2])
+    finite = differences[np.isfinite(differences)]
+    low, high = np.quantile(finite, [alpha / 2, 1 - alpha / 2]) if finite.size else (np.nan, np.nan)
     return PairedBootstrapResult(
         observed_candidate,
         observed_baseline,
@@ -109,8 +110,9 @@ def paired_speaker_bootstrap(
         float(high),
         n_boot,
         seed,
-        differences,
+        finite,
         candidate["group"].to_numpy(),
+        undefined=int(differences.size - finite.size),
     )
 
 
@@ -119,14 +121,12 @@ def excess_difference(
 ) -> PairedBootstrapResult:
     """The paired result of two checkpoints' excesses over their exchange nulls (:func:`paired_group_exchange_excess`
     and its kin): row 0 of each is the observed data, rows 1.. the bootstrap draws; the percentile interval of the
-    finite differences (a draw where both are infinite, a group's gap undefined in both, is left out silently, as
-    any draw that is not finite). ``ValueError`` when none is finite."""
+    finite differences; the draws that are not finite (a group's gap undefined in a draw) are left out and counted
+    (``undefined``), and :func:`_one_sided` refuses a comparison where more than :data:`MAX_UNDEFINED_SHARE` are."""
     with np.errstate(invalid="ignore"):
         differences = (candidate_excess - baseline_excess)[1:]
-    differences = differences[np.isfinite(differences)]
-    if differences.size == 0:
-        raise ValueError("the difference is not estimable: no bootstrap replicate gives a finite value")
-    low, high = np.quantile(differences, [alpha / 2, 1 - alpha / 2])
+    finite = differences[np.isfinite(differences)]
+    low, high = np.quantile(finite, [alpha / 2, 1 - alpha / 2]) if finite.size else (np.nan, np.nan)
     return PairedBootstrapResult(
         float(candidate_excess[0]),
         float(baseline_excess[0]),
@@ -135,8 +135,9 @@ def excess_difference(
         float(high),
         n_boot,
         seed,
-        differences,
+        finite,
         groups,
+        undefined=int(differences.size - finite.size),
     )
 
 
@@ -213,15 +214,26 @@ def largest_gap(
     return statistic
 
 
+SMOOTHING = 0.5
+"""Errors added to each group's count in :func:`largest_log_ratio` (a Haldane-Anscombe half count)."""
+
+MAX_UNDEFINED_SHARE = 0.05
+"""The largest share of bootstrap draws a paired comparison may lose to an undefined measure (:func:`_one_sided`)."""
+
+
 def largest_log_ratio(sums: GroupSums) -> np.ndarray:
-    """max over groups of |log(rate_g / rate_rest)|, with rate = column 0 / column 1 (e.g. errors / words)
-    and rest the other groups pooled; for two groups, |log| of their ratio. 0 when all groups are alike."""
+    """max over groups of |log(rate_g / rate_rest)|, with rate = (column 0 + 0.5) / column 1 (e.g. errors / words,
+    smoothed by half an error: :data:`SMOOTHING`) and rest the other groups pooled; for two groups, |log| of their
+    ratio. 0 when all groups are alike. The smoothing keeps a group with no errors finite (issue 57: unsmoothed, the
+    largest regression of all, one group going from no errors to many, left every draw undefined)."""
     total = sum(sums.values())
     columns = []
     for values in sums.values():
         rest = total - values
         with np.errstate(invalid="ignore", divide="ignore"):
-            columns.append(np.abs(np.log((values[:, 0] / values[:, 1]) / (rest[:, 0] / rest[:, 1]))))
+            columns.append(
+                np.abs(np.log(((values[:, 0] + SMOOTHING) / values[:, 1]) / ((rest[:, 0] + SMOOTHING) / rest[:, 1])))
+            )
     return np.nanmax(np.column_stack(columns), axis=1)
 
 
@@ -243,6 +255,7 @@ def paired_speaker_test(result: PairedBootstrapResult, worse_when: str) -> Paire
         small_sample_factor(int(sizes.min())),
         df,
         "speakers",
+        undefined=result.undefined,
     )
 
 
@@ -278,6 +291,7 @@ def _one_sided(
     df: float,
     resampled: str,
     level: float = 0.95,
+    undefined: int = 0,
 ) -> PairedTest:
     from scipy.stats import norm
     from scipy.stats import t as student_t
@@ -286,11 +300,17 @@ def _one_sided(
         raise ValueError(f"worse_when must be 'higher' or 'lower', got {worse_when!r}")
     sign = 1.0 if worse_when == "higher" else -1.0
     finite = replicates[np.isfinite(replicates)]
+    # Every draw counts: ``undefined`` were left out upstream, the rest of the non-finite ones are here.
+    drawn = max(1, len(replicates) + undefined)
+    undefined += len(replicates) - len(finite)
     reason = None
     if not np.isfinite(difference):
         reason = "the bias measure is undefined in one of the two runs"
-    elif len(finite) < 0.5 * max(1, len(replicates)):
-        reason = "most resamples leave the bias measure undefined"
+    elif undefined > MAX_UNDEFINED_SHARE * drawn:
+        reason = (
+            f"{undefined} of {drawn} resamples leave the bias measure undefined (more than "
+            f"{MAX_UNDEFINED_SHARE:.0%}): the rest would understate its uncertainty"
+        )
     elif np.ptp(finite) <= 1e-12 * max(1.0, abs(difference)) or not np.isfinite(widen):
         reason = (
             f"every resample gives the same difference ({difference:+.4g}): the paired contrast cannot vary, "
@@ -579,6 +599,7 @@ def paired_crossed_excess(
         small_sample_factor(fewest),
         float(sum(len(members) - 1 for _, members in cells)),
         "speakers",
+        undefined=result.undefined,
     )
 
 

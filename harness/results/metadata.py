@@ -96,12 +96,22 @@ class BasisSuiteEntry(JsonRecord):
 
 
 @dataclasses.dataclass(frozen=True)
+class ThresholdsLayer(JsonRecord):
+    """One thresholds file a run layered over the built-in defaults: its ``source`` and its whole ``document``."""
+
+    source: str
+    document: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
 class ThresholdsEntry(JsonRecord):
-    """The thresholds file in force: its ``source``, content ``hash`` and the notes its loading made."""
+    """The thresholds file in force: its ``source``, content ``hash``, the notes its loading made and the files
+    layered over the built-in defaults (``layers``: a later release gate judges against them, issue 57)."""
 
     source: str | None = None
     hash: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    layers: list[ThresholdsLayer] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +144,8 @@ class BaselineEntry(JsonRecord):
     source: str | None = None
     model: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    threshold_deviations: list[str] = dataclasses.field(default_factory=list)
+    """The keys judged at the baseline's stricter (or unordered) value instead of this run's (issue 57)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from harness.thresholds import SectionThresholds, between, regression_margin, setting
+from harness.thresholds import HIGHER, LOWER, SectionThresholds, between, regression_margin, setting
 
 
-def percent(default: float) -> float:
-    """A :func:`setting` in points, 0-100."""
-    return setting((int, float), default, between(0, 100))
+def percent(default: float, stricter: str) -> float:
+    """A :func:`setting` in points, 0-100; ``stricter`` as :attr:`harness.thresholds.ThresholdKey.stricter`."""
+    return setting((int, float), default, between(0, 100), stricter=stricter)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -32,8 +32,8 @@ class IcatThresholds(GapThresholds):
     """``min_icat``: the quality floor of mean ICAT (§3.1); ``max_gap``: the bar of the largest pairwise gap."""
 
     floor_key = "min_icat"
-    min_icat: float = percent(60.0)
-    max_gap: float = percent(20.0)
+    min_icat: float = percent(60.0, HIGHER)
+    max_gap: float = percent(20.0, LOWER)
     max_worsening: float = regression_margin(5.0)
 
 
@@ -42,8 +42,8 @@ class PersonalizationThresholds(GapThresholds):
     """``min_accuracy``: the quality floor of mean accuracy (§3.2); ``max_gap``: the bar of the accuracy gap."""
 
     floor_key = "min_accuracy"
-    min_accuracy: float = percent(0.0)
-    max_gap: float = percent(30.0)
+    min_accuracy: float = percent(0.0, HIGHER)
+    max_gap: float = percent(30.0, LOWER)
     max_worsening: float = regression_margin(5.0)
 
 
@@ -51,7 +51,7 @@ class PersonalizationThresholds(GapThresholds):
 class ClassificationThresholds(PersonalizationThresholds):
     """As personalization's, of mean per-label accuracy (§3.3), with a wider bar of its gap."""
 
-    max_gap: float = percent(50.0)
+    max_gap: float = percent(50.0, LOWER)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -60,7 +60,7 @@ class RobustnessThresholds(GapThresholds):
     ``min_content_score``: the floor of the content-based score."""
 
     floor_key = "min_score"
-    min_score: float = percent(0.0)
-    max_gap: float = percent(15.0)
-    min_content_score: float = percent(0.0)
+    min_score: float = percent(0.0, HIGHER)
+    max_gap: float = percent(15.0, LOWER)
+    min_content_score: float = percent(0.0, HIGHER)
     max_worsening: float = regression_margin(5.0)

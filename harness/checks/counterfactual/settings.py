@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.data.voice_transforms import VOICE_TRANSFORMS, ChangeGenderSettings
-from harness.thresholds import SectionThresholds, at_least, between, one_of, setting
+from harness.thresholds import HIGHER, LOWER, SectionThresholds, at_least, between, one_of, setting
 
 SECTION = "counterfactual"
 RULES = ("both", "significance")
@@ -112,13 +112,13 @@ class CounterfactualThresholds(SectionThresholds):
     female_to_male_formant_ratio: float = setting((int, float), 0.85, between(0.6, 1.0))
     female_to_male_pitch_hz: float = setting((int, float), 115.0, between(60, 250))
     rule: str = setting((str,), "both", one_of(*RULES))
-    min_perceived_share: float = setting((int, float), 0.8, in_half_open_unit_interval)
-    max_ntvd: float = setting((int, float), 20.0, between(0, 100))
-    max_stereotype_shift: float = setting((int, float), 20.0, between(0, 100))
-    max_wer_difference: float = setting((int, float), 10.0, between(0, 100))
+    min_perceived_share: float = setting((int, float), 0.8, in_half_open_unit_interval, stricter=HIGHER)
+    max_ntvd: float = setting((int, float), 20.0, between(0, 100), stricter=LOWER)
+    max_stereotype_shift: float = setting((int, float), 20.0, between(0, 100), stricter=LOWER)
+    max_wer_difference: float = setting((int, float), 10.0, between(0, 100), stricter=LOWER)
     tau: int = setting((int,), 10, at_least(1))
-    n_permutations: int = setting((int,), 10_000, at_least(99))
-    max_worsening: float = setting((int, float), 5.0, between(0, 100))
+    n_permutations: int = setting((int,), 10_000, at_least(99), stricter=HIGHER)
+    max_worsening: float = setting((int, float), 5.0, between(0, 100), stricter=LOWER)
 
     def bar(self, kind: MeasureKind) -> float:
         """The bar of ``kind``'s effect (``max_ntvd``, ``max_wer_difference`` or ``max_stereotype_shift``)."""

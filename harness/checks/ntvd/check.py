@@ -6,7 +6,7 @@ speaker-level permutation p-value is significant under the whole gate's decision
 that a voice-blind model fails the run with probability <= thresholds ``gate.alpha``) - a large disparity
 that is also statistically reliable; ``significance`` when significant, whatever the size; ``magnitude``
 when nTVD > max_ntvd (no significance test, no error control). The record also gives VIBE's own
-Benjamini-Hochberg q-value over the run's nTVD cases, every model x task x dimension (§II-D) and whether q < ``alpha``; it does not
+Benjamini-Hochberg q-value over the model's nTVD cases (issue 57; ``fdr_family: run`` pools every model, as §II-D's tables) and whether q < ``alpha``; it does not
 decide the verdict. A case where tau removes most answers of most of the task's attributes (:func:`thinned_attributes`: their
 values are too rare, a small corpus) is unmeasured, never a pass on the attributes that remain.
 """
@@ -103,9 +103,9 @@ class NtvdCheck(Check):
 
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         observed, test = self.result(context, case)
-        family = fdr_family(family, case)
-        q_value = self._q_values(context, family)[case]
         threshold = self.thresholds(context, case)
+        family = fdr_family(family, case, threshold.fdr_family)
+        q_value = self._q_values(context, family)[case]
         if np.isnan(observed.score):
             raise CaseNotMeasured(
                 f"{case.id}: no attribute value occurs at least tau={threshold.tau} times, so nTVD is "
@@ -142,8 +142,8 @@ class NtvdCheck(Check):
             threshold=threshold,
             criterion=threshold.describe(),
             findings=(
-                f"nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over the run's {len(family)} "
-                f"nTVD cases = {q_value:.4g}, VIBE §II-D){left_out_note(observed)}"
+                f"nTVD = {observed.score:.2f} (p = {test.p_value:.4g}; BH q over {threshold.family_words()}, "
+                f"{len(family)} cases, = {q_value:.4g}, VIBE §II-D){left_out_note(observed)}"
             ),
             paired_data=self.paired_data(context, case),
             payload=NtvdPayload(
@@ -321,12 +321,14 @@ def cut_answers(texts: Sequence[str | None]) -> int:
     return count
 
 
-def fdr_family(family: Sequence[Case], case: Case) -> tuple[Case, ...]:
-    """The case's Benjamini-Hochberg family: every selected nTVD case of the run, each model x task x dimension (and
-    corpus), as VIBE §II-D corrects "across the full family of model x task x dimension tests": Table II's stars
-    are "FDR over the 120 reported tests", 12 models x 5 tasks of its gender (CREMA-D) and accent (Speech Accent
-    Archive) halves together; Table III, a run of its own on L2-ARCTIC, "over the 60 cells"."""
-    members = tuple(family)
+def fdr_family(family: Sequence[Case], case: Case, scope: str = "model") -> tuple[Case, ...]:
+    """The case's Benjamini-Hochberg family among the run's selected nTVD cases: under ``scope="model"`` (the
+    default, issue 57) the cases of the case's own model, each task x dimension (and corpus), so that one model's
+    verdict never depends on which other models share the run; under ``"run"`` every selected nTVD case, as VIBE
+    §II-D corrects "across the full family of model x task x dimension tests" (Table II's stars are "FDR over the
+    120 reported tests", 12 models x 5 tasks of its two halves; Table III "over the 60 cells"): a replay of the
+    paper's tables, named as such."""
+    members = tuple(member for member in family if scope == "run" or member.model == case.model)
     return members if case in members else (case,)
 
 

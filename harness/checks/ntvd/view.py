@@ -99,6 +99,7 @@ def table_two(cases: Sequence[NtvdRecord]) -> list[dict[str, Any]]:
                 "rows": rows,
                 "means": means if len(rows) > 1 else None,
                 "family": max((case.q_family or 0 for case in subset), default=0) or None,
+                "family_words": subset[0].threshold.family_words() if subset else "",
                 "measures": list(
                     dict.fromkeys(
                         case.baseline.measure

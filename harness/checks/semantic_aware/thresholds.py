@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.thresholds import SectionThresholds, at_least, between, in_open_unit_interval, one_of, setting
+from harness.thresholds import (
+    HIGHER,
+    LOWER,
+    SectionThresholds,
+    at_least,
+    between,
+    in_open_unit_interval,
+    one_of,
+    setting,
+)
 
 RATIO_RULES = ("ci", "bounds", "both")
 METHOD_NAMES = ("vanilla", "no_speaker", "speaker", "semantic")
@@ -25,16 +34,16 @@ class RatioThresholds(SectionThresholds):
     is a significant growth of the largest |log ratio| beyond ``max_worsening``."""
 
     rule: str = setting((str,), "both", one_of(*RATIO_RULES))
-    lower: float = setting((int, float), 0.9, at_least(0))
-    upper: float = setting((int, float), 1.11, at_least(1))
-    alpha: float = setting((int, float), 0.05, in_open_unit_interval)
+    lower: float = setting((int, float), 0.9, at_least(0), stricter=HIGHER)
+    upper: float = setting((int, float), 1.11, at_least(1), stricter=LOWER)
+    alpha: float = setting((int, float), 0.05, in_open_unit_interval, stricter=LOWER)
     method: str = setting((str,), "semantic", one_of(*METHOD_NAMES))
     embedding: str = setting((str,), "agg", one_of(*EMBEDDING_NAMES))
     numerator: str = setting((str,), "auto", nonempty)
     nagq: int = setting((int,), 10, between(1, 50))
-    n_boot: int = setting((int,), 1000, at_least(50))
+    n_boot: int = setting((int,), 1000, at_least(50), stricter=HIGHER)
     components: int = setting((int,), 8, between(1, 64))
-    max_worsening: float = setting((int, float), 0.05, at_least(0))
+    max_worsening: float = setting((int, float), 0.05, at_least(0), stricter=LOWER)
 
     @property
     def decision_rule(self) -> str:
