@@ -54,7 +54,10 @@ def bias_decision(
         alpha = corrected_alpha(rule, decision_rule, len(contrasts), fdr)
         contrasts = [_with_detectable(contrast, alpha) for contrast in contrasts]
     unreachable = [contrast.reason is not None and contrast.reason.startswith(UNREACHABLE) for contrast in contrasts]
-    decided_p = [None if out_of_reach else c.p for c, out_of_reach in zip(contrasts, unreachable)]
+    # A contrast whose estimate is not finite, or whose design cannot reach alpha, decides nothing (issue 57).
+    decided_p = [
+        None if out_of_reach or not _finite(c.estimate) else c.p for c, out_of_reach in zip(contrasts, unreachable)
+    ]
     reasons = [c.reason for c in contrasts if c.reason]
     if rule == "q-value":
         q_value, family_size, fdr_alpha = fdr
@@ -79,6 +82,10 @@ def bias_decision(
         **{key: deciding.get(key) for key in ("label", "estimate", "ci_low", "ci_high")},
     )
     return decision, block
+
+
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 def corrected_alpha(

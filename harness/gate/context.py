@@ -88,7 +88,7 @@ class RunContext:
             alpha=float(settings["alpha"]),
             family_size=max(1, self.family_sizes.get(model, 1)),
             correction=settings["correction"],
-            tests_per_case=2 if self.config.baseline_path else 1,
+            tests_per_case=getattr(self.family_sizes, "tests_per_case", 1),
         )
 
     @property

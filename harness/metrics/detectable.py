@@ -18,7 +18,13 @@ Two sources, one per kind of test:
   ``lambda = D^2 / c`` (the non-central chi-square). The critical value is the fitted ``(1 - a)`` quantile, or,
   where the null is a full enumeration (``exact``: every sign pattern once), the smallest observed value whose
   exact tail share is at most ``a`` (infinite when none is: the design cannot reach ``a``). ``D`` solves
-  ``P(c chi'^2_k(D^2 / c) > crit^2) = POWER``.
+  ``P(c chi'^2_k(D^2 / c) > crit(D)^2) = POWER``. A permutation null is drawn from the data, effect included, so it
+  widens with the effect: reassigning speakers spreads the effect over the permutations, adding about
+  ``kappa D^2`` to the null's mean square (``kappa = 1 / S`` for a sign flip of S moving speakers: each flipped
+  pattern carries the effect's square over S; ``1 / (N - 1)`` for a group permutation of N speakers, the
+  between-group variance spread by relabelling). So ``crit(D)^2 = crit^2 (1 + kappa D^2 / E_0[T^2])``, and where
+  ``kappa crit^2 >= E_0[T^2]`` no effect is detectable (a sign flip of 12 speakers at a = 0.0012 is that case
+  unless the effect dwarfs the noise).
 
 Both scale with the square root of the units (speakers per group or direction), so a contrast that detects ``D``
 with ``n`` units per group detects its bar ``b`` with about ``n (D / b)^2`` (:func:`units_needed`).
@@ -97,6 +103,9 @@ class NullSensitivity:
     exact: bool = False
     units: int | None = None
     unit_name: str = "speakers per group"
+    widening: float = 0.0
+    """``kappa``: how much of a true effect's square the permutation null itself takes on (module docstring):
+    ``1 / S`` for a sign flip over S moving speakers, ``1 / (N - 1)`` for a group permutation of N speakers."""
 
     def _fit(self) -> tuple[float, float] | None:
         """``(c, k)`` of the scaled chi-square fit of ``T^2``; None when the null does not vary."""
@@ -135,15 +144,41 @@ class NullSensitivity:
         if fit is None:
             return critical
         c, k = fit
-        bound = (critical * critical) / c
+        null_mean = c * k
+        # The permutation null widens with the effect: crit(D)^2 = crit^2 (1 + kappa D^2 / E_0[T^2]).
+        growth = self.widening * critical * critical / null_mean
+        if growth >= 1.0:
+            return math.inf  # the observed statistic can never outgrow its own permutation null at this alpha
 
-        def shortfall(noncentrality: float) -> float:
-            return float(stats.ncx2.sf(bound, k, noncentrality)) - POWER
+        def shortfall(effect: float) -> float:
+            bound = critical * critical * (1.0 + self.widening * effect * effect / null_mean) / c
+            return float(stats.ncx2.sf(bound, k, effect * effect / c)) - POWER
 
-        upper = max(1.0, bound)
+        upper = max(1.0, critical)
         while shortfall(upper) < 0:
             upper *= 2
-        return math.sqrt(c * optimize.brentq(shortfall, 0.0, upper, xtol=1e-9))
+            if upper > 1e6 * max(1.0, critical):
+                return math.inf
+        smooth = float(optimize.brentq(shortfall, 0.0, upper, xtol=1e-9 * max(1.0, critical)))
+        return max(smooth, self._sign_count_bound(alpha, c * k)) if self.exact else smooth
+
+    def _sign_count_bound(self, alpha: float, null_mean: float) -> float:
+        """An enumerated sign flip of S units reaches ``alpha`` only where few units move against the effect: with
+        ``j`` of them against it, at least ``2 * 2^j`` of the ``2^S`` patterns are as extreme, so ``j`` may be at
+        most ``log2(alpha 2^S / 2)``. With each unit's difference ``D + sigma Z`` (``sigma^2 = S E_0[T^2]``, the null
+        of a mean of S units), the power is ``P(Binomial(S, Phi(-D / sigma)) <= j)``; the ``D`` where it reaches
+        :data:`POWER`. 0 where the widening gives no unit count."""
+        if self.widening <= 0:
+            return 0.0
+        units = round(1.0 / self.widening)
+        allowed = alpha * 2.0**units / 2.0
+        if allowed < 1.0:
+            return math.inf
+        against = math.floor(math.log2(allowed))
+        if against >= units:
+            return 0.0
+        share = optimize.brentq(lambda q: stats.binom.cdf(against, units, q) - POWER, 1e-12, 0.5)
+        return math.sqrt(units * null_mean) * float(stats.norm.isf(share))
 
 
 def _reference(df: float | None):

@@ -99,4 +99,7 @@ def sign_flip_sensitivity(test: PairedPermutationResult, unit_name: str) -> Null
     """The test's detectable effect from its own null (:class:`~harness.metrics.detectable.NullSensitivity`),
     exact where the patterns were enumerated; its units are the fewest moving speakers of a block."""
     units = [n for n in (test.floor.units if test.floor else ()) if n > 0]
-    return NullSensitivity(test.null, exact=test.exact, units=min(units) if units else 0, unit_name=unit_name)
+    widening = 1.0 / sum(units) if units else 0.0
+    return NullSensitivity(
+        test.null, exact=test.exact, units=min(units) if units else 0, unit_name=unit_name, widening=widening
+    )

@@ -83,7 +83,7 @@ def crossed_group_test(
                     bool(abs(result.estimate) > max_gap),
                     result.reason,
                     bar=max_gap,
-                    sensitivity=WaldSensitivity(result.se, units=int(result.n_speakers.min())),
+                    sensitivity=WaldSensitivity(result.se, df=result.df, units=int(result.n_speakers.min())),
                 )
             )
     return CrossedTest(contrasts, crossed_gap(replicates, contrast="best-worst"))

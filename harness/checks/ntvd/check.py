@@ -133,7 +133,12 @@ class NtvdCheck(Check):
                     relevant,
                     test.floor,
                     bar=threshold.max_ntvd,
-                    sensitivity=NullSensitivity(test.null, units=min(test.floor.units), unit_name="speakers per group"),
+                    sensitivity=NullSensitivity(
+                        test.null,
+                        units=min(test.floor.units),
+                        unit_name="speakers per group",
+                        widening=1.0 / max(1, sum(test.floor.units) - 1),
+                    ),
                 )
             ],
             statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
