@@ -287,18 +287,18 @@ class Gate:
         )
         passed = outcome in RELEASE_PASSES
         why = (
-            f" (not compared with the baseline, status {comparison.status}: a case failing its absolute threshold "
-            "is a known failure only when compared)"
+            f"; not compared with the baseline (status {comparison.status}): a case failing its absolute threshold "
+            "is a known failure only when compared"
             if outcome == "new failure" and baseline_record is not None and not compared
             else ""
         )
         if outcome == "new failure" and compared:
             why += (
-                ": crossed the bar and worsened significantly"
+                "; crossed the bar and worsened significantly"
                 if comparison.decision is not None and comparison.decision.significant
-                else ": crossed the bar with no significant change"
+                else "; crossed the bar with no significant change"
             )
-        message = f"{verdict.message}; {comparison.message}; release: {outcome}{why} -> {'PASS' if passed else 'FAIL'}"
+        message = f"{verdict.message}; {comparison.message}{why}; release: {outcome} -> {'PASS' if passed else 'FAIL'}"
         record = dataclasses.replace(
             record,
             passed=passed,

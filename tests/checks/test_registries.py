@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.checks import CHECKS, check_folder, get_check, record_types, views
-from harness.checks.base import Check, Verdict
+from harness.checks.base import Check
 from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.view import CheckView
@@ -34,6 +34,7 @@ from harness.results import parse_results, record_from_json
 from harness.tasks import TASKS
 from harness.tasks.base import PROMPTS_DIR, SELF_REPORT
 from harness.thresholds import ThresholdSchema
+from tests.support.gate import decided_record
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,7 +87,7 @@ def test_every_check_is_a_folder_with_its_check_record_view_and_template(name, c
 def test_every_view_words_measures_and_draws_a_record_of_its_kind(name, gate):
     """The view runs on a real record of its check: headline, margin, its template in a rendered report; and the
     record reads back from its JSON as the same record."""
-    record = next(outcome.record for outcome in map(gate.outcome, gate.cases(name)) if isinstance(outcome, Verdict))
+    record = next(record for record in map(decided_record, map(gate.outcome, gate.cases(name))) if record is not None)
     assert type(record) is record_types()[name]
     assert record_from_json(json.loads(json.dumps(record.to_json())), name) == record
     words = headline(record)

@@ -82,7 +82,14 @@ def test_a_record_states_what_its_verdict_used():
     icat = get_check("icat").schema.parse({}, source="-", section="icat")
     assert icat.to_json() == {"min_icat": 60.0, "max_gap": 20.0}
     ntvd = get_check("ntvd").schema.parse({"tau": 5}, source="-", section="ntvd")
-    assert ntvd.to_json() == {"max_ntvd": 20.0, "alpha": 0.05, "rule": "both", "tau": 5, "max_increase": 2.0}
+    assert ntvd.to_json() == {
+        "max_ntvd": 20.0,
+        "alpha": 0.05,
+        "rule": "both",
+        "tau": 5,
+        "max_increase": 2.0,
+        "fdr_family": "model",
+    }
     assert type(ntvd).from_json(ntvd.to_json(), "r.json") == ntvd
 
 

@@ -97,3 +97,13 @@ class LoopbackServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(5)
+
+
+def decided_record(outcome):
+    """The record a gate outcome decided: a verdict's, or that of a case measured and unmeasured by design (its design
+    could not have failed it, issue 57: the error keeps the record); None for a case that was never measured."""
+    from harness.checks.base import Verdict
+
+    if isinstance(outcome, Verdict):
+        return outcome.record
+    return getattr(getattr(outcome, "error", None), "record", None)
