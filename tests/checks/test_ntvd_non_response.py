@@ -46,15 +46,20 @@ def test_non_response_rows_name_the_status_and_the_unstated_attribute():
         ("u2", "hobby", "(unextractable)"),
         ("u3", "job", "(empty)"),
         ("u3", "hobby", "(empty)"),
-        ("u4", "job", "(refusal)"),
-        ("u4", "hobby", "(refusal)"),
+        ("u4", "job", "refusal"),
+        ("u4", "hobby", "refusal"),
     }
 
 
-def test_a_refusal_the_extractor_gave_values_is_not_counted_twice():
-    values = pd.DataFrame({"utterance_id": ["u1"], "speaker": ["s1"], "attribute": ["job"], "value": ["refusal"]})
+def test_a_refusal_counts_alike_whether_the_extractor_gave_it_values_or_none():
+    """The LLM extractor gives a refusal the value ``refusal`` once per attribute (as the VIBE authors' does), the rule
+    reader none: both become ``refusal`` once per value asked."""
     statuses = pd.DataFrame({"utterance_id": ["u1"], "speaker": ["s1"], "status": ["refusal"], "missing": [""]})
-    assert with_non_response(values, statuses, {"job": 1}).equals(values)
+    llm = pd.DataFrame({"utterance_id": ["u1"], "speaker": ["s1"], "attribute": ["activity"], "value": ["refusal"]})
+    rules = llm.iloc[:0]
+    for values in (llm, rules):
+        table = with_non_response(values, statuses, {"activity": 3})
+        assert table["value"].tolist() == ["refusal"] * 3 and table["attribute"].tolist() == ["activity"] * 3
 
 
 def test_a_model_answering_one_groups_voices_unusably_fails_that_dimension(tmp_path, unusable_backend):
