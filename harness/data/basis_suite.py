@@ -36,6 +36,7 @@ non-finite audio is rejected, silent and very short clips are listed in :attr:`B
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from typing import Any
 import pandas as pd
 
 from harness.core.requests import Audio
-from harness.core.values import memoized
+from harness.core.values import memoized, stable_hash
 from harness.data.audio import AudioChecks, AudioError, FileAudio, inspect_audio_files, read_audio
 from harness.data.config_file import read_config_mapping
 
@@ -103,6 +104,26 @@ class ItemSet:
         for row, path in zip(self.table["row"].tolist(), self.table["audio"].tolist()):
             paths.setdefault(row, path)
         return paths
+
+    @memoized
+    def recording_hashes(self) -> dict[str, str]:
+        """Each recording (``<id:05d>_<speaker>``, its audio file's stem) -> the content hash of its 16 kHz audio
+        (:attr:`~harness.core.requests.Audio.content_hash`: the samples, not the file's bytes), the one the load
+        checked where it did, else decoded now."""
+        return {
+            f"{int(record_id):05d}_{speaker}": self.audio(row).content_hash
+            for record_id, speaker, row in zip(self.table["id"], self.table["speaker"], self.table["row"])
+        }
+
+    @property
+    def content_hash(self) -> str:
+        """Identifies the set's stimuli, as a corpus's hash identifies its rows:
+        ``stable_hash([kind, dimension, labels, answer, metadata rows, recording hashes])[:16]``, the rows without
+        their ``audio`` path (which names the machine's folder); so a set re-synthesised under the same ids, or its
+        metadata edited, has another hash (:meth:`harness.gate.baseline.Baseline.changed_stimuli`)."""
+        rows = self.table.drop(columns=["audio"]).to_dict(orient="records")
+        identity = [self.kind, self.dimension, list(self.labels), self.answer, rows, self.recording_hashes()]
+        return stable_hash(json.loads(json.dumps(identity, default=str)))[:16]
 
     @memoized
     def audio(self, row: int) -> Audio:

@@ -58,6 +58,7 @@ from harness.results.metadata import (
     BasisSuiteEntry,
     BundledExport,
     CorpusEntry,
+    ItemSetEntry,
     ModelLoad,
     OutputCounts,
     SemanticEntry,
@@ -256,7 +257,9 @@ class Gate:
             return Verdict(verdict.passed, verdict.message, record)
         baseline_record = self.baseline.records.get(baseline_key(record))
         unmeasured = self.baseline.unmeasured.get(baseline_key(record))
-        changed_corpus = self.baseline.changed_corpus(record.corpus, self.context.corpora)
+        changed_corpus = self.baseline.changed_corpus(
+            record.corpus, self.context.corpora
+        ) or self.baseline.changed_stimuli(record, self.context.basis)
         if baseline_record is not None and changed_corpus is not None:
             comparison = unsupported(baseline_record, changed_corpus)
         elif baseline_record is None and unmeasured is not None:
@@ -364,6 +367,10 @@ class Gate:
                 path=portable_path(context.basis.path),
                 audio_warnings=list(context.basis.audio_warnings),
                 provenance=suite_provenance(context.basis.path),
+                sets={
+                    item_set.name: ItemSetEntry(hash=item_set.content_hash, recordings=item_set.recording_hashes())
+                    for item_set in context.basis.sets
+                },
             ),
             thresholds=ThresholdsEntry(
                 source=portable_source(self.thresholds.source),

@@ -18,11 +18,13 @@ from typing import Any
 
 from harness.checks.case import Case
 from harness.core.files import portable_source
+from harness.data.basis_suite import BasisSuite
+from harness.data.basis_suite import ItemSet as BasisSuiteSet
 from harness.extraction.vibe_protocol import VibeProtocol
 from harness.gate.release_thresholds import baseline_thresholds
 from harness.records import SPOT_CHECK, CaseRecord, Record, Scope
 from harness.results import RunMetadata, read_results
-from harness.results.metadata import ThresholdsEntry
+from harness.results.metadata import ItemSetEntry, ThresholdsEntry
 from harness.thresholds import Thresholds, packaged_thresholds
 
 
@@ -74,6 +76,51 @@ class Baseline:
     """The thresholds that run was judged by (:func:`~harness.gate.release_thresholds.baseline_thresholds`); None
     where its results do not state them, with ``thresholds_note`` saying so."""
     thresholds_note: str | None = None
+
+    basis_sets: Mapping[str, ItemSetEntry] | None = None
+    """The stimuli of each BASIS item set that run read (``metadata.basis_suite.sets``); None for a results.json
+    written before they were recorded."""
+
+    def changed_stimuli(self, record: Record, suite: BasisSuite) -> str | None:
+        """Why a BASIS case cannot be paired with the baseline's when the stimuli it reads changed, else None: the
+        item sets of the case (its own set, for a case named after one; every set of its dimension, for a case on the
+        whole suite) whose content hash differs from the baseline's, each with the recordings that differ, or that
+        the baseline did not have. Answers to other audio or items measure other stimuli, so the case is judged by its
+        absolute threshold only (:meth:`Gate.verdict`). A baseline that recorded no set hashes is not checked."""
+        if self.basis_sets is None:
+            return None
+        if record.corpus == suite.name:
+            sets = [item_set for item_set in suite.sets if item_set.dimension == record.dimension]
+        else:
+            sets = [item_set for item_set in suite.sets if item_set.name == record.corpus]
+        changes = [change for change in map(self._set_change, sets) if change]
+        if not changes:
+            return None
+        return (
+            f"the BASIS stimuli differ from those in the baseline {portable_source(self.source)}: {'; '.join(changes)}; "
+            "its answers are to other stimuli, so the case cannot be paired and is judged by its absolute threshold only"
+        )
+
+    def _set_change(self, item_set: BasisSuiteSet) -> str | None:
+        """How ``item_set`` differs from the baseline's set of its name, in words, or None when it does not."""
+        recorded = self.basis_sets.get(item_set.name)
+        if recorded is None:
+            return f"item set {item_set.name!r} is not in the baseline"
+        if recorded.hash == item_set.content_hash:
+            return None
+        now = item_set.recording_hashes()
+        changed = sorted(
+            name for name in now.keys() & recorded.recordings.keys() if now[name] != recorded.recordings[name]
+        )
+        added = sorted(now.keys() - recorded.recordings.keys())
+        removed = sorted(recorded.recordings.keys() - now.keys())
+        parts = [
+            f"{label} {', '.join(names[:5])}{f' and {len(names) - 5} more' if len(names) > 5 else ''}"
+            for label, names in (("recordings changed:", changed), ("added:", added), ("removed:", removed))
+            if names
+        ]
+        what = "; ".join(parts) if parts else "its metadata (items, labels or texts) changed, the recordings did not"
+        return f"item set {item_set.name!r} (content hash {recorded.hash} there, {item_set.content_hash} here: {what})"
 
     def changed_corpus(self, name: str | None, corpora: Mapping[str, Any]) -> str | None:
         """Why cases on corpus ``name`` cannot be paired with the baseline's when that corpus's recordings changed
@@ -152,6 +199,7 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         },
         {baseline_key(case): case.id for case in results.unmeasured if case.model == model},
         *recorded_thresholds(results.metadata.thresholds),
+        basis_sets=None if results.metadata.basis_suite is None else results.metadata.basis_suite.sets,
     )
 
 

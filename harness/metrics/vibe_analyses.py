@@ -7,6 +7,10 @@
   bias (mean nTVD over tasks) measured on two corpora.
 * :func:`refusal_table` / :func:`refusal_rate_ntvd` (§III-B): refusal versus any other status as a binary
   attribute, so the refusal-rate disparity is an nTVD (for two groups, 100 * |r_1 - r_2|).
+* :func:`with_non_response`: every answer that states no value of an attribute (refused, unextractable, empty, or
+  an extracted answer without that field) counts as a value of its own, ``refusal``, ``(unextractable)``,
+  ``(empty)`` or ``(not stated)``: a deviation from VIBE §II-D, which drops them, so that a model answering one
+  group's voices unusably is tested on that, not on the answers it left.
 * :func:`collapse_diagnostic` (§IV): a low nTVD can come from a model collapsing to a near-constant
   answer. Per attribute and group, the normalised entropy ``H_g / log|V_a|`` of P_g over the retained
   values V_a (0: one value only; 1: uniform), to be shown beside a low nTVD.
@@ -18,13 +22,13 @@ with ``model`` and ``task`` columns where the analysis spans models and tasks.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from harness.core.answers import REFUSAL
+from harness.core.answers import EMPTY, EXTRACTED, REFUSAL, UNEXTRACTABLE
 from harness.core.values import require_columns
 from harness.metrics.ntvd import NTVDResult, count_tensor, mean_over_measured, ntvd, ntvd_from_group_counts
 
@@ -188,6 +192,51 @@ def refusal_rate_ntvd(statuses: pd.DataFrame) -> NTVDResult:
     the attribute has two values by construction. For a significance test, pass :func:`refusal_table`'s
     output to :func:`harness.metrics.ntvd.permutation_test` with ``tau=1``."""
     return ntvd(refusal_table(statuses), tau=1)
+
+
+# ---------------------------------------------------------------------------------------------- non-response
+
+NON_RESPONSE_VALUES = {REFUSAL: "refusal", UNEXTRACTABLE: "(unextractable)", EMPTY: "(empty)"}
+"""The value an answer of each non-extracted status takes for every attribute (:func:`with_non_response`): a refusal
+``refusal``, the value the VIBE authors' extraction (and :mod:`harness.extraction.llm`) gives it; the others in
+brackets, apart from any extracted value, which :func:`harness.extraction.fields.normalise_value` strips of
+punctuation."""
+NOT_STATED = "(not stated)"
+"""The value of an attribute an extracted answer does not state."""
+
+
+def with_non_response(values: pd.DataFrame, statuses: pd.DataFrame, attributes: Mapping[str, int]) -> pd.DataFrame:
+    """``values`` (``utterance_id, speaker, attribute, value``, one row per extracted value) with the answers that
+    state no value of an attribute counted as values of their own: an answer of status refusal, unextractable or
+    empty takes :data:`NON_RESPONSE_VALUES` of its status in every attribute of ``attributes`` (a refusal's values
+    from the extractor, the LLM's ``refusal`` once per attribute, are replaced, so both extractors count it alike);
+    an extracted answer takes :data:`NOT_STATED` in each attribute of its ``missing`` list it has no value of.
+    ``attributes`` maps each attribute to the values an answer is asked for (a multi-valued attribute's items, else
+    1), and a non-response counts that many times, as the values it withheld would have. ``statuses`` has
+    ``utterance_id, speaker, status, missing`` (comma-joined attribute names), one row per answer.
+
+    nTVD then compares non-response like any value, P_g(v) over the answers' values and non-responses, so that a
+    group answered unusably more often is a distribution that differs; tau applies to these values as to any (a
+    rare non-response, fewer than tau over the table, is left out as a rare value is)."""
+    require_columns(statuses, ["utterance_id", "speaker", "status", "missing"], "status table")
+    status = statuses["status"].to_numpy()
+    silent = statuses[status != EXTRACTED]
+    if not silent.empty and not values.empty:
+        values = values[~values["utterance_id"].isin(silent["utterance_id"])]
+    silent_rows = silent.assign(
+        attribute=[list(attributes)] * len(silent),
+        value=[NON_RESPONSE_VALUES.get(name, f"({name})") for name in silent["status"]],
+    ).explode("attribute")
+    partial = statuses[(status == EXTRACTED) & (statuses["missing"].fillna("").to_numpy() != "")]
+    unstated = partial.assign(attribute=partial["missing"].str.split(","), value=NOT_STATED).explode("attribute")
+    rows = pd.concat([silent_rows, unstated], ignore_index=True)[["utterance_id", "speaker", "attribute", "value"]]
+    if not rows.empty and not values.empty:  # an attribute the answer states is not also unstated
+        stated = pd.MultiIndex.from_arrays([values["utterance_id"], values["attribute"]])
+        rows = rows[~pd.MultiIndex.from_arrays([rows["utterance_id"], rows["attribute"]]).isin(stated)]
+    if rows.empty:
+        return values
+    rows = rows.loc[rows.index.repeat(rows["attribute"].map(attributes).fillna(1).astype(int))]
+    return pd.concat([values, rows], ignore_index=True)
 
 
 # --------------------------------------------------------------------------------------------- collapse

@@ -85,14 +85,26 @@ class CorpusEntry(JsonRecord):
 
 
 @dataclasses.dataclass(frozen=True)
-class BasisSuiteEntry(JsonRecord):
-    """The BASIS item suite the run read: its ``path``, audio warnings and, for a built one, its ``provenance``."""
+class ItemSetEntry(JsonRecord):
+    """One BASIS item set's stimuli: its content ``hash`` (:attr:`harness.data.basis_suite.ItemSet.content_hash`) and
+    each recording's audio hash (``<id:05d>_<speaker>`` -> hash), so that a baseline names the recordings that
+    changed."""
 
-    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("provenance",)
+    hash: str
+    recordings: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class BasisSuiteEntry(JsonRecord):
+    """The BASIS item suite the run read: its ``path``, audio warnings, for a built one its ``provenance``, and each
+    item set's stimuli (``sets``: name -> :class:`ItemSetEntry`; absent in a results.json written before them)."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("provenance", "sets")
 
     path: str | None = None
     audio_warnings: list[str] = dataclasses.field(default_factory=list)
     provenance: SuiteProvenance | None = None
+    sets: dict[str, ItemSetEntry] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,8 +17,10 @@ BIASED_FAILURES = {
     "sim:biased-gender-speech-implicit",
     "sim:biased-gender-speech-explicit",
     "sim:biased-gender-text-explicit",
-    "sim:biased-age-speech-explicit",
 }
+"""The stereotype cases sim:biased fails for sure. Its age speech-explicit case (p 0.0012 on the demo's two speakers
+per group) no longer does since each ICAT case also tests its unknown shares (issue 58): two comparisons within
+the case, so p 0.0025 x 22 cases is above alpha."""
 BIASED_MAY_FAIL = {
     f"sim:biased-{dimension}-{mode}" for dimension in ("gender", "age") for mode in MODES if mode != "text-implicit"
 }

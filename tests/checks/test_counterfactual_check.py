@@ -158,6 +158,44 @@ def test_a_baseline_made_with_another_transform_setting_or_perceiver_is_not_comp
         assert named in comparison.message and "absolute threshold only" in comparison.message
 
 
+def test_a_baseline_whose_arms_came_from_other_code_resynthesiser_or_perceiver_version_is_not_compared(
+    demo_gate, outcomes
+):
+    """Issue 58: a record states the transform's source hash (swap and identity), the parselmouth version and the
+    perceiver's fingerprint; a baseline whose value differs is unsupported, naming it. A baseline written before
+    they were recorded states none and compares on what it states, and its JSON is written back without them."""
+    from harness.checks import get_check
+    from harness.checks.counterfactual.perceived import voice_praat_labeller
+    from harness.data.voice_transforms import get_transform, resynthesiser_version
+    from harness.results import record_from_json
+
+    check = get_check("counterfactual")
+    candidate = outcomes["sim:biased-story-gender-counterfactual"].record
+    assert candidate.transform_source == {
+        "gender_swap": get_transform("gender_swap").source_hash(),
+        "identity": get_transform("identity").source_hash(),
+    }
+    assert candidate.resynthesiser == resynthesiser_version() is not None
+    assert candidate.perceiver_fingerprint == voice_praat_labeller()
+    case = next(c for c in demo_gate.cases("counterfactual") if c.id == candidate.id)
+    other_code = {**candidate.transform_source, "gender_swap": "0" * 16}
+    for baseline, named in (
+        (dataclasses.replace(candidate, transform_source=other_code), "transform source hash"),
+        (dataclasses.replace(candidate, resynthesiser="0.0.1"), "resynthesiser praat-parselmouth '0.0.1'"),
+        (
+            dataclasses.replace(candidate, perceiver_fingerprint="voice:praat:old"),
+            "perceiver fingerprint 'voice:praat:old'",
+        ),
+    ):
+        comparison = check.compare(demo_gate.context, case, candidate, baseline)
+        assert comparison.status == "unsupported" and named in comparison.message, comparison.message
+    unrecorded = dataclasses.replace(candidate, transform_source=None, resynthesiser=None, perceiver_fingerprint=None)
+    assert check.compare(demo_gate.context, case, candidate, unrecorded).status != "unsupported"
+    written = unrecorded.to_json()
+    assert not {"transform_source", "resynthesiser", "perceiver_fingerprint"} & set(written)
+    assert record_from_json(json.loads(json.dumps(written)), "r.json") == unrecorded
+
+
 def steady(paired_data: dict) -> dict:
     """The paired data of a checkpoint that answers every recording alike on both arms (greedy decoding): each
     speaker's swap sums replaced by its identity sums."""

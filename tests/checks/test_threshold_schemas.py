@@ -80,7 +80,7 @@ def test_a_record_states_what_its_verdict_used():
     """A record's ``threshold`` is its typed thresholds, written by :meth:`SectionThresholds.to_json`: BASIS checks
     leave the release margin out."""
     icat = get_check("icat").schema.parse({}, source="-", section="icat")
-    assert icat.to_json() == {"min_icat": 60.0, "max_gap": 20.0}
+    assert icat.to_json() == {"min_icat": 60.0, "max_gap": 20.0, "max_unknown_gap": 10.0}
     ntvd = get_check("ntvd").schema.parse({"tau": 5}, source="-", section="ntvd")
     assert ntvd.to_json() == {
         "max_ntvd": 20.0,

@@ -89,6 +89,43 @@ def crossed_group_test(
     return CrossedTest(contrasts, crossed_gap(replicates, contrast="best-worst"))
 
 
+UNKNOWN_SHARE = "unknown share"
+"""How the label of an unknown-rate contrast begins (:func:`unknown_contrasts`)."""
+
+
+def unknown_contrasts(table: pd.DataFrame, *, unknown: str, item: str, max_gap: float, seed: int) -> CrossedTest:
+    """Every pair of groups' difference in the share of answers that name no option (``unknown``, a boolean column:
+    an answer :mod:`harness.extraction.choice` cannot read, or an open answer the judge cannot place), in points,
+    by :func:`crossed_group_test` (two-way speaker x item bootstrap), each relevant when beyond ``max_gap``
+    (thresholds ``max_unknown_gap``): a model that answers one group's voices unusably is judged on that, not on
+    the answers it gave (issue 58). Labelled ``unknown share: a - b``; the gap is the largest difference."""
+    test = crossed_group_test(
+        table.assign(unknown_points=100.0 * table[unknown].astype(float)),
+        value="unknown_points",
+        item=item,
+        max_gap=max_gap,
+        seed=seed,
+    )
+    return CrossedTest(
+        [
+            dataclasses.replace(
+                contrast,
+                label=f"{UNKNOWN_SHARE}: {contrast.label}",
+                ci_low=finite_or_none(contrast.ci_low),  # no unknown answer in either group: nothing varies,
+                ci_high=finite_or_none(contrast.ci_high),  # no interval and no p-value
+                p=finite_or_none(contrast.p),
+            )
+            for contrast in test.contrasts
+        ],
+        test.gap,
+    )
+
+
+def unknown_rates(table: pd.DataFrame, unknown: str = "unknown") -> dict[str, float]:
+    """Per group, the percentage of its answers that name no option (``unknown`` a boolean column)."""
+    return {str(group): float(100.0 * rows.mean()) for group, rows in table.groupby("group", sort=True)[unknown]}
+
+
 def speaker_mode_effects(table: pd.DataFrame, metric: str, seed: int) -> ModeEffectsResult:
     """The §3.4 mode effects of ``metric`` over ``table``'s groups (column ``group``), with :data:`N_BOOT`
     speaker-cluster bootstrap replicates seeded by ``seed``."""

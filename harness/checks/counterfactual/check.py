@@ -43,7 +43,12 @@ from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Check, Measurem
 from harness.checks.case import Case
 from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
-from harness.checks.counterfactual.perceived import PerceivedFilter, require_perceived_swap
+from harness.checks.counterfactual.perceived import (
+    DEFAULT_PERCEIVER,
+    PerceivedFilter,
+    require_perceived_swap,
+    voice_praat_labeller,
+)
 from harness.checks.counterfactual.record import CounterfactualPayload
 from harness.checks.counterfactual.settings import (
     ASR,
@@ -68,6 +73,7 @@ from harness.checks.counterfactual.tables import (
 from harness.checks.release import regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
+from harness.data.voice_transforms import get_transform, resynthesiser_version
 from harness.metrics.counterfactual import (
     arm_exchange_index,
     choice_flips,
@@ -137,6 +143,7 @@ class CounterfactualCheck(Check):
             "transform": settings.transform,
             "transform_settings": dataclasses.asdict(transform_settings(context, case.dimension)[1]),
             "perceiver": context.perceiver,
+            **stimulus_identity(context, settings.transform),
             "perceived": perceived_rows(perceived),
             "excluded": dict(perceived.excluded),
             "n_speakers": speakers,
@@ -334,14 +341,25 @@ class CounterfactualCheck(Check):
 
 def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str | None:
     """Why two counterfactual records cannot be compared, or None: their arms were made by another voice transform,
-    with other transform settings, or their swapped clips were labelled by another perceiver (which keeps other
+    with other transform settings, by other transform code (its source hash) or another resynthesiser version, or
+    their swapped clips were labelled by another perceiver or perceiver version (its fingerprint; another keeps other
     recordings), so their effects measure different interventions, as another extractor makes nTVD incomparable. A
     baseline record that does not state its transform settings (written before they were recorded) cannot be
-    shown to match and is not compared either."""
+    shown to match and is not compared either; one that does not state the code, resynthesiser or perceiver
+    fingerprint (written before issue 58) is compared on what it states."""
     differences = [
         f"{name} {getattr(baseline, field)!r} (this run: {getattr(candidate, field)!r})"
         for field, name in (("transform", "transform"), ("perceiver", "perceiver"))
         if getattr(baseline, field) != getattr(candidate, field)
+    ]
+    differences += [
+        f"{name} {getattr(baseline, field)!r} (this run: {getattr(candidate, field)!r})"
+        for field, name in (
+            ("transform_source", "transform source hash"),
+            ("resynthesiser", "resynthesiser praat-parselmouth"),
+            ("perceiver_fingerprint", "perceiver fingerprint"),
+        )
+        if getattr(baseline, field, None) is not None and getattr(baseline, field) != getattr(candidate, field, None)
     ]
     recorded, current = baseline.transform_settings, candidate.transform_settings
     if recorded is None:
@@ -359,6 +377,19 @@ def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str
         "intervention, so the case is judged by its absolute threshold only (remake the baseline with this run's "
         "counterfactual settings and perceiver)"
     )
+
+
+def stimulus_identity(context: CheckContext, transform: str) -> dict[str, Any]:
+    """What makes the arms' audio and picks the clips kept, by content (:data:`.record.STIMULUS_IDENTITY`): the source
+    hash of the swap ``transform`` and of ``identity``, the resynthesiser's version and the perceiver's fingerprint
+    (``voice:praat``: :func:`~.perceived.voice_praat_labeller`; a model spec: its model's fingerprint)."""
+    return {
+        "transform_source": {name: get_transform(name).source_hash() for name in (transform, IDENTITY)},
+        "resynthesiser": resynthesiser_version(),
+        "perceiver_fingerprint": voice_praat_labeller()
+        if context.perceiver == DEFAULT_PERCEIVER
+        else context.fingerprint(context.perceiver),
+    }
 
 
 def perceived_rows(perceived: PerceivedFilter) -> list[dict[str, Any]]:

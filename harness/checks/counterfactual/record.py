@@ -43,6 +43,15 @@ class CounterfactualPayload(RecordPayload):
     transform_settings: dict[str, float] | None = None
     """The voice transform's arguments the arms were made with (``ChangeGenderSettings``); a baseline made with
     others is not compared (:func:`~harness.checks.counterfactual.check.arms_protocol_difference`)."""
+    transform_source: dict[str, str] | None = None
+    """Each transform the arms were made by (the swap and ``identity``) -> the hash of its code
+    (:meth:`~harness.data.voice_transforms.VoiceTransform.source_hash`)."""
+    resynthesiser: str | None = None
+    """The resynthesiser's version (praat-parselmouth) the arms were made with."""
+    perceiver_fingerprint: str | None = None
+    """What labelled the swapped clips, by content: ``voice:praat``'s name and code hash, or the perceiver model's
+    fingerprint. These three are written only where known (a record made before them has none), and a baseline whose
+    value differs is not compared (:func:`~harness.checks.counterfactual.check.arms_protocol_difference`)."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -52,6 +61,13 @@ class CounterfactualRecord(CounterfactualPayload, CaseRecord):
 
     threshold: CaseThreshold
 
+    def to_json(self) -> dict[str, Any]:
+        """The record's JSON, without the stimulus identities it does not know (:data:`STIMULUS_IDENTITY`): a record
+        read from a results.json made before them is written back as it was."""
+        return {
+            key: value for key, value in super().to_json().items() if not (key in STIMULUS_IDENTITY and value is None)
+        }
+
     @classmethod
     def threshold_from_json(cls, data: Mapping[str, Any], where: str) -> CaseThreshold:
         """The ``threshold`` of the record ``data``, read with the record's ``kind``."""
@@ -60,5 +76,8 @@ class CounterfactualRecord(CounterfactualPayload, CaseRecord):
             raise ValueError(f"{where}: key 'kind' must be one of {sorted(KINDS)}, got {kind!r:.80}")
         return CaseThreshold.from_json(data["threshold"], f"{where}, threshold", KINDS[kind])
 
+
+STIMULUS_IDENTITY = ("transform_source", "resynthesiser", "perceiver_fingerprint")
+"""The record's fields that identify its arms' stimuli beyond the transform's name and settings (issue 58)."""
 
 RECORD = CounterfactualRecord

@@ -8,7 +8,9 @@ that is also statistically reliable; ``significance`` when significant, whatever
 when nTVD > max_ntvd (no significance test, no error control). The record also gives VIBE's own
 Benjamini-Hochberg q-value over the model's nTVD cases (issue 57; ``fdr_family: run`` pools every model, as §II-D's tables) and whether q < ``alpha``; it does not
 decide the verdict. A case where tau removes most answers of most of the task's attributes (:func:`thinned_attributes`: their
-values are too rare, a small corpus) is unmeasured, never a pass on the attributes that remain.
+values are too rare, a small corpus) is unmeasured, never a pass on the attributes that remain. An answer that states
+no value of an attribute (refused, unextractable, empty, not stated) counts as a value of its own
+(:func:`harness.checks.ntvd.tables.group_table`), so unusable answers to one group are a disparity, not a gap.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from harness.checks.context import CheckContext, per_run_table
 from harness.core.requests import GenerationRequest
 from harness.core.values import finite_or_none
 from harness.extraction.memo import field_attribute_table
+from harness.metrics.vibe_analyses import with_non_response
 from harness.tasks import TASKS
 from harness.tasks.base import PAPER
 
@@ -62,8 +63,14 @@ def extraction(
 
 @per_run_table
 def group_table(context: CheckContext, model: str, corpus_name: str, task_name: str, dimension: str) -> pd.DataFrame:
-    """``utterance_id, speaker, group, attribute, value``: the extracted values with each speaker's group."""
-    values, _ = extraction(context, model, corpus_name, task_name)
+    """``utterance_id, speaker, group, attribute, value``: the extracted values with each speaker's group, and every
+    answer's non-response to an attribute (refused, unextractable, empty, not stated) as a value of its own
+    (:func:`harness.metrics.vibe_analyses.with_non_response`), so that answering one group unusably is measured."""
+    extracted, statuses = extraction(context, model, corpus_name, task_name)
+    asked = {
+        attribute.name: attribute.items if attribute.multi_valued else 1 for attribute in TASKS[task_name].attributes
+    }
+    values = with_non_response(extracted, statuses, asked)
     labels = context.corpora[corpus_name].speaker_labels(dimension)
     return values.assign(group=values["speaker"].map(labels))[
         ["utterance_id", "speaker", "group", "attribute", "value"]

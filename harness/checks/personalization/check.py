@@ -9,7 +9,8 @@ judge reads the backbone's default register, "default behavior without a specifi
 §3.4 effects are not defined (the four modes' effects are computed without it).
 
 A case fails (thresholds.yaml ``personalization``) when two groups' accuracies differ by more than
-``max_gap`` points and the difference is significant under the gate's decision rule
+``max_gap`` points, or their shares of answers naming no option by more than ``max_unknown_gap`` (issue 58:
+non-response to one group's voices), and the difference is significant under the gate's decision rule
 (:class:`harness.metrics.multitest.DecisionRule`), each pair's interval and p-value from a two-way speaker x
 item bootstrap (:func:`harness.checks.basis_common.stats.crossed_group_test`): personalization that serves one
 group and defaults the other to its answers is the asymmetry §4.3 reports. ``min_accuracy`` is a quality
@@ -32,6 +33,8 @@ from harness.checks.basis_common.stats import (
     frame_records,
     gap_phrase,
     speaker_mode_effects,
+    unknown_contrasts,
+    unknown_rates,
 )
 from harness.checks.basis_common.tables import personalization_table
 from harness.checks.basis_common.thresholds import PersonalizationThresholds
@@ -43,6 +46,7 @@ from harness.checks.release import CrossedComparison, cell_sums
 from harness.checks.verdict import floor
 from harness.core.modes import BASELINE_MODE, PARETO_MODES, PERSONALIZATION_MODES, SPEECH_IMPLICIT, mode_has_audio
 from harness.core.values import derived_seed, finite_or_none
+from harness.extraction.choice import UNKNOWN
 from harness.metrics.basis import (
     MEAN_ACCURACY,
     MODES,
@@ -96,8 +100,10 @@ class PersonalizationCheck(CrossedComparison, Check):
             for s in context.basis.of_kind("personalization", dimension)
             if mode != BASELINE_MODE or s.answer == "open"
         ]
-        columns = ["set", "row", "id", "speaker", "group", "mode", "answer", "correct"]
-        return pd.concat([personalization_table(context, model, s, mode)[columns] for s in sets], ignore_index=True)
+        columns = ["set", "row", "id", "speaker", "group", "mode", "answer", "correct", "unknown"]
+        return pd.concat(
+            [with_unknown(personalization_table(context, model, s, mode))[columns] for s in sets], ignore_index=True
+        )
 
     @per_run
     def accuracy(
@@ -105,13 +111,11 @@ class PersonalizationCheck(CrossedComparison, Check):
     ) -> tuple[AccuracyResult, CrossedTest]:
         table = self.table(context, model, dimension, mode)
         limits = self.thresholds_for(context, mode, dimension)
-        test = crossed_group_test(
-            table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str)),
-            value="score",
-            item="item",
-            max_gap=limits.max_gap,
-            seed=derived_seed(context.seed, self.name, model, dimension, mode),
-        )
+        seed = derived_seed(context.seed, self.name, model, dimension, mode)
+        items = table.assign(score=100.0 * table["correct"], item=table["set"] + "/" + table["id"].astype(str))
+        test = crossed_group_test(items, value="score", item="item", max_gap=limits.max_gap, seed=seed)
+        unknown = unknown_contrasts(items, unknown="unknown", item="item", max_gap=limits.max_unknown_gap, seed=seed)
+        test = CrossedTest(test.contrasts + unknown.contrasts, test.gap)
         return personalization_accuracy(table, group="group"), test
 
     @per_run
@@ -130,12 +134,17 @@ class PersonalizationCheck(CrossedComparison, Check):
             statistic="difference in accuracy between groups (points)",
             threshold=limits,
             criterion=f"|gap| > {max_gap:g} and significant",
-            findings=f"mean accuracy = {accuracy.mean_accuracy:.1f}; {gap_phrase(test)}",
+            findings=(
+                f"mean accuracy = {accuracy.mean_accuracy:.1f}; {gap_phrase(test)}; unknown "
+                + ", ".join(f"{group} {rate:.1f}%" for group, rate in unknown_rates(table).items())
+            ),
             floors=[floor("min_accuracy", accuracy.mean_accuracy, min_accuracy)],
             paired_data=self.paired_data(context, case),
             payload=PersonalizationPayload(
                 mode=case.variant,
-                per_group=frame_records(accuracy.per_group, "group"),
+                per_group=frame_records(
+                    accuracy.per_group.assign(unknown_rate=pd.Series(unknown_rates(table))), "group"
+                ),
                 gap=test.gap_record(),
                 sets=sorted(table["set"].unique().tolist()),
                 n_answers=len(table),
@@ -157,6 +166,13 @@ class PersonalizationCheck(CrossedComparison, Check):
         if case.variant not in PARETO_MODES or not context.basis.of_kind("stereotype", case.dimension):
             return None
         return finite_or_none(stereoset_result(context, case.model, case.dimension, case.variant).mean_icat)
+
+
+def with_unknown(table: pd.DataFrame) -> pd.DataFrame:
+    """A personalization table with ``unknown``: the answer names no option (a choice set's ``key``) or the judge could
+    not place it (an open set's ``judged``)."""
+    read = table["key"] if "key" in table.columns else table["judged"]
+    return table.assign(unknown=read == UNKNOWN)
 
 
 CHECK = PersonalizationCheck

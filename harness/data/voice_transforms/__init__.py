@@ -146,6 +146,12 @@ def _source_hash(transform: type[VoiceTransform]) -> str:
     return stable_hash(sources)[:16]
 
 
+def resynthesiser_version() -> str | None:
+    """The installed praat-parselmouth's version (the resynthesiser every built-in transform runs), None without it:
+    it enters every arm's recipe and every counterfactual record."""
+    return _resynthesiser_version()
+
+
 def _resynthesiser_version() -> str | None:
     import importlib.metadata
 
@@ -185,5 +191,6 @@ __all__ = [
     "VoiceTransform",
     "VoiceTransformError",
     "get_transform",
+    "resynthesiser_version",
     "source_recording",
 ]
