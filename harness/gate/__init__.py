@@ -376,7 +376,7 @@ class Gate:
                 source=portable_source(self.thresholds.source),
                 hash=self.thresholds.digest,
                 notes=list(self.thresholds.notes),
-                layers=[ThresholdsLayer(**layer) for layer in recorded_layers(self.thresholds)],
+                layers=[ThresholdsLayer(**layer) for layer in recorded_layers(self.thresholds)] or None,
             ),
             permutations=self.config.permutations,
             seed=self.config.seed,
@@ -398,7 +398,7 @@ class Gate:
                 )
                 + [note for note in [self.baseline.thresholds_note] if note]
                 + self.threshold_deviations(),
-                threshold_deviations=self.threshold_deviations(),
+                threshold_deviations=self.threshold_deviations() or None,
             ),
             bundled_outputs=[BundledExport(**entry) for entry in pool.bundled_outputs],
             cache_set_aside=pool.cache_set_aside,

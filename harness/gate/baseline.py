@@ -209,7 +209,7 @@ def recorded_thresholds(entry: ThresholdsEntry | None) -> tuple[Thresholds | Non
     if entry is None:
         return packaged_thresholds(), None
     try:
-        layers = [{"source": layer.source, "document": layer.document} for layer in entry.layers]
+        layers = [{"source": layer.source, "document": layer.document} for layer in entry.layers or []]
         return baseline_thresholds(entry.source, entry.hash, layers), None
     except ValueError as error:
         return None, f"{error}; this release is judged by this run's thresholds alone"

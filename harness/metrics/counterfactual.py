@@ -166,9 +166,8 @@ def arm_ntvd(
     # Values rarer than tau pool into their attribute's OTHER_VALUE (issue 57), so an attribute whose answers in
     # one arm are all rare keeps a defined divergence instead of leaving the mean.
     rare = ~np.isin(triple, triples[triple_counts >= tau])
-    if rare.any():
-        value_codes = np.where(rare, len(value_names), value_codes)
-        value_names = value_names.append(pd.Index([OTHER_VALUE]))
+    if rare.any():  # coded again, so that the pool sorts among the values as groupby sorts them
+        value_codes, value_names = _codes(rows["value"].astype(object).where(~rare, OTHER_VALUE), sort=True)
         triple = segment_code * len(value_names) + value_codes
         triples, triple_counts = np.unique(triple, return_counts=True)
     kept = triples[triple_counts >= tau]

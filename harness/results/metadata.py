@@ -123,7 +123,10 @@ class ThresholdsEntry(JsonRecord):
     source: str | None = None
     hash: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
-    layers: list[ThresholdsLayer] = dataclasses.field(default_factory=list)
+    layers: list[ThresholdsLayer] | None = None
+    """None for the built-in defaults alone, or a file written before they were recorded."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("layers",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,8 +159,11 @@ class BaselineEntry(JsonRecord):
     source: str | None = None
     model: str | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
-    threshold_deviations: list[str] = dataclasses.field(default_factory=list)
-    """The keys judged at the baseline's stricter (or unordered) value instead of this run's (issue 57)."""
+    threshold_deviations: list[str] | None = None
+    """The keys judged at the baseline's stricter (or unordered) value instead of this run's (issue 57); None where
+    none was."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("threshold_deviations",)
 
 
 @dataclasses.dataclass(frozen=True)

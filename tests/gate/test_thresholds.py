@@ -93,7 +93,7 @@ def test_rules(rule, score, p, fails):
         ),
         (
             "ntvd:\n  defaults: {max_tvd: 3}\n",
-            "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, max_increase, max_ntvd, rule, tau",
+            "ntvd.defaults: unknown key 'max_tvd'; valid: alpha, fdr_family, max_increase, max_ntvd, rule, tau",
         ),
         (
             "ntvd:\n  defaults: {regression_alpha: 0.01}\n",

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics.counterfactual import (
+    OTHER_VALUE,
     ALL_DIRECTIONS,
     COLUMN_SEPARATOR,
     ArmNTVDResult,
@@ -68,6 +69,10 @@ def arm_ntvd_reference(table, arms=("identity", "swap"), *, direction="source_gr
     rows = rows.assign(direction=stratum)
     keys = ["direction", "attribute", "value"]
     pairs = rows.groupby(keys).size()
+    rare = ~rows.set_index(keys).index.isin(pairs[pairs >= tau].index)
+    if rare.any():  # values rarer than tau pool into their attribute's "(other)" (issue 57)
+        rows = rows.assign(value=rows["value"].astype(str).where(~rare, OTHER_VALUE))
+        pairs = rows.groupby(keys).size()
     kept = pairs[pairs >= tau].sort_index()
     if kept.empty:
         raise ValueError(f"arm_ntvd: no attribute value occurs {tau} times (tau) in the two arms together")
