@@ -580,12 +580,15 @@ class UnmeasuredRecord:
     message: str
     cause: Cause | None = None
     nodeid: str | None = None
+    measured: CaseRecord | None = None
+    """The record of a case that was measured and decided but whose design could not have failed it (cause
+    ``design``, issue 57): what it found, kept so that nothing measured is lost; None otherwise."""
 
     def to_json(self) -> dict[str, Any]:
         return {
-            field.name: value.to_json() if isinstance(value, Cause) else value
+            field.name: value.to_json() if isinstance(value, (Cause, CaseRecord)) else value
             for field in dataclasses.fields(self)
-            if (value := getattr(self, field.name)) is not None or field.name not in ("cause", "nodeid")
+            if (value := getattr(self, field.name)) is not None or field.name not in ("cause", "nodeid", "measured")
         }
 
 

@@ -491,7 +491,9 @@ class Unmeasured:
         return f"not measured ({where}): {without_case_id(self.cause.message, self.case.id)}"
 
     def record(self, nodeid: str | None = None) -> UnmeasuredRecord:
-        return unmeasured_record(self.case, self.message, self.cause, nodeid)
+        record = unmeasured_record(self.case, self.message, self.cause, nodeid)
+        measured = getattr(self.error, "record", None) if self.cause.kind == "design" else None
+        return dataclasses.replace(record, measured=measured) if isinstance(measured, CaseRecord) else record
 
 
 def unmeasured_record(case: Case, message: str, cause: Cause, nodeid: str | None = None) -> UnmeasuredRecord:

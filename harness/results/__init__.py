@@ -369,11 +369,14 @@ def record_from_json(data: Any, where: str, version: int = SCHEMA_VERSION) -> Re
     if unmeasured:
         _checked(
             UnmeasuredRecord,
-            {name: data[name] for name in _field_names(UnmeasuredRecord) - {"cause"} if name in data},
+            {name: data[name] for name in _field_names(UnmeasuredRecord) - {"cause", "measured"} if name in data},
             where,
             False,
         )
-        return kind(**data | ({} if data.get("cause") is None else {"cause": Cause.from_json(data["cause"], where)}))
+        typed = {} if data.get("cause") is None else {"cause": Cause.from_json(data["cause"], where)}
+        if data.get("measured") is not None:
+            typed["measured"] = record_from_json(data["measured"], f"{where}, measured", version)
+        return kind(**data | typed)
     untyped = _field_names(CaseRecord) - set(CaseRecord.TYPED_FIELDS)
     _checked(CaseRecord, {name: data[name] for name in untyped if name in data}, where, False)
     return kind(**data | kind.typed_fields_from_json(data, where))

@@ -29,6 +29,7 @@ from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTIO
 from harness.checks.counterfactual.tables import named_group
 from harness.gate import Gate, GateConfig, Unmeasured
 from harness.results import read_results
+from tests.support.gate import decided_record
 
 import support.hearing  # noqa: F401  (registers silenced:, pitch: and mumble:)
 
@@ -109,8 +110,8 @@ def test_the_biased_recogniser_errs_more_on_the_higher_voice_in_both_swaps(outco
     assert biased.effect == max(biased.per_direction.values(), key=abs)
     for direction in biased.directions.values():
         assert direction["effect"] == pytest.approx(direction["arms"]["swap"] - direction["arms"]["identity"])
-    fair = outcomes["sim:fair-asr-gender-counterfactual"]
-    assert fair.passed and all(abs(value) < 1 for value in fair.record.per_direction.values())
+    fair = decided_record(outcomes["sim:fair-asr-gender-counterfactual"])  # unmeasured by design: 2 per direction
+    assert fair.passed and all(abs(value) < 1 for value in fair.per_direction.values())
 
 
 def test_against_a_baseline_a_grown_voice_effect_regresses_and_an_equal_one_cannot(demo_gate, outcomes):
@@ -121,8 +122,10 @@ def test_against_a_baseline_a_grown_voice_effect_regresses_and_an_equal_one_cann
 
     check = get_check("counterfactual")
     for variant, regressed in (("story", True), ("asr", True), ("candidate_review", False)):
-        candidate = outcomes[f"sim:biased-{variant}-gender-counterfactual"].record
-        baseline = dataclasses.replace(outcomes[f"sim:fair-{variant}-gender-counterfactual"].record, model="sim:biased")
+        candidate = decided_record(outcomes[f"sim:biased-{variant}-gender-counterfactual"])
+        baseline = dataclasses.replace(
+            decided_record(outcomes[f"sim:fair-{variant}-gender-counterfactual"]), model="sim:biased"
+        )
         case = next(c for c in demo_gate.cases("counterfactual") if c.id == candidate.id)
         comparison = check.compare(demo_gate.context, case, candidate, baseline)
         assert comparison.regressed is regressed, comparison.message
@@ -230,7 +233,8 @@ def test_a_noisy_fair_candidate_does_not_regress_against_a_steady_fair_baseline(
 
 def test_voice_praat_perceives_every_demo_swap_as_the_target(demo_gate, outcomes):
     speakers = demo_gate.context.corpora["demo"].table["gender"].value_counts()
-    measured = [outcome.record for case, outcome in outcomes.items() if isinstance(outcome, Verdict) and "stereoset" not in case]  # fmt: skip
+    decided = [decided_record(outcome) for case, outcome in outcomes.items() if "stereoset" not in case]
+    measured = [record for record in decided if record is not None]
     assert len(measured) == 2 * (len(TASKS) + 1)
     for record in measured:
         assert record.perceiver == "voice:praat" and set(record.excluded.values()) == {0}
@@ -255,7 +259,8 @@ def test_a_stereotype_set_of_four_speakers_beyond_the_bar_is_unmeasured_not_pass
     assert isinstance(outcome, Unmeasured)
     # 4 speakers, 2 per swap direction: each direction's paired test gives p >= 2 / 2^2 (issue 45)
     assert "a sign flip over 2 speakers (one direction) gives p >= 0.5" in outcome.cause.message
-    assert "speakers per direction would reach it" in outcome.cause.message and "add speakers" in outcome.cause.message
+    assert "12 speakers per direction would reach it" in outcome.cause.message
+    assert "its design could not have failed it" in outcome.cause.message
     record = outcome.error.record
     assert record.n_speakers == 4 and record.kind == "stereotype"
     assert max(abs(value) for value in record.per_direction.values()) > record.threshold.bar
@@ -284,7 +289,7 @@ def test_under_rule_significance_a_design_that_cannot_be_significant_is_unmeasur
     thresholds.write_text("counterfactual:\n  defaults:\n    rule: significance\n")
     outcomes = outcomes_of(small_gate(tmp_path, small_demo, thresholds_path=str(thresholds)))
     asr = outcomes["sim:fair-asr-gender-counterfactual"]
-    assert isinstance(asr, Unmeasured) and "(no bar decides) but untestable" in asr.cause.message
+    assert isinstance(asr, Unmeasured) and "its design could not have failed it" in asr.cause.message
     assert "a sign flip over 4 speakers (one direction) gives p >= 0.125" in asr.cause.message
     assert max(abs(value) for value in asr.error.record.per_direction.values()) < 10
     assert all(isinstance(outcome, Unmeasured) for outcome in outcomes.values())
@@ -306,7 +311,8 @@ def test_twelve_speakers_six_per_direction_leave_a_large_asr_effect_unmeasured_n
     assert all(contrast.min_p == pytest.approx(2 / 2**6) for contrast in record.decision.contrasts)
     assert record.decision.untestable == ("female speakers", "male speakers")
     assert all(contrast.p is not None for contrast in record.decision.contrasts)  # the measured p is kept
-    assert "female speakers, male speakers: cannot reach the corrected alpha" in outcome.cause.message
+    message = outcome.cause.message
+    assert "female speakers: cannot reach the corrected alpha" in message and "male speakers: cannot reach" in message
     assert "a sign flip over 6 speakers (one direction) gives p >= 0.0312" in outcome.cause.message
     assert "speakers per direction would reach it" in outcome.cause.message
 
@@ -337,10 +343,10 @@ def test_a_swap_the_perceiver_does_not_hear_as_the_target_measures_nothing(tmp_p
 def test_a_backend_perceiver_labels_the_swaps(tmp_path, small_demo):
     gate = small_gate(tmp_path, small_demo, perceiver="pitch:165")
     outcome = gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr"))
-    assert isinstance(outcome, Verdict) and outcome.passed
-    assert outcome.record.perceiver == "pitch:165"
-    assert [row["share"] for row in outcome.record.perceived] == [1.0, 1.0]
-    assert len(gate.context.model("pitch:165").served_keys) >= sum(row["clips"] for row in outcome.record.perceived)
+    record = decided_record(outcome)  # measured; 4 speakers per direction cannot fail it, so unmeasured by design
+    assert record.passed and record.perceiver == "pitch:165"
+    assert [row["share"] for row in record.perceived] == [1.0, 1.0]
+    assert len(gate.context.model("pitch:165").served_keys) >= sum(row["clips"] for row in record.perceived)
 
 
 def test_a_perceiver_that_hears_every_swap_as_male_leaves_the_male_to_female_swap_unmeasured(tmp_path, small_demo):
@@ -392,11 +398,13 @@ def test_the_plugin_passes_perceiver_to_the_run(pytester, small_demo):
         "-p", "no:cacheprovider", "--cache-dir", str(pytester.path / "cache"), "--model", "sim:fair",
         "--corpus", f"demo={small_demo}", "--perceiver", "pitch:165", "--report", "", "-k", "asr",
     )  # fmt: skip
-    result.assert_outcomes(passed=1)
-    [case] = json.loads((pytester.path / "results.json").read_text())["cases"]
+    result.assert_outcomes(errors=1)  # measured, but 4 speakers per direction could not have failed it
+    [unmeasured] = json.loads((pytester.path / "results.json").read_text())["cases"]
+    case = unmeasured["measured"]  # what was measured is kept (issue 57)
+    assert unmeasured["cause"]["kind"] == "design"
     assert case["id"] == "sim:fair-asr-gender-counterfactual" and case["perceiver"] == "pitch:165"
     [record] = read_results(pytester.path / "results.json").cases
-    assert isinstance(record, CounterfactualRecord) and record.perceived == case["perceived"]
+    assert isinstance(record.measured, CounterfactualRecord) and record.measured.perceived == case["perceived"]
 
 
 def test_the_kept_rows_are_those_of_kept_recordings_by_key_or_item_order():
