@@ -196,10 +196,12 @@ def human_validation_view(path: str | Path, n_bootstrap: int = 10_000) -> dict[s
 
 
 def check_sections(cases: Sequence[Record]) -> list[dict[str, Any]]:
-    """One report section per check that has records, drawn by its view (:func:`harness.checks.views`), in registry order."""
+    """One report section per check that has records, drawn by its view (:func:`harness.checks.views`), in registry
+    order; a case unmeasured by design is drawn from what it measured (its verdict is told in the case tables)."""
+    decided = [case.measured if isinstance(case, UnmeasuredRecord) and case.measured else case for case in cases]
     sections = []
     for name, view in views().items():
-        selected = [case for case in cases if case.check == name and isinstance(case, CaseRecord)]
+        selected = [case for case in decided if case.check == name and isinstance(case, CaseRecord)]
         if selected:
             sections.append(
                 {

@@ -42,19 +42,33 @@ def gate_project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run_gate(project: pytest.Pytester, cache: Path, *args: str) -> tuple[pytest.RunResult, dict]:
+    """The run and its results.json, each case as decided: a case unmeasured by design (two speakers per group could
+    not have failed it, issue 57) as the record it kept, with ``by_design`` True."""
     result = project.runpytest_subprocess("-p", "no:cacheprovider", f"--cache-dir={cache}", *args)
     results = json.loads((project.path / "results.json").read_text())
+    results["cases"] = [
+        case["measured"] | {"by_design": True} if case.get("measured") else case | {"by_design": False}
+        for case in results["cases"]
+    ]
     return result, results
+
+
+def assert_outcomes(result: pytest.RunResult, results: dict) -> None:
+    """pytest's counts agree with the decided cases: a failure fails, a case unmeasured by design is an error."""
+    cases = results["cases"]
+    failed = sum(not case["passed"] for case in cases)
+    by_design = sum(case["by_design"] for case in cases)
+    result.assert_outcomes(passed=len(cases) - failed - by_design, failed=failed, errors=by_design)
 
 
 def test_fair_passes_every_basis_case_and_biased_fails_its_stereotype_cases(gate_project, shared_cache):
     result, results = run_gate(gate_project, shared_cache, "--model", "sim:fair", "--model", "sim:biased")
     outcomes = {(case["check"], case["id"]): case for case in results["cases"]}
     fair = [case for case in results["cases"] if case["model"] == "sim:fair"]
-    assert len(fair) == 22 and all(case["passed"] for case in fair)
+    assert len(fair) == 22 and all(case["passed"] for case in fair)  # never failed; unmeasured by design on the demo
     failed = {case["id"] for case in results["cases"] if not case["passed"]}
     assert BIASED_FAILURES <= failed <= BIASED_MAY_FAIL
-    result.assert_outcomes(passed=44 - len(failed), failed=len(failed))
+    assert_outcomes(result, results)
 
     icat = next(c for c in results["cases"] if c["check"] == "icat" and c["id"] == "sim:biased-gender-speech-implicit")
     assert icat["value"] < icat["threshold"]["min_icat"] and icat["pooled_ss"] > 50 and icat["pooled_p"] < 0.05
@@ -114,7 +128,7 @@ def test_an_accuracy_floor_is_reported_and_never_fails_a_voice_blind_model(gate_
             {"key": "min_accuracy", "value": case["value"], "threshold": 60.0, "met": False}
         ]
         assert "below quality floor: min_accuracy" in case["message"] and case["decision"]["family_size"] == 2
-    result.assert_outcomes(passed=2)
+    assert_outcomes(result, results)
 
 
 def test_robustness_sees_recognition_degrade_with_pitch_but_two_speakers_per_group_cannot_prove_it(
@@ -130,7 +144,8 @@ def test_robustness_sees_recognition_degrade_with_pitch_but_two_speakers_per_gro
     assert [entry["set"] for entry in asr["per_dataset"]] == ["sqa-asr"]
     content = asr["content_score"]
     assert content["value"] == pytest.approx((content["asr"] + content["sqa"]) / 2)
-    result.assert_outcomes(passed=3)
+    assert asr["by_design"] and asr["decision"]["untestable"]  # it could not have failed it: unmeasured, not passed
+    assert_outcomes(result, results)
 
 
 def test_malformed_suite_stops_collection_naming_the_row(gate_project, tmp_path):
