@@ -144,6 +144,13 @@ class RunResults:
         return [case for case in self.cases if isinstance(case, CaseRecord)]
 
     @property
+    def decided(self) -> list[CaseRecord]:
+        """Every record a decision was made on: the measured cases and what the cases unmeasured by design measured
+        (issue 57: their design could not have failed them, but what they found is kept)."""
+        return [case if isinstance(case, CaseRecord) else case.measured for case in self.cases
+                if isinstance(case, CaseRecord) or case.measured is not None]  # fmt: skip
+
+    @property
     def unmeasured(self) -> list[UnmeasuredRecord]:
         return [case for case in self.cases if isinstance(case, UnmeasuredRecord)]
 
@@ -156,7 +163,7 @@ class RunResults:
         """How the run departs from the papers' protocols, in words, when it has measured cases of the check
         concerned: VIBE's (``metadata.vibe.deviations``), each ratio case's semantic covariates not taken from the
         model under test (``semantics.deviation``) and BASIS open answers read by the rule judges."""
-        measured = self.measured
+        measured = self.decided
         deviations = []
         if any(case.check == "ntvd" for case in measured) and self.metadata.vibe is not None:
             deviations += self.metadata.vibe.deviations

@@ -111,7 +111,8 @@ def test_shipped_outputs_lacking_probe_answers_leave_the_cases_unmeasured_and_lo
                         thresholds_path=str(thresholds))  # fmt: skip
     gate = Gate(config)
     wer_case = next(case for case in gate.cases("wer_ratio") if case.model == DEMO_MODEL)
-    assert not isinstance(gate.outcome(wer_case), Unmeasured), wer_case.id
+    outcome = gate.outcome(wer_case)  # measured; the demo's 27 speakers cannot detect its bar (issue 57)
+    assert not isinstance(outcome, Unmeasured) or outcome.cause.kind == "design", wer_case.id
     assert gate.audio_floor.probed()[DEMO_MODEL][TRANSCRIPTION_PROBE].hears is True
     for check, probe in (("ntvd", TASK_PROBE),):
         case = next(case for case in gate.cases(check) if case.model == DEMO_MODEL)

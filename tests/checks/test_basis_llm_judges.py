@@ -20,6 +20,8 @@ from harness.checks.basis_common.judges import (
 from harness.data.basis_suite import load_suite
 from harness.records import RULE_JUDGES_DEVIATION
 
+from support.gate import decided_cases
+
 REPO = Path(__file__).resolve().parents[2]
 DEMO_SUITE = REPO / "harness" / "data" / "basis_demo" / "suite.yaml"
 pytest_plugins = ["pytester"]
@@ -135,7 +137,7 @@ def test_the_rule_judges_are_named_in_each_record_and_as_a_deviation(pytester):
     project = _project(pytester)
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "--model", "sim:fair", "-k", "robustness and sqa")
     results = json.loads((project.path / "results.json").read_text())
-    assert {case["judge"] for case in results["cases"]} == {"rules"}
+    assert {case["judge"] for case in decided_cases(results)} == {"rules"}
     assert results["metadata"]["basis_judge"] == "rules"
     result.stdout.fnmatch_lines([f"lalm-fairness: deviation: {RULE_JUDGES_DEVIATION[:60]}*"])
     assert RULE_JUDGES_DEVIATION.split(" (")[0] in (project.path / "report.html").read_text()

@@ -15,6 +15,8 @@ from harness.core.errors import CaseNotMeasured
 from harness.metrics.ratio_table import RatioTable
 from harness.tasks.chat import SCORES, judge_prompt, judge_request
 
+from support.gate import decided_cases
+
 REPO = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
 
@@ -98,7 +100,7 @@ def test_a_simulator_has_no_weights_here_so_its_covariates_are_a_named_deviation
         "-p", "no:cacheprovider", "--model", "sim:fair", "-k", "wer_ratio and gender", "--embedder", "auto"
     )
     results = json.loads((pytester.path / "results.json").read_text())
-    (case,) = results["cases"]
+    (case,) = decided_cases(results)
     assert case["semantics"]["source"] == "fallback"
     assert "not the model's own Embed-AGG and Embed-EOWL" in case["semantics"]["deviation"]
     result.stdout.fnmatch_lines(["lalm-fairness: deviation: semantic covariates of sim:fair*"])

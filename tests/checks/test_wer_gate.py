@@ -13,7 +13,7 @@ from harness.cache import OutputCache
 from harness.gate.outcomes import EXIT_UNMEASURED
 from harness.semantic import Embedder, cached_embeddings, cached_principal_components, principal_components
 
-from support.gate import thresholds_for_modules
+from support.gate import decided_cases, thresholds_for_modules
 
 REPO = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
@@ -82,13 +82,14 @@ def run(project, *args):
 
 def test_biased_recogniser_fails_gender_and_fair_one_passes(project):
     result, results = run(project, "--model", "sim:fair", "--model", "sim:biased")
-    failed = {case["id"] for case in results["cases"] if not case["passed"] and case["check"] == "wer_ratio"}
+    decided = decided_cases(results)
+    failed = {case["id"] for case in decided if not case["passed"] and case["check"] == "wer_ratio"}
     # sim:fair's recogniser has one error rate for every voice (no speaker variance: its speaker fits are
     # singular). Judged by intervals that cover 95% (a singular fit's df = n - p, issue 13), one of its six
     # one-vs-rest accent comparisons (caribbean, 1.84 [1.03, 3.27]; the GLM row agrees) excludes 1 by chance;
     # the gate's decision rule (Bonferroni over the 6 comparisons and the model's 4 cases) does not fail on it.
     assert failed == {"sim:biased-demo-gender"}
-    wer = {case["id"]: case for case in results["cases"] if case["check"] == "wer_ratio"}
+    wer = {case["id"]: case for case in decided if case["check"] == "wer_ratio"}
     fair_accent = wer["sim:fair-demo-accent"]
     caribbean = next(c for c in fair_accent["comparisons"] if c["comparison"] == "caribbean / (rest)")
     assert caribbean["p"] < 0.05 and not caribbean["failed"]
@@ -96,8 +97,15 @@ def test_biased_recogniser_fails_gender_and_fair_one_passes(project):
     assert fair_accent["decision"]["comparisons"] == 6 and fair_accent["decision"]["family_size"] == 4
     assert fair_accent["decision"]["p"] == pytest.approx(min(1.0, 6 * caribbean["p"]))
     assert fair_accent["decision"]["p_adjusted"] == pytest.approx(min(1.0, 4 * fair_accent["decision"]["p"]))
-    result.assert_outcomes(passed=3, failed=1, errors=4)  # test_score_ratio is unmeasured without --judge
-    assert results["verdict"] == "fail" and results["summary"]["unmeasured"] == 4
+    # test_score_ratio is unmeasured without --judge; the three WER cases that did not fail cannot detect their bar
+    # (a ratio of 1.11) on the demo's 27 speakers, so they are unmeasured by design (issue 57)
+    assert {case["id"] for case in decided if case["by_design"]} == {
+        "sim:fair-demo-gender",
+        "sim:fair-demo-accent",
+        "sim:biased-demo-accent",
+    }
+    result.assert_outcomes(passed=0, failed=1, errors=7)
+    assert results["verdict"] == "fail" and results["summary"]["unmeasured"] == 7
     gender = wer["sim:biased-demo-gender"]
     methods = [row["method"] for row in gender["comparisons"][0]["methods"]]
     assert methods[0] == "vanilla" and len(methods) in (3, 4)
@@ -127,7 +135,7 @@ def test_judge_score_ratio_is_unmeasured_without_a_judge_and_catches_the_biased_
     result, results = run(
         project, "--model", "sim:fair", "--model", "sim:biased", "--judge", "sim:fair", "-k", "score_ratio and gender"
     )
-    failed = {case["id"] for case in results["cases"] if not case["passed"]}
+    failed = {case["id"] for case in decided_cases(results) if not case["passed"]}
     assert failed == {"sim:biased-demo-gender"}
     biased = next(case for case in results["cases"] if case["id"] == "sim:biased-demo-gender")
     assert biased["check"] == "score_ratio" and biased["value"] > 1 and biased["semantics"]["unscored_replies"] == 0
@@ -209,9 +217,10 @@ def test_default_run_judges_the_demo_cascade_with_the_demo_judge_and_reads_its_a
 
     result, results = run(project, "-k", "gender")
     # The demo judge gives every answer 10 under the paper's prompt: the score case is unmeasured, saying so.
-    result.assert_outcomes(passed=1, errors=1)
+    # The WER case cannot detect its bar on the demo's 27 speakers: unmeasured by design, what it measured kept.
+    result.assert_outcomes(passed=0, errors=2)
     result.stdout.fnmatch_lines(["*gave every one of the 324 answers the same score, 10*"])
-    cases = {case["check"]: case for case in results["cases"]}
+    cases = {case["check"]: case for case in decided_cases(results)}
     assert set(cases) == {"wer_ratio", "score_ratio"} and cases["score_ratio"]["status"] == "unmeasured"
     assert cases["score_ratio"]["nodeid"].endswith(
         "test_score_ratio[cascade:whisper:tiny.en+voice:praat+smollm2:135m-instruct-demo-gender]"

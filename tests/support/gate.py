@@ -107,3 +107,12 @@ def decided_record(outcome):
     if isinstance(outcome, Verdict):
         return outcome.record
     return getattr(getattr(outcome, "error", None), "record", None)
+
+
+def decided_cases(results: dict) -> list[dict]:
+    """A results.json's cases as decided: a case unmeasured by design (its design could not have failed it, issue 57)
+    as the record it measured and kept (``measured``), with ``by_design`` True; every other case as it is."""
+    return [
+        case["measured"] | {"by_design": True} if case.get("measured") else case | {"by_design": False}
+        for case in results["cases"]
+    ]

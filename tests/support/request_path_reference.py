@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics.counterfactual import (
-    OTHER_VALUE,
     ALL_DIRECTIONS,
     COLUMN_SEPARATOR,
+    OTHER_VALUE,
     ArmNTVDResult,
     _arm_rows,
     paired_permutation_test,
