@@ -10,22 +10,30 @@ from pathlib import Path
 
 import pytest
 
+from harness.checks.base import Verdict
 from harness.gate import Gate, GateConfig, release_outcome
+from harness.gate.release_thresholds import recorded_layers
 from harness.report.summary import first_screen
 from harness.results import RunMetadata, RunResults, Summary, parse_results
+from harness.results.metadata import ThresholdsEntry, ThresholdsLayer
 from harness.run_decision import decide_run
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "advisory"
+MARGINS = Path(__file__).with_name("release_margins.yaml")
+"""The built-in thresholds with an nTVD release margin of 10 points: the demo's 16 speakers per group detect a
+worsening of about 13 (issue 57), so at the built-in margin of 2 every comparison is underpowered (unmeasured, never
+'no regression'); at 10 the four outcomes can be told apart."""
 
 
-def gate(tmp: Path, model: str, baseline: Path | None = None) -> Gate:
+def gate(tmp: Path, model: str, baseline: Path | None = None, seed: int = 1) -> Gate:
     return Gate(
         GateConfig(
             models=(model,),
+            model_options={model: {"decoding": {"seed": seed}}},
             cache_dir=str(tmp / "cache"),
-            thresholds_path=str(REPO / "thresholds.yaml"),
-            permutations=999,
+            thresholds_path=str(MARGINS),
+            permutations=9_999,
             tasks=(TASK,),
             progress=False,
             baseline_path=None if baseline is None else str(baseline),
@@ -33,12 +41,23 @@ def gate(tmp: Path, model: str, baseline: Path | None = None) -> Gate:
     )
 
 
-def run(tmp: Path, model: str, baseline: Path | None = None) -> dict:
-    """The ntvd cases of ``model`` on the advisory task as a results.json (with ``baseline``, judged against it)."""
-    runner = gate(tmp, model, baseline)
-    verdicts = [runner.verdict(case) for case in runner.cases("ntvd")]
-    records = tuple(dataclasses.replace(v.record, nodeid=f"test_vibe.py::test_ntvd[{v.record.id}]") for v in verdicts)
-    return RunResults(decide_run(records), Summary.of(records), RunMetadata(), records).to_json()
+def run(tmp: Path, model: str, baseline: Path | None = None, seed: int = 1) -> dict:
+    """The ntvd cases of ``model`` on the advisory task as a results.json (with ``baseline``, judged against it), a
+    fresh draw of the model for each decoding ``seed``."""
+    runner = gate(tmp, model, baseline, seed)
+    records = []
+    for case in runner.cases("ntvd"):
+        outcome = runner.outcome(case)
+        nodeid = f"test_vibe.py::test_ntvd[{case.id}]"
+        records.append(
+            dataclasses.replace(outcome.record, nodeid=nodeid)
+            if isinstance(outcome, Verdict)
+            else outcome.record(nodeid)
+        )
+    records = tuple(records)
+    layers = [ThresholdsLayer(**layer) for layer in recorded_layers(runner.thresholds)]
+    metadata = RunMetadata(thresholds=ThresholdsEntry(source=str(MARGINS), hash="margins", layers=layers))
+    return RunResults(decide_run(records), Summary.of(records), metadata, records).to_json()
 
 
 def write(tmp: Path, name: str, results: dict) -> Path:
@@ -54,11 +73,13 @@ def runs(tmp_path_factory) -> dict[str, dict]:
     gender = next(case for case in biased["cases"] if case["dimension"] == "gender")
     assert not gender["passed"]  # sim:biased's advisory gender case fails its absolute criterion
     passed_then = {**biased, "cases": [dict(c, passed=True) if c is gender else c for c in biased["cases"]]}
+    # The candidates are fresh draws (seed 2): against identical answers a paired comparison cannot vary, and a
+    # comparison that is not estimable never makes a known failure (issue 57).
     return {
-        "fair vs fair": run(tmp, "sim:fair", write(tmp, "fair.json", fair)),
-        "biased vs fair": run(tmp, "sim:biased", write(tmp, "fair2.json", fair)),
-        "biased vs biased": run(tmp, "sim:biased", write(tmp, "biased.json", biased)),
-        "biased vs passed": run(tmp, "sim:biased", write(tmp, "passed.json", passed_then)),
+        "fair vs fair": run(tmp, "sim:fair", write(tmp, "fair.json", fair), seed=2),
+        "biased vs fair": run(tmp, "sim:biased", write(tmp, "fair2.json", fair), seed=2),
+        "biased vs biased": run(tmp, "sim:biased", write(tmp, "biased.json", biased), seed=2),
+        "biased vs passed": run(tmp, "sim:biased", write(tmp, "passed.json", passed_then), seed=2),
     }
 
 
