@@ -249,38 +249,28 @@ class Gate:
             floor_planned = None
         except RequestsPlanned as planned:  # --plan: the probe's requests are planned; the case plans its own too
             floor_planned = planned
-        verdict = check.verdict(self.context, case, self.family(case.check))
+        try:
+            verdict = check.verdict(self.context, case, self.family(case.check))
+        except DesignCannotFail as error:
+            # Unmeasured by design: where a baseline is set, its comparison is still made and kept beside it.
+            if self.baseline is None or not isinstance(error.record, CaseRecord):
+                raise
+            comparison = self.comparison(check, case, error.record)[0]
+            baseline = BaselineComparison.of(comparison, portable_source(self.baseline.source), self.baseline.model)
+            raise DesignCannotFail(str(error), dataclasses.replace(error.record, baseline=baseline)) from None
         if floor_planned is not None:
             raise floor_planned
         record = verdict.record
         if self.baseline is None:
             return Verdict(verdict.passed, verdict.message, record)
-        baseline_record = self.baseline.records.get(baseline_key(record))
-        unmeasured = self.baseline.unmeasured.get(baseline_key(record))
-        changed_corpus = self.baseline.changed_corpus(
-            record.corpus, self.context.corpora
-        ) or self.baseline.changed_stimuli(record, self.context.basis)
-        if baseline_record is not None and changed_corpus is not None:
-            comparison = unsupported(baseline_record, changed_corpus)
-        elif baseline_record is None and unmeasured is not None:
-            comparison = Comparison(
-                status="new",
-                message=f"unmeasured in the baseline ({unmeasured}): nothing to compare with, judged by its absolute threshold",
-            )
-        elif baseline_record is None:
-            comparison = Comparison(
-                status="new", message="new check, absent from the baseline: judged by its absolute threshold"
-            )
-        else:
-            comparison = with_floor_changes(
-                check.compare(self.context, case, record, baseline_record), record, baseline_record
-            )
+        comparison, baseline_record = self.comparison(check, case, record)
         compared = comparison.status in RELEASE_JUDGED
         if verdict.passed and comparison.status in RELEASE_UNDECIDED:
+            baseline = BaselineComparison.of(comparison, portable_source(self.baseline.source), self.baseline.model)
             raise DesignCannotFail(
                 f"{verdict.message}; {comparison.message}; release: passed its absolute threshold, but its comparison "
                 f"with the baseline ({comparison.status}) could not have found a regression: unmeasured",
-                record,
+                dataclasses.replace(record, absolute_passed=True, baseline=baseline),
             )
         outcome = release_outcome(
             verdict.passed,
@@ -311,6 +301,27 @@ class Gate:
             baseline=BaselineComparison.of(comparison, portable_source(self.baseline.source), self.baseline.model),
         )
         return Verdict(passed, message, record)
+
+    def comparison(self, check, case: Case, record: CaseRecord) -> tuple[Comparison, CaseRecord | None]:
+        """The release comparison of a decided ``record`` with the baseline's case, and that case (None when absent):
+        unsupported where its corpus or stimuli changed, new where the baseline lacks or did not measure it."""
+        baseline_record = self.baseline.records.get(baseline_key(record))
+        unmeasured = self.baseline.unmeasured.get(baseline_key(record))
+        changed_corpus = self.baseline.changed_corpus(
+            record.corpus, self.context.corpora
+        ) or self.baseline.changed_stimuli(record, self.context.basis)
+        if baseline_record is not None and changed_corpus is not None:
+            return unsupported(baseline_record, changed_corpus), baseline_record
+        if baseline_record is None and unmeasured is not None:
+            message = (
+                f"unmeasured in the baseline ({unmeasured}): nothing to compare with, judged by its absolute threshold"
+            )
+            return Comparison(status="new", message=message), None
+        if baseline_record is None:
+            message = "new check, absent from the baseline: judged by its absolute threshold"
+            return Comparison(status="new", message=message), None
+        compared = check.compare(self.context, case, record, baseline_record)
+        return with_floor_changes(compared, record, baseline_record), baseline_record
 
     def annotation_sample(
         self, records: Sequence[Record], path: str | Path, per_task: int = 12, seed: int = 0

@@ -173,7 +173,7 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
     if results.verdict == SPOT_CHECK:
         raise ValueError(f"{path}: {spot_check_refusal(results.scope)}")
     check_baseline_cases(path, results.cases)
-    cases = results.measured
+    cases = results.decided  # a case unmeasured by design keeps what it measured: its data pair as any other's
     models = sorted({case.model for case in cases})
     if not models:
         raise ValueError(
@@ -195,9 +195,9 @@ def load_baseline(path: str | Path, model: str | None = None, candidates: Sequen
         {
             baseline_key(case): (case.cause.message if case.cause else case.message).removeprefix(f"{case.id}: ")
             for case in results.unmeasured
-            if case.model == model
+            if case.model == model and case.measured is None
         },
-        {baseline_key(case): case.id for case in results.unmeasured if case.model == model},
+        {baseline_key(case): case.id for case in results.unmeasured if case.model == model and case.measured is None},
         *recorded_thresholds(results.metadata.thresholds),
         basis_sets=None if results.metadata.basis_suite is None else results.metadata.basis_suite.sets,
     )

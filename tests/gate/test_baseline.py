@@ -17,7 +17,7 @@ from harness.metrics.ntvd import (
 )
 from harness.metrics.paired import paired_speaker_test
 
-from support.gate import thresholds_for_modules
+from support.gate import decided_cases, thresholds_for_modules
 
 REPO = Path(__file__).resolve().parents[2]
 VALUES = np.array(list("abcdef"))
@@ -84,8 +84,24 @@ def test_mismatched_speakers_are_rejected():
 def project(pytester):
     pytester.makeconftest('pytest_plugins = ["harness.plugin"]\n')
     shutil.copy(REPO / "fairness_tests" / "test_vibe.py", pytester.path / "test_vibe.py")
-    (pytester.path / "thresholds.yaml").write_text(thresholds_for_modules(["test_vibe.py"]))
+    (pytester.path / "thresholds.yaml").write_text(powered_margins(thresholds_for_modules(["test_vibe.py"])))
     return pytester
+
+
+def powered_margins(text: str) -> str:
+    """``text`` with release margins the demo corpus can power (issue 57: its 16 speakers per group detect an nTVD
+    worsening of about 13, a WER log ratio of about 0.6; at the built-in margins, 2 and 0.05, every comparison is
+    underpowered, so unmeasured): nTVD 10, WER log ratio 0.5."""
+    return text.replace("ntvd:\n  defaults:\n", "ntvd:\n  defaults:\n    max_increase: 10.0\n", 1).replace(
+        "wer_ratio:\n  defaults:\n", "wer_ratio:\n  defaults:\n    max_worsening: 0.5\n", 1
+    )
+
+
+def second_draw(project, seed: int = 2) -> tuple[str, ...]:
+    """Options for a draw of sim:biased under decoding ``seed`` (against identical answers a comparison cannot vary;
+    both checkpoints are drawn alike, as a greedy against a sampled decoder is another comparison: issue 58)."""
+    (project.path / f"draw{seed}.yaml").write_text(f"models:\n  sim:biased: {{decoding: {{seed: {seed}}}}}\n")
+    return ("--model-config", f"draw{seed}.yaml")
 
 
 def gate(project, *args):
@@ -97,12 +113,12 @@ def gate(project, *args):
 def test_gate_fails_only_regressions_against_the_released_checkpoint(project):
     gate(project, "--model", "sim:fair", "--results-json", "released.json")  # a baseline is a run of the full gate
     result = gate(project, "--model", "sim:biased", "-k", "story or candidate", "--baseline", "released.json")
-    result.assert_outcomes(passed=3, failed=1)
+    assert result.ret == 1
     cases = {case["id"]: case for case in json.loads((project.path / "results.json").read_text())["cases"]}
     regression = cases["sim:biased-story-gender"]
     assert regression["baseline"]["status"] == "compared" and regression["baseline"]["regressed"]
     assert regression["baseline"]["delta"] > 2.0 and regression["release"] == "regression"
-    gate(project, "--model", "sim:biased", "--results-json", "biased.json")
+    gate(project, "--model", "sim:biased", "--results-json", "biased.json", *second_draw(project, 1))
     result = gate(
         project,
         "--model",
@@ -113,8 +129,8 @@ def test_gate_fails_only_regressions_against_the_released_checkpoint(project):
         "biased.json",
         "--results-json",
         "again.json",
+        *second_draw(project),
     )
-    result.assert_outcomes(passed=4)  # story-gender fails in both runs, not regressed: a known failure
     again = {case["id"]: case for case in json.loads((project.path / "again.json").read_text())["cases"]}
     assert again["sim:biased-story-gender"]["release"] == "known failure"
 
@@ -123,18 +139,23 @@ def test_case_missing_from_the_baseline_is_reported_as_new(project):
     """The baseline's gate had no WER module: the candidate's WER cases are new, judged by their absolute criterion."""
     gate(project, "--model", "sim:fair", "--results-json", "released.json")
     shutil.copy(REPO / "fairness_tests" / "test_wer.py", project.path / "test_wer.py")
-    (project.path / "thresholds.yaml").write_text(thresholds_for_modules(["test_vibe.py", "test_wer.py"]))
+    (project.path / "thresholds.yaml").write_text(
+        powered_margins(thresholds_for_modules(["test_vibe.py", "test_wer.py"]))
+    )
     result = gate(project, "--model", "sim:biased", "-k", "story or wer_ratio", "--baseline", "released.json")
-    result.assert_outcomes(passed=2, failed=2)
+    assert result.ret == 1
     cases = {case["id"]: case for case in json.loads((project.path / "results.json").read_text())["cases"]}
     new = cases["sim:biased-demo-gender"]
     assert new["baseline"]["status"] == "new" and new["passed"] is False and new["absolute_passed"] is False
     assert new["release"] == "new failure" and new["message"].endswith("release: new failure -> FAIL")
-    assert cases["sim:biased-demo-accent"]["baseline"]["status"] == "new"
+    accent = cases["sim:biased-demo-accent"]  # 27 speakers cannot detect a ratio of 1.11: unmeasured by design
+    assert accent["status"] == "unmeasured" and accent["cause"]["kind"] == "design"
 
 
 def test_baseline_with_several_models_needs_a_choice_unless_it_holds_the_one_candidate(project):
-    gate(project, "--model", "sim:fair", "--model", "sim:biased", "--results-json", "two.json")
+    gate(
+        project, "--model", "sim:fair", "--model", "sim:biased", "--results-json", "two.json", *second_draw(project, 1)
+    )
     result = gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--baseline", "two.json")
     assert (
         "two.json: the baseline holds models ['sim:biased', 'sim:fair']; choose one with --baseline-model"
@@ -143,11 +164,13 @@ def test_baseline_with_several_models_needs_a_choice_unless_it_holds_the_one_can
     result = gate(
         project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--baseline-model", "sim:fair"
     )
-    result.assert_outcomes(passed=1, failed=1)
+    assert result.ret == 1
     result = gate(
-        project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--results-json", "same.json"
-    )
-    result.assert_outcomes(passed=2)  # story-gender: a known failure of sim:biased
+        project, "--model", "sim:biased", "-k", "story", "--baseline", "two.json", "--results-json", "same.json",
+        *second_draw(project),
+    )  # fmt: skip
+    same = {case["id"]: case for case in json.loads((project.path / "same.json").read_text())["cases"]}
+    assert same["sim:biased-story-gender"]["release"] == "known failure"  # fails in both runs, not regressed
     assert json.loads((project.path / "same.json").read_text())["metadata"]["baseline"]["model"] == "sim:biased"
 
 
@@ -172,13 +195,16 @@ def test_a_paired_contrast_that_cannot_vary_is_not_estimable_never_a_regression(
         )
         gate(pytester, *args, *(("--baseline", "seed1.json") if seed > 1 else ()))
         if seed > 1:
-            cases = json.loads((pytester.path / f"seed{seed}.json").read_text())["cases"]
-            statuses.update({(seed, case["id"]): case["baseline"] for case in cases})
+            cases = decided_cases(json.loads((pytester.path / f"seed{seed}.json").read_text()))
+            statuses.update({(seed, case["id"]): case["baseline"] for case in cases if case.get("baseline")})
     assert statuses and not any(baseline["regressed"] for baseline in statuses.values())
     flat = [baseline for baseline in statuses.values() if baseline["status"] == "not estimable"]
     assert flat and all("not judged a regression" in baseline["message"] for baseline in flat)
+    # Issue 57: a comparison that cannot vary could not have found a regression: the case is unmeasured, not passed.
     results = json.loads((pytester.path / "seed3.json").read_text())
-    assert all(case["passed"] for case in results["cases"] if case["baseline"]["status"] == "not estimable")
+    flat_cases = [case for case in results["cases"] if (case.get("measured") or {}).get("baseline", {}).get("status")
+                  == "not estimable"]  # fmt: skip
+    assert all(not case["passed"] and case["cause"]["kind"] == "design" for case in flat_cases)
 
 
 def speaker_counts(rng, rate_by_group, n_speakers=12, items=30):
@@ -215,17 +241,19 @@ def test_every_check_compares_against_the_baseline(pytester):
     selection = ("-k", "(gender-speech-implicit or demo-gender or asr-gender or advisory-gender) and not score_ratio")
     gate(pytester, "--model", "sim:fair", "--results-json", "released.json")  # a baseline runs its full gate
     result = gate(pytester, "--model", "sim:biased", *selection, "--baseline", "released.json")
-    cases = {case["nodeid"]: case for case in json.loads((pytester.path / "results.json").read_text())["cases"]}
+    results = json.loads((pytester.path / "results.json").read_text())
+    nodeids = [case["nodeid"] for case in results["cases"]]
+    cases = dict(zip(nodeids, decided_cases(results)))  # those unmeasured by design keep their comparison
     assert {case["check"] for case in cases.values()} == {"ntvd", "wer_ratio", "icat", "personalization", "robustness"}
-    assert all(case["baseline"]["status"] == "compared" for case in cases.values())
+    assert all(case["baseline"]["status"] in ("compared", "underpowered") for case in cases.values())
     regressed = {case["check"] for case in cases.values() if case["baseline"]["regressed"]}
     # The simulator's ASR gap (16.7 points on 2 speakers x 3 sentences per group) is not significant by the two-way
     # speaker x item interval, nor beyond its group-exchange null by the paired speaker bootstrap of the release
     # comparison: judged under the gate's alpha it is no regression.
     assert regressed == {"ntvd", "wer_ratio", "icat"}
     robustness = next(case for case in cases.values() if case["check"] == "robustness")
-    assert robustness["absolute_passed"] and robustness["baseline"]["decision"]["resampled"] == "speakers"
-    result.assert_outcomes(passed=2, failed=3)
+    assert robustness["baseline"]["decision"]["resampled"] == "speakers"
+    assert result.ret == 1
 
 
 def excess_regressed(candidate, baseline, seed, max_increase=2.0, alpha=0.05):
