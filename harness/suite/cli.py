@@ -3,7 +3,7 @@
 Exit status: 0 built; 1 built, but the filters left a group with fewer than 2 voices (nothing loadable written; the
 build report says which); 4 bad input (an item file, a voice spec, a group label, a missing synthesiser, model or
 extra, a non-empty ``--out`` no build made without ``--force``: one ``ERROR:`` line naming the file and row, the
-spec and the packages it lacks, or the folder, before any clip is made); 130 interrupted (the clips made so far are kept, and the
+spec and the packages it lacks, or the folder, before any clip is made); 2 interrupted (the clips made so far are kept, and the
 next build goes on from them).
 """
 
@@ -17,18 +17,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.core.tools import EXIT_INTERRUPTED, ToolParser, report_error
 from harness.suite.build import LAYOUTS, Filters, build_suite, check_out_folder
 from harness.suite.errors import SuiteError
 from harness.suite.filters import DEFAULT_ASR, DEFAULT_MIN_SHARE, DEFAULT_PERCEIVER, spec_perceiver, spec_transcriber
 from harness.suite.voices import read_voices
 
-EXIT_USAGE = 4
-EXIT_INTERRUPTED = 130
 PROG = "lalm-fairness-suite"
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog=PROG, description="Build spoken suites from text items and TTS voices.")
+    top = ToolParser(prog=PROG, description="Build spoken suites from text items and TTS voices.")
     commands = top.add_subparsers(dest="command", required=True)
     build = commands.add_parser(
         "build",
@@ -36,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
         description="Read every text item with every voice, admit the clips past the BASIS-Bench filters (WER = 0, "
         "perceived group, outliers listed), and write a corpus (--corpus NAME=DIR) or a BASIS suite (--basis-suite DIR) "
         "with provenance.json and build-report.txt. Exit 0 built, 1 a group left with fewer than 2 voices (nothing "
-        "loadable written), 4 bad input (one ERROR: line), 130 interrupted (run it again to go on).",
+        "loadable written), 4 bad input (one ERROR: line), 2 interrupted (run it again to go on).",
     )
     build.add_argument(
         "--items",
@@ -136,8 +135,7 @@ def run(args: argparse.Namespace) -> int:
                              description=args.description, store_dir=args.clip_store, progress=not args.no_progress,
                              force=args.force)  # fmt: skip
     except SuiteError as exc:
-        print(f"ERROR: {PROG}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error(PROG, exc)
     except subprocess.CalledProcessError as exc:
         detail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
         print(

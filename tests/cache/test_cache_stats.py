@@ -165,4 +165,4 @@ def test_run_with_an_imported_cache_reports_its_outputs_per_model(pytester):
         text=True,
         timeout=120,
     )
-    assert refused.returncode == 2 and "first.json.missing" in refused.stderr
+    assert refused.returncode == 4 and "first.json.missing" in refused.stderr

@@ -11,7 +11,8 @@ import types
 
 import pytest
 
-from harness.generation.fill_plan import EXIT_SETUP, main, missing_extras
+from harness.core.tools import EXIT_SETUP
+from harness.generation.fill_plan import main, missing_extras
 from harness.models import missing_extra
 
 from support.gate import gate_project

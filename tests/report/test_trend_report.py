@@ -137,7 +137,7 @@ def test_one_file_renders_its_report_and_a_bad_file_is_named(tmp_path, nights):
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(SystemExit):
         main([])
-    assert main([str(tmp_path / "bad.json"), str(nights[0]), "-o", str(tmp_path / "x.html")]) == 2
+    assert main([str(tmp_path / "bad.json"), str(nights[0]), "-o", str(tmp_path / "x.html")]) == 4
     assert not (tmp_path / "x.html").exists()
 
 

@@ -175,7 +175,7 @@ def test_a_killed_build_does_not_load_and_the_next_build_goes_on(tmp_path):
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     made_before = whole_clips()
-    assert process.returncode == 130, err.decode()
+    assert process.returncode == 2, err.decode()
     assert 5 <= made_before < 48 and made_before == len(
         list(store.glob("*/*"))
     )  # whole clips only: no temporary file left
