@@ -27,7 +27,9 @@ def test_help_is_plain_text_and_every_option_has_help(main, capsys):
 def test_the_cache_command_refuses_a_cache_folder_that_does_not_exist(command, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert cache_main([*command, "--cache-dir", "typo"]) == 4
-    assert capsys.readouterr().err.startswith(f"ERROR: lalm-fairness-cache: {command[0]}: cache folder typo does not exist")
+    assert capsys.readouterr().err.startswith(
+        f"ERROR: lalm-fairness-cache: {command[0]}: cache folder typo does not exist"
+    )
     assert not (tmp_path / "typo").exists() and not (tmp_path / "out.jsonl.gz").exists()
 
 
