@@ -2,8 +2,9 @@
 
 Key = SHA-256 of (model fingerprint, full decoding parameters, rendered request — prompt, system text and
 the audio's *content* hash — and a namespace such as ``generate``). The same audio at two paths is one
-entry; a changed decoding parameter, prompt or checkpoint is a different one. Errors and empty outputs
-are never stored as answers. Several processes (pytest-xdist workers) may read and write at once: WAL
+entry; a changed decoding parameter, prompt or checkpoint is a different one. Errors are never stored as
+answers; an empty output is (it is the model's answer, counted as ``empty`` by the checks, and a re-score from a
+filled plan or an export finds it: issue 59, item 4). Several processes (pytest-xdist workers) may read and write at once: WAL
 mode, a busy timeout, and ``INSERT OR IGNORE`` (two writers of one key wrote the same answer).
 
 Each entry records its ``origin``: ``generated`` (stored by a run that made it) or ``imported`` (added from a
@@ -219,11 +220,12 @@ class OutputCache:
         return found
 
     def put_many(self, entries: Sequence[tuple[str, str, str, str, Mapping[str, Any]]]) -> int:
-        """Store (key, namespace, model_fingerprint, text, metadata) rows; empty texts are skipped."""
+        """Store (key, namespace, model_fingerprint, text, metadata) rows; an empty text is stored as the empty answer
+        it is, a None (no answer) is skipped."""
         rows = [
             (key, namespace, fingerprint, text, json.dumps(dict(metadata), sort_keys=True), time.time(), GENERATED)
             for key, namespace, fingerprint, text, metadata in entries
-            if text is not None and text.strip()
+            if text is not None
         ]
         self._insert(rows)
         return len(rows)
