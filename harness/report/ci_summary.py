@@ -18,6 +18,7 @@ from typing import Any
 from harness.core.files import atomic_write_text
 from harness.display.decisions import WITHIN_THE_BAR
 from harness.records import CaseRecord, Comparison, Record, UnmeasuredRecord, regressed_against_baseline
+from harness.report.summary import spot_check_outcome
 from harness.results import RunResults
 
 THRESHOLD_SYMBOLS = {"max": "≤", "min": "≥", "upper": "≤", "lower": "≥"}
@@ -31,7 +32,8 @@ def render_summary(results: RunResults, report_link: str | None = None, results_
     models = sorted(results.models)
     regressed = [case for case in cases if regressed_against_baseline(case)]
     scope = results.scope
-    title = scope.title() if results.verdict == "spot-check" and scope is not None else results.verdict.upper()
+    spot = spot_check_outcome(results)
+    title = spot[0] if spot else results.verdict.upper()
     lines = [f"### Voice-induced bias gate: **{title}**", ""]
     if scope is not None and scope.off:
         lines += [f"Off (turned off in the thresholds file): {', '.join(f'`{name}`' for name in scope.off)}.", ""]

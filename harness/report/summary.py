@@ -241,9 +241,11 @@ def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
     )
     below_floor = [r for r in measured if any(not floor.met for floor in r.floors or [])]
     metadata, verdict, scope = results.metadata, results.verdict, results.scope
+    spot = spot_check_outcome(results)
     return {
         "verdict": verdict,
-        "spot_check": scope.title() if verdict == SPOT_CHECK and scope is not None else None,
+        "spot_check": spot[0] if spot else None,
+        "bar": spot[1] if spot else verdict,
         "off": list(scope.off) if scope is not None else [],
         "lines": lines,
         "closest": closest_lines,
@@ -265,6 +267,20 @@ def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
             (r.judge for r in records if getattr(r, "judge", None) not in (None, "none", RULE_JUDGES)), None
         ),
     }
+
+
+def spot_check_outcome(results: RunResults) -> tuple[str, str] | None:
+    """A spot check's title and the class of its bar, saying how its cases went (issue 59, item 7): a failing one
+    "SPOT CHECK FAILED — ..." on the fail colour (it exits 1), one with unmeasured cases "SPOT CHECK UNMEASURED
+    — ..." (exit 7), one whose cases all passed "SPOT CHECK — ..." (exit 8); None for a run that is no spot check."""
+    if results.verdict != SPOT_CHECK or results.scope is None:
+        return None
+    title = results.scope.title()
+    if results.summary.failed:
+        return title.replace("SPOT CHECK", "SPOT CHECK FAILED", 1), "fail"
+    if results.summary.unmeasured:
+        return title.replace("SPOT CHECK", "SPOT CHECK UNMEASURED", 1), "unmeasured"
+    return title, SPOT_CHECK
 
 
 def model_verdicts(results: RunResults) -> list[dict[str, str]]:
