@@ -73,6 +73,7 @@ def check_voices(voices: list[VoiceSpec]) -> dict[str, dict]:
     """Every voice's bank is here and takes its spec, and every dimension has at least :data:`MIN_VOICES_PER_GROUP`
     voices per group; returns each voice's recipe parts (speaker -> its bank's ``recipe_parts``)."""
     parts = {voice.speaker: checked_bank(voice).recipe_parts(voice) for voice in voices}
+    check_dimension_names(voices)
     for dimension, groups in voices_per_group(voices).items():
         short = {group: speakers for group, speakers in groups.items() if len(speakers) < MIN_VOICES_PER_GROUP}
         if short or len(groups) < 2:
@@ -85,6 +86,25 @@ def check_voices(voices: list[VoiceSpec]) -> dict[str, dict]:
     if missing:
         raise SuiteError(f"voice spec {missing[0]!r}: declares no label on {sorted(voices_per_group(voices))}")
     return parts
+
+
+def check_dimension_names(voices: list[VoiceSpec]) -> None:
+    """A label dimension that is no dimension the gate knows (:func:`harness.thresholds.known_dimensions`) but is
+    one letter or two off one (``gendr``) is a typo, named as such, rather than a new dimension whose groups then
+    lack voices (issue 59, item 9). A dimension of one's own far from every known one (``dialect``) is kept."""
+    import difflib
+
+    from harness.thresholds import known_dimensions
+
+    known = known_dimensions()
+    for dimension in voices_per_group(voices):
+        close = difflib.get_close_matches(dimension, sorted(known), n=1, cutoff=0.8)
+        if dimension not in known and close:
+            voice = next(voice for voice in voices if dimension in voice.label)
+            raise SuiteError(
+                f"voice spec {voice.text!r}: dimension {dimension!r} is no dimension the gate knows; did you mean "
+                f"{close[0]!r}?"
+            )
 
 
 def plan_clips(layout: str, items: Path, voices: list[VoiceSpec], parts: dict[str, dict]):

@@ -226,3 +226,10 @@ def test_an_empty_items_file_says_it_is_empty(capsys, tmp_path):
     assert status == 4 and line.endswith(
         "needs the columns content_id and text; it has no header row (the file is empty)"
     )
+
+
+def test_a_typod_dimension_is_named_as_a_typo(capsys, tmp_path):
+    """Issue 59, item 9: ``@gendr=female`` became a new dimension, and the error named another cause."""
+    voices = espeak_voices().replace("+f1@gender=", "+f1@gendr=")
+    status, (line,) = run(capsys, tmp_path, "--items", str(write_items(tmp_path)), "--voices", voices)
+    assert status == 4 and line.endswith("dimension 'gendr' is no dimension the gate knows; did you mean 'gender'?")
