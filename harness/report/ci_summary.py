@@ -103,12 +103,21 @@ def _relative(target: str | Path | None, summary: Path) -> str | None:
     return Path(os.path.relpath(Path(target).resolve(), summary.resolve().parent)).as_posix()
 
 
+SIGNIFICANCE_ONLY = ("significance", "ci", "q-value")
+"""Decision rules with no magnitude bar: a case's threshold is its significance test alone."""
+
+
 def threshold_text(threshold: Mapping[str, Any] | None, floors: Sequence[str] = ()) -> str:
     """The bounds of a record's ``threshold`` (``max_ntvd ≤ 30``, ``[0.9, 1.11]``); settings such as ``alpha``
-    and the quality ``floors`` (keys reported apart from the bias verdict) are left out."""
+    and the quality ``floors`` (keys reported apart from the bias verdict) are left out. Under a rule with no
+    magnitude bar (:data:`SIGNIFICANCE_ONLY`) the test instead: ``adjusted p < 0.05``, ``BH q < 0.05``."""
     threshold = {key: value for key, value in (threshold or {}).items() if key not in floors}
     if not threshold:
         return ""
+    rule, alpha = threshold.get("rule"), threshold.get("alpha")
+    if rule in SIGNIFICANCE_ONLY:  # no magnitude bar: its max_ntvd or bounds decide nothing (issue 59, item 7)
+        level = f" < {_number(alpha)}" if isinstance(alpha, (int, float)) else ""
+        return ("BH q" if rule == "q-value" else "adjusted p") + level
     if isinstance(threshold.get("lower"), (int, float)) and isinstance(threshold.get("upper"), (int, float)):
         return f"[{_number(threshold['lower'])}, {_number(threshold['upper'])}]"
     parts = []
