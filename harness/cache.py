@@ -262,7 +262,8 @@ class OutputCache:
         return len(rows)
 
     def import_file(self, path: str | Path) -> int:
-        """Add the entries of an exported file (existing keys are kept) as ``imported``; returns the number read.
+        """Add the entries of an exported file (existing keys are kept) as ``imported``; returns the number added
+        (an entry the cache held already is not counted: issue 59, item 8).
 
         The whole file is validated before anything is written, so a damaged file adds nothing. The count per
         model is :meth:`import_counts`.
@@ -270,8 +271,8 @@ class OutputCache:
         return sum(self.import_counts(path).values())
 
     def import_counts(self, path: str | Path) -> dict[str, int]:
-        """:meth:`import_file`, returning the number of entries read per model (the spec that generated each
-        entry, from its metadata; else its model fingerprint)."""
+        """:meth:`import_file`, returning the number of entries added per model (the spec that generated each
+        entry, from its metadata; else its model fingerprint); entries already in the cache count nowhere."""
         path = Path(path)
         if not path.is_file():
             raise CacheError(f"{path}: cache export does not exist")
@@ -295,11 +296,13 @@ class OutputCache:
             raise CacheError(
                 f"{path}: header announces {header.get('entries')} entries, file holds {len(rows)} (truncated?)"
             )
+        present = set(self.lookup([row[0] for row in rows]))
         self._insert(rows)
         counts: dict[str, int] = {}
         for row in rows:
-            model = entry_model(row[4], row[2])
-            counts[model] = counts.get(model, 0) + 1
+            if row[0] not in present:
+                model = entry_model(row[4], row[2])
+                counts[model] = counts.get(model, 0) + 1
         return counts
 
     def stats(self) -> list[dict[str, Any]]:
