@@ -517,5 +517,5 @@ def test_the_first_screen_names_every_corpus_its_cases_came_from_and_the_why_tab
     assert screen["corpora"][0] == "demo" and "basis-demo" in screen["corpora"]
     assert {line["corpus"] for line in screen["lines"]} >= {"basis-demo", "demo"}
     html = render_report(results)
-    assert "<th>Model</th><th>Corpus</th><th>Dimension</th>" in html and "<code>basis-demo</code>" in html
-    assert re.search(r"<td>BASIS classification</td><td class=\"model\">.*?</td><td>basis-demo</td>", html)
+    assert "<th>Model</th><th>Corpus · dimension</th>" in html and "<code>basis-demo</code>" in html
+    assert re.search(r"<td>BASIS classification</td><td class=\"model\">.*?</td><td>basis-demo · gender</td>", html)
