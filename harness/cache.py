@@ -2,8 +2,9 @@
 
 Key = SHA-256 of (model fingerprint, full decoding parameters, rendered request — prompt, system text and
 the audio's *content* hash — and a namespace such as ``generate``). The same audio at two paths is one
-entry; a changed decoding parameter, prompt or checkpoint is a different one. Errors and empty outputs
-are never stored as answers. Several processes (pytest-xdist workers) may read and write at once: WAL
+entry; a changed decoding parameter, prompt or checkpoint is a different one. Errors are never stored as
+answers; an empty output is (it is the model's answer, counted as ``empty`` by the checks, and a re-score from a
+filled plan or an export finds it: issue 59, item 4). Several processes (pytest-xdist workers) may read and write at once: WAL
 mode, a busy timeout, and ``INSERT OR IGNORE`` (two writers of one key wrote the same answer).
 
 Each entry records its ``origin``: ``generated`` (stored by a run that made it) or ``imported`` (added from a
@@ -219,11 +220,12 @@ class OutputCache:
         return found
 
     def put_many(self, entries: Sequence[tuple[str, str, str, str, Mapping[str, Any]]]) -> int:
-        """Store (key, namespace, model_fingerprint, text, metadata) rows; empty texts are skipped."""
+        """Store (key, namespace, model_fingerprint, text, metadata) rows; an empty text is stored as the empty answer
+        it is, a None (no answer) is skipped."""
         rows = [
             (key, namespace, fingerprint, text, json.dumps(dict(metadata), sort_keys=True), time.time(), GENERATED)
             for key, namespace, fingerprint, text, metadata in entries
-            if text is not None and text.strip()
+            if text is not None
         ]
         self._insert(rows)
         return len(rows)
@@ -260,7 +262,8 @@ class OutputCache:
         return len(rows)
 
     def import_file(self, path: str | Path) -> int:
-        """Add the entries of an exported file (existing keys are kept) as ``imported``; returns the number read.
+        """Add the entries of an exported file (existing keys are kept) as ``imported``; returns the number added
+        (an entry the cache held already is not counted: issue 59, item 8).
 
         The whole file is validated before anything is written, so a damaged file adds nothing. The count per
         model is :meth:`import_counts`.
@@ -268,8 +271,8 @@ class OutputCache:
         return sum(self.import_counts(path).values())
 
     def import_counts(self, path: str | Path) -> dict[str, int]:
-        """:meth:`import_file`, returning the number of entries read per model (the spec that generated each
-        entry, from its metadata; else its model fingerprint)."""
+        """:meth:`import_file`, returning the number of entries added per model (the spec that generated each
+        entry, from its metadata; else its model fingerprint); entries already in the cache count nowhere."""
         path = Path(path)
         if not path.is_file():
             raise CacheError(f"{path}: cache export does not exist")
@@ -293,11 +296,13 @@ class OutputCache:
             raise CacheError(
                 f"{path}: header announces {header.get('entries')} entries, file holds {len(rows)} (truncated?)"
             )
+        present = set(self.lookup([row[0] for row in rows]))
         self._insert(rows)
         counts: dict[str, int] = {}
         for row in rows:
-            model = entry_model(row[4], row[2])
-            counts[model] = counts.get(model, 0) + 1
+            if row[0] not in present:
+                model = entry_model(row[4], row[2])
+                counts[model] = counts.get(model, 0) + 1
         return counts
 
     def stats(self) -> list[dict[str, Any]]:

@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
-import argparse
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.cache import GENERATED, IMPORTED, CacheError, OutputCache
+from harness.core.tools import ToolParser, report_error
 from harness.results import RunResults, read_results
 
 
@@ -30,12 +31,15 @@ def run_output_lines(results: RunResults, source: str) -> list[str]:
     return lines
 
 
+TOOL = "lalm-fairness-cache"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``lalm-fairness-cache export|import|stats``: move a run's outputs between machines. ``stats`` and
-    ``export`` read an existing cache folder and refuse one that does not exist (exit 2, naming it);
-    ``import`` creates it."""
-    parser = argparse.ArgumentParser(
-        prog="lalm-fairness-cache",
+    ``export`` read an existing cache folder and refuse one that does not exist; ``import`` creates it, and removes
+    it again when the file cannot be imported. Bad input: one ``ERROR:`` line, exit 4 (:mod:`harness.core.tools`)."""
+    parser = ToolParser(
+        prog=TOOL,
         description="Move a run's model outputs between machines: export a cache folder to a file, import a file "
         "into a cache folder, or count a cache folder's entries per model.",
     )
@@ -57,12 +61,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command != "stats" and not args.file:
         parser.error(f"{args.command} needs --file")
     if args.command in ("export", "stats") and not Path(args.cache_dir).exists():
-        print(
-            f"lalm-fairness-cache: {args.command}: cache folder {args.cache_dir} does not exist; give the folder "
-            "the gate ran with (its --cache-dir, default .lalm_cache in the rootdir)",
-            file=sys.stderr,
+        return report_error(
+            TOOL,
+            f"{args.command}: cache folder {args.cache_dir} does not exist; give the folder the gate ran with (its "
+            "--cache-dir, default .lalm_cache in the rootdir)",
         )
-        return 2
+    if args.command == "import" and not Path(args.file).is_file():
+        return report_error(TOOL, f"import: --file {args.file} does not exist")
+    created = not Path(args.cache_dir).exists()
     try:
         cache = OutputCache(args.cache_dir)
         if cache.set_aside is not None:
@@ -77,14 +83,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 try:
                     print("\n".join(run_output_lines(read_results(args.results), args.results)))
                 except (CacheError, ValueError) as exc:
-                    parser.exit(2, f"lalm-fairness-cache: {exc}\n")
+                    return report_error(TOOL, exc)
         elif args.command == "export":
             print(f"exported {cache.export(args.file)} entries to {args.file}")
         else:
             print(f"imported {cache.import_file(args.file)} entries into {cache.path}")
     except CacheError as exc:
-        print(f"lalm-fairness-cache: {exc}", file=sys.stderr)
-        return 2
+        if created and args.command == "import":
+            shutil.rmtree(args.cache_dir, ignore_errors=True)  # no empty database left by a failed import
+        return report_error(TOOL, exc)
     return 0
 
 

@@ -1,7 +1,9 @@
 """Pass/fail thresholds from ``thresholds.yaml``, validated against the known checks, variants and dimensions.
 
-One section per check (``ntvd``, ...), each with the same layered layout; later layers override earlier
-ones::
+One section per check (``ntvd``, ...), each with the same layered layout; within a file, later (more specific)
+layers override earlier ones. A file of one's own is laid over the built-in defaults key by key: each value replaces
+only the key it names at its own layer or a less specific one, so that its ``defaults`` never shadow a built-in
+dimension- or task-specific value (write that specific key to change it)::
 
     ntvd:
       defaults:   {max_ntvd: 20.0, alpha: 0.05, rule: both, tau: 10}
@@ -310,16 +312,20 @@ class Thresholds:
     preset: Thresholds | None = None
     """The shipped preset this file names (top-level ``preset: NAME``), layered between the built-in defaults
     and this file."""
+    shipped: bool = False
+    """A shipped preset: a whole criterion, laid over the built-in defaults block by block (its ``defaults``
+    replace theirs everywhere), where a file of one's own is laid over them key by key (:meth:`_layer`)."""
 
     def values(self, check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> dict[str, Any]:
         """The merged settings of one case: the schema's defaults, then the built-in thresholds file's layers
         (:data:`PACKAGED`), then this file's; in each file defaults < dimension < variant < variant x dimension."""
         merged = schema.defaults()
+        levels: dict[str, int] = {}
         if not self.packaged:
-            packaged_thresholds()._layer(merged, check, schema, variant, dimension)
+            packaged_thresholds()._layer(merged, check, schema, variant, dimension, levels)
         if self.preset is not None:
-            self.preset._layer(merged, check, schema, variant, dimension)
-        self._layer(merged, check, schema, variant, dimension)
+            self.preset._layer(merged, check, schema, variant, dimension, levels)
+        self._layer(merged, check, schema, variant, dimension, levels, by_key=not (self.packaged or self.shipped))
         return merged
 
     def settings(self, check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> Any:
@@ -342,16 +348,31 @@ class Thresholds:
         return {**(self.preset.explicit(section) if self.preset is not None else {}), **own}
 
     def _layer(
-        self, merged: dict[str, Any], check: str, schema: ThresholdSchema, variant: str | None, dimension: str
+        self,
+        merged: dict[str, Any],
+        check: str,
+        schema: ThresholdSchema,
+        variant: str | None,
+        dimension: str,
+        levels: dict[str, int],
+        by_key: bool = False,
     ) -> None:
+        """Lay this file's blocks for one case over ``merged``, least specific first (:data:`LAYER_LEVELS`);
+        ``levels`` holds, per key, how specific the block that set it was. ``by_key`` (a file of one's own, issue 59):
+        a key replaces only a value set by a block no more specific than its own, so that a ``defaults`` key never
+        shadows a built-in dimension- or task-specific value; to change that, write the specific key."""
         section = self.raw.get(check, {}) or {}
-        merged.update(section.get("defaults", {}) or {})
-        merged.update((section.get("dimensions", {}) or {}).get(dimension, {}) or {})
+        blocks = [section.get("defaults", {}) or {}, (section.get("dimensions", {}) or {}).get(dimension, {}) or {}]
         if schema.variant_axis and variant is not None:
             variant_block = dict((section.get(schema.variant_axis, {}) or {}).get(variant, {}) or {})
             variant_dimensions = variant_block.pop("dimensions", {}) or {}
-            merged.update(variant_block)
-            merged.update(variant_dimensions.get(dimension, {}) or {})
+            blocks += [variant_block, variant_dimensions.get(dimension, {}) or {}]
+        for level, block in enumerate(blocks):
+            for key, value in block.items():
+                if by_key and levels.get(key, -1) > level:
+                    continue
+                merged[key] = value
+                levels[key] = level
 
     def validate(
         self, schemas: Mapping[str, ThresholdSchema], variants: Mapping[str, Iterable[str]], dimensions: Iterable[str]
@@ -427,7 +448,7 @@ class Thresholds:
         for dimension, values in block.items():
             if dimension not in dimensions:
                 self._fail(f"{path}: unknown dimension {dimension!r}", dimensions)
-            if dimension not in session:
+            if dimension not in session and not (self.packaged or self.shipped):  # built-in: not a user's override
                 self.notes.append(f"{path}.{dimension} is unused: no corpus or suite of this session has dimension "
                                   f"{dimension!r} (it has {', '.join(session) or 'none'})")  # fmt: skip
             self._check_values(values or {}, f"{path}.{dimension}", schema)
@@ -500,7 +521,7 @@ def preset_thresholds(name: str, named_in: str) -> Thresholds:
     path = PRESETS_DIR / f"{name}.yaml"
     if not isinstance(name, str) or not path.is_file():
         raise ThresholdsError(f"{named_in}: unknown preset {name!r}; shipped presets: {', '.join(presets())}")
-    return _read_thresholds(path, source=f"<preset {name}: {path}>")
+    return dataclasses.replace(_read_thresholds(path, source=f"<preset {name}: {path}>"), shipped=True)
 
 
 def load_thresholds(path: str | Path | None) -> Thresholds:

@@ -14,19 +14,29 @@ once; :mod:`harness.plugin` is registered under its own name, which a conftest m
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import importlib.util
-from collections.abc import Sequence
+import os
+import re
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lalm_fairness_pytest.interrupts import EXIT_INCOMPLETE, INTERRUPTS
 from lalm_fairness_pytest.options import GATE_OPTIONS, add_options
+from lalm_fairness_pytest.outputs import set_aside_previous_outputs
+
+INTERRUPTS.install()  # at once: Ctrl-C while pytest starts exits 2, not 130 (lalm_fairness_pytest.interrupts)
 
 PLUGIN = "harness.plugin"
 GATE_PACKAGE = "harness.gate_tests"
 PACKAGE_FOLDER = Path(__file__).resolve().parent.parent / "harness"
 """Where this installation's ``harness`` package lies: beside this module, in site-packages or the checkout."""
+GATE_IMPORT = re.compile(r"^(from\s+harness\.gate_tests\.\w+\s+import|import\s+harness\.gate_tests\.)", re.MULTILINE)
+"""A module-level import of a gate module, as ``fairness_tests/`` and a team's own test file collect them."""
+SCANNED_BYTES = 100_000
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,8 +45,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if gate_options_given(config) or names_gate_modules(config):
+    """The run's first hook inside pytest's session. A gate run (known from its options, ``--pyargs``, or the
+    test files its arguments name) sets the earlier outputs aside here, before any heavy import, and keeps the
+    signal handler; any other run gets its handlers back."""
+    worker = hasattr(config, "workerinput")
+    options = gate_options_given(config) or names_gate_modules(config)
+    if worker or not (options or names_gate_files(config)):
+        INTERRUPTS.restore()
+    else:
+        INTERRUPTS.begin_run()
+        config.add_cleanup(INTERRUPTS.restore)
+        if shadowing_folder() is None:
+            set_aside_previous_outputs(config, early=True)
+    if options:
         load_plugin(config)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]:
+    """A signal while the outputs are written lets them be finished, then the run exits 2."""
+    INTERRUPTS.finishing()
+    try:
+        return (yield)
+    finally:
+        if INTERRUPTS.received_while_finishing:
+            session.exitstatus = EXIT_INCOMPLETE
+            session.config.get_terminal_writer().line(
+                f"lalm-fairness: {INTERRUPTS.received_while_finishing[0]} while the outputs were written: they were "
+                "finished; exit 2",
+                red=True,
+            )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -58,6 +96,25 @@ def pytest_xdist_node_collection_finished(node: Any, ids: Sequence[str]) -> None
         controller.pytest_xdist_node_collection_finished(node=node, ids=ids)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> Generator[None, None, None]:
+    """pytest renders the interrupted traceback; a frame stopped where CPython has no line number (``tb_lineno``
+    None, as a signal may land) breaks that rendering (TypeError, exit 1 instead of 2): such frames are left
+    out, and a rendering that fails all the same is given up."""
+    excinfo.traceback = excinfo.traceback.filter(_has_a_line)
+    try:
+        return (yield)
+    except TypeError:
+        return None
+
+
+def _has_a_line(entry: Any) -> bool:
+    try:
+        return entry.lineno is not None
+    except TypeError:
+        return False
+
+
 def gate_options_given(config: pytest.Config) -> bool:
     """Any option of the gate's group given a value other than its default."""
     return any(config.getoption(dest) != default for dest, default in GATE_OPTIONS.items())
@@ -68,6 +125,37 @@ def names_gate_modules(config: pytest.Config) -> bool:
     return bool(config.option.pyargs) and any(
         str(argument).split("::")[0].startswith(GATE_PACKAGE) for argument in config.args
     )
+
+
+def names_gate_files(config: pytest.Config) -> bool:
+    """A test file that the run's arguments name (a file, or a folder's test files, as pytest would collect them)
+    imports a gate module (:data:`GATE_IMPORT`): ``pytest fairness_tests`` is a gate run before any import."""
+    if config.option.pyargs:
+        return False
+    patterns = config.getini("python_files")
+    return any(_imports_gate_module(path) for path in _named_test_files(config, patterns))
+
+
+def _named_test_files(config: pytest.Config, patterns: Sequence[str]) -> Iterator[Path]:
+    skipped = config.getini("norecursedirs")
+    for argument in config.args:
+        path = Path(config.invocation_params.dir) / str(argument).split("::")[0]
+        if path.is_file():
+            yield path
+        elif path.is_dir():
+            for folder, subfolders, files in os.walk(path):
+                subfolders[:] = [name for name in subfolders if not any(fnmatch.fnmatch(name, p) for p in skipped)]
+                for name in files:
+                    if any(fnmatch.fnmatch(name, pattern) for pattern in patterns):
+                        yield Path(folder) / name
+
+
+def _imports_gate_module(path: Path) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return GATE_IMPORT.search(handle.read(SCANNED_BYTES)) is not None
+    except OSError:
+        return False
 
 
 def _is_gate_file(config: pytest.Config, nodeid: str) -> bool:

@@ -106,9 +106,8 @@ def transcription_probe_requests(
     silence of its length, asked with the transcriber's ``prompt``, the WER checks' request form
     (:func:`harness.checks.semantic_aware.tables.spoken_replies`). A greedy recogniser that hears transcribes two
     different sentences differently, so the exact test needs no silence; the floor asks it only of a sampling
-    recogniser, whose distributional test compares with silence: a right transcript of silence is empty, and an
-    empty answer is never stored in the cache (:mod:`harness.cache`), so a re-score from a filled plan or an export
-    could not find it."""
+    recogniser, whose distributional test compares with silence (a right transcript of silence is empty; the cache
+    stores it as such, :mod:`harness.cache`)."""
     rows, requests = [], []
     for utterance, variants in probe_audio(corpus, per_task, seed):
         for variant, clip in variants.items():

@@ -30,7 +30,7 @@ from harness.thresholds import Thresholds, ThresholdSchema
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-    """One results.json of a series; ``label`` names it in the report (its file name without ``.json``);
+    """One results.json of a series; ``label`` names it in the report (:func:`labelled`: its run's name);
     ``digest`` is the SHA-256 of the file's bytes; ``by_position``: the series follows one model by position
     (:func:`follow_models`)."""
 
@@ -55,7 +55,7 @@ def load_series(paths: Sequence[str | Path], order: str = "time") -> list[Run]:
     is one ``ValueError`` naming it."""
     if order not in ("time", "given"):
         raise ValueError(f"order {order!r}: expected 'time' or 'given'")
-    runs = [read_run(Path(path)) for path in paths]
+    runs = labelled([read_run(Path(path)) for path in paths])
     if order == "time":
         undated = next((run.source for run in runs if not run.created), None)
         if undated is not None:
@@ -97,6 +97,23 @@ def follow_models(runs: Sequence[Run], follow: str = "auto") -> list[Run]:
             f"{crowded[0].source}: holds models {crowded[1]}; following checkpoints by position needs one model per run"
         )
     return [dataclasses.replace(run, by_position=True) for run in runs]
+
+
+def labelled(runs: Sequence[Run]) -> list[Run]:
+    """Each run named by its run, not by the file's generic name (issue 59, item 8): the path without ``.json`` and
+    without a last ``results`` part (``runs/1.3/results.json`` is ``1.3``), as many of its last folders as tell
+    the series' runs apart (``a/nightly/results.json`` and ``b/nightly/results.json`` are ``a/nightly`` and
+    ``b/nightly``)."""
+    names = []
+    for run in runs:
+        parts = [part for part in Path(run.source).with_suffix("").parts if part not in ("", "/")]
+        names.append(parts[:-1] if len(parts) > 1 and parts[-1] == "results" else parts)
+    longest = max((len(parts) for parts in names), default=1)
+    for depth in range(1, longest + 1):
+        labels = ["/".join(parts[-depth:]) for parts in names]
+        if len(set(labels)) == len(labels):
+            break
+    return [dataclasses.replace(run, label=label) for run, label in zip(runs, labels)]
 
 
 def read_run(path: Path) -> Run:

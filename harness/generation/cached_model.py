@@ -24,8 +24,8 @@ class CachedModel:
 
     Misses are generated in chunks of ``chunk_size`` and each chunk is stored as soon as it is done, so
     an interrupted run loses at most one chunk. Requests of one batch that share a cache key are asked once
-    (generated once, or read once) and that answer is given to each of them. Empty answers are returned but
-    never stored. A chunk whose backend answered only some requests (:class:`~harness.core.errors.PartialGenerationError`)
+    (generated once, or read once) and that answer is given to each of them. Empty answers are stored as they are
+    (the checks count them as ``empty``). A chunk whose backend answered only some requests (:class:`~harness.core.errors.PartialGenerationError`)
     keeps those answers in the cache and the next chunk runs; the first error is raised once every chunk
     has had its turn. A chunk that failed outright stops the generation at once.
 

@@ -14,7 +14,8 @@ embedding of a text, computed from the same weights (:func:`harness.generation.e
 model and decoding, every answered row of the plan is written to ``--out`` (atomically). Rerun on the same ``--out``,
 it skips the keys already there. It ends with the counts of rows done, failed and left; exit 0 when none failed or
 is left, 1 otherwise, 2 for a plan or output that cannot be read, 4 (before anything is written) for an optional
-extra this installation lacks: pyarrow for any plan, ray for ``--ray``, a planned model's backend extra.
+extra this installation lacks: pyarrow for any plan, ray for ``--ray``, a planned model's packages; a plan or output
+that cannot be read is the same one ``ERROR:`` line, exit 4 (:mod:`harness.core.tools`).
 
 With ``--ray``, the rows are answered on a Ray cluster through Ray Data (:mod:`harness.generation.ray_fill`): ``--workers``
 actors per model, each holding the model's tensor x pipeline parallel degree of GPUs where the cluster has GPUs,
@@ -33,6 +34,7 @@ from pathlib import Path
 
 from harness.cache import CacheError, OutputCache
 from harness.core.errors import ModelError
+from harness.core.tools import ToolParser, report_error
 from harness.generation.cached_model import CachedModel
 from harness.generation.embedding_rows import planned_embedding_entries
 from harness.generation.request_plan import (
@@ -46,7 +48,7 @@ from harness.generation.request_plan import (
     read_plan,
     shard,
 )
-from harness.models import missing_extra, missing_packages
+from harness.models import missing_model_packages, missing_packages
 
 
 def fill(
@@ -117,9 +119,9 @@ it). Answers are written to --out after each model and decoding; rerun on the sa
 already holds. With --ray, the rows are answered on a Ray cluster through Ray Data: --workers actors per model,
 each claiming the model's GPUs and the --resources given."""
 
-EPILOG = """exit status: 0 every row answered; 1 some row failed or is left; 2 a plan or output that cannot be
-read; 4 a setup problem found before anything is written (an optional extra this installation lacks: pyarrow for
-any plan, ray[data] for --ray, the hf or vllm extra for the plan's models).
+EPILOG = """exit status: 0 every row answered; 1 some row failed or is left; 4 a setup problem, one ERROR line (a
+plan or output that cannot be read, an optional extra this installation lacks: pyarrow for any plan, ray[data]
+for --ray, the packages of the plan's models).
 
 For example, on a Ray cluster this machine joined (`ray start --address HEAD:6379`):
 
@@ -137,14 +139,13 @@ def paragraphs(text: str) -> str:
     )
 
 
-EXIT_SETUP = 4
-"""A setup problem found before anything is written (as the gate's usage error)."""
+TOOL = "lalm-fairness-generate"
 
 
 def missing_extras(args: argparse.Namespace, rows: Sequence[PlannedRequest] | None = None) -> str | None:
     """What this installation lacks for the fill (issue 47, item 5), or None: pyarrow to read any plan
     (``[plan]``), ray to fill with ``--ray`` (``[ray]``), and each planned model's backend extra
-    (:func:`harness.models.missing_extra`). Asked before the plan is read (``rows`` None) and once it is."""
+    (:func:`harness.models.missing_model_packages`). Asked before the plan is read (``rows`` None) and once it is."""
     if rows is None:
         if missing_packages(["pyarrow"]):
             return f"--plan {args.plan}: a plan is a Parquet file and pyarrow is not installed: pip install 'lalm-fairness[plan]'"
@@ -152,15 +153,15 @@ def missing_extras(args: argparse.Namespace, rows: Sequence[PlannedRequest] | No
             return f"--ray {args.ray}: ray is not installed: pip install 'lalm-fairness[ray]'"
         return None
     for spec in dict.fromkeys(row.spec for row in rows):
-        reason = missing_extra(spec)
+        reason = missing_model_packages(spec)
         if reason:
             return f"{args.plan}: the plan's model {spec}: {reason}"
     return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="lalm-fairness-generate",
+    parser = ToolParser(
+        prog=TOOL,
         description=paragraphs(HELP),
         epilog=paragraphs(EPILOG),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -182,19 +183,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     missing = missing_extras(args)
     if missing:
-        print(f"ERROR: lalm-fairness-generate: {missing}", file=sys.stderr)
-        return EXIT_SETUP
+        return report_error(TOOL, missing)
     try:
         rows = read_plan(args.plan)
         if args.shard:
             rows = shard(rows, *parse_shard(args.shard))
     except (PlanError, ValueError) as exc:
-        print(f"lalm-fairness-generate: {exc}", file=sys.stderr)
-        return 2
+        return report_error(TOOL, exc)
     missing = missing_extras(args, rows)
     if missing:
-        print(f"ERROR: lalm-fairness-generate: {missing}", file=sys.stderr)
-        return EXIT_SETUP
+        return report_error(TOOL, missing)
     with tempfile.TemporaryDirectory(prefix="lalm-generate-") as scratch:
         cache = OutputCache(args.cache_dir or scratch)
         try:
@@ -206,8 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 counts = fill(rows, args.out, cache, progress=not args.no_progress)
         except (CacheError, PlanError, ValueError) as exc:
-            print(f"lalm-fairness-generate: {exc}", file=sys.stderr)
-            return 2
+            return report_error(TOOL, exc)
         finally:
             cache.close()
     for failure in counts.failures:

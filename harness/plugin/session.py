@@ -21,15 +21,12 @@ from harness.gate.scope import deselection_reason
 from harness.plugin.configuration import (
     GATE_KEY,
     IMPORTED_KEY,
-    REFUSED_KEY,
     SETUP_ERROR_KEY,
     cache_dir,
     get_gate,
-    output_path,
-    runs_tests,
-    set_aside_previous_outputs,
 )
 from harness.results import RunMetadata, RunResults, is_gate_nodeid, write_results
+from lalm_fairness_pytest.outputs import REFUSED_KEY, output_path, runs_tests, set_aside_previous_outputs
 
 RECORD_KEY = "lalm_fairness"
 METADATA_KEY = "lalm_fairness_metadata"
@@ -53,6 +50,7 @@ class FairnessSession:
         self.outcome: RunResults | None = None
         self.worker_setup_error: str | None = None
         self.selected: list[str] | None = None
+        self.collected: list[str] | None = None
         self.finished: set[str] = set()
         self.summary_lines: list[tuple[str, bool]] = []
         self.deselected: dict[tuple[str, str], str] = {}
@@ -64,6 +62,12 @@ class FairnessSession:
             case = item_case(item)
             if case is not None:
                 self.deselected[(case.check, case.id)] = reason
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """The gate tests once collection is over, kept for a run interrupted before :meth:`pytest_collection_finish`
+        has taken them as the run's selection."""
+        self.collected = [item.nodeid for item in items if is_gate_nodeid(item.nodeid)]
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -149,6 +153,13 @@ class FairnessSession:
             return
         self.export_cache()
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
+        if (
+            interrupted
+            and self.selected is None
+            and self.collected
+            and not self.config.pluginmanager.hasplugin("dsession")
+        ):
+            self.selected = self.collected  # stopped between collection and its finish: every collected case not run
         not_run = (
             [nodeid for nodeid in self.selected or () if nodeid not in self.finished] if runs_tests(self.config) else []
         )

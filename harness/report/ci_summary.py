@@ -18,6 +18,7 @@ from typing import Any
 from harness.core.files import atomic_write_text
 from harness.display.decisions import WITHIN_THE_BAR
 from harness.records import CaseRecord, Comparison, Record, UnmeasuredRecord, regressed_against_baseline
+from harness.report.summary import spot_check_outcome
 from harness.results import RunResults
 
 THRESHOLD_SYMBOLS = {"max": "≤", "min": "≥", "upper": "≤", "lower": "≥"}
@@ -31,7 +32,8 @@ def render_summary(results: RunResults, report_link: str | None = None, results_
     models = sorted(results.models)
     regressed = [case for case in cases if regressed_against_baseline(case)]
     scope = results.scope
-    title = scope.title() if results.verdict == "spot-check" and scope is not None else results.verdict.upper()
+    spot = spot_check_outcome(results)
+    title = spot[0] if spot else results.verdict.upper()
     lines = [f"### Voice-induced bias gate: **{title}**", ""]
     if scope is not None and scope.off:
         lines += [f"Off (turned off in the thresholds file): {', '.join(f'`{name}`' for name in scope.off)}.", ""]
@@ -105,12 +107,21 @@ def _relative(target: str | Path | None, summary: Path) -> str | None:
     return Path(os.path.relpath(Path(target).resolve(), summary.resolve().parent)).as_posix()
 
 
+SIGNIFICANCE_ONLY = ("significance", "ci", "q-value")
+"""Decision rules with no magnitude bar: a case's threshold is its significance test alone."""
+
+
 def threshold_text(threshold: Mapping[str, Any] | None, floors: Sequence[str] = ()) -> str:
     """The bounds of a record's ``threshold`` (``max_ntvd ≤ 30``, ``[0.9, 1.11]``); settings such as ``alpha``
-    and the quality ``floors`` (keys reported apart from the bias verdict) are left out."""
+    and the quality ``floors`` (keys reported apart from the bias verdict) are left out. Under a rule with no
+    magnitude bar (:data:`SIGNIFICANCE_ONLY`) the test instead: ``adjusted p < 0.05``, ``BH q < 0.05``."""
     threshold = {key: value for key, value in (threshold or {}).items() if key not in floors}
     if not threshold:
         return ""
+    rule, alpha = threshold.get("rule"), threshold.get("alpha")
+    if rule in SIGNIFICANCE_ONLY:  # no magnitude bar: its max_ntvd or bounds decide nothing (issue 59, item 7)
+        level = f" < {_number(alpha)}" if isinstance(alpha, (int, float)) else ""
+        return ("BH q" if rule == "q-value" else "adjusted p") + level
     if isinstance(threshold.get("lower"), (int, float)) and isinstance(threshold.get("upper"), (int, float)):
         return f"[{_number(threshold['lower'])}, {_number(threshold['upper'])}]"
     parts = []

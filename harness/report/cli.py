@@ -8,21 +8,21 @@ writes the CI summary of the last run.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.core.files import atomic_write_text, ensure_writable
+from harness.core.tools import ToolParser, report_error
 from harness.gate.series import Run, follow_models, load_series, neighbour_comparisons, read_memo
 from harness.report import human_validation_view, render_report
 from harness.report.ci_summary import write_summary
 from harness.report.trend import trend_view
 from harness.thresholds import ThresholdsError, load_thresholds
 
+TOOL = "lalm-fairness-report"
 PREVIOUS_SUFFIX = ".previous"
 """Appended to a report that ``-o`` finds at its path, as the gate moves its earlier outputs aside
 (``harness.plugin.PREVIOUS_SUFFIX``)."""
@@ -63,7 +63,7 @@ def render_series(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lalm-fairness-report", description=DESCRIPTION)
+    parser = ToolParser(prog=TOOL, description=DESCRIPTION)
     parser.add_argument("results", nargs="+", metavar="RESULTS_JSON", help="one results.json, or a series of them")
     parser.add_argument(
         "-o",
@@ -114,19 +114,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if value:
                 ensure_writable(value)
         except OSError as exc:
-            print(
-                f"lalm-fairness-report: {option} {value}: cannot be written ({type(exc).__name__}: {exc})",
-                file=sys.stderr,
-            )
-            return 2
+            return report_error(TOOL, f"{option} {value}: cannot be written ({type(exc).__name__}: {exc})")
     try:
         runs = follow_models(load_series(args.results, "given" if len(args.results) == 1 else args.order), args.follow)
         memo = read_memo(args.memo) if args.memo else None
         validation = human_validation_view(args.human_validation) if args.human_validation else None
         html = render_series(runs, args.thresholds, args.permutations, memo, validation)
     except (ValueError, ThresholdsError) as exc:
-        print(f"lalm-fairness-report: {exc}", file=sys.stderr)
-        return 2
+        return report_error(TOOL, exc)
     previous = move_aside(args.output)
     atomic_write_text(args.output, html)
     if args.memo:

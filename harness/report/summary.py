@@ -8,6 +8,7 @@ the passing cases whose value lies nearest its threshold, measured by :func:`mar
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from harness.checks import CHECKS, check_part
@@ -144,6 +145,7 @@ def case_line(record: Record, status: str) -> dict[str, Any]:
         "id": record.id,
         "anchor": case_anchor(record),
         "model": record.model,
+        "corpus": getattr(record, "corpus", None),
         "dimension": record.dimension,
         "variant": record.variant,
         "statistic": None,
@@ -241,9 +243,11 @@ def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
     )
     below_floor = [r for r in measured if any(not floor.met for floor in r.floors or [])]
     metadata, verdict, scope = results.metadata, results.verdict, results.scope
+    spot = spot_check_outcome(results)
     return {
         "verdict": verdict,
-        "spot_check": scope.title() if verdict == SPOT_CHECK and scope is not None else None,
+        "spot_check": spot[0] if spot else None,
+        "bar": spot[1] if spot else verdict,
         "off": list(scope.off) if scope is not None else [],
         "lines": lines,
         "closest": closest_lines,
@@ -259,12 +263,38 @@ def first_screen(results: RunResults, closest: int = 3) -> dict[str, Any]:
         "model_verdicts": model_verdicts(results),
         "judge": metadata.judge_spec(),
         "baseline": metadata.baseline,
-        "corpora": list(metadata.corpora),
+        "corpora": run_corpora(list(metadata.corpora), records),
         "deviations": results.deviations(),
         "basis_judge": next(
             (r.judge for r in records if getattr(r, "judge", None) not in (None, "none", RULE_JUDGES)), None
         ),
     }
+
+
+def run_corpora(named: list[str], records: Sequence[Record]) -> list[str]:
+    """What the run's cases were measured on (issue 59, item 8): the ``--corpus`` corpora, then every other
+    corpus or item suite a case names (the BASIS suite's, ``basis-demo`` for the shipped one), so that a first screen
+    whose failures came from the BASIS demo suite does not say "on mine" alone."""
+    seen = dict.fromkeys(named)
+    for record in records:
+        corpus = getattr(record, "corpus", None)
+        if corpus:
+            seen.setdefault(corpus)
+    return list(seen)
+
+
+def spot_check_outcome(results: RunResults) -> tuple[str, str] | None:
+    """A spot check's title and the class of its bar, saying how its cases went (issue 59, item 7): a failing one
+    "SPOT CHECK FAILED — ..." on the fail colour (it exits 1), one with unmeasured cases "SPOT CHECK UNMEASURED
+    — ..." (exit 7), one whose cases all passed "SPOT CHECK — ..." (exit 8); None for a run that is no spot check."""
+    if results.verdict != SPOT_CHECK or results.scope is None:
+        return None
+    title = results.scope.title()
+    if results.summary.failed:
+        return title.replace("SPOT CHECK", "SPOT CHECK FAILED", 1), "fail"
+    if results.summary.unmeasured:
+        return title.replace("SPOT CHECK", "SPOT CHECK UNMEASURED", 1), "unmeasured"
+    return title, SPOT_CHECK
 
 
 def model_verdicts(results: RunResults) -> list[dict[str, str]]:

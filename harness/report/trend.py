@@ -39,6 +39,15 @@ VALUE_BOUNDS = {
 """Threshold keys that bound a record's ``value`` itself, bias thresholds or quality floors (other keys bound a
 gap, an increase, or set a test)."""
 
+NO_BAR = ("significance", "ci", "q-value")
+"""Decision rules with no magnitude bar: a bias bound drawn beside such a case would read as its rule (issue 59)."""
+
+
+def bias_bound(name: str) -> bool:
+    """A bias threshold (``max_ntvd``, ``lower``/``upper``), not a quality floor (``min_*``)."""
+    return not name.startswith("min_")
+
+
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 300, 100, 42, 8, 12, 18
 
 
@@ -144,7 +153,11 @@ def chart(
     intervals = {index: _interval(point) for index, point in measured.items() if _interval(point)}
     stated = {index: point.threshold.to_json() for index, point in measured.items()}
     bounds = {
-        name: {index: float(stated[index][name]) for index in measured if _finite(stated[index].get(name))}
+        name: {
+            index: float(stated[index][name])
+            for index in measured
+            if _finite(stated[index].get(name)) and not (bias_bound(name) and stated[index].get("rule") in NO_BAR)
+        }
         for name in VALUE_BOUNDS
     }
     bounds = {name: series for name, series in bounds.items() if series}

@@ -188,6 +188,23 @@ class BundledExport(JsonRecord):
     provenance: dict[str, Any] | None = None
 
 
+def joined_exports(known: Sequence[BundledExport], more: Sequence[BundledExport]) -> list[BundledExport]:
+    """The shipped exports of several processes as one list: each process counts the entries it added to the shared
+    cache (:meth:`harness.cache.OutputCache.import_counts`), so the counts of one export are summed."""
+    joined = {(entry.model, entry.file): entry for entry in known}
+    for entry in more:
+        first = joined.get((entry.model, entry.file))
+        if first is None:
+            joined[(entry.model, entry.file)] = entry
+            continue
+        per_model = {model: first.per_model.get(model, 0) + entry.per_model.get(model, 0)
+                     for model in {**first.per_model, **entry.per_model}}  # fmt: skip
+        joined[(entry.model, entry.file)] = dataclasses.replace(
+            first, entries=first.entries + entry.entries, per_model=per_model
+        )
+    return list(joined.values())
+
+
 @dataclasses.dataclass(frozen=True)
 class AudioProbe(JsonRecord):
     """One probe of the audio floor (:meth:`harness.gate.audio_floor.AudioFloor.record`): whether ``model`` hears,
@@ -307,8 +324,7 @@ class RunMetadata(JsonRecord):
                 probes[model] = {**probes.get(model, {}), **probed}
             merged["residency"] = [*merged.get("residency", []), *part.residency]
             merged["models_loaded"] = sorted(set(merged.get("models_loaded", [])) | set(part.models_loaded))
-            known = {(entry.model, entry.file) for entry in bundled}
-            bundled += [entry for entry in part.bundled_outputs if (entry.model, entry.file) not in known]
+            bundled = joined_exports(bundled, part.bundled_outputs)
             if part.outputs is not None:
                 outputs = {} if outputs is None else outputs
                 for model, counts in part.outputs.items():

@@ -68,6 +68,12 @@ def processed(samples: np.ndarray, rate: int) -> np.ndarray:
     return normalise(trim_silence(to_16k(np.asarray(samples, dtype=np.float64), rate)))
 
 
+def umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_flac(path: Path, samples: np.ndarray) -> None:
     """16 kHz 16-bit FLAC at the strongest compression, written to a temporary file and renamed, so that a clip
     file is whole or absent (a killed build leaves no half clip)."""
@@ -76,6 +82,7 @@ def write_flac(path: Path, samples: np.ndarray) -> None:
     os.close(handle)
     try:
         sf.write(temporary, samples, SAMPLE_RATE, format="FLAC", subtype="PCM_16", compression_level=1.0)
+        os.chmod(temporary, 0o666 & ~umask())  # mkstemp makes it 0600; a clip follows the umask as any file
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -15,11 +15,10 @@ import dataclasses
 import hashlib
 import io
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.core.files import atomic_write_bytes
 from harness.suite.audio import PROCESSING
 from harness.suite.banks import checked_bank
 from harness.suite.clips import Clip, ClipStore, clip_recipe
@@ -43,6 +42,7 @@ CORPUS_COLUMNS = ("utterance_id", "audio", "speaker_id", "content_id", "transcri
 PROVENANCE = "provenance.json"
 REPORT = "build-report.txt"
 STORE = ".suite-build/clips"
+TOOL = "lalm-fairness-suite build"
 
 
 @dataclasses.dataclass
@@ -73,6 +73,7 @@ def check_voices(voices: list[VoiceSpec]) -> dict[str, dict]:
     """Every voice's bank is here and takes its spec, and every dimension has at least :data:`MIN_VOICES_PER_GROUP`
     voices per group; returns each voice's recipe parts (speaker -> its bank's ``recipe_parts``)."""
     parts = {voice.speaker: checked_bank(voice).recipe_parts(voice) for voice in voices}
+    check_dimension_names(voices)
     for dimension, groups in voices_per_group(voices).items():
         short = {group: speakers for group, speakers in groups.items() if len(speakers) < MIN_VOICES_PER_GROUP}
         if short or len(groups) < 2:
@@ -85,6 +86,25 @@ def check_voices(voices: list[VoiceSpec]) -> dict[str, dict]:
     if missing:
         raise SuiteError(f"voice spec {missing[0]!r}: declares no label on {sorted(voices_per_group(voices))}")
     return parts
+
+
+def check_dimension_names(voices: list[VoiceSpec]) -> None:
+    """A label dimension that is no dimension the gate knows (:func:`harness.thresholds.known_dimensions`) but is
+    one letter or two off one (``gendr``) is a typo, named as such, rather than a new dimension whose groups then
+    lack voices (issue 59, item 9). A dimension of one's own far from every known one (``dialect``) is kept."""
+    import difflib
+
+    from harness.thresholds import known_dimensions
+
+    known = known_dimensions()
+    for dimension in voices_per_group(voices):
+        close = difflib.get_close_matches(dimension, sorted(known), n=1, cutoff=0.8)
+        if dimension not in known and close:
+            voice = next(voice for voice in voices if dimension in voice.label)
+            raise SuiteError(
+                f"voice spec {voice.text!r}: dimension {dimension!r} is no dimension the gate knows; did you mean "
+                f"{close[0]!r}?"
+            )
 
 
 def plan_clips(layout: str, items: Path, voices: list[VoiceSpec], parts: dict[str, dict]):
@@ -119,16 +139,37 @@ def remove_loadable(out: Path, layout: str) -> None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
+    """``path`` written whole by a temporary file renamed, with the umask's permissions
+    (:func:`harness.core.files.atomic_write_bytes`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
+    atomic_write_bytes(path, data)
+
+
+def check_out_folder(out: Path, force: bool = False) -> None:
+    """Refuse an ``--out`` that exists and holds files this builder did not make (no ``provenance.json`` of a
+    build, no clip store): a build replaces ``manifest.csv``, ``corpus.yaml`` and ``audio/`` there, and a user's
+    own files of those names would be lost. ``force`` builds into it all the same."""
+    if out.exists() and not out.is_dir():
+        raise SuiteError(f"--out {out}: a file, not a folder")
+    if force or not out.is_dir() or made_by_a_build(out):
+        return
+    found = sorted(path.name for path in out.iterdir())
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise SuiteError(
+            f"--out {out}: the folder holds files this builder did not make ({shown}); a build replaces "
+            "manifest.csv, corpus.yaml, suite.yaml and audio/ there: name a new or empty folder, or pass --force"
+        )
+
+
+def made_by_a_build(out: Path) -> bool:
+    """A folder an earlier build wrote: its ``provenance.json`` names the builder, or its clip store is there."""
+    if (out / STORE).is_dir():
+        return True
     try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+        return json.loads((out / PROVENANCE).read_text()).get("tool") == TOOL
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def place(source: Path, target: Path) -> None:
@@ -153,10 +194,13 @@ def build_suite(
     store_dir: Path | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
+    force: bool = False,
 ) -> BuildResult:
-    """Build the suite (module docstring); bad input raises :class:`SuiteError` before anything is written."""
+    """Build the suite (module docstring); bad input raises :class:`SuiteError` before anything is written, a
+    non-empty ``out`` that no build made among it (:func:`check_out_folder`) unless ``force``."""
     if layout not in LAYOUTS:
         raise SuiteError(f"--layout {layout!r}: one of {', '.join(LAYOUTS)}")
+    check_out_folder(out, force)
     parts = check_voices(voices)
     clips, layout_input = plan_clips(layout, items, voices, parts)
     unlabelled = [voice.text for voice in voices if filters.dimension not in voice.label]
@@ -279,9 +323,9 @@ def build_suite(
         for dimension, groups in voices_per_group(voices).items()
     }
     provenance = {
-        "tool": "lalm-fairness-suite build",
+        "tool": TOOL,
         "layout": layout,
-        "items": {"path": str(items), "sha256": items_digest(items)},
+        "items": items_record(items),
         "voices": [
             {
                 "speaker": v.speaker,
@@ -330,12 +374,25 @@ def short_sets(sets: list[BasisSet], admitted: dict[str, Clip]) -> list[str]:
     return problems
 
 
-def items_digest(items: Path) -> str:
+def items_record(items: Path) -> dict:
+    """``provenance.json``'s ``items``: the path and the SHA-256 of the file's bytes (64 hex digits, what
+    ``sha256sum`` prints); for a BASIS suite folder, ``files``: each file's path inside it -> its SHA-256."""
+    if not items.is_dir():
+        return {"path": str(items), "sha256": file_sha256(items)}
+    files = {
+        path.relative_to(items).as_posix(): file_sha256(path)
+        for path in sorted(items.rglob("*"))
+        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(items).parts)
+    }
+    return {"path": str(items), "files": files}
+
+
+def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    for path in sorted(items.rglob("*")) if items.is_dir() else [items]:
-        if path.is_file() and not any(part.startswith(".") for part in path.parts[-3:]):
-            digest.update(path.name.encode() + path.read_bytes())
-    return digest.hexdigest()[:16]
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_corpus(out, clips, admitted, sentences, voices, store, name, description) -> None:

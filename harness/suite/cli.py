@@ -1,8 +1,9 @@
 """``lalm-fairness-suite build``: build a spoken suite from text items and TTS voices (issue 49, BASIS-Bench §3.3).
 
 Exit status: 0 built; 1 built, but the filters left a group with fewer than 2 voices (nothing loadable written; the
-build report says which); 4 bad input (an item file, a voice spec, a group label, a missing synthesiser or model:
-one ``ERROR:`` line naming the file and row, or the spec); 130 interrupted (the clips made so far are kept, and the
+build report says which); 4 bad input (an item file, a voice spec, a group label, a missing synthesiser, model or
+extra, a non-empty ``--out`` no build made without ``--force``: one ``ERROR:`` line naming the file and row, the
+spec and the packages it lacks, or the folder, before any clip is made); 2 interrupted (the clips made so far are kept, and the
 next build goes on from them).
 """
 
@@ -16,18 +17,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.suite.build import LAYOUTS, Filters, build_suite
+from harness.core.tools import EXIT_INTERRUPTED, ToolParser, report_error
+from harness.suite.build import LAYOUTS, Filters, build_suite, check_out_folder
 from harness.suite.errors import SuiteError
 from harness.suite.filters import DEFAULT_ASR, DEFAULT_MIN_SHARE, DEFAULT_PERCEIVER, spec_perceiver, spec_transcriber
 from harness.suite.voices import read_voices
 
-EXIT_USAGE = 4
-EXIT_INTERRUPTED = 130
 PROG = "lalm-fairness-suite"
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog=PROG, description="Build spoken suites from text items and TTS voices.")
+    top = ToolParser(prog=PROG, description="Build spoken suites from text items and TTS voices.")
     commands = top.add_subparsers(dest="command", required=True)
     build = commands.add_parser(
         "build",
@@ -35,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
         description="Read every text item with every voice, admit the clips past the BASIS-Bench filters (WER = 0, "
         "perceived group, outliers listed), and write a corpus (--corpus NAME=DIR) or a BASIS suite (--basis-suite DIR) "
         "with provenance.json and build-report.txt. Exit 0 built, 1 a group left with fewer than 2 voices (nothing "
-        "loadable written), 4 bad input (one ERROR: line), 130 interrupted (run it again to go on).",
+        "loadable written), 4 bad input (one ERROR: line), 2 interrupted (run it again to go on).",
     )
     build.add_argument(
         "--items",
@@ -58,7 +58,10 @@ def parser() -> argparse.ArgumentParser:
         help="corpus (--corpus NAME=DIR) or basis (--basis-suite DIR); default corpus",
     )
     build.add_argument(
-        "--asr", default=DEFAULT_ASR, metavar="SPEC", help=f"the WER = 0 filter's ASR (default {DEFAULT_ASR})"
+        "--asr",
+        default=DEFAULT_ASR,
+        metavar="SPEC",
+        help=f"the WER = 0 filter's ASR (default {DEFAULT_ASR}: needs the [demo] extra, or give --no-wer-filter)",
     )
     build.add_argument(
         "--perceiver",
@@ -83,6 +86,11 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--description", help="the corpus's description in corpus.yaml")
     build.add_argument(
         "--clip-store", type=Path, metavar="DIR", help="where clips are kept by recipe (default OUT/.suite-build/clips)"
+    )
+    build.add_argument(
+        "--force",
+        action="store_true",
+        help="build into a non-empty --out that no build made (its files may be replaced)",
     )
     build.add_argument("--no-progress", action="store_true", help="no progress bars")
     return top
@@ -114,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not 0 < args.min_perceived_share <= 1:
             raise SuiteError(f"--min-perceived-share {args.min_perceived_share}: give a share above 0 and at most 1")
+        check_out_folder(args.out, args.force)
         voices = read_voices(args.voices)
         filters = Filters(perceived=not args.no_perceived_filter, perceiver_spec=args.perceiver,
                           dimension=args.dimension, min_share=args.min_perceived_share, outliers=not args.no_outliers)  # fmt: skip
@@ -123,10 +132,10 @@ def run(args: argparse.Namespace) -> int:
         if filters.perceived and args.perceiver != DEFAULT_PERCEIVER:
             filters.perceiver = spec_perceiver(args.perceiver)
         result = build_suite(args.layout, args.items, voices, args.out, filters, name=args.name,
-                             description=args.description, store_dir=args.clip_store, progress=not args.no_progress)  # fmt: skip
+                             description=args.description, store_dir=args.clip_store, progress=not args.no_progress,
+                             force=args.force)  # fmt: skip
     except SuiteError as exc:
-        print(f"ERROR: {PROG}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return report_error(PROG, exc)
     except subprocess.CalledProcessError as exc:
         detail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
         print(

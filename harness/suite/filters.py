@@ -29,7 +29,7 @@ from harness.core.errors import ModelError
 from harness.core.parallel import map_in_processes
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.metrics.wer import normalise_text, word_errors
-from harness.models import build_backend, missing_extra
+from harness.models import build_backend, missing_model_packages
 from harness.models.voice_profile import describe_voice, measure_voice
 from harness.suite.errors import SuiteError
 
@@ -90,17 +90,23 @@ def measure_clips(paths: Sequence[str], progress: bool = True) -> list[ClipMeasu
     return map_in_processes(measure_clip, [(path, fingerprint) for path in paths], "duration and F0", progress=progress)
 
 
+WITHOUT = {"--asr": "--no-wer-filter", "--perceiver": "--no-perceived-filter"}
+"""The option that builds without the filter a role's model serves."""
+
+
 def model_of(spec: str, role: str):
-    """The loaded model of ``spec`` for ``role`` (``--asr``, ``--perceiver``); an error names the spec."""
-    reason = missing_extra(spec)
+    """The loaded model of ``spec`` for ``role`` (``--asr``, ``--perceiver``); an error names the spec, the packages
+    it lacks and the option that builds without it (checked before any clip is made)."""
+    without = f"; or build without it: {WITHOUT[role]}" if role in WITHOUT else ""
+    reason = missing_model_packages(spec)
     try:
         backend = build_backend(spec)
         reason = reason or backend.unavailable()
+        if reason:
+            raise SuiteError(f"{role} {spec}: {reason}{without}")
+        return backend, backend.load()
     except ModelError as exc:
-        raise SuiteError(f"{role} {spec}: {exc}") from exc
-    if reason:
-        raise SuiteError(f"{role} {spec}: {reason}")
-    return backend, backend.load()
+        raise SuiteError(f"{role} {spec}: {' '.join(str(exc).split())}{without}") from exc
 
 
 def spec_transcriber(spec: str) -> tuple[Transcriber, str]:

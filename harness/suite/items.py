@@ -65,7 +65,8 @@ def read_table(path: Path) -> list[tuple[int, dict]]:
         reader = csv.DictReader(io.StringIO(text))
         missing = [column for column in ("content_id",) if column not in (reader.fieldnames or [])]
         if missing or not {"text", "transcript"} & set(reader.fieldnames or []):
-            raise SuiteError(f"{path}: needs the columns content_id and text; it has {reader.fieldnames}")
+            found = ", ".join(reader.fieldnames) if reader.fieldnames else "no header row (the file is empty)"
+            raise SuiteError(f"{path}: needs the columns content_id and text; it has {found}")
         return list(enumerate(reader, 1))
     if suffix in (".jsonl", ".json"):
         rows = []

@@ -67,6 +67,8 @@ def test_imported_entries_are_counted_per_model_and_read_as_imported(tmp_path):
     source.cache.export(tmp_path / "export.jsonl.gz")
     target = OutputCache(tmp_path / "target")
     assert target.import_counts(tmp_path / "export.jsonl.gz") == {"echo:m": 10}
+    assert target.import_counts(tmp_path / "export.jsonl.gz") == {}, "issue 59: entries already there are not counted"
+    assert target.import_file(tmp_path / "export.jsonl.gz") == 0
     model = echo_model(target)
     model.generate(REQUESTS + [GenerationRequest("new question")])
     assert model.output_counts() == {"generated": 1, "read": 10, "read_imported": 10, "duplicates": 0}
@@ -86,6 +88,8 @@ def test_a_cache_written_before_origins_reads_as_generated(tmp_path):
 
 
 def test_merge_sums_outputs_per_model_and_counts_each_import_once():
+    """Each process reports the entries it added to the shared cache: the first added the export's 7, the second
+    (finding them there) none."""
     bundled = [{"model": "m", "file": "m.gz", "entries": 7, "per_model": {"m": 5, "asr:a": 1, "embedder": 1}}]
     first = {"outputs": {"m": {"generated": 2, "read": 3, "read_imported": 1}}, "bundled_outputs": bundled}
     second = {
@@ -93,7 +97,7 @@ def test_merge_sums_outputs_per_model_and_counts_each_import_once():
             "m": {"generated": 1, "read": 4, "read_imported": 4},
             "asr:a": {"generated": 0, "read": 1, "read_imported": 1},
         },
-        "bundled_outputs": bundled,
+        "bundled_outputs": [{"model": "m", "file": "m.gz", "entries": 0, "per_model": {}}],
     }
     merged = RunMetadata.merge(
         [RunMetadata.from_json(part, "part") for part in (first, second)],
@@ -165,4 +169,15 @@ def test_run_with_an_imported_cache_reports_its_outputs_per_model(pytester):
         text=True,
         timeout=120,
     )
-    assert refused.returncode == 2 and "first.json.missing" in refused.stderr
+    assert refused.returncode == 4 and "first.json.missing" in refused.stderr
+
+
+def test_the_processes_counts_of_one_shipped_export_are_summed():
+    """Each process counts the entries it added (issue 59, item 8), so xdist's parts of one export add up."""
+    from harness.results.metadata import BundledExport, joined_exports
+
+    first = BundledExport("m", "f.jsonl.gz", 6, {"m": 4, "m/asr": 2})
+    second = BundledExport("m", "f.jsonl.gz", 1, {"m": 1})
+    other = BundledExport("n", "g.jsonl.gz", 3, {"n": 3})
+    joined = joined_exports([first], [second, other])
+    assert joined == [BundledExport("m", "f.jsonl.gz", 7, {"m": 5, "m/asr": 2}), other]

@@ -244,3 +244,76 @@ def test_a_second_run_on_the_same_results_is_refused_before_any_case_and_touches
     assert finished.returncode == EXIT_SPOT_CHECK, output[-2000:]
     assert not (run / "results.json.lock").exists()
     assert not list((previous_run / "cache").glob(".*.lock")), "the cache's generation locks are removed once released"
+
+
+def start_plain_gate(folder: Path) -> subprocess.Popen:
+    """The README's first command as a user runs it, in ``folder`` (its rootdir): no gate option, so the run is
+    known to be a gate run only from the test files it names; outputs at their defaults there."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(REPO / "fairness_tests"),
+            "--rootdir",
+            str(folder),
+            "-p",
+            "no:cacheprovider",
+            "-v",
+        ],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=_default_sigint,
+    )
+
+
+def assert_no_earlier_verdict(folder: Path, status: int, output: str) -> None:
+    """Exit 2, and results.json is absent or this run's INCOMPLETE one; the earlier PASS kept aside."""
+    assert status == 2, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    results = folder / "results.json"
+    assert not results.exists() or json.loads(results.read_text())["verdict"] == "incomplete", output[-3000:]
+    assert json.loads((folder / "results.json.previous").read_text())["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("seconds", [0.5, 1.5, 2.5])
+def test_ctrl_c_at_any_moment_of_the_start_exits_2_and_leaves_no_earlier_verdict(tmp_path, seconds):
+    """Issue 59, item 2: Ctrl-C 0.5-2.5 s into the README's first command (plugin imports, the gate being built,
+    collection) left the previous run's PASS in results.json, and at 2.5 s exited 130."""
+    (tmp_path / "results.json").write_text(json.dumps({"schema_version": 2, "verdict": "pass", "cases": []}))
+    process = start_plain_gate(tmp_path)
+    time.sleep(seconds)
+    process.send_signal(signal.SIGINT)
+    output = process.communicate(timeout=120)[0]
+    assert_no_earlier_verdict(tmp_path, process.returncode, output)
+
+
+def test_ctrl_c_right_after_collection_writes_incomplete(tmp_path):
+    (tmp_path / "results.json").write_text(json.dumps({"schema_version": 2, "verdict": "pass", "cases": []}))
+    status, output = stop_after(start_plain_gate(tmp_path), signal.SIGINT, lambda lines: "collected" in lines[-1])
+    assert_no_earlier_verdict(tmp_path, status, output)
+    assert json.loads((tmp_path / "results.json").read_text())["verdict"] == "incomplete"
+
+
+def test_a_run_of_other_tests_keeps_its_own_signal_handlers(tmp_path):
+    """The entry point's early handler is given back in a run that is not a gate run (it pays nothing)."""
+    (tmp_path / "test_other.py").write_text(
+        "import signal\n\ndef test_handlers():\n"
+        "    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
+        "    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL\n"
+    )
+    (tmp_path / "results.json").write_text("an earlier run's")
+    finished = subprocess.run(
+        [sys.executable, "-m", "pytest", str(tmp_path), "--rootdir", str(tmp_path), "-p", "no:cacheprovider", "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=_default_sigint,
+        timeout=120,
+    )
+    assert finished.returncode == 0, finished.stdout[-2000:]
+    assert (tmp_path / "results.json").read_text() == "an earlier run's"

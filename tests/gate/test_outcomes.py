@@ -365,5 +365,5 @@ def test_the_cache_command_names_a_damaged_database_and_a_folder_that_is_a_file(
     captured = capsys.readouterr()
     assert "was damaged: set aside as" in captured.err and "outputs.sqlite: 0 entries" in captured.out
     (tmp_path / "file").write_text("x")
-    assert main(["stats", "--cache-dir", str(tmp_path / "file")]) == 2
-    assert capsys.readouterr().err.startswith(f"lalm-fairness-cache: cache folder {tmp_path / 'file'} is a file")
+    assert main(["stats", "--cache-dir", str(tmp_path / "file")]) == 4
+    assert capsys.readouterr().err.startswith(f"ERROR: lalm-fairness-cache: cache folder {tmp_path / 'file'} is a file")

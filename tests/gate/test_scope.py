@@ -98,6 +98,24 @@ def test_a_spot_check_is_refused_as_a_baseline_naming_what_it_lacks(tmp_path):
 def test_the_first_screen_of_a_spot_check_never_says_may_be_released(tmp_path):
     screen = first_screen(read_results(spot_check_results(tmp_path)))
     assert screen["spot_check"] == "SPOT CHECK — 1 of 4 cases; not a release verdict"
+    assert screen["bar"] == SPOT_CHECK
+
+
+@pytest.mark.parametrize(
+    ("failed", "unmeasured", "word", "bar"), [(1, 0, "FAILED", "fail"), (0, 1, "UNMEASURED", "unmeasured")]
+)
+def test_a_failing_spot_check_says_so_on_its_first_screen(tmp_path, failed, unmeasured, word, bar):
+    """Issue 59, item 7: a failing spot check (exit 1) opened on a grey "SPOT CHECK" bar that did not say it failed."""
+    import dataclasses
+
+    from harness.report.ci_summary import render_summary
+
+    results = read_results(spot_check_results(tmp_path))
+    results = dataclasses.replace(results, summary=Summary(1, 1 - failed - unmeasured, failed, unmeasured))
+    screen = first_screen(results)
+    assert screen["spot_check"] == f"SPOT CHECK {word} — 1 of 4 cases; not a release verdict"
+    assert screen["bar"] == bar
+    assert render_summary(results).startswith(f"### Voice-induced bias gate: **SPOT CHECK {word} — 1 of 4 cases")
 
 
 @pytest.fixture
@@ -121,7 +139,8 @@ def test_a_keyword_run_is_a_spot_check_refused_as_baseline_and_unjudged_score_ra
     unjudged = [case for case in results["cases"] if case.get("status") == "unmeasured"]
     assert len(unjudged) == 2 and all("pass --judge SPEC" in case["cause"]["message"] for case in unjudged)
     html = (project.path / "report.html").read_text()
-    assert "SPOT CHECK — 3 of 14 cases; not a release verdict" in html and "may be released" not in html
+    assert "SPOT CHECK UNMEASURED — 3 of 14 cases; not a release verdict" in html and "may be released" not in html
+    assert 'class="verdict verdict-unmeasured"' in html
     (project.path / "spot.json").write_text((project.path / "results.json").read_text())
     refused = project.runpytest_inprocess(*args, "--baseline", str(project.path / "spot.json"), "--results-json", "")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR

@@ -146,9 +146,56 @@ def test_one_set_of_defaults_the_packaged_file_is_the_repository_file_and_the_sc
 
 def test_a_partial_file_of_ones_own_is_layered_over_the_built_in_defaults(tmp_path):
     own = thresholds_from(tmp_path, "ntvd:\n  defaults: {max_ntvd: 15.0}\n")
-    assert own.values("ntvd", NtvdCheck.schema, "candidate_review", "accent") | {} == {
+    assert own.values("ntvd", NtvdCheck.schema, "candidate_review", "gender") | {} == {
         **NtvdCheck.schema.defaults(),
         "max_ntvd": 15.0,
         "rule": "significance",
     }
+    assert own.values("ntvd", NtvdCheck.schema, "candidate_review", "accent")["max_ntvd"] == 30.0  # built-in, specific
     assert own.values("ntvd", NtvdCheck.schema, "story", "gender")["rule"] == "both"
+
+
+def test_a_teams_defaults_never_shadow_a_built_in_specific_value(tmp_path):
+    """Issue 59, item 5: a team's ``defaults`` replaced the built-in ``dimensions.accent.max_ntvd: 30`` and dropped
+    ``candidate_review: {rule: significance}``. A value replaces only the key it names; the specific key, written
+    by the team, replaces the built-in one."""
+    own = thresholds_from(tmp_path, "ntvd:\n  defaults: {max_ntvd: 25, rule: magnitude}\n")
+    assert (ntvd_threshold(own, "story", "gender").max_ntvd, ntvd_threshold(own, "story", "gender").rule) == (
+        25, "magnitude")  # fmt: skip
+    assert ntvd_threshold(own, "story", "accent").max_ntvd == 30.0
+    assert ntvd_threshold(own, "candidate_review", "gender").rule == "significance"
+    assert ntvd_threshold(own, "candidate_review", "gender").max_ntvd == 25
+    specific = thresholds_from(
+        tmp_path,
+        "ntvd:\n  defaults: {max_ntvd: 25}\n  dimensions: {accent: {max_ntvd: 40}}\n"
+        "  tasks: {candidate_review: {rule: both}}\n",
+    )
+    assert ntvd_threshold(specific, "story", "accent").max_ntvd == 40
+    assert ntvd_threshold(specific, "candidate_review", "gender").rule == "both"
+
+
+def test_a_shipped_preset_is_a_whole_criterion_and_a_teams_file_over_it_is_layered_by_key(tmp_path):
+    preset = load_thresholds("preset:vibe")
+    assert ntvd_threshold(preset, "candidate_review", "gender").rule == "q-value"
+    (tmp_path / "thresholds.yaml").write_text("preset: vibe\nntvd:\n  defaults: {max_ntvd: 25}\n")
+    own = load_thresholds(tmp_path / "thresholds.yaml")
+    assert ntvd_threshold(own, "candidate_review", "accent").rule == "q-value"
+    assert ntvd_threshold(own, "story", "accent").max_ntvd == 30.0
+
+
+def test_the_clones_link_to_the_built_in_file_is_not_a_file_of_ones_own():
+    """The repository's top-level thresholds.yaml links to the built-in file: its dimension blocks are the
+    defaults', not overrides, so a session without accent gets no "unused" note (issue 59, item 5)."""
+    from harness.checks import all_checks
+    from harness.extraction.vibe_protocol import VIBE_SCHEMA
+    from harness.gate import Gate, GateConfig
+    from harness.gate.audio_floor import AUDIO_FLOOR_SCHEMA
+    from harness.thresholds import GATE_SCHEMA
+
+    path = Path(__file__).resolve().parents[2] / "thresholds.yaml"
+    gate = Gate(GateConfig(thresholds_path=str(path)))
+    schemas = {check.name: check.gate_schema() for check in all_checks()}
+    schemas |= {"gate": GATE_SCHEMA, "vibe": VIBE_SCHEMA, "audio_floor": AUDIO_FLOOR_SCHEMA}
+    linked = load_thresholds(path)
+    linked.validate(schemas, {check.name: check.variants(gate.context) for check in all_checks()}, ("gender",))
+    assert path.is_symlink() and linked.packaged and linked.notes == []

@@ -256,3 +256,16 @@ def test_a_plan_row_carries_the_recipe_of_derived_audio_and_a_plan_without_the_c
     assert rows[keys["recorded"]].request().audio.content_hash == recorded.content_hash
     with pytest.raises(PlanError, match="its samples do not hash to the plan's"):
         rows[keys["derived"]].request()
+
+
+@pytest.mark.slow
+def test_an_empty_answer_is_filled_stored_and_the_plan_loop_ends(tmp_path):
+    """Issue 59, item 4: ``sim:fair`` answers the identity arm's transcriptions '' when asked in a process of its
+    own (lalm-fairness-generate); the cache never stored an empty answer, so every plan round listed them again,
+    never reaching "0 requests to generate", and the offline re-score left the ASR counterfactual case unmeasured."""
+    selection = ("--pyargs", "harness.gate_tests.test_counterfactual", "-k", "asr")
+    rescored, lines = plan_fill_and_rescore(tmp_path, selection, "--model", "sim:fair")
+    assert ": 0 requests to generate" in lines[-1], lines
+    cases = [case for case in rescored["cases"] if "asr" in case["id"]]
+    assert cases and all(case.get("status") != "unmeasured" for case in cases), cases
+    assert rescored["summary"]["unmeasured"] == 0, rescored["summary"]

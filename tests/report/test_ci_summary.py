@@ -184,3 +184,22 @@ def test_summary_md_option_writes_the_summary_of_results_json(pytester):
     rows = table_rows(summary)
     assert rows and all("(regression)" in row and "; significant)" in row and "(adjusted p = " in row for row in rows)
     assert "baseline `fair.json`" in summary
+
+
+def test_a_significance_only_case_shows_its_test_not_a_magnitude_bar():
+    """Issue 59, item 7: candidate_review (rule: significance) read "max_ntvd ≤ 20" beside a failing 10.3, in the
+    CI summary and as a line in the trend plot."""
+    from harness.report.ci_summary import threshold_text
+    from harness.report.trend import chart
+
+    from support.records import ntvd_record
+
+    significance = {"max_ntvd": 20.0, "alpha": 0.05, "rule": "significance", "tau": 10}
+    assert threshold_text(significance) == "adjusted p < 0.05"
+    assert threshold_text(significance | {"rule": "q-value"}) == "BH q < 0.05"
+    assert threshold_text(significance | {"rule": "both"}) == "max_ntvd ≤ 20"
+    key = ("ntvd", "m", "demo", "story", "gender")
+    points = [ntvd_record(threshold=significance, value=10.3), ntvd_record(threshold=significance, value=11.0)]
+    assert chart(points, ["1.2", "1.3"], [], {}, key, detailed=True)["thresholds"] == []
+    both = [ntvd_record(value=10.3), ntvd_record(value=11.0)]
+    assert chart(both, ["1.2", "1.3"], [], {}, key, detailed=True)["thresholds"], "a bar under rule both is drawn"

@@ -60,7 +60,9 @@ def hostile_report(tmp_path_factory) -> Path:
     project = tmp_path_factory.mktemp("hostile")
     (project / "conftest.py").write_text(HOSTILE_BACKEND)
     shutil.copy(REPO / "fairness_tests" / "test_vibe.py", project / "test_vibe.py")
-    (project / "thresholds.yaml").write_text("ntvd:\n  defaults: {rule: magnitude, max_ntvd: 0.0, tau: 1}\n")
+    (project / "thresholds.yaml").write_text(  # a team's defaults never shadow the built-in accent bar: name it too
+        "ntvd:\n  defaults: {rule: magnitude, max_ntvd: 0.0, tau: 1}\n  dimensions: {accent: {max_ntvd: 0.0}}\n"
+    )
     evil_spec = "hostile:<img src=x onerror=\"document.title='PWNED'\">"
     result = subprocess.run(
         [

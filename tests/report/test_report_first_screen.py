@@ -505,3 +505,17 @@ def test_the_first_screen_gives_each_models_audio_dependence_or_why_it_is_unmeas
     assert "<code>shipped</code> task probe unmeasured (&lt;script&gt;" in line and "<script>" not in line
     assert "<code>old</code> 25% of 48 probe requests (bar 90%): hears the audio" in line
     assert 'id="audio-dependence"' not in first_screen_html(render_report(results(cases)))
+
+
+def test_the_first_screen_names_every_corpus_its_cases_came_from_and_the_why_table_has_a_corpus_column():
+    """Issue 59, item 8: the first screen said "on mine" when every failure came from the shipped BASIS demo suite,
+    and the Why table had no corpus column. The demo's voice-blind release: cases on demo and the BASIS suites."""
+    from harness.results import read_results
+
+    results = read_results(Path(__file__).resolve().parents[2] / "harness/data/demo_outputs/voice-blind/results.json")
+    screen = first_screen(results)
+    assert screen["corpora"][0] == "demo" and "basis-demo" in screen["corpora"]
+    assert {line["corpus"] for line in screen["lines"]} >= {"basis-demo", "demo"}
+    html = render_report(results)
+    assert "<th>Model</th><th>Corpus · dimension</th>" in html and "<code>basis-demo</code>" in html
+    assert re.search(r"<td>BASIS classification</td><td class=\"model\">.*?</td><td>basis-demo · gender</td>", html)

@@ -59,6 +59,6 @@ def test_the_report_command_adds_table_one_from_a_filled_annotation_file(tmp_pat
         main(
             [str(tmp_path / "r.json"), "-o", str(tmp_path / "x.html"), "--human-validation", str(tmp_path / "bad.csv")]
         )
-        == 2
+        == 4
     )
     assert not (tmp_path / "x.html").exists()

@@ -63,6 +63,22 @@ def test_series_is_ordered_by_recorded_time_or_as_given(nights):
     assert [run.label for run in load_series(nights, order="given")] == [path.stem for path in nights]
 
 
+def test_runs_are_labelled_by_their_run_not_by_the_generic_file_name(tmp_path):
+    """Issue 59, item 8: every run of ``runs/<name>/results.json`` was labelled "results" in the trend."""
+    paths = []
+    for night, name in enumerate(["1.2", "1.3"]):
+        path = tmp_path / "runs" / name / "results.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(night_results(night, MODELS, DIMENSIONS)))
+        paths.append(path)
+    assert [run.label for run in load_series(paths, order="given")] == ["1.2", "1.3"]
+    for side in ("a", "b"):
+        (tmp_path / side / "nightly").mkdir(parents=True)
+        (tmp_path / side / "nightly" / "results.json").write_bytes(paths[0].read_bytes())
+    twins = [tmp_path / side / "nightly" / "results.json" for side in ("a", "b")]
+    assert [run.label for run in load_series(twins, order="given")] == ["a/nightly", "b/nightly"]
+
+
 def test_a_file_without_recorded_time_is_named_when_ordering_by_time(tmp_path):
     undated = night_results(0, MODELS, DIMENSIONS)
     del undated["metadata"]["created"]
@@ -137,7 +153,7 @@ def test_one_file_renders_its_report_and_a_bad_file_is_named(tmp_path, nights):
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(SystemExit):
         main([])
-    assert main([str(tmp_path / "bad.json"), str(nights[0]), "-o", str(tmp_path / "x.html")]) == 2
+    assert main([str(tmp_path / "bad.json"), str(nights[0]), "-o", str(tmp_path / "x.html")]) == 4
     assert not (tmp_path / "x.html").exists()
 
 

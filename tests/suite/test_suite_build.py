@@ -156,7 +156,7 @@ def test_a_killed_build_does_not_load_and_the_next_build_goes_on(tmp_path):
     items = write_items(tmp_path, 8)
     argv = ["build", "--items", str(items), "--voices", espeak_voices(3), "--out", str(tmp_path / "out"),
             "--no-wer-filter", "--no-perceived-filter", "--no-outliers", "--no-progress"]  # fmt: skip
-    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / ".suite-build" / "clips").mkdir(parents=True)  # an earlier build's folder (its clip store)
     (tmp_path / "out" / "corpus.yaml").write_text("name: stale\n")  # an earlier build's: must not survive the start
     env = {**os.environ, "PYTHONPATH": str(REPO), "LALM_WORKERS": "1"}
     # An xdist worker ignores SIGINT, and a child inherits an ignored signal (Python then installs no handler for
@@ -175,7 +175,7 @@ def test_a_killed_build_does_not_load_and_the_next_build_goes_on(tmp_path):
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     made_before = whole_clips()
-    assert process.returncode == 130, err.decode()
+    assert process.returncode == 2, err.decode()
     assert 5 <= made_before < 48 and made_before == len(
         list(store.glob("*/*"))
     )  # whole clips only: no temporary file left

