@@ -303,9 +303,8 @@ def test_release_example_gates_the_voice_aware_demo_against_the_voice_blind_rele
     assert metadata["baseline"]["model"] == VOICE_BLIND_MODEL
     assert {case["model"] for case in results["cases"]} == {DEMO_MODEL}
     regressions = {case["id"] for case in results["cases"] if (case.get("baseline") or {}).get("regressed")}
-    new = {case["id"] for case in results["cases"] if (case.get("baseline") or {}).get("status") == "new"}
     failed = {case["id"] for case in results["cases"] if case.get("status") != "unmeasured" and not case["passed"]}
-    assert regressions <= failed and new
+    assert regressions <= failed
     releases = {case["id"]: case.get("release") for case in results["cases"] if case.get("status") != "unmeasured"}
     assert {releases[case_id] for case_id in failed} <= {"regression", "new failure"}
     known = {case["id"] for case in results["cases"] if case.get("absolute_passed") is False and case["passed"]}
@@ -313,8 +312,9 @@ def test_release_example_gates_the_voice_aware_demo_against_the_voice_blind_rele
     classification = next(
         c for c in results["cases"] if c["id"] == f"{DEMO_MODEL}-gender" and c["check"] == "classification"
     )
-    assert classification["baseline"]["status"] == "new"  # unmeasured by the voice-blind release: nothing to pair with
-    assert classification["baseline"]["message"].startswith("unmeasured in the baseline (female - male beyond")
+    # unmeasured by design in the voice-blind release (what it measured kept): paired, but too few speakers to
+    # detect twice the margin, so a failing case is a new failure (issue 57)
+    assert classification["baseline"]["status"] == "underpowered" and classification["release"] == "new failure"
     assert result.ret == pytest.ExitCode.TESTS_FAILED and results["verdict"] == "fail"
     assert_readme_quotes_the_release_example(results)
 
@@ -330,18 +330,17 @@ def assert_readme_quotes_the_counterfactual_cases(readme: str, results: dict) ->
     assert vibe, "the default gate measured no VIBE counterfactual case"
     failed = [case for case in vibe if not case["absolute_passed"]]
     assert f"fails {len(failed)} of its {len(vibe)} VIBE counterfactual cases" in readme
-    for case in vibe:
+    for case in failed:
         assert f"{case['variant'].replace('_', ' ')} {case['value']:.1f}" in readme
+    others = [case["value"] for case in vibe if case["absolute_passed"]]
+    assert f"the other three {min(others):.1f} to {max(others):.1f}" in readme and len(others) == 3
     artifacts = [case["artifact"]["value"] for case in vibe]
-    assert f"with artifacts of {min(artifacts):.1f} to {max(artifacts):.1f}" in readme
+    assert f"artifacts {min(artifacts):.1f} to {max(artifacts):.1f}" in readme
     release = {
-        case["variant"]: case
+        case["variant"]: case.get("measured") or case
         for case in json.loads(DEMO_RELEASE_RESULTS.read_text())["cases"]
-        if case["check"] == "counterfactual" and case.get("status") != "unmeasured"
+        if case["check"] == "counterfactual" and (case.get("status") != "unmeasured" or case.get("measured"))
     }
-    assert (
-        f"release's swap changes its answers too (advisory {release['advisory']['value']:.1f}, below the bar)" in readme
-    )
     arms = release["asr"]["directions"]["male"]["arms"]
     assert f"(male -> female {arms['identity']:.1f}% -> {arms['swap']:.1f}%)" in readme
 
@@ -368,11 +367,6 @@ def assert_readme_quotes_the_release_example(results: dict) -> None:
     failed = [case for case in cases if not case["passed"]]
     summary = results["summary"]
     assert f"the default fails {summary['failed']} of its {summary['cases']} cases and exits 1" in readme
-    absolute = [case["absolute_passed"] for case in cases]
-    assert (
-        f"The first command **exits 1** ({summary['cases']} cases: {absolute.count(True)} passed, "
-        f"{absolute.count(False)} failed, {summary['unmeasured']} unmeasured)"
-    ) in readme  # the same cases and family as the first command, so the same absolute verdicts
     assert_readme_quotes_the_counterfactual_cases(readme, results)
     assert_readme_quotes_the_first_commands_figures(readme, cases)
     words = dict(enumerate(["None", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"]))
@@ -380,18 +374,8 @@ def assert_readme_quotes_the_release_example(results: dict) -> None:
     def task(case: dict) -> str:
         return f"{case['variant'].replace('_', ' ')} gender"
 
-    released = {
-        (case["check"], case["variant"], case["dimension"]): case["value"]
-        for case in json.loads(DEMO_RELEASE_RESULTS.read_text())["cases"]
-        if case.get("status") != "unmeasured"
-    }
-
-    def release_value(case: dict) -> float:
-        """The release's own nTVD (the comparison's figures are each checkpoint's excess over its null)."""
-        return released[(case["check"], case["variant"], case["dimension"])]
-
     regressed = [case for case in failed if case["release"] == "regression"]
-    assert f"{words[len(regressed)]} regressed (nTVD beyond chance, release -> candidate, [absolute]):" in readme
+    assert f"{words[len(regressed)]} regressed (nTVD beyond chance, release -> candidate [absolute]):" in readme
     for case in (c for c in regressed if c["check"] == "ntvd"):
         # both checkpoints on the measure the release test compares (the excess over the group-exchange null), so
         # that the delta adds up, and the candidate's absolute nTVD beside them, labelled
@@ -412,11 +396,11 @@ def assert_readme_quotes_the_release_example(results: dict) -> None:
         largest = max(case["baseline"]["decision"]["p_adjusted"] for case in counterfactual)
         assert f"adjusted p at most {largest:.2g}" in readme
     new = [case for case in failed if case["release"] == "new failure"]
-    assert f"{words[len(new)]} are new failures" in readme
+    assert all(case["baseline"]["status"] == "underpowered" for case in new)
+    sentence = readme[readme.index(f"{words[len(new)]} are new failures with an underpowered comparison:") :]
+    sentence = sentence[: sentence.index(".")]
     for case in new:
-        if case["check"] == "ntvd":
-            assert f"{task(case)} {release_value(case):.1f} -> {case['value']:.1f}" in readme
-        else:
-            assert f"{case['dimension']} {case['check']}, unmeasured in the release" in readme
-    assert f"{words[summary['unmeasured']]} are unmeasured" in readme
-    assert not any(case["release"] == "known failure" for case in cases) and "none is a known failure" in readme
+        named = case["variant"] if case["check"] == "ntvd" else f"{case['dimension']} {case['check']}"
+        assert named.replace("_", " ") in sentence, named
+    assert f"The other {summary['unmeasured']} are unmeasured" in readme
+    assert not any(case["release"] == "known failure" for case in cases)
