@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from harness.cache import OutputCache
-from harness.checks.base import Verdict
 from harness.checks.ntvd.tables import answers, audio_requests
 from harness.checks.wer_ratio.tables import transcripts
 from harness.core.errors import ModelError
@@ -39,6 +38,7 @@ from harness.models.numerics import EXPECTED_IN_FORCE, NUMERICS_ENV, VERIFIED, c
 from harness.reproducibility import TOLERANCE, Drift
 from harness.tasks import TASKS
 
+from support.gate import decided_record
 from support.simd import available_vector_dispatch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -222,12 +222,9 @@ def test_demo_model_is_served_from_the_shipped_export_without_loading_a_model(tm
     cascade = gate.context.fingerprint(DEMO_MODEL)
     for check in ("icat", "personalization", "classification", "robustness"):
         outcomes = [gate.outcome(case) for case in gate.cases(check)]
-        records = [outcome.record for outcome in outcomes if isinstance(outcome, Verdict)]
-        assert records and {(record.check, record.model_fingerprint) for record in records} == {(check, cascade)}, check
-        # classification x age: every resample repeats a 100-point gap, untestable with 2 speakers per label
-        assert [o.case.id for o in outcomes if not isinstance(o, Verdict)] == (
-            [f"{DEMO_MODEL}-age"] if check == "classification" else []
-        )
+        records = [decided_record(outcome) for outcome in outcomes]
+        # every case decided from the shipped outputs (most unmeasured by design: 2 speakers per group, issue 57)
+        assert all(records) and {(r.check, r.model_fingerprint) for r in records} == {(check, cascade)}, check
     metadata = gate.run_metadata().to_json()
     assert metadata["models_loaded"] == [] and metadata["model_calls"] == 0
     assert metadata["bundled_outputs"][0]["provenance"]["command"].startswith("python scripts/build_demo_outputs.py")

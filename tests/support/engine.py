@@ -410,12 +410,13 @@ def small_corpus(directory: Path, sentences: int = 3) -> Path:
 
 def run_gate(python: str | os.PathLike, spec: str, options: Mapping[str, Any], corpus: Path | str, workdir: Path,
              env: Mapping[str, str], selection: str = "test_wer_ratio", *, judge: str | None = None,
-             judge_options: Mapping[str, Any] | None = None, exits: tuple[int, ...] = (0, 1, 8)) -> dict[str, Any]:  # fmt: skip
+             judge_options: Mapping[str, Any] | None = None, exits: tuple[int, ...] = (0, 1, 7, 8)) -> dict[str, Any]:  # fmt: skip
     """The gate's ``fairness_tests/test_wer.py`` cases named by ``selection`` (by default the WER ratios:
     the model transcribes, so even a random checkpoint's answers give values) on ``corpus`` (a folder,
     as corpus ``small``, or a corpus name) for ``spec``,
     judged (score ratios) by ``judge``, run by ``python``; returns its results.json. Exit 0 or 1 (cases
-    failed), 8 (a spot check whose cases passed: ``-k`` selects), or another of ``exits``, is a run; any other is
+    failed), 7 (unmeasured, e.g. by design: issue 57), 8 (a spot check whose cases passed: ``-k`` selects), or another
+    of ``exits``, is a run; any other is
     an error."""
     import yaml
 
@@ -464,10 +465,11 @@ def judged_scores(
 
 
 def verdicts(results: Mapping[str, Any]) -> dict[tuple, tuple]:
-    """(check, corpus, dimension, variant) -> (passed, value) of every case of a results.json (a NaN value
-    as None, so that equal verdicts compare equal)."""
+    """(check, corpus, dimension, variant) -> (passed, value) of every case of a results.json as decided (a case
+    unmeasured by design as what it measured; a NaN value as None, so that equal verdicts compare equal)."""
+    decided = [case.get("measured") or case for case in results["cases"]]
     return {
         (case["check"], case.get("corpus"), case.get("dimension"), case.get("variant")):
             (case.get("passed"), None if case.get("value") is None or math.isnan(case["value"]) else case["value"])
-        for case in results["cases"]
+        for case in decided
     }  # fmt: skip
