@@ -40,7 +40,7 @@ import numpy as np
 
 from harness.checks import all_checks, get_check
 from harness.checks.case import Case
-from harness.checks.ntvd.check import fdr_family
+from harness.checks.ntvd.check import fdr_family, ntvd_contrast
 from harness.checks.verdict import bias_decision
 from harness.core.requests import DecodingParams
 from harness.core.values import derived_seed
@@ -48,7 +48,7 @@ from harness.data import load_corpus
 from harness.data.cremad_design import SPEAKERS, answers_per_group, build_design_corpus
 from harness.gate import Gate, GateConfig, Unmeasured
 from harness.metrics.multitest import fdr_bh
-from harness.metrics.ntvd import CountTensor, frequent_values, tensor_ntvd, tensor_permutation_test
+from harness.metrics.ntvd import CountTensor, PermutationResult, frequent_values, tensor_ntvd, tensor_permutation_test
 from harness.models.sim import acoustic_features, pitch_score
 from harness.models.sim_replay import (
     PRESET_PREFIX,
@@ -63,7 +63,6 @@ from harness.models.sim_replay import (
     voice_effect,
     voice_variance,
 )
-from harness.records import Contrast
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_VIBE_THRESHOLDS = REPO / "harness" / "presets" / "vibe.yaml"
@@ -240,6 +239,7 @@ def draw_tensors(
 class Measured:
     value: float
     p: float
+    test: PermutationResult | None = None
 
 
 class FastJudge:
@@ -266,9 +266,8 @@ class FastJudge:
         for case in self.cases:
             tensor = tensors[self.key(case)]
             test_seed = derived_seed(seed, case.model, case.corpus, case.variant, case.dimension)
-            measured[self.key(case)] = Measured(
-                tensor_ntvd(tensor), tensor_permutation_test(tensor, permutations, test_seed).p_value
-            )
+            test = tensor_permutation_test(tensor, permutations, test_seed)
+            measured[self.key(case)] = Measured(tensor_ntvd(tensor), test.p_value, test)
         return measured
 
     def decide(self, measured: Mapping[str, Measured]) -> dict[tuple[str, str], Outcome]:
@@ -282,8 +281,8 @@ class FastJudge:
                 outcomes[case.model, case.variant] = Outcome("unmeasured", None, None, None, threshold.rule, "")
                 continue
             relevant = threshold.rule == "q-value" or bool(result.value > threshold.max_ntvd)
-            contrast = Contrast("nTVD across groups", result.value, None, None, result.p, relevant)
-            decision, _ = bias_decision(
+            contrast = ntvd_contrast(result.value, result.test, relevant, threshold.max_ntvd)
+            decision, block = bias_decision(
                 self.gate.context,
                 case,
                 [contrast],
@@ -291,9 +290,9 @@ class FastJudge:
                 statistic="nTVD",
                 fdr=(q, len(family), threshold.alpha),
             )
-            outcomes[case.model, case.variant] = Outcome(
-                "FAIL" if decision.failed else "pass", result.value, result.p, q, threshold.rule, ""
-            )
+            # as the gate: a case that did not fail while its design could not have failed it is unmeasured
+            verdict = "FAIL" if decision.failed else "unmeasured" if block.untestable else "pass"
+            outcomes[case.model, case.variant] = Outcome(verdict, result.value, result.p, q, threshold.rule, "")
         return outcomes
 
 

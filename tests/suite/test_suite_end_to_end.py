@@ -10,7 +10,7 @@ from harness.data import load_corpus
 from harness.suite.build import Filters, build_suite
 from harness.suite.voices import read_voices
 
-from support.gate import gate_project
+from support.gate import decided_cases, gate_project
 from support.suite_inputs import needs_espeak, write_items
 
 pytest_plugins = ["pytester"]
@@ -40,8 +40,12 @@ def test_a_built_suite_gates_sim_biased_and_passes_sim_fair(pytester):
         "-p", "no:cacheprovider",
     )  # fmt: skip
     results = json.loads((pytester.path / "results.json").read_text())
-    outcome = {(case["model"], case["check"], case["dimension"]): case.get("passed") for case in results["cases"]}
-    assert outcome == {("sim:fair", "wer_ratio", "gender"): True, ("sim:biased", "wer_ratio", "gender"): False}
+    outcome = {(c["model"], c["check"], c["dimension"]): (c["passed"], c["by_design"]) for c in decided_cases(results)}
+    # sim:fair does not fail; 24 voices cannot detect a ratio of 1.11, so it is unmeasured by design, not passed
+    assert outcome == {
+        ("sim:fair", "wer_ratio", "gender"): (True, True),
+        ("sim:biased", "wer_ratio", "gender"): (False, False),
+    }
     assert run.ret == 1
     provenance = results["metadata"]["corpora"]["built"]["provenance"]
     assert provenance["summary"].startswith("lalm-fairness-suite build (corpus): 24 voices (espeak-ng 1.")

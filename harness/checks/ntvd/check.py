@@ -127,22 +127,7 @@ class NtvdCheck(Check):
         _, statuses = extraction(context, case.model, case.corpus, case.variant)
         return Measurement(
             value=observed.score,
-            contrasts=[
-                Contrast.with_floor(
-                    "nTVD across groups",
-                    observed.score,
-                    test.p_value,
-                    relevant,
-                    test.floor,
-                    bar=threshold.max_ntvd,
-                    sensitivity=NullSensitivity(
-                        test.null,
-                        units=min(test.floor.units),
-                        unit_name="speakers per group",
-                        widening=1.0 / max(1, sum(test.floor.units) - 1),
-                    ),
-                )
-            ],
+            contrasts=[ntvd_contrast(observed.score, test, relevant, threshold.max_ntvd)],
             statistic="nTVD over attributes (0-100), speaker-level permutation p-value",
             rule=threshold.rule,
             fdr=(finite_or_none(q_value), len(family), threshold.alpha),
@@ -326,6 +311,21 @@ def cut_answers(texts: Sequence[str | None]) -> int:
         if stripped and (stripped[-1].isalnum() or stripped[-1] == ",") and "\n" not in stripped[-60:]:
             count += 1
     return count
+
+
+def ntvd_contrast(score: float, test: PermutationResult, relevant: bool, bar: float) -> Contrast:
+    """The nTVD case's one contrast: its score, permutation p and design floor, with its bar and the sensitivity of
+    its own permutation null (:class:`~harness.metrics.detectable.NullSensitivity`; a group permutation of N
+    speakers widens by ``1 / (N - 1)``)."""
+    sensitivity = NullSensitivity(
+        test.null,
+        units=min(test.floor.units),
+        unit_name="speakers per group",
+        widening=1.0 / max(1, sum(test.floor.units) - 1),
+    )
+    return Contrast.with_floor(
+        "nTVD across groups", score, test.p_value, relevant, test.floor, bar=bar, sensitivity=sensitivity
+    )
 
 
 def fdr_family(family: Sequence[Case], case: Case, scope: str = "model") -> tuple[Case, ...]:
