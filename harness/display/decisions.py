@@ -87,6 +87,18 @@ def deciding_contrast_p(fields: Mapping[str, Any]) -> float | None:
     return None
 
 
+def detectable_text(fields: Mapping[str, Any]) -> str | None:
+    """Beside the bar, what the deciding contrast's design could detect (issue 57): "detects 11.9 at 80% power",
+    "cannot reach alpha", or None where the record states no detectable effect."""
+    for contrast in fields.get("contrasts") or []:
+        if contrast.get("label") == fields.get("label") and contrast.get("powered") is not None:
+            detectable = contrast.get("detectable")
+            if detectable is None:
+                return "its design cannot reach alpha"
+            return f"detects {detectable:.3g} at 80% power" + ("" if contrast["powered"] else ", beyond the bar")
+    return None
+
+
 def absolute_test(
     decision: Any, passed: bool, magnitude_rule: str | None, digits: int = 2, unit: str = ""
 ) -> TestWords | None:
@@ -103,7 +115,8 @@ def absolute_test(
         if isinstance(estimate, (int, float)) and math.isfinite(estimate)
         else None
     )
-    bar = f"fails when {magnitude_rule}" if magnitude_rule else None
+    bar = "; ".join(part for part in (f"fails when {magnitude_rule}" if magnitude_rule else None,
+                                       detectable_text(fields)) if part) or None  # fmt: skip
     raw_p = deciding_contrast_p(fields)
     raw_p = fields.get("p") if raw_p is None else raw_p
     adjusted_name = "BH q" if rule == "q-value" else "adjusted p"
