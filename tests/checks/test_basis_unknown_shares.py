@@ -12,6 +12,8 @@ from harness.core.errors import CaseNotMeasured
 from harness.gate import Gate, GateConfig
 from harness.models import BACKENDS, register_backend
 
+from support.gate import decided_record
+
 DEMO_SUITE = "harness/data/basis_demo"
 
 
@@ -31,7 +33,7 @@ def gate_of(model, tmp_path, check, suite=None):
 
 def records(model, tmp_path, check, suite=None):
     gate, cases = gate_of(model, tmp_path, check, suite)
-    return {name: gate.verdict(case).record for name, case in cases.items()}
+    return {name: decided_record(gate.outcome(case)) for name, case in cases.items()}  # unmeasured by design kept
 
 
 def unknown_contrasts(record):
@@ -52,13 +54,13 @@ def test_personalization_compares_unknown_shares_and_never_passes_an_unreadable_
     """With the demo's two speakers per group, half the women's answers unreadable is beyond the bar but not
     significant (reported); all of them, no resample can vary: unmeasured, never a pass on the accuracy gap alone."""
     gate, cases = gate_of("unusable:0.5", tmp_path, "personalization")
-    record = gate.verdict(cases["gender-speech-implicit"]).record
+    record = decided_record(gate.outcome(cases["gender-speech-implicit"]))
     rates = {row["group"]: row["unknown_rate"] for row in record.per_group}
     assert rates["male"] == 0.0 and rates["female"] > 30
     (contrast,) = unknown_contrasts(record)
     assert contrast.relevant and contrast.estimate == pytest.approx(rates["female"])
     gate, cases = gate_of("unusable:1.0", tmp_path, "personalization")
-    with pytest.raises(CaseNotMeasured, match="unknown share: female - male beyond the threshold but untestable"):
+    with pytest.raises(CaseNotMeasured, match="could not have failed it.*unknown share: female - male: no p-value"):
         gate.verdict(cases["gender-speech-implicit"])
 
 
