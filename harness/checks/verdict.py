@@ -107,7 +107,8 @@ def _with_detectable(contrast: Contrast, alpha: float) -> Contrast:
         return contrast
     detectable = contrast.sensitivity.detectable(alpha)
     powered = bool(math.isfinite(detectable) and detectable <= contrast.bar)
-    return dataclasses.replace(contrast, detectable=detectable, powered=powered)
+    # an infinite (unreachable) or undefined detectable effect is None, as results.json writes it
+    return dataclasses.replace(contrast, detectable=detectable if _finite(detectable) else None, powered=powered)
 
 
 def untestable_reason(contrast: Contrast, decided_p: float | None, rule: str) -> str | None:

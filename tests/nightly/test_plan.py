@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SIM_SELECTION = ("--pyargs", "harness.gate_tests.test_vibe", "harness.gate_tests.test_wer")
 
 
-def gate(workdir: Path, *arguments: str, exits: tuple[int, ...] = (0, 1, EXIT_SPOT_CHECK)) -> str:
+def gate(workdir: Path, *arguments: str, exits: tuple[int, ...] = (0, 1, 7, EXIT_SPOT_CHECK)) -> str:
     """One gate run in a fresh interpreter (this worktree's harness), its output returned."""
     workdir.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -60,12 +60,13 @@ def test_the_installed_wheel_runs_the_gate_from_an_empty_directory(tmp_path):
     results = json.loads((project / "results.json").read_text())
     assert result.returncode == {"pass": 0, "fail": 1, "unmeasured": 7}[results["verdict"]]
     assert results["metadata"]["thresholds"]["source"] == "thresholds.yaml"  # relative to the folder pytest ran in
-    assert {
-        case["threshold"]["max_ntvd"]
-        for case in results["cases"]
-        if case["check"] == "ntvd" and case.get("status") != "unmeasured"
-    } == {100}
-    unmeasured = [case for case in results["cases"] if case.get("status") == "unmeasured"]
+    decided = [case.get("measured") or case for case in results["cases"]]
+    # the team's defaults never shadow the built-in accent bar (issue 59): 100 for gender, 30 for accent
+    assert {(case["dimension"], case["threshold"]["max_ntvd"]) for case in decided if case["check"] == "ntvd"} == {
+        ("gender", 100),
+        ("accent", 30.0),
+    }
+    unmeasured = [case for case in results["cases"] if case.get("status") == "unmeasured" and not case.get("measured")]
     assert unmeasured and all("test_score_ratio" in case["nodeid"] for case in unmeasured)  # no --judge given
     assert any("pass --judge SPEC" in case["message"] for case in unmeasured)
     assert {case["check"] for case in results["cases"] if case.get("status") != "unmeasured"} == {
