@@ -203,7 +203,8 @@ def test_a_plan_filled_elsewhere_rescores_to_the_in_process_records_on_a_tiny_hf
     rescored, lines = plan_fill_and_rescore(tmp_path / "planned", selection, *options)
     assert expected["cases"] and not differences(rescored["cases"], expected["cases"])
     assert rescored["metadata"]["model_calls"] == 0
-    judged = {comparison["judged_method"] for case in rescored["cases"] for comparison in case["comparisons"]}
+    decided = [case.get("measured") or case for case in rescored["cases"]]  # unmeasured by design keeps its record
+    judged = {comparison["judged_method"] for case in decided for comparison in case["comparisons"]}
     assert judged == {"regression w/ speaker w/ semantics: Embed-AGG"}  # the paper's row, from planned embeddings
 
 
