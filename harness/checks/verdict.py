@@ -114,10 +114,14 @@ def _with_detectable(contrast: Contrast, alpha: float) -> Contrast:
 def untestable_reason(contrast: Contrast, decided_p: float | None, rule: str) -> str | None:
     """Why a contrast cannot support a PASS (issue 57), or None when it can: its estimate is not finite; or (every
     rule but ``magnitude``) its p is not finite, or its design cannot reach the corrected alpha, or it cannot
-    detect an effect the size of its bar with 80% power (``powered`` False)."""
+    detect an effect the size of its bar with 80% power (``powered`` False). A sign flip within its bar whose
+    design's speakers could have failed it is testable even where too few of them moved for its draw to reach
+    alpha (:func:`_design_reaches`)."""
     if contrast.estimate is None or not math.isfinite(contrast.estimate):
         return "its estimate is undefined" + (f" ({contrast.reason})" if contrast.reason else "")
     if rule == "magnitude":
+        return None
+    if _design_reaches(contrast):
         return None
     if contrast.reason is not None and contrast.reason.startswith(UNREACHABLE):
         return contrast.reason
@@ -126,6 +130,19 @@ def untestable_reason(contrast: Contrast, decided_p: float | None, rule: str) ->
     if contrast.powered is False:
         return underpowered_text(contrast)
     return None
+
+
+def _design_reaches(contrast: Contrast) -> bool:
+    """Whether a contrast within its bar, whose draw cannot reach the corrected alpha only because few of its
+    speakers moved, has a design that could have failed it: a sign flip powered at its design's speakers
+    (:func:`harness.metrics.sign_flip.sign_flip_sensitivity`; an effect at the bar moves every speaker). Its
+    estimate is finite and within its bar, so no p decides it; the case passes on what the design could detect."""
+    return (
+        not contrast.relevant
+        and contrast.powered is True
+        and _finite(contrast.estimate)
+        and bool(getattr(contrast.sensitivity, "sign_count", False))
+    )
 
 
 def underpowered_text(contrast: Contrast) -> str:

@@ -103,6 +103,9 @@ class NullSensitivity:
     exact: bool = False
     units: int | None = None
     unit_name: str = "speakers per group"
+    sign_count: bool = False
+    """Whether the test is a sign flip whose p cannot beat its sign-count bound (:meth:`_sign_count_bound`), applied
+    whether the patterns were enumerated or drawn: a drawn p estimates the exact one."""
     widening: float = 0.0
     """``kappa``: how much of a true effect's square the permutation null itself takes on (module docstring):
     ``1 / S`` for a sign flip over S moving speakers, ``1 / (N - 1)`` for a group permutation of N speakers."""
@@ -142,7 +145,8 @@ class NullSensitivity:
         if not math.isfinite(critical):
             return math.inf
         if fit is None:
-            return critical
+            # A null that does not vary (no speaker moved): no noise, so what remains is the sign-count bound.
+            return max(critical, self._sign_count_bound(alpha, 0.0)) if self.sign_count else critical
         c, k = fit
         null_mean = c * k
         # The permutation null widens with the effect: crit(D)^2 = crit^2 (1 + kappa D^2 / E_0[T^2]).
@@ -160,16 +164,16 @@ class NullSensitivity:
             if upper > 1e6 * max(1.0, critical):
                 return math.inf
         smooth = float(optimize.brentq(shortfall, 0.0, upper, xtol=1e-9 * max(1.0, critical)))
-        return max(smooth, self._sign_count_bound(alpha, c * k)) if self.exact else smooth
+        return max(smooth, self._sign_count_bound(alpha, c * k)) if self.sign_count else smooth
 
     def _sign_count_bound(self, alpha: float, null_mean: float) -> float:
         """An enumerated sign flip of S units reaches ``alpha`` only where few units move against the effect: with
         ``j`` of them against it, at least ``2 * 2^j`` of the ``2^S`` patterns are as extreme, so ``j`` may be at
         most ``log2(alpha 2^S / 2)``. With each unit's difference ``D + sigma Z`` (``sigma^2 = S E_0[T^2]``, the null
         of a mean of S units), the power is ``P(Binomial(S, Phi(-D / sigma)) <= j)``; the ``D`` where it reaches
-        :data:`POWER`. 0 where the widening gives no unit count."""
+        :data:`POWER`. Infinite where the widening gives no unit count (a design without units detects nothing)."""
         if self.widening <= 0:
-            return 0.0
+            return math.inf
         units = round(1.0 / self.widening)
         allowed = alpha * 2.0**units / 2.0
         if allowed < 1.0:

@@ -51,6 +51,20 @@ def asr_contrast(shift: np.ndarray, bar: float = 10.0, permutations: int = 10_00
     )
 
 
+def mean_shift_contrast(shift: np.ndarray, bar: float = 10.0) -> Contrast:
+    """:func:`asr_contrast` on the estimate's own scale: the statistic is the mean shift per speaker (points)."""
+    first = np.full((len(shift), 1), 20.0)
+    speakers = len(shift)
+    test = paired_permutation_test(
+        first, first + shift[:, None], lambda a, b: absolute_mean(a, b) / speakers, 10_000, seed=1
+    )
+    mean = float(np.mean(shift))
+    return Contrast.with_floor(
+        "speakers", mean, test.p_value, abs(mean) > bar, test.floor, bar=bar,
+        sensitivity=sign_flip_sensitivity(test, "speakers in the direction"),
+    )  # fmt: skip
+
+
 def decide(contrasts, rule="both", decision_rule=GATE):
     return bias_decision(RuleOnly(decision_rule), CASE, contrasts, rule=rule, statistic="test")
 
@@ -73,6 +87,22 @@ def test_a_two_speaker_design_is_unmeasured_within_its_bar():
     decision, block = decide(contrasts)
     assert not decision.failed and set(block.untestable) == {"speakers"}
     assert "cannot reach the corrected alpha" in untestable_message("m-asr", block.contrasts, block.untestable, "both")
+
+
+def test_a_design_whose_speakers_did_not_all_move_is_judged_at_the_design():
+    """The demo's ASR swap: 13 speakers in a direction, two of them transcribed alike on both arms under the null.
+    The draw's floor (11 movers: 2 / 2048) cannot reach 0.05 / 86, but an effect at the bar moves all 13 (2 / 8192
+    can): the case passes on what the design detects, where counting the movers made it flicker between powered
+    and unreachable across seeds. Two speakers per direction stay unmeasured whatever moved."""
+    noise = np.array([1.0, -0.5, 0.8, -1.2, 0.3, 0.6, -0.9, 1.1, -0.4, 0.7, -0.2, 0.0, 0.0])
+    contrasts = [mean_shift_contrast(noise), mean_shift_contrast(noise[::-1].copy())]
+    assert contrasts[0].floor.units == (11,) and contrasts[0].floor.min_p > GATE.corrected_alpha(2)
+    decision, block = decide(contrasts)
+    assert not decision.failed and block.untestable == ()
+    assert all(c.powered and c.detectable < 10 for c in block.contrasts)
+    few = [mean_shift_contrast(np.array([0.5, 0.0])), mean_shift_contrast(np.array([0.0, 0.0]))]
+    _, block = decide(few)
+    assert block.untestable and not any(c.powered for c in block.contrasts)
 
 
 def test_the_stated_detectable_effect_is_detected_at_least_four_times_in_five():
