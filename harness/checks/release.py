@@ -40,20 +40,22 @@ def regression_comparison(
     ``margin_key``) and that worsening is significant under the gate's own decision rule: the one-sided
     p-value of "no worsening" joins the family that ``gate.alpha`` bounds (Bonferroni across the model's m
     selected cases, :class:`~harness.metrics.multitest.DecisionRule`, rule ``both``), so that a candidate no
-    more biased than its baseline fails the run with probability <= alpha. A contrast that cannot vary is
-    ``not estimable``, never a regression. Where the model does not hear the speaker (``hears_voice`` False:
+    more biased than its baseline fails the run with probability <= alpha. A contrast that cannot vary, or whose
+    change or p is not finite, is ``not estimable``, never a regression nor "no regression". Where the model does not hear the speaker (``hears_voice`` False:
     a mode without audio) the status is ``backbone``: the change is the text backbone's, reported and never a
     voice-induced regression.
 
     Its detectable worsening (issue 57) is the one-sided Wald shift at the corrected alpha,
     ``(t_{1-a} + t_0.8) se`` (:class:`~harness.metrics.detectable.WaldSensitivity`): where it exceeds
     :data:`DETECTABLE_MARGINS` times the margin and the case did not regress, the comparison is ``underpowered``."""
-    if not test.estimable:
+    undefined = [name for name, value in (("change", test.worsening), ("p", test.p_worse)) if not math.isfinite(value)]
+    if not test.estimable or undefined:
+        reason = test.reason if not test.estimable else f"its {' and '.join(undefined)} is undefined"
         return Comparison(
             status="not estimable",
             baseline_value=finite_or_none(test.baseline),
             delta=finite_or_none(test.difference),
-            message=f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g}: {test.reason}; not judged a regression",
+            message=f"vs baseline: {measure} {test.baseline:.3g} -> {test.candidate:.3g}: {reason}; not judged a regression",
             measure=measure,
         )
     relevant = bool(test.worsening > margin)

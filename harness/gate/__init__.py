@@ -265,19 +265,18 @@ class Gate:
             return Verdict(verdict.passed, verdict.message, record)
         comparison, baseline_record = self.comparison(check, case, record)
         compared = comparison.status in RELEASE_JUDGED
-        if verdict.passed and comparison.status in RELEASE_UNDECIDED:
+        outcome = release_decision(
+            verdict.passed,
+            comparison,
+            None if baseline_record is None else baseline_absolute_passed(baseline_record),
+        )
+        if outcome == UNMEASURED_RELEASE:
             baseline = BaselineComparison.of(comparison, portable_source(self.baseline.source), self.baseline.model)
             raise DesignCannotFail(
                 f"{verdict.message}; {comparison.message}; release: passed its absolute threshold, but its comparison "
                 f"with the baseline ({comparison.status}) could not have found a regression: unmeasured",
                 dataclasses.replace(record, absolute_passed=True, baseline=baseline),
             )
-        outcome = release_outcome(
-            verdict.passed,
-            comparison.regressed,
-            compared,
-            None if baseline_record is None else baseline_absolute_passed(baseline_record),
-        )
         passed = outcome in RELEASE_PASSES
         why = (
             f"; not compared with the baseline (status {comparison.status}): a case failing its absolute threshold "
@@ -437,6 +436,23 @@ def release_outcome(absolute_passed: bool, regressed: bool, compared: bool, base
     if not absolute_passed:
         return "known failure" if baseline_passed is False and compared else "new failure"
     return "no regression" if compared else "pass"
+
+
+UNMEASURED_RELEASE = "unmeasured"
+"""The release decision of a case that passed its absolute threshold but whose comparison could not have found a
+regression (:data:`~harness.checks.release.RELEASE_UNDECIDED`): unmeasured, never "no regression"."""
+
+
+def release_decision(absolute_passed: bool, comparison: Comparison, baseline_passed: bool | None) -> str:
+    """A case's release decision from its absolute verdict, its :class:`~harness.records.Comparison` with the
+    baseline and whether the baseline's case met its criterion (None: unmeasured or absent): :data:`UNMEASURED_RELEASE`
+    for a passing case whose comparison is undecided (not estimable or underpowered, issue 57), else the ratchet of
+    :func:`release_outcome`, where only a comparison judged by the release rule (``compared``, ``backbone``) counts
+    as compared and only a ``compared`` one can regress."""
+    if absolute_passed and comparison.status in RELEASE_UNDECIDED:
+        return UNMEASURED_RELEASE
+    regressed = bool(comparison.regressed) and comparison.status == "compared"
+    return release_outcome(absolute_passed, regressed, comparison.status in RELEASE_JUDGED, baseline_passed)
 
 
 def baseline_absolute_passed(record: CaseRecord) -> bool:
