@@ -359,7 +359,8 @@ def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str
     recordings), so their effects measure different interventions, as another extractor makes nTVD incomparable. A
     baseline record that does not state its transform settings (written before they were recorded) cannot be
     shown to match and is not compared either; one that does not state the code, resynthesiser or perceiver
-    fingerprint (written before issue 58) is compared on what it states."""
+    fingerprint (written before issue 58) is compared on what it states. A resynthesiser recorded as a bare version is
+    praat-parselmouth's; WORLD's records name their package (``pyworld-prebuilt 0.3.6.post1``)."""
     differences = [
         f"{name} {getattr(baseline, field)!r} (this run: {getattr(candidate, field)!r})"
         for field, name in (("transform", "transform"), ("perceiver", "perceiver"))
@@ -369,7 +370,7 @@ def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str
         f"{name} {getattr(baseline, field)!r} (this run: {getattr(candidate, field)!r})"
         for field, name in (
             ("transform_source", "transform source hash"),
-            ("resynthesiser", "resynthesiser praat-parselmouth"),
+            ("resynthesiser", "resynthesiser" + ("" if " " in str(baseline.resynthesiser) else " praat-parselmouth")),
             ("perceiver_fingerprint", "perceiver fingerprint"),
         )
         if getattr(baseline, field, None) is not None and getattr(baseline, field) != getattr(candidate, field, None)

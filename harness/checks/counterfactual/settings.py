@@ -118,7 +118,7 @@ class CounterfactualThresholds(SectionThresholds):
     older_f0_range_factor: float = setting((int, float), 1.0, between(0.25, 4.0))
     younger_f0_range_factor: float = setting((int, float), 1.0, between(0.25, 4.0))
     older_formant_factor: float = setting((int, float), 0.95, between(0.7, 1.0))
-    older_jitter: float = setting((int, float), 0.01, between(0, 0.2))
+    older_jitter: float = setting((int, float), 0.02, between(0, 0.2))
     older_tremor_hz: float = setting((int, float), 5.0, between(0, 20))
     older_tremor_depth: float = setting((int, float), 0.02, between(0, 0.5))
     older_breathiness: float = setting((int, float), 0.3, between(0, 1))
