@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import math
+import shutil
 import types
 from pathlib import Path
 
@@ -177,3 +178,20 @@ def test_the_recipe_names_the_code_and_pyworlds_version_and_another_is_not_compa
     assert "resynthesiser 'pyworld-prebuilt 0.3.4'" in arms_protocol_difference(candidate, older_world)
     other_code = types.SimpleNamespace(**{**record, "transform_source": {"age_shift": "0" * 16}})
     assert "transform source hash" in arms_protocol_difference(candidate, other_code)
+
+
+def test_the_suite_builders_transform_bank_makes_an_older_voice_with_the_age_settings():
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed")
+    from harness.suite.banks import checked_bank
+    from harness.suite.errors import SuiteError
+    from harness.suite.voices import parse_voice_spec
+
+    spec = "transform:age_shift[source=espeak-ng:en-us+f1[pitch=60],source_group=young]@age=elderly"
+    voice = parse_voice_spec(spec)
+    bank = checked_bank(voice)
+    made, rate = bank.synthesise(voice, "The bus leaves at half past seven.")
+    assert np.array_equal(made, bank.synthesise(voice, "The bus leaves at half past seven.")[0])
+    assert bank.recipe_parts(voice)["synthesiser"].startswith("age_shift:") and rate == 16_000
+    with pytest.raises(SuiteError, match="age_shift makes a young voice elderly, but the voice declares age=young"):
+        checked_bank(parse_voice_spec(spec.replace("@age=elderly", "@age=young")))
