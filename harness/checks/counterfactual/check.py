@@ -396,8 +396,9 @@ def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str
 def stimulus_identity(context: CheckContext, transform: str) -> dict[str, Any]:
     """What makes the arms' audio and picks the clips kept, by content (:data:`.record.STIMULUS_IDENTITY`): the source
     hash of the swap ``transform`` and of its control (``identity``; ``world_identity`` for ``age_shift``), the
-    resynthesiser's version (praat-parselmouth's; ``pyworld-prebuilt <version>`` for WORLD's transforms) and the perceiver's fingerprint
-    (``voice:praat``: :func:`~.perceived.voice_praat_labeller`; a model spec: its model's fingerprint)."""
+    resynthesiser's version (praat-parselmouth's; ``pyworld-prebuilt <version>`` for WORLD's transforms) and the
+    perceiver's fingerprint (``voice:praat``: :func:`~.perceived.voice_praat_labeller`; a model spec: its model's
+    fingerprint)."""
     swap = get_transform(transform)
     return {
         "transform_source": {name: get_transform(name).source_hash() for name in (transform, control_of(swap))},

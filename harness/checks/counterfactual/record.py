@@ -44,8 +44,8 @@ class CounterfactualPayload(RecordPayload):
     """The voice transform's arguments the arms were made with (``ChangeGenderSettings``); a baseline made with
     others is not compared (:func:`~harness.checks.counterfactual.check.arms_protocol_difference`)."""
     transform_source: dict[str, str] | None = None
-    """Each transform the arms were made by (the swap and its control, ``identity`` or ``world_identity``) -> the hash of its code
-    (:meth:`~harness.data.voice_transforms.VoiceTransform.source_hash`)."""
+    """Each transform the arms were made by (the swap and its control, ``identity`` or ``world_identity``) -> the
+    hash of its code (:meth:`~harness.data.voice_transforms.VoiceTransform.source_hash`)."""
     resynthesiser: str | None = None
     """The resynthesiser's version the arms were made with (praat-parselmouth's; ``pyworld-prebuilt <version>`` for
     the WORLD age arms)."""

@@ -15,8 +15,9 @@ voice conversion on a GPU runner, as one file ``name = "package.module:TRANSFORM
   WORLD resynthesis at every factor 1.0 (:mod:`.age_shift`).
 
 The settings come from the ``counterfactual`` section of thresholds.yaml (:class:`ChangeGenderSettings`, or the
-transform's own ``settings_type``: :func:`settings_of`), so that a run records the transform it used. An arm's recipe (:meth:`VoiceTransform.fingerprint`) names the transform's
-code too (:meth:`VoiceTransform.source_hash`), so that answers to arms made by other code are not found.
+transform's own ``settings_type``: :func:`settings_of`), so that a run records
+the transform it used. An arm's recipe (:meth:`VoiceTransform.fingerprint`) names the transform's code too
+(:meth:`VoiceTransform.source_hash`), so that answers to arms made by other code are not found.
 """
 
 from __future__ import annotations
