@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.checks.counterfactual.perceived import UNHEARD_REASON, perceiver_cannot_hear
+from harness.checks.counterfactual.check import UNHEARD_REASON, perceiver_cannot_hear
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
 from harness.gate import Gate, GateConfig, Unmeasured
 from tests.support.gate import decided_record
@@ -87,3 +87,21 @@ def test_a_perceiver_that_hears_age_measures_the_case_with_its_manipulation_chec
     assert set(directions) == {("elderly", "young"), ("young", "elderly")}
     assert all(row["clips"] == 2 and row["admitted"] == 2 for row in directions.values())
     assert directions["young", "elderly"]["swap_formant_ratio"] < 0.98 < 1.02 < directions["elderly", "young"]["swap_formant_ratio"]  # fmt: skip
+
+
+def test_the_gender_arms_and_labels_keep_the_shipped_baselines_identity():
+    """Adding the age arms changes nothing that names the gender arms or voice:praat's labels, so the shipped
+    voice-blind baseline's counterfactual cases still compare (another identity makes them unsupported)."""
+    import json
+
+    from harness.checks.counterfactual.perceived import voice_praat_labeller
+    from harness.data.voice_transforms import get_transform, resynthesiser_version
+
+    shipped = json.loads((BASIS_DEMO.parent / "demo_outputs" / "voice-blind" / "results.json").read_text())
+    records = [case.get("measured") or case for case in shipped["cases"]]
+    records = [record for record in records if str(record.get("id", "")).endswith("-gender-counterfactual")]
+    assert records
+    for record in records:
+        assert record["perceiver_fingerprint"] == voice_praat_labeller()
+        assert record["transform_source"] == {name: get_transform(name).source_hash() for name in ("gender_swap", "identity")}  # fmt: skip
+        assert record["resynthesiser"] == resynthesiser_version()

@@ -45,8 +45,8 @@ from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
 from harness.checks.counterfactual.perceived import (
     DEFAULT_PERCEIVER,
+    VOICE_PRAAT_GROUPS,
     PerceivedFilter,
-    perceiver_cannot_hear,
     require_perceived_swap,
     voice_praat_labeller,
 )
@@ -409,10 +409,30 @@ def stimulus_identity(context: CheckContext, transform: str) -> dict[str, Any]:
     }
 
 
+UNHEARD_REASON = "no perceiver of the run can hear the arms' groups"
+
+
+def perceiver_cannot_hear(perceiver: str, groups: Sequence[str]) -> str | None:
+    """Why ``perceiver`` cannot label clips with ``groups`` (the arms' target groups), or None: ``voice:praat``
+    names only the groups of its pitch classes (:data:`.perceived.VOICE_PRAAT_GROUPS`: male, female, child), so it
+    cannot hear age (young, elderly) or accent; a backend perceiver (``--perceiver SPEC``) is asked for the groups
+    themselves and may. (Here, not in :mod:`.perceived`, whose code names voice:praat's cached labels.)"""
+    if perceiver != DEFAULT_PERCEIVER:
+        return None
+    known = sorted(set(VOICE_PRAAT_GROUPS.values()))
+    unheard = [group for group in groups if group not in known]
+    if not unheard:
+        return None
+    return (
+        f"{UNHEARD_REASON}: {DEFAULT_PERCEIVER} names a voice only as {', '.join(known)} (by its median F0), so it "
+        f"cannot tell whether an arm sounds {' or '.join(unheard)}; give --perceiver SPEC a model that can"
+    )
+
+
 def require_arms_perceivable(context: CheckContext, case: Case) -> None:
     """Raise :class:`CaseNotMeasured` with the cause when the case's arms cannot be made (a group the transform does
     not know, such as an age label other than young or elderly) or the run's perceiver cannot hear their target
-    groups (:func:`.perceived.perceiver_cannot_hear`: ``voice:praat`` hears no age), before any arm is made."""
+    groups (:func:`perceiver_cannot_hear`: ``voice:praat`` hears no age), before any arm is made."""
     try:
         targets = sorted(set(arms_of(context, case.corpus, case.dimension).recordings["target_group"]))
     except VoiceTransformError as exc:

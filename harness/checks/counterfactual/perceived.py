@@ -33,24 +33,6 @@ VOICE_PRAAT_GROUPS = {"a man": "male", "a woman": "female", "a child": "child"}
 """Who ``voice:praat`` says a voice sounds like -> the corpus group it names."""
 _SOUNDS_LIKE = re.compile(r"sounds like (" + "|".join(re.escape(who) for _, _, who in PITCH_CLASSES) + r")\.")
 UNMEASURED_REASON = "the transform did not change the perceived group"
-UNHEARD_REASON = "no perceiver of the run can hear the arms' groups"
-
-
-def perceiver_cannot_hear(perceiver: str, groups: Sequence[str]) -> str | None:
-    """Why ``perceiver`` cannot label clips with ``groups`` (the arms' target groups), or None: ``voice:praat``
-    names only the groups of its pitch classes (:data:`VOICE_PRAAT_GROUPS`: male, female, child), so it cannot
-    hear age (young, elderly) or accent; a backend perceiver (``--perceiver SPEC``) is asked for the groups
-    themselves and may."""
-    if perceiver != DEFAULT_PERCEIVER:
-        return None
-    known = sorted(set(VOICE_PRAAT_GROUPS.values()))
-    unheard = [group for group in groups if group not in known]
-    if not unheard:
-        return None
-    return (
-        f"{UNHEARD_REASON}: {DEFAULT_PERCEIVER} names a voice only as {', '.join(known)} (by its median F0), so it "
-        f"cannot tell whether an arm sounds {' or '.join(unheard)}; give --perceiver SPEC a model that can"
-    )
 
 
 def group_from_voice_description(description: str) -> str | None:
