@@ -7,7 +7,9 @@
 * ``deaf-sampling:<preset>``: the same sampler fed silence, the sampled model that does not hear;
 * ``pitch:<boundary Hz>``: a perceiver (``--perceiver``) that names the group of a clip by its median F0 (the
   simulator's :func:`~harness.models.sim.acoustic_features`): ``female`` at or above the boundary, else ``male``;
-* ``mumble:<anything>``: a perceiver whose every answer names both groups, so it names none.
+* ``mumble:<anything>``: a perceiver whose every answer names both groups, so it names none;
+* ``oracle:<anything>``: a perceiver that names the group each arm was made toward (it reads the arm's transform
+  and source group), so the perceived-group filter keeps every arm and the manipulation checks alone decide.
 """
 
 from __future__ import annotations
@@ -113,8 +115,28 @@ class MumblingPerceiver(Backend):
         return ["Hard to say: it could be a male or a female voice." for _ in requests]
 
 
+class OraclePerceiver(Backend):
+    def __init__(self, spec: str, target: str, options):
+        self.spec = spec
+
+    def fingerprint(self) -> str:
+        return "oracle-perceiver:1"
+
+    def load(self):
+        return self
+
+    def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
+        from harness.data.voice_transforms import get_transform
+
+        return [
+            f"It sounds like a {get_transform(request.audio.transform).target_group(request.audio.source_group)} voice."
+            for request in requests
+        ]
+
+
 register_backend("silenced", f"{__name__}:SilencedBackend")
 register_backend("sampling", f"{__name__}:SamplingBackend")
 register_backend("deaf-sampling", f"{__name__}:DeafSamplingBackend")
 register_backend("pitch", f"{__name__}:PitchPerceiver")
 register_backend("mumble", f"{__name__}:MumblingPerceiver")
+register_backend("oracle", f"{__name__}:OraclePerceiver")

@@ -25,7 +25,7 @@ from harness.checks.counterfactual.settings import IDENTITY, ORIGINAL, SWAP
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.data.basis_suite import CHOICE_OF_OPTION, ItemSet
 from harness.data.corpus import Corpus, read_utterance_audio
-from harness.data.voice_transforms import ChangeGenderSettings, get_transform
+from harness.data.voice_transforms import ChangeGenderSettings, control_of, get_transform
 from harness.data.voice_transforms.arm_audio import ArmStore, lazy_arm
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
 from harness.extraction.fields import attribute_table
@@ -110,10 +110,12 @@ def transformed_arms(
     transform: str,
     store: ArmStore | None = None,
 ) -> CorpusArms:
-    """Each recording (index: its key for ``read``; columns ``speaker``, ``source_group``) with its ``identity`` and
-    ``transform`` arms (:func:`~harness.data.voice_transforms.arm_audio.lazy_arm`: named by their recipes now,
+    """Each recording (index: its key for ``read``; columns ``speaker``, ``source_group``) with its ``identity`` arm
+    (made by the transform's control, :func:`~harness.data.voice_transforms.control_of`: Praat's ``identity`` for
+    ``gender_swap``, ``world_identity`` for ``age_shift``) and its ``transform`` arm (:func:`~harness.data.voice_transforms.arm_audio.lazy_arm`: named by their recipes now,
     resynthesised when their samples are first read, kept in ``store``; default: a store in memory)."""
-    swap, identity = get_transform(transform), get_transform(IDENTITY)
+    swap = get_transform(transform)
+    identity = get_transform(control_of(swap))
     store = store or ArmStore(None)
     targets = [swap.target_group(source) for source in recordings["source_group"]]
     fingerprints = {IDENTITY: identity.fingerprint(settings), SWAP: swap.fingerprint(settings)}

@@ -45,6 +45,7 @@ from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
 from harness.checks.counterfactual.perceived import (
     DEFAULT_PERCEIVER,
+    VOICE_PRAAT_GROUPS,
     PerceivedFilter,
     require_perceived_swap,
     voice_praat_labeller,
@@ -63,7 +64,10 @@ from harness.checks.counterfactual.settings import (
     kind_of,
 )
 from harness.checks.counterfactual.tables import (
+    arms_of,
     choice_table,
+    counterfactual_dimensions,
+    manipulated_recordings,
     perceived_recordings,
     transform_dimension,
     transform_settings,
@@ -73,7 +77,7 @@ from harness.checks.counterfactual.tables import (
 from harness.checks.release import regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none
-from harness.data.voice_transforms import get_transform, resynthesiser_version
+from harness.data.voice_transforms import VoiceTransformError, control_of, get_transform, resynthesiser_of
 from harness.metrics.counterfactual import (
     arm_exchange_index,
     choice_flips,
@@ -103,19 +107,21 @@ class CounterfactualCheck(Check):
         return TRANSCRIPTION_PROBE if case.variant == ASR else TASK_PROBE
 
     def cases(self, context: CheckContext) -> list[Case]:
-        dimension = transform_dimension(context)
+        """One case per model x corpus x variant on each corpus dimension whose configured transform shifts it
+        (:func:`.tables.counterfactual_dimensions`: ``gender`` by default, ``age`` when thresholds.yaml sets
+        ``dimensions: {age: {transform: age_shift}}``), and per BASIS stereotype set of such a dimension."""
         show_corpus = len(context.corpora) > 1
         cases = []
         for model in context.models:
             for corpus_name, corpus in context.corpora.items():
-                if dimension not in corpus.dimensions:
-                    continue
-                for variant in (*context.tasks, ASR):
-                    parts = [model, corpus_name, variant] if show_corpus else [model, variant]
-                    cases.append(self._case(model, corpus_name, dimension, variant, parts))
-            for item_set in context.basis.of_kind("stereotype", dimension):
-                parts = [model, item_set.name]
-                cases.append(self._case(model, item_set.name, dimension, STEREOTYPE_VARIANT, parts))
+                for dimension in counterfactual_dimensions(context, list(corpus.dimensions)):
+                    for variant in (*context.tasks, ASR):
+                        parts = [model, corpus_name, variant] if show_corpus else [model, variant]
+                        cases.append(self._case(model, corpus_name, dimension, variant, parts))
+            for item_set in context.basis.of_kind("stereotype"):
+                if counterfactual_dimensions(context, [item_set.dimension]):
+                    parts = [model, item_set.name]
+                    cases.append(self._case(model, item_set.name, item_set.dimension, STEREOTYPE_VARIANT, parts))
         return cases
 
     def _case(self, model: str, source: str, dimension: str, variant: str, parts: list[str]) -> Case:
@@ -125,13 +131,15 @@ class CounterfactualCheck(Check):
         dimension = transform_dimension(context)
         return (
             f"no counterfactual case: no corpus of the run and no BASIS stereotype set has the {dimension!r} dimension "
-            "the voice transform swaps"
+            "the voice transform swaps (or another dimension given a transform of its own in thresholds.yaml)"
         )
 
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         settings: CounterfactualThresholds = self.thresholds(context, case)
+        require_arms_perceivable(context, case)
         perceived = perceived_recordings(context, case.corpus, case.dimension)
         require_perceived_swap(perceived, settings.min_perceived_share, case.id, context.perceiver)
+        manipulation = manipulated_recordings(context, case.corpus, case.dimension)
         seed = derived_seed(context.seed, self.name, case.id)
         kind = kind_of(case.variant)
         kept = self.kept_table(context, case)
@@ -146,6 +154,7 @@ class CounterfactualCheck(Check):
             **stimulus_identity(context, settings.transform),
             "perceived": perceived_rows(perceived),
             "excluded": dict(perceived.excluded),
+            "manipulation": None if manipulation is None else manipulation.summary(),
             "n_speakers": speakers,
             "n_permutations": settings.n_permutations,
             "seed": seed,
@@ -166,8 +175,11 @@ class CounterfactualCheck(Check):
     @per_run
     def kept_table(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """The case's answers on every arm (:mod:`.tables`), of the recordings whose swap the perceiver heard as the
-        target group; :class:`CaseNotMeasured` when none of them has an answer."""
+        target group and, for a transform with manipulation checks (:mod:`.manipulation`), whose arms passed them;
+        :class:`CaseNotMeasured` when none of them has an answer."""
         perceived = perceived_recordings(context, case.corpus, case.dimension)
+        manipulation = manipulated_recordings(context, case.corpus, case.dimension)
+        admitted = perceived.kept if manipulation is None else perceived.kept & manipulation.admitted
         kind = kind_of(case.variant)
         if kind is VIBE:
             table = vibe_table(context, case.model, case.corpus, case.variant, case.dimension)
@@ -175,9 +187,10 @@ class CounterfactualCheck(Check):
             table = wer_table(context, case.model, case.corpus, case.dimension)
         else:
             table = choice_table(context, case.model, case.corpus, case.dimension)
-        kept = table[_of_recordings(table["recording"], perceived.kept)]
+        kept = table[_of_recordings(table["recording"], admitted)]
         if kept.empty:
-            raise CaseNotMeasured(f"{case.id}: no recording whose swap was perceived as the target has an answer")
+            passed = "perceived as the target" + ("" if manipulation is None else " and passed its manipulation checks")
+            raise CaseNotMeasured(f"{case.id}: no recording whose swap was {passed} has an answer")
         return kept
 
     def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
@@ -346,7 +359,8 @@ def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str
     recordings), so their effects measure different interventions, as another extractor makes nTVD incomparable. A
     baseline record that does not state its transform settings (written before they were recorded) cannot be
     shown to match and is not compared either; one that does not state the code, resynthesiser or perceiver
-    fingerprint (written before issue 58) is compared on what it states."""
+    fingerprint (written before issue 58) is compared on what it states. A resynthesiser recorded as a bare version is
+    praat-parselmouth's; WORLD's records name their package (``pyworld-prebuilt 0.3.6.post1``)."""
     differences = [
         f"{name} {getattr(baseline, field)!r} (this run: {getattr(candidate, field)!r})"
         for field, name in (("transform", "transform"), ("perceiver", "perceiver"))
@@ -356,7 +370,7 @@ def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str
         f"{name} {getattr(baseline, field)!r} (this run: {getattr(candidate, field)!r})"
         for field, name in (
             ("transform_source", "transform source hash"),
-            ("resynthesiser", "resynthesiser praat-parselmouth"),
+            ("resynthesiser", "resynthesiser" + ("" if " " in str(baseline.resynthesiser) else " praat-parselmouth")),
             ("perceiver_fingerprint", "perceiver fingerprint"),
         )
         if getattr(baseline, field, None) is not None and getattr(baseline, field) != getattr(candidate, field, None)
@@ -381,15 +395,51 @@ def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str
 
 def stimulus_identity(context: CheckContext, transform: str) -> dict[str, Any]:
     """What makes the arms' audio and picks the clips kept, by content (:data:`.record.STIMULUS_IDENTITY`): the source
-    hash of the swap ``transform`` and of ``identity``, the resynthesiser's version and the perceiver's fingerprint
-    (``voice:praat``: :func:`~.perceived.voice_praat_labeller`; a model spec: its model's fingerprint)."""
+    hash of the swap ``transform`` and of its control (``identity``; ``world_identity`` for ``age_shift``), the
+    resynthesiser's version (praat-parselmouth's; ``pyworld-prebuilt <version>`` for WORLD's transforms) and the
+    perceiver's fingerprint (``voice:praat``: :func:`~.perceived.voice_praat_labeller`; a model spec: its model's
+    fingerprint)."""
+    swap = get_transform(transform)
     return {
-        "transform_source": {name: get_transform(name).source_hash() for name in (transform, IDENTITY)},
-        "resynthesiser": resynthesiser_version(),
+        "transform_source": {name: get_transform(name).source_hash() for name in (transform, control_of(swap))},
+        "resynthesiser": resynthesiser_of(swap),
         "perceiver_fingerprint": voice_praat_labeller()
         if context.perceiver == DEFAULT_PERCEIVER
         else context.fingerprint(context.perceiver),
     }
+
+
+UNHEARD_REASON = "no perceiver of the run can hear the arms' groups"
+
+
+def perceiver_cannot_hear(perceiver: str, groups: Sequence[str]) -> str | None:
+    """Why ``perceiver`` cannot label clips with ``groups`` (the arms' target groups), or None: ``voice:praat``
+    names only the groups of its pitch classes (:data:`.perceived.VOICE_PRAAT_GROUPS`: male, female, child), so it
+    cannot hear age (young, elderly) or accent; a backend perceiver (``--perceiver SPEC``) is asked for the groups
+    themselves and may. (Here, not in :mod:`.perceived`, whose code names voice:praat's cached labels.)"""
+    if perceiver != DEFAULT_PERCEIVER:
+        return None
+    known = sorted(set(VOICE_PRAAT_GROUPS.values()))
+    unheard = [group for group in groups if group not in known]
+    if not unheard:
+        return None
+    return (
+        f"{UNHEARD_REASON}: {DEFAULT_PERCEIVER} names a voice only as {', '.join(known)} (by its median F0), so it "
+        f"cannot tell whether an arm sounds {' or '.join(unheard)}; give --perceiver SPEC a model that can"
+    )
+
+
+def require_arms_perceivable(context: CheckContext, case: Case) -> None:
+    """Raise :class:`CaseNotMeasured` with the cause when the case's arms cannot be made (a group the transform does
+    not know, such as an age label other than young or elderly) or the run's perceiver cannot hear their target
+    groups (:func:`perceiver_cannot_hear`: ``voice:praat`` hears no age), before any arm is made."""
+    try:
+        targets = sorted(set(arms_of(context, case.corpus, case.dimension).recordings["target_group"]))
+    except VoiceTransformError as exc:
+        raise CaseNotMeasured(f"{case.id}: the arms cannot be made: {exc}") from exc
+    cause = perceiver_cannot_hear(context.perceiver, targets)
+    if cause is not None:
+        raise CaseNotMeasured(f"{case.id}: {cause}")
 
 
 def perceived_rows(perceived: PerceivedFilter) -> list[dict[str, Any]]:

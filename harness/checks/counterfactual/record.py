@@ -44,14 +44,19 @@ class CounterfactualPayload(RecordPayload):
     """The voice transform's arguments the arms were made with (``ChangeGenderSettings``); a baseline made with
     others is not compared (:func:`~harness.checks.counterfactual.check.arms_protocol_difference`)."""
     transform_source: dict[str, str] | None = None
-    """Each transform the arms were made by (the swap and ``identity``) -> the hash of its code
-    (:meth:`~harness.data.voice_transforms.VoiceTransform.source_hash`)."""
+    """Each transform the arms were made by (the swap and its control, ``identity`` or ``world_identity``) -> the
+    hash of its code (:meth:`~harness.data.voice_transforms.VoiceTransform.source_hash`)."""
     resynthesiser: str | None = None
-    """The resynthesiser's version (praat-parselmouth) the arms were made with."""
+    """The resynthesiser's version the arms were made with (praat-parselmouth's; ``pyworld-prebuilt <version>`` for
+    the WORLD age arms)."""
     perceiver_fingerprint: str | None = None
     """What labelled the swapped clips, by content: ``voice:praat``'s name and code hash, or the perceiver model's
     fingerprint. These three are written only where known (a record made before them has none), and a baseline whose
     value differs is not compared (:func:`~harness.checks.counterfactual.check.arms_protocol_difference`)."""
+    manipulation: list[dict[str, Any]] | None = None
+    """Per direction, the manipulation checks of a transform that states a plan (the WORLD age arms,
+    :mod:`~harness.checks.counterfactual.manipulation`): clips, those admitted and the median F0, F1-F3 and formant
+    ratios of each arm to its recording; not written for a transform without them."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -77,7 +82,8 @@ class CounterfactualRecord(CounterfactualPayload, CaseRecord):
         return CaseThreshold.from_json(data["threshold"], f"{where}, threshold", KINDS[kind])
 
 
-STIMULUS_IDENTITY = ("transform_source", "resynthesiser", "perceiver_fingerprint")
-"""The record's fields that identify its arms' stimuli beyond the transform's name and settings (issue 58)."""
+STIMULUS_IDENTITY = ("transform_source", "resynthesiser", "perceiver_fingerprint", "manipulation")
+"""The record's fields that identify its arms' stimuli beyond the transform's name and settings (issue 58), and the
+manipulation checks (issue 61): written only where known, so a record of a transform without them reads as before."""
 
 RECORD = CounterfactualRecord

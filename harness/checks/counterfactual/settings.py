@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from harness.data.voice_transforms import VOICE_TRANSFORMS, ChangeGenderSettings
+from harness.data.voice_transforms import VOICE_TRANSFORMS, ChangeGenderSettings, get_transform, settings_of
 from harness.thresholds import HIGHER, LOWER, SectionThresholds, at_least, between, one_of, setting
 
 SECTION = "counterfactual"
@@ -100,7 +100,8 @@ def in_half_open_unit_interval(value: Any) -> str | None:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CounterfactualThresholds(SectionThresholds):
-    """The voice transform (``transform`` and the Praat "Change gender" arguments), the share of swapped clips that
+    """The voice transform (``transform``, the Praat "Change gender" arguments and the WORLD age arms'; the
+    manipulation checks' bounds ``min_manipulation_shift`` and ``max_identity_shift``), the share of swapped clips that
     must be perceived as the target (``min_perceived_share``), the verdict's ``rule`` and each kind's bar
     (:meth:`bar`), tau of the arm nTVD, the permutations of the paired test and the release margin."""
 
@@ -111,6 +112,18 @@ class CounterfactualThresholds(SectionThresholds):
     male_to_female_pitch_hz: float = setting((int, float), 210.0, between(100, 400))
     female_to_male_formant_ratio: float = setting((int, float), 0.85, between(0.6, 1.0))
     female_to_male_pitch_hz: float = setting((int, float), 115.0, between(60, 250))
+    age_register_boundary_hz: float = setting((int, float), 160.0, between(80, 300))
+    older_f0_factor_low_register: float = setting((int, float), 1.08, between(0.5, 2.0))
+    older_f0_factor_high_register: float = setting((int, float), 0.88, between(0.5, 2.0))
+    older_f0_range_factor: float = setting((int, float), 1.0, between(0.25, 4.0))
+    younger_f0_range_factor: float = setting((int, float), 1.0, between(0.25, 4.0))
+    older_formant_factor: float = setting((int, float), 0.95, between(0.7, 1.0))
+    older_jitter: float = setting((int, float), 0.02, between(0, 0.2))
+    older_tremor_hz: float = setting((int, float), 5.0, between(0, 20))
+    older_tremor_depth: float = setting((int, float), 0.02, between(0, 0.5))
+    older_breathiness: float = setting((int, float), 0.3, between(0, 1))
+    min_manipulation_shift: float = setting((int, float), 0.01, between(0, 0.5))
+    max_identity_shift: float = setting((int, float), 0.03, between(0, 0.5))
     rule: str = setting((str,), "both", one_of(*RULES))
     min_perceived_share: float = setting((int, float), 0.8, in_half_open_unit_interval, stricter=HIGHER)
     max_ntvd: float = setting((int, float), 20.0, between(0, 100), stricter=LOWER)
@@ -127,6 +140,11 @@ class CounterfactualThresholds(SectionThresholds):
     def change_gender(self) -> ChangeGenderSettings:
         """The arguments of Praat's "Change gender" that make the arms."""
         return ChangeGenderSettings.from_settings(dataclasses.asdict(self))
+
+    def transform_settings(self) -> Any:
+        """The settings of the configured ``transform`` (its ``settings_type``: :class:`ChangeGenderSettings` for
+        Praat's transforms, :class:`~harness.data.voice_transforms.age_shift.AgeShiftSettings` for WORLD's)."""
+        return settings_of(get_transform(self.transform), dataclasses.asdict(self))
 
     def case_threshold(self, kind: MeasureKind) -> CaseThreshold:
         """What a case of ``kind`` is judged by (its record's ``threshold``)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -23,6 +24,11 @@ from harness.checks.counterfactual.arms import (
     item_set_arms,
     vibe_arm_table,
     wer_arm_table,
+)
+from harness.checks.counterfactual.manipulation import (
+    ManipulationChecks,
+    has_manipulation_checks,
+    manipulation_checks,
 )
 from harness.checks.counterfactual.perceived import (
     DEFAULT_PERCEIVER,
@@ -43,7 +49,7 @@ from harness.checks.counterfactual.settings import (
 )
 from harness.checks.ntvd.tables import extraction
 from harness.core.requests import Audio, GenerationRequest
-from harness.data.voice_transforms import ChangeGenderSettings, get_transform
+from harness.data.voice_transforms import get_transform
 from harness.data.voice_transforms.arm_audio import ArmAudio, ArmStore, arm_folder, store_for
 from harness.extraction.memo import field_attribute_table
 from harness.tasks import TASKS
@@ -60,9 +66,11 @@ def settings_for(context: CheckContext, dimension: str) -> CounterfactualThresho
     return context.thresholds.settings(SECTION, COUNTERFACTUAL_SCHEMA, None, dimension)
 
 
-def transform_settings(context: CheckContext, dimension: str) -> tuple[str, ChangeGenderSettings]:
+def transform_settings(context: CheckContext, dimension: str) -> tuple[str, Any]:
+    """The transform ``dimension``'s cases use and its settings (:meth:`CounterfactualThresholds.transform_settings`:
+    :class:`~harness.data.voice_transforms.ChangeGenderSettings` for Praat's transforms)."""
     settings = settings_for(context, dimension)
-    return settings.transform, settings.change_gender()
+    return settings.transform, settings.transform_settings()
 
 
 def arm_store(context: CheckContext) -> ArmStore:
@@ -161,6 +169,28 @@ def perceived_recordings(context: CheckContext, source: str, dimension: str) -> 
 
 
 @per_run_table
+def manipulated_recordings(context: CheckContext, source: str, dimension: str) -> ManipulationChecks | None:
+    """The manipulation checks of ``source``'s arms (:func:`.manipulation.manipulation_checks`: F0 and F1-F3 of each
+    arm against the recording, the recordings admitted), once per source and dimension; None for a transform that
+    states no plan (``gender_swap``, judged by the perceived-group filter alone)."""
+    name, settings = transform_settings(context, dimension)
+    transform = get_transform(name)
+    if not has_manipulation_checks(transform):
+        return None
+    bounds = settings_for(context, dimension)
+    arms = arms_of(context, source, dimension)
+    return manipulation_checks(
+        arms.recordings,
+        arms.audio,
+        transform,
+        settings,
+        min_shift=bounds.min_manipulation_shift,
+        max_identity_shift=bounds.max_identity_shift,
+        progress=context.progress,
+    )
+
+
+@per_run_table
 def vibe_table(context: CheckContext, model: str, corpus_name: str, task_name: str, dimension: str) -> pd.DataFrame:
     """One row per extracted value of ``model``'s answers to the task on each arm (:func:`.arms.vibe_arm_table`),
     under the run's VIBE protocol and extractor: ``speaker, recording, arm, source_group, attribute, value``. The
@@ -219,5 +249,13 @@ def choice_table(context: CheckContext, model: str, set_name: str, dimension: st
 
 
 def transform_dimension(context: CheckContext, dimension: str | None = None) -> str:
-    """The dimension whose groups the configured transform swaps (``gender`` for ``gender_swap``)."""
+    """The dimension whose groups the transform configured for ``dimension`` (default: the ``defaults`` layer's)
+    swaps (``gender`` for ``gender_swap``, ``age`` for ``age_shift``)."""
     return get_transform(settings_for(context, dimension or "").transform).dimension
+
+
+def counterfactual_dimensions(context: CheckContext, dimensions: Sequence[str]) -> list[str]:
+    """Those of ``dimensions`` (a corpus's or item set's) that have counterfactual cases: the ones whose configured
+    transform (thresholds.yaml ``counterfactual``, layered by dimension) shifts that dimension. By default only
+    ``gender`` (``gender_swap``); ``dimensions: {age: {transform: age_shift}}`` adds the age cases."""
+    return [dimension for dimension in dimensions if transform_dimension(context, dimension) == dimension]

@@ -9,11 +9,15 @@ voice conversion on a GPU runner, as one file ``name = "package.module:TRANSFORM
   new pitch median 0 = keep, pitch range factor 1, duration factor 1), the control arm: whatever the
   resynthesis does to the audio, and nothing else (:mod:`.identity`);
 * ``gender_swap``: the recording moved toward the other gender's typical voice by the same command, with a
-  formant shift ratio and a new pitch median per direction (:mod:`.gender_swap`).
+  formant shift ratio and a new pitch median per direction (:mod:`.gender_swap`);
+* ``age_shift``: the recording moved toward an older or a younger voice by WORLD (F0 level and range, a vocal tract
+  length warp, and for the older arm jitter, tremor and breathiness), with its own control ``world_identity``, the
+  WORLD resynthesis at every factor 1.0 (:mod:`.age_shift`).
 
-The settings come from the ``counterfactual`` section of thresholds.yaml (:class:`ChangeGenderSettings`), so that
-a run records the transform it used. An arm's recipe (:meth:`VoiceTransform.fingerprint`) names the transform's
-code too (:meth:`VoiceTransform.source_hash`), so that answers to arms made by other code are not found.
+The settings come from the ``counterfactual`` section of thresholds.yaml (:class:`ChangeGenderSettings`, or the
+transform's own ``settings_type``: :func:`settings_of`), so that a run records
+the transform it used. An arm's recipe (:meth:`VoiceTransform.fingerprint`) names the transform's code too
+(:meth:`VoiceTransform.source_hash`), so that answers to arms made by other code are not found.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ VOICE_TRANSFORMS = Registry(
     {
         "identity": "harness.data.voice_transforms.identity:TRANSFORM",
         "gender_swap": "harness.data.voice_transforms.gender_swap:TRANSFORM",
+        "age_shift": "harness.data.voice_transforms.age_shift:TRANSFORM",
+        "world_identity": "harness.data.voice_transforms.age_shift:IDENTITY",
     },
 )
 """Transform name -> its module's ``TRANSFORM`` (a :class:`VoiceTransform`)."""
@@ -178,6 +184,25 @@ def source_recording(audio: Audio) -> str | None:
     return _SOURCES.get(audio.content_hash)
 
 
+def settings_of(transform: VoiceTransform, settings: Mapping[str, Any]) -> Any:
+    """The transform's settings from a merged ``counterfactual`` thresholds case: its ``settings_type``
+    (:class:`ChangeGenderSettings` for Praat's transforms) read by ``from_settings``."""
+    return getattr(transform, "settings_type", ChangeGenderSettings).from_settings(settings)
+
+
+def control_of(transform: VoiceTransform) -> str:
+    """The name of the transform whose arm is ``transform``'s control: its ``control``, else ``identity`` (Praat's
+    resynthesis unchanged, the gender swap's control)."""
+    return getattr(transform, "control", "identity")
+
+
+def resynthesiser_of(transform: VoiceTransform) -> str | None:
+    """What resynthesises ``transform``'s arms, for its record: its own ``resynthesiser_version()`` (WORLD's
+    ``pyworld-prebuilt <version>``), else praat-parselmouth's version (:func:`resynthesiser_version`)."""
+    own = getattr(transform, "resynthesiser_version", None)
+    return own() if own is not None else resynthesiser_version()
+
+
 def get_transform(name: str) -> VoiceTransform:
     """The registered transform ``name``; an unknown name is an error listing the known ones."""
     if name not in VOICE_TRANSFORMS:
@@ -190,7 +215,10 @@ __all__ = [
     "ChangeGenderSettings",
     "VoiceTransform",
     "VoiceTransformError",
+    "control_of",
     "get_transform",
+    "resynthesiser_of",
     "resynthesiser_version",
+    "settings_of",
     "source_recording",
 ]

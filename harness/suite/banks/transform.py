@@ -4,7 +4,8 @@
 not needed) is made, processed (:func:`harness.suite.audio.processed`) and passed through the transform, e.g.
 ``transform:gender_swap[source=espeak-ng:en-us+m1[pitch=40],source_group=male]@gender=female``: Praat's "Change
 gender" toward the other gender, with the settings of the ``counterfactual`` section of the built-in thresholds.yaml
-(as the counterfactual check uses them). The voice must declare the group the transform makes (``female`` above).
+(as the counterfactual check uses them); ``transform:age_shift[...,source_group=young]@age=elderly`` moves a voice
+older by WORLD (:mod:`harness.data.voice_transforms.age_shift`). The voice must declare the group the transform makes (``female`` above).
 Praat's random draws are seeded from the clip's text and source, so one recipe makes one clip; the recipe names the
 transform's fingerprint (its version, settings, code and Praat's version) and the source voice's synthesiser.
 """
@@ -12,13 +13,14 @@ transform's fingerprint (its version, settings, code and Praat's version) and th
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 import yaml
 
 from harness.core.requests import Audio
 from harness.core.values import stable_hash
-from harness.data.voice_transforms import ChangeGenderSettings, VoiceTransformError, get_transform
+from harness.data.voice_transforms import VoiceTransformError, get_transform, settings_of
 from harness.suite.audio import SAMPLE_RATE, processed
 from harness.suite.banks import Setting, VoiceBank, checked_bank
 from harness.suite.errors import SuiteError
@@ -31,9 +33,12 @@ def any_text(value: str) -> str | None:
 
 
 @functools.cache
-def transform_settings() -> ChangeGenderSettings:
-    """The ``counterfactual`` defaults of the built-in thresholds.yaml."""
-    return ChangeGenderSettings.from_settings(yaml.safe_load(PACKAGED.read_text())["counterfactual"]["defaults"])
+def transform_settings(name: str = "gender_swap") -> Any:
+    """The settings of transform ``name`` (:func:`~harness.data.voice_transforms.settings_of`:
+    :class:`~harness.data.voice_transforms.ChangeGenderSettings` for Praat's, ``AgeShiftSettings`` for the WORLD
+    age arms) from the ``counterfactual`` defaults of the built-in thresholds.yaml."""
+    defaults = yaml.safe_load(PACKAGED.read_text())["counterfactual"]["defaults"]
+    return settings_of(get_transform(name), defaults)
 
 
 class TransformBank(VoiceBank):
@@ -81,7 +86,7 @@ class TransformBank(VoiceBank):
         transform, source, source_group = self.parts(voice)
         return {
             "voice": voice.sound,
-            "synthesiser": transform.fingerprint(transform_settings()),
+            "synthesiser": transform.fingerprint(transform_settings(transform.name)),
             "source": checked_bank(source).recipe_parts(source),
         }
 
@@ -90,7 +95,7 @@ class TransformBank(VoiceBank):
         samples, rate = checked_bank(source).synthesise(source, text)
         audio = Audio(processed(samples, rate).astype(np.float32), SAMPLE_RATE)
         seed = int(stable_hash({"text": text, "voice": voice.sound})[:12], 16)
-        made = transform.resynthesise(audio, source_group, transform_settings(), seed)
+        made = transform.resynthesise(audio, source_group, transform_settings(transform.name), seed)
         return np.asarray(made.samples, dtype=np.float64), made.sample_rate
 
 
