@@ -75,6 +75,10 @@ from harness.metrics.paired import (
 )
 
 ALPHA = 0.05
+"""One-sided level of "no worsening" (``--alpha``); ``--gate-rule`` sets the gate's own: ``gate.alpha`` over a
+release run's family, twice the demo's 43 cases (absolute and release tests, issue 57)."""
+MARGIN = 0.0
+"""The worsening a regression must exceed (``--margin``); ``--gate-rule`` sets each check's ``max_increase``."""
 SPEAKERS, RECORDINGS, VALUES, TAU = 24, 6, 6, 10
 NTVD_SPEAKERS, NTVD_RECORDINGS = 27, 12
 """The demo corpus's VIBE design (harness/data/demo): 27 speakers (13 female, 14 male), 12 recordings each."""
@@ -96,15 +100,17 @@ def recording_distributions(
 
 def checkpoint(rng: np.random.Generator, content: np.ndarray, kind: str, effect: float = 0.0) -> pd.DataFrame:
     """One checkpoint's long table (``speaker, recording, arm, attribute, value, source_group``); ``kind`` is
-    ``steady``, ``noisy`` or ``grown`` (module docstring)."""
+    ``steady``, ``noisy``, ``grown`` or ``steady-grown`` (the steady checkpoint with the grown effect: greedy decoding
+    with the same systematic effect as ``grown``; module docstring)."""
     rows = []
     for s in range(SPEAKERS):
         group = "female" if s % 2 == 0 else "male"
         for r in range(RECORDINGS):
             first = f"v{rng.choice(VALUES, p=content[s, r])}"
             for arm in ("identity", "swap"):
-                value = first if kind == "steady" or arm == "identity" else f"v{rng.choice(VALUES, p=content[s, r])}"
-                if kind == "grown" and arm == "swap" and rng.random() < effect:
+                steady = kind in ("steady", "steady-grown")
+                value = first if steady or arm == "identity" else f"v{rng.choice(VALUES, p=content[s, r])}"
+                if kind in ("grown", "steady-grown") and arm == "swap" and rng.random() < effect:
                     value = STEREOTYPED[group]
                 rows.append((f"s{s:02d}", f"s{s:02d}-r{r}", arm, "occupation", value, group))
     return pd.DataFrame(rows, columns=["speaker", "recording", "arm", "attribute", "value", "source_group"])
@@ -117,15 +123,20 @@ def paired_tables(candidate: pd.DataFrame, baseline: pd.DataFrame) -> tuple[list
     return [table.reindex(columns=["group", *columns], fill_value=0.0) for table in tables], columns
 
 
-def p_worse(candidate: pd.DataFrame, baseline: pd.DataFrame, seed: int, statistic_kind: str) -> float:
+def judged_worse_by(test) -> bool:
+    """The release rule on one paired test: estimable, worse by more than ``MARGIN`` and one-sided p <= ``ALPHA``
+    (``--alpha``, ``--margin``; the gate's own with ``--gate-rule``)."""
+    return bool(test.estimable and test.worsening > MARGIN and test.p_worse <= ALPHA)
+
+
+def p_worse(candidate: pd.DataFrame, baseline: pd.DataFrame, seed: int, statistic_kind: str):
     tables, columns = paired_tables(candidate, baseline)
     statistic = release_statistic("vibe", columns, retained=retained_values(tables, TAU))
     if statistic_kind == "excess":
         result = paired_excess_bootstrap(*tables, statistic, arm_exchange_index(columns), n_boot=400, seed=seed)
     else:
         result = paired_speaker_bootstrap(*tables, statistic, n_boot=400, seed=seed)
-    test = paired_speaker_test(result, "higher")
-    return test.p_worse if test.estimable else 1.0
+    return paired_speaker_test(result, "higher")
 
 
 def group_table(
@@ -146,7 +157,7 @@ def group_table(
             count = 1 if mentions == "one" else 2 + int(rng.random() < 0.5)
             chosen = []
             for mention in range(count):
-                if kind == "steady":
+                if kind in ("steady", "steady-grown"):
                     index = int(np.argsort(-content[s, r], kind="stable")[mention])
                 elif kind == "diverse" or (kind == "concentrated" and rng.random() >= 0.8):
                     index = int(rng.integers(VALUES))
@@ -154,7 +165,7 @@ def group_table(
                     index = 0
                 else:
                     index = int(rng.choice(VALUES, p=content[s, r]))
-                if kind == "grown" and group == "female" and rng.random() < effect:
+                if kind in ("grown", "steady-grown") and group == "female" and rng.random() < effect:
                     index = 0
                 chosen.append(index)
             rows.extend((f"s{s:02d}", group, "occupation", f"v{index}") for index in dict.fromkeys(chosen))
@@ -170,7 +181,9 @@ def report(title: str, judged_worse: dict[tuple[str, str], int], pairs: int) -> 
 
 
 def counterfactual_rates(pairs: int, effect: float, seed: int) -> None:
-    comparisons = {"noisy vs steady": ("noisy", "steady"), "noisy vs noisy": ("noisy", "noisy"),
+    comparisons = {"noisy vs steady": ("noisy", "steady"), "steady vs noisy": ("steady", "noisy"),
+                   "noisy vs noisy": ("noisy", "noisy"), "grown vs steady-grown": ("grown", "steady-grown"),
+                   "steady-grown vs grown": ("steady-grown", "grown"),
                    "grown vs steady": ("grown", "steady"), "grown vs noisy": ("grown", "noisy")}  # fmt: skip
     labels = {"excess": "arm-exchange excess", "raw": "raw arm nTVD (before issue 45)"}
     judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
@@ -181,14 +194,16 @@ def counterfactual_rates(pairs: int, effect: float, seed: int) -> None:
             candidate = checkpoint(rng, content, candidate_kind, effect)
             baseline = checkpoint(rng, content, baseline_kind)
             for kind, label in labels.items():
-                judged_worse[(name, label)] += p_worse(candidate, baseline, pair, kind) <= ALPHA
+                judged_worse[(name, label)] += judged_worse_by(p_worse(candidate, baseline, pair, kind))
     report(f"counterfactual: {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs)
 
 
 def ntvd_rates(pairs: int, effect: float, seed: int, with_raw: bool = True, mentions: str = "one") -> None:
-    comparisons = {"noisy vs steady": ("noisy", "steady"), "diverse vs concentrated": ("diverse", "concentrated"),
-                   "noisy vs noisy": ("noisy", "noisy"), "grown vs steady": ("grown", "steady"),
-                   "grown vs noisy": ("grown", "noisy")}  # fmt: skip
+    comparisons = {"noisy vs steady": ("noisy", "steady"), "steady vs noisy": ("steady", "noisy"),
+                   "diverse vs concentrated": ("diverse", "concentrated"), "noisy vs noisy": ("noisy", "noisy"),
+                   "grown vs steady-grown": ("grown", "steady-grown"),
+                   "steady-grown vs grown": ("steady-grown", "grown"),
+                   "grown vs steady": ("grown", "steady"), "grown vs noisy": ("grown", "noisy")}  # fmt: skip
     labels = {"excess": "group-exchange excess", "raw": "raw nTVD, checkpoint swap (before)"}
     labels = labels if with_raw else {"excess": labels["excess"]}
     judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
@@ -202,7 +217,7 @@ def ntvd_rates(pairs: int, effect: float, seed: int, with_raw: bool = True, ment
             result = paired_ntvd_excess(candidate, baseline, TAU, n_boot=400, seed=pair)
             candidate_excess[name].append(result.candidate)
             excess = paired_speaker_test(result, "higher")
-            judged_worse[(name, labels["excess"])] += excess.estimable and excess.p_worse <= ALPHA
+            judged_worse[(name, labels["excess"])] += judged_worse_by(excess)
             if with_raw:
                 raw = paired_ntvd_difference(candidate, baseline, tau=TAU, n_permutations=500, seed=pair)
                 judged_worse[(name, labels["raw"])] += raw.p_value <= ALPHA
@@ -239,7 +254,7 @@ def wer_rates(pairs: int, effect: float, seed: int) -> None:
             excess = paired_group_exchange_excess(*tables, largest_log_ratio, n_boot=400, seed=pair)
             raw = paired_speaker_bootstrap(*tables, largest_log_ratio, n_boot=400, seed=pair)
             for kind, result in (("excess", excess), ("raw", raw)):
-                judged_worse[(name, labels[kind])] += paired_speaker_test(result, "higher").p_worse <= ALPHA
+                judged_worse[(name, labels[kind])] += judged_worse_by(paired_speaker_test(result, "higher"))
     report(f"WER ratio: {pairs} simulated pairs, grown log effect {effect}", judged_worse, pairs)
 
 
@@ -264,7 +279,9 @@ def basis_rates(pairs: int, effect: float, seed: int, speakers: int, items: int)
     """The BASIS checks' release comparison: the largest group gap beyond its group-exchange null, paired speaker
     bootstrap (:func:`harness.metrics.paired.paired_crossed_excess`, now), against the raw largest gap's paired
     two-way bootstrap (:func:`harness.metrics.paired.paired_crossed_gap`, before)."""
-    comparisons = {"noisy vs steady": ("noisy", "steady"), "noisy vs noisy": ("noisy", "noisy"),
+    comparisons = {"noisy vs steady": ("noisy", "steady"), "steady vs noisy": ("steady", "noisy"),
+                   "noisy vs noisy": ("noisy", "noisy"), "grown vs steady-grown": ("grown", "steady-grown"),
+                   "steady-grown vs grown": ("steady-grown", "grown"),
                    "grown vs steady": ("grown", "steady"), "grown vs noisy": ("grown", "noisy")}  # fmt: skip
     labels = {"excess": "group-exchange excess", "raw": "raw largest gap, crossed (before)"}
     judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
@@ -279,7 +296,7 @@ def basis_rates(pairs: int, effect: float, seed: int, speakers: int, items: int)
             raw = paired_crossed_gap(candidate, baseline, seed=pair, n_boot=400)
             raw_gap[name].append(raw.candidate)
             for kind, test in (("excess", excess), ("raw", raw)):
-                judged_worse[(name, labels[kind])] += test.estimable and test.p_worse <= ALPHA
+                judged_worse[(name, labels[kind])] += judged_worse_by(test)
     design = f"{speakers} speakers per group x {items} items"
     report(
         f"BASIS (largest group gap, {design}): {pairs} simulated pairs, grown logit effect {effect}",
@@ -290,7 +307,33 @@ def basis_rates(pairs: int, effect: float, seed: int, speakers: int, items: int)
         print(f"  {name}: the candidate's mean raw gap {np.mean(values):.1f} points")
 
 
+DEMO_CASES = 43
+"""The demo gate's bias cases per model (README): a release run tests each twice."""
+
+
+def gate_release_alpha() -> float:
+    """The one-sided level a release comparison must reach in the demo gate: ``gate.alpha`` Bonferroni over the
+    release run's family (absolute and release tests of the 43 cases)."""
+    from harness.metrics.multitest import DecisionRule
+    from harness.thresholds import GATE_SCHEMA
+
+    alpha = float(GATE_SCHEMA.keys["alpha"].default)
+    return DecisionRule(alpha=alpha, family_size=2 * DEMO_CASES).corrected_alpha(1)
+
+
+def gate_margins() -> dict[str, float]:
+    """Each check's release margin (``max_increase``) in the packaged thresholds."""
+    from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA
+    from harness.checks.ntvd.check import NtvdCheck
+
+    return {
+        "counterfactual": float(COUNTERFACTUAL_SCHEMA.keys["max_worsening"].default),
+        "ntvd": float(NtvdCheck.schema.keys["max_increase"].default),
+    }
+
+
 def main() -> None:
+    global ALPHA, MARGIN
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--effect", type=float, default=0.4)
@@ -304,13 +347,28 @@ def main() -> None:
     parser.add_argument("--no-raw-ntvd", action="store_true", help="skip the raw nTVD's permutation (before)")
     checks = ["counterfactual", "ntvd", "wer", "basis"]
     parser.add_argument("--checks", nargs="+", default=checks, choices=checks)
+    parser.add_argument("--alpha", type=float, default=0.05, help="one-sided level (default 0.05)")
+    parser.add_argument("--margin", type=float, default=0.0, help="worsening a regression must exceed")
+    parser.add_argument(
+        "--gate-rule", action="store_true",
+        help="the gate's own rule: gate.alpha / (2 x 43) and each check's max_increase (counterfactual, ntvd only)",
+    )  # fmt: skip
     args = parser.parse_args()
+    ALPHA, MARGIN = args.alpha, args.margin
     started = time.perf_counter()
-    print(f"{VALUES} values, one-sided alpha {ALPHA}; counterfactual {SPEAKERS} speakers x {RECORDINGS} recordings")
+    margins = gate_margins() if args.gate_rule else {}
+    if args.gate_rule:
+        ALPHA = gate_release_alpha()
+    print(f"{VALUES} values, one-sided alpha {ALPHA:.3g}; counterfactual {SPEAKERS} speakers x {RECORDINGS} recordings")
     if "counterfactual" in args.checks:
+        MARGIN = margins.get("counterfactual", args.margin)
+        print(f"margin {MARGIN:g}")
         counterfactual_rates(args.pairs, args.effect, args.seed)
     if "ntvd" in args.checks:
+        MARGIN = margins.get("ntvd", args.margin)
+        print(f"margin {MARGIN:g}")
         ntvd_rates(args.pairs, args.ntvd_effect, args.seed, not args.no_raw_ntvd, args.ntvd_mentions)
+    MARGIN = args.margin
     if "wer" in args.checks:
         wer_rates(args.pairs, args.wer_effect, args.seed)
     if "basis" in args.checks:
