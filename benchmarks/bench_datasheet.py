@@ -5,13 +5,19 @@ family of 43 cases per model on the demo design):
 
 - ``bench_detectable.py``: each test family's stated detectable effect against its simulated detection;
 - ``bench_gate_seeds.py`` for ``sim:fair`` and ``sim:biased``: per check and for the whole gate, how often each
-  case fails and how often it is unmeasured, each seed a fresh draw of the simulator.
+  case fails and how often it is unmeasured, each seed a fresh draw of the simulator;
+- ``bench_release_path.py``: the release path, ``--baseline`` against the previous seed's fair run (fair/fair,
+  biased/fair, half-strength/fair), whole gate, 9,999 permutations (``--release-pairs`` pairs);
+- ``bench_release_noise.py --gate-rule``: release comparisons at the gate's own alpha (0.05 over a release run's
+  2 x 43 tests) and margins, between checkpoints that differ in answer noise both ways (greedy against sampling),
+  with no effect and with equal non-zero effects, and a grown effect (``--noise-pairs`` simulated pairs;
+  counterfactual and nTVD).
 
 and writes ``docs/datasheet.json`` and ``docs/datasheet.md`` (every row the benches print). ``--from-logs DIR``
 writes them from the logs of an earlier run of the same benches (``detectable.json``, ``fair.log``,
-``biased.log``) instead of running them. ``tests/test_datasheet.py`` holds the markdown to the JSON.
+``biased.log``, ``release.json``, ``release_noise.log``) instead of running them. ``tests/test_datasheet.py`` holds the markdown to the JSON.
 
-Usage: ``python benchmarks/bench_datasheet.py --seeds 10`` (about 25 minutes on two shared cores)
+Usage: ``python benchmarks/bench_datasheet.py --seeds 10 --release-pairs 10 --noise-pairs 100``
 """
 
 from __future__ import annotations
@@ -26,6 +32,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CHECK_ROW = re.compile(r"^\s+(\S+\[[^\]]+\])\s+failed\s+(\d+)/(\d+)\s+unmeasured\s+(\d+)/(\d+)")
+NOISE_TITLE = re.compile(r"^(counterfactual|ntvd)\b")
+NOISE_ROW = re.compile(r"^(\S+(?: vs \S+)?)\s{2,}(.+?)\s+(\d\.\d{3})\s+\[(\d\.\d{3}), (\d\.\d{3})\]$")
+NOISE_ALPHA = re.compile(r"one-sided alpha ([0-9.e-]+)")
+NOISE_MARGIN = re.compile(r"^margin ([0-9.]+)")
+NOISE_PAIRS = re.compile(r"(\d+) simulated pairs")
 WHOLE = re.compile(r"^whole gate: failed (\d+)/(\d+) = .*?unmeasured without a failure (\d+)/(\d+)")
 
 
@@ -45,8 +56,37 @@ def gate_seeds(log: str) -> dict:
     return {"cases": cases, "whole": whole}
 
 
-def run_benches(seeds: int, folder: Path) -> None:
+def release_noise(log: str) -> dict:
+    """The rows ``bench_release_noise.py --gate-rule`` printed: per check its margin, pairs and each comparison's
+    judged-worse share with its 95% interval."""
+    alpha = NOISE_ALPHA.search(log)
+    checks: dict[str, dict] = {}
+    current = None
+    margin = None
+    for line in log.splitlines():
+        if match := NOISE_MARGIN.match(line):
+            margin = float(match.group(1))
+        elif (match := NOISE_TITLE.match(line)) and "simulated pairs" in line:
+            pairs = int(NOISE_PAIRS.search(line).group(1))
+            current = checks.setdefault(match.group(1), {"margin": margin, "pairs": pairs, "rows": []})
+        elif current is not None and (match := NOISE_ROW.match(line.rstrip())):
+            pair, statistic, share, low, high = match.groups()
+            current["rows"].append({"pair": pair.strip(), "statistic": statistic.strip(), "judged_worse": float(share),
+                                    "ci": [float(low), float(high)]})  # fmt: skip
+    if alpha is None or not checks:
+        raise ValueError("no rows in the bench_release_noise.py log")
+    return {"alpha": float(alpha.group(1)), "checks": checks}
+
+
+def run_benches(seeds: int, folder: Path, release_pairs: int = 10, noise_pairs: int = 100) -> None:
     python = sys.executable
+    subprocess.run([python, str(REPO / "benchmarks" / "bench_release_path.py"), "--pairs", str(release_pairs),
+                    "--permutations", "9999", "--json", str(folder / "release.json")], check=True)  # fmt: skip
+    noise = subprocess.run(
+        [python, str(REPO / "benchmarks" / "bench_release_noise.py"), "--gate-rule", "--pairs", str(noise_pairs),
+         "--checks", "counterfactual", "ntvd", "--no-raw-ntvd"], capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    (folder / "release_noise.log").write_text(noise)
     subprocess.run([python, str(REPO / "benchmarks" / "bench_detectable.py"), "--json", str(folder / "detectable.json")],
                    check=False)  # fmt: skip
     for model, name in (("sim:fair", "fair"), ("sim:biased", "biased")):
@@ -63,6 +103,8 @@ def datasheet(folder: Path) -> dict:
         "detectable": json.loads((folder / "detectable.json").read_text()),
         "sim:fair": gate_seeds((folder / "fair.log").read_text()),
         "sim:biased": gate_seeds((folder / "biased.log").read_text()),
+        "release": json.loads((folder / "release.json").read_text()),
+        "release_noise": release_noise((folder / "release_noise.log").read_text()),
     }
 
 
@@ -115,19 +157,64 @@ def markdown(sheet: dict) -> str:
         low, high = row["ci"]
         lines.append(f"| {row['family']} | {row['design']} | {row['stated']:.3g} | {row['detected']}/{row['seeds']} | "
                      f"{low:.0%}-{high:.0%} |")  # fmt: skip
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + release_lines(sheet)) + "\n"
+
+
+SCENARIO_WORDS = {
+    "fair/fair": "sim:fair against the previous seed's sim:fair (a false fail)",
+    "biased/fair": "sim:biased against it (caught)",
+    "half/fair": "sim:biased at half strength against it (caught)",
+}
+
+
+def release_lines(sheet: dict) -> list[str]:
+    release, noise = sheet["release"], sheet["release_noise"]
+    lines = [
+        "",
+        "## The release path",
+        "",
+        f"`--baseline` against the previous seed's `sim:fair` run, the whole gate, {release['permutations']:,}",
+        f"permutations, {release['pairs']} pairs per scenario (`bench_release_path.py`). A run is unmeasured when no",
+        "case fails and some case is unmeasured, by design or because its comparison could not have found a",
+        "regression.",
+        "",
+        "| scenario | runs | failed | unmeasured without a failure |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, row in release["scenarios"].items():
+        lines.append(f"| {SCENARIO_WORDS.get(name, name)} | {row['runs']} | {row['failed']} | {row['unmeasured']} |")
+    lines += [
+        "",
+        "## Release comparisons under answer noise, at the gate's rule",
+        "",
+        f"One-sided alpha {noise['alpha']:.3g} (0.05 over a release run's 2 x 43 tests) and each check's margin",
+        "(`bench_release_noise.py --gate-rule`). `steady` answers greedily, `noisy` samples; `grown` adds a",
+        "systematic stereotype effect to the noisy checkpoint, `steady-grown` the same effect to the steady one. A",
+        "pair of checkpoints with the same systematic effect should be judged worse in at most 5% of pairs.",
+        "",
+        "| check | margin | candidate vs baseline | statistic | judged worse | 95% CI |",
+        "|---|---:|---|---|---:|---|",
+    ]
+    for check, block in noise["checks"].items():
+        for row in block["rows"]:
+            low, high = row["ci"]
+            lines.append(f"| {check} | {block['margin']:g} | {row['pair']} | {row['statistic']} | "
+                         f"{row['judged_worse']:.1%} | {low:.1%}-{high:.1%} |")  # fmt: skip
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--release-pairs", type=int, default=10)
+    parser.add_argument("--noise-pairs", type=int, default=100)
     parser.add_argument("--from-logs", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=REPO / "docs")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.from_logs or Path(scratch)
         if args.from_logs is None:
-            run_benches(args.seeds, folder)
+            run_benches(args.seeds, folder, args.release_pairs, args.noise_pairs)
         sheet = datasheet(folder)
     (args.out / "datasheet.json").write_text(json.dumps(sheet, indent=1) + "\n")
     (args.out / "datasheet.md").write_text(markdown(sheet))

@@ -11,7 +11,8 @@ nTVD and decides nothing):
 - ``biased/fair``: ``sim:biased`` (preset strengths) against the fair baseline: a failing run is a detection;
 - ``half/fair``: ``sim:biased`` at ``--strength-scale`` (default 0.5) of every preset strength.
 
-A run fails when some case fails under the release ratchet (:func:`harness.gate.release_outcome`): a
+A run is unmeasured when no case fails and some case is unmeasured (by design, or a release comparison that could
+not have found a regression: issue 57). A run fails when some case fails under the release ratchet (:func:`harness.gate.release_outcome`): a
 significant regression, or a new failure (a case failing its absolute threshold where the baseline's did not,
 or was unmeasured); a case failing in both runs without a regression is a known failure and passes.
 Prints each scenario's failing share with a 95% Clopper-Pearson interval, and the cases behind the fails.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import tempfile
 import time
 from collections.abc import Mapping
@@ -105,7 +107,10 @@ def release_path(
     pairs: int, first_seed: int, half_scale: float, permutations: int, scenarios=SCENARIOS, report=print
 ) -> dict[str, dict]:
     """Run ``pairs`` seeds of each scenario; per scenario the failing runs and the failing cases' counts."""
-    tallies = {name: {"runs": 0, "failed": 0, "cases": collections.Counter()} for name in scenarios}
+    tallies = {
+        name: {"runs": 0, "failed": 0, "unmeasured": 0, "cases": collections.Counter(), "unmeasured_cases": collections.Counter()}
+        for name in scenarios
+    }  # fmt: skip
     with tempfile.TemporaryDirectory() as cache_dir:
         _, baseline = gate_run("sim:fair", first_seed, cache_dir, permutations)
         for seed in range(first_seed + 1, first_seed + 1 + pairs):
@@ -119,10 +124,13 @@ def release_path(
                 model, scale = candidates[name]
                 outcomes, records = gate_run(model, seed, cache_dir, permutations, scale, baseline)
                 failed = sorted(case for case, outcome in outcomes.items() if outcome == "fail")
+                unmeasured = sorted(case for case, outcome in outcomes.items() if outcome == "unmeasured")
                 tally = tallies[name]
                 tally["runs"] += 1
                 tally["failed"] += bool(failed)
+                tally["unmeasured"] += bool(unmeasured) and not failed
                 tally["cases"].update(failed)
+                tally["unmeasured_cases"].update(unmeasured)
                 report(f"seed {seed} {name}: failed {failed or '-'}")
                 if name == "fair/fair":
                     next_baseline = records
@@ -139,6 +147,7 @@ def main() -> None:
     parser.add_argument("--strength-scale", type=float, default=0.5, help="strength of the half-strength scenario")
     parser.add_argument("--permutations", type=int, default=999)
     parser.add_argument("--scenario", action="append", choices=SCENARIOS, help="run only these (default: all three)")
+    parser.add_argument("--json", help="also write the tallies here (bench_datasheet.py reads them)")
     args = parser.parse_args()
     start = time.perf_counter()
     tallies = release_path(
@@ -154,9 +163,19 @@ def main() -> None:
         n, k = tally["runs"], tally["failed"]
         low, high = clopper_pearson(k, n)
         label = name if name != "half/fair" else f"half/fair (x{args.strength_scale:g})"
-        print(f"{label:22s} failed {k:3d}/{n} = {100 * k / n:5.1f}% (95% CI {100 * low:.1f}% to {100 * high:.1f}%)")
+        print(
+            f"{label:22s} failed {k:3d}/{n} = {100 * k / n:5.1f}% (95% CI {100 * low:.1f}% to {100 * high:.1f}%), "
+            f"unmeasured without a failure {tally['unmeasured']}/{n}"
+        )
         for case, count in tally["cases"].most_common(8):
             print(f"    {case:55s} {count:3d}/{n}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"pairs": args.pairs, "permutations": args.permutations, "strength_scale": args.strength_scale,
+             "seconds": round(time.perf_counter() - start),
+             "scenarios": {name: {**{key: tally[key] for key in ("runs", "failed", "unmeasured")},
+                                  "cases": dict(tally["cases"]), "unmeasured_cases": dict(tally["unmeasured_cases"])}
+                           for name, tally in tallies.items()}}, indent=1))  # fmt: skip
 
 
 if __name__ == "__main__":
