@@ -212,7 +212,10 @@ class AudioProbe(JsonRecord):
     in ``changed``) over ``requests`` recordings and its permutation ``p_value`` over ``permutations``
     relabellings, against the bars in force (``audio_blind_share``, ``alpha``), with the ``deviation`` it was
     measured under; or why it is ``unmeasured``. A run before issue 58 wrote ``share`` (unchanged share),
-    ``unchanged``, ``statistic`` and ``sampled_alpha`` instead; they are read, never written."""
+    ``unchanged``, ``statistic`` and ``sampled_alpha`` instead; they are read and written back, never set; the
+    fields of issue 58 are left out of the JSON while None, so such a file writes back as it was read."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("audio_dependent_share", "changed", "alpha", "deviation")
 
     model: str | None = None
     probe: str | None = None

@@ -519,6 +519,9 @@ def test_the_first_screen_gives_each_models_audio_dependence_or_why_it_is_unmeas
     )
     assert "<code>noisy</code> task probe audio-dependent share 2% of 48 recordings" in line
     assert "p = 0.41, alpha 0.01): <strong>does not hear the audio</strong>" in line
+    deviation = "audio floor (task probe of measured): replicate arm not in the cached outputs: greedy decoding assumed"
+    assert results(cases, audio_dependence=probes).deviations()[-1] == deviation
+    assert deviation in top.split('class="deviations"', 1)[1].split("</div>", 1)[0]
     assert 'id="audio-dependence"' not in first_screen_html(render_report(results(cases)))
 
 
