@@ -32,7 +32,7 @@ from harness.metrics.wer import normalise_text
 from harness.tasks.base import SELF_REPORT, Task
 
 EMPTY_ANSWER = "<empty>"
-"""The token of an answer with no words, so that it counts in the distributional test."""
+"""The token of a transcript with no words, so that an empty answer is a token of its own."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,6 +36,9 @@ import pandas as pd
 from harness.core.values import require_columns
 
 ORIGINAL, REPLICATE, SILENCE, OTHER_RECORDING = "original", "replicate", "silence", "other recording"
+RELABELLED_CELLS = 1_000_000
+"""How many (relabelling, unit, arm) cells the test draws at once, so that its memory stays bounded (about 30 MB)
+whatever the probe's size and ``--permutations``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,9 +90,13 @@ def audio_dependence(table: pd.DataFrame, permutations: int, seed: int = 0) -> A
     changes = np.stack([(answers[arm] != answers[ORIGINAL]).to_numpy() for arm in columns], axis=1).astype(float)
     observed = share_of(changes[None])[0]
     rng = np.random.default_rng(seed)
-    order = np.argsort(rng.random((permutations, *changes.shape)), axis=2)
-    null = share_of(np.take_along_axis(np.broadcast_to(changes, order.shape), order, axis=2))
-    p_value = (1.0 + float(np.sum(null >= observed - 1e-12))) / (permutations + 1.0)
+    reached, block = 0, max(1, RELABELLED_CELLS // changes.size)
+    for start in range(0, permutations, block):
+        count = min(block, permutations - start)
+        order = np.argsort(rng.random((count, *changes.shape)), axis=2)
+        null = share_of(np.take_along_axis(np.broadcast_to(changes, order.shape), order, axis=2))
+        reached += int(np.sum(null >= observed - 1e-12))
+    p_value = (1.0 + reached) / (permutations + 1.0)
     rates = changes.mean(axis=0)
     changed = {arm: float(rate) for arm, rate in zip(columns, rates)}
     dependent = {arm: float(rate - rates[0]) for arm, rate in zip(replacements, rates[1:])}

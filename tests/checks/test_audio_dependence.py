@@ -120,6 +120,14 @@ def test_audio_dependence_on_hand_computed_answers():
     assert result.changed == {REPLICATE: 0.25, OTHER_RECORDING: 0.75, SILENCE: 0.5}
     assert result.dependent == {OTHER_RECORDING: 0.5, SILENCE: 0.25}
     assert result.share == 0.5 and result.blind_share == 0.5 and result.units == 4 and result.permutations == 99
+    from harness.metrics import audio_dependence as module
+
+    whole = audio_dependence(probe_table(rows), 999, seed=3)
+    module.RELABELLED_CELLS, kept = 50, module.RELABELLED_CELLS  # relabelled in blocks of 4: the same draws, same p
+    try:
+        assert audio_dependence(probe_table(rows), 999, seed=3) == whole
+    finally:
+        module.RELABELLED_CELLS = kept
     with pytest.raises(ValueError, match="recording 'r1' of 't' has two answers with audio 'original'"):
         audio_dependence(probe_table(rows + [rows[0]]), 9)
     with pytest.raises(ValueError, match="needs answers with 'original', 'replicate' and a replacement"):
