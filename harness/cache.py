@@ -93,7 +93,8 @@ def generation_cache_keys(
     """:func:`cache_keys` of each request's :meth:`~harness.core.requests.GenerationRequest.cache_identity`, byte for
     byte, written without the identity's mapping: its sorted text is ``{"audio":A,"prompt":P,"system":S}``, with
     ``A`` the audio's content hash (hexadecimal, which JSON writes as it is) or ``null``, and each distinct prompt
-    and system text escaped once (a batch shares them)."""
+    and system text escaped once (a batch shares them); a replicate k > 0 writes ``"replicate":k,`` before
+    ``"system"``."""
     common = _common_digest(namespace, model_fingerprint, params)
     prompts: dict[str, bytes] = {}
     systems: dict[str | None, bytes] = {}
@@ -108,7 +109,8 @@ def generation_cache_keys(
             system = systems[request.system] = f'"system":{text}}}}}'.encode()
         audio = b'{"audio":null,' if request.audio is None else f'{{"audio":"{request.audio.content_hash}",'.encode()
         digest = common.copy()
-        digest.update(audio + prompt + system)
+        replicate = f'"replicate":{request.replicate},'.encode() if request.replicate else b""
+        digest.update(audio + prompt + replicate + system)
         keys.append(digest.hexdigest())
     return keys
 

@@ -68,19 +68,28 @@ class GenerationRequest:
 
     The cache key holds the prompt, system text and audio, not the form: a prompt's writer declares its form,
     so equal prompts carry equal forms. Backends that cannot constrain decoding ignore the form.
+
+    ``replicate`` (issue 58) asks the same request again as a request of its own: replicate k > 0 adds
+    ``"replicate": k`` to the cache key (replicate 0, every other request, keys as before), so a cache or a plan
+    never answers it with the original's answer and a nondeterministic backend is really asked twice (the audio
+    floor's replicate arm, :mod:`harness.gate.audio_floor`). Backends never see it: they answer the request.
     """
 
     prompt: str
     audio: Audio | None = None
     system: str | None = None
     answer_form: AnswerForm | None = None
+    replicate: int = 0
 
     def cache_identity(self) -> dict[str, Any]:
-        return {
+        identity: dict[str, Any] = {
             "prompt": self.prompt,
             "system": self.system,
             "audio": None if self.audio is None else self.audio.content_hash,
         }
+        if self.replicate:
+            identity["replicate"] = self.replicate
+        return identity
 
 
 @dataclasses.dataclass(frozen=True)

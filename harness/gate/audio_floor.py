@@ -1,5 +1,5 @@
-"""The audio floor, a rule of the whole gate (issue 45): a voice-bias case is measured only when its model is shown
-to hear what the case needs it to hear; otherwise the case is unmeasured, never passed.
+"""The audio floor, a rule of the whole gate (issues 45 and 58): a voice-bias case is measured only when its model
+is shown to hear what the case needs it to hear; otherwise the case is unmeasured, never passed.
 
 A model that ignores its audio (audio dropped by a wrong processor argument, a text-only checkpoint behind a speech
 API) answers every voice alike, so it would pass every between-group and counterfactual comparison: a pass that says
@@ -7,22 +7,28 @@ nothing. Each check says what its cases must hear (:meth:`harness.checks.base.Ch
 **transcription** probe for WER-type cases (the transcript changes with the recording), the **task** probe for
 VIBE-type cases (the answers to an open prompt change with it), none for a case whose group reaches the model in the
 text (BASIS explicit and text modes). The probe (:mod:`harness.gate.audio_probe`) asks ``probe_requests_per_task``
-recordings with the recording, silence of its length and another speaker's recording of other words; its answers
-are cached like any other output.
+recordings with the recording, with the same recording again (the replicate arm, a request of its own), with
+silence of its length and with another speaker's recording of other words; its answers are cached like any other
+output.
 
-* **Greedy decoding**: a model does not hear when its read answers (extracted values, normalised transcripts) are
-  unchanged by every replacement in at least ``audio_blind_share`` of the requests
-  (:func:`harness.metrics.audio_dependence.audio_dependence`).
-* **Sampled decoding** (``do_sample`` or ``temperature > 0`` in the asked model's decoding): a model does not hear
-  unless the answers with a recording differ in distribution from those with silence, permutation p <
-  ``sampled_alpha`` over ``--permutations`` relabellings
-  (:func:`harness.metrics.audio_dependence.sampled_audio_dependence`).
+**It measures, not assumes** (issue 58). Whatever the configured decoding (greedy, a backend nondeterministic at
+temperature 0, sampling), a model hears when its answers change more under replacement than under replication
+(:func:`harness.metrics.audio_dependence.audio_dependence`): the estimated audio-dependent share
+``share = max_r [rate(r) - rate(replicate)]`` (change rates against the original answer) must exceed
+``1 - audio_blind_share`` and the within-recording permutation test must give ``p < alpha`` over
+``max(--permutations, ceil(20 / alpha) - 1)`` relabellings (enough that the smallest p lies well below alpha).
 
 **It fails closed.** When a probe cannot be answered without loading a model where the run may not (an offline run,
 a model served from shipped outputs whose exports lack some probe answers), every case that needs that probe is
 unmeasured, "audio dependence not measured", naming the missing answers. The floor never loads a model silently.
+One exception, a named deviation on every surface: the shipped outputs of a greedy model made before the replicate
+arm lack only its replicate answers; their replicate is taken as the original answer (:data:`REPLICATE_ASSUMED`).
 Under ``--plan`` the probe's missing requests are planned with the case's own (:class:`~harness.core.errors.RequestsPlanned`),
 so that a re-score from the filled plans measures the floor as the in-process run does.
+
+**Once per model and probe per run** (issue 59): a probe's figure, and equally its failure (a model that cannot
+load, an extra missing), is kept for the session; every case that needs it is judged from the one probe, and a
+failure is one cause (the first case gives it in full, later ones name that case).
 
 Configured by the ``audio_floor`` section of thresholds.yaml (only ``defaults``), :data:`AUDIO_FLOOR_SCHEMA`.
 """
@@ -30,6 +36,7 @@ Configured by the ``audio_floor`` section of thresholds.yaml (only ``defaults``)
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,7 +45,7 @@ import pandas as pd
 from harness.checks import get_check
 from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE
 from harness.checks.case import Case
-from harness.core.errors import CaseNotMeasured, ModelError
+from harness.core.errors import CaseNotMeasured, ModelError, RequestsPlanned
 from harness.core.requests import DecodingParams
 from harness.core.values import derived_seed
 from harness.gate.audio_probe import (
@@ -49,12 +56,7 @@ from harness.gate.audio_probe import (
     transcription_probe_requests,
 )
 from harness.gate.context import RunContext
-from harness.metrics.audio_dependence import (
-    AudioDependence,
-    SampledAudioDependence,
-    audio_dependence,
-    sampled_audio_dependence,
-)
+from harness.metrics.audio_dependence import ORIGINAL, REPLICATE, AudioDependence, audio_dependence
 from harness.results.metadata import AudioProbe
 from harness.tasks import TASKS
 from harness.tasks.base import SELF_REPORT
@@ -63,6 +65,11 @@ from harness.thresholds import HIGHER, LOWER, ThresholdKey, Thresholds, Threshol
 AUDIO_FLOOR_SECTION = "audio_floor"
 NOT_MEASURED = "audio dependence not measured"
 """How the reason of a case whose model's probe could not be answered begins."""
+REPLICATE_ASSUMED = "replicate arm not in the cached outputs: greedy decoding assumed"
+"""The deviation of a probe of shipped outputs of a greedy model that lack only the replicate answers (made before
+issue 58): each replicate answer is taken as the original's, as a deterministic greedy decoder would answer."""
+SMALLEST_P_FACTOR = 20
+"""The floor relabels at least ``SMALLEST_P_FACTOR / alpha - 1`` times, so that its smallest p is alpha / 20."""
 
 
 def in_half_open_unit_interval(value: Any) -> str | None:
@@ -73,11 +80,12 @@ AUDIO_FLOOR_SCHEMA = ThresholdSchema(
     keys={
         "probe_requests_per_task": ThresholdKey((int,), 24, at_least(1), HIGHER),
         "audio_blind_share": ThresholdKey((int, float), 0.9, in_half_open_unit_interval, LOWER),
-        "sampled_alpha": ThresholdKey((int, float), 0.01, in_open_unit_interval, LOWER),
+        "alpha": ThresholdKey((int, float), 0.01, in_open_unit_interval, LOWER),
     }
 )
-"""The ``audio_floor`` section: recordings per probed task (and of the transcription probe), the greedy bar and the
-level of the sampled test."""
+"""The ``audio_floor`` section: recordings per probed task (and of the transcription probe); the bar on the
+estimated audio-independent share ``1 - share`` (at or above it the model does not hear); the level of the
+permutation test."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +94,7 @@ class AudioFloorSettings:
 
     probe_requests_per_task: int
     audio_blind_share: float
-    sampled_alpha: float
+    alpha: float
 
     @classmethod
     def from_thresholds(cls, thresholds: Thresholds) -> AudioFloorSettings:
@@ -94,32 +102,37 @@ class AudioFloorSettings:
         return cls(
             probe_requests_per_task=int(values["probe_requests_per_task"]),
             audio_blind_share=float(values["audio_blind_share"]),
-            sampled_alpha=float(values["sampled_alpha"]),
+            alpha=float(values["alpha"]),
         )
+
+    def permutations(self, asked: int) -> int:
+        """The relabellings of the test: ``max(asked, ceil(SMALLEST_P_FACTOR / alpha) - 1)``."""
+        return max(int(asked), math.ceil(SMALLEST_P_FACTOR / self.alpha) - 1)
 
 
 def is_sampled(decoding: DecodingParams) -> bool:
-    """Whether equal inputs may give different answers: sampling on, or a temperature above 0."""
+    """Whether the configured decoding samples (``do_sample`` or a temperature above 0): recorded beside the figure,
+    never used to choose the test."""
     return bool(decoding.do_sample) or decoding.temperature > 0
 
 
 @dataclasses.dataclass(frozen=True)
 class AudioFloor:
     """One model's probe of one kind (``probe``: transcription or task), asked of ``asked`` (the model, or the
-    transcriber that answers for it) under ``decoding`` (greedy or sampled): the exact test's ``dependence`` or the
-    sampled test's ``sampled``, and ``blind_reason`` when it does not hear; or ``unmeasured`` (why the probe could
-    not be answered) and no figure."""
+    transcriber that answers for it) under its configured ``decoding`` (greedy or sampled, for the record): the
+    test's ``dependence`` and ``blind_reason`` when it does not hear, with the ``deviation`` it was measured under
+    (:data:`REPLICATE_ASSUMED`); or ``unmeasured`` (why the probe could not be answered) and no figure."""
 
     model: str
     probe: str
     asked: str
     decoding: str
     audio_blind_share: float
-    sampled_alpha: float
+    alpha: float
     dependence: AudioDependence | None = None
-    sampled: SampledAudioDependence | None = None
     blind_reason: str | None = None
     unmeasured: str | None = None
+    deviation: str | None = None
 
     @property
     def hears(self) -> bool | None:
@@ -129,35 +142,38 @@ class AudioFloor:
 
     def record(self) -> AudioProbe:
         """The run metadata's entry (``audio_dependence[model][probe]``); the report's first screen reads it."""
-        exact, sampled = self.dependence, self.sampled
+        found = self.dependence
         return AudioProbe(
             model=self.model,
             probe=self.probe,
             asked=self.asked,
             decoding=self.decoding,
-            share=None if exact is None else exact.share,
-            unchanged=None if exact is None else dict(exact.unchanged),
-            requests=exact.requests if exact is not None else (None if sampled is None else sampled.requests),
-            statistic=None if sampled is None else sampled.statistic,
-            p_value=None if sampled is None else sampled.p_value,
-            permutations=None if sampled is None else sampled.permutations,
+            requests=None if found is None else found.units,
+            p_value=None if found is None else found.p_value,
+            permutations=None if found is None else found.permutations,
             audio_blind_share=self.audio_blind_share,
-            sampled_alpha=self.sampled_alpha,
             hears=self.hears,
             unmeasured=self.unmeasured,
+            audio_dependent_share=None if found is None else found.share,
+            changed=None if found is None else dict(found.changed),
+            alpha=self.alpha,
+            deviation=self.deviation,
         )
 
 
 class AudioFloorRule:
-    """The gate's audio floor for one run: each (model, probe) asked once, and the reason a case cannot be measured.
-    ``may_load(model)``: whether a missing probe answer of ``model`` may be generated (false in an offline run and
-    for a model served from shipped outputs)."""
+    """The gate's audio floor for one run: each (model, probe) asked once, its figure or its failure kept, and the
+    reason a case cannot be measured. ``may_load(model)``: whether a missing probe answer of ``model`` may be
+    generated (false in an offline run and for a model served from shipped outputs)."""
 
     def __init__(self, context: RunContext, settings: AudioFloorSettings, may_load: Callable[[str], bool]):
         self.context = context
         self.settings = settings
         self.may_load = may_load
         self._floors: dict[tuple[str, str], AudioFloor] = {}
+        self._planned: dict[tuple[str, str], RequestsPlanned] = {}
+        self.probes_asked = 0
+        """How many probes this session asked (each (model, probe) once, whether it was answered or failed)."""
 
     def reason(self, case: Case, tasks: Sequence[str] = ()) -> str | None:
         """Why ``case`` cannot be measured: its model's probe (of the kind its check asks,
@@ -173,8 +189,9 @@ class AudioFloorRule:
 
     def require_hearing(self, case: Case, tasks: Sequence[str] = ()) -> None:
         """Raise when ``case`` cannot be measured (:meth:`reason`): :class:`~harness.core.errors.ModelError` (cause
-        ``model``) when its model's probe could not be answered, its outputs missing where no model may load;
-        :class:`~harness.core.errors.CaseNotMeasured` (cause ``input``) when the model does not hear."""
+        ``model``) when its model's probe could not be answered, its outputs missing where no model may load or its
+        model failing to load; :class:`~harness.core.errors.CaseNotMeasured` (cause ``input``) when the model does
+        not hear."""
         reason = self.reason(case, tasks)
         if reason is None:
             return
@@ -183,11 +200,24 @@ class AudioFloorRule:
         raise CaseNotMeasured(reason)
 
     def floor(self, model: str, probe: str, tasks: Sequence[str] = ()) -> AudioFloor:
-        """The probe of kind ``probe`` of ``model`` (asked once per run); the task probe asks ``tasks`` (default:
-        the run's first task)."""
-        if (model, probe) not in self._floors:
-            self._floors[(model, probe)] = self._probe(model, probe, tuple(tasks))
-        return self._floors[(model, probe)]
+        """The probe of kind ``probe`` of ``model``, asked once per run (a failure to answer it, a model that cannot
+        load, is kept as its ``unmeasured`` reason and never retried); the task probe asks ``tasks`` (default: the
+        run's first task). Under ``--plan`` its planned requests are raised again for every case that needs it."""
+        key = (model, probe)
+        if key in self._planned:
+            raise self._planned[key]
+        if key not in self._floors:
+            self.probes_asked += 1
+            try:
+                self._floors[key] = self._probe(model, probe, tuple(tasks))
+            except RequestsPlanned as planned:
+                self._planned[key] = planned
+                raise
+            except ModelError as error:
+                self._floors[key] = dataclasses.replace(
+                    self._unprobed(model, probe), unmeasured=f"the probe could not be asked: {error}"
+                )
+        return self._floors[key]
 
     def probed(self) -> dict[str, dict[str, AudioProbe]]:
         """Model -> probe -> :meth:`AudioFloor.record`, for the probes this process asked (run metadata)."""
@@ -196,64 +226,70 @@ class AudioFloorRule:
             probed.setdefault(model, {})[probe] = floor.record()
         return probed
 
+    def _asked(self, model: str, probe: str) -> tuple[Any, str | None]:
+        """Who answers the probe (the model, or its transcriber) and with what prompt (None: the tasks' own)."""
+        if probe == TRANSCRIPTION_PROBE:
+            return self.context.transcriber(model)
+        if probe == TASK_PROBE:
+            return self.context.model(model), None
+        raise ValueError(f"audio floor: unknown probe {probe!r}; known: {TRANSCRIPTION_PROBE}, {TASK_PROBE}")
+
+    def _unprobed(self, model: str, probe: str) -> AudioFloor:
+        """The floor's settings and names before any answer: the asked model's name when it can be built."""
+        settings, asked, decoding = self.settings, model, "greedy"
+        try:
+            cached = self._asked(model, probe)[0]
+            asked = model if cached.spec == model else f"{cached.spec}, the transcriber of {model}"
+            decoding = "sampled" if is_sampled(cached.decoding) else "greedy"
+        except ModelError:
+            pass
+        return AudioFloor(model, probe, asked, decoding, settings.audio_blind_share, settings.alpha)
+
     def _probe(self, model: str, probe: str, tasks: tuple[str, ...]) -> AudioFloor:
         context, settings = self.context, self.settings
-        if probe == TRANSCRIPTION_PROBE:
-            asked, prompt = context.transcriber(model)
-        elif probe == TASK_PROBE:
-            asked, prompt = context.model(model), None
+        asked, prompt = self._asked(model, probe)
+        if probe == TASK_PROBE:
             tasks = tasks or context.tasks[:1] or tuple(sorted(TASKS))[:1]
-        else:
-            raise ValueError(f"audio floor: unknown probe {probe!r}; known: {TRANSCRIPTION_PROBE}, {TASK_PROBE}")
-        sampled = is_sampled(asked.decoding)
-        floor = AudioFloor(
-            model=model,
-            probe=probe,
-            asked=model if asked.spec == model else f"{asked.spec}, the transcriber of {model}",
-            decoding="sampled" if sampled else "greedy",
-            audio_blind_share=settings.audio_blind_share,
-            sampled_alpha=settings.sampled_alpha,
-        )
+        floor = self._unprobed(model, probe)
         if not context.corpora:
             return dataclasses.replace(floor, unmeasured="the run has no corpus whose recordings could probe it")
         corpus_name, corpus = next(iter(context.corpora.items()))
         per_task, seed = settings.probe_requests_per_task, context.seed
         if probe == TRANSCRIPTION_PROBE:
-            # silence only for a sampling recogniser's distributional test: the exact test compares recordings
-            built = transcription_probe_requests(corpus, prompt, per_task, seed=seed, silence=sampled)
+            built = transcription_probe_requests(corpus, prompt or "", per_task, seed=seed)
         else:
             built = task_probe_requests(corpus, {task: TASKS[task] for task in tasks}, per_task, seed=seed)
-        answers = self._answers(model, asked, built, probe, tasks, corpus_name)
-        if isinstance(answers, str):
-            return dataclasses.replace(floor, unmeasured=answers)
+        answered = self._answers(model, asked, built, probe, tasks, corpus_name)
+        if isinstance(answered, str):
+            return dataclasses.replace(floor, unmeasured=answered)
+        answers, deviation = answered
         read = [
             read_transcript(answer) if probe == TRANSCRIPTION_PROBE else read_task_answer(answer, TASKS[stratum])
             for answer, stratum in zip(answers, built.rows["stratum"])
         ]
-        table = built.rows.assign(value=[value for value, _ in read], tokens=[tokens for _, tokens in read])
-        if sampled:
-            result = sampled_audio_dependence(
-                table,
-                context.permutations,
-                seed=derived_seed(context.seed, AUDIO_FLOOR_SECTION, model, probe),
-            )
-            return dataclasses.replace(floor, sampled=result, blind_reason=sampled_blind_reason(floor, result))
-        dependence = audio_dependence(table)
-        return dataclasses.replace(floor, dependence=dependence, blind_reason=greedy_blind_reason(floor, dependence))
+        table = built.rows.assign(value=[value for value, _ in read])
+        dependence = audio_dependence(
+            table,
+            settings.permutations(context.permutations),
+            seed=derived_seed(context.seed, AUDIO_FLOOR_SECTION, model, probe),
+        )
+        floor = dataclasses.replace(floor, dependence=dependence, deviation=deviation)
+        return dataclasses.replace(floor, blind_reason=blind_reason(floor, dependence))
 
     def _answers(
         self, model: str, asked: Any, built: ProbeRequests, probe: str, tasks: Sequence[str], corpus_name: str
-    ) -> list[str] | str:
-        """The probe's answers, or, when ``model`` may not be loaded to make those the cache lacks, which are
-        missing, in words. A transcriber that is a stage of ``model`` (a cascade's ASR stage) has a stand-in for
-        an entry of its own it lacks: what that stage heard of the same audio inside ``model``'s own cached answer
-        to the task probe (the ``heard`` line of :meth:`~harness.gate.context.RunContext.outputs`; the stage, its
-        decoding and the audio are the same, only the cache entry differs)."""
+    ) -> tuple[list[str], str | None] | str:
+        """The probe's answers and the deviation they were had under (:data:`REPLICATE_ASSUMED`, else None), or,
+        when ``model`` may not be loaded to make those the cache lacks, which are missing, in words. A transcriber
+        that is a stage of ``model`` (a cascade's ASR stage) has a stand-in for an entry of its own it lacks: what
+        that stage heard of the same audio inside ``model``'s own cached answer to the task probe (the ``heard``
+        line of :meth:`~harness.gate.context.RunContext.outputs`; the stage, its decoding, the audio and the
+        replicate are the same, only the cache entry differs)."""
         context, label = self.context, f"audio floor {probe} probe"
         if (
             self.may_load(model) or asked.loaded or context.pool.planner is not None
         ):  # --plan: the missing ones are planned
-            return list(context.outputs(asked, built.requests, label)["answer"])
+            return list(context.outputs(asked, built.requests, label)["answer"]), None
         answers: list[str | None] = [None] * len(built.requests)
         self._fill(answers, asked, built.requests, range(len(answers)), "answer", label)
         own = context.model(model)
@@ -262,11 +298,28 @@ class AudioFloorRule:
                 absent = [index for index, answer in enumerate(answers) if answer is None]
                 if not absent:
                     break
-                stand_ins = [TASKS[task].request("", built.requests[i].audio, protocol=SELF_REPORT) for i in absent]
+                stand_ins = [
+                    dataclasses.replace(
+                        TASKS[task].request("", built.requests[i].audio, protocol=SELF_REPORT),
+                        replicate=built.requests[i].replicate,
+                    )
+                    for i in absent
+                ]
                 self._fill(answers, own, stand_ins, absent, "heard", f"{label} (the {task} answers' transcripts)")
         absent = pd.Series([answer is None for answer in answers], index=built.rows.index)
         if not absent.any():
-            return [str(answer) for answer in answers]
+            return [str(answer) for answer in answers], None
+        if self._replicate_assumable(model, asked, built, absent):
+            original = {
+                request: answers[position]
+                for position, (request, audio) in enumerate(zip(built.rows["request"], built.rows["audio"]))
+                if audio == ORIGINAL
+            }
+            filled = [
+                original[request] if answer is None else answer
+                for answer, request in zip(answers, built.rows["request"])
+            ]
+            return [str(answer) for answer in filled], REPLICATE_ASSUMED
         rows = built.rows[absent]
         by_variant = ", ".join(
             f"{count} with {variant}" for variant, count in rows["audio"].value_counts().sort_index().items()
@@ -281,6 +334,15 @@ class AudioFloorRule:
         return (
             f"{int(absent.sum())} of its {len(answers)} probe answers on {corpus_name} from {asked.spec} are not cached "
             f"({by_variant}; first: {first['request']} with {first['audio']}), and the floor loads no model ({why})"
+        )
+
+    def _replicate_assumable(self, model: str, asked: Any, built: ProbeRequests, absent: pd.Series) -> bool:
+        """Whether the missing answers are only replicate answers of ``model``'s shipped outputs under greedy
+        decoding (:data:`REPLICATE_ASSUMED`): every other arm is answered."""
+        return (
+            bool(self.context.config.bundled_exports.get(model))
+            and not is_sampled(asked.decoding)
+            and bool((built.rows.loc[absent, "audio"] == REPLICATE).all())
         )
 
     def _fill(
@@ -304,28 +366,20 @@ class AudioFloorRule:
                 answers[positions[i]] = value
 
 
-def greedy_blind_reason(floor: AudioFloor, dependence: AudioDependence) -> str | None:
-    """The unmeasured reason of every case needing ``floor``'s probe when its greedy answers survive each
-    replacement in at least ``audio_blind_share`` of the requests; None when it hears."""
-    if dependence.share < floor.audio_blind_share:
+def blind_reason(floor: AudioFloor, found: AudioDependence) -> str | None:
+    """The unmeasured reason of every case needing ``floor``'s probe when its answers do not change more under
+    replacement than under replication: the estimated audio-independent share ``1 - share`` at or above
+    ``audio_blind_share``, or the permutation p at or above ``alpha``; None when it hears."""
+    if found.blind_share < floor.audio_blind_share and found.p_value < floor.alpha:
         return None
-    survived = ", ".join(f"{100 * share:.0f}% with {name}" for name, share in dependence.unchanged.items())
+    rates = ", ".join(f"{100 * rate:.0f}% with {arm}" for arm, rate in found.changed.items())
+    what = "transcripts" if floor.probe == TRANSCRIPTION_PROBE else "extracted answers"
     return (
-        f"{floor.model} does not hear the audio ({floor.probe} probe of {floor.asked}): whatever replaced the audio, "
-        f"its {'transcripts' if floor.probe == TRANSCRIPTION_PROBE else 'extracted answers'} were unchanged in at "
-        f"least {100 * dependence.share:.0f}% of {dependence.requests} probe requests ({survived}; audio_blind_share "
-        f"{100 * floor.audio_blind_share:.0f}%), so no voice-bias case of it that needs this probe can be measured"
-    )
-
-
-def sampled_blind_reason(floor: AudioFloor, result: SampledAudioDependence) -> str | None:
-    """The unmeasured reason when the sampled answers with a recording do not differ in distribution from those
-    with silence (p >= ``sampled_alpha``); None when they do."""
-    if result.p_value < floor.sampled_alpha:
-        return None
-    return (
-        f"{floor.model} does not hear the audio ({floor.probe} probe of {floor.asked}, sampled decoding): its answers "
-        f"with a recording do not differ in distribution from those with silence (total variation {result.statistic:.3f}, "
-        f"permutation p = {result.p_value:.3g} over {result.permutations} relabellings, {result.requests} requests; "
-        f"sampled_alpha {floor.sampled_alpha:g}), so no voice-bias case of it that needs this probe can be measured"
+        f"{floor.model} does not hear the audio ({floor.probe} probe of {floor.asked}): its {what} changed no more "
+        f"under replacement than under replication (changed: {rates}; estimated audio-dependent share "
+        f"{100 * found.share:.0f}% of {found.units} recordings, bar: above {100 * (1 - floor.audio_blind_share):.0f}% "
+        f"by audio_blind_share {100 * floor.audio_blind_share:.0f}%; permutation p = {found.p_value:.3g} over "
+        f"{found.permutations} relabellings within recording, alpha {floor.alpha:g}"
+        f"{'' if floor.deviation is None else '; ' + floor.deviation}), so no voice-bias case of it that needs this "
+        "probe can be measured"
     )

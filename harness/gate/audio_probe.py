@@ -1,8 +1,10 @@
 """The audio floor's probe requests (:mod:`harness.gate.audio_floor`) and how each answer is read.
 
 The plan (:func:`probe_plan`) draws ``probe_requests_per_task`` recordings of the run's first corpus, each with a
-replacement recording: another speaker's, saying other words. Each recording is asked three times, with itself
-(``original``), with silence of its length and with the replacement (``other recording``), in two forms:
+replacement recording: another speaker's, saying other words. Each recording is asked four times, with itself
+(``original``), with itself again (``replicate``: a request of its own, replicate 1 in its cache key,
+:attr:`~harness.core.requests.GenerationRequest.replicate`, so a nondeterministic backend is asked twice), with
+silence of its length and with the replacement (``other recording``), in two forms:
 
 * the **task probe** (VIBE-type cases): each probed VIBE task's self-report prompt (:data:`SELF_REPORT`), whose
   answers the field reader reads without a model; an answer is read as its extracted values
@@ -25,18 +27,19 @@ import pandas as pd
 from harness.core.requests import Audio, GenerationRequest
 from harness.data.corpus import Corpus, read_utterance_audio
 from harness.extraction.fields import extract_fields
-from harness.metrics.audio_dependence import ORIGINAL, OTHER_RECORDING, SILENCE
+from harness.metrics.audio_dependence import ORIGINAL, OTHER_RECORDING, REPLICATE, SILENCE
 from harness.metrics.wer import normalise_text
 from harness.tasks.base import SELF_REPORT, Task
 
 EMPTY_ANSWER = "<empty>"
-"""The token of an answer with no words, so that it counts in the distributional test."""
+"""The token of a transcript with no words, so that an empty answer is a token of its own."""
 
 
 @dataclasses.dataclass(frozen=True)
 class ProbeRequests:
     """The requests of one probe and their ``rows`` (``request`` = ``<stratum>/<utterance>``, ``stratum``: the task
-    or ``transcription``, ``utterance``, ``audio``: original, silence or other recording), in the same order."""
+    or ``transcription``, ``utterance``, ``audio``: original, replicate, silence or other recording), in the same
+    order."""
 
     rows: pd.DataFrame
     requests: list[GenerationRequest]
@@ -69,7 +72,7 @@ def silence_like(audio: Audio) -> Audio:
 
 
 def probe_audio(corpus: Corpus, per_task: int, seed: int) -> list[tuple[str, dict[str, Audio]]]:
-    """Per planned recording: its utterance id and its three audio variants."""
+    """Per planned recording: its utterance id and its audio per arm (the replicate's is the original's)."""
     plan = probe_plan(corpus, per_task, seed)
     variants = []
     for utterance, other in zip(plan["utterance_id"], plan["other_utterance_id"]):
@@ -79,6 +82,7 @@ def probe_audio(corpus: Corpus, per_task: int, seed: int) -> list[tuple[str, dic
                 str(utterance),
                 {
                     ORIGINAL: recording,
+                    REPLICATE: recording,
                     SILENCE: silence_like(recording),
                     OTHER_RECORDING: read_utterance_audio(corpus, other),
                 },
@@ -88,33 +92,28 @@ def probe_audio(corpus: Corpus, per_task: int, seed: int) -> list[tuple[str, dic
 
 
 def task_probe_requests(corpus: Corpus, tasks: Mapping[str, Task], per_task: int, *, seed: int = 0) -> ProbeRequests:
-    """The task probe: each planned recording's three variants asked by each task's self-report prompt."""
+    """The task probe: each planned recording's four arms asked by each task's self-report prompt."""
     rows, requests = [], []
     audio = probe_audio(corpus, per_task, seed)
     for name, task in tasks.items():
         for utterance, variants in audio:
             for variant, clip in variants.items():
                 rows.append((f"{name}/{utterance}", name, utterance, variant))
-                requests.append(task.request("", clip, protocol=SELF_REPORT))
+                request = task.request("", clip, protocol=SELF_REPORT)
+                requests.append(dataclasses.replace(request, replicate=int(variant == REPLICATE)))
     return ProbeRequests(pd.DataFrame(rows, columns=["request", "stratum", "utterance", "audio"]), requests)
 
 
-def transcription_probe_requests(
-    corpus: Corpus, prompt: str, per_task: int, *, seed: int = 0, silence: bool = True
-) -> ProbeRequests:
-    """The transcription probe: each planned recording, another speaker's recording of other words and (``silence``)
-    silence of its length, asked with the transcriber's ``prompt``, the WER checks' request form
-    (:func:`harness.checks.semantic_aware.tables.spoken_replies`). A greedy recogniser that hears transcribes two
-    different sentences differently, so the exact test needs no silence; the floor asks it only of a sampling
-    recogniser, whose distributional test compares with silence (a right transcript of silence is empty; the cache
+def transcription_probe_requests(corpus: Corpus, prompt: str, per_task: int, *, seed: int = 0) -> ProbeRequests:
+    """The transcription probe: each planned recording, itself again (replicate), another speaker's recording of
+    other words and silence of its length, asked with the transcriber's ``prompt``, the WER checks' request form
+    (:func:`harness.checks.semantic_aware.tables.spoken_replies`; a right transcript of silence is empty, the cache
     stores it as such, :mod:`harness.cache`)."""
     rows, requests = [], []
     for utterance, variants in probe_audio(corpus, per_task, seed):
         for variant, clip in variants.items():
-            if variant == SILENCE and not silence:
-                continue
             rows.append((f"transcription/{utterance}", "transcription", utterance, variant))
-            requests.append(GenerationRequest(prompt=prompt, audio=clip))
+            requests.append(GenerationRequest(prompt=prompt, audio=clip, replicate=int(variant == REPLICATE)))
     return ProbeRequests(pd.DataFrame(rows, columns=["request", "stratum", "utterance", "audio"]), requests)
 
 

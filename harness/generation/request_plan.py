@@ -31,11 +31,13 @@ PLAN_COLUMNS = (
     "key", "namespace", "spec", "fingerprint", "options", "decoding", "prompt", "system", "answer_form",
     "audio_sha256", "audio_path", "label",
 )  # fmt: skip
-OPTIONAL_PLAN_COLUMNS = ("audio_recipe", "embedding")
+OPTIONAL_PLAN_COLUMNS = ("audio_recipe", "embedding", "replicate")
 """Columns a plan written before them lacks (read as None): ``audio_recipe``, the recipe that identifies derived
-audio (:attr:`harness.core.requests.Audio.recipe`, a counterfactual arm), whose hash is not its samples'; and
+audio (:attr:`harness.core.requests.Audio.recipe`, a counterfactual arm), whose hash is not its samples';
 ``embedding``, the kind of a row of namespace ``embedding`` (``embed-agg`` or ``embed-eowl``: the model's own
-semantic embedding of the row's ``prompt``, :mod:`harness.semantic`)."""
+semantic embedding of the row's ``prompt``, :mod:`harness.semantic`); and ``replicate``, a repeated request's
+index as text (:attr:`harness.core.requests.GenerationRequest.replicate`, the audio floor's replicate arm), None
+for replicate 0."""
 EMBEDDING_NAMESPACE = "embedding"
 """The namespace of a row that asks for an embedding, not an answer (:data:`harness.semantic.NAMESPACE`)."""
 AUDIO_FOLDER_SUFFIX = ".audio"
@@ -63,6 +65,7 @@ class PlannedRequest:
     label: str
     audio_recipe: str | None = None
     embedding: str | None = None
+    replicate: str | None = None
 
     def request(self) -> GenerationRequest:
         """The request this row asks (its audio read back from ``audio_path``)."""
@@ -74,7 +77,8 @@ class PlannedRequest:
             audio = Audio(samples, rate, recipe=self.audio_recipe)
             if audio.content_hash != self.audio_sha256:
                 raise PlanError(f"{self.audio_path}: its samples do not hash to the plan's {self.audio_sha256}")
-        return GenerationRequest(self.prompt, audio, self.system, form_from_json(self.answer_form))
+        replicate = int(self.replicate) if self.replicate else 0
+        return GenerationRequest(self.prompt, audio, self.system, form_from_json(self.answer_form), replicate)
 
     def decoding_params(self) -> DecodingParams:
         return DecodingParams.from_mapping(json.loads(self.decoding), source=f"plan row {self.key}: decoding")
@@ -209,6 +213,7 @@ class Planner:
                 label=label,
                 audio_recipe=None if request.audio is None else request.audio.recipe,
                 embedding=embedding,
+                replicate=str(request.replicate) if request.replicate else None,
             )
 
     def _audio_file(self, audio: Audio) -> Path:

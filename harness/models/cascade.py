@@ -225,19 +225,27 @@ class Cascade:
             self._llm[key] = self._llm_for(params)
         return self._llm[key]
 
-    def transcripts(self, requests: Sequence[GenerationRequest]) -> dict[str, str]:
-        """Transcript per audio content hash, each distinct recording asked once."""
+    def transcripts(self, requests: Sequence[GenerationRequest]) -> dict[tuple[str, int], str]:
+        """Transcript per (audio content hash, replicate), each distinct recording asked once per replicate (a
+        replicate request, :attr:`~harness.core.requests.GenerationRequest.replicate`, asks every stage again)."""
         return self._per_recording(self.asr, "asr", requests)
 
-    def voices(self, requests: Sequence[GenerationRequest]) -> dict[str, str]:
-        """Voice description per audio content hash, each distinct recording described once."""
+    def voices(self, requests: Sequence[GenerationRequest]) -> dict[tuple[str, int], str]:
+        """Voice description per (audio content hash, replicate), each distinct recording described once."""
         return self._per_recording(self.voice, "voice", requests)
 
-    def _per_recording(self, stage: Any, name: str, requests: Sequence[GenerationRequest]) -> dict[str, str]:
-        audios = {request.audio.content_hash: request.audio for request in requests if request.audio is not None}
+    def _per_recording(
+        self, stage: Any, name: str, requests: Sequence[GenerationRequest]
+    ) -> dict[tuple[str, int], str]:
+        audios = {
+            (request.audio.content_hash, request.replicate): request
+            for request in requests
+            if request.audio is not None
+        }
         started = time.monotonic()
         texts = stage.generate(
-            [GenerationRequest(prompt="", audio=audio) for audio in audios.values()], label=f"{name} stage"
+            [GenerationRequest(prompt="", audio=r.audio, replicate=r.replicate) for r in audios.values()],
+            label=f"{name} stage",
         )
         self.stats[f"{name}_requests"] += len(audios)
         self.stats[f"{name}_seconds"] += time.monotonic() - started
@@ -254,12 +262,14 @@ class Cascade:
             if request.audio is None:
                 llm_requests.append(request)
                 continue
-            recording = request.audio.content_hash
+            recording = (request.audio.content_hash, request.replicate)
             prompt = template.format(
                 transcript=transcripts[recording], voice=voices.get(recording), prompt=request.prompt
             )
             system = request.system if request.system is not None else default_system
-            llm_requests.append(GenerationRequest(prompt=prompt, system=system, answer_form=request.answer_form))
+            llm_requests.append(
+                GenerationRequest(prompt, system=system, answer_form=request.answer_form, replicate=request.replicate)
+            )
         distinct = list(dict.fromkeys(llm_requests))
         started = time.monotonic()
         answers = dict(zip(distinct, self.llm(params).generate(distinct, label="llm stage")))
@@ -269,7 +279,9 @@ class Cascade:
             answers[llm_request]
             if request.audio is None
             else join_output(
-                transcripts[request.audio.content_hash], answers[llm_request], voices.get(request.audio.content_hash)
+                transcripts[(request.audio.content_hash, request.replicate)],
+                answers[llm_request],
+                voices.get((request.audio.content_hash, request.replicate)),
             )
             for request, llm_request in zip(requests, llm_requests)
         ]

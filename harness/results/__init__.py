@@ -162,7 +162,9 @@ class RunResults:
     def deviations(self) -> list[str]:
         """How the run departs from the papers' protocols, in words, when it has measured cases of the check
         concerned: VIBE's (``metadata.vibe.deviations``), each ratio case's semantic covariates not taken from the
-        model under test (``semantics.deviation``) and BASIS open answers read by the rule judges."""
+        model under test (``semantics.deviation``) and BASIS open answers read by the rule judges; and each audio
+        floor probe measured under a deviation (``metadata.audio_dependence``, e.g. a greedy replicate assumed for
+        shipped outputs made before the replicate arm, issue 58), one line per model and deviation."""
         measured = self.decided
         deviations = []
         if any(case.check == "ntvd" for case in measured) and self.metadata.vibe is not None:
@@ -170,6 +172,15 @@ class RunResults:
         deviations += [(getattr(case, "semantics", None) or {}).get("deviation") for case in measured]
         if any(getattr(case, "judge", None) == RULE_JUDGES for case in measured):
             deviations.append(RULE_JUDGES_DEVIATION)
+        for model, probes in sorted(self.metadata.audio_dependence.items()):
+            by_deviation: dict[str, list[str]] = {}
+            for probe, entry in sorted(probes.items()):
+                if entry.deviation:
+                    by_deviation.setdefault(entry.deviation, []).append(probe)
+            deviations += [
+                f"audio floor ({' and '.join(names)} probe{'s' if len(names) > 1 else ''} of {model}): {deviation}"
+                for deviation, names in by_deviation.items()
+            ]
         return list(dict.fromkeys(filter(None, deviations)))
 
     def to_json(self) -> dict[str, Any]:

@@ -208,9 +208,14 @@ def joined_exports(known: Sequence[BundledExport], more: Sequence[BundledExport]
 @dataclasses.dataclass(frozen=True)
 class AudioProbe(JsonRecord):
     """One probe of the audio floor (:meth:`harness.gate.audio_floor.AudioFloor.record`): whether ``model`` hears,
-    by the greedy share of answers unchanged without its audio (``share``, per replacement in ``unchanged``) or by a
-    sampled permutation test (``statistic``, ``p_value``, ``permutations``), against the bars in force; or why it is
-    ``unmeasured``."""
+    by the estimated ``audio_dependent_share`` (the largest replacement change rate less the replicate's, per arm
+    in ``changed``) over ``requests`` recordings and its permutation ``p_value`` over ``permutations``
+    relabellings, against the bars in force (``audio_blind_share``, ``alpha``), with the ``deviation`` it was
+    measured under; or why it is ``unmeasured``. A run before issue 58 wrote ``share`` (unchanged share),
+    ``unchanged``, ``statistic`` and ``sampled_alpha`` instead; they are read and written back, never set; the
+    fields of issue 58 are left out of the JSON while None, so such a file writes back as it was read."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("audio_dependent_share", "changed", "alpha", "deviation")
 
     model: str | None = None
     probe: str | None = None
@@ -226,6 +231,10 @@ class AudioProbe(JsonRecord):
     sampled_alpha: float | None = None
     hears: bool | None = None
     unmeasured: str | None = None
+    audio_dependent_share: float | None = None
+    changed: dict[str, float] | None = None
+    alpha: float | None = None
+    deviation: str | None = None
 
 
 def probes_by_model(data: Any, where: str, strict: bool = False) -> dict[str, dict[str, AudioProbe]]:

@@ -124,11 +124,12 @@ def test_run_with_an_imported_cache_reports_its_outputs_per_model(pytester):
         "",
     )
     first = json.loads((project.path / "first.json").read_text())["metadata"]["outputs"]["sim:fair"]
-    # The advisory case's 324 requests and the audio floor's task probe's 3 x probe_requests_per_task on advisory
-    # (each of its recordings with its own audio, which the case asks again, with silence, and with another of its
-    # recordings, which it asks in the same batch): all asked, the probe's first, once each.
+    # The advisory case's 324 requests and the audio floor's task probe's 4 x probe_requests_per_task on advisory
+    # (each of its recordings with its own audio, which the case asks again, with it again as a replicate of its own
+    # cache key, with silence, and with another of its recordings, which it asks in the same batch): all asked, the
+    # probe's first, once each.
     per_task = AudioFloorSettings.from_thresholds(packaged_thresholds()).probe_requests_per_task
-    assert first["generated"] + first["read"] + first["duplicates"] == 324 + 3 * per_task
+    assert first["generated"] + first["read"] + first["duplicates"] == 324 + 4 * per_task
     assert first["read"] == per_task and first["read_imported"] == first["imported"] == 0
     stored = first["generated"]
     project.runpytest_subprocess(*common, "--cache-dir", "second", "--import-cache", "run.jsonl.gz", "-n", "2")

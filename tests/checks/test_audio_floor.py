@@ -1,7 +1,9 @@
-"""The audio floor in the gate (issue 45, harness/gate/audio_floor.py): a model fed silence has every voice-bias
-case unmeasured (its WER cases by the transcription probe), a hearing simulator is unaffected, text-mode BASIS cases
-stay measured; a probe that cannot be answered fails closed ("audio dependence not measured") and loads nothing;
-the shipped outputs hold both probes of the demo models; sampled decoders are judged by the distributional test."""
+"""The audio floor in the gate (issues 45, 58 and 59, harness/gate/audio_floor.py): a model fed silence has every
+voice-bias case unmeasured (its WER cases by the transcription probe), a hearing simulator is unaffected, text-mode
+BASIS cases stay measured; a backend nondeterministic at temperature 0 that ignores its audio is caught by the
+replicate arm; a probe that cannot be answered fails closed ("audio dependence not measured") and loads nothing;
+the shipped outputs hold both probes of the demo models but their replicate arm (a named deviation); sampled decoders
+are judged by the same test; each probe is asked once per run, its failure too."""
 
 from __future__ import annotations
 
@@ -13,12 +15,12 @@ from harness.checks import all_checks, get_check
 from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE
 from harness.core.requests import DecodingParams
 from harness.gate import Gate, GateConfig, Unmeasured
-from harness.gate.audio_floor import NOT_MEASURED
+from harness.gate.audio_floor import NOT_MEASURED, REPLICATE_ASSUMED
 from harness.models.cascade import DEMO_MODEL, VOICE_BLIND_MODEL
 from harness.results import RunMetadata
 from harness.thresholds import ThresholdsError
 
-import support.hearing  # noqa: F401  (registers silenced:, sampling: and deaf-sampling: test backends)
+import support.hearing  # (registers silenced:, sampling:, deaf-sampling: and unloadable: test backends)
 
 TASKS = ("story", "personal_shopper")
 
@@ -26,7 +28,7 @@ TASKS = ("story", "personal_shopper")
 @pytest.fixture(scope="module")
 def gate(tmp_path_factory):
     config = GateConfig(
-        models=("silenced:biased", "sim:fair"),
+        models=("silenced:biased", "sim:fair", "deaf-sampling:fair"),
         cache_dir=str(tmp_path_factory.mktemp("cache")),
         tasks=TASKS,
         judge="sim:fair",
@@ -53,7 +55,12 @@ def test_a_model_fed_silence_has_every_voice_bias_case_unmeasured_by_the_probe_i
         assert "silenced:biased does not hear the audio" in outcome.cause.message
         assert f"({probe_of(case)} probe of " in outcome.cause.message and "audio_blind_share" in outcome.cause.message
     wer = next(case for case in voice if case.check == "wer_ratio")
-    assert "its transcripts were unchanged in at least 100%" in gate.outcome(wer).cause.message
+    message = gate.outcome(wer).cause.message
+    assert (
+        "its transcripts changed no more under replacement than under replication (changed: 0% with replicate"
+        in message
+    )
+    assert "estimated audio-dependent share 0% of 24 recordings" in message
     text = [case for case in cases if probe_of(case) is None]
     assert {case.variant for case in text} >= {"speech-explicit", "text-implicit", "text-explicit"}
     assert all(gate.audio_floor.reason(case, TASKS) is None for case in text)
@@ -64,8 +71,9 @@ def test_a_model_fed_silence_has_every_voice_bias_case_unmeasured_by_the_probe_i
 def test_a_hearing_simulator_is_unaffected(gate):
     for probe in (TRANSCRIPTION_PROBE, TASK_PROBE):
         floor = gate.audio_floor.floor("sim:fair", probe, TASKS)
-        assert floor.hears and floor.unmeasured is None and floor.decoding == "greedy"
-        assert floor.dependence.share < floor.audio_blind_share
+        assert floor.hears and floor.unmeasured is None and floor.decoding == "greedy" and floor.deviation is None
+        assert floor.dependence.blind_share < floor.audio_blind_share and floor.dependence.p_value < floor.alpha
+        assert floor.dependence.changed["replicate"] == 0.0  # deterministic: the replicate is answered alike
     assert all(gate.audio_floor.reason(case, TASKS) is None for case in all_cases(gate, "sim:fair"))
 
 
@@ -75,7 +83,10 @@ def test_the_figures_reach_the_run_metadata_per_probe_merged_over_processes(gate
             gate.audio_floor.floor(model, probe, TASKS)
     figures = gate.audio_floor.probed()
     assert figures["silenced:biased"][TRANSCRIPTION_PROBE].hears is False
-    assert figures["silenced:biased"][TASK_PROBE].share == 1.0
+    assert figures["silenced:biased"][TASK_PROBE].audio_dependent_share == 0.0
+    assert (
+        figures["sim:fair"][TASK_PROBE].audio_dependent_share > 0.1 and figures["sim:fair"][TASK_PROBE].p_value < 0.01
+    )
     assert figures["sim:fair"][TASK_PROBE].hears is True
     merged = RunMetadata.merge(
         [
@@ -93,37 +104,37 @@ def test_the_shipped_outputs_hold_both_probes_of_the_demo_models_measured_withou
     transcript of the same silence inside the cascade's own cached task-probe answers stands in for them."""
     gate = Gate(GateConfig(models=(model,), cache_dir=str(tmp_path), offline=True, progress=False))
     task = gate.audio_floor.floor(model, TASK_PROBE, gate.context.tasks)
-    assert task.hears and task.dependence.requests == 24 * len(gate.context.tasks) and task.dependence.share < 0.9
+    assert task.hears and task.dependence.units == 24 * len(gate.context.tasks) and task.dependence.blind_share < 0.9
     heard = gate.audio_floor.floor(model, TRANSCRIPTION_PROBE)
-    assert heard.hears and heard.dependence.requests == 24 and heard.dependence.share < 0.9
+    assert heard.hears and heard.dependence.units == 24 and heard.dependence.blind_share < 0.9
+    # exports made before the replicate arm: the greedy replicate is taken as the original, a named deviation
+    assert task.deviation == heard.deviation == REPLICATE_ASSUMED and task.dependence.changed["replicate"] == 0.0
+    assert gate.audio_floor.probed()[model][TASK_PROBE].deviation == REPLICATE_ASSUMED
     assert heard.asked.startswith("whisper:tiny.en, the transcriber of")
     assert not gate.context.model(model).loaded and not gate.context.transcriber(model)[0].loaded
 
 
 def test_shipped_outputs_lacking_probe_answers_leave_the_cases_unmeasured_and_load_nothing(tmp_path):
-    """A probe larger than the shipped one (30 requests per task) finds task answers missing: the cases that need it
-    are unmeasured, naming the missing answers; the floor loads no model. The greedy transcription probe asks the
-    corpus's own recordings, whose transcripts the shipped outputs hold for every recording (the WER checks ask
-    them), so the WER cases are measured whatever the probe's size."""
+    """A probe larger than the shipped one (30 requests per task) finds answers missing: the task probe's for the 6
+    new recordings, and the transcription probe's transcripts of their silence (the shipped task probe heard the
+    silence of 24 only). The cases that need either probe are unmeasured, naming the missing answers (more than the
+    replicates, so no greedy replicate is assumed); the floor loads no model."""
     thresholds = tmp_path / "thresholds.yaml"
     thresholds.write_text("audio_floor:\n  defaults:\n    probe_requests_per_task: 30\n")
     config = GateConfig(cache_dir=str(tmp_path / "cache"), tasks=TASKS, offline=True, progress=False,
                         thresholds_path=str(thresholds))  # fmt: skip
     gate = Gate(config)
-    wer_case = next(case for case in gate.cases("wer_ratio") if case.model == DEMO_MODEL)
-    outcome = gate.outcome(wer_case)  # measured; the demo's 27 speakers cannot detect its bar (issue 57)
-    assert not isinstance(outcome, Unmeasured) or outcome.cause.kind == "design", wer_case.id
-    assert gate.audio_floor.probed()[DEMO_MODEL][TRANSCRIPTION_PROBE].hears is True
-    for check, probe in (("ntvd", TASK_PROBE),):
+    for check, probe in (("wer_ratio", TRANSCRIPTION_PROBE), ("ntvd", TASK_PROBE)):
         case = next(case for case in gate.cases(check) if case.model == DEMO_MODEL)
         outcome = gate.outcome(case)
         assert isinstance(outcome, Unmeasured), case.id
         message = outcome.cause.message
         assert f"{NOT_MEASURED} for {DEMO_MODEL} ({probe} probe)" in message, message
         assert outcome.cause.kind == "model" and "probe answers on demo from" in message and "are not cached" in message
+        assert "with silence" in message and "with replicate" in message
         assert "the run is offline: import the cache export of a run that asked the probe, or drop --offline" in message
+        assert gate.audio_floor.probed()[DEMO_MODEL][probe].hears is None
     assert not gate.context.model(DEMO_MODEL).loaded
-    assert gate.audio_floor.probed()[DEMO_MODEL][TASK_PROBE].hears is None
 
 
 def test_a_probe_less_offline_run_leaves_every_voice_bias_case_unmeasured(tmp_path):
@@ -151,38 +162,71 @@ def sampling_gate(tmp_path_factory):
     return Gate(config)
 
 
-def test_a_deaf_sampler_is_caught_by_the_distributional_test_where_exact_matching_would_pass_it(sampling_gate):
-    """The deaf sampler's answers change call to call, so most survive no replacement (the exact test's share is
-    low, it would "hear"); with a recording they do not differ in distribution from those with silence."""
-    from harness.gate.audio_probe import read_task_answer, task_probe_requests
-    from harness.metrics.audio_dependence import audio_dependence
-    from harness.tasks import TASKS as ALL_TASKS
-
+def test_a_deaf_sampler_is_caught_where_exact_matching_would_pass_it(sampling_gate):
+    """The deaf sampler's answers change call to call, so most survive no replacement (the exact test of issue 45
+    would call it hearing); they change as much under replication, so it does not hear."""
     floor = sampling_gate.audio_floor.floor("deaf-sampling:fair", TASK_PROBE, TASKS)
-    assert floor.decoding == "sampled" and floor.hears is False and floor.sampled.p_value >= 0.01
-    assert "sampled decoding" in floor.blind_reason and "do not differ in distribution" in floor.blind_reason
-    corpus = next(iter(sampling_gate.context.corpora.values()))
-    built = task_probe_requests(corpus, {task: ALL_TASKS[task] for task in TASKS}, 24, seed=sampling_gate.context.seed)
-    answers = sampling_gate.context.outputs("deaf-sampling:fair", built.requests, "exact comparison")["answer"]
-    values = [read_task_answer(answer, ALL_TASKS[task])[0] for answer, task in zip(answers, built.rows["stratum"])]
-    assert audio_dependence(built.rows.assign(value=values)).share < 0.9
+    assert floor.decoding == "sampled" and floor.hears is False and floor.dependence.p_value >= 0.01
+    assert min(floor.dependence.changed.values()) > 0.5  # unchanged share below 0.5: "hears" by exact matching
+    assert "changed no more under replacement than under replication" in floor.blind_reason
     case = next(case for case in sampling_gate.cases("ntvd") if case.model == "deaf-sampling:fair")
     assert "deaf-sampling:fair does not hear the audio" in sampling_gate.outcome(case).cause.message
 
 
 def test_a_hearing_sampler_is_not_caught(sampling_gate):
     floor = sampling_gate.audio_floor.floor("sampling:fair", TRANSCRIPTION_PROBE)
-    assert floor.decoding == "sampled" and floor.hears and floor.sampled.p_value < 0.01
+    assert floor.decoding == "sampled" and floor.hears and floor.dependence.p_value < 0.01
+    assert floor.dependence.changed["replicate"] > 0  # its transcripts vary call to call, less than with other audio
     deaf = sampling_gate.audio_floor.floor("deaf-sampling:fair", TRANSCRIPTION_PROBE)
     assert deaf.hears is False
+
+
+def test_a_nondeterministic_deaf_backend_configured_greedy_has_its_cases_unmeasured(gate):
+    """Issue 58's measurement: a model that never hears its audio and answers each request under a fresh seed, run
+    greedy. Issue 45's exact test found its task answers unchanged in 0% of the requests ("hears") and its nTVD and
+    counterfactual cases passed; the replicate arm changes as often as the replacements, so it does not hear."""
+    floor = gate.audio_floor.floor("deaf-sampling:fair", TASK_PROBE, TASKS)
+    assert floor.decoding == "greedy" and floor.hears is False and floor.dependence.p_value >= 0.01
+    assert 1 - max(floor.dependence.changed.values()) < 0.9  # the exact test's unchanged share: it "heard"
+    assert floor.dependence.changed["replicate"] > 0.5
+    cases = all_cases(gate, "deaf-sampling:fair")
+    for check in ("ntvd", "counterfactual"):
+        voice = [case for case in cases if case.check == check and probe_of(case) == TASK_PROBE]
+        assert voice and all(
+            "deaf-sampling:fair does not hear" in gate.audio_floor.reason(case, TASKS) for case in voice
+        )
+    ntvd = next(case for case in cases if case.check == "ntvd")
+    assert isinstance(gate.outcome(ntvd), Unmeasured)
+
+
+def test_each_probe_is_asked_once_per_run_its_failure_too(tmp_path):
+    """Issue 59: a model that cannot load (a missing extra) is tried once by the floor, not once per case; every
+    voice-bias case that needs the probe is unmeasured by one cause, the first case giving it and the later ones
+    naming that case. A hearing model's two probes are asked once each however many cases ask."""
+    config = GateConfig(models=("unloadable:fair", "sim:fair"), cache_dir=str(tmp_path), tasks=TASKS, progress=False)
+    gate = Gate(config)
+    cases = [case for case in gate.cases("ntvd") if case.model == "unloadable:fair"]
+    assert len(cases) >= 3
+    outcomes = [gate.outcome(case) for case in cases]
+    assert support.hearing.LOAD_ATTEMPTS["unloadable:fair"] == 1 and gate.audio_floor.probes_asked == 1
+    first, *later = outcomes
+    assert isinstance(first, Unmeasured) and first.first_case is None and first.cause.kind == "model"
+    assert f"{NOT_MEASURED} for unloadable:fair (task probe): the probe could not be asked:" in first.cause.message
+    assert "needs the [demo] extra" in first.cause.message
+    assert all(isinstance(o, Unmeasured) and o.first_case == cases[0].id for o in later)
+    assert gate.audio_floor.probed()["unloadable:fair"][TASK_PROBE].hears is None
+    hearing = [case for case in all_cases(gate, "sim:fair") if probe_of(case) is not None]
+    for case in hearing[:12]:
+        gate.audio_floor.reason(case, TASKS)
+    assert gate.audio_floor.probes_asked == 1 + len({probe_of(case) for case in hearing[:12]})
 
 
 @pytest.mark.parametrize(
     "section, match",
     [
         ("audio_floor:\n  defaults: {audio_blind_share: 1.5}\n", r"audio_floor.defaults.audio_blind_share = 1.5 must lie in \(0, 1\]"),
-        ("audio_floor:\n  defaults: {sampled_alpha: 0}\n", r"audio_floor.defaults.sampled_alpha = 0 must lie in \(0, 1\)"),
-        ("audio_floor:\n  defaults: {probe_requests: 5}\n", r"audio_floor.defaults: unknown key 'probe_requests'; valid: audio_blind_share, probe_requests_per_task, sampled_alpha"),
+        ("audio_floor:\n  defaults: {alpha: 0}\n", r"audio_floor.defaults.alpha = 0 must lie in \(0, 1\)"),
+        ("audio_floor:\n  defaults: {sampled_alpha: 0.01}\n", r"audio_floor.defaults: unknown key 'sampled_alpha'; valid: alpha, audio_blind_share, probe_requests_per_task"),
         ("audio_floor:\n  dimensions: {gender: {probe_requests_per_task: 0}}\n", r"probe_requests_per_task = 0 must be >= 1"),
         ("counterfactual:\n  defaults: {probe_requests_per_task: 30}\n", r"counterfactual.defaults.probe_requests_per_task: has moved to the gate's audio floor: set audio_floor.defaults.probe_requests_per_task"),
         ("counterfactual:\n  defaults: {audio_blind_share: 0.8}\n", r"set audio_floor.defaults.audio_blind_share"),

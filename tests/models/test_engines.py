@@ -181,8 +181,11 @@ def test_the_gate_gives_the_same_verdicts_on_every_road_and_a_cached_rerun_start
         passed is not None for passed, _ in table["hf"].values()
     )
     probes = {road: results["metadata"]["audio_dependence"] for road, results in runs.items()}
-    assert len(probes["hf"]) == 1 and next(iter(probes["hf"].values()))["transcription"]["share"] is not None
-    figures = [{key: probe["transcription"][key] for key in ("share", "unchanged", "requests")} for probe in (
+    assert (
+        len(probes["hf"]) == 1
+        and next(iter(probes["hf"].values()))["transcription"]["audio_dependent_share"] is not None
+    )
+    figures = [{key: probe["transcription"][key] for key in ("audio_dependent_share", "changed", "requests")} for probe in (
         next(iter(probes[road].values())) for road in runs)]  # fmt: skip
     assert figures[0] == figures[1] == figures[2]
     stored = {road: es.stored_answers(tmp_path / road / "cache") for road in runs}

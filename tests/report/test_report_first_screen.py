@@ -476,9 +476,10 @@ def test_closest_calls_tied_on_an_adjusted_p_of_one_are_ranked_by_effect_size():
 
 
 def test_the_first_screen_gives_each_models_audio_dependence_or_why_it_is_unmeasured():
-    """Per model and probe (the audio floor, harness/gate/audio_floor.py): the greedy share or the sampled test's p,
-    whether it hears, or why the probe is unmeasured; a results.json of before issue 45 (one flat entry per model)
-    still renders."""
+    """Per model and probe (the audio floor, harness/gate/audio_floor.py): the estimated audio-dependent share with
+    each arm's change rate, p and the deviation it was measured under (issue 58), whether it hears, or why the probe
+    is unmeasured; results.json files of before issue 58 (greedy share, sampled p) and of before issue 45 (one flat
+    entry per model) still render."""
     exact = {"decoding": "greedy", "audio_blind_share": 0.9, "sampled_alpha": 0.01, "p_value": None}
     probes = {
         "deaf": {"transcription": {**exact, "probe": "transcription", "share": 1.0, "requests": 24, "hears": False, "unmeasured": None},
@@ -488,6 +489,13 @@ def test_the_first_screen_gives_each_models_audio_dependence_or_why_it_is_unmeas
                              "requests": 48, "hears": True, "unmeasured": None}},
         "shipped": {"task": {**exact, "probe": "task", "share": None, "requests": None, "hears": None, "unmeasured": HOSTILE}},
         "old": {"share": 0.25, "requests": 48, "audio_blind_share": 0.9, "hears": True, "unmeasured": None},
+        "measured": {"task": {"probe": "task", "decoding": "greedy", "audio_dependent_share": 0.842, "requests": 120,
+                              "changed": {"replicate": 0.0, "silence": 0.79, "other recording": 0.842}, "p_value": 0.0001,
+                              "alpha": 0.01, "audio_blind_share": 0.9, "hears": True, "unmeasured": None,
+                              "deviation": "replicate arm not in the cached outputs: greedy decoding assumed"}},
+        "noisy": {"task": {"probe": "task", "decoding": "greedy", "audio_dependent_share": 0.02, "requests": 48,
+                           "changed": {"replicate": 0.9, "silence": 0.92, "other recording": 0.9}, "p_value": 0.41,
+                           "alpha": 0.01, "audio_blind_share": 0.9, "hears": False, "unmeasured": None}},
     }  # fmt: skip
     cases = [ratio_case(passed=True)]
     top = first_screen_html(render_report(results(cases, audio_dependence=probes)))
@@ -504,6 +512,16 @@ def test_the_first_screen_gives_each_models_audio_dependence_or_why_it_is_unmeas
     )
     assert "<code>shipped</code> task probe unmeasured (&lt;script&gt;" in line and "<script>" not in line
     assert "<code>old</code> 25% of 48 probe requests (bar 90%): hears the audio" in line
+    assert (
+        "<code>measured</code> task probe audio-dependent share 84% of 120 recordings (bar: above 10%; changed 84% with "
+        "other recording, 0% with replicate, 79% with silence; p = 0.0001, alpha 0.01) <em>(replicate arm not in the "
+        "cached outputs: greedy decoding assumed)</em>: hears the audio" in line
+    )
+    assert "<code>noisy</code> task probe audio-dependent share 2% of 48 recordings" in line
+    assert "p = 0.41, alpha 0.01): <strong>does not hear the audio</strong>" in line
+    deviation = "audio floor (task probe of measured): replicate arm not in the cached outputs: greedy decoding assumed"
+    assert results(cases, audio_dependence=probes).deviations()[-1] == deviation
+    assert deviation in top.split('class="deviations"', 1)[1].split("</div>", 1)[0]
     assert 'id="audio-dependence"' not in first_screen_html(render_report(results(cases)))
 
 

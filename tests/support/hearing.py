@@ -4,7 +4,10 @@
   processor argument leaves a model (the audio floor's model that does not hear);
 * ``sampling:<preset>``: the simulator as a sampling decoder: every request is answered with a fresh decoding seed,
   so equal inputs give different answers; it hears (its transcripts are the recordings' words with errors);
-* ``deaf-sampling:<preset>``: the same sampler fed silence, the sampled model that does not hear;
+* ``deaf-sampling:<preset>``: the same sampler fed silence, the sampled model that does not hear; configured
+  greedy, it is a backend nondeterministic at temperature 0 that ignores its audio (issue 58);
+* ``unloadable:<preset>``: a model whose every load fails (a missing extra), counting its loads in
+  :data:`LOAD_ATTEMPTS` (issue 59: the audio floor asks it once per run);
 * ``pitch:<boundary Hz>``: a perceiver (``--perceiver``) that names the group of a clip by its median F0 (the
   simulator's :func:`~harness.models.sim.acoustic_features`): ``female`` at or above the boundary, else ``male``;
 * ``mumble:<anything>``: a perceiver whose every answer names both groups, so it names none;
@@ -78,6 +81,19 @@ class SilencedBackend(SimulatorBackend):
         return SilencedSimulator(super().load())
 
 
+LOAD_ATTEMPTS: dict[str, int] = {}
+"""``unloadable:`` spec -> how many times its load was tried in this process."""
+
+
+class UnloadableBackend(SimulatorBackend):
+    def fingerprint(self) -> str:
+        return "unloadable/" + super().fingerprint()
+
+    def load(self):
+        LOAD_ATTEMPTS[self.spec] = LOAD_ATTEMPTS.get(self.spec, 0) + 1
+        raise ModelError(f"{self.spec} needs the [demo] extra (a test model that never loads)")
+
+
 class PitchPerceiver(Backend):
     def __init__(self, spec: str, target: str, options):
         try:
@@ -137,6 +153,7 @@ class OraclePerceiver(Backend):
 register_backend("silenced", f"{__name__}:SilencedBackend")
 register_backend("sampling", f"{__name__}:SamplingBackend")
 register_backend("deaf-sampling", f"{__name__}:DeafSamplingBackend")
+register_backend("unloadable", f"{__name__}:UnloadableBackend")
 register_backend("pitch", f"{__name__}:PitchPerceiver")
 register_backend("mumble", f"{__name__}:MumblingPerceiver")
 register_backend("oracle", f"{__name__}:OraclePerceiver")
