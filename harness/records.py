@@ -408,6 +408,10 @@ class StatedThreshold(Protocol):
     def to_json(self) -> dict[str, Any]: ...
 
 
+UNDECIDED_COMPARISONS = ("not estimable", "underpowered")
+"""Statuses of a release comparison that could not have found a regression (issue 57;
+:data:`harness.checks.release.RELEASE_UNDECIDED`)."""
+
 # Filled in after the check's verdict, and omitted from results.json while unset.
 _WHEN_SET = ("decision", "floors", "absolute_passed", "release", "baseline", "nodeid")
 
@@ -458,6 +462,29 @@ class CaseRecord:
     TYPED_FIELDS: ClassVar[tuple[str, ...]] = ("threshold", "decision", "floors", "baseline")
     """The fields whose values are records of their own, written by their ``to_json`` and read by
     :meth:`typed_fields_from_json`."""
+
+    @property
+    def unmeasured_by_design(self) -> bool:
+        """Whether the case did not fail but could not have (issue 57): a contrast of its decision is untestable, or
+        it passed its absolute threshold while its release comparison could not have found a regression
+        (:data:`UNDECIDED_COMPARISONS`). Such a record is what an unmeasured case measured (``measured``)."""
+        decision = self.decision
+        if decision is not None and decision.untestable:  # a failing decision names no untestable contrast
+            return True
+        baseline = self.baseline
+        return (
+            self.release is None
+            and self.absolute_passed is True
+            and baseline is not None
+            and baseline.status in UNDECIDED_COMPARISONS
+        )
+
+    @property
+    def verdict(self) -> str:
+        """The case's verdict in one word, as every surface tells it: ``pass``, ``FAIL`` or ``unmeasured``."""
+        if self.unmeasured_by_design:
+            return UNMEASURED
+        return "pass" if self.passed else "FAIL"
 
     def to_json(self) -> dict[str, Any]:
         """The results.json entry: every field, in declaration order, less the unset ones of :data:`_WHEN_SET`; a
@@ -531,6 +558,12 @@ class Cause:
     def key(self) -> tuple[str, str]:
         """Cases with equal keys share one cause: the kind and the source (the message where no source is known)."""
         return self.kind, self.source if self.source is not None else self.message
+
+    @property
+    def label(self) -> str:
+        """How a surface names the cause's kind: ``by design`` for a case whose design could not have failed it
+        (issue 57: not an error of anything), else ``<kind> error``."""
+        return "by design" if self.kind == "design" else f"{self.kind or 'unknown'} error"
 
     @property
     def where(self) -> str:

@@ -17,7 +17,7 @@ from harness.checks.context import CheckContext, CompareContext
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.detectable import WaldSensitivity
 from harness.metrics.paired import PairedTest
-from harness.records import CaseRecord, Comparison, FloorChange, RegressionDecision
+from harness.records import UNDECIDED_COMPARISONS, CaseRecord, Comparison, FloorChange, RegressionDecision
 
 if TYPE_CHECKING:
     from harness.checks.case import Case
@@ -133,7 +133,7 @@ never regresses; a new or unsupported case keeps its absolute verdict."""
 UNDERPOWERED = "underpowered"
 """A comparison whose test cannot detect twice its margin at 80% power (:data:`DETECTABLE_MARGINS`)."""
 
-RELEASE_UNDECIDED = ("not estimable", UNDERPOWERED)
+RELEASE_UNDECIDED = UNDECIDED_COMPARISONS
 """Statuses of a comparison that could not have found a regression (issue 57): a case passing its absolute threshold
 with one is unmeasured, and a failing case a new failure, never a known failure or "no regression"."""
 

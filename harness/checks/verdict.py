@@ -167,11 +167,14 @@ def underpowered_text(contrast: Contrast) -> str:
 
 def untestable_message(case_id: str, contrasts: Sequence[Contrast], labels: Sequence[str], rule: str) -> str:
     """A case that did not fail but cannot pass: each untestable contrast with why (:func:`untestable_reason`)."""
-    reasons = []
+    by_reason: dict[str, list[str]] = {}
     for contrast in contrasts:
         if contrast.label in labels:
             p = None if contrast.reason and contrast.reason.startswith(UNREACHABLE) else contrast.p
-            reasons.append(f"{contrast.label}: {untestable_reason(contrast, p, rule) or 'untestable'}")
+            reason = untestable_reason(contrast, p, rule) or "untestable"
+            by_reason.setdefault(reason, []).append(contrast.label)
+    # contrasts with one reason are named together, the reason once (a 2-speaker design repeats it per contrast)
+    reasons = [f"{', '.join(names)}: {reason}" for reason, names in by_reason.items()]
     return f"{case_id}: did not fail, but its design could not have failed it ({'; '.join(reasons)}): unmeasured"
 
 

@@ -26,6 +26,8 @@ from harness.display.text import decision_line, p_text
 ABSOLUTE_TEST = "absolute test"
 RELEASE_TEST = "release test"
 WITHIN_THE_BAR = "within the bar"
+COULD_NOT_FAIL = "its design could not have failed it"
+COULD_NOT_REGRESS = "its comparison with the baseline could not have found a regression"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +46,8 @@ class TestWords:
 
 @dataclasses.dataclass(frozen=True)
 class DecisionWords:
-    """A case's verdict and the test that reached it: ``verdict`` ("pass", "FAIL" or "known failure"), ``reason``
+    """A case's verdict and the test that reached it: ``verdict`` ("pass", "FAIL", "known failure" or "unmeasured":
+    what a case unmeasured by design measured), ``reason``
     (the deciding test's finding, or the release outcome that names it: "regression", "new failure"), the
     ``deciding`` test and the ``other`` one (None in a run without a baseline)."""
 
@@ -219,6 +222,11 @@ def decision_words(record: Any, magnitude_rule: str | None, digits: int = 2, uni
         unit,
     )
     comparison = release_test(getattr(record, "baseline", None), digits)
+    if getattr(record, "unmeasured_by_design", False):
+        # What a case unmeasured by design measured: told as unmeasured, never "pass" (issue 57).
+        untestable = getattr(getattr(record, "decision", None), "untestable", ())
+        why = COULD_NOT_FAIL if untestable else COULD_NOT_REGRESS
+        return DecisionWords("unmeasured", why, absolute, comparison)
     if release == "regression" and comparison is not None:
         return DecisionWords("FAIL", "regression", comparison, absolute)
     if release == "known failure":

@@ -102,6 +102,7 @@ def template_environment() -> jinja2.Environment:
     environment.filters["breakable"] = breakable
     environment.filters["model_keys"] = model_keys
     environment.filters["key_legend"] = key_legend
+    environment.globals["verdict_class"] = verdict_class
     return environment
 
 
@@ -195,9 +196,16 @@ def human_validation_view(path: str | Path, n_bootstrap: int = 10_000) -> dict[s
     }
 
 
+def verdict_class(verdict: str) -> str:
+    """The style of a case's one-word verdict (:attr:`harness.records.CaseRecord.verdict`): pass, fail, or
+    unmeasured (a case unmeasured by design, drawn from what it measured, is never styled as a pass)."""
+    return {"pass": "pass", "FAIL": "fail"}.get(verdict, "unmeasured")
+
+
 def check_sections(cases: Sequence[Record]) -> list[dict[str, Any]]:
     """One report section per check that has records, drawn by its view (:func:`harness.checks.views`), in registry
-    order; a case unmeasured by design is drawn from what it measured (its verdict is told in the case tables)."""
+    order; a case unmeasured by design is drawn from what it measured, its verdict "unmeasured" (its record's
+    :attr:`~harness.records.CaseRecord.verdict`)."""
     decided = [case.measured if isinstance(case, UnmeasuredRecord) and case.measured else case for case in cases]
     sections = []
     for name, view in views().items():

@@ -184,7 +184,7 @@ def _row(case: Record, prefix: str) -> list[str]:
     if isinstance(case, UnmeasuredRecord):
         cause = case.cause
         message = (cause.message if cause is not None and cause.message else case.message).replace(f"{case.id}: ", "")
-        kind = f"{cause.kind} error" if cause is not None and cause.kind else "error"
+        kind = cause.label if cause is not None and cause.kind else "error"
         return [f"`{name}`", case.check, f"unmeasured ({kind}: {_shorten(message)})", "–", "–", "–", "–"]
     baseline = case.baseline
     floors = case.floors or []

@@ -126,14 +126,14 @@ def closeness(record: CaseRecord) -> tuple[bool, float, float]:
 
 
 def cause_text(record: UnmeasuredRecord) -> str:
-    """ "model error (the perceiver sim:fair set by --perceiver): ...": where the cause lies
+    """ "model error (the perceiver sim:fair set by --perceiver): ...", or "by design: ...": where the cause lies
     (:attr:`harness.records.Cause.where`) and why, the case's own id left out (the line names the case)."""
     cause = record.cause
     if cause is None:
         return without_case_id(record.message, record.id)
     where = cause.where.split(", ", 1)
     detail = f" ({where[1]})" if len(where) > 1 else ""
-    return f"{where[0]} error{detail}: {without_case_id(cause.message or record.message, record.id)}"
+    return f"{cause.label}{detail}: {without_case_id(cause.message or record.message, record.id)}"
 
 
 def case_line(record: Record, status: str) -> dict[str, Any]:

@@ -501,24 +501,25 @@ def test_the_first_screen_gives_each_models_audio_dependence_or_why_it_is_unmeas
     top = first_screen_html(render_report(results(cases, audio_dependence=probes)))
     line = top[top.index('<p id="audio-dependence"') :]
     assert (
-        "<code>deaf</code> task probe 95% of 48 probe requests (bar 90%): <strong>does not hear the audio</strong>"
+        "<code>deaf</code>: task probe 95% of 48 probe requests (bar 90%): <strong>does not hear the audio</strong>"
         in line
     )
-    assert "<code>deaf</code> transcription probe 100% of 24 probe requests (bar 90%): <strong>does not hear" in line
-    assert "<code>hearing</code> task probe 25% of 48 probe requests (bar 90%): hears the audio" in line
+    assert "; transcription probe 100% of 24 probe requests (bar 90%): <strong>does not hear" in line
+    assert "<code>hearing</code>: task probe 25% of 48 probe requests (bar 90%): hears the audio" in line
     assert (
-        "<code>sampler</code> task probe 48 sampled requests per audio, p = 0.0004 (below 0.01 when it hears): hears the audio"
+        "<code>sampler</code>: task probe 48 sampled requests per audio, p = 0.0004 (below 0.01 when it hears): hears the audio"
         in line
     )
-    assert "<code>shipped</code> task probe unmeasured (&lt;script&gt;" in line and "<script>" not in line
-    assert "<code>old</code> 25% of 48 probe requests (bar 90%): hears the audio" in line
+    assert "<code>shipped</code>: task probe unmeasured (&lt;script&gt;" in line and "<script>" not in line
+    assert "<code>old</code>: 25% of 48 probe requests (bar 90%): hears the audio" in line
     assert (
-        "<code>measured</code> task probe audio-dependent share 84% of 120 recordings (bar: above 10%; changed 84% with "
-        "other recording, 0% with replicate, 79% with silence; p = 0.0001, alpha 0.01) <em>(replicate arm not in the "
-        "cached outputs: greedy decoding assumed)</em>: hears the audio" in line
+        '<code>measured</code>: task probe <span title="answers changed 84% with other recording, 0% with replicate, '
+        '79% with silence">audio-dependent share 84%</span> of 120 recordings (bar &gt; 10%; p 0.0001, alpha 0.01; '
+        '<em title="replicate arm not in the cached outputs: greedy decoding assumed">replicate assumed, see '
+        "deviations</em>): hears the audio" in line
     )
-    assert "<code>noisy</code> task probe audio-dependent share 2% of 48 recordings" in line
-    assert "p = 0.41, alpha 0.01): <strong>does not hear the audio</strong>" in line
+    assert "<code>noisy</code>: task probe <span" in line and "audio-dependent share 2%</span> of 48 recordings" in line
+    assert "p 0.41, alpha 0.01): <strong>does not hear the audio</strong>" in line
     deviation = "audio floor (task probe of measured): replicate arm not in the cached outputs: greedy decoding assumed"
     assert results(cases, audio_dependence=probes).deviations()[-1] == deviation
     assert deviation in top.split('class="deviations"', 1)[1].split("</div>", 1)[0]
