@@ -142,8 +142,10 @@ def u_judged_worse(test) -> bool:
 def p_worse(candidate: pd.DataFrame, baseline: pd.DataFrame, seed: int, statistic_kind: str):
     tables, columns = paired_tables(candidate, baseline)
     retained = retained_values(tables, TAU)
-    if statistic_kind == "u":
-        return paired_counterfactual_u_test(*tables, retained)
+    if statistic_kind in ("u", "u-points"):
+        return paired_counterfactual_u_test(
+            *tables, retained, scale="points" if statistic_kind == "u-points" else "squared"
+        )
     statistic = release_statistic("vibe", columns, retained=retained)
     if statistic_kind == "excess":
         result = paired_excess_bootstrap(*tables, statistic, arm_exchange_index(columns), n_boot=400, seed=seed)
@@ -198,7 +200,8 @@ def counterfactual_rates(pairs: int, effect: float, seed: int) -> None:
                    "noisy vs noisy": ("noisy", "noisy"), "grown vs steady-grown": ("grown", "steady-grown"),
                    "steady-grown vs grown": ("steady-grown", "grown"),
                    "grown vs steady": ("grown", "steady"), "grown vs noisy": ("grown", "noisy")}  # fmt: skip
-    labels = {"excess": "arm-exchange excess", "raw": "raw arm nTVD (before issue 45)", "u": "U-statistic (unbiased)"}
+    labels = {"excess": "arm-exchange excess", "raw": "raw arm nTVD (before issue 45)", "u": "U-statistic (unbiased)",
+              "u-points": "U-statistic, points scale"}  # fmt: skip
     judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
     for pair in range(pairs):
         rng = np.random.default_rng([seed, pair])
@@ -222,8 +225,9 @@ def ntvd_rates(pairs: int, effect: float, seed: int, with_raw: bool = True, ment
         "excess": "group-exchange excess",
         "raw": "raw nTVD, checkpoint swap (before)",
         "u": "U-statistic (unbiased)",
+        "u-points": "U-statistic, points scale",
     }
-    labels = labels if with_raw else {"excess": labels["excess"], "u": labels["u"]}
+    labels = labels if with_raw else {name: label for name, label in labels.items() if name != "raw"}
     judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
     candidate_excess = {name: [] for name in comparisons}
     for pair in range(pairs):
@@ -237,6 +241,8 @@ def ntvd_rates(pairs: int, effect: float, seed: int, with_raw: bool = True, ment
             excess = paired_speaker_test(result, "higher")
             judged_worse[(name, labels["excess"])] += judged_worse_by(excess)
             judged_worse[(name, labels["u"])] += u_judged_worse(paired_group_u_test(candidate, baseline, TAU))
+            points = paired_group_u_test(candidate, baseline, TAU, scale="points")
+            judged_worse[(name, labels["u-points"])] += judged_worse_by(points)
             if with_raw:
                 raw = paired_ntvd_difference(candidate, baseline, tau=TAU, n_permutations=500, seed=pair)
                 judged_worse[(name, labels["raw"])] += raw.p_value <= ALPHA

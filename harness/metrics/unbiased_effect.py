@@ -49,6 +49,15 @@ sums above, so the test costs one pass over the data (no resampling: the bootstr
 copies, and ``<d_s, d_s>`` is the noise the U-statistic leaves out). The result is a
 :class:`harness.metrics.paired.PairedTest` on the ``Q`` scale, ``resampled`` "speakers (jackknife)".
 
+**Which scale.** ``D`` is unbiased for ``||mu_c||^2 - ||mu_b||^2`` at every effect, so its test holds its level
+wherever the two effects are equal, zero or not, whatever each checkpoint's noise. Its price is power against a
+growth from no effect: there the standard error of ``Q_c`` is about ``2 ||mu|| sigma / sqrt(S)`` (the delta method,
+``sigma^2`` the speakers' variance along ``mu``), so ``D / se`` is half the ``||mu|| sqrt(S) / sigma`` of a test on
+``P``. The ``points`` scale (``scale="points"``: ``P_c - P_b`` with the jackknife of ``P = sqrt(max(Q, 0))``) has
+that power and the same test to first order at equal non-zero effects, but ``P`` is biased up at no effect (the
+truncated root of a zero-mean estimate), by more the noisier the checkpoint: it trades back some of the bias this
+module removes. ``benchmarks/bench_release_noise.py`` measures both.
+
 A speaker enters a cell when it has answers in both arms (counterfactual) or any answer (between groups) for the
 attribute; a cell is measured when every stratum it spans has at least 3 such speakers in both checkpoints (so that
 every leave-one-out value is defined), and the statistic is the mean over the cells measured in both checkpoints.
@@ -290,12 +299,24 @@ def group_squared_distance(counts: np.ndarray, groups: np.ndarray, attribute_of_
     return SquaredEffect(squared, to_points(squared), len(keys))
 
 
+SCALES = ("squared", "points")
+"""The scale a paired test is on: ``squared`` (``Q``, unbiased: the default) or ``points`` (``P = sqrt(max(Q, 0))``,
+module docstring)."""
+
+
 def _jackknife_test(
-    candidate: tuple[float, np.ndarray], baseline: tuple[float, np.ndarray], strata: np.ndarray
+    candidate: tuple[float, np.ndarray], baseline: tuple[float, np.ndarray], strata: np.ndarray, scale: str
 ) -> PairedTest:
-    """The one-sided test of ``D = Q_c - Q_b`` by the stratified delete-one-speaker jackknife (module docstring)."""
+    """The one-sided test of ``D = Q_c - Q_b`` (or ``P_c - P_b`` on the ``points`` scale) by the stratified
+    delete-one-speaker jackknife (module docstring)."""
     from scipy.stats import t as student_t
 
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {list(SCALES)}, got {scale!r}")
+    if scale == "points":
+        candidate, baseline = (
+            (to_points(full), np.sqrt(np.maximum(left, 0.0))) for full, left in (candidate, baseline)
+        )
     difference = candidate[0] - baseline[0]
     left = candidate[1] - baseline[1]
     names, sizes = np.unique(strata, return_counts=True)
@@ -340,27 +361,32 @@ def paired_counterfactual_u_test(
     candidate: pd.DataFrame,
     baseline: pd.DataFrame,
     retained: Mapping[str, Collection[tuple[str, str]]] | None = None,
+    *,
+    scale: str = "squared",
 ) -> PairedTest:
     """The release test of two checkpoints' counterfactual effects on the same recordings: ``D = Q_c - Q_b`` over the
     (direction, attribute) cells measured in both, tested one-sided (higher is worse) by the stratified jackknife
     over speakers (strata: the swap directions). Tables as for :func:`counterfactual_cells` (their value columns may
-    differ; a missing one counts 0); ``ValueError`` when their speakers or directions differ. On the ``Q`` scale
-    (squared points): compare ``worsening`` with :func:`margin_in_squares` of the margin at ``baseline``."""
+    differ; a missing one counts 0); ``ValueError`` when their speakers or directions differ. ``scale`` ``squared``
+    (default): on the ``Q`` scale, compare ``worsening`` with :func:`margin_in_squares` of the margin at
+    ``baseline``; ``points``: ``P_c - P_b`` (module docstring, "Which scale"), compared with the margin itself."""
     candidate, baseline = candidate.sort_index(), baseline.sort_index()
     _same_speakers(candidate, baseline)
     strata = candidate["group"].astype(str).to_numpy()
     cells = [counterfactual_cells(table, retained) for table in (candidate, baseline)]
     keys = [key for key in cells[0] if key in cells[1] and all(_measured(run[key], 1) for run in cells)]
     estimates = [_estimate(run, keys, len(candidate), "one") for run in cells]
-    return _jackknife_test(estimates[0], estimates[1], strata)
+    return _jackknife_test(estimates[0], estimates[1], strata, scale)
 
 
-def paired_group_u_test(candidate: pd.DataFrame, baseline: pd.DataFrame, tau: int = 10) -> PairedTest:
+def paired_group_u_test(
+    candidate: pd.DataFrame, baseline: pd.DataFrame, tau: int = 10, *, scale: str = "squared"
+) -> PairedTest:
     """The release test of two checkpoints' between-group effects on the same utterances: ``D = Q_c - Q_b`` over the
     attributes measured in both, on the values reaching ``tau`` in either checkpoint's own table (the nTVD release
     comparison's columns, :func:`harness.metrics.ntvd.paired_ntvd_excess`), tested one-sided (higher is worse) by the
     stratified jackknife over speakers (strata: the groups). Long tables ``speaker, group, attribute, value``;
-    ``ValueError`` when their speakers or groups differ. On the ``Q`` scale, as :func:`paired_counterfactual_u_test`."""
+    ``ValueError`` when their speakers or groups differ. ``scale`` as for :func:`paired_counterfactual_u_test`."""
     from harness.metrics.ntvd import _paired_counts
 
     prepared = _paired_counts(candidate, baseline, tau)
@@ -374,4 +400,4 @@ def paired_group_u_test(candidate: pd.DataFrame, baseline: pd.DataFrame, tau: in
     cells = [group_cells(counts[name], group_index, attribute_of_column) for name in ("candidate", "baseline")]
     keys = [key for key in cells[0] if key in cells[1] and all(_measured(run[key], n_groups) for run in cells)]
     estimates = [_estimate(run, keys, len(speakers), "group") for run in cells]
-    return _jackknife_test(estimates[0], estimates[1], group_index)
+    return _jackknife_test(estimates[0], estimates[1], group_index, scale)

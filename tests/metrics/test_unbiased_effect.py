@@ -160,17 +160,27 @@ def checkpoint_pair(rng, effect: float, noisy: tuple[bool, bool], growth: float 
 
 def test_equal_effects_at_greedy_and_sampling_are_not_judged_worse():
     """The issue's case: equal non-zero effects, one checkpoint greedy and the other sampling, in both directions;
-    judged worse (one-sided 0.05) in about 5% of pairs, not the excess's skew."""
+    judged worse (one-sided 0.05) in about 5% of pairs, not the excess's skew; and a noisy against a steady
+    checkpoint with no effect (the degenerate U-statistic)."""
     rng = np.random.default_rng(11)
-    for noisy in ((True, False), (False, True)):
-        worse = [paired_counterfactual_u_test(*checkpoint_pair(rng, 0.4, noisy)).p_worse <= 0.05 for _ in range(150)]
-        assert np.mean(worse) <= 0.11
+    for effect, noisy in ((0.4, (True, False)), (0.4, (False, True)), (0.0, (True, False))):
+        worse = [paired_counterfactual_u_test(*checkpoint_pair(rng, effect, noisy)).p_worse <= 0.05 for _ in range(100)]
+        assert np.mean(worse) <= 0.11, (effect, noisy)
 
 
 def test_a_grown_effect_is_caught():
     rng = np.random.default_rng(12)
     test = paired_counterfactual_u_test(*checkpoint_pair(rng, 0.0, (True, False), growth=0.4))
     assert test.estimable and test.worsening > margin_in_squares(5.0, test.baseline) and test.p_worse < 0.05
+
+
+def test_points_scale_reads_points_and_has_the_power_of_the_root():
+    tables = checkpoint_pair(np.random.default_rng(12), 0.0, (True, False), growth=0.4)
+    squared, points = (paired_counterfactual_u_test(*tables, scale=scale) for scale in ("squared", "points"))
+    assert points.candidate == pytest.approx(to_points(squared.candidate)) and points.baseline == 0.0
+    assert points.p_worse < squared.p_worse / 10
+    with pytest.raises(ValueError, match="scale"):
+        paired_counterfactual_u_test(*tables, scale="log")
 
 
 def test_identical_runs_cannot_vary_and_different_speakers_raise():
