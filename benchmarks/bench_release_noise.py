@@ -41,6 +41,15 @@ logit by each ``--basis-effect`` (1 and 2: raw gaps of about 20 and 37 points). 
 pair: the share of pairs judged worse, with 95% Clopper-Pearson intervals, and the grown candidates' mean excess
 (nTVD) or raw gap (BASIS).
 
+``steady-grown`` (counterfactual and nTVD) is the steady checkpoint with the grown effect (greedy decoding with the
+same systematic effect); a baseline of kind ``grown`` or ``steady-grown`` carries the effect too, so "grown vs
+steady-grown" and "steady-grown vs grown" compare equal non-zero effects under different answer noise (issue 58).
+The counterfactual and nTVD checks also print the U-statistic rows (:mod:`harness.metrics.unbiased_effect`):
+"U-statistic (unbiased)", the paired jackknife test of the unbiased squared systematic effect ``Q`` (squared
+points), judged with the margin carried to squares at the baseline's estimate (:func:`u_judged_worse`: worse by
+more than the margin exactly when ``sqrt(Q_c) > sqrt(Q_b) + margin``), and "U-statistic, points scale", the same
+estimate's root ``sqrt(max(Q, 0))`` tested in points with the margin itself.
+
 Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (on a shared, loaded two-core machine: counterfactual
 about 8 minutes, nTVD 193 s (274 s with ``--ntvd-mentions advisory --ntvd-effect 0.4``), WER about 2 minutes, BASIS
 562 s for both effects; ``--pairs 40`` for a quick look, ``--checks ntvd basis`` picks checks, ``--no-raw-ntvd``
