@@ -41,6 +41,15 @@ logit by each ``--basis-effect`` (1 and 2: raw gaps of about 20 and 37 points). 
 pair: the share of pairs judged worse, with 95% Clopper-Pearson intervals, and the grown candidates' mean excess
 (nTVD) or raw gap (BASIS).
 
+``steady-grown`` (counterfactual and nTVD) is the steady checkpoint with the grown effect (greedy decoding with the
+same systematic effect); a baseline of kind ``grown`` or ``steady-grown`` carries the effect too, so "grown vs
+steady-grown" and "steady-grown vs grown" compare equal non-zero effects under different answer noise (issue 58).
+The counterfactual and nTVD checks also print the U-statistic rows (:mod:`harness.metrics.unbiased_effect`):
+"U-statistic (unbiased)", the paired jackknife test of the unbiased squared systematic effect ``Q`` (squared
+points), judged with the margin carried to squares at the baseline's estimate (:func:`u_judged_worse`: worse by
+more than the margin exactly when ``sqrt(Q_c) > sqrt(Q_b) + margin``), and "U-statistic, points scale", the same
+estimate's root ``sqrt(max(Q, 0))`` tested in points with the margin itself.
+
 Usage: ``python benchmarks/bench_release_noise.py --pairs 200`` (on a shared, loaded two-core machine: counterfactual
 about 8 minutes, nTVD 193 s (274 s with ``--ntvd-mentions advisory --ntvd-effect 0.4``), WER about 2 minutes, BASIS
 562 s for both effects; ``--pairs 40`` for a quick look, ``--checks ntvd basis`` picks checks, ``--no-raw-ntvd``
@@ -73,6 +82,7 @@ from harness.metrics.paired import (
     paired_speaker_bootstrap,
     paired_speaker_test,
 )
+from harness.metrics.unbiased_effect import margin_in_squares, paired_counterfactual_u_test, paired_group_u_test
 
 ALPHA = 0.05
 """One-sided level of "no worsening" (``--alpha``); ``--gate-rule`` sets the gate's own: ``gate.alpha`` over a
@@ -123,15 +133,29 @@ def paired_tables(candidate: pd.DataFrame, baseline: pd.DataFrame) -> tuple[list
     return [table.reindex(columns=["group", *columns], fill_value=0.0) for table in tables], columns
 
 
-def judged_worse_by(test) -> bool:
+def judged_worse_by(test, margin: float | None = None) -> bool:
     """The release rule on one paired test: estimable, worse by more than ``MARGIN`` and one-sided p <= ``ALPHA``
-    (``--alpha``, ``--margin``; the gate's own with ``--gate-rule``)."""
-    return bool(test.estimable and test.worsening > MARGIN and test.p_worse <= ALPHA)
+    (``--alpha``, ``--margin``; the gate's own with ``--gate-rule``). ``margin``: ``MARGIN`` on the test's own scale
+    where that is not points (the U-statistic's squared points: :func:`u_judged_worse`)."""
+    margin = MARGIN if margin is None else margin
+    return bool(test.estimable and test.worsening > margin and test.p_worse <= ALPHA)
+
+
+def u_judged_worse(test) -> bool:
+    """The release rule on a U-statistic test (:mod:`harness.metrics.unbiased_effect`, squared points ``Q``): the
+    margin in points carried to squares at the baseline's estimate (``margin_in_squares``), so that the worsening
+    exceeds it exactly when ``sqrt(Q_c) > sqrt(Q_b) + MARGIN``; the p-value tests ``Q_c - Q_b > 0``."""
+    return judged_worse_by(test, margin_in_squares(MARGIN, test.baseline))
 
 
 def p_worse(candidate: pd.DataFrame, baseline: pd.DataFrame, seed: int, statistic_kind: str):
     tables, columns = paired_tables(candidate, baseline)
-    statistic = release_statistic("vibe", columns, retained=retained_values(tables, TAU))
+    retained = retained_values(tables, TAU)
+    if statistic_kind in ("u", "u-points"):
+        return paired_counterfactual_u_test(
+            *tables, retained, scale="points" if statistic_kind == "u-points" else "squared"
+        )
+    statistic = release_statistic("vibe", columns, retained=retained)
     if statistic_kind == "excess":
         result = paired_excess_bootstrap(*tables, statistic, arm_exchange_index(columns), n_boot=400, seed=seed)
     else:
@@ -185,16 +209,18 @@ def counterfactual_rates(pairs: int, effect: float, seed: int) -> None:
                    "noisy vs noisy": ("noisy", "noisy"), "grown vs steady-grown": ("grown", "steady-grown"),
                    "steady-grown vs grown": ("steady-grown", "grown"),
                    "grown vs steady": ("grown", "steady"), "grown vs noisy": ("grown", "noisy")}  # fmt: skip
-    labels = {"excess": "arm-exchange excess", "raw": "raw arm nTVD (before issue 45)"}
+    labels = {"excess": "arm-exchange excess", "raw": "raw arm nTVD (before issue 45)", "u": "U-statistic (unbiased)",
+              "u-points": "U-statistic, points scale"}  # fmt: skip
     judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
     for pair in range(pairs):
         rng = np.random.default_rng([seed, pair])
         content = recording_distributions(rng)
         for name, (candidate_kind, baseline_kind) in comparisons.items():
             candidate = checkpoint(rng, content, candidate_kind, effect)
-            baseline = checkpoint(rng, content, baseline_kind)
+            baseline = checkpoint(rng, content, baseline_kind, effect)
             for kind, label in labels.items():
-                judged_worse[(name, label)] += judged_worse_by(p_worse(candidate, baseline, pair, kind))
+                judge = u_judged_worse if kind == "u" else judged_worse_by
+                judged_worse[(name, label)] += judge(p_worse(candidate, baseline, pair, kind))
     report(f"counterfactual: {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs)
 
 
@@ -204,8 +230,13 @@ def ntvd_rates(pairs: int, effect: float, seed: int, with_raw: bool = True, ment
                    "grown vs steady-grown": ("grown", "steady-grown"),
                    "steady-grown vs grown": ("steady-grown", "grown"),
                    "grown vs steady": ("grown", "steady"), "grown vs noisy": ("grown", "noisy")}  # fmt: skip
-    labels = {"excess": "group-exchange excess", "raw": "raw nTVD, checkpoint swap (before)"}
-    labels = labels if with_raw else {"excess": labels["excess"]}
+    labels = {
+        "excess": "group-exchange excess",
+        "raw": "raw nTVD, checkpoint swap (before)",
+        "u": "U-statistic (unbiased)",
+        "u-points": "U-statistic, points scale",
+    }
+    labels = labels if with_raw else {name: label for name, label in labels.items() if name != "raw"}
     judged_worse = {(name, label): 0 for name in comparisons for label in labels.values()}
     candidate_excess = {name: [] for name in comparisons}
     for pair in range(pairs):
@@ -213,11 +244,14 @@ def ntvd_rates(pairs: int, effect: float, seed: int, with_raw: bool = True, ment
         content = recording_distributions(rng, NTVD_SPEAKERS, NTVD_RECORDINGS)
         for name, (candidate_kind, baseline_kind) in comparisons.items():
             candidate = group_table(rng, content, candidate_kind, effect, mentions)
-            baseline = group_table(rng, content, baseline_kind, mentions=mentions)
+            baseline = group_table(rng, content, baseline_kind, effect, mentions)
             result = paired_ntvd_excess(candidate, baseline, TAU, n_boot=400, seed=pair)
             candidate_excess[name].append(result.candidate)
             excess = paired_speaker_test(result, "higher")
             judged_worse[(name, labels["excess"])] += judged_worse_by(excess)
+            judged_worse[(name, labels["u"])] += u_judged_worse(paired_group_u_test(candidate, baseline, TAU))
+            points = paired_group_u_test(candidate, baseline, TAU, scale="points")
+            judged_worse[(name, labels["u-points"])] += judged_worse_by(points)
             if with_raw:
                 raw = paired_ntvd_difference(candidate, baseline, tau=TAU, n_permutations=500, seed=pair)
                 judged_worse[(name, labels["raw"])] += raw.p_value <= ALPHA
