@@ -99,10 +99,6 @@ class RunDecision:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {list(VERDICTS)}, got {self.verdict!r}")
 
-    def of_model(self, model: str) -> ModelDecision | None:
-        """The decision on ``model``, or None when the run had no case of it."""
-        return next((decision for decision in self.models if decision.model == model), None)
-
     def to_json(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "models": [decision.to_json() for decision in self.models]}
 

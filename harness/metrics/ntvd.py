@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -439,15 +438,6 @@ def tensor_permutation_test(tensor: CountTensor, n_permutations: int, seed: int)
     null = permutation_null(tensor, assignments)
     exceed = int(np.count_nonzero(np.isnan(null) | (null >= observed - 1e-9 * max(1.0, observed))))
     return PermutationResult(observed, (1 + exceed) / (n_permutations + 1), null, n_permutations, seed, floor)
-
-
-def value_counts_by_group(table: pd.DataFrame, attribute: str, groups: Sequence[str] | None = None) -> pd.DataFrame:
-    """Counts of each value of one attribute per group (rows values, columns groups)."""
-    frame = validate_long_table(table)
-    counts = frame[frame["attribute"] == attribute].groupby(["value", "group"]).size().unstack(fill_value=0)
-    if groups is not None:
-        counts = counts.reindex(columns=list(groups), fill_value=0)
-    return counts
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,7 @@ Each run is listed with its verdict and each model's, as its results.json's deci
 
 :func:`trend_view` is a pure function of the runs' results dicts, their labels and the neighbour comparisons
 (``(i, case key) -> Comparison.to_json()``: run ``i`` against run ``i - 1`` by the check's baseline test,
-computed by :mod:`harness.series`, never here). One small multiple per case (inline SVG): the value at each
+computed by :mod:`harness.gate.series`, never here). One small multiple per case (inline SVG): the value at each
 run, its CI as a whisker where the record has one, a filled point where its own test was significant (q, else
 the adjusted p, else p below the record's alpha) and a hollow one otherwise, red where the case failed, the
 threshold bounding the value as a dashed line (stepping where the thresholds changed), a ring and a mark
