@@ -22,7 +22,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.records import SPOT_CHECK, Record, UnmeasuredRecord, known_fields
+from harness.core.json_records import known_fields
+from harness.records import SPOT_CHECK, Record, UnmeasuredRecord
 
 PASS, FAIL, UNMEASURED, INCOMPLETE = "pass", "fail", "unmeasured", "incomplete"
 VERDICTS = (PASS, FAIL, UNMEASURED, INCOMPLETE, SPOT_CHECK)

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from harness.metrics.paired import PairedBootstrapResult, excess_difference, speaker_draws, warnings_ignored
-from harness.records import GROUP_PERMUTATION, PermutationFloor
+from harness.metrics.permutation_floor import GROUP_PERMUTATION, PermutationFloor
 
 REQUIRED_COLUMNS = ("speaker", "group", "attribute", "value")
 
@@ -87,7 +87,7 @@ class NTVDResult:
 class PermutationResult:
     """Speaker-level permutation test of mean nTVD: p = (1 + #{null >= observed}) / (B + 1). ``floor``: the
     smallest p the design can give, ``max(K prod(n_g!) / S!, 1 / (B + 1))`` over the groups' speaker counts n_g
-    (:class:`~harness.records.PermutationFloor`, ``group permutation``)."""
+    (:class:`~harness.metrics.permutation_floor.PermutationFloor`, ``group permutation``)."""
 
     observed: float
     p_value: float

@@ -13,7 +13,7 @@ One case per model x source x variant on the transform's dimension (``gender`` f
   order): the change in the share of answers choosing the stereotype, per direction, with the flip rate
   (:func:`~harness.metrics.counterfactual.choice_flips`; points).
 
-Before any measure, the perceiver labels every swapped clip (:mod:`.perceived`: ``voice:praat`` by default,
+Before any measure, the perceiver labels every swapped clip (:mod:`harness.perception`: ``voice:praat`` by default,
 ``--perceiver SPEC`` for any backend); clips not perceived as the target group are left out and counted, and a
 direction in which fewer than ``min_perceived_share`` are perceived so makes the case unmeasured. Each effect is
 tested by the paired permutation test that swaps the arm labels of all of a speaker's recordings together
@@ -24,7 +24,7 @@ reported and never a fail (the identity arm is the swap's control, so an artifac
 A case fails (thresholds.yaml ``counterfactual``) when its effect exceeds its bar (``max_ntvd``,
 ``max_wer_difference``, ``max_stereotype_shift``) and is significant under the gate's decision rule (rule
 ``both``), or whenever significant (rule ``significance``, the VIBE preset's). Each contrast carries its test's
-design floor (:class:`harness.records.PermutationFloor`, counted on the speakers it kept): 2 / 2^S for one
+design floor (:class:`harness.metrics.permutation_floor.PermutationFloor`, counted on the speakers it kept): 2 / 2^S for one
 direction's S speakers, 2^D / 2^S for the VIBE statistic over D directions, at least 1 / (B + 1); a case beyond its
 bar whose contrasts cannot reach the corrected alpha (any case, under rule ``significance``) is unmeasured, not
 passed, by the one decide step (:func:`harness.checks.verdict.bias_decision`).
@@ -43,12 +43,6 @@ from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Check, Measurem
 from harness.checks.case import Case
 from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
-from harness.checks.counterfactual.perceived import (
-    DEFAULT_PERCEIVER,
-    PerceivedFilter,
-    require_perceived_swap,
-    voice_praat_labeller,
-)
 from harness.checks.counterfactual.record import CounterfactualPayload
 from harness.checks.counterfactual.settings import (
     ASR,
@@ -86,6 +80,12 @@ from harness.metrics.counterfactual import (
 )
 from harness.metrics.paired import paired_speaker_test
 from harness.metrics.sign_flip import sign_flip_sensitivity
+from harness.perception import (
+    DEFAULT_PERCEIVER,
+    PerceivedFilter,
+    require_perceived_swap,
+    voice_praat_labeller,
+)
 from harness.records import CaseRecord, Comparison, Contrast
 from harness.tasks import TASKS
 
@@ -382,7 +382,7 @@ def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str
 def stimulus_identity(context: CheckContext, transform: str) -> dict[str, Any]:
     """What makes the arms' audio and picks the clips kept, by content (:data:`.record.STIMULUS_IDENTITY`): the source
     hash of the swap ``transform`` and of ``identity``, the resynthesiser's version and the perceiver's fingerprint
-    (``voice:praat``: :func:`~.perceived.voice_praat_labeller`; a model spec: its model's fingerprint)."""
+    (``voice:praat``: :func:`harness.perception.voice_praat_labeller`; a model spec: its model's fingerprint)."""
     return {
         "transform_source": {name: get_transform(name).source_hash() for name in (transform, IDENTITY)},
         "resynthesiser": resynthesiser_version(),
