@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Protocol
 from harness.core.json_records import JsonRecord, field_types, known_fields
 from harness.core.values import finite_or_none
 from harness.metrics.permutation_floor import PermutationFloor
+from harness.thresholds import Bound, SignificanceRule
 
 SCHEMA_VERSION = 3
 """Version of the results.json layout; a change to a record's fields increments it. Version 2 added each
@@ -296,9 +297,14 @@ class BaselineComparison(Comparison):
 
 class StatedThreshold(Protocol):
     """What a case states of the thresholds it is judged by (its record's ``threshold``): the check's typed thresholds
-    (a :class:`harness.thresholds.SectionThresholds`, or a check's own class), written by ``to_json``."""
+    (a :class:`harness.thresholds.SectionThresholds`, or a check's own class), written by ``to_json``; ``bounds`` and
+    ``significance_rule`` say what they mean to a reader (the CI summary, the trend), as the class declares it."""
 
     def to_json(self) -> dict[str, Any]: ...
+
+    def bounds(self) -> tuple[Bound, ...]: ...
+
+    def significance_rule(self) -> SignificanceRule | None: ...
 
 
 # Filled in after the check's verdict, and omitted from results.json while unset.
