@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import yaml
 
+from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
 from harness.core.requests import Audio
 from harness.core.values import stable_hash
 from harness.data.voice_transforms import ChangeGenderSettings, VoiceTransformError, get_transform
@@ -23,7 +23,7 @@ from harness.suite.audio import SAMPLE_RATE, processed
 from harness.suite.banks import Setting, VoiceBank, checked_bank
 from harness.suite.errors import SuiteError
 from harness.suite.voices import VoiceSpec, parse_voice_spec
-from harness.thresholds import PACKAGED
+from harness.thresholds import packaged_thresholds
 
 
 def any_text(value: str) -> str | None:
@@ -31,9 +31,12 @@ def any_text(value: str) -> str | None:
 
 
 @functools.cache
-def transform_settings() -> ChangeGenderSettings:
-    """The ``counterfactual`` defaults of the built-in thresholds.yaml."""
-    return ChangeGenderSettings.from_settings(yaml.safe_load(PACKAGED.read_text())["counterfactual"]["defaults"])
+def transform_settings(dimension: str) -> ChangeGenderSettings:
+    """The transform's settings in the ``counterfactual`` section of the built-in thresholds for ``dimension`` (the
+    transform's), read by the typed loader (:func:`harness.thresholds.packaged_thresholds`, the check's
+    :class:`~harness.checks.counterfactual.settings.CounterfactualThresholds`), as the counterfactual check reads them."""
+    settings = packaged_thresholds().settings(SECTION, COUNTERFACTUAL_SCHEMA, None, dimension)
+    return settings.change_gender()
 
 
 class TransformBank(VoiceBank):
@@ -81,7 +84,7 @@ class TransformBank(VoiceBank):
         transform, source, source_group = self.parts(voice)
         return {
             "voice": voice.sound,
-            "synthesiser": transform.fingerprint(transform_settings()),
+            "synthesiser": transform.fingerprint(transform_settings(transform.dimension)),
             "source": checked_bank(source).recipe_parts(source),
         }
 
@@ -90,7 +93,7 @@ class TransformBank(VoiceBank):
         samples, rate = checked_bank(source).synthesise(source, text)
         audio = Audio(processed(samples, rate).astype(np.float32), SAMPLE_RATE)
         seed = int(stable_hash({"text": text, "voice": voice.sound})[:12], 16)
-        made = transform.resynthesise(audio, source_group, transform_settings(), seed)
+        made = transform.resynthesise(audio, source_group, transform_settings(transform.dimension), seed)
         return np.asarray(made.samples, dtype=np.float64), made.sample_rate
 
 
