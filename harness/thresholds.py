@@ -232,7 +232,7 @@ def setting(
     recorded: bool = True,
     stricter: str | tuple[str, ...] | None = None,
     bound: str | None = None,
-    measure: str = "value",
+    measure: str = VALUE,
     floor: bool = False,
     decides_under: tuple[str, ...] | None = None,
     level: bool = False,
