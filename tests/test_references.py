@@ -1,7 +1,8 @@
 """Every module path that harness/'s docstrings, comments, templates and thresholds.yaml name exists, so a
-moved module cannot leave its old address behind: a dotted ``harness.x.y[.name[.member]]`` resolves to a
-module, then to a name defined or imported at its top level, then to a member of that class; a file path
-``harness/x/y.py`` names a file. Read statically (no imports), so the scan is quick."""
+moved module cannot leave its old address behind: a dotted ``harness.x.y[.name[.member]]`` (or a Sphinx role's
+relative ``.y.name``, from the module's package) resolves to a module, then to a name defined or imported at its
+top level, then to a member of that class; a file path ``harness/x/y.py`` names a file. Read statically (no
+imports), so the scan is quick."""
 
 import ast
 import functools
@@ -12,6 +13,9 @@ REPO = Path(__file__).resolve().parents[1]
 HARNESS = REPO / "harness"
 DOTTED = re.compile(r"\bharness(?:\.[A-Za-z_]\w*)+")
 FILE_PATH = re.compile(r"\bharness/[\w/]+\.(?:py|yaml|j2|json|csv)\b")
+RELATIVE = re.compile(r":[a-z]+:`~?(\.[A-Za-z_][\w.]*)")
+"""A Sphinx role's relative target (``:mod:`.tables```, ``:func:`~.arms.vibe_arm_table```): relative to the
+module's package."""
 PLACEHOLDER = re.compile(r"/[A-Z_]+\.")
 """``harness/presets/NAME.yaml`` names a family of files, not one."""
 SCANNED_SUFFIXES = {".py", ".yaml", ".j2"}
@@ -90,6 +94,12 @@ def has_member(path: Path, cls: ast.ClassDef, member: str) -> bool:
     return False
 
 
+def absolute(path: Path, relative: str) -> str:
+    """A relative target (``.arms.vibe_arm_table``) of module ``path`` as a dotted path from its package."""
+    package = path.parent.relative_to(REPO).parts
+    return ".".join(package) + relative.rstrip(".")
+
+
 def references() -> list[tuple[str, str]]:
     """(where, reference) for each dotted module path and harness file path in harness/'s text files."""
     found = []
@@ -100,6 +110,9 @@ def references() -> list[tuple[str, str]]:
             where = f"{path.relative_to(REPO)}:{number}"
             found += [(where, match.group()) for match in DOTTED.finditer(line)]
             found += [
+                (where, absolute(path, match.group(1))) for match in RELATIVE.finditer(line) if path.suffix == ".py"
+            ]
+            found += [
                 (where, match.group()) for match in FILE_PATH.finditer(line) if not PLACEHOLDER.search(match.group())
             ]
     return found
@@ -109,7 +122,9 @@ def test_the_scan_finds_the_references_it_checks():
     found = {reference for _, reference in references()}
     assert "harness.display.plots.NOT_ESTIMABLE" in found
     assert "harness/extraction/vibe_protocol.py" in found
+    assert "harness.checks.counterfactual.arms.vibe_arm_table" in found  # :func:`.arms.vibe_arm_table` in tables.py
     assert not resolves("harness.report.plots")
+    assert not resolves("harness.checks.counterfactual.perceived")  # moved to harness.perception
     assert not resolves("harness.checks.ntvd.ntvd_with_merging")
     assert not resolves("harness.checks.base.Check.no_such_method")
     assert resolves("harness.checks.base.Check.compare")
