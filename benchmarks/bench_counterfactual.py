@@ -35,7 +35,6 @@ import pandas as pd
 from scipy.stats import beta
 
 from harness.checks.counterfactual.arms import ask_loaded, build_arms, vibe_arm_table, wer_arm_table
-from harness.checks.counterfactual.perceived import perceive_with_voice_praat, perceived_filter
 from harness.checks.counterfactual.settings import (
     COUNTERFACTUAL_SCHEMA,
     IDENTITY,
@@ -50,6 +49,7 @@ from harness.metrics.counterfactual import arm_ntvd, paired_wer_difference
 from harness.metrics.multitest import DecisionRule
 from harness.metrics.ntvd import permutation_test
 from harness.models.sim import PRESETS, SimulatorBackend
+from harness.perception import perceive_with_voice_praat, perceived_filter
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, packaged_thresholds
 

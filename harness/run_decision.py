@@ -22,7 +22,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.records import SPOT_CHECK, Record, UnmeasuredRecord, known_fields
+from harness.core.json_records import known_fields
+from harness.records import SPOT_CHECK, Record, UnmeasuredRecord
 
 PASS, FAIL, UNMEASURED, INCOMPLETE = "pass", "fail", "unmeasured", "incomplete"
 VERDICTS = (PASS, FAIL, UNMEASURED, INCOMPLETE, SPOT_CHECK)
@@ -98,10 +99,6 @@ class RunDecision:
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {list(VERDICTS)}, got {self.verdict!r}")
-
-    def of_model(self, model: str) -> ModelDecision | None:
-        """The decision on ``model``, or None when the run had no case of it."""
-        return next((decision for decision in self.models if decision.model == model), None)
 
     def to_json(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "models": [decision.to_json() for decision in self.models]}

@@ -39,7 +39,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -134,6 +134,17 @@ class ThresholdKey:
     """Which of two values is the stricter (issue 57, a release judged by one rule): :data:`LOWER` (a bar or a
     level: the smaller), :data:`HIGHER` (a floor: the larger), or the choices from strictest to loosest; None where
     neither is (a rule, a method: :class:`harness.gate.release_thresholds.ReleaseThresholds` keeps the baseline's)."""
+    bound: str | None = None
+    """What the setting is to the measure it bounds (:data:`UPPER_BOUND`: a passing measure lies at or below it,
+    :data:`LOWER_BOUND`: at or above it); None for a setting that bounds no measure (a rule, a level, a margin)."""
+    measure: str = "value"
+    """What a bounding setting bounds: :data:`VALUE`, the case's value, or another measure in words (``gap``)."""
+    floor: bool = False
+    """A quality floor: reported with the case, never failing it."""
+    decides_under: tuple[str, ...] | None = None
+    """The values of the section's ``rule`` under which the bound decides; None: whatever the rule."""
+    level: bool = False
+    """The significance level of the case's own test (``alpha``)."""
 
 
 def value_type_problem(key: ThresholdKey, value: Any) -> str | None:
@@ -177,6 +188,41 @@ LOWER, HIGHER = "lower", "higher"
 """Which value of a :class:`ThresholdKey` is the stricter: the smaller (a bar, a margin, an alpha) or the larger (a
 floor, a least share)."""
 
+UPPER_BOUND, LOWER_BOUND = "upper", "lower"
+"""What a bounding setting is to its measure (:attr:`ThresholdKey.bound`): a passing measure lies at or below an
+upper bound, at or above a lower one."""
+VALUE = "value"
+"""The measure a bound of the case's own value bounds (:attr:`ThresholdKey.measure`)."""
+ADJUSTED_P = "adjusted p"
+"""The test that decides a case whose rule sets no bar: its p-value adjusted for the gate's family."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """One stated setting that bounds a measure of a case (:meth:`SectionThresholds.bounds`): its ``key`` and
+    ``value``, its ``side`` (:data:`UPPER_BOUND`: a passing measure is <= it; :data:`LOWER_BOUND`: >=), the
+    ``measure`` it bounds (:data:`VALUE`, the case's value, else in words) and whether it is a quality ``floor``."""
+
+    key: str
+    value: float
+    side: str
+    measure: str = VALUE
+    floor: bool = False
+
+    @property
+    def relation(self) -> str:
+        """``≤`` for an upper bound, ``≥`` for a lower one: what a passing measure is to it."""
+        return "≤" if self.side == UPPER_BOUND else "≥"
+
+
+@dataclasses.dataclass(frozen=True)
+class SignificanceRule:
+    """The test that alone decides a case whose rule sets no bar (:meth:`SectionThresholds.significance_rule`): its
+    name in words (``adjusted p``, ``BH q``) and its level (None where the gate's, not the case's, sets it)."""
+
+    test: str
+    alpha: float | None = None
+
 
 def setting(
     types: tuple[type, ...],
@@ -185,12 +231,24 @@ def setting(
     *,
     recorded: bool = True,
     stricter: str | tuple[str, ...] | None = None,
+    bound: str | None = None,
+    measure: str = VALUE,
+    floor: bool = False,
+    decides_under: tuple[str, ...] | None = None,
+    level: bool = False,
 ) -> Any:
     """A field of a :class:`SectionThresholds` class: the thresholds key of the same name, which accepts values of
     ``types``, defaults to ``default`` and is refused when ``problem(value)`` says why (e.g. :func:`between`);
     ``recorded``: whether a case's record states it (:meth:`SectionThresholds.recorded`); ``stricter``: which of two
-    values is the stricter (:attr:`ThresholdKey.stricter`)."""
-    key = ThresholdKey(types, default, problem or (lambda value: None), stricter)
+    values is the stricter (:attr:`ThresholdKey.stricter`). What the setting means to a reader of the record, which
+    the CI summary and the trend ask instead of guessing from its name: ``bound`` (:data:`UPPER_BOUND` or
+    :data:`LOWER_BOUND`), the ``measure`` it bounds, whether it is a quality ``floor``, the rules it
+    ``decides_under``, and whether it is the significance ``level`` (:class:`ThresholdKey`)."""
+    if bound not in (None, UPPER_BOUND, LOWER_BOUND):
+        raise ValueError(f"setting: bound must be {UPPER_BOUND!r}, {LOWER_BOUND!r} or None, got {bound!r}")
+    key = ThresholdKey(
+        types, default, problem or (lambda value: None), stricter, bound, measure, floor, decides_under, level
+    )
     return dataclasses.field(default=default, metadata={THRESHOLD_KEY: key, RECORDED: recorded})
 
 
@@ -256,6 +314,34 @@ class SectionThresholds:
             parsed[name] = float(value) if float in key.types else value
         return cls(**parsed)
 
+    SIGNIFICANCE_TESTS: ClassVar[Mapping[str, str]] = {}
+    """``rule`` -> the test that decides alone under it where that is not the :data:`ADJUSTED_P` (``q-value``: BH q)."""
+
+    def bounds(self) -> tuple[Bound, ...]:
+        """The stated settings that bound a measure of the case and decide under its ``rule`` (or are quality
+        floors), as their :func:`setting` declares them, in declaration order."""
+        stated, rule = self.to_json(), getattr(self, "rule", None)
+        return tuple(
+            Bound(name, float(stated[name]), key.bound, key.measure, key.floor)
+            for name, key in self.threshold_keys().items()
+            if key.bound is not None
+            and _number(stated.get(name))
+            and (key.decides_under is None or rule in key.decides_under)
+        )
+
+    def significance_rule(self) -> SignificanceRule | None:
+        """The test that alone decides a case whose ``rule`` lets none of its declared bars decide (``significance``:
+        the adjusted p; ``q-value``: VIBE's BH q), with the stated level; None where a bar decides or none is
+        declared."""
+        stated, rule = self.to_json(), getattr(self, "rule", None)
+        bars = [key for key in self.threshold_keys().values() if key.bound and not key.floor]
+        if not bars or any(key.decides_under is None or rule in key.decides_under for key in bars):
+            return None
+        levels = [
+            stated[name] for name, key in self.threshold_keys().items() if key.level and _number(stated.get(name))
+        ]
+        return SignificanceRule(self.SIGNIFICANCE_TESTS.get(rule, ADJUSTED_P), float(levels[0]) if levels else None)
+
     @classmethod
     def recorded_keys(cls) -> tuple[str, ...]:
         """The settings a case's record states: every :func:`setting` declared ``recorded``, in declaration order."""
@@ -284,6 +370,10 @@ class SectionThresholds:
                 raise ValueError(f"{where}: key {name!r} {value_type_problem(key, value)}, got {value!r:.80}")
         stated = tuple(data)
         return cls(**data, record_keys=None if stated == cls.recorded_keys() else stated)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def in_open_unit_interval(value: Any) -> str | None:

@@ -26,9 +26,9 @@ from harness.checks.counterfactual.settings import KINDS, CaseThreshold
 from harness.core.json_records import JsonRecord, field_types, from_json_value
 from harness.gate.baseline import load_baseline
 from harness.gate.config import DEMO_RELEASE_RESULTS
+from harness.metrics.permutation_floor import SIGN_FLIP, PermutationFloor
 from harness.records import (
     CAUSE_KINDS,
-    SIGN_FLIP,
     BaselineComparison,
     CaseRecord,
     Cause,
@@ -36,7 +36,6 @@ from harness.records import (
     Contrast,
     Decision,
     FloorChange,
-    PermutationFloor,
     QualityFloor,
     RegressionDecision,
     UnmeasuredRecord,

@@ -121,3 +121,15 @@ def _fits(kind: Any, value: Any) -> bool:
     if kind is list or typing.get_origin(kind) is list:
         return isinstance(value, list)
     return isinstance(value, Mapping)
+
+
+def known_fields(kind: type, data: Any, where: str) -> dict[str, Any]:
+    """``data`` as a dict, where it is a JSON object whose every key is a field of dataclass ``kind``; otherwise a
+    ``ValueError`` naming ``where``."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    names = {field.name for field in dataclasses.fields(kind)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}")
+    return dict(data)

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.display.text import decision_line, p_text
+from harness.records import CaseRecord, Comparison, Decision
 
 ABSOLUTE_TEST = "absolute test"
 RELEASE_TEST = "release test"
@@ -76,7 +77,7 @@ class DecisionWords:
         return lines
 
 
-def _fields(decision: Any) -> dict[str, Any]:
+def _fields(decision: Decision | Mapping[str, Any] | None) -> dict[str, Any]:
     if decision is None:
         return {}
     return dict(decision) if isinstance(decision, Mapping) else decision.to_json()
@@ -103,7 +104,11 @@ def detectable_text(fields: Mapping[str, Any]) -> str | None:
 
 
 def absolute_test(
-    decision: Any, passed: bool, magnitude_rule: str | None, digits: int = 2, unit: str = ""
+    decision: Decision | Mapping[str, Any] | None,
+    passed: bool,
+    magnitude_rule: str | None,
+    digits: int = 2,
+    unit: str = "",
 ) -> TestWords | None:
     """The absolute test of a case's ``decision`` (a :class:`harness.records.Decision` or its JSON), whose outcome
     was ``passed``; ``magnitude_rule`` words the bar ("nTVD > 20"), ``digits`` and ``unit`` print the estimate.
@@ -149,7 +154,7 @@ def absolute_test(
     return TestWords(ABSOLUTE_TEST, outcome, "; ".join(p for p in (value, bar, tested) if p))
 
 
-def measure_values(baseline: Any, digits: int = 2) -> str | None:
+def measure_values(baseline: Comparison | None, digits: int = 2) -> str | None:
     """Both checkpoints' values on the release test's measure of a record's ``baseline`` (a
     :class:`harness.records.Comparison`), labelled by it: "1.37 → 8.60 on nTVD identity vs swap beyond arm
     exchange". None without a baseline or where the case was not compared."""
@@ -160,7 +165,7 @@ def measure_values(baseline: Any, digits: int = 2) -> str | None:
     return f"{baseline.baseline_value:.{digits}f} → {candidate:.{digits}f}" + (f" on {measure}" if measure else "")
 
 
-def change_text(baseline: Any, digits: int = 2) -> str | None:
+def change_text(baseline: Comparison, digits: int = 2) -> str | None:
     """The change on the release test's measure with both checkpoints' values: "Δ +7.22 on nTVD identity vs swap
     beyond arm exchange, 1.37 → 8.60". None where the case was not compared."""
     candidate = baseline.candidate_value
@@ -182,7 +187,7 @@ NOT_COMPARED = {
 """The release test's outcome where the case was not compared, by the baseline block's ``status``."""
 
 
-def release_test(baseline: Any, digits: int = 2) -> TestWords | None:
+def release_test(baseline: Comparison | None, digits: int = 2) -> TestWords | None:
     """The release test of a case's ``baseline`` (:class:`~harness.records.Comparison`): the change on its measure
     with both checkpoints' values, one-sided p, adjusted p and the outcome ("regression", "no regression", or a mode
     without audio's backbone change). None without a baseline."""
@@ -208,7 +213,7 @@ def release_test(baseline: Any, digits: int = 2) -> TestWords | None:
     return TestWords(RELEASE_TEST, outcome, "; ".join(p for p in (values, tested) if p))
 
 
-def decision_words(record: Any, magnitude_rule: str | None, digits: int = 2, unit: str = "") -> DecisionWords:
+def decision_words(record: CaseRecord, magnitude_rule: str | None, digits: int = 2, unit: str = "") -> DecisionWords:
     """The verdict of a measured case and the test that reached it (see the module docstring): in a run without a
     baseline, the absolute test; with one, the release test for a ``regression``, else the absolute test, the
     other test beside it."""
@@ -237,7 +242,7 @@ def decision_words(record: Any, magnitude_rule: str | None, digits: int = 2, uni
     return DecisionWords(verdict, reason, absolute, comparison)
 
 
-def one_line(record: Any, magnitude_rule: str | None, digits: int = 2, unit: str = "") -> str | None:
+def one_line(record: CaseRecord, magnitude_rule: str | None, digits: int = 2, unit: str = "") -> str | None:
     """A case's decision in one line: without a baseline, its absolute test
     (:func:`harness.display.text.decision_line`: "fails when nTVD > 20 and adjusted p < 0.05: adjusted p = 0.0036 →
     FAIL"); with one, the verdict and the test that decided it ("FAIL — regression: release test: Δ +7.22 on ...").
@@ -252,7 +257,7 @@ def one_line(record: Any, magnitude_rule: str | None, digits: int = 2, unit: str
     return f"{words.headline()}: {lines[0]}" if lines else words.headline()
 
 
-def other_test(record: Any, magnitude_rule: str | None, digits: int = 2, unit: str = "") -> str | None:
+def other_test(record: CaseRecord, magnitude_rule: str | None, digits: int = 2, unit: str = "") -> str | None:
     """In a run with a baseline, the test that did not decide the case, in words (shown under :func:`one_line`)."""
     if getattr(record, "release", None) is None:
         return None

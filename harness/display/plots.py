@@ -12,7 +12,7 @@ import html
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 
@@ -119,7 +119,28 @@ def _columns_frame(label_width: int, plot_width: int, value_width: float, top: f
     }
 
 
-def forest_plot(record: Any, value_name: str) -> dict[str, Any]:
+class IntervalBounds(Protocol):
+    """The ``[lower, upper]`` bounds a ratio case is judged by (its record's ``threshold``)."""
+
+    @property
+    def lower(self) -> float | None: ...
+
+    @property
+    def upper(self) -> float | None: ...
+
+
+class RatioCase(Protocol):
+    """What :func:`forest_plot` reads of a ratio record (``harness.checks.semantic_aware.record``): its
+    ``comparisons`` (each with its ``methods`` rows) and its bounds."""
+
+    @property
+    def comparisons(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def threshold(self) -> IntervalBounds: ...
+
+
+def forest_plot(record: RatioCase, value_name: str) -> dict[str, Any]:
     """A forest plot of a ratio record: per comparison, one row per method with its ratio and interval on a
     log axis, a line at 1 (no difference), the case's ``[lower, upper]`` bounds shaded, the deciding method
     (``judged_method``) filled. ``value_name`` names the ratio ("expected-WER ratio", "judge-score ratio"). The

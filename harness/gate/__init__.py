@@ -80,8 +80,8 @@ __all__ = [
     "Unmeasured",
     "VOICE_BLIND_OUTPUTS_DIR",
 ]
-from harness.checks.counterfactual.perceived import DEFAULT_PERCEIVER
 from harness.extraction.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION
+from harness.perception import DEFAULT_PERCEIVER
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
 

@@ -2,7 +2,7 @@
 
 :func:`load_series` reads the files and orders them by the time each run recorded (``metadata.created``) or as
 given. :func:`neighbour_comparisons` compares every case of run *i* with the same case of run *i - 1* by the
-check's own baseline test, :meth:`harness.checks.Check.compare`, the one ``--baseline`` applies: the records
+check's own baseline test, :meth:`harness.checks.base.Check.compare`, the one ``--baseline`` applies: the records
 carry the per-speaker ``paired_data`` it reads (a paired speaker bootstrap, or for nTVD a paired speaker-level
 permutation test; README "Release gating"). Each comparison judges with the candidate's recorded settings: the
 thresholds the run used (its record's ``threshold``, over the check's defaults, or a thresholds file given here),

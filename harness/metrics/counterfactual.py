@@ -16,7 +16,7 @@ the unit). With per-speaker sufficient statistics ``first[s]``, ``second[s]`` (c
     p        = (1 + #{b : T(first_b, second_b) >= T(first, second)}) / (B + 1)
 
 (Phipson & Smyth 2010, "Permutation p-values should never be zero"), with ``T`` a non-negative effect size, so
-the test is two-sided. Its smallest attainable p (:class:`harness.records.PermutationFloor`, ``sign flip``) is
+the test is two-sided. Its smallest attainable p (:class:`harness.metrics.permutation_floor.PermutationFloor`, ``sign flip``) is
 ``max(2^D / 2^S, 1 / (B + 1))`` over the S speakers whose swap moves the sums (a speaker whose two arms have the
 same sums is no unit) in the D blocks (swap directions tested together) whose whole-block swap leaves ``T``
 unchanged: 2 / 2^S for one direction.
@@ -46,13 +46,13 @@ import pandas as pd
 from harness.core.values import require_columns
 from harness.metrics.ntvd import mean_over_measured, ntvd_from_group_counts
 from harness.metrics.paired import PairedBootstrapResult, excess_difference, speaker_draws, warnings_ignored
+from harness.metrics.permutation_floor import SIGN_FLIP, PermutationFloor
 from harness.metrics.sign_flip import (  # noqa: F401 (the module's public names, as before)
     PairedPermutationResult,
     paired_permutation_test,
     sign_flip_floor,
     sign_flip_sensitivity,
 )
-from harness.records import SIGN_FLIP, PermutationFloor
 
 ARM_COLUMNS = ("speaker", "recording", "arm")
 
@@ -685,7 +685,7 @@ def perceived_shares(table: pd.DataFrame) -> pd.DataFrame:
 
 def smallest_p_value(speakers: int, directions: int = 1) -> float:
     """The smallest p-value the exact paired test can give with ``speakers`` units in ``directions`` blocks swapped
-    together: ``2^D / 2^S`` (:class:`~harness.records.PermutationFloor`); ``2 / 2^S`` for one direction. A design
+    together: ``2^D / 2^S`` (:class:`~harness.metrics.permutation_floor.PermutationFloor`); ``2 / 2^S`` for one direction. A design
     where this exceeds the case's corrected alpha cannot show a significant effect, however large."""
     if speakers < 1 or not 1 <= directions <= speakers:
         raise ValueError(f"smallest_p_value: needs 1 <= directions <= speakers, got {directions} and {speakers}")

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 
 from harness.metrics.paired import PairedBootstrapResult, excess_difference, speaker_draws, warnings_ignored
-from harness.records import GROUP_PERMUTATION, PermutationFloor
+from harness.metrics.permutation_floor import GROUP_PERMUTATION, PermutationFloor
 
 REQUIRED_COLUMNS = ("speaker", "group", "attribute", "value")
 
@@ -88,7 +87,7 @@ class NTVDResult:
 class PermutationResult:
     """Speaker-level permutation test of mean nTVD: p = (1 + #{null >= observed}) / (B + 1). ``floor``: the
     smallest p the design can give, ``max(K prod(n_g!) / S!, 1 / (B + 1))`` over the groups' speaker counts n_g
-    (:class:`~harness.records.PermutationFloor`, ``group permutation``)."""
+    (:class:`~harness.metrics.permutation_floor.PermutationFloor`, ``group permutation``)."""
 
     observed: float
     p_value: float
@@ -439,15 +438,6 @@ def tensor_permutation_test(tensor: CountTensor, n_permutations: int, seed: int)
     null = permutation_null(tensor, assignments)
     exceed = int(np.count_nonzero(np.isnan(null) | (null >= observed - 1e-9 * max(1.0, observed))))
     return PermutationResult(observed, (1 + exceed) / (n_permutations + 1), null, n_permutations, seed, floor)
-
-
-def value_counts_by_group(table: pd.DataFrame, attribute: str, groups: Sequence[str] | None = None) -> pd.DataFrame:
-    """Counts of each value of one attribute per group (rows values, columns groups)."""
-    frame = validate_long_table(table)
-    counts = frame[frame["attribute"] == attribute].groupby(["value", "group"]).size().unstack(fill_value=0)
-    if groups is not None:
-        counts = counts.reindex(columns=list(groups), fill_value=0)
-    return counts
 
 
 @dataclasses.dataclass(frozen=True)

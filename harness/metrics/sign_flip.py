@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from harness.metrics.detectable import NullSensitivity
-from harness.records import SIGN_FLIP, PermutationFloor
+from harness.metrics.permutation_floor import SIGN_FLIP, PermutationFloor
 
 Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(B, k) first-arm sums, (B, k) second-arm sums -> (B,) non-negative effect sizes."""

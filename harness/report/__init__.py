@@ -1,7 +1,7 @@
 """The self-contained HTML report (Jinja, autoescaped, no external assets, no script) rendered from results.json.
 
 The first screen answers "may we release, and if not, why" (:mod:`harness.report.summary`); each check's
-section follows with its plots (:mod:`harness.report.plots`, inline SVG) and its tables folded below them.
+section follows with its plots (:mod:`harness.display.plots`, inline SVG) and its tables folded below them.
 """
 
 from __future__ import annotations

@@ -17,12 +17,17 @@ from typing import Any
 
 from harness.core.files import atomic_write_text
 from harness.display.decisions import WITHIN_THE_BAR
-from harness.records import CaseRecord, Comparison, Record, UnmeasuredRecord, regressed_against_baseline
+from harness.records import (
+    CaseRecord,
+    Comparison,
+    Record,
+    StatedThreshold,
+    UnmeasuredRecord,
+    regressed_against_baseline,
+)
 from harness.report.summary import spot_check_outcome
 from harness.results import RunResults
-
-THRESHOLD_SYMBOLS = {"max": "≤", "min": "≥", "upper": "≤", "lower": "≥"}
-"""A threshold key's prefix (``max_ntvd``) or name (``upper``) -> the relation a passing value has to it."""
+from harness.thresholds import LOWER_BOUND, UPPER_BOUND, Bound
 
 
 def render_summary(results: RunResults, report_link: str | None = None, results_link: str | None = None) -> str:
@@ -107,33 +112,25 @@ def _relative(target: str | Path | None, summary: Path) -> str | None:
     return Path(os.path.relpath(Path(target).resolve(), summary.resolve().parent)).as_posix()
 
 
-SIGNIFICANCE_ONLY = ("significance", "ci", "q-value")
-"""Decision rules with no magnitude bar: a case's threshold is its significance test alone."""
-
-
-def threshold_text(threshold: Mapping[str, Any] | None, floors: Sequence[str] = ()) -> str:
-    """The bounds of a record's ``threshold`` (``max_ntvd ≤ 30``, ``[0.9, 1.11]``); settings such as ``alpha``
-    and the quality ``floors`` (keys reported apart from the bias verdict) are left out. Under a rule with no
-    magnitude bar (:data:`SIGNIFICANCE_ONLY`) the test instead: ``adjusted p < 0.05``, ``BH q < 0.05``."""
-    threshold = {key: value for key, value in (threshold or {}).items() if key not in floors}
-    if not threshold:
-        return ""
-    rule, alpha = threshold.get("rule"), threshold.get("alpha")
-    if rule in SIGNIFICANCE_ONLY:  # no magnitude bar: its max_ntvd or bounds decide nothing (issue 59, item 7)
-        level = f" < {_number(alpha)}" if isinstance(alpha, (int, float)) else ""
-        return ("BH q" if rule == "q-value" else "adjusted p") + level
-    if isinstance(threshold.get("lower"), (int, float)) and isinstance(threshold.get("upper"), (int, float)):
-        return f"[{_number(threshold['lower'])}, {_number(threshold['upper'])}]"
+def threshold_text(threshold: StatedThreshold) -> str:
+    """What a case is judged by, as its thresholds declare it (:meth:`~harness.thresholds.SectionThresholds.bounds`):
+    each bar that decides under the case's rule with its relation (``max_gap ≤ 30``), a lower and an upper bound of
+    one measure as an interval (``[0.9, 1.11]``); quality floors are left out (reported apart from the bias verdict).
+    Under a rule that lets no bar decide, the test instead (``adjusted p < 0.05``, ``BH q < 0.05``)."""
+    significance = threshold.significance_rule()
+    if significance is not None:  # no magnitude bar: its max_ntvd or bounds decide nothing (issue 59, item 7)
+        return significance.test + ("" if significance.alpha is None else f" < {_number(significance.alpha)}")
+    by_measure: dict[str, list[Bound]] = {}
+    for bound in threshold.bounds():
+        if not bound.floor:
+            by_measure.setdefault(bound.measure, []).append(bound)
     parts = []
-    for key, value in threshold.items():
-        relation = THRESHOLD_SYMBOLS.get(key) or THRESHOLD_SYMBOLS.get(key.split("_", 1)[0])
-        if (
-            relation
-            and isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and key not in ("max_worsening", "max_increase")
-        ):
-            parts.append(f"{key} {relation} {_number(value)}")
+    for bounds in by_measure.values():
+        sides = {bound.side: bound for bound in bounds}
+        if len(bounds) == 2 and set(sides) == {LOWER_BOUND, UPPER_BOUND}:
+            parts.append(f"[{_number(sides[LOWER_BOUND].value)}, {_number(sides[UPPER_BOUND].value)}]")
+        else:
+            parts += [f"{bound.key} {bound.relation} {_number(bound.value)}" for bound in bounds]
     return ", ".join(parts)
 
 
@@ -199,7 +196,7 @@ def _row(case: Record, prefix: str) -> list[str]:
         case.check,
         outcome,
         value_text(case),
-        threshold_text(case.threshold.to_json(), [floor.key for floor in floors]),
+        threshold_text(case.threshold),
         uncertainty_text(case),
         "–" if baseline is None or not isinstance(delta, (int, float)) else f"{delta:+.3g}" + _release_p(baseline),
     ]

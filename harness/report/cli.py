@@ -2,7 +2,7 @@
 
 One file: its report, as the gate writes it. Several (nights, or checkpoints in release order): the report
 of the last run plus the trend section over all of them (:mod:`harness.report.trend`), whose regressions are
-the checks' own baseline tests between neighbouring runs (:mod:`harness.series`). ``--summary-md`` also
+the checks' own baseline tests between neighbouring runs (:mod:`harness.gate.series`). ``--summary-md`` also
 writes the CI summary of the last run.
 """
 
@@ -53,7 +53,7 @@ def render_series(
     human_validation: dict[str, Any] | None = None,
 ) -> str:
     """The report of the last run, with the trend section when there are several (``memo``: see
-    :func:`harness.series.neighbour_comparisons`) and Table I when ``human_validation`` is given."""
+    :func:`harness.gate.series.neighbour_comparisons`) and Table I when ``human_validation`` is given."""
     trend = None
     if len(runs) > 1:
         thresholds = load_thresholds(thresholds_path) if thresholds_path else None

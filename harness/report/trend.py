@@ -5,10 +5,11 @@ Each run is listed with its verdict and each model's, as its results.json's deci
 
 :func:`trend_view` is a pure function of the runs' results dicts, their labels and the neighbour comparisons
 (``(i, case key) -> Comparison.to_json()``: run ``i`` against run ``i - 1`` by the check's baseline test,
-computed by :mod:`harness.series`, never here). One small multiple per case (inline SVG): the value at each
+computed by :mod:`harness.gate.series`, never here). One small multiple per case (inline SVG): the value at each
 run, its CI as a whisker where the record has one, a filled point where its own test was significant (q, else
 the adjusted p, else p below the record's alpha) and a hollow one otherwise, red where the case failed, the
-threshold bounding the value as a dashed line (stepping where the thresholds changed), a ring and a mark
+bounds its thresholds declare of the value (:meth:`harness.thresholds.SectionThresholds.bounds`: a bar
+deciding under the case's rule, a quality floor) as dashed lines (stepping where the thresholds changed), a ring and a mark
 above it where the regression against the previous run was significant, and on the axis a tick where the
 case was absent and a cross where it was unmeasured. Cases that regressed come first (latest regression
 first), then those failing or unmeasured in the last run, then those absent or unmeasured in some run (appeared,
@@ -23,30 +24,11 @@ from typing import Any
 
 from harness.records import CaseKey, CaseRecord, Record, UnmeasuredRecord, case_key
 from harness.results import RunResults
+from harness.thresholds import VALUE
 
 SeriesKey = CaseKey
 """(check, model, corpus, variant, dimension): one case across runs (:func:`harness.records.case_key`; following
 checkpoints by position, the model part is the same for every run, :mod:`harness.gate.series`)."""
-
-VALUE_BOUNDS = {
-    "max_ntvd": "upper",
-    "upper": "upper",
-    "lower": "lower",
-    "min_icat": "lower",
-    "min_accuracy": "lower",
-    "min_score": "lower",
-}
-"""Threshold keys that bound a record's ``value`` itself, bias thresholds or quality floors (other keys bound a
-gap, an increase, or set a test)."""
-
-NO_BAR = ("significance", "ci", "q-value")
-"""Decision rules with no magnitude bar: a bias bound drawn beside such a case would read as its rule (issue 59)."""
-
-
-def bias_bound(name: str) -> bool:
-    """A bias threshold (``max_ntvd``, ``lower``/``upper``), not a quality floor (``min_*``)."""
-    return not name.startswith("min_")
-
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 300, 100, 42, 8, 12, 18
 
@@ -151,16 +133,11 @@ def chart(
     measured = {index: point for index, point in enumerate(points) if isinstance(point, CaseRecord)}
     values = {index: float(point.value) for index, point in measured.items() if _finite(point.value)}
     intervals = {index: _interval(point) for index, point in measured.items() if _interval(point)}
-    stated = {index: point.threshold.to_json() for index, point in measured.items()}
-    bounds = {
-        name: {
-            index: float(stated[index][name])
-            for index in measured
-            if _finite(stated[index].get(name)) and not (bias_bound(name) and stated[index].get("rule") in NO_BAR)
-        }
-        for name in VALUE_BOUNDS
-    }
-    bounds = {name: series for name, series in bounds.items() if series}
+    bounds: dict[str, dict[int, float]] = {}  # the bars and quality floors of the value itself, as each run states them
+    for index, point in measured.items():
+        for bound in point.threshold.bounds():
+            if bound.measure == VALUE and _finite(bound.value):
+                bounds.setdefault(bound.key, {})[index] = bound.value
     span = [
         *values.values(),
         *(bound for interval in intervals.values() for bound in interval),

@@ -61,7 +61,7 @@ def measure_clip(job: tuple[str, str]) -> ClipMeasures:
 
     import soundfile as sf
 
-    from harness.checks.counterfactual.perceived import group_from_voice_description
+    from harness.perception import group_from_voice_description
 
     path, fingerprint = job
     kept = Path(path).with_suffix(".measures.json")
@@ -83,8 +83,8 @@ def measure_clip(job: tuple[str, str]) -> ClipMeasures:
 
 def measure_clips(paths: Sequence[str], progress: bool = True) -> list[ClipMeasures]:
     """Every clip's measures over the cores, read back where a build already measured the clip with this code
-    (:func:`harness.checks.counterfactual.perceived.voice_praat_labeller`: voice:praat's code and thresholds)."""
-    from harness.checks.counterfactual.perceived import voice_praat_labeller
+    (:func:`harness.perception.voice_praat_labeller`: voice:praat's code and thresholds)."""
+    from harness.perception import voice_praat_labeller
 
     fingerprint = voice_praat_labeller()
     return map_in_processes(measure_clip, [(path, fingerprint) for path in paths], "duration and F0", progress=progress)

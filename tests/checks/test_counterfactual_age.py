@@ -94,8 +94,8 @@ def test_the_gender_arms_and_labels_keep_the_shipped_baselines_identity():
     voice-blind baseline's counterfactual cases still compare (another identity makes them unsupported)."""
     import json
 
-    from harness.checks.counterfactual.perceived import voice_praat_labeller
     from harness.data.voice_transforms import get_transform, resynthesiser_version
+    from harness.perception import voice_praat_labeller
 
     shipped = json.loads((BASIS_DEMO.parent / "demo_outputs" / "voice-blind" / "results.json").read_text())
     records = [case.get("measured") or case for case in shipped["cases"]]

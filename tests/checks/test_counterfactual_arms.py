@@ -18,7 +18,6 @@ from harness.checks.counterfactual.arms import (
 )
 from harness.checks.counterfactual.check import CounterfactualCheck
 from harness.checks.counterfactual.measure import vibe_arms
-from harness.checks.counterfactual.perceived import perceive_with_voice_praat, perceived_filter, require_perceived_swap
 from harness.checks.counterfactual.settings import (
     COUNTERFACTUAL_SCHEMA,
     IDENTITY,
@@ -33,6 +32,7 @@ from harness.data.corpus import load_corpus
 from harness.metrics.counterfactual import arm_ntvd, choice_flips, flip_rates, paired_wer_difference, smallest_p_value
 from harness.metrics.multitest import DecisionRule
 from harness.models import build_backend
+from harness.perception import perceive_with_voice_praat, perceived_filter, require_perceived_swap
 from harness.tasks import TASKS
 from harness.thresholds import packaged_thresholds
 

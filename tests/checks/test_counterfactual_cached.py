@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.checks.counterfactual import perceived, tables
+from harness import perception
+from harness.checks.counterfactual import tables
 from harness.core.requests import GenerationRequest
 from harness.data.audio import RecentSamples
 from harness.data.voice_transforms import arm_audio
@@ -35,7 +36,7 @@ def counted(monkeypatch):
     """Counts of arms resynthesised and clips perceived, all in this process (``LALM_WORKERS=1``)."""
     monkeypatch.setenv("LALM_WORKERS", "1")
     counts = {"arms": 0, "perceived": 0}
-    make, label = arm_audio.make_arm_samples, perceived.voice_praat_group
+    make, label = arm_audio.make_arm_samples, perception.voice_praat_group
 
     def counting_make(job):
         counts["arms"] += 1
@@ -46,7 +47,7 @@ def counted(monkeypatch):
         return label(samples, rate)
 
     monkeypatch.setattr(arm_audio, "make_arm_samples", counting_make)
-    monkeypatch.setattr(perceived, "voice_praat_group", counting_label)
+    monkeypatch.setattr(perception, "voice_praat_group", counting_label)
     return counts
 
 
@@ -127,7 +128,7 @@ def test_a_shared_arm_store_serves_a_cold_cache_with_no_arm_made(cold, tmp_path,
     assert not (tmp_path / "another-cache" / arm_audio.ARM_FOLDER).exists()
     assert again == first
     with sqlite3.connect(tmp_path / "another-cache" / "outputs.sqlite") as database:
-        (labels,) = database.execute("SELECT COUNT(*) FROM outputs WHERE namespace = ?", (perceived.PERCEIVE_NAMESPACE,)).fetchone()  # fmt: skip
+        (labels,) = database.execute("SELECT COUNT(*) FROM outputs WHERE namespace = ?", (perception.PERCEIVE_NAMESPACE,)).fetchone()  # fmt: skip
     assert labels > 0
 
 

@@ -23,11 +23,11 @@ import pytest
 
 from harness.checks.base import Verdict
 from harness.checks.counterfactual.check import _of_recordings
-from harness.checks.counterfactual.perceived import UNMEASURED_REASON
 from harness.checks.counterfactual.record import CounterfactualRecord
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION, CounterfactualThresholds
 from harness.checks.counterfactual.tables import named_group
 from harness.gate import Gate, GateConfig, Unmeasured
+from harness.perception import UNMEASURED_REASON
 from harness.results import read_results
 from tests.support.gate import decided_record
 
@@ -168,8 +168,8 @@ def test_a_baseline_whose_arms_came_from_other_code_resynthesiser_or_perceiver_v
     perceiver's fingerprint; a baseline whose value differs is unsupported, naming it. A baseline written before
     they were recorded states none and compares on what it states, and its JSON is written back without them."""
     from harness.checks import get_check
-    from harness.checks.counterfactual.perceived import voice_praat_labeller
     from harness.data.voice_transforms import get_transform, resynthesiser_version
+    from harness.perception import voice_praat_labeller
     from harness.results import record_from_json
 
     check = get_check("counterfactual")

@@ -11,18 +11,18 @@ import pandas as pd
 import pytest
 from scipy.signal import lfilter
 
-from harness.checks.counterfactual.perceived import (
+from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
+from harness.core.errors import CaseNotMeasured
+from harness.core.requests import Audio
+from harness.data.voice_transforms import ChangeGenderSettings, get_transform
+from harness.models.voice_profile import TOO_SHORT, VoiceMeasures, describe_voice
+from harness.perception import (
     UNMEASURED_REASON,
     group_from_voice_description,
     perceive_with_voice_praat,
     perceived_filter,
     require_perceived_swap,
 )
-from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
-from harness.core.errors import CaseNotMeasured
-from harness.core.requests import Audio
-from harness.data.voice_transforms import ChangeGenderSettings, get_transform
-from harness.models.voice_profile import TOO_SHORT, VoiceMeasures, describe_voice
 from harness.thresholds import ThresholdsError, load_thresholds, packaged_thresholds
 
 RATE = 16_000

@@ -22,8 +22,9 @@ from harness.checks.verdict import bias_decision, untestable_message
 from harness.metrics.counterfactual import OTHER_VALUE, arm_ntvd
 from harness.metrics.detectable import NullSensitivity, WaldSensitivity
 from harness.metrics.multitest import DecisionRule
+from harness.metrics.permutation_floor import SIGN_FLIP, PermutationFloor
 from harness.metrics.sign_flip import paired_permutation_test, sign_flip_sensitivity
-from harness.records import SIGN_FLIP, Contrast, PermutationFloor
+from harness.records import Contrast
 from tests.checks.test_testability import RuleOnly
 
 CASE = Case(check="counterfactual", model="m", corpus="demo", dimension="gender", variant="asr", id="m-asr")

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from harness.checks.case import Case
 from harness.checks.verdict import UNREACHABLE, bias_decision
 from harness.metrics.multitest import DecisionRule
-from harness.records import GROUP_PERMUTATION, SIGN_FLIP, Contrast, PermutationFloor
+from harness.metrics.permutation_floor import GROUP_PERMUTATION, SIGN_FLIP, PermutationFloor
+from harness.records import Contrast
 
 CASE = Case(check="counterfactual", model="m", corpus="demo", dimension="gender", variant="asr", id="m-asr")
 

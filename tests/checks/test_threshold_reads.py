@@ -1,5 +1,6 @@
 """Checks and views read thresholds as attributes of their typed thresholds (issue 48): no ``settings["max_gap"]``,
-``limits.get("rule")`` or ``record.threshold["max_ntvd"]`` in any check folder's ``check.py`` or ``view.py``."""
+``limits.get("rule")`` or ``record.threshold["max_ntvd"]`` in any check folder's ``check.py`` or ``view.py``; and
+nothing outside :mod:`harness.thresholds` reads the thresholds file past its typed loader (issue 60)."""
 
 from __future__ import annotations
 
@@ -81,3 +82,39 @@ def test_no_check_or_view_reads_a_threshold_by_string_key(module):
         f"{module.relative_to(CHECKS.parents[1])}: read the typed thresholds' attributes instead of "
         + "; ".join(f"line {line}: {code}" for line, code in reads)
     )
+
+
+HARNESS = CHECKS.parent
+READS = {"read_text", "read_bytes", "open"}
+
+
+def thresholds_file_reads(source: str) -> list[tuple[int, str]]:
+    """(line, code) of every read of the built-in thresholds file (``PACKAGED.read_text()``, ``open(PACKAGED)``)
+    outside :mod:`harness.thresholds`, whose typed loader is the one way to its values."""
+    reads = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        method = isinstance(node.func, ast.Attribute) and node.func.attr in READS
+        opened = isinstance(node.func, ast.Name) and node.func.id == "open" and node.args
+        target = node.func.value if method else node.args[0] if opened else None
+        if isinstance(target, ast.Name) and target.id == "PACKAGED":
+            reads.append((node.lineno, ast.unparse(node)))
+    return reads
+
+
+def test_the_file_read_detector_finds_a_raw_read():
+    code = 'yaml.safe_load(PACKAGED.read_text())["counterfactual"]["defaults"]\nopen(PACKAGED)\nf"{PACKAGED}"'
+    assert sorted(line for line, _ in thresholds_file_reads(code)) == [1, 2]
+
+
+def test_nothing_outside_the_thresholds_module_reads_the_thresholds_file():
+    """Issue 60: the suite's transform bank read ``yaml.safe_load(PACKAGED.read_text())["counterfactual"]["defaults"]``,
+    past the schema's types, ranges and layers."""
+    reads = {
+        f"{path.relative_to(HARNESS.parent)}:{line}": code
+        for path in sorted(HARNESS.rglob("*.py"))
+        if path.name != "thresholds.py" or path.parent != HARNESS
+        for line, code in thresholds_file_reads(path.read_text(encoding="utf-8"))
+    }
+    assert reads == {}, f"read the thresholds through harness.thresholds' typed loader: {reads}"

@@ -1,6 +1,6 @@
 """The smallest p each permutation test can return (issue 45), against the tests themselves.
 
-Each design floor (:class:`harness.records.PermutationFloor`) is checked by hand on small designs, and against the
+Each design floor (:class:`harness.metrics.permutation_floor.PermutationFloor`) is checked by hand on small designs, and against the
 smallest p the test function returns: every data set of a small design is enumerated (every sign of the speakers'
 arm differences, every grouping) and the test run with enough permutations that its Monte Carlo p estimates the
 exact one to a few thousandths.
@@ -17,7 +17,8 @@ import pytest
 
 from harness.metrics.counterfactual import arm_ntvd, paired_permutation_test, sign_flip_floor, smallest_p_value
 from harness.metrics.ntvd import permutation_test
-from harness.records import GROUP_PERMUTATION, SIGN_FLIP, Contrast, PermutationFloor
+from harness.metrics.permutation_floor import GROUP_PERMUTATION, SIGN_FLIP, PermutationFloor
+from harness.records import Contrast
 
 DRAWS = 20_000
 

@@ -5,8 +5,12 @@ import dataclasses
 import pytest
 
 from harness.checks import check_part
+from harness.checks.basis_common.thresholds import IcatThresholds, PersonalizationThresholds
+from harness.checks.ntvd.thresholds import NtvdThresholds
+from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.report.ci_summary import render_summary, threshold_text, uncertainty_text
 from harness.results import parse_results, read_results, record_from_json
+from harness.thresholds import LOWER_BOUND, UPPER_BOUND, SectionThresholds, one_of, setting
 
 from support.gate import gate_project
 
@@ -112,15 +116,22 @@ def test_a_passing_run_has_no_table_and_the_file_summary_wins_when_complete():
 
 
 @pytest.mark.parametrize(
-    ("threshold", "text"),
+    ("kind", "threshold", "text"),
     [
-        ({"lower": 0.9, "upper": 1.11, "alpha": 0.05}, "[0.9, 1.11]"),
-        ({"min_accuracy": 75.0, "max_gap": 30.0, "max_worsening": 5.0}, "min_accuracy ≥ 75, max_gap ≤ 30"),
-        ({}, ""),
+        (RatioThresholds, {"lower": 0.9, "upper": 1.11, "alpha": 0.05}, "[0.9, 1.11]"),
+        (PersonalizationThresholds, {"min_accuracy": 75.0, "max_gap": 30.0, "max_worsening": 5.0}, "max_gap ≤ 30"),
+        (
+            IcatThresholds,
+            {"min_icat": 60.0, "max_gap": 20.0, "max_unknown_gap": 10.0},
+            "max_gap ≤ 20, max_unknown_gap ≤ 10",
+        ),
+        (NtvdThresholds, {}, ""),
     ],
 )
-def test_threshold_bounds(threshold, text):
-    assert threshold_text(threshold) == text
+def test_threshold_bounds(kind, threshold, text):
+    """The bars a threshold class declares, with their relation; its quality floors (min_accuracy) and regression
+    margins (max_worsening) are no bar of the case."""
+    assert threshold_text(kind.from_json(threshold, "threshold")) == text
 
 
 def test_uncertainty_prefers_the_deciding_adjusted_p_then_q_then_ci_then_gap_ci():
@@ -188,18 +199,65 @@ def test_summary_md_option_writes_the_summary_of_results_json(pytester):
 
 def test_a_significance_only_case_shows_its_test_not_a_magnitude_bar():
     """Issue 59, item 7: candidate_review (rule: significance) read "max_ntvd ≤ 20" beside a failing 10.3, in the
-    CI summary and as a line in the trend plot."""
-    from harness.report.ci_summary import threshold_text
+    CI summary and as a line in the trend plot. Issue 60: what a setting means comes from its class's declaration."""
     from harness.report.trend import chart
 
     from support.records import ntvd_record
 
     significance = {"max_ntvd": 20.0, "alpha": 0.05, "rule": "significance", "tau": 10}
-    assert threshold_text(significance) == "adjusted p < 0.05"
-    assert threshold_text(significance | {"rule": "q-value"}) == "BH q < 0.05"
-    assert threshold_text(significance | {"rule": "both"}) == "max_ntvd ≤ 20"
+    failing = record("m-candidate_review-gender", passed=False, value=10.3, threshold=significance, q=0.001)
+    (row,) = table_rows(render_summary(results(failing)))
+    assert "| 10.3 | adjusted p < 0.05 |" in row and "max_ntvd" not in row
+    stated = NtvdThresholds.from_json(significance, "threshold")
+    assert threshold_text(dataclasses.replace(stated, rule="q-value")) == "BH q < 0.05"
+    assert threshold_text(dataclasses.replace(stated, rule="both")) == "max_ntvd ≤ 20"
+    assert threshold_text(RatioThresholds.from_json({"rule": "ci", "alpha": 0.01}, "t")) == "adjusted p < 0.01"
     key = ("ntvd", "m", "demo", "story", "gender")
     points = [ntvd_record(threshold=significance, value=10.3), ntvd_record(threshold=significance, value=11.0)]
     assert chart(points, ["1.2", "1.3"], [], {}, key, detailed=True)["thresholds"] == []
     both = [ntvd_record(value=10.3), ntvd_record(value=11.0)]
     assert chart(both, ["1.2", "1.3"], [], {}, key, detailed=True)["thresholds"], "a bar under rule both is drawn"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PlainWords(SectionThresholds):
+    """A check's thresholds whose names say nothing of their meaning: a bar named ``ceiling`` that decides under the
+    rule ``bar``, a fit setting named ``max_iterations``, and a floor of the value named ``quality``."""
+
+    rule: str = setting((str,), "bar", one_of("bar", "test"))
+    ceiling: float = setting((int, float), 3.0, bound=UPPER_BOUND, decides_under=("bar",))
+    max_iterations: int = setting((int,), 100)
+    quality: float = setting((int, float), 50.0, bound=LOWER_BOUND, floor=True)
+    level: float = setting((int, float), 0.01, level=True)
+
+
+def test_the_summary_and_the_trend_read_what_a_setting_means_from_its_declaration_not_its_name():
+    """Issue 60: ``THRESHOLD_SYMBOLS`` guessed a relation from a key's prefix (showing ``max_iterations ≤ 100`` and
+    no ``ceiling``), and the trend drew only the keys it knew (``VALUE_BOUNDS``)."""
+    from harness.report.trend import chart
+
+    from support.records import ntvd_record
+
+    declared = PlainWords()
+    assert threshold_text(declared) == "ceiling ≤ 3"
+    assert threshold_text(dataclasses.replace(declared, rule="test")) == "adjusted p < 0.01"
+    points = [dataclasses.replace(ntvd_record(value=value), threshold=declared) for value in (2.0, 4.0)]
+    key = ("ntvd", "m", "demo", "story", "gender")
+    drawn = chart(points, ["1", "2"], [], {}, key, detailed=True)["thresholds"]
+    assert [line["name"] for line in drawn] == ["ceiling", "quality"]
+    tested = [dataclasses.replace(point, threshold=dataclasses.replace(declared, rule="test")) for point in points]
+    assert [line["name"] for line in chart(tested, ["1", "2"], [], {}, key, detailed=True)["thresholds"]] == ["quality"]
+
+
+def test_a_counterfactual_bar_bounds_the_value_only_where_the_value_is_the_bar_s_measure():
+    """A VIBE arm's nTVD is the case's value; the WER bar bounds the magnitude of a signed difference, so the trend
+    draws no line of it beside the value, while the summary names it; under the rule significance, the test."""
+    from harness.checks.counterfactual.settings import KINDS, CaseThreshold
+
+    vibe = CaseThreshold(kind=KINDS["vibe"], bar=20.0, rule="both", min_perceived_share=0.8)
+    wer = dataclasses.replace(vibe, kind=KINDS["wer"], bar=7.5)
+    assert threshold_text(vibe) == "max_ntvd ≤ 20, min_perceived_share ≥ 0.8"
+    assert threshold_text(wer) == "max_wer_difference ≤ 7.5, min_perceived_share ≥ 0.8"
+    assert threshold_text(dataclasses.replace(wer, rule="significance")) == "adjusted p"
+    assert [bound.measure for bound in vibe.bounds()] == ["value", "perceived share"]
+    assert [bound.measure for bound in wer.bounds()] == ["|WER difference|", "perceived share"]

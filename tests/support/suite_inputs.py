@@ -72,7 +72,7 @@ class PitchEars(Backend):
         return self
 
     def generate(self, requests, params):
-        from harness.checks.counterfactual.perceived import voice_praat_group
+        from harness.perception import voice_praat_group
 
         assert all("female or male" in request.prompt for request in requests)
         return [f"It sounds {voice_praat_group(r.audio.samples, r.audio.sample_rate)}." for r in requests]

@@ -7,12 +7,26 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from harness.thresholds import HIGHER, LOWER, SectionThresholds, between, regression_margin, setting
+from harness.thresholds import (
+    HIGHER,
+    LOWER,
+    LOWER_BOUND,
+    UPPER_BOUND,
+    VALUE,
+    SectionThresholds,
+    between,
+    regression_margin,
+    setting,
+)
 
 
-def percent(default: float, stricter: str) -> float:
-    """A :func:`setting` in points, 0-100; ``stricter`` as :attr:`harness.thresholds.ThresholdKey.stricter`."""
-    return setting((int, float), default, between(0, 100), stricter=stricter)
+def percent(default: float, stricter: str, measure: str = VALUE) -> float:
+    """A :func:`setting` in points, 0-100, that bounds ``measure``: a quality floor of the case's value (``stricter``
+    :data:`~harness.thresholds.HIGHER`, a lower bound) or a bar of a gap (:data:`~harness.thresholds.LOWER`, an
+    upper bound)."""
+    floor = stricter == HIGHER
+    bound = LOWER_BOUND if floor else UPPER_BOUND
+    return setting((int, float), default, between(0, 100), stricter=stricter, bound=bound, measure=measure, floor=floor)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,8 +48,8 @@ class IcatThresholds(GapThresholds):
 
     floor_key = "min_icat"
     min_icat: float = percent(60.0, HIGHER)
-    max_gap: float = percent(20.0, LOWER)
-    max_unknown_gap: float = percent(10.0, LOWER)
+    max_gap: float = percent(20.0, LOWER, "gap")
+    max_unknown_gap: float = percent(10.0, LOWER, "unknown-answer gap")
     max_worsening: float = regression_margin(5.0)
 
 
@@ -47,8 +61,8 @@ class PersonalizationThresholds(GapThresholds):
 
     floor_key = "min_accuracy"
     min_accuracy: float = percent(0.0, HIGHER)
-    max_gap: float = percent(30.0, LOWER)
-    max_unknown_gap: float = percent(10.0, LOWER)
+    max_gap: float = percent(30.0, LOWER, "gap")
+    max_unknown_gap: float = percent(10.0, LOWER, "unknown-answer gap")
     max_worsening: float = regression_margin(5.0)
 
 
@@ -59,7 +73,7 @@ class ClassificationThresholds(GapThresholds):
 
     floor_key = "min_accuracy"
     min_accuracy: float = percent(0.0, HIGHER)
-    max_gap: float = percent(50.0, LOWER)
+    max_gap: float = percent(50.0, LOWER, "gap")
     max_worsening: float = regression_margin(5.0)
 
 
@@ -70,6 +84,6 @@ class RobustnessThresholds(GapThresholds):
 
     floor_key = "min_score"
     min_score: float = percent(0.0, HIGHER)
-    max_gap: float = percent(15.0, LOWER)
-    min_content_score: float = percent(0.0, HIGHER)
+    max_gap: float = percent(15.0, LOWER, "gap")
+    min_content_score: float = percent(0.0, HIGHER, "content score")
     max_worsening: float = regression_margin(5.0)

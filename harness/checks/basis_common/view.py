@@ -76,7 +76,7 @@ def basis_view(
 
 def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
     """One row per (dimension, model, effect) from any record of that pair (they share the effects), with
-    ``interval``: "a to b", or :data:`harness.report.plots.NOT_ESTIMABLE`."""
+    ``interval``: "a to b", or :data:`harness.display.plots.NOT_ESTIMABLE`."""
     rows, seen = [], set()
     for record in records:
         key = (record.dimension, record.model)

@@ -13,7 +13,7 @@ One case per model x source x variant on the transform's dimension (``gender`` f
   order): the change in the share of answers choosing the stereotype, per direction, with the flip rate
   (:func:`~harness.metrics.counterfactual.choice_flips`; points).
 
-Before any measure, the perceiver labels every swapped clip (:mod:`.perceived`: ``voice:praat`` by default,
+Before any measure, the perceiver labels every swapped clip (:mod:`harness.perception`: ``voice:praat`` by default,
 ``--perceiver SPEC`` for any backend); clips not perceived as the target group are left out and counted, and a
 direction in which fewer than ``min_perceived_share`` are perceived so makes the case unmeasured. Each effect is
 tested by the paired permutation test that swaps the arm labels of all of a speaker's recordings together
@@ -24,7 +24,7 @@ reported and never a fail (the identity arm is the swap's control, so an artifac
 A case fails (thresholds.yaml ``counterfactual``) when its effect exceeds its bar (``max_ntvd``,
 ``max_wer_difference``, ``max_stereotype_shift``) and is significant under the gate's decision rule (rule
 ``both``), or whenever significant (rule ``significance``, the VIBE preset's). Each contrast carries its test's
-design floor (:class:`harness.records.PermutationFloor`, counted on the speakers it kept): 2 / 2^S for one
+design floor (:class:`harness.metrics.permutation_floor.PermutationFloor`, counted on the speakers it kept): 2 / 2^S for one
 direction's S speakers, 2^D / 2^S for the VIBE statistic over D directions, at least 1 / (B + 1); a case beyond its
 bar whose contrasts cannot reach the corrected alpha (any case, under rule ``significance``) is unmeasured, not
 passed, by the one decide step (:func:`harness.checks.verdict.bias_decision`).
@@ -43,13 +43,6 @@ from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Check, Measurem
 from harness.checks.case import Case
 from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
-from harness.checks.counterfactual.perceived import (
-    DEFAULT_PERCEIVER,
-    VOICE_PRAAT_GROUPS,
-    PerceivedFilter,
-    require_perceived_swap,
-    voice_praat_labeller,
-)
 from harness.checks.counterfactual.record import CounterfactualPayload
 from harness.checks.counterfactual.settings import (
     ASR,
@@ -90,6 +83,13 @@ from harness.metrics.counterfactual import (
 )
 from harness.metrics.paired import paired_speaker_test
 from harness.metrics.sign_flip import sign_flip_sensitivity
+from harness.perception import (
+    DEFAULT_PERCEIVER,
+    VOICE_PRAAT_GROUPS,
+    PerceivedFilter,
+    require_perceived_swap,
+    voice_praat_labeller,
+)
 from harness.records import CaseRecord, Comparison, Contrast
 from harness.tasks import TASKS
 
@@ -397,7 +397,7 @@ def stimulus_identity(context: CheckContext, transform: str) -> dict[str, Any]:
     """What makes the arms' audio and picks the clips kept, by content (:data:`.record.STIMULUS_IDENTITY`): the source
     hash of the swap ``transform`` and of its control (``identity``; ``world_identity`` for ``age_shift``), the
     resynthesiser's version (praat-parselmouth's; ``pyworld-prebuilt <version>`` for WORLD's transforms) and the
-    perceiver's fingerprint (``voice:praat``: :func:`~.perceived.voice_praat_labeller`; a model spec: its model's
+    perceiver's fingerprint (``voice:praat``: :func:`harness.perception.voice_praat_labeller`; a model spec: its model's
     fingerprint)."""
     swap = get_transform(transform)
     return {
@@ -414,9 +414,9 @@ UNHEARD_REASON = "no perceiver of the run can hear the arms' groups"
 
 def perceiver_cannot_hear(perceiver: str, groups: Sequence[str]) -> str | None:
     """Why ``perceiver`` cannot label clips with ``groups`` (the arms' target groups), or None: ``voice:praat``
-    names only the groups of its pitch classes (:data:`.perceived.VOICE_PRAAT_GROUPS`: male, female, child), so it
+    names only the groups of its pitch classes (:data:`harness.perception.VOICE_PRAAT_GROUPS`: male, female, child), so it
     cannot hear age (young, elderly) or accent; a backend perceiver (``--perceiver SPEC``) is asked for the groups
-    themselves and may. (Here, not in :mod:`.perceived`, whose code names voice:praat's cached labels.)"""
+    themselves and may. (Here, not in :mod:`harness.perception`, whose code names voice:praat's cached labels.)"""
     if perceiver != DEFAULT_PERCEIVER:
         return None
     known = sorted(set(VOICE_PRAAT_GROUPS.values()))

@@ -1,7 +1,7 @@
 """Manipulation checks of the counterfactual arms (issue 61): did each arm move the voice as its transform planned,
 and did the control leave it alone? Measured for the transforms that state a plan (``planned_change``: the WORLD age
 arms, :mod:`harness.data.voice_transforms.age_shift`), reported in the case's record and used as an admission
-filter beside the perceived-group filter (:mod:`.perceived`).
+filter beside the perceived-group filter (:mod:`harness.perception`).
 
 Per recording, Praat (through praat-parselmouth) tracks F0 (autocorrelation, 10 ms steps, the transform's pitch
 range) and F1-F3 (Burg, five formants below 5.5 kHz) in the source and in each arm. The arm's shift is

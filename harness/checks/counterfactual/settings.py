@@ -12,7 +12,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.data.voice_transforms import VOICE_TRANSFORMS, ChangeGenderSettings, get_transform, settings_of
-from harness.thresholds import HIGHER, LOWER, SectionThresholds, at_least, between, one_of, setting
+from harness.thresholds import (
+    ADJUSTED_P,
+    HIGHER,
+    LOWER,
+    LOWER_BOUND,
+    UPPER_BOUND,
+    VALUE,
+    Bound,
+    SectionThresholds,
+    SignificanceRule,
+    at_least,
+    between,
+    one_of,
+    setting,
+)
 
 SECTION = "counterfactual"
 RULES = ("both", "significance")
@@ -193,6 +207,19 @@ class CaseThreshold:
     def criterion(self) -> str:
         """When the case fails, in the message's words."""
         return "significant" if self.rule == "significance" else f"effect > {self.bar:g} and significant"
+
+    def bounds(self) -> tuple[Bound, ...]:
+        """The stated bar, where the rule lets it decide (it bounds a VIBE case's nTVD, its value, and the magnitude
+        of the other kinds' signed effect), and the least perceived share below which the case is unmeasured."""
+        bar = self.bar is not None and self.rule != "significance"
+        measure = VALUE if self.kind is VIBE else self.kind.bar_words
+        share = self.min_perceived_share
+        return (*([Bound(self.kind.bar_key, self.bar, UPPER_BOUND, measure)] if bar else []),
+                *([Bound("min_perceived_share", share, LOWER_BOUND, "perceived share")] if share is not None else []))  # fmt: skip
+
+    def significance_rule(self) -> SignificanceRule | None:
+        """Under the rule ``significance``, the adjusted p alone decides, at the gate's level."""
+        return SignificanceRule(ADJUSTED_P) if self.rule == "significance" else None
 
 
 COUNTERFACTUAL_SCHEMA = CounterfactualThresholds.schema()

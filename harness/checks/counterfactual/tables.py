@@ -30,15 +30,6 @@ from harness.checks.counterfactual.manipulation import (
     has_manipulation_checks,
     manipulation_checks,
 )
-from harness.checks.counterfactual.perceived import (
-    DEFAULT_PERCEIVER,
-    NO_LABEL,
-    PERCEIVE_NAMESPACE,
-    PerceivedFilter,
-    label_clips,
-    perceived_filter,
-    voice_praat_labeller,
-)
 from harness.checks.counterfactual.settings import (
     ARMS,
     COUNTERFACTUAL_SCHEMA,
@@ -52,6 +43,15 @@ from harness.core.requests import Audio, GenerationRequest
 from harness.data.voice_transforms import get_transform
 from harness.data.voice_transforms.arm_audio import ArmAudio, ArmStore, arm_folder, store_for
 from harness.extraction.memo import field_attribute_table
+from harness.perception import (
+    DEFAULT_PERCEIVER,
+    NO_LABEL,
+    PERCEIVE_NAMESPACE,
+    PerceivedFilter,
+    label_clips,
+    perceived_filter,
+    voice_praat_labeller,
+)
 from harness.tasks import TASKS
 from harness.tasks.base import PAPER
 
@@ -104,7 +104,7 @@ def arms_of(context: CheckContext, source: str, dimension: str) -> CorpusArms:
 @per_run_table
 def perceived_clips(context: CheckContext, source: str, dimension: str) -> pd.DataFrame:
     """One row per swapped recording: ``recording, source_group, target_group, perceived_group`` (the perceiver's
-    label of the swap arm's audio; None when it could not tell), :func:`.perceived.perceived_filter`'s input."""
+    label of the swap arm's audio; None when it could not tell), :func:`harness.perception.perceived_filter`'s input."""
     arms = arms_of(context, source, dimension)
     keys = list(arms.audio[SWAP])
     clips = [arms.audio[SWAP][key] for key in keys]
@@ -132,10 +132,10 @@ def perceive(context: CheckContext, clips: Sequence[Audio], groups: Sequence[str
 
 def voice_praat_labels(context: CheckContext, clips: Sequence[Audio]) -> list[str | None]:
     """``voice:praat``'s label of each clip, kept in the output cache by the clip's content hash and the code that
-    labels it (:data:`~.perceived.VOICE_PRAAT_LABELLER`), so that a re-score reads labels instead of tracking pitch,
+    labels it (:func:`harness.perception.voice_praat_labeller`), so that a re-score reads labels instead of tracking pitch,
     and beside each arm in the run's arm store (:meth:`ArmStore.labels`), so that another cache sharing the store
     (another checkpoint's) reads them too; the clips labelled in neither are labelled over the cores
-    (:func:`.perceived.label_clips`)."""
+    (:func:`harness.perception.label_clips`)."""
     fingerprint = voice_praat_labeller()
     keys = cache_keys(PERCEIVE_NAMESPACE, fingerprint, {}, [{"audio": clip.content_hash} for clip in clips])
     found = context.cache.get_many(list(dict.fromkeys(keys)))
@@ -163,7 +163,7 @@ def named_group(answer: str, groups: Sequence[str]) -> str | None:
 @per_run_table
 def perceived_recordings(context: CheckContext, source: str, dimension: str) -> PerceivedFilter:
     """The recordings of ``source`` whose swap the perceiver heard as the target group, and the share per direction
-    (:func:`.perceived.perceived_filter` of :func:`perceived_clips`): once per source and dimension, for every case
+    (:func:`harness.perception.perceived_filter` of :func:`perceived_clips`): once per source and dimension, for every case
     of it."""
     return perceived_filter(perceived_clips(context, source, dimension))
 

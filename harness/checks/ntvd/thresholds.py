@@ -6,6 +6,7 @@ import dataclasses
 
 from harness.thresholds import (
     LOWER,
+    UPPER_BOUND,
     SectionThresholds,
     at_least,
     between,
@@ -28,12 +29,15 @@ class NtvdThresholds(SectionThresholds):
     never depends on the other models of the run, issue 57) or ``run`` (every nTVD case of the run, as VIBE's
     Table II pools its 12 models: for replaying the paper's stars, named as such on every surface)."""
 
-    max_ntvd: float = setting((int, float), 20.0, between(0, 100), stricter=LOWER)
-    alpha: float = setting((int, float), 0.05, in_open_unit_interval, stricter=LOWER)
+    max_ntvd: float = setting(
+        (int, float), 20.0, between(0, 100), stricter=LOWER, bound=UPPER_BOUND, decides_under=("magnitude", "both")
+    )
+    alpha: float = setting((int, float), 0.05, in_open_unit_interval, stricter=LOWER, level=True)
     rule: str = setting((str,), "both", one_of(*RULES))
     tau: int = setting((int,), 10, at_least(1))
     max_increase: float = setting((int, float), 2.0, between(0, 100), stricter=LOWER)
     fdr_family: str = setting((str,), "model", one_of(*FDR_FAMILIES))
+    SIGNIFICANCE_TESTS = {"q-value": "BH q"}
 
     def describe(self) -> str:
         """The rule in words; significance is judged by the gate's decision rule on the permutation p."""

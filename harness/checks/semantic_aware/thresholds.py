@@ -7,6 +7,8 @@ import dataclasses
 from harness.thresholds import (
     HIGHER,
     LOWER,
+    LOWER_BOUND,
+    UPPER_BOUND,
     SectionThresholds,
     at_least,
     between,
@@ -34,9 +36,13 @@ class RatioThresholds(SectionThresholds):
     is a significant growth of the largest |log ratio| beyond ``max_worsening``."""
 
     rule: str = setting((str,), "both", one_of(*RATIO_RULES))
-    lower: float = setting((int, float), 0.9, at_least(0), stricter=HIGHER)
-    upper: float = setting((int, float), 1.11, at_least(1), stricter=LOWER)
-    alpha: float = setting((int, float), 0.05, in_open_unit_interval, stricter=LOWER)
+    lower: float = setting(
+        (int, float), 0.9, at_least(0), stricter=HIGHER, bound=LOWER_BOUND, decides_under=("bounds", "both")
+    )
+    upper: float = setting(
+        (int, float), 1.11, at_least(1), stricter=LOWER, bound=UPPER_BOUND, decides_under=("bounds", "both")
+    )
+    alpha: float = setting((int, float), 0.05, in_open_unit_interval, stricter=LOWER, level=True)
     method: str = setting((str,), "semantic", one_of(*METHOD_NAMES))
     embedding: str = setting((str,), "agg", one_of(*EMBEDDING_NAMES))
     numerator: str = setting((str,), "auto", nonempty)

@@ -167,10 +167,6 @@ class JointWERFit(GLMMFit):
         return _strip_prefix(self.coef, DELSUB_PREFIX)
 
     @property
-    def se_insertions(self) -> pd.Series:
-        return _strip_prefix(self.se, INSERTIONS_PREFIX)
-
-    @property
     def se_delsub(self) -> pd.Series:
         return _strip_prefix(self.se, DELSUB_PREFIX)
 

@@ -64,10 +64,3 @@ def load_adapter(name: str, options: Mapping[str, Any] | None = None) -> Any:
     except ImportError as exc:
         raise ModelError(f"architecture {name!r} cannot be imported ({exc})") from exc
     return adapter_class(options)
-
-
-def register_architecture(name: str, target: str, *model_types: str) -> None:
-    """Register an adapter (``module:Class``) under ``name``, optionally for extra model_type values."""
-    ARCHITECTURES[name] = target
-    for model_type in model_types:
-        MODEL_TYPES[model_type] = name

@@ -220,10 +220,3 @@ def whisper_tokenizer_and_features(path: str, hub: Mapping[str, Any]) -> tuple[A
         WhisperFeatureExtractor.from_pretrained(path, **hub) if has_fe else WhisperFeatureExtractor(feature_size=128)
     )
     return tokenizer, features
-
-
-def fill_template(template: str, **tokens: str) -> str:
-    """Insert special-token strings into a Jinja template written with ``@@name@@`` markers."""
-    for key, value in tokens.items():
-        template = template.replace(f"@@{key}@@", value)
-    return template

@@ -12,12 +12,13 @@ transform's fingerprint (its version, settings, code and Praat's version) and th
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
 import numpy as np
-import yaml
 
+from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION
 from harness.core.requests import Audio
 from harness.core.values import stable_hash
 from harness.data.voice_transforms import VoiceTransformError, get_transform, settings_of
@@ -25,7 +26,7 @@ from harness.suite.audio import SAMPLE_RATE, processed
 from harness.suite.banks import Setting, VoiceBank, checked_bank
 from harness.suite.errors import SuiteError
 from harness.suite.voices import VoiceSpec, parse_voice_spec
-from harness.thresholds import PACKAGED
+from harness.thresholds import packaged_thresholds
 
 
 def any_text(value: str) -> str | None:
@@ -36,9 +37,11 @@ def any_text(value: str) -> str | None:
 def transform_settings(name: str = "gender_swap") -> Any:
     """The settings of transform ``name`` (:func:`~harness.data.voice_transforms.settings_of`:
     :class:`~harness.data.voice_transforms.ChangeGenderSettings` for Praat's, ``AgeShiftSettings`` for the WORLD
-    age arms) from the ``counterfactual`` defaults of the built-in thresholds.yaml."""
-    defaults = yaml.safe_load(PACKAGED.read_text())["counterfactual"]["defaults"]
-    return settings_of(get_transform(name), defaults)
+    age arms) in the ``counterfactual`` section of the built-in thresholds for the transform's dimension, read by
+    the typed loader (:func:`harness.thresholds.packaged_thresholds`), as the counterfactual check reads them."""
+    transform = get_transform(name)
+    settings = packaged_thresholds().settings(SECTION, COUNTERFACTUAL_SCHEMA, None, transform.dimension)
+    return settings_of(transform, dataclasses.asdict(settings))
 
 
 class TransformBank(VoiceBank):
