@@ -209,11 +209,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release-pairs", type=int, default=10)
     parser.add_argument("--noise-pairs", type=int, default=100)
     parser.add_argument("--from-logs", type=Path, default=None)
+    parser.add_argument("--logs", type=Path, default=None, help="keep the benches' logs here (for --from-logs)")
     parser.add_argument("--out", type=Path, default=REPO / "docs")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
-        folder = args.from_logs or Path(scratch)
+        folder = args.from_logs or args.logs or Path(scratch)
         if args.from_logs is None:
+            folder.mkdir(parents=True, exist_ok=True)
             run_benches(args.seeds, folder, args.release_pairs, args.noise_pairs)
         sheet = datasheet(folder)
     (args.out / "datasheet.json").write_text(json.dumps(sheet, indent=1) + "\n")

@@ -85,7 +85,8 @@ def test_a_release_cannot_be_passed_by_loosening_the_thresholds(pytester):
         loose = loose.replace(old, new)
     assert loose.count("100.0") >= 3 and "correction: none" in loose
     (project.path / "loose.yaml").write_text(loose)
-    common = ["-p", "no:cacheprovider", "--judge", "sim:fair", "--permutations", "999"]
+    # One case (story, gender) keeps the three runs short; the rule it tests is the same for every case.
+    common = ["-p", "no:cacheprovider", "--judge", "sim:fair", "--permutations", "999", "-k", "story-gender"]
     base = project.runpytest_subprocess("--model", "sim:fair", *common, "--results-json", "base/results.json")
     assert base.ret in (0, 7), base.stdout.str()[-2000:]
     alone = project.runpytest_subprocess(
