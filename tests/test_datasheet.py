@@ -20,3 +20,23 @@ def test_the_datasheet_markdown_is_its_json_and_its_targets_hold():
         and sheet["sim:biased"]["whole"]["failed"] == sheet["sim:biased"]["whole"]["runs"]
     )
     assert "docs/datasheet.md" in (REPO / "README.md").read_text()
+
+
+def test_the_release_rows_meet_their_targets():
+    """Issue 57's release targets at the gate's own rule: a fair candidate against a fair baseline never fails, the
+    biased one always does; checkpoints with the same systematic effect (none, or equal non-zero effects under
+    greedy against sampling decoding) are judged worse in at most 5% of pairs by each statistic the gate uses (the
+    raw measures compared before issue 45 are printed beside them, and are not held to it)."""
+    sheet = json.loads((REPO / "docs" / "datasheet.json").read_text())
+    scenarios = sheet["release"]["scenarios"]
+    assert scenarios["fair/fair"]["failed"] == 0 and scenarios["fair/fair"]["runs"] >= 10
+    assert scenarios["biased/fair"]["failed"] == scenarios["biased/fair"]["runs"] >= 10
+    equal = ("noisy vs steady", "steady vs noisy", "noisy vs noisy", "grown vs steady-grown", "steady-grown vs grown")
+    rows = [
+        (check, row)
+        for check, block in sheet["release_noise"]["checks"].items()
+        for row in block["rows"]
+        if row["pair"] in equal and not row["statistic"].startswith("raw")
+    ]
+    assert len(rows) >= 20 and {check for check, _ in rows} == {"counterfactual", "ntvd"}
+    assert all(row["judged_worse"] <= 0.05 for _, row in rows), [r for _, r in rows if r["judged_worse"] > 0.05]
