@@ -79,11 +79,17 @@ class ChangeGenderSettings:
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> ChangeGenderSettings:
         """The fields from a merged ``counterfactual`` thresholds case; a missing key is an error naming it."""
-        names = [field.name for field in dataclasses.fields(cls)]
-        missing = [name for name in names if name not in settings]
-        if missing:
-            raise VoiceTransformError(f"voice transform settings lack {missing}; needs {names}")
-        return cls(**{name: float(settings[name]) for name in names})
+        return float_fields(cls, settings, "voice transform")
+
+
+def float_fields(settings_class: type, settings: Mapping[str, Any], what: str) -> Any:
+    """``settings_class`` (a dataclass of float fields) from the keys of a merged ``counterfactual`` thresholds case
+    that name its fields; a missing key is a :class:`VoiceTransformError` naming it and every field needed."""
+    names = [field.name for field in dataclasses.fields(settings_class)]
+    missing = [name for name in names if name not in settings]
+    if missing:
+        raise VoiceTransformError(f"{what} settings lack {missing}; needs {names}")
+    return settings_class(**{name: float(settings[name]) for name in names})
 
 
 class VoiceTransform(abc.ABC):

@@ -39,7 +39,7 @@ import numpy as np
 
 from harness.core.requests import Audio
 from harness.core.values import stable_hash
-from harness.data.voice_transforms import VoiceTransform, VoiceTransformError
+from harness.data.voice_transforms import VoiceTransform, VoiceTransformError, float_fields
 
 RESYNTHESISER = "pyworld-prebuilt"
 """The distribution whose version enters every WORLD arm's recipe and record."""
@@ -73,11 +73,7 @@ class AgeShiftSettings:
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> AgeShiftSettings:
         """The fields from a merged ``counterfactual`` thresholds case; a missing key is an error naming it."""
-        names = [field.name for field in dataclasses.fields(cls)]
-        missing = [name for name in names if name not in settings]
-        if missing:
-            raise VoiceTransformError(f"age_shift settings lack {missing}; needs {names}")
-        return cls(**{name: float(settings[name]) for name in names})
+        return float_fields(cls, settings, "age_shift")
 
 
 @dataclasses.dataclass(frozen=True)
