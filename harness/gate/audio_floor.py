@@ -172,6 +172,7 @@ class AudioFloorRule:
         self.may_load = may_load
         self._floors: dict[tuple[str, str], AudioFloor] = {}
         self._planned: dict[tuple[str, str], RequestsPlanned] = {}
+        self._failed: dict[tuple[str, str], ModelError] = {}
         self.probes_asked = 0
         """How many probes this session asked (each (model, probe) once, whether it was answered or failed)."""
 
@@ -201,11 +202,14 @@ class AudioFloorRule:
 
     def floor(self, model: str, probe: str, tasks: Sequence[str] = ()) -> AudioFloor:
         """The probe of kind ``probe`` of ``model``, asked once per run (a failure to answer it, a model that cannot
-        load, is kept as its ``unmeasured`` reason and never retried); the task probe asks ``tasks`` (default: the
+        load, is kept as its ``unmeasured`` reason for the run's metadata and raised again, the same error, for every
+        case that needs the probe: never retried); the task probe asks ``tasks`` (default: the
         run's first task). Under ``--plan`` its planned requests are raised again for every case that needs it."""
         key = (model, probe)
         if key in self._planned:
             raise self._planned[key]
+        if key in self._failed:
+            raise self._failed[key]  # the same error, so every case names the same cause (a server, a model)
         if key not in self._floors:
             self.probes_asked += 1
             try:
@@ -217,6 +221,12 @@ class AudioFloorRule:
                 self._floors[key] = dataclasses.replace(
                     self._unprobed(model, probe), unmeasured=f"the probe could not be asked: {error}"
                 )
+                # The error itself (its kind and source: a server, a model), told as the probe's failure.
+                failed = type(error).__new__(type(error))  # its class and attributes, without its __init__'s arguments
+                failed.__dict__.update(error.__dict__)
+                failed.args = (f"{NOT_MEASURED} for {model} ({probe} probe): the probe could not be asked: {error}",)
+                self._failed[key] = failed
+                raise failed from error
         return self._floors[key]
 
     def probed(self) -> dict[str, dict[str, AudioProbe]]:

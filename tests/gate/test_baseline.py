@@ -154,9 +154,8 @@ def test_case_missing_from_the_baseline_is_reported_as_new(project):
 
 def test_baseline_with_several_models_needs_a_choice_unless_it_holds_the_one_candidate(project):
     gate(
-        project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--results-json", "two.json",
-        *second_draw(project, 1),
-    )  # fmt: skip
+        project, "--model", "sim:fair", "--model", "sim:biased", "--results-json", "two.json", *second_draw(project, 1)
+    )
     result = gate(project, "--model", "sim:fair", "--model", "sim:biased", "-k", "story", "--baseline", "two.json")
     assert (
         "two.json: the baseline holds models ['sim:biased', 'sim:fair']; choose one with --baseline-model"
