@@ -89,9 +89,15 @@ def test_a_file_without_recorded_time_is_named_when_ordering_by_time(tmp_path):
     assert len(load_series([tmp_path / "old.json", tmp_path / "new.json"], order="given")) == 2
 
 
-def test_neighbour_comparisons_flag_only_the_injected_regression(nights):
+@pytest.fixture(scope="module")
+def compared(nights):
+    """The series loaded and each night compared with the one before, once for the tests that read both."""
     runs = load_series(nights)
-    comparisons = neighbour_comparisons(runs)
+    return runs, neighbour_comparisons(runs)
+
+
+def test_neighbour_comparisons_flag_only_the_injected_regression(compared):
+    runs, comparisons = compared
     regressed = [
         (runs[index].label, key) for (index, key), comparison in comparisons.items() if comparison["regressed"]
     ]
@@ -103,9 +109,9 @@ def test_neighbour_comparisons_flag_only_the_injected_regression(nights):
     ) not in comparisons  # night 5 was unmeasured: nothing to pair with
 
 
-def test_trend_orders_regressed_then_failing_then_changed_and_folds_the_rest(nights):
-    runs = load_series(nights)
-    view = trend_view([run.label for run in runs], [run.results for run in runs], neighbour_comparisons(runs))
+def test_trend_orders_regressed_then_failing_then_changed_and_folds_the_rest(compared):
+    runs, comparisons = compared
+    view = trend_view([run.label for run in runs], [run.results for run in runs], comparisons)
     shown = [(item["id"], item["appeared"], item["disappeared"], item["latest"]) for item in view["shown"]]
     assert shown[0] == ("sim:b-age", None, None, "passed")
     assert set(shown[1:]) == {
@@ -185,7 +191,7 @@ def test_trend_in_chromium_marks_the_injected_regression_first(series_report, tm
 def test_memo_reuses_neighbour_comparisons_and_drops_stale_ones(nights, tmp_path, monkeypatch):
     import harness.gate.series as series
 
-    runs = load_series(nights)
+    runs = load_series(nights)[:4]  # four ordinary nights: the memo's rule is the same for every length
     memo = {"stale": {"regressed": True}}
     first = neighbour_comparisons(runs[:-1], memo=memo)
     assert "stale" not in memo and len(memo) == len(first)
