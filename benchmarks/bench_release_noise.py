@@ -46,7 +46,7 @@ same systematic effect); a baseline of kind ``grown`` or ``steady-grown`` carrie
 steady-grown" and "steady-grown vs grown" compare equal non-zero effects under different answer noise (issue 58).
 The counterfactual and nTVD checks also print the U-statistic rows (:mod:`harness.metrics.unbiased_effect`):
 "U-statistic (unbiased)", the paired jackknife test of the unbiased squared systematic effect ``Q`` (squared
-points), judged with the margin carried to squares at the baseline's estimate (:func:`u_judged_worse`: worse by
+points), judged with the margin carried to squares at the baseline's estimate (:meth:`ReleaseRule.u_judged_worse`: worse by
 more than the margin exactly when ``sqrt(Q_c) > sqrt(Q_b) + margin``), and "U-statistic, points scale", the same
 estimate's root ``sqrt(max(Q, 0))`` tested in points with the margin itself.
 
@@ -59,6 +59,7 @@ skips the raw nTVD's permutation).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
@@ -84,11 +85,6 @@ from harness.metrics.paired import (
 )
 from harness.metrics.unbiased_effect import margin_in_squares, paired_counterfactual_u_test, paired_group_u_test
 
-ALPHA = 0.05
-"""One-sided level of "no worsening" (``--alpha``); ``--gate-rule`` sets the gate's own: ``gate.alpha`` over a
-release run's family, twice the demo's 43 cases (absolute and release tests, issue 57)."""
-MARGIN = 0.0
-"""The worsening a regression must exceed (``--margin``); ``--gate-rule`` sets each check's ``max_increase``."""
 SPEAKERS, RECORDINGS, VALUES, TAU = 24, 6, 6, 10
 NTVD_SPEAKERS, NTVD_RECORDINGS = 27, 12
 """The demo corpus's VIBE design (harness/data/demo): 27 speakers (13 female, 14 male), 12 recordings each."""
@@ -133,19 +129,27 @@ def paired_tables(candidate: pd.DataFrame, baseline: pd.DataFrame) -> tuple[list
     return [table.reindex(columns=["group", *columns], fill_value=0.0) for table in tables], columns
 
 
-def judged_worse_by(test, margin: float | None = None) -> bool:
-    """The release rule on one paired test: estimable, worse by more than ``MARGIN`` and one-sided p <= ``ALPHA``
-    (``--alpha``, ``--margin``; the gate's own with ``--gate-rule``). ``margin``: ``MARGIN`` on the test's own scale
-    where that is not points (the U-statistic's squared points: :func:`u_judged_worse`)."""
-    margin = MARGIN if margin is None else margin
-    return bool(test.estimable and test.worsening > margin and test.p_worse <= ALPHA)
+@dataclasses.dataclass(frozen=True)
+class ReleaseRule:
+    """The release rule a simulated pair is judged by: ``alpha``, the one-sided level of "no worsening" (``--alpha``;
+    ``--gate-rule``: ``gate.alpha`` over a release run's family, twice the demo's 43 cases, absolute and release
+    tests, issue 57), and ``margin``, the worsening a regression must exceed (``--margin``; ``--gate-rule``: each
+    check's ``max_increase`` or ``max_worsening``)."""
 
+    alpha: float = 0.05
+    margin: float = 0.0
 
-def u_judged_worse(test) -> bool:
-    """The release rule on a U-statistic test (:mod:`harness.metrics.unbiased_effect`, squared points ``Q``): the
-    margin in points carried to squares at the baseline's estimate (``margin_in_squares``), so that the worsening
-    exceeds it exactly when ``sqrt(Q_c) > sqrt(Q_b) + MARGIN``; the p-value tests ``Q_c - Q_b > 0``."""
-    return judged_worse_by(test, margin_in_squares(MARGIN, test.baseline))
+    def judged_worse(self, test, margin: float | None = None) -> bool:
+        """Estimable, worse by more than the margin and one-sided p <= alpha. ``margin``: the margin on the test's
+        own scale where that is not points (the U-statistic's squared points: :meth:`u_judged_worse`)."""
+        margin = self.margin if margin is None else margin
+        return bool(test.estimable and test.worsening > margin and test.p_worse <= self.alpha)
+
+    def u_judged_worse(self, test) -> bool:
+        """The rule on a U-statistic test (:mod:`harness.metrics.unbiased_effect`, squared points ``Q``): the margin
+        in points carried to squares at the baseline's estimate (``margin_in_squares``), so that the worsening
+        exceeds it exactly when ``sqrt(Q_c) > sqrt(Q_b) + margin``; the p-value tests ``Q_c - Q_b > 0``."""
+        return self.judged_worse(test, margin_in_squares(self.margin, test.baseline))
 
 
 def p_worse(candidate: pd.DataFrame, baseline: pd.DataFrame, seed: int, statistic_kind: str):
@@ -204,7 +208,7 @@ def report(title: str, judged_worse: dict[tuple[str, str], int], pairs: int) -> 
         print(f"{name:<24} {label:<36} {count / pairs:>12.3f}  [{low:.3f}, {high:.3f}]")
 
 
-def counterfactual_rates(pairs: int, effect: float, seed: int) -> None:
+def counterfactual_rates(rule: ReleaseRule, pairs: int, effect: float, seed: int) -> None:
     comparisons = {"noisy vs steady": ("noisy", "steady"), "steady vs noisy": ("steady", "noisy"),
                    "noisy vs noisy": ("noisy", "noisy"), "grown vs steady-grown": ("grown", "steady-grown"),
                    "steady-grown vs grown": ("steady-grown", "grown"),
@@ -219,12 +223,14 @@ def counterfactual_rates(pairs: int, effect: float, seed: int) -> None:
             candidate = checkpoint(rng, content, candidate_kind, effect)
             baseline = checkpoint(rng, content, baseline_kind, effect)
             for kind, label in labels.items():
-                judge = u_judged_worse if kind == "u" else judged_worse_by
+                judge = rule.u_judged_worse if kind == "u" else rule.judged_worse
                 judged_worse[(name, label)] += judge(p_worse(candidate, baseline, pair, kind))
     report(f"counterfactual: {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs)
 
 
-def ntvd_rates(pairs: int, effect: float, seed: int, with_raw: bool = True, mentions: str = "one") -> None:
+def ntvd_rates(
+    rule: ReleaseRule, pairs: int, effect: float, seed: int, with_raw: bool = True, mentions: str = "one"
+) -> None:
     comparisons = {"noisy vs steady": ("noisy", "steady"), "steady vs noisy": ("steady", "noisy"),
                    "diverse vs concentrated": ("diverse", "concentrated"), "noisy vs noisy": ("noisy", "noisy"),
                    "grown vs steady-grown": ("grown", "steady-grown"),
@@ -248,13 +254,13 @@ def ntvd_rates(pairs: int, effect: float, seed: int, with_raw: bool = True, ment
             result = paired_ntvd_excess(candidate, baseline, TAU, n_boot=400, seed=pair)
             candidate_excess[name].append(result.candidate)
             excess = paired_speaker_test(result, "higher")
-            judged_worse[(name, labels["excess"])] += judged_worse_by(excess)
-            judged_worse[(name, labels["u"])] += u_judged_worse(paired_group_u_test(candidate, baseline, TAU))
+            judged_worse[(name, labels["excess"])] += rule.judged_worse(excess)
+            judged_worse[(name, labels["u"])] += rule.u_judged_worse(paired_group_u_test(candidate, baseline, TAU))
             points = paired_group_u_test(candidate, baseline, TAU, scale="points")
-            judged_worse[(name, labels["u-points"])] += judged_worse_by(points)
+            judged_worse[(name, labels["u-points"])] += rule.judged_worse(points)
             if with_raw:
                 raw = paired_ntvd_difference(candidate, baseline, tau=TAU, n_permutations=500, seed=pair)
-                judged_worse[(name, labels["raw"])] += raw.p_value <= ALPHA
+                judged_worse[(name, labels["raw"])] += raw.p_value <= rule.alpha
     design = f"{NTVD_SPEAKERS} speakers (13 female, 14 male) x {NTVD_RECORDINGS} recordings, {mentions} value(s) each"
     report(
         f"ntvd (between gender groups, {design}): {pairs} simulated pairs, grown effect {effect}", judged_worse, pairs
@@ -273,7 +279,7 @@ def wer_speakers(rng: np.random.Generator, words: np.ndarray, spread: float, eff
     return pd.DataFrame({"group": groups, "errors": errors, "words": words.astype(float)}, index=index)
 
 
-def wer_rates(pairs: int, effect: float, seed: int) -> None:
+def wer_rates(rule: ReleaseRule, pairs: int, effect: float, seed: int) -> None:
     """The WER ratio's release comparison, largest |log WER ratio|: ``steady`` speakers differ little by chance
     (spread 0.1), ``noisy`` ones more (0.5), ``grown`` female speakers err exp(``effect``) times as often."""
     comparisons = {"noisy vs steady": (0.5, 0.1, 0.0), "noisy vs noisy": (0.5, 0.5, 0.0),
@@ -288,7 +294,7 @@ def wer_rates(pairs: int, effect: float, seed: int) -> None:
             excess = paired_group_exchange_excess(*tables, largest_log_ratio, n_boot=400, seed=pair)
             raw = paired_speaker_bootstrap(*tables, largest_log_ratio, n_boot=400, seed=pair)
             for kind, result in (("excess", excess), ("raw", raw)):
-                judged_worse[(name, labels[kind])] += judged_worse_by(paired_speaker_test(result, "higher"))
+                judged_worse[(name, labels[kind])] += rule.judged_worse(paired_speaker_test(result, "higher"))
     report(f"WER ratio: {pairs} simulated pairs, grown log effect {effect}", judged_worse, pairs)
 
 
@@ -309,7 +315,7 @@ def basis_cells(
     return pd.DataFrame(rows, columns=["speaker", "group", "item", "weight", "value"])
 
 
-def basis_rates(pairs: int, effect: float, seed: int, speakers: int, items: int) -> None:
+def basis_rates(rule: ReleaseRule, pairs: int, effect: float, seed: int, speakers: int, items: int) -> None:
     """The BASIS checks' release comparison: the largest group gap beyond its group-exchange null, paired speaker
     bootstrap (:func:`harness.metrics.paired.paired_crossed_excess`, now), against the raw largest gap's paired
     two-way bootstrap (:func:`harness.metrics.paired.paired_crossed_gap`, before)."""
@@ -330,7 +336,7 @@ def basis_rates(pairs: int, effect: float, seed: int, speakers: int, items: int)
             raw = paired_crossed_gap(candidate, baseline, seed=pair, n_boot=400)
             raw_gap[name].append(raw.candidate)
             for kind, test in (("excess", excess), ("raw", raw)):
-                judged_worse[(name, labels[kind])] += judged_worse_by(test)
+                judged_worse[(name, labels[kind])] += rule.judged_worse(test)
     design = f"{speakers} speakers per group x {items} items"
     report(
         f"BASIS (largest group gap, {design}): {pairs} simulated pairs, grown logit effect {effect}",
@@ -367,7 +373,6 @@ def gate_margins() -> dict[str, float]:
 
 
 def main() -> None:
-    global ALPHA, MARGIN
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--effect", type=float, default=0.4)
@@ -388,26 +393,24 @@ def main() -> None:
         help="the gate's own rule: gate.alpha / (2 x 43) and each check's max_increase (counterfactual, ntvd only)",
     )  # fmt: skip
     args = parser.parse_args()
-    ALPHA, MARGIN = args.alpha, args.margin
     started = time.perf_counter()
     margins = gate_margins() if args.gate_rule else {}
-    if args.gate_rule:
-        ALPHA = gate_release_alpha()
-    print(f"{VALUES} values, one-sided alpha {ALPHA:.3g}; counterfactual {SPEAKERS} speakers x {RECORDINGS} recordings")
+    alpha = gate_release_alpha() if args.gate_rule else args.alpha
+    print(f"{VALUES} values, one-sided alpha {alpha:.3g}; counterfactual {SPEAKERS} speakers x {RECORDINGS} recordings")
     if "counterfactual" in args.checks:
-        MARGIN = margins.get("counterfactual", args.margin)
-        print(f"margin {MARGIN:g}")
-        counterfactual_rates(args.pairs, args.effect, args.seed)
+        rule = ReleaseRule(alpha, margins.get("counterfactual", args.margin))
+        print(f"margin {rule.margin:g}")
+        counterfactual_rates(rule, args.pairs, args.effect, args.seed)
     if "ntvd" in args.checks:
-        MARGIN = margins.get("ntvd", args.margin)
-        print(f"margin {MARGIN:g}")
-        ntvd_rates(args.pairs, args.ntvd_effect, args.seed, not args.no_raw_ntvd, args.ntvd_mentions)
-    MARGIN = args.margin
+        rule = ReleaseRule(alpha, margins.get("ntvd", args.margin))
+        print(f"margin {rule.margin:g}")
+        ntvd_rates(rule, args.pairs, args.ntvd_effect, args.seed, not args.no_raw_ntvd, args.ntvd_mentions)
+    rule = ReleaseRule(alpha, args.margin)
     if "wer" in args.checks:
-        wer_rates(args.pairs, args.wer_effect, args.seed)
+        wer_rates(rule, args.pairs, args.wer_effect, args.seed)
     if "basis" in args.checks:
         for effect in args.basis_effect:
-            basis_rates(args.pairs, effect, args.seed, args.basis_speakers, args.basis_items)
+            basis_rates(rule, args.pairs, effect, args.seed, args.basis_speakers, args.basis_items)
     print(f"{time.perf_counter() - started:.0f} s")
 
 

@@ -266,6 +266,16 @@ class Comparison(JsonRecord):
         """The one-sided p of "no worsening" after the gate's correction (None without a decision)."""
         return None if self.decision is None else self.decision.p_adjusted
 
+    @property
+    def judged(self) -> bool:
+        """Whether the release rule judged this comparison (:data:`RELEASE_JUDGED`)."""
+        return self.status in RELEASE_JUDGED
+
+    @property
+    def undecided(self) -> bool:
+        """Whether the comparison could not have found a regression (:data:`UNDECIDED_COMPARISONS`)."""
+        return self.status in UNDECIDED_COMPARISONS
+
     def to_json(self) -> dict[str, Any]:
         """Every field in order, a non-finite number as null (JSON has no NaN)."""
         return {
@@ -308,8 +318,12 @@ class StatedThreshold(Protocol):
 
 
 UNDECIDED_COMPARISONS = ("not estimable", "underpowered")
-"""Statuses of a release comparison that could not have found a regression (issue 57;
-:data:`harness.checks.release.RELEASE_UNDECIDED`)."""
+"""Statuses of a release comparison that could not have found a regression (issue 57): a case passing its absolute
+threshold with one is unmeasured, and a failing case a new failure, never a known failure or "no regression"."""
+
+RELEASE_JUDGED = ("compared", "backbone")
+"""Statuses of a release comparison under which a case's release verdict is its regression verdict (issue 23): a
+mode without audio never regresses; a new or unsupported case keeps its absolute verdict."""
 
 # Filled in after the check's verdict, and omitted from results.json while unset.
 _WHEN_SET = ("decision", "floors", "absolute_passed", "release", "baseline", "nodeid")

@@ -17,7 +17,7 @@ from harness.checks.context import CheckContext, CompareContext
 from harness.core.values import derived_seed, finite_or_none
 from harness.metrics.detectable import WaldSensitivity
 from harness.metrics.paired import PairedTest
-from harness.records import UNDECIDED_COMPARISONS, CaseRecord, Comparison, FloorChange, RegressionDecision
+from harness.records import CaseRecord, Comparison, FloorChange, RegressionDecision
 
 if TYPE_CHECKING:
     from harness.checks.case import Case
@@ -126,16 +126,8 @@ def unsupported(baseline: CaseRecord, reason: str) -> Comparison:
     return Comparison(status="unsupported", baseline_value=baseline.value, message=reason)
 
 
-RELEASE_JUDGED = ("compared", "backbone")
-"""Baseline statuses under which a case's release verdict is its regression verdict (issue 23): a mode without audio
-never regresses; a new or unsupported case keeps its absolute verdict."""
-
 UNDERPOWERED = "underpowered"
 """A comparison whose test cannot detect twice its margin at 80% power (:data:`DETECTABLE_MARGINS`)."""
-
-RELEASE_UNDECIDED = UNDECIDED_COMPARISONS
-"""Statuses of a comparison that could not have found a regression (issue 57): a case passing its absolute threshold
-with one is unmeasured, and a failing case a new failure, never a known failure or "no regression"."""
 
 DETECTABLE_MARGINS = 2.0
 """A release comparison is powered when it detects a worsening of this many margins at 80% power."""

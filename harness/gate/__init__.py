@@ -18,7 +18,7 @@ import pandas as pd
 from harness.checks import all_checks, get_check
 from harness.checks.base import Verdict
 from harness.checks.case import Case
-from harness.checks.release import RELEASE_JUDGED, RELEASE_UNDECIDED, unsupported, with_floor_changes
+from harness.checks.release import unsupported, with_floor_changes
 from harness.core.errors import DesignCannotFail, ModelError, RequestsPlanned
 from harness.core.files import portable_path, portable_source
 from harness.data.provenance import provenance_summary
@@ -264,13 +264,12 @@ class Gate:
         if self.baseline is None:
             return Verdict(verdict.passed, verdict.message, record)
         comparison, baseline_record = self.comparison(check, case, record)
-        compared = comparison.status in RELEASE_JUDGED
         outcome = release_decision(
             verdict.passed,
             comparison,
             None if baseline_record is None else baseline_absolute_passed(baseline_record),
         )
-        if outcome == UNMEASURED_RELEASE:
+        if outcome == UNMEASURED:
             baseline = BaselineComparison.of(comparison, portable_source(self.baseline.source), self.baseline.model)
             raise DesignCannotFail(
                 f"{verdict.message}; {comparison.message}; release: passed its absolute threshold, but its comparison "
@@ -281,10 +280,10 @@ class Gate:
         why = (
             f"; not compared with the baseline (status {comparison.status}): a case failing its absolute threshold "
             "is a known failure only when compared"
-            if outcome == "new failure" and baseline_record is not None and not compared
+            if outcome == "new failure" and baseline_record is not None and not comparison.judged
             else ""
         )
-        if outcome == "new failure" and compared:
+        if outcome == "new failure" and comparison.judged:
             why += (
                 "; crossed the bar and worsened significantly"
                 if comparison.decision is not None and comparison.decision.significant
@@ -438,21 +437,16 @@ def release_outcome(absolute_passed: bool, regressed: bool, compared: bool, base
     return "no regression" if compared else "pass"
 
 
-UNMEASURED_RELEASE = "unmeasured"
-"""The release decision of a case that passed its absolute threshold but whose comparison could not have found a
-regression (:data:`~harness.checks.release.RELEASE_UNDECIDED`): unmeasured, never "no regression"."""
-
-
 def release_decision(absolute_passed: bool, comparison: Comparison, baseline_passed: bool | None) -> str:
     """A case's release decision from its absolute verdict, its :class:`~harness.records.Comparison` with the
-    baseline and whether the baseline's case met its criterion (None: unmeasured or absent): :data:`UNMEASURED_RELEASE`
+    baseline and whether the baseline's case met its criterion (None: unmeasured or absent): :data:`~harness.records.UNMEASURED`
     for a passing case whose comparison is undecided (not estimable or underpowered, issue 57), else the ratchet of
     :func:`release_outcome`, where only a comparison judged by the release rule (``compared``, ``backbone``) counts
     as compared and only a ``compared`` one can regress."""
-    if absolute_passed and comparison.status in RELEASE_UNDECIDED:
-        return UNMEASURED_RELEASE
+    if absolute_passed and comparison.undecided:
+        return UNMEASURED
     regressed = bool(comparison.regressed) and comparison.status == "compared"
-    return release_outcome(absolute_passed, regressed, comparison.status in RELEASE_JUDGED, baseline_passed)
+    return release_outcome(absolute_passed, regressed, comparison.judged, baseline_passed)
 
 
 def baseline_absolute_passed(record: CaseRecord) -> bool:

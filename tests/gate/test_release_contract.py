@@ -22,13 +22,13 @@ from hypothesis import strategies as st
 
 from harness.checks import all_checks
 from harness.checks.case import Case
-from harness.checks.release import DETECTABLE_MARGINS, RELEASE_JUDGED, RELEASE_UNDECIDED, regression_comparison
-from harness.gate import RELEASE_PASSES, UNMEASURED_RELEASE, release_decision
+from harness.checks.release import DETECTABLE_MARGINS, regression_comparison
+from harness.gate import RELEASE_PASSES, release_decision
 from harness.gate.audio_floor import AUDIO_FLOOR_SCHEMA
 from harness.gate.release_thresholds import ReleaseThresholds
 from harness.metrics.multitest import DecisionRule
 from harness.metrics.paired import PairedTest
-from harness.records import Comparison, RegressionDecision
+from harness.records import RELEASE_JUDGED, UNDECIDED_COMPARISONS, UNMEASURED, Comparison, RegressionDecision
 from harness.thresholds import GATE_SCHEMA, HIGHER, LOWER, Thresholds, value_type_problem
 from tests.checks.test_testability import RuleOnly
 
@@ -140,7 +140,7 @@ def test_a_comparison_is_judged_only_where_it_could_have_found_a_regression(test
         assert comparison.regressed or _powered(comparison.decision, margin)
         assert math.isfinite(test.worsening) and math.isfinite(test.p_worse), comparison.message
     else:
-        assert comparison.status in RELEASE_UNDECIDED and not comparison.regressed
+        assert comparison.status in UNDECIDED_COMPARISONS and not comparison.regressed
 
 
 def _powered(decision: RegressionDecision, margin: float) -> bool:
@@ -168,8 +168,8 @@ def test_no_known_failure_or_release_pass_from_an_undecided_comparison(
         assert status in RELEASE_JUDGED and absolute_passed
     if outcome == "regression":
         assert status == "compared" and regressed
-    if status in RELEASE_UNDECIDED:
+    if status in UNDECIDED_COMPARISONS:
         assert outcome not in RELEASE_PASSES
-        assert outcome == (UNMEASURED_RELEASE if absolute_passed else "new failure")
+        assert outcome == (UNMEASURED if absolute_passed else "new failure")
     if not absolute_passed:
         assert outcome in ("regression", "new failure", "known failure")
