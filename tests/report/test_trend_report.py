@@ -18,19 +18,19 @@ from support.series import night_results, write_series
 MODELS = ("sim:a", "sim:b", "sim:c")
 DIMENSIONS = ("age", "gender")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-INJECTED = ("sim:b-age", 20)
+INJECTED = ("sim:b-age", 10)
 CHANGES = {
-    **{night: {"absent": ["sim:c-age"]} for night in range(10)},
-    **{night: {"absent": ["sim:b-gender"]} for night in range(26, 32)},
-    5: {"absent": ["sim:c-age"], "unmeasured": ["sim:a-age"]},
+    **{night: {"absent": ["sim:c-age"]} for night in range(5)},
+    **{night: {"absent": ["sim:b-gender"]} for night in range(13, 16)},
+    2: {"absent": ["sim:c-age"], "unmeasured": ["sim:a-age"]},
 }
 
 
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory):
-    """32 nightly results files, shuffled: one injected regression, a case appearing, one disappearing, one unmeasured night."""
+    """16 nightly results files, shuffled: one injected regression, a case appearing, one disappearing, one unmeasured night."""
     paths = write_series(
-        tmp_path_factory.mktemp("nights"), 32, MODELS, DIMENSIONS, regression=INJECTED, changes=CHANGES
+        tmp_path_factory.mktemp("nights"), 16, MODELS, DIMENSIONS, regression=INJECTED, changes=CHANGES
     )
     random.Random(7).shuffle(paths)
     return paths
@@ -59,7 +59,7 @@ def series_report(nights, tmp_path_factory):
 
 
 def test_series_is_ordered_by_recorded_time_or_as_given(nights):
-    assert [run.label for run in load_series(nights)] == [f"night-{night:02d}" for night in range(32)]
+    assert [run.label for run in load_series(nights)] == [f"night-{night:02d}" for night in range(16)]
     assert [run.label for run in load_series(nights, order="given")] == [path.stem for path in nights]
 
 
@@ -101,12 +101,12 @@ def test_neighbour_comparisons_flag_only_the_injected_regression(compared):
     regressed = [
         (runs[index].label, key) for (index, key), comparison in comparisons.items() if comparison["regressed"]
     ]
-    assert regressed == [("night-20", ("classification", "sim:b", "basis-synthetic", None, "age"))]
+    assert regressed == [("night-10", ("classification", "sim:b", "basis-synthetic", None, "age"))]
     assert all(comparison["status"] == "compared" for comparison in comparisons.values())
     assert (
-        6,
+        3,
         ("classification", "sim:a", "basis-synthetic", None, "age"),
-    ) not in comparisons  # night 5 was unmeasured: nothing to pair with
+    ) not in comparisons  # night 2 was unmeasured: nothing to pair with
 
 
 def test_trend_orders_regressed_then_failing_then_changed_and_folds_the_rest(compared):
@@ -116,10 +116,10 @@ def test_trend_orders_regressed_then_failing_then_changed_and_folds_the_rest(com
     assert shown[0] == ("sim:b-age", None, None, "passed")
     assert set(shown[1:]) == {
         ("sim:a-age", None, None, "passed"),
-        ("sim:b-gender", None, "night-26", "absent"),
-        ("sim:c-age", "night-10", None, "passed"),
+        ("sim:b-gender", None, "night-13", "absent"),
+        ("sim:c-age", "night-05", None, "passed"),
     }
-    assert [item["label"] for item in view["shown"][0]["regressions"]] == ["night-20"]
+    assert [item["label"] for item in view["shown"][0]["regressions"]] == ["night-10"]
     unmeasured = next(item for item in view["shown"] if item["id"] == "sim:a-age")
     assert len(unmeasured["chart"]["unmeasured"]) == 1 and unmeasured["check"] == "classification"
     assert [(block["model"], [item["id"] for item in block["panels"]]) for block in view["folded"]] == [
@@ -166,9 +166,9 @@ def test_one_file_renders_its_report_and_a_bad_file_is_named(tmp_path, nights):
 def test_series_report_is_self_contained_with_the_summary_of_the_last_night(series_report, nights):
     html = (series_report / "trend.html").read_text()
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
-    assert "Trend over 32 runs" in html and len(re.findall(r'class="panel[ "]', html)) == 6
+    assert "Trend over 16 runs" in html and len(re.findall(r'class="panel[ "]', html)) == 6
     summary = (series_report / "summary.md").read_text()
-    assert "night-31.json" in summary and "**PASS**" in summary
+    assert "night-15.json" in summary and "**PASS**" in summary
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)")
@@ -185,13 +185,13 @@ def test_trend_in_chromium_marks_the_injected_regression_first(series_report, tm
     assert panels[0][0] == "classification:sim:b-age"
     assert panels[0][1].count('class="regression"') == 2  # the ring and the mark above it
     assert all('class="regression"' not in body for _, body in panels[1:])
-    assert 'panel regressed" data-case="classification:sim:b-age"' in dom and "night-20: vs baseline" in dom
+    assert 'panel regressed" data-case="classification:sim:b-age"' in dom and "night-10: vs baseline" in dom
 
 
 def test_memo_reuses_neighbour_comparisons_and_drops_stale_ones(nights, tmp_path, monkeypatch):
     import harness.gate.series as series
 
-    runs = load_series(nights)[:4]  # four ordinary nights: the memo's rule is the same for every length
+    runs = load_series(nights)[5:9]  # four ordinary nights: the memo's rule is the same for every length
     memo = {"stale": {"regressed": True}}
     first = neighbour_comparisons(runs[:-1], memo=memo)
     assert "stale" not in memo and len(memo) == len(first)
