@@ -34,6 +34,7 @@ from harness.suite.filters import (
     wer_filter,
 )
 from harness.suite.items import BasisSet, read_basis_items, read_sentences
+from harness.suite.spread import check_engine_confound, dimension_spreads, gate_alpha, voice_warnings
 from harness.suite.voices import VoiceSpec, voices_per_group
 
 LAYOUTS = ("corpus", "basis")
@@ -195,13 +196,20 @@ def build_suite(
     progress: bool = True,
     log: Callable[[str], None] = print,
     force: bool = False,
+    allow_engine_confound: bool = False,
 ) -> BuildResult:
     """Build the suite (module docstring); bad input raises :class:`SuiteError` before anything is written, a
-    non-empty ``out`` that no build made among it (:func:`check_out_folder`) unless ``force``."""
+    non-empty ``out`` that no build made among it (:func:`check_out_folder`) unless ``force``; a dimension whose bank
+    determines its group raises :class:`~harness.suite.spread.EngineConfoundError` unless ``allow_engine_confound``
+    (:mod:`harness.suite.spread`)."""
     if layout not in LAYOUTS:
         raise SuiteError(f"--layout {layout!r}: one of {', '.join(LAYOUTS)}")
     check_out_folder(out, force)
     parts = check_voices(voices)
+    spreads = dimension_spreads(voices)
+    confounds = check_engine_confound(spreads, allow_engine_confound)
+    alpha = gate_alpha()
+    spread_warnings = voice_warnings(spreads, alpha)
     clips, layout_input = plan_clips(layout, items, voices, parts)
     unlabelled = [voice.text for voice in voices if filters.dimension not in voice.label]
     if (filters.perceived or filters.outliers) and unlabelled:
@@ -340,6 +348,9 @@ def build_suite(
         "processing": PROCESSING,
         "filters": record,
         "groups": counts,
+        "spread": {spread.dimension: spread.to_json() for spread in spreads},
+        "engine_confound": {"allowed": allow_engine_confound, "dimensions": confounds},
+        "voice_warnings": {"alpha": alpha, "warnings": spread_warnings},
         "clips": {"planned": len(clips), "admitted": len(admitted), "made": store.made, "reused": store.reused},
         "problems": problems,
     }
@@ -469,6 +480,16 @@ def report_lines(provenance: dict) -> list[str]:
     for dimension, groups in provenance["groups"].items():
         cells = ", ".join(f"{group} {c['voices']} voice(s) / {c['clips']} clips" for group, c in groups.items())
         lines.append(f"  {dimension}: {cells}")
+    for dimension, groups in provenance["spread"].items():
+        cells = "; ".join(
+            f"{group} {len(cell['banks'])} bank(s) / {cell['voices']} voice(s) "
+            f"({', '.join(f'{bank} {len(speakers)}' for bank, speakers in cell['banks'].items())})"
+            for group, cell in groups.items()
+        )
+        lines.append(f"  {dimension} over banks: {cells}")
+    lines += [f"ENGINE CONFOUND (built with --allow-engine-confound): {line}"
+              for line in provenance["engine_confound"]["dimensions"]]  # fmt: skip
+    lines += [f"WARNING: {line}" for line in provenance["voice_warnings"]["warnings"]]
     filters = provenance["filters"]
     wer = filters["wer"]
     lines.append(
