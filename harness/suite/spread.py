@@ -129,7 +129,7 @@ def voice_warnings(spreads: list[DimensionSpread], alpha: float) -> list[str]:
                 warnings.append(
                     f"{spread.dimension}={group.group}: {group.voices} voice(s), fewer than the {needed} per group a "
                     f"permutation over voices across {len(spread.groups)} groups needs to reach p <= {alpha:g} "
-                    f"before any correction; its {spread.dimension} cases will be unmeasured"
+                    f"before any correction: no {spread.dimension} contrast tested by permuting voices can be significant"
                 )
     return warnings
 
