@@ -40,8 +40,8 @@ def tone_banks():
 def accent_voices(banks_of: dict[str, list[str]]) -> str:
     """Per accent, one female and one male voice per bank listed, as a --voices argument."""
     return ",".join(
-        f"{bank}:{100 + 10 * number + (gender == 'male')}@accent={accent}@gender={gender}"
-        for accent, banks in banks_of.items()
+        f"{bank}:{100 * (place + 1) + 10 * number + (gender == 'male')}@accent={accent}@gender={gender}"
+        for place, (accent, banks) in enumerate(banks_of.items())
         for number, bank in enumerate(banks)
         for gender in ("female", "male")
     )
