@@ -20,7 +20,7 @@ from pathlib import Path
 
 from harness.core.files import atomic_write_bytes
 from harness.suite.audio import PROCESSING
-from harness.suite.banks import checked_bank
+from harness.suite.banks import checked_bank, get_bank
 from harness.suite.clips import Clip, ClipStore, clip_recipe
 from harness.suite.errors import SuiteError
 from harness.suite.filters import (
@@ -342,6 +342,7 @@ def build_suite(
                 "synthesiser": parts[v.speaker]["synthesiser"],
                 "settings": v.setting,
                 "labels": v.label,
+                "package": package.to_json() if (package := get_bank(v.bank).package(v)) else None,
             }
             for v in voices
         ],  # fmt: skip

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.models.base import Backend
+from harness.suite.banks import VoiceBank
 
 SENTENCES = {
     "c1": "The bus leaves at half past seven.",
@@ -78,11 +79,10 @@ class PitchEars(Backend):
         return [f"It sounds {voice_praat_group(r.audio.samples, r.audio.sample_rate)}." for r in requests]
 
 
-class ToneBank:
+class ToneBank(VoiceBank):
     """A test voice bank (register it under any name): each voice a sine of ``VOICE`` Hz, 0.3 s per word of the text;
     it needs no synthesiser, so the builder's voice checks (the engine confound, the voices per group) run anywhere."""
 
-    settings: dict = {}
     parallel = False
 
     def __init__(self, name: str):
@@ -95,10 +95,8 @@ class ToneBank:
         return None
 
     def check(self, voice) -> None:
+        super().check(voice)
         float(voice.voice)
-
-    def recipe_parts(self, voice) -> dict:
-        return {"voice": voice.sound, "synthesiser": self.version()}
 
     def synthesise(self, voice, text: str):
         import numpy as np
