@@ -320,6 +320,12 @@ def build_suite(
                 )
     if layout == "basis":
         problems += short_sets(layout_input[1], admitted)
+    admitted_spreads = dimension_spreads(kept_voices)
+    admitted_confounds = check_engine_confound(admitted_spreads, allowed=True)
+    if not allow_engine_confound:
+        problems += [f"after the filters, {line}" for line in admitted_confounds if line not in confounds]
+    spread_warnings += [f"after the filters, {line}" for line in voice_warnings(admitted_spreads, alpha)
+                        if line not in spread_warnings]  # fmt: skip
     counts = {
         dimension: {
             group: {
@@ -350,7 +356,11 @@ def build_suite(
         "filters": record,
         "groups": counts,
         "spread": {spread.dimension: spread.to_json() for spread in spreads},
-        "engine_confound": {"allowed": allow_engine_confound, "dimensions": confounds},
+        "spread_admitted": {spread.dimension: spread.to_json() for spread in admitted_spreads},
+        "engine_confound": {
+            "allowed": allow_engine_confound,
+            "dimensions": list(dict.fromkeys(confounds + admitted_confounds)),
+        },  # fmt: skip
         "voice_warnings": {"alpha": alpha, "warnings": spread_warnings},
         "clips": {"planned": len(clips), "admitted": len(admitted), "made": store.made, "reused": store.reused},
         "problems": problems,
@@ -481,13 +491,14 @@ def report_lines(provenance: dict) -> list[str]:
     for dimension, groups in provenance["groups"].items():
         cells = ", ".join(f"{group} {c['voices']} voice(s) / {c['clips']} clips" for group, c in groups.items())
         lines.append(f"  {dimension}: {cells}")
-    for dimension, groups in provenance["spread"].items():
-        cells = "; ".join(
-            f"{group} {len(cell['banks'])} bank(s) / {cell['voices']} voice(s) "
-            f"({', '.join(f'{bank} {len(speakers)}' for bank, speakers in cell['banks'].items())})"
-            for group, cell in groups.items()
-        )
-        lines.append(f"  {dimension} over banks: {cells}")
+    for key, words in (("spread", "over banks"), ("spread_admitted", "over banks, admitted")):
+        for dimension, groups in provenance[key].items():
+            cells = "; ".join(
+                f"{group} {len(cell['banks'])} bank(s) / {cell['voices']} voice(s) "
+                f"({', '.join(f'{bank} {len(speakers)}' for bank, speakers in cell['banks'].items())})"
+                for group, cell in groups.items()
+            )
+            lines.append(f"  {dimension} {words}: {cells}")
     lines += [f"ENGINE CONFOUND (built with --allow-engine-confound): {line}"
               for line in provenance["engine_confound"]["dimensions"]]  # fmt: skip
     lines += [f"WARNING: {line}" for line in provenance["voice_warnings"]["warnings"]]

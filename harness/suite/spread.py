@@ -10,7 +10,10 @@ builder states, per dimension and group, which banks read it and with how many v
   groups, and no bank reads two of them. Every group read by one bank only, each a different one (``accent=us``
   all rhvoice, ``accent=de`` all mbrola) is that case; so is ``us`` on rhvoice and festival against ``de`` on mbrola
   and espeak-ng, where the engine still tells the groups apart. A dimension all read by one bank is not confounded
-  (the engine is constant). ``--allow-engine-confound`` builds it anyway; the suite records the confound
+  (the engine is constant). The declared voices are checked before any clip is made (exit 1, one ``ERROR:`` line);
+  the admitted ones again after the filters, which may drop every voice of a shared bank from a group (a problem
+  of the build: exit 1, nothing loadable written; ``spread_admitted`` in ``provenance.json``).
+  ``--allow-engine-confound`` builds it anyway; the suite records the confound
   (``provenance.json``'s ``engine_confound``) and every gate run on the suite names it (its terminal lines,
   results.json's corpus provenance, the report's deviations).
 * **warns** where a group has fewer voices than the speaker-level permutation test over the dimension's groups

@@ -113,3 +113,23 @@ def test_an_allowed_engine_confound_is_named_on_every_surface_of_a_gate_run(tmp_
     assert results.to_json()["metadata"]["corpora"]["built"]["provenance"]["engine_confound"] == record.engine_confound
     assert named in write_report(results, tmp_path / "report.html").read_text()  # the report's deviations
     assert named in render_summary(results)  # the CI summary
+
+
+def test_filters_that_leave_each_accent_on_banks_of_its_own_make_the_build_exit_1(tmp_path, tone_banks, capsys):
+    # tone-b reads both accents as declared; voice:praat hears its two us voices as the other gender and drops them,
+    # so that the admitted us voices are all tone-a's and the de voices tone-b's and tone-c's
+    voices = ",".join([
+        "tone-a:220@accent=us@gender=female", "tone-a:110@accent=us@gender=male",
+        "tone-b:120@accent=us@gender=female", "tone-b:230@accent=us@gender=male",
+        "tone-b:235@accent=de@gender=female", "tone-c:225@accent=de@gender=female", "tone-c:115@accent=de@gender=male",
+    ])  # fmt: skip
+    status = suite_main(["build", "--items", str(write_items(tmp_path, 2)), "--voices", voices, "--out",
+                         str(tmp_path / "suite"), "--no-wer-filter", "--no-outliers", "--no-progress"])  # fmt: skip
+    assert status == 1, capsys.readouterr()
+    provenance = json.loads((tmp_path / "suite" / "provenance.json").read_text())
+    assert provenance["filters"]["perceived_group"]["dropped_voices"] == ["spk03", "spk04"]
+    assert provenance["problems"] == [
+        "after the filters, accent: the bank determines the group (accent=us: tone-a (spk01, spk02); "
+        "accent=de: tone-b (spk05), tone-c (spk06, spk07))"
+    ]
+    assert not (tmp_path / "suite" / "manifest.csv").exists()
