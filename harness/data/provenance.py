@@ -1,7 +1,8 @@
 """A built suite's provenance (``provenance.json``, written by ``lalm-fairness-suite build``), in one line for a run.
 
 The run's metadata and the report name where a corpus or BASIS suite came from: its voices' synthesisers, the
-admission filters and what they dropped (:mod:`harness.suite.build` writes the file). A folder without the file
+admission filters and what they dropped, and an engine confound the build was allowed to keep
+(:mod:`harness.suite.build` writes the file). A folder without the file
 (a recorded corpus, the shipped demo) has no provenance entry.
 """
 
@@ -16,8 +17,9 @@ PROVENANCE_FILE = "provenance.json"
 
 
 def provenance_summary(folder: Path) -> dict | None:
-    """``{"path", "summary"}`` of ``folder/provenance.json``, or None without one; a file that cannot be read is
-    named with why, not an error (the suite itself loaded)."""
+    """``{"path", "summary", "engine_confound"}`` of ``folder/provenance.json``, or None without one; a file that
+    cannot be read is named with why, not an error (the suite itself loaded). ``engine_confound``: the lines of the
+    dimensions built with ``--allow-engine-confound`` (:mod:`harness.suite.spread`), or None."""
     path = Path(folder) / PROVENANCE_FILE
     if not path.is_file():
         return None
@@ -39,10 +41,13 @@ def provenance_summary(folder: Path) -> dict | None:
         outliers = filters.get("outliers", {})
         words.append(f"{len(outliers['listed'])} outlier(s) listed" if outliers.get("enabled") else "outliers off")
         clips = record["clips"]
+        confounds = list((record.get("engine_confound") or {}).get("dimensions") or [])
+        if confounds:
+            words.append(f"ENGINE CONFOUND allowed: {' | '.join(confounds)}")
         summary = (
             f"{record['tool']} ({record['layout']}): {len(voices)} voices ({', '.join(synthesisers)}); "
             f"{clips['admitted']} of {clips['planned']} clips admitted; {'; '.join(words)}"
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        summary = f"unreadable ({type(exc).__name__}: {exc})"
-    return {"path": portable_path(path), "summary": summary}
+        summary, confounds = f"unreadable ({type(exc).__name__}: {exc})", []
+    return {"path": portable_path(path), "summary": summary, "engine_confound": confounds or None}

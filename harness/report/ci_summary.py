@@ -56,6 +56,7 @@ def render_summary(results: RunResults, report_link: str | None = None, results_
         + "."
     )
     lines += model_verdict_lines(results)
+    lines += [f"**Engine confound:** {line}." for line in results.engine_confounds()]
     deviations = (results.metadata.baseline.threshold_deviations or []) if results.metadata.baseline is not None else []
     if deviations:
         lines += ["", "Judged by one rule with the baseline (the stricter where the two thresholds files differ):"]

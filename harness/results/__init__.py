@@ -181,7 +181,21 @@ class RunResults:
                 f"audio floor ({' and '.join(names)} probe{'s' if len(names) > 1 else ''} of {model}): {deviation}"
                 for deviation, names in by_deviation.items()
             ]
+        deviations += self.engine_confounds()
         return list(dict.fromkeys(filter(None, deviations)))
+
+    def engine_confounds(self) -> list[str]:
+        """A line per corpus or BASIS suite built with ``--allow-engine-confound`` and dimension it confounds
+        (:mod:`harness.suite.spread`): its group differences may be its voice banks'."""
+        sources = [(f"corpus {name}", entry.provenance) for name, entry in self.metadata.corpora.items()]
+        if self.metadata.basis_suite is not None:
+            sources.append((f"BASIS suite {self.metadata.basis_suite.path}", self.metadata.basis_suite.provenance))
+        return [
+            f"{source} was built with --allow-engine-confound: {line}; a group difference on it may be its voice banks'"
+            for source, provenance in sources
+            if provenance is not None
+            for line in provenance.engine_confound or []
+        ]
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -64,10 +64,15 @@ class ModelLoad(JsonRecord):
 @dataclasses.dataclass(frozen=True)
 class SuiteProvenance(JsonRecord):
     """Where a built corpus or suite came from: its ``provenance.json`` (``path``) in one line (``summary``: voices,
-    synthesisers, the admission filters and what they dropped; :mod:`harness.data.provenance`)."""
+    synthesisers, the admission filters and what they dropped; :mod:`harness.data.provenance`) and, for a suite
+    built with ``--allow-engine-confound``, the dimensions whose voice bank determines the group
+    (``engine_confound``, each with its cells; :mod:`harness.suite.spread`)."""
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("engine_confound",)
 
     path: str
     summary: str
+    engine_confound: list[str] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from harness.core.files import atomic_write_bytes
 from harness.suite.audio import PROCESSING
-from harness.suite.banks import checked_bank
+from harness.suite.banks import checked_bank, get_bank
 from harness.suite.clips import Clip, ClipStore, clip_recipe
 from harness.suite.errors import SuiteError
 from harness.suite.filters import (
@@ -34,6 +34,7 @@ from harness.suite.filters import (
     wer_filter,
 )
 from harness.suite.items import BasisSet, read_basis_items, read_sentences
+from harness.suite.spread import check_engine_confound, dimension_spreads, gate_alpha, voice_warnings
 from harness.suite.voices import VoiceSpec, voices_per_group
 
 LAYOUTS = ("corpus", "basis")
@@ -195,13 +196,20 @@ def build_suite(
     progress: bool = True,
     log: Callable[[str], None] = print,
     force: bool = False,
+    allow_engine_confound: bool = False,
 ) -> BuildResult:
     """Build the suite (module docstring); bad input raises :class:`SuiteError` before anything is written, a
-    non-empty ``out`` that no build made among it (:func:`check_out_folder`) unless ``force``."""
+    non-empty ``out`` that no build made among it (:func:`check_out_folder`) unless ``force``; a dimension whose bank
+    determines its group raises :class:`~harness.suite.spread.EngineConfoundError` unless ``allow_engine_confound``
+    (:mod:`harness.suite.spread`)."""
     if layout not in LAYOUTS:
         raise SuiteError(f"--layout {layout!r}: one of {', '.join(LAYOUTS)}")
     check_out_folder(out, force)
     parts = check_voices(voices)
+    spreads = dimension_spreads(voices)
+    confounds = check_engine_confound(spreads, allow_engine_confound)
+    alpha = gate_alpha()
+    spread_warnings = voice_warnings(spreads, alpha)
     clips, layout_input = plan_clips(layout, items, voices, parts)
     unlabelled = [voice.text for voice in voices if filters.dimension not in voice.label]
     if (filters.perceived or filters.outliers) and unlabelled:
@@ -312,6 +320,12 @@ def build_suite(
                 )
     if layout == "basis":
         problems += short_sets(layout_input[1], admitted)
+    admitted_spreads = dimension_spreads(kept_voices)
+    admitted_confounds = check_engine_confound(admitted_spreads, allowed=True)
+    if not allow_engine_confound:
+        problems += [f"after the filters, {line}" for line in admitted_confounds if line not in confounds]
+    spread_warnings += [f"after the filters, {line}" for line in voice_warnings(admitted_spreads, alpha)
+                        if line not in spread_warnings]  # fmt: skip
     counts = {
         dimension: {
             group: {
@@ -334,12 +348,20 @@ def build_suite(
                 "synthesiser": parts[v.speaker]["synthesiser"],
                 "settings": v.setting,
                 "labels": v.label,
+                "package": package.to_json() if (package := get_bank(v.bank).package(v)) else None,
             }
             for v in voices
         ],  # fmt: skip
         "processing": PROCESSING,
         "filters": record,
         "groups": counts,
+        "spread": {spread.dimension: spread.to_json() for spread in spreads},
+        "spread_admitted": {spread.dimension: spread.to_json() for spread in admitted_spreads},
+        "engine_confound": {
+            "allowed": allow_engine_confound,
+            "dimensions": list(dict.fromkeys(confounds + admitted_confounds)),
+        },  # fmt: skip
+        "voice_warnings": {"alpha": alpha, "warnings": spread_warnings},
         "clips": {"planned": len(clips), "admitted": len(admitted), "made": store.made, "reused": store.reused},
         "problems": problems,
     }
@@ -469,6 +491,17 @@ def report_lines(provenance: dict) -> list[str]:
     for dimension, groups in provenance["groups"].items():
         cells = ", ".join(f"{group} {c['voices']} voice(s) / {c['clips']} clips" for group, c in groups.items())
         lines.append(f"  {dimension}: {cells}")
+    for key, words in (("spread", "over banks"), ("spread_admitted", "over banks, admitted")):
+        for dimension, groups in provenance[key].items():
+            cells = "; ".join(
+                f"{group} {len(cell['banks'])} bank(s) / {cell['voices']} voice(s) "
+                f"({', '.join(f'{bank} {len(speakers)}' for bank, speakers in cell['banks'].items())})"
+                for group, cell in groups.items()
+            )
+            lines.append(f"  {dimension} {words}: {cells}")
+    lines += [f"ENGINE CONFOUND (built with --allow-engine-confound): {line}"
+              for line in provenance["engine_confound"]["dimensions"]]  # fmt: skip
+    lines += [f"WARNING: {line}" for line in provenance["voice_warnings"]["warnings"]]
     filters = provenance["filters"]
     wer = filters["wer"]
     lines.append(

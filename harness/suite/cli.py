@@ -1,7 +1,8 @@
 """``lalm-fairness-suite build``: build a spoken suite from text items and TTS voices (issue 49, BASIS-Bench §3.3).
 
 Exit status: 0 built; 1 built, but the filters left a group with fewer than 2 voices (nothing loadable written; the
-build report says which); 4 bad input (an item file, a voice spec, a group label, a missing synthesiser, model or
+build report says which), or refused before any clip is made: a dimension whose voice bank determines its group (one
+``ERROR:`` line naming the cells; ``--allow-engine-confound`` builds it and names it on every gate run); 4 bad input (an item file, a voice spec, a group label, a missing synthesiser, model or
 extra, a non-empty ``--out`` no build made without ``--force``: one ``ERROR:`` line naming the file and row, the
 spec and the packages it lacks, or the folder, before any clip is made); 2 interrupted (the clips made so far are kept, and the
 next build goes on from them).
@@ -21,6 +22,7 @@ from harness.core.tools import EXIT_INTERRUPTED, ToolParser, report_error
 from harness.suite.build import LAYOUTS, Filters, build_suite, check_out_folder
 from harness.suite.errors import SuiteError
 from harness.suite.filters import DEFAULT_ASR, DEFAULT_MIN_SHARE, DEFAULT_PERCEIVER, spec_perceiver, spec_transcriber
+from harness.suite.spread import ALLOW_OPTION, EngineConfoundError
 from harness.suite.voices import read_voices
 
 PROG = "lalm-fairness-suite"
@@ -35,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
         description="Read every text item with every voice, admit the clips past the BASIS-Bench filters (WER = 0, "
         "perceived group, outliers listed), and write a corpus (--corpus NAME=DIR) or a BASIS suite (--basis-suite DIR) "
         "with provenance.json and build-report.txt. Exit 0 built, 1 a group left with fewer than 2 voices (nothing "
-        "loadable written), 4 bad input (one ERROR: line), 2 interrupted (run it again to go on).",
+        "loadable written) or a dimension whose voice bank determines its group, 4 bad input (one ERROR: line), 2 interrupted (run it again to go on).",
     )
     build.add_argument(
         "--items",
@@ -92,6 +94,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="build into a non-empty --out that no build made (its files may be replaced)",
     )
+    build.add_argument(
+        ALLOW_OPTION,
+        action="store_true",
+        help="build a dimension whose groups are read by banks no other group uses (the engine confound); the suite "
+        "records it and every gate run on it names it",
+    )
     build.add_argument("--no-progress", action="store_true", help="no progress bars")
     return top
 
@@ -133,7 +141,10 @@ def run(args: argparse.Namespace) -> int:
             filters.perceiver = spec_perceiver(args.perceiver)
         result = build_suite(args.layout, args.items, voices, args.out, filters, name=args.name,
                              description=args.description, store_dir=args.clip_store, progress=not args.no_progress,
-                             force=args.force)  # fmt: skip
+                             force=args.force, allow_engine_confound=args.allow_engine_confound)  # fmt: skip
+    except EngineConfoundError as exc:
+        report_error(PROG, exc)
+        return 1
     except SuiteError as exc:
         return report_error(PROG, exc)
     except subprocess.CalledProcessError as exc:

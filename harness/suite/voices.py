@@ -169,18 +169,27 @@ def read_voices_file(path: Path) -> list[VoiceSpec]:
 
 
 def with_speaker_ids(voices: Iterable[VoiceSpec]) -> list[VoiceSpec]:
-    """Each voice with its speaker id: the one it names, else ``spk<NN>`` by position (1-based, two digits)."""
+    """Each voice with its speaker id: the one it names, else ``spk<NN>`` by position (1-based, two digits). Two
+    voices with one speaker id, or one sound (:attr:`VoiceSpec.sound`) under two speaker ids, are an error: a voice
+    is the speaker every check permutes, resamples or models (issue 61, item 4), and the same sound twice would make
+    the same clips count as two speakers."""
     named = [
         voice if voice.speaker else dataclasses.replace(voice, speaker=f"spk{number:02d}")
         for number, voice in enumerate(voices, 1)
     ]
     seen: dict[str, VoiceSpec] = {}
+    sounds: dict[str, VoiceSpec] = {}
     for voice in named:
         if voice.speaker in seen:
             raise SuiteError(
                 f"voice spec {voice.text!r}: speaker id {voice.speaker!r} is also {seen[voice.speaker].text!r}"
             )
-        seen[voice.speaker] = voice
+        if voice.sound in sounds:
+            raise SuiteError(
+                f"voice spec {voice.text!r} (speaker {voice.speaker}) sounds as speaker {sounds[voice.sound].speaker} "
+                "does: one voice is one speaker; give it other settings or leave it out"
+            )
+        seen[voice.speaker] = sounds[voice.sound] = voice
     return named
 
 

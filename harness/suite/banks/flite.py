@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from harness.suite.banks import CommandLineBank, Setting, positive_number
+from harness.suite.banks import CommandLineBank, Setting, VoicePackage, debian_version, positive_number
 from harness.suite.errors import SuiteError
 from harness.suite.voices import VoiceSpec
 
@@ -59,6 +59,9 @@ class FliteBank(CommandLineBank):
             )
             samples, rate = sf.read(wav, dtype="float64", always_2d=True)
         return samples.mean(axis=1), rate
+
+    def package(self, voice: VoiceSpec) -> VoicePackage:
+        return VoicePackage("libflite1", debian_version("libflite1"), "BSD-style (CMU Flite licence)")
 
 
 BANK = FliteBank()
