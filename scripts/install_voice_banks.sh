@@ -5,6 +5,10 @@
 #
 #   scripts/install_voice_banks.sh            enable contrib + non-free, install what is missing (root or sudo)
 #   scripts/install_voice_banks.sh --check    install nothing: exit 0 when every package is installed, else 1
+#   scripts/install_voice_banks.sh --start    the same install in the background (log, pid and exit status in
+#                                             .voice-banks.{log,pid,status} at the repository root); returns at once
+#   scripts/install_voice_banks.sh --wait     waits for that install; its exit status (.ci/run starts it beside
+#                                             pip, and the suite's tests wait for it before their first clip)
 #
 # Idempotent: the apt source is written only when its content differs, apt-get update and install run only when a
 # package is missing, so a second run changes nothing and takes about a second. Debian (bookworm and later) only:
@@ -50,6 +54,24 @@ missing_packages() {
   echo "${missing# }"
 }
 
+BACKGROUND="$(cd "$(dirname "$0")/.." && pwd)/.voice-banks"
+if [ "${1:-}" = "--start" ]; then
+  rm -f "$BACKGROUND.status"
+  ( bash "$0" > "$BACKGROUND.log" 2>&1; echo $? > "$BACKGROUND.status" ) < /dev/null > /dev/null 2>&1 &
+  echo $! > "$BACKGROUND.pid"
+  echo "installing the voice banks in the background (pid $!, log $BACKGROUND.log; bash $0 --wait waits for it)"
+  exit 0
+fi
+if [ "${1:-}" = "--wait" ]; then
+  [ -f "$BACKGROUND.pid" ] || fail "no background install was started (bash $0 --start)"
+  while [ ! -f "$BACKGROUND.status" ]; do
+    if ! kill -0 "$(cat "$BACKGROUND.pid")" 2>/dev/null && [ ! -f "$BACKGROUND.status" ]; then
+      fail "the background install stopped without an exit status (log $BACKGROUND.log)"
+    fi
+    sleep 1
+  done
+  exit "$(cat "$BACKGROUND.status")"
+fi
 command -v dpkg-query >/dev/null || fail "no dpkg-query: this script installs Debian packages"
 missing=$(missing_packages)
 
@@ -61,7 +83,7 @@ if [ "${1:-}" = "--check" ]; then
   echo "install_voice_banks.sh: every voice bank package is installed"
   exit 0
 fi
-[ $# -eq 0 ] || fail "unknown argument '$1' (give none, or --check)"
+[ $# -eq 0 ] || fail "unknown argument '$1' (give none, --check, --start or --wait)"
 
 licence_notice
 if [ -z "$missing" ]; then
