@@ -87,7 +87,81 @@ def simulate_wer_table(
     return SimulatedWER(table=table, true_ratio=true_wer[0] / true_wer[1], covariates=tuple(names))
 
 
-__all__ = ["SimulatedWER", "simulate_wer_table"]
+@dataclasses.dataclass(frozen=True)
+class SimulatedRelease:
+    """Two checkpoints' per-utterance WER tables on the same utterances, each with its own semantic covariates
+    (``covariates``: the same column names in both), and the true change of the log expected-WER ratio."""
+
+    candidate: pd.DataFrame
+    baseline: pd.DataFrame
+    covariates: tuple[str, ...]
+    true_delta: float
+
+
+def simulate_release_pair(
+    seed: int | np.random.Generator,
+    *,
+    n_speakers: int = 40,
+    utterances_per_speaker: int = 40,
+    sigma: float = 0.5,
+    confounding: float = 0.8,
+    difficulty_baseline: float = 0.3,
+    difficulty_candidate: float = 1.2,
+    group_effect_baseline: float = 0.0,
+    group_effect_candidate: float = 0.0,
+    embedding_noise: float = 0.1,
+) -> SimulatedRelease:
+    """A baseline and a candidate transcribing the same utterances (:func:`simulate_wer_table`'s design: content
+    difficulty ``~ N(+-confounding, 1)``, ``+`` for group ``F``, so content is confounded with group).
+
+    Each checkpoint's errors follow eq. 4-5 with its own ``difficulty_*`` effect (a candidate whose errors grow on
+    hard content: ``difficulty_candidate > difficulty_baseline``), its own group effect on ``F`` (both logits) and
+    one speaker intercept shared by both checkpoints. Each checkpoint's semantic covariate ``x_pc1`` is its own
+    embedding of the content: the difficulty up to sign and ``embedding_noise``, as two embedders' first principal
+    components may differ. ``true_delta`` is ``log R_cand - log R_base`` of the ratios ``F / M`` at the true
+    parameters."""
+    rng = np.random.default_rng(seed)
+    speaker_group = np.where(np.arange(n_speakers) < n_speakers // 2, "F", "M")
+    speaker_of = np.repeat(np.arange(n_speakers), utterances_per_speaker)
+    is_f = (speaker_group[speaker_of] == "F").astype(float)
+    n = speaker_of.size
+    n_words = np.clip(np.round(np.exp(rng.normal(np.log(17.0), 0.65, n))), 5, 60)
+    difficulty = rng.normal(confounding * (2 * is_f - 1), 1.0)
+    r = rng.normal(0.0, sigma, n_speakers)[speaker_of]
+    tables, log_ratios = [], []
+    for effect, group_effect, sign in (
+        (difficulty_candidate, group_effect_candidate, -1.0),
+        (difficulty_baseline, group_effect_baseline, 1.0),
+    ):
+        eta_ins = -4.3 + effect * difficulty
+        eta_del = -3.4 + effect * difficulty
+        insertions = rng.poisson(n_words * np.exp(eta_ins + group_effect * is_f + r))
+        delsub = rng.binomial(n_words.astype(int), special.expit(eta_del + group_effect * is_f + r))
+        deletions = rng.binomial(delsub, 0.3)
+        tables.append(
+            pd.DataFrame(
+                {
+                    "speaker": [f"s{k:03d}" for k in speaker_of],
+                    "group": speaker_group[speaker_of],
+                    "insertions": insertions,
+                    "deletions": deletions,
+                    "substitutions": delsub - deletions,
+                    "n_ref_words": n_words.astype(int),
+                    "x_pc1": sign * difficulty + rng.normal(0.0, embedding_noise, n),
+                }
+            )
+        )
+        wer = [
+            _expected_wer_from_parts(
+                eta_ins + group_effect * level, eta_del + group_effect * level, sigma, sigma, n_words
+            )
+            for level in (1.0, 0.0)
+        ]
+        log_ratios.append(np.log(wer[0] / wer[1]))
+    return SimulatedRelease(tables[0], tables[1], ("x_pc1",), float(log_ratios[0] - log_ratios[1]))
+
+
+__all__ = ["SimulatedRelease", "SimulatedWER", "simulate_release_pair", "simulate_wer_table"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,8 @@ import pandas as pd
 
 from harness.checks.base import Measurement, per_run
 from harness.checks.case import Case
-from harness.checks.context import CheckContext
+from harness.checks.context import CheckContext, CompareContext
+from harness.checks.release import SpeakerBootstrapComparison
 from harness.checks.score_ratio.tables import has_speaker_ids, judge_scores, speaker_units
 from harness.checks.semantic_aware.tables import with_semantic_covariates
 from harness.checks.semantic_aware.thresholds import RatioThresholds
@@ -30,6 +31,7 @@ from harness.checks.wer_ratio.check import WerRatioCheck
 from harness.core.errors import CaseNotMeasured
 from harness.metrics.paired import largest_log_ratio
 from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
+from harness.records import CaseRecord, Comparison
 from harness.thresholds import OFF_KEY, ThresholdsError
 
 
@@ -89,6 +91,19 @@ class ScoreRatioCheck(WerRatioCheck):
         )
 
     comparison_statistic = staticmethod(largest_log_ratio)
+
+    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
+        """Per speaker: summed judge scores and scored replies (:meth:`speaker_statistics`)."""
+        return SpeakerBootstrapComparison.paired_data(self, context, case)
+
+    def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
+        """The vanilla ratio beyond group exchange, a named deviation: the deciding row's joint fit is built for the
+        WER ratio only."""
+        if self.thresholds(context, case).method == "vanilla":
+            return SpeakerBootstrapComparison.compare(self, context, case, candidate, baseline)
+        return self.vanilla_fallback(
+            context, case, candidate, baseline, "the judge-score ratio has no joint fit of both checkpoints yet"
+        )
 
 
 CHECK = ScoreRatioCheck

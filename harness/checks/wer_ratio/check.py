@@ -34,10 +34,10 @@ import pandas as pd
 from harness.checks.base import TRANSCRIPTION_PROBE, Check, Measurement, per_run
 from harness.checks.case import Case
 from harness.checks.context import CheckContext
-from harness.checks.release import SpeakerBootstrapComparison
 from harness.checks.semantic_aware.record import RatioPayload
 from harness.checks.semantic_aware.tables import first_components, with_semantic_covariates
 from harness.checks.semantic_aware.thresholds import RatioThresholds
+from harness.checks.wer_ratio.release import DecidingRowComparison, utterance_records
 from harness.checks.wer_ratio.tables import transcripts
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import finite_or_none
@@ -85,14 +85,29 @@ def ratio_comparisons(levels: Sequence[str], dimension: str, numerator: str) -> 
     return [(numerator, next(level for level in levels if level != numerator))]
 
 
-class WerRatioCheck(SpeakerBootstrapComparison, Check):
+class WerRatioCheck(DecidingRowComparison, Check):
     name = "wer_ratio"
     gate_module = "wer"
     quantity = "expected-WER ratio"
     schema = RatioThresholds.schema()
     comparison_name = "largest |log WER ratio| (vanilla, one-vs-rest)"
+    """The measure of the vanilla fallback (:mod:`harness.checks.wer_ratio.release`)."""
     worse_when = "higher"
     comparison_statistic = staticmethod(largest_log_ratio)
+
+    def comparison_pairs(self, levels: Sequence[str], case: Case, settings: RatioThresholds) -> list[tuple[str, str]]:
+        return ratio_comparisons(levels, case.dimension, settings.numerator)
+
+    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
+        """Per utterance: what the deciding row's joint fit with a baseline needs (:func:`utterance_records`), with
+        the covariates of the row the case is judged on."""
+        settings = self.thresholds(context, case)
+        table, covariate_sets, semantics = self.utterance_table(context, case.model, case.corpus, settings.components)
+        method, _ = judged_method(
+            settings, list(semantics["embeddings"]), next(iter(self.ratios(context, case).values()))
+        )
+        columns = next((cols for name, cols in covariate_sets.items() if method.endswith(f": {name}")), ())
+        return utterance_records(table, case.dimension, columns)
 
     def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per speaker: word errors and reference words."""
