@@ -87,15 +87,18 @@ def stacked_table(
     baseline: pd.DataFrame,
     candidate_covariates: Sequence[str],
     baseline_covariates: Sequence[str],
+    values: Sequence[str] = COUNTS,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Both checkpoints' utterances in one table (``checkpoint`` 1 for the candidate, 0 for the baseline) with the
-    interaction column and each checkpoint's covariates as columns of their own, zero on the other's rows; and the
-    covariate columns of the joint design. A ``ValueError`` where the speakers or their groups differ."""
+    """Both checkpoints' utterances in one table (``checkpoint`` 1 for the candidate, 0 for the baseline; their
+    ``values`` columns, by default the error counts, of which utterances without reference words are left out) with
+    each checkpoint's covariates as columns of their own, zero on the other's rows; and the covariate columns of the
+    joint design (``checkpoint``, the interaction, filled by the caller, and the covariates). A ``ValueError`` where
+    the speakers or their groups differ."""
     for name, table, columns in (
         ("candidate", candidate, candidate_covariates),
         ("baseline", baseline, baseline_covariates),
     ):
-        missing = [c for c in ("speaker", "group", *COUNTS, *columns) if c not in table.columns]
+        missing = [c for c in ("speaker", "group", *values, *columns) if c not in table.columns]
         if missing:
             raise ValueError(f"the {name} utterance table has no column {missing[0]!r}")
     groups = [
@@ -113,7 +116,7 @@ def stacked_table(
             {
                 "speaker": table["speaker"].astype(str).to_numpy(),
                 "group": table["group"].astype(str).to_numpy(),
-                **{c: table[c].to_numpy(float) for c in COUNTS},
+                **{c: table[c].to_numpy(float) for c in values},
                 CHECKPOINT: flag,
             }
         )
@@ -123,7 +126,8 @@ def stacked_table(
             part[other_prefix + column] = 0.0
         parts.append(part)
     stacked = pd.concat(parts, ignore_index=True)
-    stacked = stacked[stacked["n_ref_words"] > 0].reset_index(drop=True)
+    if "n_ref_words" in values:
+        stacked = stacked[stacked["n_ref_words"] > 0].reset_index(drop=True)
     covariates = [CHECKPOINT, INTERACTION]
     covariates += [f"candidate:{c}" for c in candidate_covariates] + [f"baseline:{c}" for c in baseline_covariates]
     return stacked, covariates
@@ -182,23 +186,36 @@ def ratio_interaction(
     df = float(n_speakers - _speaker_level_columns(stacked, _design(stacked, numerator, covariates)))
     if df < 1:
         raise ValueError(f"{n_speakers} speakers leave no degrees of freedom for the speaker-level fixed effects")
-    se = math.sqrt(variance * n_speakers / df) if variance >= 0 else math.nan
-    delta = float(candidate_log - baseline_log)
+    return tested_interaction(
+        label or f"{numerator} / {denominator}",
+        float(candidate_log),
+        float(baseline_log),
+        se=math.sqrt(variance * n_speakers / df) if variance >= 0 else math.nan,
+        df=df,
+        converged=bool(model.converged),
+        message="; ".join(part for part in (model.message, model.note) if part),
+        n_speakers=n_speakers,
+        n_utterances=len(stacked),
+    )
+
+
+def tested_interaction(label: str, candidate_log: float, baseline_log: float, *, se: float, df: float,
+                       **fit: object) -> RatioInteraction:  # fmt: skip
+    """The contrast of two checkpoints' log ratios, tested one-sided in the direction of their mean ratio
+    (module docstring): ``p = P(T_df > s Delta / se)``, ``s = sign(log R_cand + log R_base)``."""
+    delta = candidate_log - baseline_log
     direction = 1.0 if candidate_log + baseline_log >= 0 else -1.0
     p = float(stats.t.sf(direction * delta / se, df)) if se > 0 else math.nan
     return RatioInteraction(
-        label=label or f"{numerator} / {denominator}",
-        log_ratio_candidate=float(candidate_log),
-        log_ratio_baseline=float(baseline_log),
+        label=label,
+        log_ratio_candidate=candidate_log,
+        log_ratio_baseline=baseline_log,
         delta=delta,
         se=se,
         df=df,
         direction=direction,
         p=p,
-        converged=bool(model.converged),
-        message="; ".join(part for part in (model.message, model.note) if part),
-        n_speakers=n_speakers,
-        n_utterances=len(stacked),
+        **fit,
     )
 
 

@@ -62,8 +62,12 @@ def record(table: pd.DataFrame, covariates: tuple[str, ...] = ("x_pc1",), per_sp
     if per_speaker:
         sums = speaker_sums(data)
         data = {"speaker": list(sums.index), **sums.to_dict("list")}
+    return ratio_record(data)
+
+
+def ratio_record(data: dict, check: str = "wer_ratio") -> RatioRecord:
     return RatioRecord(
-        check="wer_ratio", id=CASE.id, model="m", model_fingerprint="m@1", corpus="demo", dimension="gender",
+        check=check, id=CASE.id, model="m", model_fingerprint="m@1", corpus="demo", dimension="gender",
         variant=None, value=1.0, threshold=RatioThresholds(), passed=True, message="ok", ci=[0.9, 1.1], p=None,
         q=None, comparisons=[], semantics={}, paired_data=data,
     )  # fmt: skip
@@ -172,3 +176,94 @@ def test_three_groups_compare_each_group_with_the_rest():
     )
     assert comparison.measure.startswith("largest ") and comparison.measure.endswith("one group vs the rest")
     assert comparison.status in ("compared", "underpowered")
+
+
+def scored_pair(seed: int, *, group_effect_candidate: float = 0.0, n_speakers: int = 30, replies: int = 20):
+    """Judge scores of two checkpoints on the same replies' content: content difficulty confounded with group (F reads
+    harder content), the candidate's scores falling more on hard content (-0.9 against -0.2 per SD), a speaker
+    intercept shared by both, no voice effect unless ``group_effect_candidate``; each checkpoint's covariate is its
+    own noisy embedding of the difficulty."""
+    rng = np.random.default_rng(seed)
+    speaker = np.repeat(np.arange(n_speakers), replies)
+    is_f = speaker < n_speakers // 2
+    difficulty = rng.normal(np.where(is_f, 0.8, -0.8), 1.0)
+    intercept = rng.normal(0.0, 0.4, n_speakers)[speaker]
+    tables = []
+    for slope, effect, sign in ((-0.9, group_effect_candidate, -1.0), (-0.2, 0.0, 1.0)):
+        score = 6.5 + slope * difficulty + effect * is_f + intercept + rng.normal(0.0, 0.8, speaker.size)
+        tables.append(
+            pd.DataFrame(
+                {
+                    "utterance": [f"u{k:05d}" for k in range(speaker.size)],
+                    "speaker": [f"s{k:03d}" for k in speaker],
+                    "group": np.where(is_f, "F", "M"),
+                    "score": score,
+                    "x_pc1": sign * difficulty + rng.normal(0.0, 0.1, speaker.size),
+                }
+            )
+        )
+    return tables
+
+
+def score_record(table: pd.DataFrame, per_speaker: bool = False) -> RatioRecord:
+    data = {
+        "utterance": table["utterance"].tolist(),
+        "speaker": table["speaker"].tolist(),
+        "group": table["group"].tolist(),
+        "score": table["score"].tolist(),
+        COVARIATE_PREFIX + "x_pc1": table["x_pc1"].tolist(),
+    }
+    if per_speaker:
+        sums = speaker_sums(data)
+        data = {"speaker": list(sums.index), **sums.to_dict("list")}
+    return ratio_record(data, "score_ratio")
+
+
+def test_judge_scores_falling_on_confounded_content_regress_the_vanilla_ratio_but_not_the_deciding_row():
+    from harness.checks.score_ratio.check import ScoreRatioCheck
+
+    candidate, baseline = scored_pair(19)
+    check, case = ScoreRatioCheck(), dataclasses.replace(CASE, check="score_ratio")
+    vanilla = check.compare(context(0.05), case, score_record(candidate, True), score_record(baseline, True))
+    assert vanilla.regressed and "DEVIATION" in vanilla.measure
+    deciding = check.compare(context(0.05), case, score_record(candidate), score_record(baseline))
+    assert deciding.measure.startswith("|log judge-score ratio| on the deciding row")
+    assert deciding.status == "compared" and not deciding.regressed
+    grown = scored_pair(19, group_effect_candidate=-1.0)
+    caught = check.compare(context(0.05), case, score_record(grown[0]), score_record(grown[1]))
+    assert caught.status == "compared" and caught.regressed
+
+
+def test_the_score_interaction_matches_statsmodels_mixedlm():
+    """The joint linear fit's coefficients and covariance against statsmodels' MixedLM (REML) on the same design; the
+    log-ratio contrast and its delta-method se computed from statsmodels' estimates agree."""
+    from statsmodels.regression.mixed_linear_model import MixedLM
+
+    from harness.metrics.score_release import score_ratio_interaction
+    from harness.metrics.wer_model import _design
+    from harness.metrics.wer_release import CHECKPOINT, INTERACTION, stacked_table
+
+    candidate, baseline = scored_pair(23, group_effect_candidate=-0.4)
+    ours = score_ratio_interaction(
+        candidate, baseline, numerator="F", denominator="M", candidate_covariates=["x_pc1"],
+        baseline_covariates=["x_pc1"],
+    )  # fmt: skip
+    stacked, covariates = stacked_table(candidate, baseline, ["x_pc1"], ["x_pc1"], values=("score",))
+    stacked[INTERACTION] = stacked[CHECKPOINT] * (stacked["group"] == "F")
+    design = _design(stacked, "F", covariates)
+    fit = MixedLM(stacked["score"].to_numpy(), design.to_numpy(float), groups=stacked["speaker"].to_numpy()).fit(
+        reml=True,
+        method="cg",  # its default (bfgs) stops short of the optimum on this design, saying so
+    )
+    p = design.shape[1]
+    beta, cov = np.asarray(fit.fe_params), np.asarray(fit.cov_params())[:p, :p]
+    log_ratios, gradients = [], []
+    for flag in (1.0, 0.0):
+        own = design[(stacked[CHECKPOINT] == flag).to_numpy()]
+        high = own.assign(**{"group[F]": 1.0, INTERACTION: flag}).to_numpy(float).mean(axis=0)
+        low = own.assign(**{"group[F]": 0.0, INTERACTION: 0.0}).to_numpy(float).mean(axis=0)
+        log_ratios.append(math.log((high @ beta) / (low @ beta)))
+        gradients.append(high / (high @ beta) - low / (low @ beta))
+    gradient = gradients[0] - gradients[1]
+    assert ours.delta == pytest.approx(log_ratios[0] - log_ratios[1], abs=1e-6)
+    assert ours.se == pytest.approx(math.sqrt(gradient @ cov @ gradient), rel=1e-3)

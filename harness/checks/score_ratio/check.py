@@ -22,16 +22,17 @@ import pandas as pd
 
 from harness.checks.base import Measurement, per_run
 from harness.checks.case import Case
-from harness.checks.context import CheckContext, CompareContext
-from harness.checks.release import SpeakerBootstrapComparison
+from harness.checks.context import CheckContext
 from harness.checks.score_ratio.tables import has_speaker_ids, judge_scores, speaker_units
 from harness.checks.semantic_aware.tables import with_semantic_covariates
 from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.wer_ratio.check import WerRatioCheck
+from harness.checks.wer_ratio.release import DECIDING_ROW, covariate_columns
 from harness.core.errors import CaseNotMeasured
 from harness.metrics.paired import largest_log_ratio
+from harness.metrics.score_release import score_ratio_interaction
 from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
-from harness.records import CaseRecord, Comparison
+from harness.metrics.wer_release import RatioInteraction
 from harness.thresholds import OFF_KEY, ThresholdsError
 
 
@@ -40,6 +41,8 @@ class ScoreRatioCheck(WerRatioCheck):
     gate_module = "wer"
     quantity = "judge-score ratio"
     comparison_name = "largest |log score ratio| (vanilla, one-vs-rest)"
+    utterance_values = ("score",)
+    deciding_measure = f"|log judge-score ratio| {DECIDING_ROW}"
 
     @per_run
     def utterance_table(
@@ -92,17 +95,18 @@ class ScoreRatioCheck(WerRatioCheck):
 
     comparison_statistic = staticmethod(largest_log_ratio)
 
-    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
-        """Per speaker: summed judge scores and scored replies (:meth:`speaker_statistics`)."""
-        return SpeakerBootstrapComparison.paired_data(self, context, case)
-
-    def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
-        """The vanilla ratio beyond group exchange, a named deviation: the deciding row's joint fit is built for the
-        WER ratio only."""
-        if self.thresholds(context, case).method == "vanilla":
-            return SpeakerBootstrapComparison.compare(self, context, case, candidate, baseline)
-        return self.vanilla_fallback(
-            context, case, candidate, baseline, "the judge-score ratio has no joint fit of both checkpoints yet"
+    def interaction(
+        self, tables: Sequence[pd.DataFrame], pair: tuple[str, str], settings: RatioThresholds
+    ) -> RatioInteraction:
+        """The joint linear fit of both checkpoints' scored replies for one comparison
+        (:func:`score_ratio_interaction`), with the speaker intercept where the corpus has speaker ids."""
+        return score_ratio_interaction(
+            *tables,
+            numerator=pair[0],
+            denominator=pair[1],
+            candidate_covariates=covariate_columns(tables[0]),
+            baseline_covariates=covariate_columns(tables[1]),
+            speakers=has_speaker_ids(tables[0]),
         )
 
 

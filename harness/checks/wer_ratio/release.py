@@ -1,11 +1,11 @@
-"""The WER-ratio case's release comparison on the row that decides it (issue 58; semantic-aware mixed-effects paper
-§IV; :mod:`harness.metrics.wer_release`).
+"""The ratio cases' release comparison on the row that decides them (issue 58; semantic-aware mixed-effects paper
+§IV; :mod:`harness.metrics.wer_release`, :mod:`harness.metrics.score_release`).
 
-A case is decided on the speaker-and-semantics row of the model's own embedding, so its comparison with a baseline
-is a joint fit of both checkpoints' utterances with a checkpoint x group interaction, the speaker intercept and each
-checkpoint's own semantic covariates (the ones of its judged row). The record keeps what that fit needs in its
-``paired_data``: one row per utterance (``utterance``, ``speaker``, ``group``, the four error counts and the judged
-row's covariate columns, prefixed :data:`COVARIATE_PREFIX`).
+A WER-ratio or judge-score-ratio case is decided on the speaker-and-semantics row of the model's own embedding, so
+its comparison with a baseline is a joint fit of both checkpoints' utterances with a checkpoint x group interaction,
+the speaker intercept and each checkpoint's own semantic covariates (the ones of its judged row). The record keeps
+what that fit needs in its ``paired_data``: one row per utterance (``utterance``, ``speaker``, ``group``, the values,
+the four error counts or the score, and the judged row's covariate columns, prefixed :data:`COVARIATE_PREFIX`).
 
 Where either record lacks the per-utterance rows (a results.json written before this comparison), or the case is
 judged on a row without a speaker intercept (``method: no_speaker``), the comparison falls back to the vanilla ratio
@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -28,40 +28,46 @@ from harness.checks.case import Case
 from harness.checks.context import CompareContext
 from harness.checks.release import SpeakerBootstrapComparison, regression_comparison, unsupported
 from harness.metrics.paired import PairedTest
-from harness.metrics.wer_release import COUNTS, RatioInteraction, ratio_interaction
+from harness.metrics.wer_release import COUNTS, RatioInteraction
 from harness.records import CaseRecord, Comparison
 
 COVARIATE_PREFIX = "covariate:"
 UTTERANCE_COLUMNS = ("utterance", "speaker", "group", *COUNTS)
-DECIDING_MEASURE = (
-    "|log expected-WER ratio| on the deciding row (speaker intercept and each checkpoint's own semantic covariates; "
-    "checkpoint x group interaction of one joint fit)"
+DECIDING_ROW = (
+    "on the deciding row (speaker intercept and each checkpoint's own semantic covariates; checkpoint x group "
+    "interaction of one joint fit)"
 )
+DECIDING_MEASURE = f"|log expected-WER ratio| {DECIDING_ROW}"
 RESAMPLED = "speakers (mixed-effects Wald, speaker intercept)"
 
 
-def utterance_records(table: pd.DataFrame, dimension: str, covariates: Sequence[str]) -> dict[str, list[Any]]:
-    """The ``paired_data`` of a WER-ratio case (module docstring): per utterance, its id, speaker, group label,
-    error counts and the judged row's ``covariates``."""
+def utterance_records(
+    table: pd.DataFrame, dimension: str, covariates: Sequence[str], values: Sequence[str] = COUNTS
+) -> dict[str, list[Any]]:
+    """The ``paired_data`` of a ratio case (module docstring): per utterance, its id, speaker, group label, its
+    ``values`` (the error counts, or the score) and the judged row's ``covariates``."""
     return {
         "utterance": [str(u) for u in table["utterance_id"]],
         "speaker": [str(s) for s in table["speaker"]],
         "group": [str(g) for g in table[dimension]],
-        **{column: [int(v) for v in table[column]] for column in COUNTS},
+        **{column: [v if isinstance(v, int) else float(v) for v in table[column].tolist()] for column in values},
         **{COVARIATE_PREFIX + column: [float(v) for v in table[column]] for column in covariates},
     }
 
 
-def has_utterance_rows(data: Mapping[str, Any] | None) -> bool:
-    return bool(data) and all(column in data for column in UTTERANCE_COLUMNS)
+def has_utterance_rows(data: Mapping[str, Any] | None, values: Sequence[str] = COUNTS) -> bool:
+    return bool(data) and all(column in data for column in ("utterance", "speaker", "group", *values))
 
 
 def speaker_sums(data: Mapping[str, Any]) -> pd.DataFrame:
-    """Per speaker (index): ``group``, summed word ``errors`` and reference ``words``, from per-utterance rows or
-    from the per-speaker sums of a record written before them."""
+    """Per speaker (index): ``group``, summed word ``errors`` and reference ``words`` (a WER case) or summed
+    ``score`` and scored ``replies`` (a judge-score case), from per-utterance rows or from the per-speaker sums of a
+    record written before them."""
     table = pd.DataFrame(data)
-    if not has_utterance_rows(data):
+    if "utterance" not in table.columns:
         return table.set_index("speaker")
+    if "score" in table.columns:
+        return table.groupby("speaker").agg(group=("group", "first"), score=("score", "sum"), replies=("score", "size"))
     errors = table["insertions"] + table["deletions"] + table["substitutions"]
     return (
         table.assign(errors=errors)
@@ -72,10 +78,17 @@ def speaker_sums(data: Mapping[str, Any]) -> pd.DataFrame:
 
 class DecidingRowComparison(SpeakerBootstrapComparison):
     """:class:`~harness.checks.release.SpeakerBootstrapComparison` on the deciding row (module docstring). A check
-    using it provides :meth:`comparison_pairs` (the (numerator, denominator) pairs of a case from its group labels)
-    and thresholds with ``method``, ``nagq`` and ``max_worsening``."""
+    using it provides :meth:`comparison_pairs` (the (numerator, denominator) pairs of a case from its group labels),
+    :meth:`interaction` (the joint fit of one pair), :attr:`utterance_values` (the value columns of its utterance
+    rows), :attr:`deciding_measure`, and thresholds with ``method``, ``nagq`` and ``max_worsening``."""
+
+    utterance_values: ClassVar[tuple[str, ...]] = COUNTS
+    deciding_measure: ClassVar[str] = DECIDING_MEASURE
 
     def comparison_pairs(self, levels: Sequence[str], case: Case, settings: Any) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def interaction(self, tables: Sequence[pd.DataFrame], pair: tuple[str, str], settings: Any) -> RatioInteraction:
         raise NotImplementedError
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
@@ -86,7 +99,7 @@ class DecidingRowComparison(SpeakerBootstrapComparison):
             return unsupported(baseline, "the baseline record carries no per-speaker data")
         missing = [
             name for name, record in (("baseline", baseline), ("candidate", candidate))
-            if not has_utterance_rows(record.paired_data)
+            if not has_utterance_rows(record.paired_data, self.utterance_values)
         ]  # fmt: skip
         if missing or settings.method == "no_speaker":
             why = (
@@ -100,20 +113,11 @@ class DecidingRowComparison(SpeakerBootstrapComparison):
         try:
             tables = _aligned(*tables)
             pairs = self.comparison_pairs(sorted(tables[0]["group"].unique()), case, settings)
-            contrasts = [
-                ratio_interaction(
-                    *tables,
-                    numerator=numerator,
-                    denominator=denominator,
-                    candidate_covariates=_covariates(tables[0]),
-                    baseline_covariates=_covariates(tables[1]),
-                    nagq=settings.nagq,
-                )
-                for numerator, denominator in pairs
-            ]
+            contrasts = [self.interaction(tables, pair, settings) for pair in pairs]
         except (ValueError, np.linalg.LinAlgError) as exc:
             return unsupported(baseline, f"cannot fit the deciding row jointly with the baseline: {exc}")
-        measure = DECIDING_MEASURE if len(contrasts) == 1 else f"largest {DECIDING_MEASURE}, one group vs the rest"
+        measure = self.deciding_measure
+        measure = measure if len(contrasts) == 1 else f"largest {measure}, one group vs the rest"
         return regression_comparison(
             context,
             case,
@@ -169,7 +173,7 @@ def interaction_test(contrasts: Sequence[RatioInteraction]) -> PairedTest:
     )
 
 
-def _covariates(table: pd.DataFrame) -> list[str]:
+def covariate_columns(table: pd.DataFrame) -> list[str]:
     return [column for column in table.columns if column.startswith(COVARIATE_PREFIX)]
 
 
