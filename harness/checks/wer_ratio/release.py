@@ -51,7 +51,7 @@ def utterance_records(
         "speaker": [str(s) for s in table["speaker"]],
         "group": [str(g) for g in table[dimension]],
         **{column: [v if isinstance(v, int) else float(v) for v in table[column].tolist()] for column in values},
-        **{COVARIATE_PREFIX + column: [float(v) for v in table[column]] for column in covariates},
+        **{COVARIATE_PREFIX + column: [round(float(v), 6) for v in table[column]] for column in covariates},
     }
 
 
