@@ -16,9 +16,11 @@ from harness.checks.semantic_aware.record import RatioRecord
 from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.wer_ratio.check import WerRatioCheck
 from harness.checks.wer_ratio.release import COVARIATE_PREFIX, DECIDING_MEASURE, UTTERANCE_COLUMNS, speaker_sums
+from harness.display.decisions import release_test
 from harness.metrics.multitest import DecisionRule
 from harness.metrics.simulation import simulate_release_pair
 from harness.metrics.wer_release import ratio_interaction
+from harness.records import BaselineComparison
 
 CASE = Case(check="wer_ratio", model="m", corpus="demo", dimension="gender", variant=None, id="m-demo-gender")
 
@@ -89,6 +91,10 @@ def test_content_confounded_growth_regresses_the_vanilla_ratio_but_not_the_decid
     vanilla = compare(record(confounded.candidate, per_speaker=True), record(confounded.baseline, per_speaker=True))
     assert vanilla.regressed and vanilla.delta > 0.5
     assert "DEVIATION: not the deciding row" in vanilla.measure and "DEVIATION" in vanilla.message
+    # every surface: the terminal's and report's release test (its measure), results.json's baseline block
+    assert "DEVIATION: not the deciding row" in release_test(vanilla).detail
+    written = BaselineComparison.of(vanilla, "released.json", "m").to_json()
+    assert "DEVIATION" in written["measure"] and "DEVIATION" in written["message"]
     deciding = compare(record(confounded.candidate), record(confounded.baseline))
     assert deciding.measure == DECIDING_MEASURE and "DEVIATION" not in deciding.message
     assert deciding.status == "compared" and not deciding.regressed
