@@ -110,13 +110,15 @@ def simulate_release_pair(
     group_effect_baseline: float = 0.0,
     group_effect_candidate: float = 0.0,
     embedding_noise: float = 0.1,
+    speaker_checkpoint_sd: float = 0.0,
 ) -> SimulatedRelease:
     """A baseline and a candidate transcribing the same utterances (:func:`simulate_wer_table`'s design: content
     difficulty ``~ N(+-confounding, 1)``, ``+`` for group ``F``, so content is confounded with group).
 
     Each checkpoint's errors follow eq. 4-5 with its own ``difficulty_*`` effect (a candidate whose errors grow on
     hard content: ``difficulty_candidate > difficulty_baseline``), its own group effect on ``F`` (both logits) and
-    one speaker intercept shared by both checkpoints. Each checkpoint's semantic covariate ``x_pc1`` is its own
+    one speaker intercept shared by both checkpoints, plus a checkpoint's own speaker deviation of SD
+    ``speaker_checkpoint_sd`` (0: the joint fit's assumption). Each checkpoint's semantic covariate ``x_pc1`` is its own
     embedding of the content: the difficulty up to sign and ``embedding_noise``, as two embedders' first principal
     components may differ. ``true_delta`` is ``log R_cand - log R_base`` of the ratios ``F / M`` at the true
     parameters."""
@@ -129,14 +131,16 @@ def simulate_release_pair(
     difficulty = rng.normal(confounding * (2 * is_f - 1), 1.0)
     r = rng.normal(0.0, sigma, n_speakers)[speaker_of]
     tables, log_ratios = [], []
+    spread = float(np.hypot(sigma, speaker_checkpoint_sd))
     for effect, group_effect, sign in (
         (difficulty_candidate, group_effect_candidate, -1.0),
         (difficulty_baseline, group_effect_baseline, 1.0),
     ):
         eta_ins = -4.3 + effect * difficulty
         eta_del = -3.4 + effect * difficulty
-        insertions = rng.poisson(n_words * np.exp(eta_ins + group_effect * is_f + r))
-        delsub = rng.binomial(n_words.astype(int), special.expit(eta_del + group_effect * is_f + r))
+        own = r + (rng.normal(0.0, speaker_checkpoint_sd, n_speakers)[speaker_of] if speaker_checkpoint_sd else 0.0)
+        insertions = rng.poisson(n_words * np.exp(eta_ins + group_effect * is_f + own))
+        delsub = rng.binomial(n_words.astype(int), special.expit(eta_del + group_effect * is_f + own))
         deletions = rng.binomial(delsub, 0.3)
         tables.append(
             pd.DataFrame(
@@ -153,7 +157,7 @@ def simulate_release_pair(
         )
         wer = [
             _expected_wer_from_parts(
-                eta_ins + group_effect * level, eta_del + group_effect * level, sigma, sigma, n_words
+                eta_ins + group_effect * level, eta_del + group_effect * level, spread, spread, n_words
             )
             for level in (1.0, 0.0)
         ]

@@ -20,9 +20,13 @@ deciding ratio is its population-average expected-WER ratio over its own utteran
 
 ``Delta`` is the checkpoint x group interaction on the log-ratio scale (``b3`` carries it; on the WER scale it also
 passes through the insertion/deletion mix and ``sigma``). Its standard error is the delta method over all the
-fit's parameters with the fit's inverse observed information, and, as for the deciding row's own interval, the
-between-within small-sample correction: ``df = m - q`` (``m`` speakers, ``q`` design columns constant within
-speaker) and ``se * sqrt(m / df)``.
+fit's parameters with the fit's speaker-cluster-robust (sandwich) covariance
+(:attr:`harness.metrics.glmm.GLMMFit.cov_robust`, CR1 factor ``m / (m - 1)``), referred to Student's t with the
+deciding row's between-within ``df = m - q`` (``m`` speakers, ``q`` design columns constant within speaker). The
+sandwich, not the model's inverse information: one intercept per speaker shared by both checkpoints is the model,
+but a speaker's effect may differ between checkpoints, and then the model-based se is too small (measured:
+``benchmarks/bench_wer_release.py --null``, docs/statistics.md); speakers stay independent, which is all the
+sandwich needs.
 
 The release question is whether the candidate is *more biased*, ``|log R_cand| - |log R_base|`` beyond the margin.
 ``Delta`` is tested one-sided in the direction ``s = sign(log R_cand + log R_base)`` of the two checkpoints' mean
@@ -60,7 +64,7 @@ INTERACTION = "checkpoint:group"
 @dataclasses.dataclass(frozen=True)
 class RatioInteraction:
     """The checkpoint x group contrast of one comparison (module docstring): each checkpoint's log ratio, their
-    difference ``delta`` with its ``se`` (small-sample corrected) and ``df``, the magnitude change ``worsening``,
+    difference ``delta`` with its cluster-robust ``se`` and ``df``, the magnitude change ``worsening``,
     the one-sided ``p`` in the direction ``direction``; ``converged`` False (``message`` why) when the joint fit
     did not converge, and then never used to judge."""
 
@@ -181,7 +185,8 @@ def ratio_interaction(
     candidate_log, baseline_log = log_ratios(model.params)
     gradient = numerical_gradient(lambda params: float(np.diff(log_ratios(params)[::-1])[0]), model.params)
     used = gradient != 0
-    variance = float(gradient[used] @ model.cov[np.ix_(used, used)] @ gradient[used])
+    robust = _robust_cov(model)
+    variance = float(gradient[used] @ robust[np.ix_(used, used)] @ gradient[used])
     n_speakers = int(stacked["speaker"].nunique())
     df = float(n_speakers - _speaker_level_columns(stacked, _design(stacked, numerator, covariates)))
     if df < 1:
@@ -190,7 +195,7 @@ def ratio_interaction(
         label or f"{numerator} / {denominator}",
         float(candidate_log),
         float(baseline_log),
-        se=math.sqrt(variance * n_speakers / df) if variance >= 0 else math.nan,
+        se=math.sqrt(variance) if variance >= 0 else math.nan,
         df=df,
         converged=bool(model.converged),
         message="; ".join(part for part in (model.message, model.note) if part),
@@ -217,6 +222,13 @@ def tested_interaction(label: str, candidate_log: float, baseline_log: float, *,
         p=p,
         **fit,
     )
+
+
+def _robust_cov(model: _WERModel) -> np.ndarray:
+    """The fit's cluster-robust covariance in the order of ``model.params`` (its model-based one where the fit
+    carries none)."""
+    robust = getattr(model.fit, "cov_robust", None)
+    return model.cov if robust is None else robust.to_numpy(float)
 
 
 def _checkpoint_designs(

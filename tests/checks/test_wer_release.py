@@ -273,3 +273,32 @@ def test_the_score_interaction_matches_statsmodels_mixedlm():
     gradient = gradients[0] - gradients[1]
     assert ours.delta == pytest.approx(log_ratios[0] - log_ratios[1], abs=1e-6)
     assert ours.se == pytest.approx(math.sqrt(gradient @ cov @ gradient), rel=1e-3)
+
+
+def test_the_clusters_scores_sum_to_the_gradient_and_the_sandwich_widens_under_checkpoint_specific_speakers():
+    """The cluster-robust covariance's scores are each speaker's share of the exact gradient; where speakers' effects
+    differ between checkpoints (not modelled), the sandwich se of the interaction exceeds the model-based one."""
+    from harness.metrics.glmm.likelihood import _Evaluator, _Problem
+
+    rng = np.random.default_rng(0)
+    n, clusters = 400, 20
+    cluster = np.repeat(np.arange(clusters), n // clusters)
+    design = np.column_stack([np.ones(n), rng.normal(size=n)])
+    y = rng.poisson(np.exp(0.2 + 0.3 * design[:, 1] + rng.normal(0, 0.5, clusters)[cluster])).astype(float)
+    problem = _Problem.build(
+        y=y, trials=np.zeros(n), is_binomial=np.zeros(n, dtype=bool), offset=np.zeros(n), design=design,
+        cluster=cluster, loaded=np.zeros(n, dtype=bool),
+    )  # fmt: skip
+    evaluator = _Evaluator(problem, 5, estimate_loading=False)
+    theta = np.array([0.1, 0.2, 0.4])
+    total = evaluator.loglik_and_gradient(theta)[1]
+    per_cluster = evaluator.loglik_and_gradient(theta, per_cluster=True)[1]
+    assert per_cluster.shape == (clusters, 3)
+    np.testing.assert_allclose(per_cluster.sum(axis=0), total, rtol=1e-8, atol=1e-8)
+
+    pair = simulate_release_pair(29, n_speakers=30, utterances_per_speaker=30, speaker_checkpoint_sd=0.4)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("harness.metrics.wer_release._robust_cov", lambda model: model.cov)
+        model_based = ratio_interaction(pair.candidate, pair.baseline, numerator="F", denominator="M")
+    robust = ratio_interaction(pair.candidate, pair.baseline, numerator="F", denominator="M")
+    assert robust.se > 1.3 * model_based.se
