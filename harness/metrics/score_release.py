@@ -12,8 +12,10 @@ by REML (:func:`harness.metrics.glmm.fit_linear_mixed`; ordinary least squares w
 as the deciding row then is). Each checkpoint's ratio is that of its predicted group means standardised over its own
 replies, ``R_k = (xbar_k(1)' b) / (xbar_k(0)' b)`` (``xbar_k(g)``: the mean design row of checkpoint ``k`` with the
 group set to ``g``), and ``Delta = log R_cand - log R_base`` has the delta-method standard error with the exact
-gradient ``xbar_cand(1) / m_cand(1) - xbar_cand(0) / m_cand(0) - (the same for the baseline)`` and ``df`` speakers
-minus speaker-level columns (``n - p`` for OLS), as the deciding row's own interval. Direction, worsening and test as
+gradient ``xbar_cand(1) / m_cand(1) - xbar_cand(0) / m_cand(0) - (the same for the baseline)`` and the fit's
+speaker-cluster-robust covariance (:attr:`harness.metrics.glmm.LinearMixedResult.cov_robust`; for OLS the HC1
+sandwich, each reply its own unit), for the reason :mod:`harness.metrics.wer_release` gives, and ``df`` speakers minus
+speaker-level columns (``n - p`` for OLS), as the deciding row's own interval. Direction, worsening and test as
 :mod:`harness.metrics.wer_release` says; a lower score is worse, but the bias is the ratio's distance from 1 either
 way, so the same magnitude ``|log R|`` is compared.
 """
@@ -57,12 +59,12 @@ def score_ratio_interaction(
     score = stacked["score"].to_numpy(float)
     if speakers:
         fit = fit_linear_mixed(score, design, stacked["speaker"].to_numpy())
-        beta, cov = fit.coef.to_numpy(float), fit.cov.to_numpy(float)
+        beta, cov = fit.coef.to_numpy(float), fit.cov_robust.to_numpy(float)
         converged, message = bool(fit.converged), str(fit.message)
         df = float(fit.n_clusters - _speaker_level_columns(stacked, design))
         n_units = int(fit.n_clusters)
     else:
-        fit = OLS(score, design.to_numpy(float)).fit()
+        fit = OLS(score, design.to_numpy(float)).fit(cov_type="HC1")  # every reply its own cluster
         beta, cov = np.asarray(fit.params, float), np.asarray(fit.cov_params(), float)
         converged, message, df, n_units = True, "converged", float(fit.df_resid), len(stacked)
     if df < 1:

@@ -241,8 +241,9 @@ def test_judge_scores_falling_on_confounded_content_regress_the_vanilla_ratio_bu
 
 
 def test_the_score_interaction_matches_statsmodels_mixedlm():
-    """The joint linear fit's coefficients and covariance against statsmodels' MixedLM (REML) on the same design; the
-    log-ratio contrast and its delta-method se computed from statsmodels' estimates agree."""
+    """The joint linear fit against statsmodels' MixedLM (REML) on the same design: the log-ratio contrast from its
+    estimates, and the delta-method se with the speaker-cluster sandwich computed by hand from its variance
+    components (dense per-speaker covariances), agree."""
     from statsmodels.regression.mixed_linear_model import MixedLM
 
     from harness.metrics.score_release import score_ratio_interaction
@@ -261,8 +262,15 @@ def test_the_score_interaction_matches_statsmodels_mixedlm():
         reml=True,
         method="cg",  # its default (bfgs) stops short of the optimum on this design, saying so
     )
-    p = design.shape[1]
-    beta, cov = np.asarray(fit.fe_params), np.asarray(fit.cov_params())[:p, :p]
+    # the speaker-cluster sandwich by hand, with dense per-speaker covariances at statsmodels' variance components
+    beta, x, y = np.asarray(fit.fe_params), design.to_numpy(float), stacked["score"].to_numpy()
+    bread, scores = 0.0, []
+    for rows in stacked.groupby("speaker").indices.values():
+        inverse = np.linalg.inv(fit.scale * np.eye(len(rows)) + float(np.asarray(fit.cov_re)[0, 0]))
+        bread = bread + x[rows].T @ inverse @ x[rows]
+        scores.append(x[rows].T @ inverse @ (y[rows] - x[rows] @ beta))
+    scores, m = np.array(scores), len(scores)
+    cov = np.linalg.inv(bread) @ (scores.T @ scores * m / (m - 1)) @ np.linalg.inv(bread)
     log_ratios, gradients = [], []
     for flag in (1.0, 0.0):
         own = design[(stacked[CHECKPOINT] == flag).to_numpy()]

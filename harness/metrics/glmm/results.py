@@ -53,6 +53,11 @@ class MixedModelResult:
     converged: bool
     message: str
     singular: bool
+    cov_robust: pd.DataFrame | None = dataclasses.field(default=None, kw_only=True, repr=False)
+    """The cluster-robust (sandwich) covariance in the order of ``cov``: the inverse information around the clusters'
+    summed score outer products, with the CR1 factor ``m / (m - 1)`` (Liang & Zeger 1986). Valid where the random
+    intercept misdescribes the clusters (e.g. a speaker whose effect differs between two checkpoints of a joint fit),
+    as long as clusters are independent."""
 
     def variance_params(self) -> dict[str, float]:
         """The estimated variance parameters by name, in the order of ``params``."""
@@ -121,11 +126,6 @@ class GLMMFit(MixedModelResult):
     n_iterations: int
     n_dropped_zero_trials: int
     n_singleton_clusters: int
-    cov_robust: pd.DataFrame | None = dataclasses.field(default=None, kw_only=True, repr=False)
-    """The cluster-robust (sandwich) covariance in the order of ``cov``: the inverse observed information around
-    the clusters' summed score outer products, with the CR1 factor ``m / (m - 1)`` (Liang & Zeger 1986). Valid where
-    the random intercept misdescribes the clusters (e.g. a speaker whose effect differs between two checkpoints of a
-    joint fit), as long as clusters are independent."""
 
     def variance_params(self) -> dict[str, float]:
         return {SIGMA_NAME: self.sigma}
