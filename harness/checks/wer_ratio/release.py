@@ -38,7 +38,7 @@ DECIDING_ROW = (
     "interaction of one joint fit)"
 )
 DECIDING_MEASURE = f"|log expected-WER ratio| {DECIDING_ROW}"
-RESAMPLED = "speakers (mixed-effects Wald, speaker intercept)"
+RESAMPLED = "speakers (one joint mixed-effects fit, speaker-cluster sandwich se)"
 
 
 def utterance_records(
