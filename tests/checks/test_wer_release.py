@@ -182,6 +182,11 @@ def test_three_groups_compare_each_group_with_the_rest():
     )
     assert comparison.measure.startswith("largest ") and comparison.measure.endswith("one group vs the rest")
     assert comparison.status in ("compared", "underpowered")
+    # three one-vs-rest comparisons: the detectable worsening at the alpha one of them must reach, 0.05 / 3
+    from scipy import stats
+
+    df, se = comparison.decision.df, comparison.decision.se
+    assert comparison.decision.detectable == pytest.approx((stats.t.isf(0.05 / 3, df) + stats.t.isf(0.2, df)) * se)
 
 
 def scored_pair(seed: int, *, group_effect_candidate: float = 0.0, n_speakers: int = 30, replies: int = 20):

@@ -170,6 +170,7 @@ def interaction_test(contrasts: Sequence[RatioInteraction]) -> PairedTest:
         p_worse=min(1.0, deciding.p * len(contrasts)),
         estimable=True,
         resampled=RESAMPLED,
+        comparisons=len(contrasts),
     )
 
 
