@@ -42,13 +42,14 @@ class Margin:
     """Thresholds at the check's defaults with the release margin ``max_worsening`` set."""
 
     margin: float
+    method: str = "semantic"
 
     def values(self, check, schema, variant, dimension):
-        return schema.defaults() | {"max_worsening": self.margin}
+        return schema.defaults() | {"max_worsening": self.margin, "method": self.method}
 
 
-def context(margin: float = 0.15) -> Context:
-    return Context(Margin(margin))
+def context(margin: float = 0.15, method: str = "semantic") -> Context:
+    return Context(Margin(margin, method))
 
 
 def record(table: pd.DataFrame, covariates: tuple[str, ...] = ("x_pc1",), per_speaker: bool = False) -> RatioRecord:
@@ -106,6 +107,18 @@ def test_a_baseline_without_utterance_rows_falls_back_to_the_vanilla_ratio_named
     assert comparison.measure.startswith("largest |log WER ratio| (vanilla, one-vs-rest) beyond group exchange")
     assert "the baseline record carries no per-utterance rows" in comparison.measure
     assert comparison.message.endswith("rerun it)]")
+
+
+def test_a_case_judged_on_the_vanilla_row_compares_the_vanilla_ratio_with_no_deviation(confounded):
+    vanilla = WerRatioCheck().compare(
+        context(method="vanilla"), CASE, record(confounded.candidate), record(confounded.baseline)
+    )
+    assert vanilla.measure == "largest |log WER ratio| (vanilla, one-vs-rest) beyond group exchange"
+    assert "DEVIATION" not in vanilla.message and vanilla.regressed
+    no_speaker = WerRatioCheck().compare(
+        context(method="no_speaker"), CASE, record(confounded.candidate), record(confounded.baseline)
+    )
+    assert "DEVIATION: not the deciding row (no_speaker)" in no_speaker.measure
 
 
 def test_a_true_checkpoint_by_group_growth_is_caught():

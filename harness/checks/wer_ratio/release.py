@@ -93,10 +93,11 @@ class DecidingRowComparison(SpeakerBootstrapComparison):
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
         settings = self.thresholds(context, case)
+        for name, record in (("baseline", baseline), ("candidate", candidate)):
+            if not record.paired_data:
+                return unsupported(baseline, f"the {name} record carries no per-speaker data")
         if settings.method == "vanilla":
-            return super().compare(context, case, candidate, baseline)
-        if not baseline.paired_data:
-            return unsupported(baseline, "the baseline record carries no per-speaker data")
+            return self.vanilla_comparison(context, case, candidate, baseline)
         missing = [
             name for name, record in (("baseline", baseline), ("candidate", candidate))
             if not has_utterance_rows(record.paired_data, self.utterance_values)
@@ -128,17 +129,24 @@ class DecidingRowComparison(SpeakerBootstrapComparison):
             hears_voice=self.hears_voice(case),
         )
 
-    def vanilla_fallback(
-        self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord, why: str
+    def vanilla_comparison(
+        self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord
     ) -> Comparison:
-        """The vanilla comparison from per-speaker sums, its deviation named in its measure and message."""
-        deviation = f"DEVIATION: not the deciding row ({self.thresholds(context, case).method}), because {why}"
+        """The vanilla ratio beyond group exchange (:class:`~harness.checks.release.SpeakerBootstrapComparison`) from
+        per-speaker sums, whichever form each record keeps."""
         sums = {name: speaker_sums(record.paired_data) for name, record in (("c", candidate), ("b", baseline))}
         records = [
             dataclasses.replace(record, paired_data={"speaker": list(map(str, table.index)), **table.to_dict("list")})
             for record, table in ((candidate, sums["c"]), (baseline, sums["b"]))
         ]
-        comparison = super().compare(context, case, *records)
+        return super().compare(context, case, *records)
+
+    def vanilla_fallback(
+        self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord, why: str
+    ) -> Comparison:
+        """The vanilla comparison, its deviation from the deciding row named in its measure and message."""
+        deviation = f"DEVIATION: not the deciding row ({self.thresholds(context, case).method}), because {why}"
+        comparison = self.vanilla_comparison(context, case, candidate, baseline)
         measure = f"{comparison.measure} [{deviation}]" if comparison.measure else None
         return dataclasses.replace(comparison, measure=measure, message=f"{comparison.message} [{deviation}]")
 
