@@ -12,7 +12,8 @@ One run each, wall and CPU time printed.
 alone, no margin) when it is not: N replicates of the content-confounded pair above at 40 speakers x 40 utterances
 (no voice effect in either checkpoint), with a speaker effect common to both checkpoints (the model's assumption)
 and with a checkpoint-specific speaker deviation of SD ``--speaker-checkpoint-sd`` besides (not modelled), and the
-vanilla comparison's rate on the same pairs.
+vanilla comparison's rate on the same pairs; then the same for the judge-score ratio
+(:func:`harness.metrics.simulation.simulate_score_release_pair`, 30 speakers x 20 replies).
 
     .venv/bin/python benchmarks/bench_wer_release.py [--seed 0]
     .venv/bin/python benchmarks/bench_wer_release.py --null 100 [--speaker-checkpoint-sd 0.2]
@@ -27,7 +28,8 @@ import numpy as np
 
 from harness.checks.wer_ratio.release import speaker_sums
 from harness.metrics.paired import largest_log_ratio, paired_group_exchange_excess, paired_speaker_test
-from harness.metrics.simulation import simulate_release_pair
+from harness.metrics.score_release import score_ratio_interaction
+from harness.metrics.simulation import simulate_release_pair, simulate_score_release_pair
 from harness.metrics.wer_release import ratio_interaction
 
 UTTERANCES, SPEAKERS, COMPONENTS = 7442, 91, 8
@@ -70,6 +72,20 @@ def null_rates(replicates: int, speaker_checkpoint_sd: float, seed: int) -> None
             f"speaker x checkpoint SD {sd:g}: deciding row judged worse in {deciding}/{replicates}, vanilla in "
             f"{vanilla}/{replicates} ({time.perf_counter() - start:.0f} s)"
         )
+    for sd in (0.0, speaker_checkpoint_sd):
+        judged = 0
+        for k in range(replicates):
+            candidate, baseline = simulate_score_release_pair(seed + k, speaker_checkpoint_sd=sd)
+            result = score_ratio_interaction(
+                candidate,
+                baseline,
+                numerator="F",
+                denominator="M",
+                candidate_covariates=["x_pc1"],
+                baseline_covariates=["x_pc1"],
+            )
+            judged += result.p <= 0.05
+        print(f"judge scores, speaker x checkpoint SD {sd:g}: deciding row judged worse in {judged}/{replicates}")
 
 
 def main() -> None:

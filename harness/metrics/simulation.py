@@ -165,7 +165,51 @@ def simulate_release_pair(
     return SimulatedRelease(tables[0], tables[1], ("x_pc1",), float(log_ratios[0] - log_ratios[1]))
 
 
-__all__ = ["SimulatedRelease", "SimulatedWER", "simulate_release_pair", "simulate_wer_table"]
+def simulate_score_release_pair(
+    seed: int,
+    *,
+    group_effect_candidate: float = 0.0,
+    n_speakers: int = 30,
+    replies: int = 20,
+    speaker_checkpoint_sd: float = 0.0,
+) -> list[pd.DataFrame]:
+    """Judge scores of a candidate and a baseline (in that order) on the same replies' content: content difficulty
+    confounded with group (``F`` reads harder content), the candidate's scores falling more on hard content (-0.9
+    against -0.2 per SD), a speaker intercept (SD 0.4) shared by both plus the candidate's own speaker deviation of SD
+    ``speaker_checkpoint_sd``, residual SD 0.8, no voice effect unless ``group_effect_candidate``; each checkpoint's
+    covariate ``x_pc1`` is its own noisy embedding of the difficulty. Columns ``utterance, speaker, group, score,
+    x_pc1``."""
+    rng = np.random.default_rng(seed)
+    speaker = np.repeat(np.arange(n_speakers), replies)
+    is_f = speaker < n_speakers // 2
+    difficulty = rng.normal(np.where(is_f, 0.8, -0.8), 1.0)
+    intercept = rng.normal(0.0, 0.4, n_speakers)[speaker]
+    tables = []
+    for slope, effect, sign in ((-0.9, group_effect_candidate, -1.0), (-0.2, 0.0, 1.0)):
+        score = 6.5 + slope * difficulty + effect * is_f + intercept + rng.normal(0.0, 0.8, speaker.size)
+        if speaker_checkpoint_sd and sign < 0:
+            score = score + rng.normal(0.0, speaker_checkpoint_sd, n_speakers)[speaker]
+        tables.append(
+            pd.DataFrame(
+                {
+                    "utterance": [f"u{k:05d}" for k in range(speaker.size)],
+                    "speaker": [f"s{k:03d}" for k in speaker],
+                    "group": np.where(is_f, "F", "M"),
+                    "score": score,
+                    "x_pc1": sign * difficulty + rng.normal(0.0, 0.1, speaker.size),
+                }
+            )
+        )
+    return tables
+
+
+__all__ = [
+    "SimulatedRelease",
+    "SimulatedWER",
+    "simulate_release_pair",
+    "simulate_score_release_pair",
+    "simulate_wer_table",
+]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,7 +18,7 @@ from harness.checks.wer_ratio.check import WerRatioCheck
 from harness.checks.wer_ratio.release import COVARIATE_PREFIX, DECIDING_MEASURE, UTTERANCE_COLUMNS, speaker_sums
 from harness.display.decisions import release_test
 from harness.metrics.multitest import DecisionRule
-from harness.metrics.simulation import simulate_release_pair
+from harness.metrics.simulation import simulate_release_pair, simulate_score_release_pair
 from harness.metrics.wer_release import ratio_interaction
 from harness.records import BaselineComparison
 
@@ -202,33 +202,6 @@ def test_three_groups_compare_each_group_with_the_rest():
     assert comparison.decision.detectable == pytest.approx((stats.t.isf(0.05 / 3, df) + stats.t.isf(0.2, df)) * se)
 
 
-def scored_pair(seed: int, *, group_effect_candidate: float = 0.0, n_speakers: int = 30, replies: int = 20):
-    """Judge scores of two checkpoints on the same replies' content: content difficulty confounded with group (F reads
-    harder content), the candidate's scores falling more on hard content (-0.9 against -0.2 per SD), a speaker
-    intercept shared by both, no voice effect unless ``group_effect_candidate``; each checkpoint's covariate is its
-    own noisy embedding of the difficulty."""
-    rng = np.random.default_rng(seed)
-    speaker = np.repeat(np.arange(n_speakers), replies)
-    is_f = speaker < n_speakers // 2
-    difficulty = rng.normal(np.where(is_f, 0.8, -0.8), 1.0)
-    intercept = rng.normal(0.0, 0.4, n_speakers)[speaker]
-    tables = []
-    for slope, effect, sign in ((-0.9, group_effect_candidate, -1.0), (-0.2, 0.0, 1.0)):
-        score = 6.5 + slope * difficulty + effect * is_f + intercept + rng.normal(0.0, 0.8, speaker.size)
-        tables.append(
-            pd.DataFrame(
-                {
-                    "utterance": [f"u{k:05d}" for k in range(speaker.size)],
-                    "speaker": [f"s{k:03d}" for k in speaker],
-                    "group": np.where(is_f, "F", "M"),
-                    "score": score,
-                    "x_pc1": sign * difficulty + rng.normal(0.0, 0.1, speaker.size),
-                }
-            )
-        )
-    return tables
-
-
 def score_record(table: pd.DataFrame, per_speaker: bool = False) -> RatioRecord:
     data = {
         "utterance": table["utterance"].tolist(),
@@ -246,14 +219,14 @@ def score_record(table: pd.DataFrame, per_speaker: bool = False) -> RatioRecord:
 def test_judge_scores_falling_on_confounded_content_regress_the_vanilla_ratio_but_not_the_deciding_row():
     from harness.checks.score_ratio.check import ScoreRatioCheck
 
-    candidate, baseline = scored_pair(19)
+    candidate, baseline = simulate_score_release_pair(19)
     check, case = ScoreRatioCheck(), dataclasses.replace(CASE, check="score_ratio")
     vanilla = check.compare(context(0.05), case, score_record(candidate, True), score_record(baseline, True))
     assert vanilla.regressed and "DEVIATION" in vanilla.measure
     deciding = check.compare(context(0.05), case, score_record(candidate), score_record(baseline))
     assert deciding.measure.startswith("|log judge-score ratio| on the deciding row")
     assert deciding.status == "compared" and not deciding.regressed
-    grown = scored_pair(19, group_effect_candidate=-1.0)
+    grown = simulate_score_release_pair(19, group_effect_candidate=-1.0)
     caught = check.compare(context(0.05), case, score_record(grown[0]), score_record(grown[1]))
     assert caught.status == "compared" and caught.regressed
 
@@ -268,7 +241,7 @@ def test_the_score_interaction_matches_statsmodels_mixedlm():
     from harness.metrics.wer_model import _design
     from harness.metrics.wer_release import CHECKPOINT, INTERACTION, stacked_table
 
-    candidate, baseline = scored_pair(23, group_effect_candidate=-0.4)
+    candidate, baseline = simulate_score_release_pair(23, group_effect_candidate=-0.4)
     ours = score_ratio_interaction(
         candidate, baseline, numerator="F", denominator="M", candidate_covariates=["x_pc1"],
         baseline_covariates=["x_pc1"],
