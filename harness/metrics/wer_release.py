@@ -38,7 +38,7 @@ when the candidate's crosses it (equal bias flipped to the other group is no wor
 groups gives one such contrast per group against the rest; the case's contrast is the one with the smallest ``p``,
 Bonferroni-corrected over them.
 
-When a group has no insertions in either checkpoint the insertion coefficient has no finite estimate and both
+When a group has no insertions in a checkpoint, the insertion coefficient has no finite estimate and both
 checkpoints' ratios are of the deletion+substitution rates alone, as the deciding row does.
 """
 

@@ -4,8 +4,8 @@
 A WER-ratio or judge-score-ratio case is decided on the speaker-and-semantics row of the model's own embedding, so
 its comparison with a baseline is a joint fit of both checkpoints' utterances with a checkpoint x group interaction,
 the speaker intercept and each checkpoint's own semantic covariates (the ones of its judged row). The record keeps
-what that fit needs in its ``paired_data``: one row per utterance (``utterance``, ``speaker``, ``group``, the values,
-the four error counts or the score, and the judged row's covariate columns, prefixed :data:`COVARIATE_PREFIX`).
+what that fit needs in its ``paired_data``: one row per utterance (``utterance``, ``speaker``, ``group``, its values
+(the four error counts, or the score) and the judged row's covariate columns, prefixed :data:`COVARIATE_PREFIX`).
 
 Where either record lacks the per-utterance rows (a results.json written before this comparison), or the case is
 judged on a row without a speaker intercept (``method: no_speaker``), the comparison falls back to the vanilla ratio
