@@ -61,7 +61,9 @@ def regression_comparison(
     relevant = bool(test.worsening > margin)
     decision_rule = context.decision_rule(case.model)
     decision = decision_rule.decide([test.p_worse], [relevant], rule="both")
-    detectable = WaldSensitivity(test.se, sides=1, df=test.df).detectable(decision_rule.corrected_alpha(1))
+    detectable = WaldSensitivity(test.se, sides=1, df=test.df).detectable(
+        decision_rule.corrected_alpha(test.comparisons)
+    )
     powered = bool(math.isfinite(detectable) and detectable <= DETECTABLE_MARGINS * margin)
     block = RegressionDecision(
         **decision.as_dict(),

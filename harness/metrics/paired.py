@@ -279,6 +279,9 @@ class PairedTest:
     estimable: bool
     reason: str | None = None
     resampled: str
+    comparisons: int = 1
+    """How many comparisons ``p_worse`` is Bonferroni-corrected over within the case (the smallest of k, times k), so
+    that the detectable worsening is taken at the alpha one of them must reach."""
 
 
 def _one_sided(

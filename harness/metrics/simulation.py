@@ -87,7 +87,129 @@ def simulate_wer_table(
     return SimulatedWER(table=table, true_ratio=true_wer[0] / true_wer[1], covariates=tuple(names))
 
 
-__all__ = ["SimulatedWER", "simulate_wer_table"]
+@dataclasses.dataclass(frozen=True)
+class SimulatedRelease:
+    """Two checkpoints' per-utterance WER tables on the same utterances, each with its own semantic covariates
+    (``covariates``: the same column names in both), and the true change of the log expected-WER ratio."""
+
+    candidate: pd.DataFrame
+    baseline: pd.DataFrame
+    covariates: tuple[str, ...]
+    true_delta: float
+
+
+def simulate_release_pair(
+    seed: int | np.random.Generator,
+    *,
+    n_speakers: int = 40,
+    utterances_per_speaker: int = 40,
+    sigma: float = 0.5,
+    confounding: float = 0.8,
+    difficulty_baseline: float = 0.3,
+    difficulty_candidate: float = 1.2,
+    group_effect_baseline: float = 0.0,
+    group_effect_candidate: float = 0.0,
+    embedding_noise: float = 0.1,
+    speaker_checkpoint_sd: float = 0.0,
+) -> SimulatedRelease:
+    """A baseline and a candidate transcribing the same utterances (:func:`simulate_wer_table`'s design: content
+    difficulty ``~ N(+-confounding, 1)``, ``+`` for group ``F``, so content is confounded with group).
+
+    Each checkpoint's errors follow eq. 4-5 with its own ``difficulty_*`` effect (a candidate whose errors grow on
+    hard content: ``difficulty_candidate > difficulty_baseline``), its own group effect on ``F`` (both logits) and
+    one speaker intercept shared by both checkpoints, plus a checkpoint's own speaker deviation of SD
+    ``speaker_checkpoint_sd`` (0: the joint fit's assumption). Each checkpoint's semantic covariate ``x_pc1`` is its own
+    embedding of the content: the difficulty up to sign and ``embedding_noise``, as two embedders' first principal
+    components may differ. ``true_delta`` is ``log R_cand - log R_base`` of the ratios ``F / M`` at the true
+    parameters."""
+    rng = np.random.default_rng(seed)
+    speaker_group = np.where(np.arange(n_speakers) < n_speakers // 2, "F", "M")
+    speaker_of = np.repeat(np.arange(n_speakers), utterances_per_speaker)
+    is_f = (speaker_group[speaker_of] == "F").astype(float)
+    n = speaker_of.size
+    n_words = np.clip(np.round(np.exp(rng.normal(np.log(17.0), 0.65, n))), 5, 60)
+    difficulty = rng.normal(confounding * (2 * is_f - 1), 1.0)
+    r = rng.normal(0.0, sigma, n_speakers)[speaker_of]
+    tables, log_ratios = [], []
+    spread = float(np.hypot(sigma, speaker_checkpoint_sd))
+    for effect, group_effect, sign in (
+        (difficulty_candidate, group_effect_candidate, -1.0),
+        (difficulty_baseline, group_effect_baseline, 1.0),
+    ):
+        eta_ins = -4.3 + effect * difficulty
+        eta_del = -3.4 + effect * difficulty
+        own = r + (rng.normal(0.0, speaker_checkpoint_sd, n_speakers)[speaker_of] if speaker_checkpoint_sd else 0.0)
+        insertions = rng.poisson(n_words * np.exp(eta_ins + group_effect * is_f + own))
+        delsub = rng.binomial(n_words.astype(int), special.expit(eta_del + group_effect * is_f + own))
+        deletions = rng.binomial(delsub, 0.3)
+        tables.append(
+            pd.DataFrame(
+                {
+                    "speaker": [f"s{k:03d}" for k in speaker_of],
+                    "group": speaker_group[speaker_of],
+                    "insertions": insertions,
+                    "deletions": deletions,
+                    "substitutions": delsub - deletions,
+                    "n_ref_words": n_words.astype(int),
+                    "x_pc1": sign * difficulty + rng.normal(0.0, embedding_noise, n),
+                }
+            )
+        )
+        wer = [
+            _expected_wer_from_parts(
+                eta_ins + group_effect * level, eta_del + group_effect * level, spread, spread, n_words
+            )
+            for level in (1.0, 0.0)
+        ]
+        log_ratios.append(np.log(wer[0] / wer[1]))
+    return SimulatedRelease(tables[0], tables[1], ("x_pc1",), float(log_ratios[0] - log_ratios[1]))
+
+
+def simulate_score_release_pair(
+    seed: int,
+    *,
+    group_effect_candidate: float = 0.0,
+    n_speakers: int = 30,
+    replies: int = 20,
+    speaker_checkpoint_sd: float = 0.0,
+) -> list[pd.DataFrame]:
+    """Judge scores of a candidate and a baseline (in that order) on the same replies' content: content difficulty
+    confounded with group (``F`` reads harder content), the candidate's scores falling more on hard content (-0.9
+    against -0.2 per SD), a speaker intercept (SD 0.4) shared by both plus the candidate's own speaker deviation of SD
+    ``speaker_checkpoint_sd``, residual SD 0.8, no voice effect unless ``group_effect_candidate``; each checkpoint's
+    covariate ``x_pc1`` is its own noisy embedding of the difficulty. Columns ``utterance, speaker, group, score,
+    x_pc1``."""
+    rng = np.random.default_rng(seed)
+    speaker = np.repeat(np.arange(n_speakers), replies)
+    is_f = speaker < n_speakers // 2
+    difficulty = rng.normal(np.where(is_f, 0.8, -0.8), 1.0)
+    intercept = rng.normal(0.0, 0.4, n_speakers)[speaker]
+    tables = []
+    for slope, effect, sign in ((-0.9, group_effect_candidate, -1.0), (-0.2, 0.0, 1.0)):
+        score = 6.5 + slope * difficulty + effect * is_f + intercept + rng.normal(0.0, 0.8, speaker.size)
+        if speaker_checkpoint_sd and sign < 0:
+            score = score + rng.normal(0.0, speaker_checkpoint_sd, n_speakers)[speaker]
+        tables.append(
+            pd.DataFrame(
+                {
+                    "utterance": [f"u{k:05d}" for k in range(speaker.size)],
+                    "speaker": [f"s{k:03d}" for k in speaker],
+                    "group": np.where(is_f, "F", "M"),
+                    "score": score,
+                    "x_pc1": sign * difficulty + rng.normal(0.0, 0.1, speaker.size),
+                }
+            )
+        )
+    return tables
+
+
+__all__ = [
+    "SimulatedRelease",
+    "SimulatedWER",
+    "simulate_release_pair",
+    "simulate_score_release_pair",
+    "simulate_wer_table",
+]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -192,13 +192,7 @@ class _WERModel:
         return float(np.log(wer[0]) - np.log(wer[1]))
 
     def delta_se(self, pooled: _PooledDesign) -> float:
-        gradient = np.zeros(self.params.size)
-        for k in range(self.params.size):
-            step = 1e-6 * max(1.0, abs(self.params[k]))
-            forward, backward = self.params.copy(), self.params.copy()
-            forward[k] += step
-            backward[k] -= step
-            gradient[k] = (self.log_ratio(forward, pooled) - self.log_ratio(backward, pooled)) / (2 * step)
+        gradient = numerical_gradient(lambda params: self.log_ratio(params, pooled), self.params)
         used = gradient != 0
         variance = gradient[used] @ self.cov[np.ix_(used, used)] @ gradient[used]
         return float(np.sqrt(variance)) if variance >= 0 else np.nan
@@ -304,6 +298,19 @@ class _PooledDesign:
             denominator=design.assign(**{indicator: 0.0}).to_numpy(float),
             n_words=data["n_ref_words"].to_numpy(float),
         )
+
+
+def numerical_gradient(function: Callable[[np.ndarray], float], params: np.ndarray) -> np.ndarray:
+    """Central finite-difference gradient of ``function`` at ``params`` (step ``1e-6 max(1, |param|)``), for the
+    delta-method standard errors of a ratio."""
+    gradient = np.zeros(params.size)
+    for k in range(params.size):
+        step = 1e-6 * max(1.0, abs(params[k]))
+        forward, backward = params.copy(), params.copy()
+        forward[k] += step
+        backward[k] -= step
+        gradient[k] = (function(forward) - function(backward)) / (2 * step)
+    return gradient
 
 
 def _eta(design: np.ndarray, theta: np.ndarray | None) -> np.ndarray | None:

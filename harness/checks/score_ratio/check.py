@@ -27,9 +27,12 @@ from harness.checks.score_ratio.tables import has_speaker_ids, judge_scores, spe
 from harness.checks.semantic_aware.tables import with_semantic_covariates
 from harness.checks.semantic_aware.thresholds import RatioThresholds
 from harness.checks.wer_ratio.check import WerRatioCheck
+from harness.checks.wer_ratio.release import DECIDING_ROW, covariate_columns
 from harness.core.errors import CaseNotMeasured
 from harness.metrics.paired import largest_log_ratio
+from harness.metrics.score_release import score_ratio_interaction
 from harness.metrics.wer_ratio import RatioTable, judge_score_ratio
+from harness.metrics.wer_release import RatioInteraction
 from harness.thresholds import OFF_KEY, ThresholdsError
 
 
@@ -38,6 +41,8 @@ class ScoreRatioCheck(WerRatioCheck):
     gate_module = "wer"
     quantity = "judge-score ratio"
     comparison_name = "largest |log score ratio| (vanilla, one-vs-rest)"
+    utterance_values = ("score",)
+    deciding_measure = f"|log judge-score ratio| {DECIDING_ROW}"
 
     @per_run
     def utterance_table(
@@ -89,6 +94,20 @@ class ScoreRatioCheck(WerRatioCheck):
         )
 
     comparison_statistic = staticmethod(largest_log_ratio)
+
+    def interaction(
+        self, tables: Sequence[pd.DataFrame], pair: tuple[str, str], settings: RatioThresholds
+    ) -> RatioInteraction:
+        """The joint linear fit of both checkpoints' scored replies for one comparison
+        (:func:`score_ratio_interaction`), with the speaker intercept where the corpus has speaker ids."""
+        return score_ratio_interaction(
+            *tables,
+            numerator=pair[0],
+            denominator=pair[1],
+            candidate_covariates=covariate_columns(tables[0]),
+            baseline_covariates=covariate_columns(tables[1]),
+            speakers=has_speaker_ids(tables[0]),
+        )
 
 
 CHECK = ScoreRatioCheck

@@ -34,10 +34,10 @@ import pandas as pd
 from harness.checks.base import TRANSCRIPTION_PROBE, Check, Measurement, per_run
 from harness.checks.case import Case
 from harness.checks.context import CheckContext
-from harness.checks.release import SpeakerBootstrapComparison
 from harness.checks.semantic_aware.record import RatioPayload
 from harness.checks.semantic_aware.tables import first_components, with_semantic_covariates
 from harness.checks.semantic_aware.thresholds import RatioThresholds
+from harness.checks.wer_ratio.release import DecidingRowComparison, covariate_columns, utterance_records
 from harness.checks.wer_ratio.tables import transcripts
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import finite_or_none
@@ -55,6 +55,7 @@ from harness.metrics.wer_ratio import (
     RatioTable,
     wer_ratio,
 )
+from harness.metrics.wer_release import RatioInteraction, ratio_interaction
 from harness.records import Contrast, Decision
 from harness.semantic import AGG, EOWL
 
@@ -85,14 +86,42 @@ def ratio_comparisons(levels: Sequence[str], dimension: str, numerator: str) -> 
     return [(numerator, next(level for level in levels if level != numerator))]
 
 
-class WerRatioCheck(SpeakerBootstrapComparison, Check):
+class WerRatioCheck(DecidingRowComparison, Check):
     name = "wer_ratio"
     gate_module = "wer"
     quantity = "expected-WER ratio"
     schema = RatioThresholds.schema()
     comparison_name = "largest |log WER ratio| (vanilla, one-vs-rest)"
+    """The measure of the vanilla fallback (:mod:`harness.checks.wer_ratio.release`)."""
     worse_when = "higher"
     comparison_statistic = staticmethod(largest_log_ratio)
+
+    def comparison_pairs(self, levels: Sequence[str], case: Case, settings: RatioThresholds) -> list[tuple[str, str]]:
+        return ratio_comparisons(levels, case.dimension, settings.numerator)
+
+    def interaction(
+        self, tables: Sequence[pd.DataFrame], pair: tuple[str, str], settings: RatioThresholds
+    ) -> RatioInteraction:
+        """The joint fit of both checkpoints' utterances for one comparison (:func:`ratio_interaction`)."""
+        return ratio_interaction(
+            *tables,
+            numerator=pair[0],
+            denominator=pair[1],
+            candidate_covariates=covariate_columns(tables[0]),
+            baseline_covariates=covariate_columns(tables[1]),
+            nagq=settings.nagq,
+        )
+
+    def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
+        """Per utterance: what the deciding row's joint fit with a baseline needs (:func:`utterance_records`), with
+        the covariates of the row the case is judged on."""
+        settings = self.thresholds(context, case)
+        table, covariate_sets, semantics = self.utterance_table(context, case.model, case.corpus, settings.components)
+        method, _ = judged_method(
+            settings, list(semantics["embeddings"]), next(iter(self.ratios(context, case).values()))
+        )
+        columns = next((cols for name, cols in covariate_sets.items() if method.endswith(f": {name}")), ())
+        return utterance_records(table, case.dimension, columns, self.utterance_values)
 
     def speaker_statistics(self, context: CheckContext, case: Case) -> pd.DataFrame:
         """Per speaker: word errors and reference words."""

@@ -221,6 +221,7 @@ def _fit_fields(
         "coef": pd.Series(fit.theta[:p], index=coef_names),
         "se": pd.Series(_standard_errors(fit.cov, p), index=coef_names),
         "cov": pd.DataFrame(fit.cov, index=param_names, columns=param_names),
+        "cov_robust": pd.DataFrame(fit.robust_cov, index=param_names, columns=param_names),
         "loglik": fit.loglik,
         "n_obs": n_obs,
         "n_clusters": problem.n_clusters,

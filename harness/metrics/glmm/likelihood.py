@@ -238,7 +238,10 @@ class _Evaluator:
             u, rows, value = candidate, candidate_rows, candidate_value
         return u, rows, False
 
-    def loglik_and_gradient(self, theta: np.ndarray, want_gradient: bool = True):
+    def loglik_and_gradient(self, theta: np.ndarray, want_gradient: bool = True, per_cluster: bool = False):
+        """The log-likelihood and its gradient at ``theta``; with ``per_cluster`` the gradient of each cluster's
+        term, one row per cluster (the scores of a cluster-robust covariance: every row term below belongs to one
+        cluster's integral, so the total gradient is their sum)."""
         self.n_evaluations += 1
         pb = self.problem
         beta, sigma, loading = self._unpack(theta)
@@ -295,6 +298,11 @@ class _Evaluator:
             + g_rows * (pb.y - at_mode.mean - a * var_hat * u_rows)
             + f_rows * (2.0 * a * var_hat + a * a * third_hat * u_rows)
         )
+        if per_cluster:
+            scores = [self.cluster_sum(pb.design * row_beta[:, None]), self.cluster_sum(loading * row_a)[:, None]]
+            if self.estimate_loading:
+                scores.append(sigma * self.cluster_sum(np.where(pb.loaded, row_a, 0.0))[:, None])
+            return loglik, np.hstack(scores)
         grad = [grad_beta, [np.sum(loading * row_a)]]
         if self.estimate_loading:
             grad.append([sigma * np.sum(row_a[pb.loaded])])

@@ -78,8 +78,14 @@ def fit_linear_mixed(
         root_gamma = 0.0
     criterion, beta, sigma2, a_matrix = solve(root_gamma)
     converged = bool(np.isfinite(criterion) and root_gamma < grid[-1])
-    cov = sigma2 * np.linalg.inv(a_matrix)
+    inverse = np.linalg.inv(a_matrix)
+    cov = sigma2 * inverse
     return LinearMixedResult(
+        cov_robust=pd.DataFrame(
+            _cluster_robust(inverse, design, response - design @ beta, codes, x_sums, sizes, root_gamma**2),
+            index=names,
+            columns=names,
+        ),
         coef=pd.Series(beta, index=names),
         se=pd.Series(np.sqrt(np.diag(cov)), index=names),
         cov=pd.DataFrame(cov, index=names, columns=names),
@@ -92,3 +98,25 @@ def fit_linear_mixed(
         message="converged" if converged else "cluster variance ratio ran to its upper bound (1e4)",
         singular=bool(root_gamma == 0.0),
     )
+
+
+def _cluster_robust(
+    inverse: np.ndarray,
+    design: np.ndarray,
+    residual: np.ndarray,
+    codes: np.ndarray,
+    x_sums: np.ndarray,
+    sizes: np.ndarray,
+    gamma: float,
+) -> np.ndarray:
+    """The cluster-robust (sandwich) covariance of the GLS estimate, ``A^-1 (m / (m - 1) sum_i u_i u_i') A^-1``
+    with ``A`` the scaled ``X'V^-1 X`` (``inverse`` its inverse) and ``u_i = X_i'r_i - c_i X_i'1 1'r_i`` cluster
+    ``i``'s scaled score (``sigma^2`` cancels; Liang & Zeger 1986, CR1 factor)."""
+    m = sizes.size
+    if m < 2:
+        return np.full_like(inverse, np.nan)
+    shrink = gamma / (1.0 + gamma * sizes)
+    scores = np.zeros((m, design.shape[1]))
+    np.add.at(scores, codes, design * residual[:, None])
+    scores -= (shrink * np.bincount(codes, weights=residual, minlength=m))[:, None] * x_sums
+    return inverse @ (scores.T @ scores * m / (m - 1)) @ inverse

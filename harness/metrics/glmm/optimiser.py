@@ -38,6 +38,8 @@ class _Fit:
     converged: bool
     message: str
     n_iterations: int
+    robust_cov: np.ndarray | None = None
+    """The cluster-robust covariance (:func:`_cluster_robust`), in the order of ``cov``."""
 
 
 def _glm_start(problem: _Problem) -> np.ndarray:
@@ -150,15 +152,17 @@ def _maximise(
         cov[np.ix_(free, free)] = np.linalg.inv(information[np.ix_(free, free)])
     except np.linalg.LinAlgError:
         converged, message = False, "observed information is singular at the optimum"
+    robust = _cluster_robust(evaluator, theta, cov, free)
     loglik = evaluator.loglik_and_gradient(theta, want_gradient=False)[0]
     if theta[p] < 0:
         flip = np.ones(theta.size)
         flip[p] = -1.0
-        theta, cov = theta * flip, cov * np.outer(flip, flip)
+        theta, cov, robust = theta * flip, cov * np.outer(flip, flip), robust * np.outer(flip, flip)
         evaluator.modes = -evaluator.modes
     beta = theta[:p] / problem.column_scale
     unscale = np.concatenate([1.0 / problem.column_scale, np.ones(theta.size - p)])
     cov = cov * np.outer(unscale, unscale)
+    robust = robust * np.outer(unscale, unscale)
     diverged = ~(np.abs(theta[:p]) <= _DIVERGED_COEFFICIENT)
     if diverged.any():
         converged = False
@@ -168,7 +172,23 @@ def _maximise(
             "column: the likelihood has no finite maximum (separation by a covariate?); the fit is not usable"
         )
     theta_out = np.concatenate([beta, theta[p:]])
-    return _Fit(theta_out, cov, loglik, evaluator.modes.copy(), converged, message, n_iterations)
+    return _Fit(theta_out, cov, loglik, evaluator.modes.copy(), converged, message, n_iterations, robust)
+
+
+def _cluster_robust(evaluator: _Evaluator, theta: np.ndarray, cov: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """The cluster-robust (sandwich) covariance ``V B V`` at ``theta``: ``V`` the inverse observed information,
+    ``B = m / (m - 1) sum_i s_i s_i'`` over the ``m`` clusters' scores ``s_i`` (Liang & Zeger 1986, with the CR1
+    small-sample factor). It stays valid where the random-effects structure is wrong (e.g. clusters whose effect
+    differs between the parts of a joint design), as long as the clusters are independent; NaN where ``V`` is."""
+    robust = np.full_like(cov, np.nan)
+    scores = evaluator.loglik_and_gradient(theta, per_cluster=True)[1]
+    m = scores.shape[0]
+    if m < 2 or not np.all(np.isfinite(scores)) or not np.all(np.isfinite(cov[np.ix_(free, free)])):
+        return robust
+    inner = scores[:, free].T @ scores[:, free] * m / (m - 1)
+    bread = cov[np.ix_(free, free)]
+    robust[np.ix_(free, free)] = bread @ inner @ bread
+    return robust
 
 
 def _initial_inverse_hessian(evaluator: _Evaluator, glm_beta: np.ndarray) -> np.ndarray:

@@ -53,6 +53,11 @@ class MixedModelResult:
     converged: bool
     message: str
     singular: bool
+    cov_robust: pd.DataFrame | None = dataclasses.field(default=None, kw_only=True, repr=False)
+    """The cluster-robust (sandwich) covariance in the order of ``cov``: the inverse information around the clusters'
+    summed score outer products, with the CR1 factor ``m / (m - 1)`` (Liang & Zeger 1986). Valid where the random
+    intercept misdescribes the clusters (e.g. a speaker whose effect differs between two checkpoints of a joint fit),
+    as long as clusters are independent."""
 
     def variance_params(self) -> dict[str, float]:
         """The estimated variance parameters by name, in the order of ``params``."""
