@@ -344,7 +344,7 @@ def test_the_default_model_measures_a_corpus_that_is_not_in_the_shipped_outputs(
     recording on this CPU, whatever its vendor, and every case is measured."""
     from support import engine as engine_support
 
-    corpus = unheard_corpus(tmp_path / "corpus")
+    corpus = unheard_corpus(tmp_path / "corpus", sentences=1)
     recordings = len((corpus / "manifest.csv").read_text().splitlines()) - 1
     results = engine_support.run_gate(
         sys.executable, DEMO_MODEL, {}, corpus, tmp_path / "run", {**os.environ, "PYTHONPATH": str(REPO)}
