@@ -4,6 +4,7 @@ adjusted p) or the release test (Δ on its measure with both checkpoints' values
 shows one headline value everywhere, its quality floors under their own names."""
 
 import re
+from html import unescape
 
 from harness.checks.verdict import describe_decision
 from harness.display.decisions import absolute_test, decision_words, measure_values, release_test
@@ -198,3 +199,32 @@ def test_the_ci_summary_reads_within_the_bar_beside_a_regression_not_adjusted_p_
     data["metadata"]["baseline"] = {"source": "runs/1.2/results.json", "model": "sim:fair"}
     (row,) = [line for line in render_summary(parse_results(data)).splitlines() if "candidate_review" in line]
     assert "| within the bar |" in row and "adjusted p = 1 " not in row and "+10.8 (adjusted p = 0.000185" in row
+
+
+def test_a_regressions_open_line_names_the_absolute_tests_computation_never_adjusted_p_1():
+    """Issue 59, item 7: the release example's regressed rows read "FAIL — regression: release test ... adjusted p
+    0.000788" and then "decision: adjusted p = 1 (α = 0.05) ... not significant", the absolute test's computation
+    for a contrast within its bar, labelled as the case's decision."""
+    data = results_json([regressed_within_its_bar()])
+    data["metadata"]["baseline"] = {"source": "runs/1.2/results.json", "model": "sim:fair"}
+    table = re.search(r'<h2 id="all-cases">.*?</table>', render_report(parse_results(data)), re.S).group(0)
+    table = unescape(table)
+    assert "adjusted p = 1" not in table and "decision: " not in table
+    assert "absolute test's computation: within the practical threshold, so not tested against α = 0.05" in table
+
+
+def test_a_decided_case_without_a_baseline_keeps_its_decision_computation():
+    beyond = case(value=30.25, passed=False, decision=decision(30.25, 9.999e-05, 0.0043, relevant=True))
+    table = re.search(r'<h2 id="all-cases">.*?</table>', render_report(parse_results(results_json([beyond]))), re.S)
+    assert "decision: adjusted p = 0.0043 (α = 0.05)" in table.group(0)
+
+
+def test_the_why_tables_columns_name_what_their_cells_hold():
+    """Issue 59, item 7: the first screen's column headed "q or interval" held adjusted p and the release test's Δ."""
+    data = results_json([regressed_within_its_bar()])
+    data["metadata"]["baseline"] = {"source": "runs/1.2/results.json", "model": "sim:fair"}
+    why = re.search(r'<section id="why">.*?</table>', render_report(parse_results(data)), re.S).group(0)
+    headers = re.findall(r"<th>(.*?)</th>", why)
+    (row,) = re.findall(r'<tr class="line-.*?</tr>', why, re.S)
+    cells = dict(zip(headers, re.findall(r"<td[^>]*>(.*?)</td>", row, re.S), strict=True))
+    assert "adjusted p = 0.000185" in cells["adjusted p / q / CI"]
