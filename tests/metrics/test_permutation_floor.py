@@ -59,6 +59,22 @@ def test_units_needed_is_the_smallest_design_that_reaches_alpha():
     assert "at least 599" in PermutationFloor(test=SIGN_FLIP, units=(30,), permutations=99).shortfall(alpha)
 
 
+def test_a_direction_with_no_speakers_yet_counts_as_a_direction_of_the_design():
+    """Issue 59 (a user's corpus of 4 voices per gender): the counterfactual nTVD's two swap directions held 0 + 0
+    and 0 + 4 speakers heard as swapped, and the report said 11 speakers per direction would reach alpha, a
+    one-direction design's need; two directions of 6 do (4 / 2^12 = 0.00098)."""
+    alpha = 0.05 / 30
+    for units in ((0, 0), (0, 4), (6, 6)):
+        floor = PermutationFloor(test=SIGN_FLIP, units=units)
+        assert floor.units_needed(alpha) == 6
+        assert floor.shortfall(alpha) == ("" if units == (6, 6) else "6 speakers per direction would reach it")
+    assert (
+        PermutationFloor(test=SIGN_FLIP, units=(6, 6)).design_p
+        <= alpha
+        < PermutationFloor(test=SIGN_FLIP, units=(5, 5)).design_p
+    )
+
+
 def test_smallest_p_value_keeps_its_one_direction_formula_and_splits_directions():
     assert smallest_p_value(1) == 1.0 and smallest_p_value(2) == 0.5 and smallest_p_value(10) == 2 / 1024
     assert smallest_p_value(12, directions=2) == 4 / 4096
