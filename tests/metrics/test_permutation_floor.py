@@ -186,3 +186,19 @@ def test_a_contrast_round_trips_its_floor_and_old_records_still_read():
         )
     with pytest.raises(ValueError, match="contrast 0, floor: PermutationFloor: test must be one of"):
         Contrast.from_json(old | {"floor": {"test": "bootstrap", "units": [2]}}, "contrast 0")
+
+
+def test_the_suite_sizing_figures_in_the_docs_are_the_design_floors_of_the_default_gate():
+    """Issue 59, item 9: the suite docs gave no sizing advice (4 voices per gender left 11 of 72 cases unmeasured).
+    docs/corpora.md's voices per group are the smallest designs that reach the default gate's corrected alpha."""
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "corpora.md").read_text().split())
+    alpha = 0.05 / 43  # gate.alpha over the default gate's cases, one comparison each
+    ntvd = PermutationFloor(test=GROUP_PERMUTATION, units=(1, 1)).units_needed(alpha)
+    three_groups = PermutationFloor(test=GROUP_PERMUTATION, units=(1, 1, 1)).units_needed(alpha)
+    swap = PermutationFloor(test=SIGN_FLIP, units=(1, 1)).units_needed(alpha)
+    one_direction = PermutationFloor(test=SIGN_FLIP, units=(1,)).units_needed(alpha / 2)  # two directions, apart
+    assert f"**{ntvd} voices per group** for the VIBE nTVD cases of a two-group dimension ({three_groups} with" in text
+    assert f"**{swap} voices per swap direction** heard as swapped" in text
+    assert f"**{one_direction} per direction** for the counterfactual ASR and stereotype cases" in text
