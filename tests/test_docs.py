@@ -123,3 +123,12 @@ def test_fenced_code_and_repeated_headings(tmp_path):
     )
     assert anchors(doc) == {"title", "notes", "notes-1"}
     assert [target for _, target in links(doc)] == ["#notes-1", "#title"]
+
+
+def test_the_install_for_a_teams_repository_names_a_source_that_works_before_publication():
+    """Issue 59, item 9: "pip install lalm-fairness" named a package no registry holds yet. The README installs from
+    a clone (a path, a git URL or a wheel), as tests/plugin/test_installed_plugin.py does from this checkout."""
+    section = README.read_text().split("## In your own repository", 1)[1].split("\n## ", 1)[0]
+    (source,) = re.findall(r"pip install (\S+) && pytest --pyargs harness\.gate_tests", section)
+    assert "/" in source or source.startswith("git+") or source.endswith(".whl"), source
+    assert "not yet on\nPyPI" in section or "not yet on PyPI" in section

@@ -44,9 +44,16 @@ def decision_text(decision: Decision | Mapping[str, Any] | None) -> str | None:
         return None
     fields = decision if isinstance(decision, Mapping) else decision.to_json()
     parts = []
+    alpha = fields.get("alpha", 0.05)
+    if fields.get("rule") == "both" and fields.get("relevant") is False and fields.get("estimable") is not False:
+        # Under the rule both a contrast within its bar is never tested against alpha: its adjusted p is 1 by
+        # construction, which beside a regression read as the case's own p (issue 59, item 7).
+        return f"within the practical threshold, so not tested against α = {alpha:g}" + (
+            f"; {fields['correction']}" if fields.get("correction") else ""
+        )
     if fields.get("p_adjusted") is not None:
         name = "BH q" if fields.get("rule") == "q-value" else "adjusted p"
-        parts.append(f"{name} = {p_text(fields['p_adjusted'])} (α = {fields.get('alpha', 0.05):g})")
+        parts.append(f"{name} = {p_text(fields['p_adjusted'])} (α = {alpha:g})")
     elif fields.get("p") is not None:
         parts.append(f"p = {p_text(fields['p'])}")
     if fields.get("correction"):

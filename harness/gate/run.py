@@ -56,9 +56,10 @@ class RunAssembly:
             for entry in part["gate"]
         }
 
-    def scope(self) -> tuple[Scope | None, dict[str, dict[str, Any]]]:
+    def scope(self, not_run: Sequence[str] = ()) -> tuple[Scope | None, dict[str, dict[str, Any]]]:
         """The run's :class:`~harness.records.Scope` (None when no gate case was collected) from the parts of
-        every process that collected, and each selected node's case (its fields)."""
+        every process that collected, and each selected node's case (its fields); ``not_run``: the selected node
+        ids that never finished (not counted as ran)."""
         gate: list[tuple[str, str]] = []
         deselected: dict[tuple[str, str], str] = {}
         nodes: dict[str, dict[str, Any]] = {}
@@ -72,7 +73,8 @@ class RunAssembly:
             return None, nodes
         identity = {nodeid: (case.check, case.id) for nodeid, case in ((n, Case(**node)) for n, node in nodes.items())}
         skipped = {identity[nodeid]: reason for nodeid, reason in self.skipped_nodes.items() if nodeid in identity}
-        return run_scope(gate, identity.values(), deselected, skipped, off), nodes
+        unfinished = [identity[nodeid] for nodeid in not_run if nodeid in identity]
+        return run_scope(gate, identity.values(), deselected, skipped, off, unfinished), nodes
 
     def baseline_gaps(self) -> list[Record]:
         """The baseline's cases that the run's gate lacks (:meth:`harness.gate.Gate.baseline_gaps`), unmeasured
@@ -91,7 +93,7 @@ class RunAssembly:
         """The run's results: every recorded case (a gate test that failed without a record is an unmeasured
         case of cause ``internal``), ordered by node id; ``selected`` and ``not_run`` are the gate tests the
         run selected and those that never finished."""
-        scope, nodes = self.scope()
+        scope, nodes = self.scope(not_run)
         for nodeid, message in self.unrecorded_failures.items():
             if nodeid not in self.records:
                 case = Case(**nodes[nodeid]) if nodeid in nodes else unknown_case(nodeid)

@@ -29,11 +29,15 @@ def run_scope(
     deselected: Mapping[tuple[str, str], str],
     skipped: Mapping[tuple[str, str], str],
     off: Sequence[str] = (),
+    not_run: Iterable[tuple[str, str]] = (),
 ) -> Scope:
-    """The scope of a run whose full gate is ``gate`` (``(check, id)`` of every case), of which ``ran`` ran;
-    ``deselected`` and ``skipped`` give the reason of each case that was; any other case of the gate that did
-    not run was not collected; ``off`` names the checks the thresholds turn off. Deselection outranks a skip (a deselected case never reached its skip)."""
+    """The scope of a run whose full gate is ``gate`` (``(check, id)`` of every case), of which ``ran`` were
+    selected; ``deselected`` and ``skipped`` give the reason of each case that was; any other case of the gate that
+    did not run was not collected; ``off`` names the checks the thresholds turn off. Deselection outranks a skip (a
+    deselected case never reached its skip). ``not_run``: the selected cases a stopped run never finished, which
+    ``Scope.ran`` does not count (the run's ``incomplete`` block names them)."""
     ran_set = set(ran) - set(skipped) - set(deselected)
+    finished = ran_set - set(not_run)
     extra = ran_set - set(gate)
 
     def omitted(reasons: Mapping[tuple[str, str], str], exclude: set) -> tuple[Omitted, ...]:
@@ -47,7 +51,7 @@ def run_scope(
                           if (check, case_id) not in accounted)  # fmt: skip
     return Scope(
         gate_cases=len(dict.fromkeys(gate)) + len(extra),
-        ran=len(ran_set),
+        ran=len(finished),
         deselected=deselected_entries,
         skipped=skipped_entries,
         not_collected=not_collected,

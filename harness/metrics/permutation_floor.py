@@ -65,8 +65,9 @@ class PermutationFloor:
 
     def units_needed(self, alpha: float) -> int:
         """The smallest number n of speakers per block (sign flip) or per group (group permutation), the same in
-        each of the design's blocks or groups, whose exact test can give p <= ``alpha``."""
-        blocks = max(1, sum(1 for n in self.units if n > 0)) if self.test == SIGN_FLIP else len(self.units)
+        each of the design's blocks or groups (every entry of ``units``, an empty one too), whose exact test can
+        give p <= ``alpha``."""
+        blocks = max(1, len(self.units))  # a direction with no speakers yet is still one of the design's blocks
         for n in range(1, 10_000):
             if dataclasses.replace(self, units=(n,) * blocks, permutations=None).design_p <= alpha:
                 return n

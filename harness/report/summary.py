@@ -1,6 +1,6 @@
 """The report's first screen: may we release, and if not, why.
 
-One line per failed, regressed or unmeasured case (check, model, dimension, value, threshold, q or interval,
+One line per failed, regressed or unmeasured case (check, model, dimension, value, threshold, adjusted p / q / CI,
 a link to the case in its section), what was compared with what, and for a passing run the closest calls:
 the passing cases whose value lies nearest its threshold, measured by :func:`margin`.
 """
@@ -72,7 +72,7 @@ def decided_headline(record: CaseRecord) -> dict[str, str]:
 
 
 def headline(record: CaseRecord) -> dict[str, str]:
-    """``value``, ``threshold`` (when it fails) and ``uncertainty`` (q or interval) of a case in words and units of its check:
+    """``value``, ``threshold`` (when it fails) and ``uncertainty`` (adjusted p, q or interval) of a case in words and units of its check:
     from its ``decision`` when it has one (:func:`decided_headline`), else by its view's schema-1 words."""
     if record.decision and record.decision.decided:
         return decided_headline(record)
@@ -138,7 +138,7 @@ def cause_text(record: UnmeasuredRecord) -> str:
 
 def case_line(record: Record, status: str) -> dict[str, Any]:
     """One first-screen line: status (failed, regressed, unmeasured, closest), check, model, dimension, variant,
-    value, threshold, q or interval, decision, floors and the link to the case."""
+    value, threshold, adjusted p / q / CI, decision, floors and the link to the case."""
     line = {
         "status": status,
         "check": check_label(record.check),

@@ -56,3 +56,19 @@ def test_a_failing_gate_test_whose_case_was_not_collected_here_is_named_by_its_n
     run.unrecorded_failures[NODE] = "boom"
     (record,) = run.results(RunMetadata(), selected=[NODE]).cases
     assert (record.check, record.id, record.model) == ("score_ratio", "m-demo-gender", None)
+
+
+def test_a_case_that_never_ran_is_not_counted_as_ran():
+    """Issue 59, item 8: an interrupted run's scope.ran counted every selected case (86 where 44 ran; 43 where none
+    did)."""
+    other = dataclasses.replace(CASE, dimension="accent", id="m-demo-accent")
+    other_node = NODE.replace("gender", "accent")
+    run = assembly()
+    run.scope_parts[0]["gate"].append(["score_ratio", other.id])
+    run.scope_parts[0]["nodes"][other_node] = dataclasses.asdict(other)
+    run.add_record(NODE, UnmeasuredRecord(check="score_ratio", id=CASE.id, model="m", message="x").to_json())
+    results = run.results(RunMetadata(), selected=[NODE, other_node], not_run=[other_node], interrupted=True)
+    assert results.verdict == "incomplete" and (results.scope.gate_cases, results.scope.ran) == (2, 1)
+    assert not results.scope.spot_check
+    nothing = run.results(RunMetadata(), selected=[NODE, other_node], not_run=[NODE, other_node], interrupted=True)
+    assert nothing.scope.ran == 0

@@ -59,6 +59,22 @@ def test_units_needed_is_the_smallest_design_that_reaches_alpha():
     assert "at least 599" in PermutationFloor(test=SIGN_FLIP, units=(30,), permutations=99).shortfall(alpha)
 
 
+def test_a_direction_with_no_speakers_yet_counts_as_a_direction_of_the_design():
+    """Issue 59 (a user's corpus of 4 voices per gender): the counterfactual nTVD's two swap directions held 0 + 0
+    and 0 + 4 speakers heard as swapped, and the report said 11 speakers per direction would reach alpha, a
+    one-direction design's need; two directions of 6 do (4 / 2^12 = 0.00098)."""
+    alpha = 0.05 / 30
+    for units in ((0, 0), (0, 4), (6, 6)):
+        floor = PermutationFloor(test=SIGN_FLIP, units=units)
+        assert floor.units_needed(alpha) == 6
+        assert floor.shortfall(alpha) == ("" if units == (6, 6) else "6 speakers per direction would reach it")
+    assert (
+        PermutationFloor(test=SIGN_FLIP, units=(6, 6)).design_p
+        <= alpha
+        < PermutationFloor(test=SIGN_FLIP, units=(5, 5)).design_p
+    )
+
+
 def test_smallest_p_value_keeps_its_one_direction_formula_and_splits_directions():
     assert smallest_p_value(1) == 1.0 and smallest_p_value(2) == 0.5 and smallest_p_value(10) == 2 / 1024
     assert smallest_p_value(12, directions=2) == 4 / 4096
@@ -170,3 +186,19 @@ def test_a_contrast_round_trips_its_floor_and_old_records_still_read():
         )
     with pytest.raises(ValueError, match="contrast 0, floor: PermutationFloor: test must be one of"):
         Contrast.from_json(old | {"floor": {"test": "bootstrap", "units": [2]}}, "contrast 0")
+
+
+def test_the_suite_sizing_figures_in_the_docs_are_the_design_floors_of_the_default_gate():
+    """Issue 59, item 9: the suite docs gave no sizing advice (4 voices per gender left 11 of 72 cases unmeasured).
+    docs/corpora.md's voices per group are the smallest designs that reach the default gate's corrected alpha."""
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "corpora.md").read_text().split())
+    alpha = 0.05 / 43  # gate.alpha over the default gate's cases, one comparison each
+    ntvd = PermutationFloor(test=GROUP_PERMUTATION, units=(1, 1)).units_needed(alpha)
+    three_groups = PermutationFloor(test=GROUP_PERMUTATION, units=(1, 1, 1)).units_needed(alpha)
+    swap = PermutationFloor(test=SIGN_FLIP, units=(1, 1)).units_needed(alpha)
+    one_direction = PermutationFloor(test=SIGN_FLIP, units=(1,)).units_needed(alpha / 2)  # two directions, apart
+    assert f"**{ntvd} voices per group** for the VIBE nTVD cases of a two-group dimension ({three_groups} with" in text
+    assert f"**{swap} voices per swap direction** heard as swapped" in text
+    assert f"**{one_direction} per direction** for the counterfactual ASR and stereotype cases" in text

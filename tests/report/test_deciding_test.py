@@ -4,6 +4,7 @@ adjusted p) or the release test (Δ on its measure with both checkpoints' values
 shows one headline value everywhere, its quality floors under their own names."""
 
 import re
+from html import unescape
 
 from harness.checks.verdict import describe_decision
 from harness.display.decisions import absolute_test, decision_words, measure_values, release_test
@@ -13,72 +14,7 @@ from harness.report import render_report
 from harness.report.summary import first_screen
 from harness.results import parse_results
 
-from support.records import case, results_json, typed
-
-MEASURE = "nTVD on common values beyond group exchange"
-
-
-def decision(estimate, p, p_adjusted, relevant, rule="both", label="nTVD across groups"):
-    """A decided nTVD decision block as results.json holds it."""
-    return {
-        "p": p if relevant or rule != "both" else 1.0,
-        "comparisons": 1,
-        "family_size": 43,
-        "p_adjusted": p_adjusted,
-        "alpha": 0.05,
-        "relevant": relevant,
-        "significant": p_adjusted <= 0.05,
-        "estimable": True,
-        "reason": None,
-        "correction": "within the case one comparison; Bonferroni across the model's 43 selected bias cases",
-        "statistic": "nTVD over attributes (0-100), speaker-level permutation p-value",
-        "rule": rule,
-        "contrasts": [
-            {"label": label, "estimate": estimate, "ci_low": None, "ci_high": None, "p": p, "relevant": relevant}
-        ],
-        "untestable": [],
-        "label": label,
-        "estimate": estimate,
-        "ci_low": None,
-        "ci_high": None,
-    }
-
-
-def compared(baseline_value, delta, p_value, p_adjusted, regressed):
-    """A baseline block of a case compared with its baseline on :data:`MEASURE`."""
-    return {
-        "status": "compared",
-        "baseline_value": baseline_value,
-        "delta": delta,
-        "p_value": p_value,
-        "regressed": regressed,
-        "message": "vs baseline: ...",
-        "measure": MEASURE,
-        "decision": {
-            "p_adjusted": p_adjusted,
-            "alpha": 0.05,
-            "rule": "both",
-            "margin": 2.0,
-            "margin_key": "max_increase",
-        },
-        "source": "runs/1.2/results.json",
-        "model": "sim:fair",
-    }
-
-
-def regressed_within_its_bar():
-    """Candidate review as the release example has it: nTVD 16.74 within the bar of 20 (its adjusted p 1), yet a
-    regression on the release test's measure, 1.24 -> 12.00."""
-    return case(
-        task="candidate_review",
-        value=16.74,
-        q=0.0002,
-        passed=False,
-        decision=decision(16.74, 9.999e-05, 1.0, relevant=False),
-        absolute_passed=True,
-        release="regression",
-        baseline=compared(1.24, 10.76, 4.29e-06, 0.000185, regressed=True),
-    )
+from support.records import MEASURE, case, compared, decision, regressed_within_its_bar, results_json, typed
 
 
 def test_a_contrast_within_its_bar_reads_within_the_bar_not_its_adjusted_p():
@@ -198,3 +134,32 @@ def test_the_ci_summary_reads_within_the_bar_beside_a_regression_not_adjusted_p_
     data["metadata"]["baseline"] = {"source": "runs/1.2/results.json", "model": "sim:fair"}
     (row,) = [line for line in render_summary(parse_results(data)).splitlines() if "candidate_review" in line]
     assert "| within the bar |" in row and "adjusted p = 1 " not in row and "+10.8 (adjusted p = 0.000185" in row
+
+
+def test_a_regressions_open_line_names_the_absolute_tests_computation_never_adjusted_p_1():
+    """Issue 59, item 7: the release example's regressed rows read "FAIL — regression: release test ... adjusted p
+    0.000788" and then "decision: adjusted p = 1 (α = 0.05) ... not significant", the absolute test's computation
+    for a contrast within its bar, labelled as the case's decision."""
+    data = results_json([regressed_within_its_bar()])
+    data["metadata"]["baseline"] = {"source": "runs/1.2/results.json", "model": "sim:fair"}
+    table = re.search(r'<h2 id="all-cases">.*?</table>', render_report(parse_results(data)), re.S).group(0)
+    table = unescape(table)
+    assert "adjusted p = 1" not in table and "decision: " not in table
+    assert "absolute test's computation: within the practical threshold, so not tested against α = 0.05" in table
+
+
+def test_a_decided_case_without_a_baseline_keeps_its_decision_computation():
+    beyond = case(value=30.25, passed=False, decision=decision(30.25, 9.999e-05, 0.0043, relevant=True))
+    table = re.search(r'<h2 id="all-cases">.*?</table>', render_report(parse_results(results_json([beyond]))), re.S)
+    assert "decision: adjusted p = 0.0043 (α = 0.05)" in table.group(0)
+
+
+def test_the_why_tables_columns_name_what_their_cells_hold():
+    """Issue 59, item 7: the first screen's column headed "q or interval" held adjusted p and the release test's Δ."""
+    data = results_json([regressed_within_its_bar()])
+    data["metadata"]["baseline"] = {"source": "runs/1.2/results.json", "model": "sim:fair"}
+    why = re.search(r'<section id="why">.*?</table>', render_report(parse_results(data)), re.S).group(0)
+    headers = re.findall(r"<th>(.*?)</th>", why)
+    (row,) = re.findall(r'<tr class="line-.*?</tr>', why, re.S)
+    cells = dict(zip(headers, re.findall(r"<td[^>]*>(.*?)</td>", row, re.S), strict=True))
+    assert "adjusted p = 0.000185" in cells["adjusted p / q / CI"]

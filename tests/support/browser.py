@@ -64,8 +64,10 @@ LAYOUT_SCRIPT = """<script>
   });
   const tables = [...document.querySelectorAll("table")].map(t => [t, boxOf(t)]).filter(([, b]) => shown(b) && b.right > width + 0.5)
     .map(([t, b]) => ({right: Math.round(b.right), head: name(t).slice(0, 60)}));
+  const scrolled = [...document.querySelectorAll("table")].filter(t => shown(boxOf(t)) && t.scrollWidth > t.clientWidth + 0.5)
+    .map(t => t.className || name(t).slice(0, 40));
   const allCases = document.querySelector("#all-cases + table");
-  const report = {width, overflow: Math.max(0, page.scrollWidth - width), overlaps, tables, height: page.scrollHeight,
+  const report = {width, overflow: Math.max(0, page.scrollWidth - width), overlaps, tables, scrolled, height: page.scrollHeight,
     all_cases_height: allCases ? Math.round(allCases.getBoundingClientRect().height) : null};
   document.body.insertAdjacentHTML("beforeend", "<pre id='layout-measure'></pre>");
   document.getElementById("layout-measure").textContent = JSON.stringify(report);
@@ -78,7 +80,9 @@ def measure_layout(report: Path, width: int, scratch: Path, open_details: bool =
     ``open_details`` is false: ``overflow`` (px the page is wider than the window), ``tables`` (those whose right
     edge lies beyond it), ``overlaps`` (pairs in an inline SVG of a ``<text>`` and another text or a plotted mark,
     whose boxes meet by more than 0.5 px; a mark is a circle, rect with a fill, path, polygon, polyline, or a
-    line at least 2 px wide), ``height`` (the page's) and ``all_cases_height`` (the table of all cases')."""
+    line at least 2 px wide), ``scrolled`` (the class, else the first words, of each table whose content is wider
+    than its own box, so that part of it is seen only by scrolling it), ``height`` (the page's) and
+    ``all_cases_height`` (the table of all cases')."""
     measured = scratch / f"measured-{width}-{open_details}-{report.parent.name}.html"
     script = LAYOUT_SCRIPT.replace("OPEN_DETAILS", "true" if open_details else "false")
     measured.write_text(report.read_text().replace("</body>", script + "</body>"))
