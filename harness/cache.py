@@ -53,6 +53,11 @@ class CacheError(ValueError):
         self.source = source
 
 
+MMAP_BYTES = 512 * 2**20
+"""How much of the database SQLite reads through a memory map (``PRAGMA mmap_size``) instead of a ``read`` call per
+page: a re-score looks up every answer by key, and the CREMA-D-sized re-score's 312,000 lookups take about a
+quarter less CPU so (its 128 MB database fits; a larger one reads the rest as before). Pages mapped count toward
+the process's resident memory."""
 EXPORT_FORMAT = "lalm-fairness-cache"
 EXPORT_VERSION = 1
 EXPORT_FIELDS = ("key", "namespace", "model_fingerprint", "text", "metadata", "created")
@@ -166,6 +171,7 @@ class OutputCache:
             connection.execute("PRAGMA busy_timeout=60000")
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             problems = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
             if problems != ["ok"]:
                 raise sqlite3.DatabaseError(f"quick_check: {'; '.join(map(str, problems[:3]))}")

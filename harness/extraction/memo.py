@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import weakref
 from collections.abc import Callable, Sequence
 
 import pandas as pd
@@ -90,8 +91,13 @@ def memoised_extractions(
     keys = dict(
         zip(distinct, cache_keys(NAMESPACE, fingerprint, identity, [{"answer": answer} for answer in distinct]))
     )
-    stored = cache.get_many(list(keys.values())) if cache is not None and keys else {}
-    found = {answer: Extracted.from_json(stored[key]) for answer, key in keys.items() if key in stored}
+    parsed = parsed_extractions(cache)
+    found = {answer: parsed[key] for answer, key in keys.items() if key in parsed}
+    unparsed = {answer: key for answer, key in keys.items() if answer not in found}
+    stored = cache.get_many(list(unparsed.values())) if cache is not None and unparsed else {}
+    for answer, key in unparsed.items():
+        if key in stored:
+            found[answer] = parsed[key] = Extracted.from_json(stored[key])
     missing = [answer for answer in distinct if answer not in found]
     if missing:
         fresh = extract(missing)
@@ -99,6 +105,23 @@ def memoised_extractions(
         if cache is not None:
             cache.put_many([(keys[answer], NAMESPACE, fingerprint, found[answer].to_json(), {}) for answer in missing])
     return [found.get(text, empty) for text in texts]  # an empty or blank answer is in none of them
+
+
+_PARSED: weakref.WeakKeyDictionary[OutputCache, dict[str, Extracted]] = weakref.WeakKeyDictionary()
+"""Per output cache, the :class:`Extracted` of each extraction entry read or stored through it so far, by key."""
+
+
+def parsed_extractions(cache: OutputCache | None) -> dict[str, Extracted]:
+    """The extractions of ``cache`` already parsed in this process, by cache key (a fresh dict without a cache).
+    An entry never changes once stored (keys are content hashes, rows are inserted or ignored), so the VIBE arms,
+    whose answers repeat the original recordings' texts, read and parse each stored extraction once per cache
+    instead of once per table (an extraction made afresh is kept here once it is read back, as before)."""
+    if cache is None:
+        return {}
+    parsed = _PARSED.get(cache)
+    if parsed is None:
+        parsed = _PARSED[cache] = {}
+    return parsed
 
 
 def field_attribute_table(

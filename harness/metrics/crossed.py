@@ -57,6 +57,7 @@ whose replicates never vary (all equal to the estimate).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pandas as pd
@@ -343,6 +344,7 @@ def satterthwaite_df(
     return float(total**2 / sum(v**2 / df for v, df in components))
 
 
+@functools.lru_cache(maxsize=4096)
 def _t_over_normal(level: float, df: float) -> float:
     """How much wider a Student-t interval with ``df`` is than the normal one (1 for an unknown df)."""
     if not np.isfinite(df):
@@ -378,8 +380,9 @@ def _summarise(
     tail = (1.0 - level) / 2.0
     low, high = estimate + widen * _t_over_normal(level, df) * (np.quantile(finite, [tail, 1.0 - tail]) - estimate)
     se = widen * float(np.std(finite, ddof=1))
-    reference = student_t(df) if np.isfinite(df) else norm
-    return float(low), float(high), float(2.0 * reference.sf(abs(estimate) / se)), se, None
+    # the distributions' own sf with df as an argument: what a frozen ``student_t(df).sf`` calls, without building one
+    tail_p = student_t.sf(abs(estimate) / se, df) if np.isfinite(df) else norm.sf(abs(estimate) / se)
+    return float(low), float(high), float(2.0 * tail_p), se, None
 
 
 def crossed_gap(

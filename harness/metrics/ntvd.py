@@ -115,17 +115,22 @@ def validate_long_table(table: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def _as_text(column: pd.Series) -> pd.Series:
+    """``column.astype(str)``, without the copy when it already is of the ``str`` dtype."""
+    return column if column.dtype == "str" else column.astype(str)
+
+
 def count_tensor(table: pd.DataFrame, tau: int = 10) -> CountTensor:
     """Build the per-speaker count matrix of values kept by the frequency filter (count >= tau)."""
     if tau < 1:
         raise ValueError(f"tau must be >= 1, got {tau}")
     frame = validate_long_table(table)
-    speaker_index, speakers = pd.factorize(frame["speaker"].astype(str), sort=True)
+    speaker_index, speakers = pd.factorize(_as_text(frame["speaker"]), sort=True)
     first_row_of_speaker = np.unique(speaker_index, return_index=True)[1]
-    group_codes, groups = pd.factorize(frame["group"].astype(str).to_numpy()[first_row_of_speaker], sort=True)
+    group_codes, groups = pd.factorize(_as_text(frame["group"]).to_numpy()[first_row_of_speaker], sort=True)
 
-    attribute_index, attribute_names = pd.factorize(frame["attribute"].astype(str), sort=True)
-    value_index, value_names = pd.factorize(frame["value"].astype(str), sort=True)
+    attribute_index, attribute_names = pd.factorize(_as_text(frame["attribute"]), sort=True)
+    value_index, value_names = pd.factorize(_as_text(frame["value"]), sort=True)
     pair_codes, pair_index = np.unique(
         attribute_index.astype(np.int64) * len(value_names) + value_index, return_inverse=True
     )

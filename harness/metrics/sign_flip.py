@@ -92,9 +92,9 @@ def paired_permutation_test(
         floor = dataclasses.replace(floor, permutations=None)
     else:
         swaps = np.random.default_rng(seed).integers(0, 2, size=(n_permutations, len(first))).astype(float)
-    difference = second - first
-    first_b = first.sum(axis=0) + swaps @ difference
-    second_b = second.sum(axis=0) - swaps @ difference
+    moved = swaps @ (second - first)  # what each pattern moves from the second arm to the first, once for both
+    first_b = first.sum(axis=0) + moved
+    second_b = second.sum(axis=0) - moved
     null = np.asarray(statistic(first_b, second_b), dtype=float)
     draws = len(swaps)
     if np.isnan(observed):

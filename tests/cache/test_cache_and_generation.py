@@ -200,3 +200,12 @@ def test_offline_model_refuses_to_load(tmp_path):
     with pytest.raises(ModelError, match="missing from the cache and the run is offline"):
         offline.generate([GenerationRequest("p", tone(200))])
     assert CountingBackend.loads == 0
+
+
+def test_the_database_is_read_through_a_memory_map(tmp_path):
+    """A re-score looks every answer up by key: SQLite reads the database's pages through a map of the file
+    (``PRAGMA mmap_size``) rather than one ``read`` call per page."""
+    from harness.cache import MMAP_BYTES
+
+    cache = OutputCache(tmp_path / "cache")
+    assert cache._connection.execute("PRAGMA mmap_size").fetchone()[0] == MMAP_BYTES > 0

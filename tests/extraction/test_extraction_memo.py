@@ -89,3 +89,29 @@ def test_a_retitled_task_misses_the_entries_of_an_extractor_that_reads_the_title
     assert len(asked) == 3 and len(cache) == 3
     assert memo.task_identity(story, reads_title=True) != memo.task_identity(retitled, reads_title=True)
     assert memo.task_identity(story, reads_title=False) == memo.task_identity(retitled, reads_title=False)
+
+
+def test_a_stored_extraction_is_read_from_the_database_and_parsed_once_per_cache(tmp_path, monkeypatch):
+    """The VIBE arms repeat the original recordings' answers: once a table has read an extraction back, another
+    table of the same cache takes the parsed one (no lookup, no JSON), and gives the same tables."""
+    task = TASKS["story"]
+    expected = fields.attribute_table(answers_table(), task)
+    memo.field_attribute_table(answers_table(), task, OutputCache(tmp_path / "cache"))  # made and stored
+    cache = OutputCache(tmp_path / "cache")
+    looked_up: list[str] = []
+    get_many = cache.get_many
+    monkeypatch.setattr(cache, "get_many", lambda keys: looked_up.extend(keys) or get_many(keys))
+    parsed: list[str] = []
+    from_json = Extracted.from_json
+    monkeypatch.setattr(Extracted, "from_json", classmethod(lambda cls, text: parsed.append(text) or from_json(text)))
+    first = memo.field_attribute_table(answers_table(), task, cache)
+    assert len(looked_up) == len(parsed) == 4  # the distinct non-empty answers
+    again = memo.field_attribute_table(answers_table(ANSWERS[::-1]), task, cache)
+    assert len(looked_up) == len(parsed) == 4
+    assert_frame_equal(first[0], expected[0])
+    assert_frame_equal(first[1], expected[1])
+    reversed_expected = fields.attribute_table(answers_table(ANSWERS[::-1]), task)
+    assert_frame_equal(again[0], reversed_expected[0])
+    assert_frame_equal(again[1], reversed_expected[1])
+    memo.field_attribute_table(answers_table(), task, OutputCache(tmp_path / "cache"))  # another cache reads anew
+    assert len(looked_up) == 4 and len(parsed) == 8
