@@ -45,7 +45,7 @@ from harness.semantic import (
     minilm_installed,
     own_embedders,
 )
-from harness.thresholds import GATE_SCHEMA, GATE_SECTION, Thresholds
+from harness.thresholds import Thresholds
 
 if TYPE_CHECKING:
     from harness.extraction.llm import LLMExtractor
@@ -83,11 +83,11 @@ class RunContext:
 
     def decision_rule(self, model: str) -> DecisionRule:
         """The whole gate's decision rule for ``model``'s cases (thresholds.yaml ``gate``; m = its cases)."""
-        settings = self.thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "")
+        settings = self.thresholds.gate()
         return DecisionRule(
-            alpha=float(settings["alpha"]),
+            alpha=settings.alpha,
             family_size=max(1, self.family_sizes.get(model, 1)),
-            correction=settings["correction"],
+            correction=settings.correction,
             tests_per_case=getattr(self.family_sizes, "tests_per_case", 1),
         )
 

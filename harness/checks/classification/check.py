@@ -35,7 +35,7 @@ CLASSIFIED_KINDS = ("stereotype", "personalization")
 """The item-set kinds whose recordings are classified: the bias and personalization axes' data (§3.1)."""
 
 
-class ClassificationCheck(CrossedComparison, Check):
+class ClassificationCheck(CrossedComparison, Check[ClassificationThresholds]):
     name = "classification"
     gate_module = "basis"
     schema = ClassificationThresholds.schema()

@@ -75,7 +75,7 @@ def stereoset_result(context: CheckContext, model: str, dimension: str, mode: st
     return stereoset_scores(stereotype_answers(context, model, dimension, mode), group="group")
 
 
-class IcatCheck(CrossedComparison, Check):
+class IcatCheck(CrossedComparison, Check[IcatThresholds]):
     name = "icat"
     gate_module = "basis"
     schema = IcatThresholds.schema(variant_axis="modes")

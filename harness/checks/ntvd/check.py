@@ -56,7 +56,7 @@ from harness.semantic import cached_embeddings
 from harness.tasks import TASKS
 
 
-class NtvdCheck(Check):
+class NtvdCheck(Check[NtvdThresholds]):
     name = "ntvd"
     gate_module = "vibe"
     schema = NtvdThresholds.schema(variant_axis="tasks")

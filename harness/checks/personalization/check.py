@@ -56,7 +56,7 @@ from harness.metrics.basis import (
 )
 
 
-class PersonalizationCheck(CrossedComparison, Check):
+class PersonalizationCheck(CrossedComparison, Check[PersonalizationThresholds]):
     name = "personalization"
     gate_module = "basis"
     schema = PersonalizationThresholds.schema(variant_axis="modes")

@@ -45,7 +45,7 @@ SET_KIND = {"asr": "asr", "sqa": "qa"}
 """The item-set kind each task reads (:mod:`harness.data.basis_suite`)."""
 
 
-class RobustnessCheck(CrossedComparison, Check):
+class RobustnessCheck(CrossedComparison, Check[RobustnessThresholds]):
     name = "robustness"
     gate_module = "basis"
     schema = RobustnessThresholds.schema(variant_axis="tasks")

@@ -85,7 +85,7 @@ def ratio_comparisons(levels: Sequence[str], dimension: str, numerator: str) -> 
     return [(numerator, next(level for level in levels if level != numerator))]
 
 
-class WerRatioCheck(SpeakerBootstrapComparison, Check):
+class WerRatioCheck(SpeakerBootstrapComparison, Check[RatioThresholds]):
     name = "wer_ratio"
     gate_module = "wer"
     quantity = "expected-WER ratio"
