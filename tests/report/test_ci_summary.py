@@ -96,7 +96,7 @@ def test_floors_are_named_when_unmet_but_left_out_of_the_bias_threshold():
         passed=False,
         value=33.3,
         threshold={"min_accuracy": 75.0, "max_gap": 30.0},
-        gap={"value": 66.7, "ci_low": 50.0, "ci_high": 83.3},
+        gap={"value": 66.7, "ci_low": 50.0, "ci_high": 83.3, "best": "young", "worst": "elderly"},
         floors=[{"key": "min_accuracy", "value": 33.3, "threshold": 75.0, "met": False}],
         q=None,
     )
@@ -141,7 +141,9 @@ def test_uncertainty_prefers_the_deciding_adjusted_p_then_q_then_ci_then_gap_ci(
     assert uncertainty_text(typed(q=None, p=0.2, decision={"p_adjusted": 0.04})) == "adjusted p = 0.04"
     assert uncertainty_text(typed(check="wer_ratio", q=None, p=None, ci=[0.8, 1.2])) == "CI [0.8, 1.2]"
     assert (
-        uncertainty_text(typed(check="classification", gap={"value": 9.0, "ci_low": 1.0, "ci_high": 17.0}))
+        uncertainty_text(
+            typed(check="classification", gap={"value": 9.0, "ci_low": 1.0, "ci_high": 17.0, "best": "f", "worst": "m"})
+        )
         == "gap CI [1, 17]"
     )
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.checks.basis_common.record import GroupGap
 from harness.core.values import finite_or_none
 from harness.metrics.basis import ModeEffectsResult, mode_effects
 from harness.metrics.crossed import CrossedGap, crossed_gap, crossed_replicates
@@ -25,19 +26,19 @@ class CrossedTest:
     contrasts: list[Contrast]
     gap: CrossedGap
 
-    def gap_record(self) -> dict[str, Any]:
+    def gap_record(self) -> GroupGap:
+        """The best-worst gap as the record states it (:class:`~harness.checks.basis_common.record.GroupGap`)."""
         gap = self.gap
-        return {
-            "value": finite_or_none(gap.estimate),
-            "ci_low": finite_or_none(gap.ci_low),
-            "ci_high": finite_or_none(gap.ci_high),
-            "best": gap.minuend,
-            "worst": gap.subtrahend,
-            "p": finite_or_none(gap.p_value),
-            "estimable": gap.estimable,
-            "reason": gap.reason,
-            "interval": "two-way speaker x item bootstrap",
-        }
+        return GroupGap(
+            value=finite_or_none(gap.estimate),
+            ci_low=finite_or_none(gap.ci_low),
+            ci_high=finite_or_none(gap.ci_high),
+            best=gap.minuend,
+            worst=gap.subtrahend,
+            p=finite_or_none(gap.p_value),
+            estimable=gap.estimable,
+            reason=gap.reason,
+        )
 
 
 def gap_phrase(test: CrossedTest) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from harness.checks.basis_common.record import ModeRecord
+from harness.checks.basis_common.record import GroupGap, ModeRecord
 from harness.checks.view import CheckView
 from harness.display import plots
-from harness.display.text import GAP_UNITS, case_anchor, fmt_number, gap_text, key_legend, model_keys
+from harness.display.text import GAP_UNITS, case_anchor, ci_words, fmt_number, key_legend, model_keys
 from harness.records import CaseRecord
 
 Records = Sequence[CaseRecord]
@@ -24,6 +24,19 @@ def magnitude_margin(record: CaseRecord, estimate: float) -> float | None:
     return (max_gap - abs(estimate)) / max_gap if max_gap else None
 
 
+def gap_text(gap: GroupGap | None) -> str:
+    """ "gap best − worst v points (95% CI a to b)" of a BASIS case's best and worst group."""
+    if gap is None or gap.value is None:
+        return "gap not estimable"
+    return f"gap {gap.best} − {gap.worst} {gap.value:.1f} {GAP_UNITS} ({ci_words(gap)})"
+
+
+def record_gap(record: CaseRecord) -> GroupGap | None:
+    """The best-worst gap of a BASIS record that states one (classification, personalization, robustness)."""
+    gap = getattr(record, "gap", None)
+    return gap if isinstance(gap, GroupGap) else None
+
+
 def accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, unit: str) -> str:
     parts = [] if not minimum else [f"{noun} < {minimum:g}{unit}"]
     if max_gap is not None:
@@ -36,7 +49,7 @@ def legacy_accuracy_headline(record: CaseRecord) -> dict[str, str]:
     return {
         "value": f"mean accuracy {fmt_number(record.value, 1)}%",
         "threshold": accuracy_gap_rule("accuracy", threshold.quality_floor, threshold.max_gap, "%"),
-        "uncertainty": gap_text(getattr(record, "gap", None)),
+        "uncertainty": gap_text(record_gap(record)),
     }
 
 
@@ -46,9 +59,9 @@ def legacy_floor_gap_margin(record: CaseRecord) -> float | None:
     minimum = threshold.quality_floor or 0
     if minimum:
         candidates.append((record.value - minimum) / minimum)
-    gap = getattr(record, "gap", None) or {}
-    if threshold.max_gap and gap.get("value") is not None:
-        candidates.append((threshold.max_gap - gap["value"]) / threshold.max_gap)
+    gap = record_gap(record)
+    if threshold.max_gap and gap is not None and gap.value is not None:
+        candidates.append((threshold.max_gap - gap.value) / threshold.max_gap)
     return min(candidates) if candidates else None
 
 

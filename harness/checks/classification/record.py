@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from harness.checks.basis_common.record import GroupGap
 from harness.checks.basis_common.thresholds import ClassificationThresholds
 from harness.records import CaseRecord, RecordPayload
 
@@ -16,7 +17,7 @@ class ClassificationPayload(RecordPayload):
 
     per_label: list[dict[str, Any]]
     confusion: dict[str, dict[str, dict[str, int]]]
-    gap: dict[str, Any]
+    gap: GroupGap
     n_answers: int
 
 

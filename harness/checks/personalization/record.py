@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from harness.checks.basis_common.record import ModePayload, ModeRecord
+from harness.checks.basis_common.record import GroupGap, ModePayload, ModeRecord
 from harness.checks.basis_common.thresholds import PersonalizationThresholds
 
 
@@ -14,7 +14,7 @@ class PersonalizationPayload(ModePayload):
     """What a BASIS personalization case measured besides its value (§3.2): the accuracy gap, the judge, the
     item sets, the same model's ICAT and the accuracy per set."""
 
-    gap: dict[str, Any]
+    gap: GroupGap
     judge: str = "rules"
     """Who judged the open answers: ``rules`` (the offline rule judges), an LLM judge's spec and fingerprint
     (``--basis-judge``), or ``none`` when no answer needed one (multiple choice, WER)."""

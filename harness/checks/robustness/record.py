@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from harness.checks.basis_common.record import GroupGap
 from harness.checks.basis_common.thresholds import RobustnessThresholds
 from harness.records import CaseRecord, RecordPayload
 
@@ -16,7 +17,7 @@ class RobustnessPayload(RecordPayload):
 
     task: str
     per_group: list[dict[str, Any]]
-    gap: dict[str, Any]
+    gap: GroupGap
     per_dataset: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     """Per item set: its groups, answers and score (the mean over its groups), BASIS-Bench Tables 8 and 10."""
     per_cell: list[dict[str, Any]] = dataclasses.field(default_factory=list)

@@ -9,10 +9,11 @@ from harness.checks.basis_common.view import (
     accuracy_gap_rule,
     basis_view,
     gap_sections,
+    gap_text,
 )
 from harness.checks.robustness.record import RobustnessRecord
 from harness.core.modes import ROBUSTNESS_TASKS
-from harness.display.text import fmt_number, gap_text
+from harness.display.text import fmt_number
 
 SCORE_AXIS = "score (0–100; asr: 100 − WER, sqa: accuracy %)"
 """The group plots' axis: both tasks' scores on one 0-100 scale."""
