@@ -239,7 +239,7 @@ def setting(
 ) -> Any:
     """A field of a :class:`SectionThresholds` class: the thresholds key of the same name, which accepts values of
     ``types``, defaults to ``default`` and is refused when ``problem(value)`` says why (e.g. :func:`between`);
-    ``recorded``: whether a case's record states it (:meth:`SectionThresholds.recorded`); ``stricter``: which of two
+    ``recorded``: whether a case's record states it (:meth:`SectionThresholds.recorded_keys`); ``stricter``: which of two
     values is the stricter (:attr:`ThresholdKey.stricter`). What the setting means to a reader of the record, which
     the CI summary and the trend ask instead of guessing from its name: ``bound`` (:data:`UPPER_BOUND` or
     :data:`LOWER_BOUND`), the ``measure`` it bounds, whether it is a quality ``floor``, the rules it

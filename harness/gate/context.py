@@ -4,7 +4,7 @@ A :class:`RunContext` holds the settings, the thresholds, the corpora and the BA
 :class:`~harness.gate.model_pool.ModelPool` (:meth:`outputs` asks a model, through the output cache, for a list of
 requests); the transcriber, the semantic embedder and the attribute extractor; the run's one memo (:attr:`memo`), in
 which the checks keep their tables and the context what it computes once; and the gate's decision rule. It implements
-:class:`harness.checks.base.CheckContext` whole. Each check builds its own requests and tables from it in its
+:class:`harness.checks.context.CheckContext` whole. Each check builds its own requests and tables from it in its
 folder (``harness/checks/<name>/tables.py``).
 
 A cascade's output holds what its ASR stage heard before its answer; the cascade splits its own output

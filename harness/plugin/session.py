@@ -286,7 +286,7 @@ class XdistMetadata:
 
 
 def item_case(item: pytest.Item) -> Case | None:
-    """The gate case an item tests (its parametrized :class:`~harness.checks.base.Case`), or None."""
+    """The gate case an item tests (its parametrized :class:`~harness.checks.case.Case`), or None."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     return next((value for value in params.values() if isinstance(value, Case)), None)
 
