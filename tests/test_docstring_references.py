@@ -69,26 +69,26 @@ def broken_references(path: Path) -> list[str]:
     text = path.read_text(encoding="utf-8")
     broken = []
 
-    def check(offset: int, name: str, resolver) -> None:
+    def check(offset: int, name: str, resolver, *arguments) -> None:
         try:
-            resolver()
+            resolver(*arguments)
         except (ImportError, AttributeError) as exc:
             broken.append(f"{text[:offset].count(chr(10)) + 1}: {name} ({exc})")
 
     for match in DOTTED.finditer(text):
-        check(match.start(), match.group(0), lambda name=match.group(0): resolve(name))
+        check(match.start(), match.group(0), resolve, match.group(0))
     for match in FILE_PATH.finditer(text):
-        check(match.start(), match.group(0), lambda name=match.group(0): _exists(REPO / name))
+        check(match.start(), match.group(0), _exists, REPO / match.group(0))
     if path.suffix == ".py":
         module = module_of(path)
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
         for match in ROLE.finditer(text):
             name = match.group(1)
             if name.startswith("."):
-                check(match.start(), name, lambda name=name: resolve(package + name))
+                check(match.start(), name, resolve, package + name)
             elif "." in name and not name.startswith("harness"):
                 head, *rest = name.split(".")
-                check(match.start(), name, lambda head=head, rest=rest: _member_of(module, head, rest))
+                check(match.start(), name, _member_of, module, head, rest)
     return broken
 
 
