@@ -32,8 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 NOT_YET_TYPED: dict[str, set[str]] = {
     "counterfactual": {"artifact", "directions", "distributions", "flip_rates", "manipulation", "perceived", "shifts"},
     "classification": {"per_label"},
-    "icat": {"mode_effects", "per_group", "stereotype_shares"},
-    "personalization": {"mode_effects", "per_group", "per_set"},
+    "icat": {"per_group", "stereotype_shares"},
+    "personalization": {"per_group", "per_set"},
     "robustness": {"content_score", "per_cell", "per_dataset", "per_group"},
     "score_ratio": {"comparisons", "semantics"},
     "wer_ratio": {"comparisons", "semantics"},

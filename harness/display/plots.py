@@ -25,18 +25,18 @@ RATIO_LIMITS = (0.01, 100.0)
 
 
 class Interval(Protocol):
-    """A row class that states an interval (a BASIS gap, :class:`harness.checks.basis_common.record.GroupGap`)."""
+    """A row class that states an interval (a BASIS gap, :class:`harness.checks.basis_common.record.GroupGap`); it
+    may also state whether it is ``estimable``."""
 
     ci_low: float | None
     ci_high: float | None
-    estimable: bool
 
 
 def interval_ends(entry: Mapping[str, Any] | Interval) -> tuple[Any, Any, Any]:
     """``(ci_low, ci_high, estimable)`` of an interval row, or of a mapping of those keys (None where absent)."""
     if isinstance(entry, Mapping):
         return entry.get("ci_low"), entry.get("ci_high"), entry.get("estimable")
-    return entry.ci_low, entry.ci_high, entry.estimable
+    return entry.ci_low, entry.ci_high, getattr(entry, "estimable", None)
 
 
 def interval_estimable(entry: Mapping[str, Any] | Interval | None) -> bool:

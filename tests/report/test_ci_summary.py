@@ -37,7 +37,14 @@ def record(case_id, check="ntvd", passed=True, value=10.0, **extra):
         if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
     }
     identity = {"message": "m", "model_fingerprint": "m@1", "corpus": "demo", "dimension": "gender"}
-    return required | identity | {k: v for k, v in fields.items() if k in names}
+    rows = {name: row for name, row in EMPTY_ROWS.items() if name in required}
+    return required | rows | identity | {k: v for k, v in fields.items() if k in names}
+
+
+EMPTY_ROWS = {
+    "mode_effects": {"metric": "mean", "n_boot": 0, "level": 0.95, "n_speakers": 0, "per_mode": {}, "effects": {}},
+}
+"""Required row-class fields the summary does not read, as their emptiest valid JSON (a row is never null)."""
 
 
 def typed(**fields):

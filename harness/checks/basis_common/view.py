@@ -96,13 +96,13 @@ def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
         if key in seen:
             continue
         seen.add(key)
-        for name, effect in record.mode_effects["effects"].items():
+        for name, effect in record.mode_effects.effects.items():
             rows.append(
                 {
                     "dimension": key[0],
                     "model": key[1],
                     "effect": name,
-                    **effect,
+                    **effect.to_json(),
                     "interval": plots.interval_text(effect),
                     "estimable": plots.interval_estimable(effect),
                 }
@@ -165,13 +165,18 @@ def group_plots(
             if gap:
                 estimate, text = {"value": record.value}, f"{fmt_number(record.value, 1)}; {gap_text(record.gap)}"
             else:
-                per_mode = (getattr(record, "mode_effects", None) or {}).get("per_mode", {}).get(record.variant) or {}
+                effects = record.mode_effects if isinstance(record, ModeRecord) else None
+                per_mode = effects.per_mode.get(record.variant) if effects is not None else None
                 estimate, text = (
-                    {"value": record.value, "ci_low": per_mode.get("ci_low"), "ci_high": per_mode.get("ci_high")},
+                    {
+                        "value": record.value,
+                        "ci_low": per_mode.ci_low if per_mode else None,
+                        "ci_high": per_mode.ci_high if per_mode else None,
+                    },
                     None,
                 )
-                if "estimable" in per_mode:
-                    estimate["estimable"] = per_mode["estimable"]
+                if per_mode is not None and per_mode.estimable is not None:
+                    estimate["estimable"] = per_mode.estimable
             label = keys[record.model] if record.variant is None else f"{keys[record.model]} · {record.variant}"
             rows.append(
                 {

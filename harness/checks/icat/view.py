@@ -72,7 +72,7 @@ def share_effect_rows(records: Sequence[IcatRecord]) -> list[dict[str, Any]]:
 
 
 def legacy_headline(record: IcatRecord) -> dict[str, str]:
-    per_mode = (record.mode_effects.get("per_mode") or {}).get(record.mode)
+    per_mode = record.mode_effects.per_mode.get(record.mode)
     return {
         "value": f"mean ICAT {fmt_number(record.value, 1)} (0–100, 100 = balanced)",
         "threshold": f"ICAT < {record.threshold.min_icat:g}",
