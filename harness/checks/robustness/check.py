@@ -21,7 +21,6 @@ reported and never a bias verdict.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,7 +31,7 @@ from harness.checks.basis_common.thresholds import RobustnessThresholds
 from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.release import CrossedComparison, cell_sums
-from harness.checks.robustness.record import RobustnessPayload
+from harness.checks.robustness.record import ContentScore, DatasetScore, RobustnessPayload
 from harness.checks.robustness.tables import qa_table, transcription_table
 from harness.checks.verdict import floor
 from harness.core.errors import CaseNotMeasured, ModelError
@@ -103,10 +102,10 @@ class RobustnessCheck(CrossedComparison, Check[RobustnessThresholds]):
         return per_dataset_scores(table, score="score", dataset="set", group="group"), test
 
     @per_run
-    def content(self, context: CheckContext, model: str) -> dict[str, Any]:
+    def content(self, context: CheckContext, model: str) -> ContentScore:
         """The model's content-based score (§3.1, Table 7) from every (task, data set) score it has, with the
         tasks that could not be measured named."""
-        scores: dict[str, list[dict[str, Any]]] = {task: [] for task in TASKS}
+        scores: dict[str, list[DatasetScore]] = {task: [] for task in TASKS}
         missing = []
         for task in TASKS:
             for dimension in context.basis.dimensions(SET_KIND[task]):
@@ -116,16 +115,18 @@ class RobustnessCheck(CrossedComparison, Check[RobustnessThresholds]):
                     missing.append(f"{task} {dimension}: {exc}")
                     continue
                 scores[task] += [
-                    {"set": name, "dimension": dimension, "score": finite_or_none(row["score"])}
+                    DatasetScore(set=str(name), dimension=dimension, score=finite_or_none(row["score"]), task=task)
                     for name, row in result.per_dataset.iterrows()
                 ]
-        value = content_based_score(*([entry["score"] for entry in scores[task]] for task in TASKS))
-        return {
-            "value": finite_or_none(value),
-            **{task: finite_or_none(_mean([e["score"] for e in scores[task]])) for task in TASKS},
-            "per_dataset": [entry | {"task": task} for task in TASKS for entry in scores[task]],
-            "not_measured": missing,
-        }
+        value = content_based_score(*([entry.score for entry in scores[task]] for task in TASKS))
+        means = {task: finite_or_none(_mean([entry.score for entry in scores[task]])) for task in TASKS}
+        return ContentScore(
+            value=finite_or_none(value),
+            asr=means["asr"],
+            sqa=means["sqa"],
+            per_dataset=[entry for task in TASKS for entry in scores[task]],
+            not_measured=missing,
+        )
 
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         scored, test = self.result(context, case.model, case.variant, case.dimension)
@@ -141,11 +142,11 @@ class RobustnessCheck(CrossedComparison, Check[RobustnessThresholds]):
             criterion=f"|gap| > {max_gap:g} and significant",
             findings=(
                 f"{what} = {scored.score:.1f} (mean over {len(scored.per_dataset)} data set(s) of the mean over groups); "
-                f"content-based score {_number(content['value'])}; {gap_phrase(test)}"
+                f"content-based score {_number(content.value)}; {gap_phrase(test)}"
             ),
             floors=[
                 floor("min_score", scored.score, min_score),
-                floor("min_content_score", content["value"], min_content),
+                floor("min_content_score", content.value, min_content),
             ],
             paired_data=self.paired_data(context, case),
             payload=RobustnessPayload(

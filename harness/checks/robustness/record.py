@@ -7,7 +7,36 @@ from typing import Any
 
 from harness.checks.basis_common.record import GroupGap
 from harness.checks.basis_common.thresholds import RobustnessThresholds
+from harness.core.json_records import JsonRecord
 from harness.records import CaseRecord, RecordPayload
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetScore(JsonRecord):
+    """One content data set's score (the mean over its groups) for one dimension and task (``asr``, ``sqa``)."""
+
+    set: str
+    dimension: str
+    score: float | None
+    task: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ContentScore(JsonRecord):
+    """The model's content-based score (BASIS-Bench §3.1, Table 7): ``value``, the mean of the ``asr`` and ``sqa``
+    means, each data set's score, and the tasks that could not be measured. Empty (all None) in a record written
+    before the score was recorded."""
+
+    value: float | None = None
+    asr: float | None = None
+    sqa: float | None = None
+    per_dataset: list[DatasetScore] = dataclasses.field(default_factory=list)
+    not_measured: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the record states a score (one written before the score was recorded states none)."""
+        return self.value is not None or bool(self.per_dataset)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -22,7 +51,7 @@ class RobustnessPayload(RecordPayload):
     """Per item set: its groups, answers and score (the mean over its groups), BASIS-Bench Tables 8 and 10."""
     per_cell: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     """Per (item set, group): answers and score (``cell`` is ``set/group``)."""
-    content_score: dict[str, Any] = dataclasses.field(default_factory=dict)
+    content_score: ContentScore = dataclasses.field(default_factory=ContentScore)
     """The model's content-based score (Table 7): ``value``, the ``asr`` and ``sqa`` means, ``per_dataset``."""
     judge: str = "rules"
     """Who judged the open answers: ``rules`` (the offline rule judges), an LLM judge's spec and fingerprint
