@@ -31,9 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 NOT_YET_TYPED: dict[str, set[str]] = {
     "counterfactual": {"artifact", "directions", "distributions", "flip_rates", "manipulation", "perceived", "shifts"},
-    "classification": {"per_label"},
     "icat": {"per_group"},
-    "personalization": {"per_group", "per_set"},
+    "personalization": {"per_group"},
     "robustness": {"per_cell", "per_dataset", "per_group"},
     "score_ratio": {"comparisons", "semantics"},
     "wer_ratio": {"comparisons", "semantics"},

@@ -32,14 +32,14 @@ class Interval(Protocol):
     ci_high: float | None
 
 
-def interval_ends(entry: Mapping[str, Any] | Interval) -> tuple[Any, Any, Any]:
+def interval_ends(entry: Mapping[str, object] | Interval) -> tuple[object, object, object]:
     """``(ci_low, ci_high, estimable)`` of an interval row, or of a mapping of those keys (None where absent)."""
     if isinstance(entry, Mapping):
         return entry.get("ci_low"), entry.get("ci_high"), entry.get("estimable")
     return entry.ci_low, entry.ci_high, getattr(entry, "estimable", None)
 
 
-def interval_estimable(entry: Mapping[str, Any] | Interval | None) -> bool:
+def interval_estimable(entry: Mapping[str, object] | Interval | None) -> bool:
     """Whether an entry's interval was estimated: not when it says ``estimable: false``, lacks either end,
     has a non-finite end, or has equal ends (a point shown as an interval reads as certainty)."""
     if not entry:
@@ -53,7 +53,7 @@ def interval_estimable(entry: Mapping[str, Any] | Interval | None) -> bool:
     return ends[0] != ends[1]
 
 
-def interval_text(entry: Mapping[str, Any] | Interval | None, digits: int = 1, layout: str = "{0} to {1}") -> str:
+def interval_text(entry: Mapping[str, object] | Interval | None, digits: int = 1, layout: str = "{0} to {1}") -> str:
     """An estimable interval's ``ci_low`` and ``ci_high`` in ``layout`` ("a to b"), otherwise :data:`NOT_ESTIMABLE`."""
     if entry is None or not interval_estimable(entry):
         return NOT_ESTIMABLE

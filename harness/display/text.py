@@ -25,7 +25,7 @@ def p_text(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
 
 
-def ci_words(entry: Mapping[str, Any] | Interval | None, digits: int = 1) -> str:
+def ci_words(entry: Mapping[str, object] | Interval | None, digits: int = 1) -> str:
     """ "95% CI a to b", or "interval not estimable" (:func:`harness.display.plots.interval_estimable`)."""
     return interval_text(entry, digits, "95% CI {0} to {1}")
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from harness.checks.basis_common.record import GroupGap, ModeRecord
 from harness.checks.view import CheckView
+from harness.core.json_records import JsonRecord
 from harness.display import plots
 from harness.display.text import GAP_UNITS, case_anchor, ci_words, fmt_number, key_legend, model_keys
 from harness.records import CaseRecord
@@ -35,6 +36,12 @@ def record_gap(record: CaseRecord) -> GroupGap | None:
     """The best-worst gap of a BASIS record that states one (classification, personalization, robustness)."""
     gap = getattr(record, "gap", None)
     return gap if isinstance(gap, GroupGap) else None
+
+
+def row_value(row: Mapping[str, Any] | JsonRecord, name: str) -> Any:
+    """The column ``name`` of a per-group row: a row class's attribute (``per_label``'s :class:`LabelAccuracy`) or a
+    table row's key (``per_group``); None where it has none."""
+    return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
 
 
 def accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, unit: str) -> str:
@@ -183,7 +190,9 @@ def group_plots(
                     "label": label,
                     "failed": not record.passed,
                     "anchor": case_anchor(record),
-                    "dots": [{"label": g[group_key], "value": g.get(cell)} for g in getattr(record, groups)],
+                    "dots": [
+                        {"label": row_value(g, group_key), "value": row_value(g, cell)} for g in getattr(record, groups)
+                    ],
                     "estimate": estimate,
                     "text": text,
                     "threshold": record.threshold.quality_floor or None,

@@ -41,7 +41,7 @@ from harness.checks.basis_common.thresholds import PersonalizationThresholds
 from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.icat.check import stereoset_result
-from harness.checks.personalization.record import PersonalizationPayload
+from harness.checks.personalization.record import PersonalizationPayload, SetAccuracy
 from harness.checks.release import CrossedComparison, cell_sums
 from harness.checks.verdict import floor
 from harness.core.modes import BASELINE_MODE, PARETO_MODES, PERSONALIZATION_MODES, SPEECH_IMPLICIT, mode_has_audio
@@ -152,7 +152,7 @@ class PersonalizationCheck(CrossedComparison, Check[PersonalizationThresholds]):
                 mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
                 stereotype_icat=self.stereotype_icat(context, case),
                 per_set=[
-                    {"set": str(name), "group": str(group), "n": len(rows), "accuracy": float(100.0 * rows.mean())}
+                    SetAccuracy(set=str(name), group=str(group), n=len(rows), accuracy=float(100.0 * rows.mean()))
                     for (name, group), rows in table.groupby(["set", "group"], sort=True)["correct"]
                 ],
                 judge=context.basis_judge_name

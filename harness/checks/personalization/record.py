@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from harness.checks.basis_common.record import GroupGap, ModePayload, ModeRecord
 from harness.checks.basis_common.thresholds import PersonalizationThresholds
+from harness.core.json_records import JsonRecord
+
+
+@dataclasses.dataclass(frozen=True)
+class SetAccuracy(JsonRecord):
+    """Table 10's cell: one item set's accuracy in percent for one group, over its ``n`` answers."""
+
+    set: str
+    group: str
+    n: int
+    accuracy: float
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -21,7 +31,7 @@ class PersonalizationPayload(ModePayload):
     sets: list[str]
     stereotype_icat: float | None
     """The same model's mean ICAT on the dimension in the same mode (speech-implicit and speech-explicit: Figure 2)."""
-    per_set: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    per_set: list[SetAccuracy] = dataclasses.field(default_factory=list)
     """Accuracy per item set and group (``set``, ``group``, ``n``, ``accuracy``): Table 10."""
 
 
