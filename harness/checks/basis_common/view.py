@@ -253,12 +253,15 @@ def table_seven(
         rows = []
         for variant in variants:
             by_model = {record.model: record for record in subset if record.variant == variant}
-            groups = list(dict.fromkeys(g[group_key] for record in by_model.values() for g in record.per_group))
+            groups = list(
+                dict.fromkeys(row_value(g, group_key) for record in by_model.values() for g in record.per_group)
+            )
             for group in groups:
                 cells = []
                 for model in models:
-                    found = [g for g in getattr(by_model.get(model), "per_group", []) if g[group_key] == group]
-                    cells.append({"value": found[0][cell] if found else None, "passed": None})
+                    rows_of = getattr(by_model.get(model), "per_group", [])
+                    found = [g for g in rows_of if row_value(g, group_key) == group]
+                    cells.append({"value": row_value(found[0], cell) if found else None, "passed": None})
                 rows.append({"variant": variant, "group": group, "cells": cells})
             rows.append(
                 {

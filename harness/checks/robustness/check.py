@@ -26,12 +26,19 @@ import numpy as np
 import pandas as pd
 
 from harness.checks.base import TRANSCRIPTION_PROBE, Check, Measurement, per_run
-from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, frame_records, gap_phrase
+from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, gap_phrase
 from harness.checks.basis_common.thresholds import RobustnessThresholds
 from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.release import CrossedComparison, cell_sums
-from harness.checks.robustness.record import ContentScore, DatasetScore, RobustnessPayload
+from harness.checks.robustness.record import (
+    CellScore,
+    ContentScore,
+    DatasetScore,
+    GroupScore,
+    RobustnessPayload,
+    SetScore,
+)
 from harness.checks.robustness.tables import qa_table, transcription_table
 from harness.checks.verdict import floor
 from harness.core.errors import CaseNotMeasured, ModelError
@@ -151,9 +158,28 @@ class RobustnessCheck(CrossedComparison, Check[RobustnessThresholds]):
             paired_data=self.paired_data(context, case),
             payload=RobustnessPayload(
                 task=case.variant,
-                per_group=frame_records(scored.per_group, "group"),
-                per_dataset=frame_records(scored.per_dataset, "set"),
-                per_cell=frame_records(scored.per_cell, "cell"),
+                per_group=[
+                    GroupScore(
+                        group=str(group),
+                        n_datasets=int(row["n_datasets"]),
+                        n=int(row["n"]),
+                        score=finite_or_none(row["score"]),
+                    )
+                    for group, row in scored.per_group.iterrows()
+                ],
+                per_dataset=[
+                    SetScore(
+                        set=str(name),
+                        n_groups=int(row["n_groups"]),
+                        n=int(row["n"]),
+                        score=finite_or_none(row["score"]),
+                    )
+                    for name, row in scored.per_dataset.iterrows()
+                ],
+                per_cell=[
+                    CellScore(cell=f"{name}/{group}", n=int(row["n"]), score=finite_or_none(row["score"]))
+                    for (name, group), row in scored.per_cell.iterrows()
+                ],
                 content_score=content,
                 gap=test.gap_record(),
                 judge=context.basis_judge_name if case.variant == "sqa" else "none",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from harness.checks.basis_common.record import GroupGap
 from harness.checks.basis_common.thresholds import RobustnessThresholds
@@ -19,6 +18,40 @@ class DatasetScore(JsonRecord):
     dimension: str
     score: float | None
     task: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GroupScore(JsonRecord):
+    """One group's score: the mean over the ``n_datasets`` data sets holding it of its mean score there, over ``n``
+    answers (:func:`harness.metrics.basis.per_dataset_scores`). A record of results.json schema 1 stated ``correct``
+    and no ``n_datasets``; older records state the counts as floats (``2.0``), kept as they are."""
+
+    group: str
+    n_datasets: float | None = None
+    n: float
+    correct: float | None = None
+    score: float | None
+
+    OMITTED_WHEN_NONE = ("n_datasets", "correct")
+
+
+@dataclasses.dataclass(frozen=True)
+class SetScore(JsonRecord):
+    """One data set's score: the mean over its ``n_groups`` groups, over ``n`` answers."""
+
+    set: str
+    n_groups: float
+    n: float
+    score: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class CellScore(JsonRecord):
+    """One (data set, group) cell, ``cell`` = ``set/group``: its ``n`` answers' mean score."""
+
+    cell: str
+    n: float
+    score: float | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,11 +78,11 @@ class RobustnessPayload(RecordPayload):
     and cell, the gap, the content-based score and the judge."""
 
     task: str
-    per_group: list[dict[str, Any]]
+    per_group: list[GroupScore]
     gap: GroupGap
-    per_dataset: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    per_dataset: list[SetScore] = dataclasses.field(default_factory=list)
     """Per item set: its groups, answers and score (the mean over its groups), BASIS-Bench Tables 8 and 10."""
-    per_cell: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    per_cell: list[CellScore] = dataclasses.field(default_factory=list)
     """Per (item set, group): answers and score (``cell`` is ``set/group``)."""
     content_score: ContentScore = dataclasses.field(default_factory=ContentScore)
     """The model's content-based score (Table 7): ``value``, the ``asr`` and ``sqa`` means, ``per_dataset``."""
