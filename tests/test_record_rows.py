@@ -32,7 +32,6 @@ REPO = Path(__file__).resolve().parents[1]
 NOT_YET_TYPED: dict[str, set[str]] = {
     "counterfactual": {"artifact", "directions", "distributions", "flip_rates", "manipulation", "perceived", "shifts"},
     "icat": {"per_group"},
-    "personalization": {"per_group"},
     "score_ratio": {"comparisons", "semantics"},
     "wer_ratio": {"comparisons", "semantics"},
 }

@@ -44,6 +44,7 @@ def record(case_id, check="ntvd", passed=True, value=10.0, **extra):
 EMPTY_ROWS = {
     "mode_effects": {"metric": "mean", "n_boot": 0, "level": 0.95, "n_speakers": 0, "per_mode": {}, "effects": {}},
     "per_label": [],
+    "per_group": [],
 }
 """Required row-class fields the summary does not read, as their emptiest valid JSON (a row is never null)."""
 

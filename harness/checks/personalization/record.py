@@ -10,6 +10,21 @@ from harness.core.json_records import JsonRecord
 
 
 @dataclasses.dataclass(frozen=True)
+class GroupAccuracy(JsonRecord):
+    """One group's personalization accuracy in one mode: of its ``n`` answers, the ``correct`` ones, the
+    ``accuracy`` in percent and the percent of answers naming no option (``unknown_rate``; a record written before
+    issue 58 states none)."""
+
+    group: str
+    n: float
+    correct: float
+    accuracy: float | None
+    unknown_rate: float | None = None
+
+    OMITTED_WHEN_NONE = ("unknown_rate",)
+
+
+@dataclasses.dataclass(frozen=True)
 class SetAccuracy(JsonRecord):
     """Table 10's cell: one item set's accuracy in percent for one group, over its ``n`` answers."""
 
@@ -24,6 +39,7 @@ class PersonalizationPayload(ModePayload):
     """What a BASIS personalization case measured besides its value (§3.2): the accuracy gap, the judge, the
     item sets, the same model's ICAT and the accuracy per set."""
 
+    per_group: list[GroupAccuracy]
     gap: GroupGap
     judge: str = "rules"
     """Who judged the open answers: ``rules`` (the offline rule judges), an LLM judge's spec and fingerprint
