@@ -159,26 +159,16 @@ class RobustnessCheck(CrossedComparison, Check[RobustnessThresholds]):
             payload=RobustnessPayload(
                 task=case.variant,
                 per_group=[
-                    GroupScore(
-                        group=str(group),
-                        n_datasets=int(row["n_datasets"]),
-                        n=int(row["n"]),
-                        score=finite_or_none(row["score"]),
-                    )
-                    for group, row in scored.per_group.iterrows()
+                    GroupScore(group=str(group), n_datasets=int(count), n=int(n), score=finite_or_none(score))
+                    for group, (count, n, score) in scored.per_group[["n_datasets", "n", "score"]].iterrows()
                 ],
                 per_dataset=[
-                    SetScore(
-                        set=str(name),
-                        n_groups=int(row["n_groups"]),
-                        n=int(row["n"]),
-                        score=finite_or_none(row["score"]),
-                    )
-                    for name, row in scored.per_dataset.iterrows()
+                    SetScore(set=str(name), n_groups=int(count), n=int(n), score=finite_or_none(score))
+                    for name, (count, n, score) in scored.per_dataset[["n_groups", "n", "score"]].iterrows()
                 ],
                 per_cell=[
-                    CellScore(cell=f"{name}/{group}", n=int(row["n"]), score=finite_or_none(row["score"]))
-                    for (name, group), row in scored.per_cell.iterrows()
+                    CellScore(cell=f"{name}/{group}", n=int(n), score=finite_or_none(score))
+                    for (name, group), (n, score) in scored.per_cell[["n", "score"]].iterrows()
                 ],
                 content_score=content,
                 gap=test.gap_record(),
