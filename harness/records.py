@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
-from harness.core.json_records import JsonRecord, field_types, known_fields
+from harness.core.json_records import JsonRecord, field_types, from_json_value, known_fields, row_fields, to_json_value
 from harness.core.values import finite_or_none
 from harness.metrics.permutation_floor import PermutationFloor
 from harness.thresholds import Bound, SignificanceRule
@@ -340,6 +340,21 @@ class RecordPayload:
         return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
 
+@dataclasses.dataclass(frozen=True)
+class AttributeDistribution(JsonRecord):
+    """P_g(v) of one attribute (VIBE §II-D, Figure 3): the ``groups``, the attribute's ``values`` and, per group, the
+    probability of each value in that order; a record's figure (:meth:`CaseRecord.figure_distribution`)."""
+
+    attribute: str
+    groups: list[str]
+    values: list[str]
+    probabilities: dict[str, list[float]]
+
+    def probability(self, group: str, index: int) -> float:
+        """P_group(values[index])."""
+        return float(self.probabilities[group][index])
+
+
 @dataclasses.dataclass(kw_only=True)
 class CaseRecord:
     """What every check records of a case; ``variant`` is its task or mode (None for none).
@@ -376,6 +391,11 @@ class CaseRecord:
     """The fields whose values are records of their own, written by their ``to_json`` and read by
     :meth:`typed_fields_from_json`."""
 
+    def figure_distribution(self) -> AttributeDistribution | None:
+        """A distribution of values over groups that the report draws under the case when it fails (nTVD: the most
+        divergent attribute's); None by default."""
+        return None
+
     @property
     def unmeasured_by_design(self) -> bool:
         """Whether the case did not fail but could not have (issue 57): a contrast of its decision is untestable, or
@@ -401,10 +421,12 @@ class CaseRecord:
 
     def to_json(self) -> dict[str, Any]:
         """The results.json entry: every field, in declaration order, less the unset ones of :data:`_WHEN_SET`; a
-        typed value (:data:`TYPED_FIELDS`) written by its ``to_json``."""
+        typed value (:data:`TYPED_FIELDS`) written by its ``to_json``, a payload's row classes
+        (:func:`harness.core.json_records.row_fields`) by the codec."""
         values = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        rows = row_fields(type(self)) - set(self.TYPED_FIELDS)
         return {
-            name: _written(value) if name in self.TYPED_FIELDS else value
+            name: _written(value) if name in self.TYPED_FIELDS else to_json_value(value) if name in rows else value
             for name, value in values.items()
             if not (name in _WHEN_SET and value is None)
         }
@@ -421,8 +443,14 @@ class CaseRecord:
 
     @classmethod
     def typed_fields_from_json(cls, data: Mapping[str, Any], where: str) -> dict[str, Any]:
-        """``data``'s :data:`TYPED_FIELDS` read as their records; ``where`` (file and case) prefixes every error."""
-        typed: dict[str, Any] = {}
+        """``data``'s :data:`TYPED_FIELDS` read as their records, and its payload's row classes by their annotations
+        (:func:`harness.core.json_records.from_json_value`); ``where`` (file and case) prefixes every error."""
+        hints = field_types(cls)
+        typed: dict[str, Any] = {
+            name: from_json_value(hints[name], data[name], where, name)
+            for name in sorted(row_fields(cls) - set(cls.TYPED_FIELDS))
+            if name in data
+        }
         if "threshold" in data:
             typed["threshold"] = cls.threshold_from_json(data, where)
         if data.get("decision") is not None:

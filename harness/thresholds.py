@@ -39,7 +39,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import yaml
 
@@ -239,7 +239,7 @@ def setting(
 ) -> Any:
     """A field of a :class:`SectionThresholds` class: the thresholds key of the same name, which accepts values of
     ``types``, defaults to ``default`` and is refused when ``problem(value)`` says why (e.g. :func:`between`);
-    ``recorded``: whether a case's record states it (:meth:`SectionThresholds.recorded`); ``stricter``: which of two
+    ``recorded``: whether a case's record states it (:meth:`SectionThresholds.recorded_keys`); ``stricter``: which of two
     values is the stricter (:attr:`ThresholdKey.stricter`). What the setting means to a reader of the record, which
     the CI summary and the trend ask instead of guessing from its name: ``bound`` (:data:`UPPER_BOUND` or
     :data:`LOWER_BOUND`), the ``measure`` it bounds, whether it is a quality ``floor``, the rules it
@@ -297,7 +297,7 @@ class SectionThresholds:
         return ThresholdSchema(keys=cls.threshold_keys(), variant_axis=variant_axis, settings=cls)
 
     @classmethod
-    def parse(cls, values: Mapping[str, Any], *, source: str, section: str) -> Any:
+    def parse(cls, values: Mapping[str, Any], *, source: str, section: str) -> Self:
         """``values`` (one case's merged keys; a key left out takes its default) as this class. A number key's
         integer becomes a float. :class:`ThresholdsError` names ``source`` and ``section.key`` for an unknown key or
         a value of the wrong type or range."""
@@ -354,7 +354,7 @@ class SectionThresholds:
         return {name: getattr(self, name) for name in keys}
 
     @classmethod
-    def from_json(cls, data: Any, where: str) -> Any:
+    def from_json(cls, data: Any, where: str) -> Self:
         """The thresholds a results.json record states (its ``threshold``), for the baseline and the report: a key the
         record does not state keeps its default. A key that is no setting of this class, or a value of another type
         than the setting's, is a ``ValueError`` naming ``where`` and the key."""
@@ -370,6 +370,10 @@ class SectionThresholds:
                 raise ValueError(f"{where}: key {name!r} {value_type_problem(key, value)}, got {value!r:.80}")
         stated = tuple(data)
         return cls(**data, record_keys=None if stated == cls.recorded_keys() else stated)
+
+
+SectionT = TypeVar("SectionT", bound=SectionThresholds)
+"""A :class:`SectionThresholds` class, for the readers that return the class they are given."""
 
 
 def _number(value: Any) -> bool:
@@ -418,12 +422,22 @@ class Thresholds:
         self._layer(merged, check, schema, variant, dimension, levels, by_key=not (self.packaged or self.shipped))
         return merged
 
-    def settings(self, check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> Any:
+    def settings(self, check: str, schema: ThresholdSchema, variant: str | None, dimension: str) -> SectionThresholds:
         """One case's merged values (:meth:`values`, less the gate's :data:`OFF_KEY`) parsed into the schema's typed
         settings (:meth:`ThresholdSchema.parse`); an error names this file and the key."""
         values = self.values(check, schema, variant, dimension)
         values.pop(OFF_KEY, None)
         return schema.parse(values, source=self.source, section=check)
+
+    def section(self, section: str, settings: type[SectionT]) -> SectionT:
+        """A section of the gate's own whose ``defaults`` alone apply (``gate``, ``audio_floor``), merged over the
+        built-in defaults and parsed into its typed ``settings`` class; an error names this file and the key."""
+        values = self.values(section, settings.schema(), None, "")
+        return settings.parse(values, source=self.source, section=section)
+
+    def gate(self) -> GateSettings:
+        """The ``gate`` section (:class:`GateSettings`)."""
+        return self.section(GATE_SECTION, GateSettings)
 
     @property
     def packaged(self) -> bool:
@@ -577,14 +591,19 @@ RETIRED_KEYS = {
 }
 """Keys of earlier versions, refused with what replaced them."""
 
-GATE_SCHEMA = ThresholdSchema(
-    keys={
-        "alpha": ThresholdKey((int, float), 0.05, in_open_unit_interval, LOWER),
-        "correction": ThresholdKey((str,), "bonferroni", one_of("bonferroni", "none"), ("bonferroni", "none")),
-    }
-)
-"""The ``gate`` section: the family-wise false-fail probability ``alpha`` of one model's run and the
-across-case ``correction`` (:class:`harness.metrics.multitest.DecisionRule`). Only ``defaults`` apply."""
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GateSettings(SectionThresholds):
+    """The ``gate`` section (only ``defaults`` apply), typed like a check's: the family-wise false-fail probability
+    ``alpha`` of one model's run and the across-case ``correction`` (:class:`harness.metrics.multitest.DecisionRule`);
+    read by :meth:`Thresholds.gate`."""
+
+    alpha: float = setting((int, float), 0.05, in_open_unit_interval, stricter=LOWER)
+    correction: str = setting((str,), "bonferroni", one_of("bonferroni", "none"), stricter=("bonferroni", "none"))
+
+
+GATE_SCHEMA = GateSettings.schema()
+"""The ``gate`` section's schema (:class:`GateSettings`)."""
 
 
 PACKAGED = Path(__file__).with_name("thresholds.yaml")

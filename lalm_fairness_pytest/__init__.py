@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from lalm_fairness_pytest.hookspecs import add_hookspecs
 from lalm_fairness_pytest.interrupts import EXIT_INCOMPLETE, INTERRUPTS
 from lalm_fairness_pytest.options import GATE_OPTIONS, add_options
 from lalm_fairness_pytest.outputs import set_aside_previous_outputs
@@ -41,6 +42,11 @@ SCANNED_BYTES = 100_000
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The gate's own hook, ``pytest_lalm_fairness_results`` (:mod:`lalm_fairness_pytest.hookspecs`)."""
+    add_hookspecs(pluginmanager)
 
 
 @pytest.hookimpl(tryfirst=True)

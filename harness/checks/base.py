@@ -14,7 +14,7 @@ import abc
 import dataclasses
 import functools
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from harness.checks import check_part
 from harness.checks.case import Case
@@ -24,7 +24,7 @@ from harness.core.errors import DesignCannotFail
 from harness.core.values import finite_or_none
 from harness.metrics.multitest import CaseDecision
 from harness.records import CaseRecord, Comparison, Contrast, Decision, QualityFloor, RecordPayload, StatedThreshold
-from harness.thresholds import OFF_KEY, ThresholdKey, Thresholds, ThresholdSchema
+from harness.thresholds import OFF_KEY, SectionThresholds, ThresholdKey, Thresholds, ThresholdSchema
 
 T = TypeVar("T")
 
@@ -89,10 +89,14 @@ class Measurement:
     payload: RecordPayload | None = None
 
 
-class Check(abc.ABC):
+SettingsT = TypeVar("SettingsT", bound=SectionThresholds)
+"""A check's typed thresholds class (its :attr:`Check.schema`'s settings): ``class NtvdCheck(Check[NtvdThresholds])``."""
+
+
+class Check(abc.ABC, Generic[SettingsT]):
     """A family of gate cases: its folder's ``CHECK``. A check says what its cases are (:meth:`cases`) and what
     each measures (:meth:`measure`); :meth:`decide` reaches the verdict. Its report section is its folder's view
-    (``view.py``)."""
+    (``view.py``). Parametrized by its thresholds class, which :meth:`thresholds` returns."""
 
     name: ClassVar[str]
     gate_module: ClassVar[str] = "extensions"
@@ -217,18 +221,18 @@ class Check(abc.ABC):
         and results.json and the report list it as off."""
         return not thresholds.values(self.name, self.gate_schema(), None, "")[OFF_KEY]
 
-    def thresholds(self, context: CompareContext, case: Case) -> Any:
+    def thresholds(self, context: CompareContext, case: Case) -> SettingsT:
         """The case's typed thresholds (:meth:`thresholds_for` its variant and dimension)."""
         return self.thresholds_for(context, case.variant, case.dimension)
 
-    def thresholds_for(self, context: CompareContext, variant: str | None, dimension: str) -> Any:
+    def thresholds_for(self, context: CompareContext, variant: str | None, dimension: str) -> SettingsT:
         """The check's thresholds for one variant and dimension (thresholds never depend on the model), parsed into
         its schema's frozen dataclass (:class:`harness.thresholds.SectionThresholds`)."""
         values = context.thresholds.values(self.name, self.schema, variant, dimension)
         values.pop(OFF_KEY, None)
         # A recorded series' thresholds (harness.gate.series.RecordThresholds) give values but name no file.
         source = getattr(context.thresholds, "source", "<the thresholds a recorded case states>")
-        return self.schema.parse(values, source=source, section=self.name)
+        return cast(SettingsT, self.schema.parse(values, source=source, section=self.name))
 
     def base_record(self, context: CheckContext, case: Case) -> dict[str, Any]:
         return {

@@ -62,6 +62,19 @@ def field_types(kind: type) -> dict[str, Any]:
     return {field.name: hints[field.name] for field in dataclasses.fields(kind)}
 
 
+@functools.cache
+def row_fields(kind: type) -> frozenset[str]:
+    """The fields of dataclass ``kind`` whose annotation holds a :class:`JsonRecord` (a row class, a list or mapping of
+    them, or one of them or None): the fields written by :func:`to_json_value` and read by :func:`from_json_value`."""
+    return frozenset(name for name, hint in field_types(kind).items() if _holds_record(hint))
+
+
+def _holds_record(hint: Any) -> bool:
+    if isinstance(hint, type) and issubclass(hint, JsonRecord):
+        return True
+    return any(_holds_record(argument) for argument in typing.get_args(hint))
+
+
 def to_json_value(value: Any) -> Any:
     """``value`` as JSON: a record by its ``to_json()``, a mapping or sequence item by item, anything else as it is."""
     if isinstance(value, JsonRecord):

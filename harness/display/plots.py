@@ -24,22 +24,41 @@ RATIO_LIMITS = (0.01, 100.0)
 """The widest ratio axis; intervals reaching beyond it end in an arrow."""
 
 
-def interval_estimable(entry: Mapping[str, Any] | None) -> bool:
+class Interval(Protocol):
+    """A row class that states an interval (a BASIS gap, :class:`harness.checks.basis_common.record.GroupGap`); it
+    may also state whether it is ``estimable``."""
+
+    ci_low: float | None
+    ci_high: float | None
+
+
+def interval_ends(entry: Mapping[str, object] | Interval) -> tuple[object, object, object]:
+    """``(ci_low, ci_high, estimable)`` of an interval row, or of a mapping of those keys (None where absent)."""
+    if isinstance(entry, Mapping):
+        return entry.get("ci_low"), entry.get("ci_high"), entry.get("estimable")
+    return entry.ci_low, entry.ci_high, getattr(entry, "estimable", None)
+
+
+def interval_estimable(entry: Mapping[str, object] | Interval | None) -> bool:
     """Whether an entry's interval was estimated: not when it says ``estimable: false``, lacks either end,
     has a non-finite end, or has equal ends (a point shown as an interval reads as certainty)."""
-    if not entry or entry.get("estimable") is False:
+    if not entry:
         return False
-    ends = (entry.get("ci_low"), entry.get("ci_high"))
+    low, high, estimable = interval_ends(entry)
+    if estimable is False:
+        return False
+    ends = (low, high)
     if any(end is None or not math.isfinite(end) for end in ends):
         return False
     return ends[0] != ends[1]
 
 
-def interval_text(entry: Mapping[str, Any] | None, digits: int = 1, layout: str = "{0} to {1}") -> str:
+def interval_text(entry: Mapping[str, object] | Interval | None, digits: int = 1, layout: str = "{0} to {1}") -> str:
     """An estimable interval's ``ci_low`` and ``ci_high`` in ``layout`` ("a to b"), otherwise :data:`NOT_ESTIMABLE`."""
-    if not interval_estimable(entry):
+    if entry is None or not interval_estimable(entry):
         return NOT_ESTIMABLE
-    return layout.format(f"{entry['ci_low']:.{digits}f}", f"{entry['ci_high']:.{digits}f}")
+    low, high, _ = interval_ends(entry)
+    return layout.format(f"{low:.{digits}f}", f"{high:.{digits}f}")
 
 
 CHARACTER_PX = 6.5

@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.display.plots import interval_text
+from harness.display.plots import Interval, interval_text
 from harness.records import Decision, QualityFloor, Record
 
 GAP_UNITS = "points"
@@ -25,16 +25,9 @@ def p_text(value: float | None) -> str:
     return "–" if value is None else f"{value:.3g}"
 
 
-def ci_words(entry: Mapping[str, Any] | None, digits: int = 1) -> str:
+def ci_words(entry: Mapping[str, object] | Interval | None, digits: int = 1) -> str:
     """ "95% CI a to b", or "interval not estimable" (:func:`harness.display.plots.interval_estimable`)."""
     return interval_text(entry, digits, "95% CI {0} to {1}")
-
-
-def gap_text(gap: Mapping[str, Any] | None) -> str:
-    """ "gap best − worst v points (95% CI a to b)" of a BASIS case's best and worst group."""
-    if not gap or gap.get("value") is None:
-        return "gap not estimable"
-    return f"gap {gap.get('best')} − {gap.get('worst')} {gap['value']:.1f} {GAP_UNITS} ({ci_words(gap)})"
 
 
 def decision_text(decision: Decision | Mapping[str, Any] | None) -> str | None:

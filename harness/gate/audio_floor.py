@@ -60,7 +60,15 @@ from harness.metrics.audio_dependence import ORIGINAL, REPLICATE, AudioDependenc
 from harness.results.metadata import AudioProbe
 from harness.tasks import TASKS
 from harness.tasks.base import SELF_REPORT
-from harness.thresholds import HIGHER, LOWER, ThresholdKey, Thresholds, ThresholdSchema, at_least, in_open_unit_interval
+from harness.thresholds import (
+    HIGHER,
+    LOWER,
+    SectionThresholds,
+    Thresholds,
+    at_least,
+    in_open_unit_interval,
+    setting,
+)
 
 AUDIO_FLOOR_SECTION = "audio_floor"
 NOT_MEASURED = "audio dependence not measured"
@@ -76,38 +84,28 @@ def in_half_open_unit_interval(value: Any) -> str | None:
     return None if 0 < value <= 1 else "must lie in (0, 1]"
 
 
-AUDIO_FLOOR_SCHEMA = ThresholdSchema(
-    keys={
-        "probe_requests_per_task": ThresholdKey((int,), 24, at_least(1), HIGHER),
-        "audio_blind_share": ThresholdKey((int, float), 0.9, in_half_open_unit_interval, LOWER),
-        "alpha": ThresholdKey((int, float), 0.01, in_open_unit_interval, LOWER),
-    }
-)
-"""The ``audio_floor`` section: recordings per probed task (and of the transcription probe); the bar on the
-estimated audio-independent share ``1 - share`` (at or above it the model does not hear); the level of the
-permutation test."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AudioFloorSettings(SectionThresholds):
+    """The ``audio_floor`` section (only ``defaults`` apply), typed like a check's and read once
+    (:meth:`from_thresholds`): recordings per probed task (and of the transcription probe); the bar on the estimated
+    audio-independent share ``1 - share`` (at or above it the model does not hear); the level of the permutation
+    test."""
 
-
-@dataclasses.dataclass(frozen=True)
-class AudioFloorSettings:
-    """The ``audio_floor`` section, read once (:data:`AUDIO_FLOOR_SCHEMA`)."""
-
-    probe_requests_per_task: int
-    audio_blind_share: float
-    alpha: float
+    probe_requests_per_task: int = setting((int,), 24, at_least(1), stricter=HIGHER)
+    audio_blind_share: float = setting((int, float), 0.9, in_half_open_unit_interval, stricter=LOWER)
+    alpha: float = setting((int, float), 0.01, in_open_unit_interval, stricter=LOWER)
 
     @classmethod
     def from_thresholds(cls, thresholds: Thresholds) -> AudioFloorSettings:
-        values = thresholds.values(AUDIO_FLOOR_SECTION, AUDIO_FLOOR_SCHEMA, None, "")
-        return cls(
-            probe_requests_per_task=int(values["probe_requests_per_task"]),
-            audio_blind_share=float(values["audio_blind_share"]),
-            alpha=float(values["alpha"]),
-        )
+        return thresholds.section(AUDIO_FLOOR_SECTION, cls)
 
     def permutations(self, asked: int) -> int:
         """The relabellings of the test: ``max(asked, ceil(SMALLEST_P_FACTOR / alpha) - 1)``."""
         return max(int(asked), math.ceil(SMALLEST_P_FACTOR / self.alpha) - 1)
+
+
+AUDIO_FLOOR_SCHEMA = AudioFloorSettings.schema()
+"""The ``audio_floor`` section's schema (:class:`AudioFloorSettings`)."""
 
 
 def is_sampled(decoding: DecodingParams) -> bool:

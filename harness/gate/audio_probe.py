@@ -10,7 +10,7 @@ silence of its length and with the replacement (``other recording``), in two for
   answers the field reader reads without a model; an answer is read as its extracted values
   (:func:`read_task_answer`);
 * the **transcription probe** (WER-type cases): the request the WER checks send the model's transcriber
-  (:meth:`~harness.checks.base.CheckContext.transcriber`; a cascade's ASR stage, prompt ``""``), so the transcript of
+  (:meth:`~harness.checks.context.CheckContext.transcriber`; a cascade's ASR stage, prompt ``""``), so the transcript of
   every recording is the one those checks cache, and a cascade's stage transcribed the silence and the other
   recording when it answered the task probe; a transcript is read after Whisper's English normaliser
   (:func:`read_transcript`).

@@ -4,7 +4,7 @@ A :class:`RunContext` holds the settings, the thresholds, the corpora and the BA
 :class:`~harness.gate.model_pool.ModelPool` (:meth:`outputs` asks a model, through the output cache, for a list of
 requests); the transcriber, the semantic embedder and the attribute extractor; the run's one memo (:attr:`memo`), in
 which the checks keep their tables and the context what it computes once; and the gate's decision rule. It implements
-:class:`harness.checks.base.CheckContext` whole. Each check builds its own requests and tables from it in its
+:class:`harness.checks.context.CheckContext` whole. Each check builds its own requests and tables from it in its
 folder (``harness/checks/<name>/tables.py``).
 
 A cascade's output holds what its ASR stage heard before its answer; the cascade splits its own output
@@ -45,7 +45,7 @@ from harness.semantic import (
     minilm_installed,
     own_embedders,
 )
-from harness.thresholds import GATE_SCHEMA, GATE_SECTION, Thresholds
+from harness.thresholds import Thresholds
 
 if TYPE_CHECKING:
     from harness.extraction.llm import LLMExtractor
@@ -83,11 +83,11 @@ class RunContext:
 
     def decision_rule(self, model: str) -> DecisionRule:
         """The whole gate's decision rule for ``model``'s cases (thresholds.yaml ``gate``; m = its cases)."""
-        settings = self.thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "")
+        settings = self.thresholds.gate()
         return DecisionRule(
-            alpha=float(settings["alpha"]),
+            alpha=settings.alpha,
             family_size=max(1, self.family_sizes.get(model, 1)),
-            correction=settings["correction"],
+            correction=settings.correction,
             tests_per_case=getattr(self.family_sizes, "tests_per_case", 1),
         )
 

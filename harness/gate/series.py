@@ -143,7 +143,7 @@ class RecordThresholds:
 
 @dataclasses.dataclass(frozen=True)
 class RecordContext:
-    """What :meth:`Check.compare` reads of a run, recorded (:class:`harness.checks.base.CompareContext`, all of it):
+    """What :meth:`Check.compare` reads of a run, recorded (:class:`harness.checks.context.CompareContext`, all of it):
     its thresholds, seed and permutations, and the decision rule the candidate record was judged under (its
     ``decision`` block's ``alpha`` and ``family_size``; a record without one is judged alone at 0.05)."""
 

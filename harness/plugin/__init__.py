@@ -2,7 +2,8 @@
 
 It wires pytest to :mod:`harness.gate` and computes nothing itself: :mod:`harness.plugin.configuration` builds
 the gate from the options and prepares the outputs; :mod:`harness.plugin.session` feeds the run's records to a
-:class:`harness.gate.run.RunAssembly`, which makes the :class:`harness.results.RunResults` written at the end. A
+:class:`harness.gate.run.RunAssembly`, which makes the :class:`harness.results.RunResults` handed to the gate's
+own hook, ``pytest_lalm_fairness_results`` (:mod:`lalm_fairness_pytest.hookspecs`), and written at the end. A
 setup problem (a bad spec, option, corpus, thresholds file or cache folder) stops the run before any case with one
 ``ERROR:`` line and pytest's usage-error status; a case that cannot be measured is a pytest *error* at setup,
 recorded with its cause; the exit status is the run's (:mod:`harness.gate.outcomes`). Verdict records travel from
@@ -41,6 +42,7 @@ from harness.plugin.junit import AtomicJunitXml
 from harness.plugin.plan import PlanSession
 from harness.plugin.session import RECORD_KEY, FairnessSession, XdistMetadata
 from harness.plugin.xdist_groups import register_xdist_groups
+from lalm_fairness_pytest.hookspecs import add_hookspecs
 from lalm_fairness_pytest.options import add_options
 from lalm_fairness_pytest.outputs import OUTPUT_OPTIONS, PREVIOUS_SUFFIX, output_path, set_aside_previous_outputs
 
@@ -49,6 +51,11 @@ __all__ = ["PREVIOUS_SUFFIX", "FairnessSession", "skip_gpu_items"]
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The gate's own hook, ``pytest_lalm_fairness_results`` (:mod:`lalm_fairness_pytest.hookspecs`)."""
+    add_hookspecs(pluginmanager)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,5 +1,6 @@
 """The plugin's session state: :class:`FairnessSession` feeds the run's :class:`~harness.gate.run.RunAssembly` from
-pytest's hooks and writes results.json, the report, the CI summary and the annotation sample at the end;
+pytest's hooks, hands the run's results to ``pytest_lalm_fairness_results`` and writes results.json, the report,
+the CI summary and the annotation sample at the end;
 :class:`XdistMetadata` gathers what each xdist worker hands the controller."""
 
 from __future__ import annotations
@@ -184,6 +185,7 @@ class FairnessSession:
             session.exitstatus = EXIT_INCOMPLETE
         elif session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and not self.other_failures:
             session.exitstatus = exit_status(results.verdict, results.summary)
+        self.config.hook.pytest_lalm_fairness_results(results=results)
         results_path = output_path(self.config, "--results-json")
         if results_path:
             write_results(results_path, results)
@@ -293,7 +295,7 @@ class XdistMetadata:
 
 
 def item_case(item: pytest.Item) -> Case | None:
-    """The gate case an item tests (its parametrized :class:`~harness.checks.base.Case`), or None."""
+    """The gate case an item tests (its parametrized :class:`~harness.checks.case.Case`), or None."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     return next((value for value in params.values() if isinstance(value, Case)), None)
 

@@ -21,26 +21,26 @@ from harness.core.files import atomic_write_text
 from harness.display.decisions import one_line, other_test
 from harness.display.plots import PALETTE, interval_text, text_width
 from harness.display.text import case_anchor, decision_text, floor_lines, key_legend, model_keys
-from harness.records import CaseRecord, Record, UnmeasuredRecord, regressed_against_baseline
+from harness.records import AttributeDistribution, CaseRecord, Record, UnmeasuredRecord, regressed_against_baseline
 from harness.report.summary import cause_text, first_screen
 from harness.results import RunResults
 
 __all__ = ["bar_chart", "check_sections", "render_report", "write_report"]
 
 
-def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def bar_chart(distribution: AttributeDistribution | None) -> dict[str, Any] | None:
     """Geometry of a grouped horizontal bar chart of P_g(v) for each value v (one bar per group), with a value
     axis of P_g(v) in percent (ticks every 25%) below the bars; the values' column is as wide as the longest."""
-    if not distribution or not distribution.get("values"):
+    if distribution is None or not distribution.values:
         return None
-    groups, values = distribution["groups"], distribution["values"]
+    groups, values = distribution.groups, distribution.values
     bar_height, gap, plot_width = 12, 8, 320
     label_width = max([60] + [text_width(str(value)) + 12 for value in values])
     rows, y = [], 24
     for index, value in enumerate(values):
         bars = []
         for position, group in enumerate(groups):
-            probability = float(distribution["probabilities"][group][index])
+            probability = distribution.probability(group, index)
             bars.append(
                 {
                     "y": y + position * bar_height,
@@ -56,7 +56,7 @@ def bar_chart(distribution: Mapping[str, Any] | None) -> dict[str, Any] | None:
     ]
     axis_y = y
     return {
-        "attribute": distribution["attribute"],
+        "attribute": distribution.attribute,
         "rows": rows,
         "legend": legend,
         "height": axis_y + 40,
@@ -117,7 +117,7 @@ def render_report(
     environment = template_environment()
     cases = results.cases
     failing = [
-        (case, bar_chart(getattr(case, "most_divergent", None)), one_line_decision(case))
+        (case, bar_chart(case.figure_distribution()), one_line_decision(case))
         for case in results.measured
         if not case.passed
     ]

@@ -11,10 +11,11 @@ that results.json does not hold.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.checks.basis_common.record import GroupGap
 from harness.core.files import atomic_write_text
 from harness.display.decisions import WITHIN_THE_BAR
 from harness.records import (
@@ -150,8 +151,8 @@ def uncertainty_text(case: CaseRecord) -> str:
     if isinstance(ci, Sequence) and len(ci) == 2 and all(isinstance(bound, (int, float)) for bound in ci):
         return f"CI [{_number(ci[0])}, {_number(ci[1])}]"
     gap = _gap(case)
-    if gap and isinstance(gap.get("ci_low"), (int, float)) and isinstance(gap.get("ci_high"), (int, float)):
-        return f"gap CI [{_number(gap['ci_low'])}, {_number(gap['ci_high'])}]"
+    if gap is not None and gap.ci_low is not None and gap.ci_high is not None:
+        return f"gap CI [{_number(gap.ci_low)}, {_number(gap.ci_high)}]"
     return ""
 
 
@@ -164,17 +165,17 @@ def value_text(case: CaseRecord) -> str:
     value = _number(case.value)
     floor_names = [floor.key for floor in case.floors or []]
     quality = f"{' / '.join(floor_names) or 'quality'} measure {value}"
-    if gap and isinstance(gap.get("value"), (int, float)):
-        return f"gap {_number(gap['value'])}; {quality}"
+    if gap is not None and gap.value is not None:
+        return f"gap {_number(gap.value)}; {quality}"
     estimate = case.decision.estimate if case.decision is not None else None
     if case.floors and isinstance(estimate, (int, float)):
         return f"contrast {_number(estimate)}; {quality}"
     return value
 
 
-def _gap(case: CaseRecord) -> Mapping[str, Any] | None:
+def _gap(case: CaseRecord) -> GroupGap | None:
     gap = getattr(case, "gap", None)
-    return gap if isinstance(gap, Mapping) else None
+    return gap if isinstance(gap, GroupGap) else None
 
 
 def _row(case: Record, prefix: str) -> list[str]:

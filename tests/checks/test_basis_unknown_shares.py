@@ -55,7 +55,7 @@ def test_personalization_compares_unknown_shares_and_never_passes_an_unreadable_
     significant (reported); all of them, no resample can vary: unmeasured, never a pass on the accuracy gap alone."""
     gate, cases = gate_of("unusable:0.5", tmp_path, "personalization")
     record = decided_record(gate.outcome(cases["gender-speech-implicit"]))
-    rates = {row["group"]: row["unknown_rate"] for row in record.per_group}
+    rates = {row.group: row.unknown_rate for row in record.per_group}
     assert rates["male"] == 0.0 and rates["female"] > 30
     (contrast,) = unknown_contrasts(record)
     assert contrast.relevant and contrast.estimate == pytest.approx(rates["female"])

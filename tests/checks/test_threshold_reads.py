@@ -85,6 +85,17 @@ def test_no_check_or_view_reads_a_threshold_by_string_key(module):
 
 
 HARNESS = CHECKS.parent
+GATE_MODULES = sorted((HARNESS / "gate").glob("*.py"))
+
+
+@pytest.mark.parametrize("module", GATE_MODULES, ids=lambda path: f"gate/{path.name}")
+def test_the_gate_reads_its_own_sections_as_attributes(module):
+    """Issue 60 item 3: the ``gate`` and ``audio_floor`` sections are typed like a check's (``thresholds.gate()``,
+    :class:`harness.gate.audio_floor.AudioFloorSettings`); ``settings["alpha"]`` read them by key."""
+    reads = string_key_reads(module.read_text(encoding="utf-8"))
+    assert reads == [], f"{module.relative_to(HARNESS.parent)}: " + "; ".join(f"line {n}: {code}" for n, code in reads)
+
+
 READS = {"read_text", "read_bytes", "open"}
 
 

@@ -37,7 +37,16 @@ def record(case_id, check="ntvd", passed=True, value=10.0, **extra):
         if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
     }
     identity = {"message": "m", "model_fingerprint": "m@1", "corpus": "demo", "dimension": "gender"}
-    return required | identity | {k: v for k, v in fields.items() if k in names}
+    rows = {name: row for name, row in EMPTY_ROWS.items() if name in required}
+    return required | rows | identity | {k: v for k, v in fields.items() if k in names}
+
+
+EMPTY_ROWS = {
+    "mode_effects": {"metric": "mean", "n_boot": 0, "level": 0.95, "n_speakers": 0, "per_mode": {}, "effects": {}},
+    "per_label": [],
+    "per_group": [],
+}
+"""Required row-class fields the summary does not read, as their emptiest valid JSON (a row is never null)."""
 
 
 def typed(**fields):
@@ -96,7 +105,7 @@ def test_floors_are_named_when_unmet_but_left_out_of_the_bias_threshold():
         passed=False,
         value=33.3,
         threshold={"min_accuracy": 75.0, "max_gap": 30.0},
-        gap={"value": 66.7, "ci_low": 50.0, "ci_high": 83.3},
+        gap={"value": 66.7, "ci_low": 50.0, "ci_high": 83.3, "best": "young", "worst": "elderly"},
         floors=[{"key": "min_accuracy", "value": 33.3, "threshold": 75.0, "met": False}],
         q=None,
     )
@@ -141,7 +150,9 @@ def test_uncertainty_prefers_the_deciding_adjusted_p_then_q_then_ci_then_gap_ci(
     assert uncertainty_text(typed(q=None, p=0.2, decision={"p_adjusted": 0.04})) == "adjusted p = 0.04"
     assert uncertainty_text(typed(check="wer_ratio", q=None, p=None, ci=[0.8, 1.2])) == "CI [0.8, 1.2]"
     assert (
-        uncertainty_text(typed(check="classification", gap={"value": 9.0, "ci_low": 1.0, "ci_high": 17.0}))
+        uncertainty_text(
+            typed(check="classification", gap={"value": 9.0, "ci_low": 1.0, "ci_high": 17.0, "best": "f", "worst": "m"})
+        )
         == "gap CI [1, 17]"
     )
 

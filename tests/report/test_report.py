@@ -6,7 +6,7 @@ from harness.checks.ntvd.view import significance_stars, table_two
 from harness.report import bar_chart, render_report
 from harness.results import parse_results
 
-from support.records import case, results, results_json, typed
+from support.records import case, ntvd_record, results, results_json, typed
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
@@ -48,7 +48,7 @@ def test_hostile_strings_are_inert_text():
 
 
 def test_bar_chart_widths_are_proportional():
-    chart = bar_chart(case()["most_divergent"])
+    chart = bar_chart(ntvd_record().most_divergent)
     widths = [bar["width"] for row in chart["rows"] for bar in row["bars"]]
     assert widths == [0.8 * 320, 0.1 * 320, 0.2 * 320, 0.9 * 320]
 

@@ -92,6 +92,10 @@ def icat_case(model="m1", dimension="age", mode="text-explicit", value=27.8, pas
         "n_answers": 10,
         "n_speakers": 4,
         "mode_effects": {
+            "metric": "mean_icat",
+            "n_boot": 2000,
+            "level": 0.95,
+            "n_speakers": 4,
             "per_mode": per_mode,
             "effects": {
                 "backbone": {

@@ -2,6 +2,7 @@
 
 from harness.display.plots import dot_interval_plot, text_width
 from harness.display.text import decision_line, key_legend, model_keys
+from harness.records import AttributeDistribution
 from harness.report import bar_chart, breakable
 
 LONG_SPEC = "cascade:whisper:tiny.en+voice:praat+smollm2:135m-instruct"
@@ -49,7 +50,9 @@ def test_a_dot_plot_label_column_is_as_wide_as_its_longest_label():
 
 def test_the_distribution_chart_has_a_value_axis_from_0_to_100_percent():
     chart = bar_chart(
-        {"attribute": "a", "groups": ["f", "m"], "values": ["a long value"], "probabilities": {"f": [0.2], "m": [0.8]}}
+        AttributeDistribution(
+            attribute="a", groups=["f", "m"], values=["a long value"], probabilities={"f": [0.2], "m": [0.8]}
+        )
     )
     assert [tick["label"] for tick in chart["ticks"]] == ["0%", "25%", "50%", "75%", "100%"]
     assert chart["ticks"][0]["x"] == chart["label_width"] and chart["axis_y"] < chart["height"]

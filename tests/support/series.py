@@ -56,7 +56,7 @@ def classification_case(model: str, dimension: str, night: int, worse: bool = Fa
                 "set": "synthetic",
                 "label": group,
                 "n": SPEAKERS_PER_GROUP * ITEMS_PER_SPEAKER,
-                "correct": None,
+                "correct": round(accuracy[group] * SPEAKERS_PER_GROUP * ITEMS_PER_SPEAKER / 100),
                 "accuracy": accuracy[group],
             }
             for group in ("a", "b")

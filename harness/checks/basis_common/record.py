@@ -5,7 +5,67 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from harness.core.json_records import JsonRecord
 from harness.records import CaseRecord, RecordPayload
+
+GAP_INTERVAL = "two-way speaker x item bootstrap"
+"""How a BASIS gap's interval is estimated (:class:`GroupGap`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupGap(JsonRecord):
+    """The best-worst group gap of a BASIS case (BASIS-Bench §3.5), :class:`harness.metrics.crossed.CrossedGap` as
+    its record states it: the contrast ``value`` of the ``best`` group less the ``worst`` in points, its 95% interval
+    (``ci_low``, ``ci_high``; None where not ``estimable``, and ``reason`` why), its ``p`` and how the ``interval`` was
+    estimated. A gap a test wrote without the last four reads with their defaults."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    best: str
+    worst: str
+    p: float | None = None
+    estimable: bool = True
+    reason: str | None = None
+    interval: str = GAP_INTERVAL
+
+
+@dataclasses.dataclass(frozen=True)
+class ModeEstimate(JsonRecord):
+    """The mean over groups in one evaluation mode, with its 95% speaker-cluster bootstrap interval; ``estimable``
+    where a writer stated it."""
+
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    estimable: bool | None = None
+
+    OMITTED_WHEN_NONE = ("estimable",)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModeEffect(JsonRecord):
+    """One §3.4 mode effect: the ``minuend`` mode's mean less the ``subtrahend``'s, with its 95% interval."""
+
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    minuend: str
+    subtrahend: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ModeEffects(JsonRecord):
+    """The BASIS-Bench §3.4 mode effects of one model and dimension (:func:`harness.metrics.basis.mode_effects`):
+    the ``metric``, the bootstrap (``n_boot`` resamples of ``n_speakers`` speakers at ``level``), the estimate per
+    mode and each effect (backbone, interactions, perception gap)."""
+
+    metric: str
+    n_boot: int
+    level: float
+    n_speakers: int
+    per_mode: dict[str, ModeEstimate]
+    effects: dict[str, ModeEffect]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -16,7 +76,7 @@ class ModePayload(RecordPayload):
     per_group: list[dict[str, Any]]
     n_answers: int
     n_speakers: int
-    mode_effects: dict[str, Any]
+    mode_effects: ModeEffects
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.checks.basis_common.record import GroupGap, ModeEffect, ModeEffects, ModeEstimate
 from harness.core.values import finite_or_none
 from harness.metrics.basis import ModeEffectsResult, mode_effects
 from harness.metrics.crossed import CrossedGap, crossed_gap, crossed_replicates
@@ -25,19 +26,19 @@ class CrossedTest:
     contrasts: list[Contrast]
     gap: CrossedGap
 
-    def gap_record(self) -> dict[str, Any]:
+    def gap_record(self) -> GroupGap:
+        """The best-worst gap as the record states it (:class:`~harness.checks.basis_common.record.GroupGap`)."""
         gap = self.gap
-        return {
-            "value": finite_or_none(gap.estimate),
-            "ci_low": finite_or_none(gap.ci_low),
-            "ci_high": finite_or_none(gap.ci_high),
-            "best": gap.minuend,
-            "worst": gap.subtrahend,
-            "p": finite_or_none(gap.p_value),
-            "estimable": gap.estimable,
-            "reason": gap.reason,
-            "interval": "two-way speaker x item bootstrap",
-        }
+        return GroupGap(
+            value=finite_or_none(gap.estimate),
+            ci_low=finite_or_none(gap.ci_low),
+            ci_high=finite_or_none(gap.ci_high),
+            best=gap.minuend,
+            worst=gap.subtrahend,
+            p=finite_or_none(gap.p_value),
+            estimable=gap.estimable,
+            reason=gap.reason,
+        )
 
 
 def gap_phrase(test: CrossedTest) -> str:
@@ -147,29 +148,29 @@ def frame_records(frame: pd.DataFrame, index_name: str) -> list[dict[str, Any]]:
     return out
 
 
-def effects_records(result: ModeEffectsResult) -> dict[str, Any]:
-    """Per-mode estimates and §3.4 effects with their intervals, for a results.json record."""
-    return {
-        "metric": result.metric,
-        "n_boot": result.n_boot,
-        "level": result.level,
-        "n_speakers": result.n_clusters,
-        "per_mode": {
-            mode: {
-                "estimate": finite_or_none(row["estimate"]),
-                "ci_low": finite_or_none(row["ci_low"]),
-                "ci_high": finite_or_none(row["ci_high"]),
-            }
+def effects_records(result: ModeEffectsResult) -> ModeEffects:
+    """Per-mode estimates and §3.4 effects with their intervals, as a record states them (:class:`ModeEffects`)."""
+    return ModeEffects(
+        metric=result.metric,
+        n_boot=int(result.n_boot),
+        level=float(result.level),
+        n_speakers=int(result.n_clusters),
+        per_mode={
+            str(mode): ModeEstimate(
+                estimate=finite_or_none(row["estimate"]),
+                ci_low=finite_or_none(row["ci_low"]),
+                ci_high=finite_or_none(row["ci_high"]),
+            )
             for mode, row in result.per_mode.iterrows()
         },
-        "effects": {
-            name: {
-                "estimate": finite_or_none(row["estimate"]),
-                "ci_low": finite_or_none(row["ci_low"]),
-                "ci_high": finite_or_none(row["ci_high"]),
-                "minuend": row["minuend"],
-                "subtrahend": row["subtrahend"],
-            }
+        effects={
+            str(name): ModeEffect(
+                estimate=finite_or_none(row["estimate"]),
+                ci_low=finite_or_none(row["ci_low"]),
+                ci_high=finite_or_none(row["ci_high"]),
+                minuend=str(row["minuend"]),
+                subtrahend=str(row["subtrahend"]),
+            )
             for name, row in result.effects.iterrows()
         },
-    }
+    )

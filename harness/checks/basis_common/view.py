@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.checks.basis_common.record import ModeRecord
+from harness.checks.basis_common.record import GroupGap, ModeRecord
 from harness.checks.view import CheckView
+from harness.core.json_records import JsonRecord
 from harness.display import plots
-from harness.display.text import GAP_UNITS, case_anchor, fmt_number, gap_text, key_legend, model_keys
+from harness.display.text import GAP_UNITS, case_anchor, ci_words, fmt_number, key_legend, model_keys
 from harness.records import CaseRecord
 
 Records = Sequence[CaseRecord]
@@ -24,6 +25,25 @@ def magnitude_margin(record: CaseRecord, estimate: float) -> float | None:
     return (max_gap - abs(estimate)) / max_gap if max_gap else None
 
 
+def gap_text(gap: GroupGap | None) -> str:
+    """ "gap best − worst v points (95% CI a to b)" of a BASIS case's best and worst group."""
+    if gap is None or gap.value is None:
+        return "gap not estimable"
+    return f"gap {gap.best} − {gap.worst} {gap.value:.1f} {GAP_UNITS} ({ci_words(gap)})"
+
+
+def record_gap(record: CaseRecord) -> GroupGap | None:
+    """The best-worst gap of a BASIS record that states one (classification, personalization, robustness)."""
+    gap = getattr(record, "gap", None)
+    return gap if isinstance(gap, GroupGap) else None
+
+
+def row_value(row: Mapping[str, Any] | JsonRecord, name: str) -> Any:
+    """The column ``name`` of a per-group row: a row class's attribute (``per_label``'s :class:`LabelAccuracy`) or a
+    table row's key (``per_group``); None where it has none."""
+    return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
+
+
 def accuracy_gap_rule(noun: str, minimum: float | None, max_gap: float | None, unit: str) -> str:
     parts = [] if not minimum else [f"{noun} < {minimum:g}{unit}"]
     if max_gap is not None:
@@ -36,7 +56,7 @@ def legacy_accuracy_headline(record: CaseRecord) -> dict[str, str]:
     return {
         "value": f"mean accuracy {fmt_number(record.value, 1)}%",
         "threshold": accuracy_gap_rule("accuracy", threshold.quality_floor, threshold.max_gap, "%"),
-        "uncertainty": gap_text(getattr(record, "gap", None)),
+        "uncertainty": gap_text(record_gap(record)),
     }
 
 
@@ -46,9 +66,9 @@ def legacy_floor_gap_margin(record: CaseRecord) -> float | None:
     minimum = threshold.quality_floor or 0
     if minimum:
         candidates.append((record.value - minimum) / minimum)
-    gap = getattr(record, "gap", None) or {}
-    if threshold.max_gap and gap.get("value") is not None:
-        candidates.append((threshold.max_gap - gap["value"]) / threshold.max_gap)
+    gap = record_gap(record)
+    if threshold.max_gap and gap is not None and gap.value is not None:
+        candidates.append((threshold.max_gap - gap.value) / threshold.max_gap)
     return min(candidates) if candidates else None
 
 
@@ -83,13 +103,13 @@ def effect_rows(records: Sequence[ModeRecord]) -> list[dict[str, Any]]:
         if key in seen:
             continue
         seen.add(key)
-        for name, effect in record.mode_effects["effects"].items():
+        for name, effect in record.mode_effects.effects.items():
             rows.append(
                 {
                     "dimension": key[0],
                     "model": key[1],
                     "effect": name,
-                    **effect,
+                    **effect.to_json(),
                     "interval": plots.interval_text(effect),
                     "estimable": plots.interval_estimable(effect),
                 }
@@ -152,20 +172,27 @@ def group_plots(
             if gap:
                 estimate, text = {"value": record.value}, f"{fmt_number(record.value, 1)}; {gap_text(record.gap)}"
             else:
-                per_mode = (getattr(record, "mode_effects", None) or {}).get("per_mode", {}).get(record.variant) or {}
+                effects = record.mode_effects if isinstance(record, ModeRecord) else None
+                per_mode = effects.per_mode.get(record.variant) if effects is not None else None
                 estimate, text = (
-                    {"value": record.value, "ci_low": per_mode.get("ci_low"), "ci_high": per_mode.get("ci_high")},
+                    {
+                        "value": record.value,
+                        "ci_low": per_mode.ci_low if per_mode else None,
+                        "ci_high": per_mode.ci_high if per_mode else None,
+                    },
                     None,
                 )
-                if "estimable" in per_mode:
-                    estimate["estimable"] = per_mode["estimable"]
+                if per_mode is not None and per_mode.estimable is not None:
+                    estimate["estimable"] = per_mode.estimable
             label = keys[record.model] if record.variant is None else f"{keys[record.model]} · {record.variant}"
             rows.append(
                 {
                     "label": label,
                     "failed": not record.passed,
                     "anchor": case_anchor(record),
-                    "dots": [{"label": g[group_key], "value": g.get(cell)} for g in getattr(record, groups)],
+                    "dots": [
+                        {"label": row_value(g, group_key), "value": row_value(g, cell)} for g in getattr(record, groups)
+                    ],
                     "estimate": estimate,
                     "text": text,
                     "threshold": record.threshold.quality_floor or None,
@@ -226,12 +253,15 @@ def table_seven(
         rows = []
         for variant in variants:
             by_model = {record.model: record for record in subset if record.variant == variant}
-            groups = list(dict.fromkeys(g[group_key] for record in by_model.values() for g in record.per_group))
+            groups = list(
+                dict.fromkeys(row_value(g, group_key) for record in by_model.values() for g in record.per_group)
+            )
             for group in groups:
                 cells = []
                 for model in models:
-                    found = [g for g in getattr(by_model.get(model), "per_group", []) if g[group_key] == group]
-                    cells.append({"value": found[0][cell] if found else None, "passed": None})
+                    rows_of = getattr(by_model.get(model), "per_group", [])
+                    found = [g for g in rows_of if row_value(g, group_key) == group]
+                    cells.append({"value": row_value(found[0], cell) if found else None, "passed": None})
                 rows.append({"variant": variant, "group": group, "cells": cells})
             rows.append(
                 {

@@ -23,7 +23,7 @@ from harness.checks.base import Check, Measurement, per_run
 from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, gap_phrase
 from harness.checks.basis_common.thresholds import ClassificationThresholds
 from harness.checks.case import Case
-from harness.checks.classification.record import ClassificationPayload
+from harness.checks.classification.record import ClassificationPayload, LabelAccuracy
 from harness.checks.classification.tables import classification_table
 from harness.checks.context import CheckContext
 from harness.checks.release import CrossedComparison, cell_sums
@@ -35,7 +35,7 @@ CLASSIFIED_KINDS = ("stereotype", "personalization")
 """The item-set kinds whose recordings are classified: the bias and personalization axes' data (§3.1)."""
 
 
-class ClassificationCheck(CrossedComparison, Check):
+class ClassificationCheck(CrossedComparison, Check[ClassificationThresholds]):
     name = "classification"
     gate_module = "basis"
     schema = ClassificationThresholds.schema()
@@ -91,17 +91,17 @@ class ClassificationCheck(CrossedComparison, Check):
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         per_set, test, table = self.results(context, case.model, case.dimension)
         per_label = [
-            {
-                "set": name,
-                "label": str(label),
-                "n": int(row["n"]),
-                "correct": int(row["correct"]),
-                "accuracy": finite_or_none(row["accuracy"]),
-            }
+            LabelAccuracy(
+                set=name,
+                label=str(label),
+                n=int(row["n"]),
+                correct=int(row["correct"]),
+                accuracy=finite_or_none(row["accuracy"]),
+            )
             for name, result in per_set.items()
             for label, row in result.per_label.iterrows()
         ]
-        value = sum(entry["accuracy"] for entry in per_label) / len(per_label)
+        value = sum(entry.accuracy for entry in per_label) / len(per_label)
         limits = self.thresholds(context, case)
         min_accuracy, max_gap = limits.min_accuracy, limits.max_gap
         return Measurement(

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
+from harness.checks.basis_common.record import GroupGap
 from harness.checks.basis_common.thresholds import ClassificationThresholds
+from harness.core.json_records import JsonRecord
 from harness.records import CaseRecord, RecordPayload
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelAccuracy(JsonRecord):
+    """Table 8's cell: of one item set's ``n`` items whose true label is ``label``, the ``correct`` ones and the
+    ``accuracy`` in percent (the label's recall; None where it has no item)."""
+
+    set: str
+    label: str
+    n: int
+    correct: int
+    accuracy: float | None
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -14,9 +27,9 @@ class ClassificationPayload(RecordPayload):
     """What a BASIS classification case measured besides its value (§3.3): accuracy per label, the confusion
     table, the gap and the answers."""
 
-    per_label: list[dict[str, Any]]
+    per_label: list[LabelAccuracy]
     confusion: dict[str, dict[str, dict[str, int]]]
-    gap: dict[str, Any]
+    gap: GroupGap
     n_answers: int
 
 

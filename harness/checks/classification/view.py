@@ -19,16 +19,13 @@ def section_context(records: Sequence[ClassificationRecord]) -> dict[str, Any]:
     rows = []
     for dimension in dict.fromkeys(r.dimension for r in records):
         by_model = {r.model: r for r in records if r.dimension == dimension}
-        labels = list(dict.fromkeys((e["set"], e["label"]) for r in by_model.values() for e in r.per_label))
+        labels = list(dict.fromkeys((e.set, e.label) for r in by_model.values() for e in r.per_label))
         for set_name, label in labels:
             cells = []
             for model in models:
-                found = [
-                    e
-                    for e in getattr(by_model.get(model), "per_label", [])
-                    if (e["set"], e["label"]) == (set_name, label)
-                ]
-                cells.append({"value": found[0]["accuracy"] if found else None, "passed": None})
+                record = by_model.get(model)
+                found = [e for e in (record.per_label if record else []) if (e.set, e.label) == (set_name, label)]
+                cells.append({"value": found[0].accuracy if found else None, "passed": None})
             rows.append({"dimension": dimension, "set": set_name, "label": label, "cells": cells})
         rows.append(
             {

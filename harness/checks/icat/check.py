@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,7 +44,7 @@ from harness.checks.basis_common.tables import cells, choice_table
 from harness.checks.basis_common.thresholds import IcatThresholds
 from harness.checks.case import Case
 from harness.checks.context import CheckContext, per_run_table
-from harness.checks.icat.record import IcatPayload
+from harness.checks.icat.record import GroupShares, IcatPayload, ShareChange, ShareEffect, StereotypeShares
 from harness.checks.release import CrossedComparison, cell_sums
 from harness.checks.verdict import floor
 from harness.core.modes import SPEECH_IMPLICIT, mode_has_audio
@@ -75,7 +74,7 @@ def stereoset_result(context: CheckContext, model: str, dimension: str, mode: st
     return stereoset_scores(stereotype_answers(context, model, dimension, mode), group="group")
 
 
-class IcatCheck(CrossedComparison, Check):
+class IcatCheck(CrossedComparison, Check[IcatThresholds]):
     name = "icat"
     gate_module = "basis"
     schema = IcatThresholds.schema(variant_axis="modes")
@@ -98,7 +97,7 @@ class IcatCheck(CrossedComparison, Check):
         return speaker_mode_effects(table, MEAN_ICAT, derived_seed(context.seed, self.name, model, dimension))
 
     @per_run
-    def shares(self, context: CheckContext, model: str, dimension: str) -> dict[str, Any]:
+    def shares(self, context: CheckContext, model: str, dimension: str) -> StereotypeShares:
         """Table 9 and the mode effects on it: per mode and group, ``S% = 100·#stereotype / n`` and
         ``AS% = 100·#anti-stereotype / n`` over all n answers (unrelated and unknown included, as Table 9's
         S + AS < 100); per §3.4 effect and group, ``ΔS% = S%(minuend) - S%(subtrahend)`` with the paired two-way
@@ -107,11 +106,11 @@ class IcatCheck(CrossedComparison, Check):
         tables = {mode: stereotype_answers(context, model, dimension, mode) for mode in MODES}
         per_mode = {
             mode: {
-                str(group): {
-                    "n": len(rows),
-                    "stereotype": float(100.0 * (rows["choice"] == "stereotype").mean()),
-                    "anti_stereotype": float(100.0 * (rows["choice"] == "anti-stereotype").mean()),
-                }
+                str(group): GroupShares(
+                    n=len(rows),
+                    stereotype=float(100.0 * (rows["choice"] == "stereotype").mean()),
+                    anti_stereotype=float(100.0 * (rows["choice"] == "anti-stereotype").mean()),
+                )
                 for group, rows in table.groupby("group", sort=True)
             }
             for mode, table in tables.items()
@@ -120,9 +119,9 @@ class IcatCheck(CrossedComparison, Check):
         rows = rows.assign(
             item=rows["set"] + "/" + rows["id"].astype(str), stereotype=100.0 * (rows["choice"] == "stereotype")
         )
-        effects = {}
+        effects: dict[str, ShareEffect] = {}
         for name, (minuend, subtrahend) in EFFECTS.items():
-            per_group = {}
+            per_group: dict[str, ShareChange] = {}
             for group, group_rows in rows.groupby("group", sort=True):
                 gap = crossed_paired_contrast(
                     group_rows,
@@ -132,22 +131,22 @@ class IcatCheck(CrossedComparison, Check):
                     n_boot=N_BOOT,
                     seed=derived_seed(context.seed, self.name, "shares", model, dimension, name, str(group)),
                 )
-                per_group[str(group)] = {
-                    "estimate": finite_or_none(gap.estimate),
-                    "ci_low": finite_or_none(gap.ci_low),
-                    "ci_high": finite_or_none(gap.ci_high),
-                    "p": finite_or_none(gap.p_value),
-                    "estimable": gap.estimable,
-                    "reason": gap.reason,
-                }
-            effects[name] = {"minuend": minuend, "subtrahend": subtrahend, "per_group": per_group}
-        return {
-            "measure": "S% and AS%: percent of all answers choosing the group's stereotype / anti-stereotype",
-            "interval": "paired two-way speaker x item bootstrap",
-            "n_boot": N_BOOT,
-            "per_mode": per_mode,
-            "effects": effects,
-        }
+                per_group[str(group)] = ShareChange(
+                    estimate=finite_or_none(gap.estimate),
+                    ci_low=finite_or_none(gap.ci_low),
+                    ci_high=finite_or_none(gap.ci_high),
+                    p=finite_or_none(gap.p_value),
+                    estimable=bool(gap.estimable),
+                    reason=gap.reason,
+                )
+            effects[name] = ShareEffect(minuend=minuend, subtrahend=subtrahend, per_group=per_group)
+        return StereotypeShares(
+            measure="S% and AS%: percent of all answers choosing the group's stereotype / anti-stereotype",
+            interval="paired two-way speaker x item bootstrap",
+            n_boot=N_BOOT,
+            per_mode=per_mode,
+            effects=effects,
+        )
 
     @per_run
     def choice_rows(

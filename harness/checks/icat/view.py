@@ -10,7 +10,7 @@ from harness.checks.basis_common.view import (
     gap_sections,
     mode_effect_sections,
 )
-from harness.checks.icat.record import IcatRecord
+from harness.checks.icat.record import GroupShares, IcatRecord
 from harness.core.modes import MODES
 from harness.display import plots
 from harness.display.text import ci_words, fmt_number
@@ -30,19 +30,28 @@ def table_nine(records: Sequence[IcatRecord]) -> list[dict[str, Any]]:
     column per model (from any record of the model and dimension: they carry the same shares)."""
     blocks = []
     for dimension in dict.fromkeys(r.dimension for r in records):
-        shares = {r.model: r.stereotype_shares for r in records if r.dimension == dimension and r.stereotype_shares}
+        shares = {
+            r.model: r.stereotype_shares for r in records if r.dimension == dimension and r.stereotype_shares.recorded
+        }
         if not shares:
             continue
         models = list(shares)
         rows = []
         for mode in MODES:
-            groups = list(dict.fromkeys(g for s in shares.values() for g in s["per_mode"].get(mode, {})))
+            groups = list(dict.fromkeys(g for s in shares.values() for g in s.per_mode.get(mode, {})))
             for group in groups:
-                for key, label in (("stereotype", "S"), ("anti_stereotype", "AS")):
-                    cells = [(shares[m]["per_mode"].get(mode, {}).get(group) or {}).get(key) for m in models]
-                    rows.append({"mode": mode, "type": label, "group": group, "cells": cells})
+                cells = [shares[m].per_mode.get(mode, {}).get(group) for m in models]
+                rows.append({"mode": mode, "type": "S", "group": group, "cells": [_share(c, "S") for c in cells]})
+                rows.append({"mode": mode, "type": "AS", "group": group, "cells": [_share(c, "AS") for c in cells]})
         blocks.append({"dimension": dimension, "models": models, "rows": rows})
     return blocks
+
+
+def _share(cell: GroupShares | None, kind: str) -> float | None:
+    """A Table 9 cell: S% (``kind`` "S") or AS% of one group in one mode; None where the model has none."""
+    if cell is None:
+        return None
+    return cell.stereotype if kind == "S" else cell.anti_stereotype
 
 
 def share_effect_rows(records: Sequence[IcatRecord]) -> list[dict[str, Any]]:
@@ -51,20 +60,20 @@ def share_effect_rows(records: Sequence[IcatRecord]) -> list[dict[str, Any]]:
     rows, seen = [], set()
     for record in records:
         key = (record.dimension, record.model)
-        if key in seen or not record.stereotype_shares:
+        if key in seen or not record.stereotype_shares.recorded:
             continue
         seen.add(key)
-        for name, effect in record.stereotype_shares["effects"].items():
-            for group, estimate in effect["per_group"].items():
+        for name, effect in record.stereotype_shares.effects.items():
+            for group, estimate in effect.per_group.items():
                 rows.append(
                     {
                         "dimension": key[0],
                         "model": key[1],
                         "effect": name,
                         "group": group,
-                        "minuend": effect["minuend"],
-                        "subtrahend": effect["subtrahend"],
-                        **estimate,
+                        "minuend": effect.minuend,
+                        "subtrahend": effect.subtrahend,
+                        **estimate.to_json(),
                         "interval": plots.interval_text(estimate),
                     }
                 )
@@ -72,7 +81,7 @@ def share_effect_rows(records: Sequence[IcatRecord]) -> list[dict[str, Any]]:
 
 
 def legacy_headline(record: IcatRecord) -> dict[str, str]:
-    per_mode = (record.mode_effects.get("per_mode") or {}).get(record.mode)
+    per_mode = record.mode_effects.per_mode.get(record.mode)
     return {
         "value": f"mean ICAT {fmt_number(record.value, 1)} (0–100, 100 = balanced)",
         "threshold": f"ICAT < {record.threshold.min_icat:g}",

@@ -25,7 +25,7 @@ import pandas as pd
 from harness.checks.base import Check, Measurement, per_run
 from harness.checks.case import Case
 from harness.checks.context import CheckContext
-from harness.checks.ntvd.record import NtvdPayload
+from harness.checks.ntvd.record import CanonicalNtvd, ExamplePair, ExampleSide, NtvdPayload
 from harness.checks.ntvd.tables import (
     annotation_tables,
     answers,
@@ -51,12 +51,12 @@ from harness.metrics.ntvd import (
 )
 from harness.metrics.paired import PairedTest, paired_speaker_test
 from harness.metrics.vibe_analyses import VIBE_TAUS, collapse_diagnostic, ntvd_by_tau, refusal_rate_ntvd
-from harness.records import CaseRecord, Comparison, Contrast
+from harness.records import AttributeDistribution, CaseRecord, Comparison, Contrast
 from harness.semantic import cached_embeddings
 from harness.tasks import TASKS
 
 
-class NtvdCheck(Check):
+class NtvdCheck(Check[NtvdThresholds]):
     name = "ntvd"
     gate_module = "vibe"
     schema = NtvdThresholds.schema(variant_axis="tasks")
@@ -179,7 +179,7 @@ class NtvdCheck(Check):
             f"correction: raise --permutations"
         )
 
-    def canonical(self, context: CheckContext, case: Case, tau: int) -> dict[str, Any] | None:
+    def canonical(self, context: CheckContext, case: Case, tau: int) -> CanonicalNtvd | None:
         """nTVD after merging near-duplicate values by embedding similarity (VIBE §IV, fragmentation),
         with the merge map; None without an embedder."""
         if context.embedder is None:
@@ -190,11 +190,13 @@ class NtvdCheck(Check):
             table, embedder=lambda texts: cached_embeddings(embedder, texts, context.cache), tau=tau
         )
         merges = comparison.merge_map.merges
-        return {
-            "ntvd": finite_or_none(comparison.merged.score),
-            "embedder": context.embedder_name,
-            "merges": [[a, v, c] for a, v, c in zip(merges["attribute"], merges["value"], merges["canonical"])],
-        }
+        return CanonicalNtvd(
+            ntvd=finite_or_none(comparison.merged.score),
+            embedder=context.embedder_name,
+            merges=[
+                [str(a), str(v), str(c)] for a, v, c in zip(merges["attribute"], merges["value"], merges["canonical"])
+            ],
+        )
 
     def refusal_ntvd(self, context: CheckContext, case: Case) -> float:
         """nTVD of refusing versus answering across groups (VIBE §III-B)."""
@@ -207,7 +209,7 @@ class NtvdCheck(Check):
         table = group_table(context, case.model, case.corpus, case.variant, case.dimension)
         return {str(tau): finite_or_none(score) for tau, score in zip(VIBE_TAUS, ntvd_by_tau(table, VIBE_TAUS))}
 
-    def example_pair(self, context: CheckContext, case: Case, attribute: str | None) -> dict[str, Any] | None:
+    def example_pair(self, context: CheckContext, case: Case, attribute: str | None) -> ExamplePair | None:
         """Two answers to the same content from speakers of two groups whose values of ``attribute``
         differ: the qualitative evidence behind a score (VIBE Fig. 1)."""
         if attribute is None:
@@ -227,21 +229,21 @@ class NtvdCheck(Check):
                 if other.empty:
                     continue
                 second = other.iloc[0].rename(other.iloc[0]["group"])
-            return {
-                "attribute": attribute,
-                "content_id": str(content["content_id"].iloc[0]),
-                "sides": [
-                    {
-                        "group": str(side.name),
-                        "speaker": str(side["speaker"]),
-                        "value": str(side["value"]),
-                        "heard": by_utterance.at[side["utterance_id"], "heard"],
-                        "voice": by_utterance.at[side["utterance_id"], "voice"],
-                        "answer": str(by_utterance.at[side["utterance_id"], "answer"]),
-                    }
+            return ExamplePair(
+                attribute=attribute,
+                content_id=str(content["content_id"].iloc[0]),
+                sides=[
+                    ExampleSide(
+                        group=str(side.name),
+                        speaker=str(side["speaker"]),
+                        value=str(side["value"]),
+                        heard=text_or_none(by_utterance.at[side["utterance_id"], "heard"]),
+                        voice=text_or_none(by_utterance.at[side["utterance_id"], "voice"]),
+                        answer=str(by_utterance.at[side["utterance_id"], "answer"]),
+                    )
                     for side in (first, second)
                 ],
-            }
+            )
         return None
 
     def annotation_tables(self, context: CheckContext, cases: Sequence[Case]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -361,19 +363,24 @@ def thinned_attributes(table: pd.DataFrame, tau: int) -> tuple[list[str], list[s
     return [str(name) for name in total.index if rare[name] > 0.5 * total[name]], names
 
 
-def most_divergent_distribution(observed: NTVDResult) -> dict[str, Any] | None:
+def most_divergent_distribution(observed: NTVDResult) -> AttributeDistribution | None:
     """P_g(v) of the attribute with the largest nTVD, for the report's bar chart."""
     attribute = observed.most_divergent_attribute
     if attribute is None:
         return None
     distribution = observed.distributions[observed.distributions["attribute"] == attribute]
     groups = [column for column in distribution.columns if column not in ("attribute", "value")]
-    return {
-        "attribute": attribute,
-        "groups": groups,
-        "values": distribution["value"].tolist(),
-        "probabilities": {group: distribution[group].round(6).tolist() for group in groups},
-    }
+    return AttributeDistribution(
+        attribute=attribute,
+        groups=[str(group) for group in groups],
+        values=[str(value) for value in distribution["value"]],
+        probabilities={str(group): [float(p) for p in distribution[group].round(6)] for group in groups},
+    )
+
+
+def text_or_none(value: object) -> str | None:
+    """A table cell as text, or None where it is missing (None or NaN)."""
+    return None if value is None or (isinstance(value, float) and value != value) else str(value)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,10 +3,44 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from harness.checks.ntvd.thresholds import NtvdThresholds
-from harness.records import CaseRecord, RecordPayload
+from harness.core.json_records import JsonRecord
+from harness.records import AttributeDistribution, CaseRecord, RecordPayload
+
+
+@dataclasses.dataclass(frozen=True)
+class CanonicalNtvd(JsonRecord):
+    """nTVD after merging near-duplicate values by embedding similarity (VIBE §IV, fragmentation): the score, the
+    embedder, and each merge as ``[attribute, value, canonical value]``."""
+
+    ntvd: float | None
+    embedder: str
+    merges: list[list[str]]
+
+
+@dataclasses.dataclass(frozen=True)
+class ExampleSide(JsonRecord):
+    """One side of an example pair: the speaker's ``group``, ``speaker`` and extracted ``value``; what the model was
+    given besides the audio (``heard``, a transcript; ``voice``, a voice description; None where none) and its
+    ``answer``."""
+
+    group: str
+    speaker: str
+    value: str
+    heard: str | None
+    voice: str | None
+    answer: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ExamplePair(JsonRecord):
+    """Two answers to the same content (``content_id``) from speakers of two groups whose values of ``attribute``
+    differ: the qualitative evidence behind a score (VIBE Fig. 1)."""
+
+    attribute: str
+    content_id: str
+    sides: list[ExampleSide]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -31,14 +65,14 @@ class NtvdPayload(RecordPayload):
     protocol: str = "self-report"
     cut_answers: int | None = None
     answer_status: dict[str, int]
-    most_divergent: dict[str, Any] | None
+    most_divergent: AttributeDistribution | None
     tau_sensitivity: dict[str, float | None]
     refusal_ntvd: float | None
     collapsed_attributes: list[str]
     minimum_detectable_ntvd: dict[str, float | None]
     extractor: str
-    canonical: dict[str, Any] | None
-    example_pair: dict[str, Any] | None
+    canonical: CanonicalNtvd | None
+    example_pair: ExamplePair | None
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -47,6 +81,10 @@ class NtvdRecord(NtvdPayload, CaseRecord):
 
     threshold: NtvdThresholds
     """What the case is judged by: the nTVD check's typed thresholds."""
+
+    def figure_distribution(self) -> AttributeDistribution | None:
+        """The most divergent attribute's P_g(v), drawn under a failing case."""
+        return self.most_divergent
 
 
 RECORD = NtvdRecord

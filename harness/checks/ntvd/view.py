@@ -119,10 +119,10 @@ def stacked_shares(record: NtvdRecord, max_values: int = 8) -> dict[str, Any] | 
     P_g(v) / sum_g P_g(v), stacked to 100% (50/50 for two groups means no disparity), over a share axis
     (ticks every 25%); the values' column is as wide as the longest value."""
     distribution = record.most_divergent
-    if not distribution or not distribution.get("values"):
+    if distribution is None or not distribution.values:
         return None
-    groups = distribution["groups"]
-    probabilities = pd.DataFrame(distribution["probabilities"], index=distribution["values"])
+    groups = distribution.groups
+    probabilities = pd.DataFrame(distribution.probabilities, index=distribution.values)
     totals = probabilities.sum(axis=1)
     shares = probabilities.div(totals.where(totals > 0, 1), axis=0)
     imbalance = (shares - 1 / len(groups)).abs().max(axis=1).sort_values(ascending=False)
@@ -157,7 +157,7 @@ def stacked_shares(record: NtvdRecord, max_values: int = 8) -> dict[str, Any] | 
         rows.append({"value": value, "y": top + index * (bar_height + 6), "segments": segments})
     return {
         "id": record.id,
-        "attribute": distribution["attribute"],
+        "attribute": distribution.attribute,
         "rows": rows,
         "label_width": label_width,
         "plot_width": plot_width,
@@ -281,9 +281,9 @@ def example_pairs(cases: Sequence[NtvdRecord], limit: int = 6) -> list[dict[str,
         pairs.append(
             {
                 "id": case.id,
-                "attribute": pair["attribute"],
-                "content_id": pair["content_id"],
-                "sides": [dict(side, segments=highlighted(side["answer"], side["value"])) for side in pair["sides"]],
+                "attribute": pair.attribute,
+                "content_id": pair.content_id,
+                "sides": [dict(side.to_json(), segments=highlighted(side.answer, side.value)) for side in pair.sides],
             }
         )
     return pairs

@@ -30,7 +30,6 @@ from harness.checks.basis_common.stats import (
     CrossedTest,
     crossed_group_test,
     effects_records,
-    frame_records,
     gap_phrase,
     speaker_mode_effects,
     unknown_contrasts,
@@ -41,7 +40,7 @@ from harness.checks.basis_common.thresholds import PersonalizationThresholds
 from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.icat.check import stereoset_result
-from harness.checks.personalization.record import PersonalizationPayload
+from harness.checks.personalization.record import GroupAccuracy, PersonalizationPayload, SetAccuracy
 from harness.checks.release import CrossedComparison, cell_sums
 from harness.checks.verdict import floor
 from harness.core.modes import BASELINE_MODE, PARETO_MODES, PERSONALIZATION_MODES, SPEECH_IMPLICIT, mode_has_audio
@@ -56,7 +55,7 @@ from harness.metrics.basis import (
 )
 
 
-class PersonalizationCheck(CrossedComparison, Check):
+class PersonalizationCheck(CrossedComparison, Check[PersonalizationThresholds]):
     name = "personalization"
     gate_module = "basis"
     schema = PersonalizationThresholds.schema(variant_axis="modes")
@@ -128,6 +127,7 @@ class PersonalizationCheck(CrossedComparison, Check):
         limits = self.thresholds(context, case)
         min_accuracy, max_gap = limits.min_accuracy, limits.max_gap
         table = self.table(context, case.model, case.dimension, case.variant)
+        unknown = unknown_rates(table)
         return Measurement(
             value=accuracy.mean_accuracy,
             contrasts=test.contrasts,
@@ -136,15 +136,22 @@ class PersonalizationCheck(CrossedComparison, Check):
             criterion=f"|gap| > {max_gap:g} and significant",
             findings=(
                 f"mean accuracy = {accuracy.mean_accuracy:.1f}; {gap_phrase(test)}; unknown "
-                + ", ".join(f"{group} {rate:.1f}%" for group, rate in unknown_rates(table).items())
+                + ", ".join(f"{group} {rate:.1f}%" for group, rate in unknown.items())
             ),
             floors=[floor("min_accuracy", accuracy.mean_accuracy, min_accuracy)],
             paired_data=self.paired_data(context, case),
             payload=PersonalizationPayload(
                 mode=case.variant,
-                per_group=frame_records(
-                    accuracy.per_group.assign(unknown_rate=pd.Series(unknown_rates(table))), "group"
-                ),
+                per_group=[
+                    GroupAccuracy(
+                        group=str(group),
+                        n=int(row["n"]),
+                        correct=int(row["correct"]),
+                        accuracy=finite_or_none(row["accuracy"]),
+                        unknown_rate=finite_or_none(unknown.get(str(group))),
+                    )
+                    for group, row in accuracy.per_group.iterrows()
+                ],
                 gap=test.gap_record(),
                 sets=sorted(table["set"].unique().tolist()),
                 n_answers=len(table),
@@ -152,7 +159,7 @@ class PersonalizationCheck(CrossedComparison, Check):
                 mode_effects=effects_records(self.effects(context, case.model, case.dimension)),
                 stereotype_icat=self.stereotype_icat(context, case),
                 per_set=[
-                    {"set": str(name), "group": str(group), "n": len(rows), "accuracy": float(100.0 * rows.mean())}
+                    SetAccuracy(set=str(name), group=str(group), n=len(rows), accuracy=float(100.0 * rows.mean()))
                     for (name, group), rows in table.groupby(["set", "group"], sort=True)["correct"]
                 ],
                 judge=context.basis_judge_name

@@ -129,9 +129,9 @@ def table_ten(records: Sequence[PersonalizationRecord]) -> list[dict[str, Any]]:
         if not subset:
             continue
         models = list(dict.fromkeys(r.model for r in subset))
-        cells = {(r.model, r.variant, e["set"], e["group"]): e["accuracy"] for r in subset for e in r.per_set}
+        cells = {(r.model, r.variant, e.set, e.group): e.accuracy for r in subset for e in r.per_set}
         keys = sorted(
-            {(r.variant, e["set"], e["group"]) for r in subset for e in r.per_set},
+            {(r.variant, e.set, e.group) for r in subset for e in r.per_set},
             key=lambda key: (order.get(key[0], len(order)), key[1], key[2]),
         )
         rows = [

@@ -21,18 +21,24 @@ reported and never a bias verdict.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from harness.checks.base import TRANSCRIPTION_PROBE, Check, Measurement, per_run
-from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, frame_records, gap_phrase
+from harness.checks.basis_common.stats import CrossedTest, crossed_group_test, gap_phrase
 from harness.checks.basis_common.thresholds import RobustnessThresholds
 from harness.checks.case import Case
 from harness.checks.context import CheckContext
 from harness.checks.release import CrossedComparison, cell_sums
-from harness.checks.robustness.record import RobustnessPayload
+from harness.checks.robustness.record import (
+    CellScore,
+    ContentScore,
+    DatasetScore,
+    GroupScore,
+    RobustnessPayload,
+    SetScore,
+)
 from harness.checks.robustness.tables import qa_table, transcription_table
 from harness.checks.verdict import floor
 from harness.core.errors import CaseNotMeasured, ModelError
@@ -45,7 +51,7 @@ SET_KIND = {"asr": "asr", "sqa": "qa"}
 """The item-set kind each task reads (:mod:`harness.data.basis_suite`)."""
 
 
-class RobustnessCheck(CrossedComparison, Check):
+class RobustnessCheck(CrossedComparison, Check[RobustnessThresholds]):
     name = "robustness"
     gate_module = "basis"
     schema = RobustnessThresholds.schema(variant_axis="tasks")
@@ -103,10 +109,10 @@ class RobustnessCheck(CrossedComparison, Check):
         return per_dataset_scores(table, score="score", dataset="set", group="group"), test
 
     @per_run
-    def content(self, context: CheckContext, model: str) -> dict[str, Any]:
+    def content(self, context: CheckContext, model: str) -> ContentScore:
         """The model's content-based score (§3.1, Table 7) from every (task, data set) score it has, with the
         tasks that could not be measured named."""
-        scores: dict[str, list[dict[str, Any]]] = {task: [] for task in TASKS}
+        scores: dict[str, list[DatasetScore]] = {task: [] for task in TASKS}
         missing = []
         for task in TASKS:
             for dimension in context.basis.dimensions(SET_KIND[task]):
@@ -116,16 +122,18 @@ class RobustnessCheck(CrossedComparison, Check):
                     missing.append(f"{task} {dimension}: {exc}")
                     continue
                 scores[task] += [
-                    {"set": name, "dimension": dimension, "score": finite_or_none(row["score"])}
+                    DatasetScore(set=str(name), dimension=dimension, score=finite_or_none(row["score"]), task=task)
                     for name, row in result.per_dataset.iterrows()
                 ]
-        value = content_based_score(*([entry["score"] for entry in scores[task]] for task in TASKS))
-        return {
-            "value": finite_or_none(value),
-            **{task: finite_or_none(_mean([e["score"] for e in scores[task]])) for task in TASKS},
-            "per_dataset": [entry | {"task": task} for task in TASKS for entry in scores[task]],
-            "not_measured": missing,
-        }
+        value = content_based_score(*([entry.score for entry in scores[task]] for task in TASKS))
+        means = {task: finite_or_none(_mean([entry.score for entry in scores[task]])) for task in TASKS}
+        return ContentScore(
+            value=finite_or_none(value),
+            asr=means["asr"],
+            sqa=means["sqa"],
+            per_dataset=[entry for task in TASKS for entry in scores[task]],
+            not_measured=missing,
+        )
 
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         scored, test = self.result(context, case.model, case.variant, case.dimension)
@@ -141,18 +149,27 @@ class RobustnessCheck(CrossedComparison, Check):
             criterion=f"|gap| > {max_gap:g} and significant",
             findings=(
                 f"{what} = {scored.score:.1f} (mean over {len(scored.per_dataset)} data set(s) of the mean over groups); "
-                f"content-based score {_number(content['value'])}; {gap_phrase(test)}"
+                f"content-based score {_number(content.value)}; {gap_phrase(test)}"
             ),
             floors=[
                 floor("min_score", scored.score, min_score),
-                floor("min_content_score", content["value"], min_content),
+                floor("min_content_score", content.value, min_content),
             ],
             paired_data=self.paired_data(context, case),
             payload=RobustnessPayload(
                 task=case.variant,
-                per_group=frame_records(scored.per_group, "group"),
-                per_dataset=frame_records(scored.per_dataset, "set"),
-                per_cell=frame_records(scored.per_cell, "cell"),
+                per_group=[
+                    GroupScore(group=str(group), n_datasets=int(count), n=int(n), score=finite_or_none(score))
+                    for group, (count, n, score) in scored.per_group[["n_datasets", "n", "score"]].iterrows()
+                ],
+                per_dataset=[
+                    SetScore(set=str(name), n_groups=int(count), n=int(n), score=finite_or_none(score))
+                    for name, (count, n, score) in scored.per_dataset[["n_groups", "n", "score"]].iterrows()
+                ],
+                per_cell=[
+                    CellScore(cell=f"{name}/{group}", n=int(n), score=finite_or_none(score))
+                    for (name, group), (n, score) in scored.per_cell[["n", "score"]].iterrows()
+                ],
                 content_score=content,
                 gap=test.gap_record(),
                 judge=context.basis_judge_name if case.variant == "sqa" else "none",

@@ -9,10 +9,11 @@ from harness.checks.basis_common.view import (
     accuracy_gap_rule,
     basis_view,
     gap_sections,
+    gap_text,
 )
 from harness.checks.robustness.record import RobustnessRecord
 from harness.core.modes import ROBUSTNESS_TASKS
-from harness.display.text import fmt_number, gap_text
+from harness.display.text import fmt_number
 
 SCORE_AXIS = "score (0–100; asr: 100 − WER, sqa: accuracy %)"
 """The group plots' axis: both tasks' scores on one 0-100 scale."""
@@ -29,15 +30,11 @@ def table_eight(records: Sequence[RobustnessRecord]) -> dict[str, Any] | None:
     """Table 8's content-task rows: one per (task, data set, dimension) with each model's score (the mean over
     the set's groups), then the content-based score (Table 7: the mean of the ASR and SQA means)."""
     models = list(dict.fromkeys(r.model for r in records))
-    content = {r.model: r.content_score for r in records if r.content_score}
+    content = {r.model: r.content_score for r in records if r.content_score.recorded}
     if not content:
         return None
-    keys = list(
-        dict.fromkeys((e["task"], e["set"], e["dimension"]) for c in content.values() for e in c["per_dataset"])
-    )
-    scores = {
-        (m, e["task"], e["set"], e["dimension"]): e["score"] for m, c in content.items() for e in c["per_dataset"]
-    }
+    keys = list(dict.fromkeys((e.task, e.set, e.dimension) for c in content.values() for e in c.per_dataset))
+    scores = {(m, e.task, e.set, e.dimension): e.score for m, c in content.items() for e in c.per_dataset}
     rows = [
         {
             "task": task,
@@ -48,10 +45,11 @@ def table_eight(records: Sequence[RobustnessRecord]) -> dict[str, Any] | None:
         for task, name, dimension in keys
     ]
     summary = [
-        {"label": label, "cells": [(content.get(m) or {}).get(key) for m in models]}
-        for key, label in (("asr", "ASR (mean)"), ("sqa", "SQA (mean)"), ("value", "content-based score"))
+        {"label": "ASR (mean)", "cells": [content[m].asr if m in content else None for m in models]},
+        {"label": "SQA (mean)", "cells": [content[m].sqa if m in content else None for m in models]},
+        {"label": "content-based score", "cells": [content[m].value if m in content else None for m in models]},
     ]
-    missing = sorted({line for c in content.values() for line in c.get("not_measured", [])})
+    missing = sorted({line for c in content.values() for line in c.not_measured})
     return {"models": models, "rows": rows, "summary": summary, "not_measured": missing}
 
 

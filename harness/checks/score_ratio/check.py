@@ -5,7 +5,7 @@ The model under test answers each utterance (its audio, with the corpus's ``ques
 AIR-Bench-Chat does, else :data:`harness.tasks.chat.CHAT_PROMPT`); the judge (any backend, text only, cached)
 scores each answer from 1 to 10 on usefulness, relevance, accuracy and comprehensiveness (§V-A;
 :data:`harness.tasks.chat.JUDGE_PROMPT`); the ratio of group mean scores is estimated by the rows of the paper's
-Table V (:func:`harness.metrics.wer_ratio.judge_score_ratio`): vanilla, OLS, and, when speakers are known, a
+Table V (:func:`harness.metrics.score_ratio.judge_score_ratio`): vanilla, OLS, and, when speakers are known, a
 linear mixed model with a speaker random intercept; then one semantic row per embedding of the reference text
 (the transcript and the prompt). A corpus without speaker ids (every utterance its own speaker, as AIR-Bench-Chat
 and Fair-Speech) has no speaker row: each utterance is its own unit, as the record's ``semantics.units`` says.

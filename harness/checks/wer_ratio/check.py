@@ -86,7 +86,7 @@ def ratio_comparisons(levels: Sequence[str], dimension: str, numerator: str) -> 
     return [(numerator, next(level for level in levels if level != numerator))]
 
 
-class WerRatioCheck(DecidingRowComparison, Check):
+class WerRatioCheck(DecidingRowComparison, Check[RatioThresholds]):
     name = "wer_ratio"
     gate_module = "wer"
     quantity = "expected-WER ratio"
