@@ -7,7 +7,8 @@ Every gate run of the session (in-process, in xdist workers and in the subproces
 counterfactual arms in one shared store (``$LALM_ARM_STORE``, :func:`harness.data.voice_transforms.arm_audio.arm_folder`)
 unless a test says otherwise: an arm depends on the recording and the transform only, and resynthesising the demo's
 arms was 40% of a cold simulator gate run, which dozens of tests start. The tests of the store itself, and of a cold
-run's arm counts, unset it.
+run's arm counts, unset it. The simulators' F0 of each clip is kept beside it (``$LALM_SIM_F0_STORE``,
+:func:`harness.models.sim.stored_f0_hz`): a fifth of a warm simulator gate run's CPU.
 """
 
 import os
@@ -15,22 +16,30 @@ import shutil
 import tempfile
 
 from harness.data.voice_transforms.arm_audio import ARM_STORE_ENV
+from harness.models.sim import F0_STORE_ENV
 from harness.plugin.xdist_groups import register_xdist_groups
 
 
 def pytest_configure(config):
     """The suite's ``xdist_group`` marks kept under ``--dist loadgroup`` (CI's engine stage: one engine per worker;
     :mod:`harness.plugin.xdist_groups`); the session's shared arm store, made by the process that starts the others
-    (xdist's controller, or the only process) and removed when it ends; a store the caller named is used as it is."""
+    (xdist's controller, or the only process) and removed when it ends, and so the simulators' F0 store; a store the
+    caller named is used as it is."""
     register_xdist_groups(config)
     if hasattr(config, "workerinput") or os.environ.get(ARM_STORE_ENV):
         return
     store = tempfile.mkdtemp(prefix="lalm-test-arms-")
     os.environ[ARM_STORE_ENV] = store
+    f0_store = None if os.environ.get(F0_STORE_ENV) else tempfile.mkdtemp(prefix="lalm-test-sim-f0-")
+    if f0_store is not None:
+        os.environ[F0_STORE_ENV] = f0_store
 
     def remove() -> None:
         os.environ.pop(ARM_STORE_ENV, None)
         shutil.rmtree(store, ignore_errors=True)
+        if f0_store is not None:
+            os.environ.pop(F0_STORE_ENV, None)
+            shutil.rmtree(f0_store, ignore_errors=True)
 
     config.add_cleanup(remove)
 

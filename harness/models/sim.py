@@ -34,9 +34,12 @@ Presets (spec ``sim:<preset>``; the per-model YAML block may override ``strength
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -334,6 +337,37 @@ BUILTIN_RESPONDERS = tuple(RESPONDERS)
 
 _F0_HZ: dict[str, float] = {}
 _F0_KEPT = 100_000
+F0_STORE_ENV = "LALM_SIM_F0_STORE"
+"""A folder where the simulators keep each clip's :func:`median_f0_hz` across processes, one file per content hash
+(unset: per process only). The harness's own test suite sets it for every gate run it starts, as it shares the
+counterfactual arms: the F0 of the demo's arms was a fifth of a warm simulator gate run's CPU."""
+
+
+def stored_f0_hz(audio: Audio) -> float:
+    """:func:`median_f0_hz` of ``audio``, kept per content hash for the process and, where ``$LALM_SIM_F0_STORE``
+    names a folder, in that folder (written atomically: processes may share it; an unreadable entry is measured
+    again). A pure function of the samples, so a kept value is the value."""
+    key = audio.content_hash
+    if key in _F0_HZ:
+        return _F0_HZ[key]
+    if len(_F0_HZ) >= _F0_KEPT:
+        _F0_HZ.clear()
+    folder = os.environ.get(F0_STORE_ENV, "").strip()
+    path = Path(folder) / f"{key}.f0" if folder else None
+    value = None
+    if path is not None:
+        with contextlib.suppress(OSError, ValueError):
+            value = float(path.read_text())
+    if value is None:
+        value = median_f0_hz(audio)
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_name(f"{path.name}.{os.getpid()}.part")
+                partial.write_text(repr(value))
+                os.replace(partial, path)
+    _F0_HZ[key] = value
+    return value
 
 
 class Simulator:
@@ -353,12 +387,7 @@ class Simulator:
     def f0_hz(self, audio: Audio) -> float:
         """:func:`median_f0_hz` of ``audio`` (all the simulator hears of a voice), kept per content hash for the
         process (a pure function of the samples: every gate run of a process, e.g. a benchmark's, reuses it)."""
-        key = audio.content_hash
-        if key not in _F0_HZ:
-            if len(_F0_HZ) >= _F0_KEPT:
-                _F0_HZ.clear()
-            _F0_HZ[key] = median_f0_hz(audio)
-        return _F0_HZ[key]
+        return stored_f0_hz(audio)
 
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         return [self._answer(request, params) for request in requests]
