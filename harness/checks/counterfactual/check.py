@@ -62,6 +62,7 @@ from harness.checks.counterfactual.tables import (
     counterfactual_dimensions,
     manipulated_recordings,
     perceived_recordings,
+    perceiver_fit,
     transform_dimension,
     transform_settings,
     vibe_table,
@@ -69,7 +70,7 @@ from harness.checks.counterfactual.tables import (
 )
 from harness.checks.release import regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
-from harness.core.values import derived_seed, finite_or_none
+from harness.core.values import derived_seed, finite_or_none, source_fingerprint
 from harness.data.voice_transforms import VoiceTransformError, control_of, get_transform, resynthesiser_of
 from harness.metrics.counterfactual import (
     arm_exchange_index,
@@ -82,12 +83,15 @@ from harness.metrics.counterfactual import (
     with_arm_counterparts,
 )
 from harness.metrics.paired import paired_speaker_test
+from harness.metrics.perceiver_fit import MIN_MARGIN_OVER_CHANCE, PerceiverCalibration
 from harness.metrics.sign_flip import sign_flip_sensitivity
 from harness.perception import (
-    DEFAULT_PERCEIVER,
+    VOICE_FORMANTS,
+    VOICE_PRAAT,
     VOICE_PRAAT_GROUPS,
     PerceivedFilter,
     require_perceived_swap,
+    voice_features_labeller,
     voice_praat_labeller,
 )
 from harness.records import CaseRecord, Comparison, Contrast
@@ -137,6 +141,8 @@ class CounterfactualCheck(Check):
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         settings: CounterfactualThresholds = self.thresholds(context, case)
         require_arms_perceivable(context, case)
+        calibration = perceiver_fit(context, case.corpus, case.dimension)[1]
+        require_accurate_perceiver(calibration, case.id, context.perceiver)
         perceived = perceived_recordings(context, case.corpus, case.dimension)
         require_perceived_swap(perceived, settings.min_perceived_share, case.id, context.perceiver)
         manipulation = manipulated_recordings(context, case.corpus, case.dimension)
@@ -151,6 +157,7 @@ class CounterfactualCheck(Check):
             "transform": settings.transform,
             "transform_settings": dataclasses.asdict(transform_settings(context, case.dimension)[1]),
             "perceiver": context.perceiver,
+            "perceiver_accuracy": calibration.to_json(),
             **stimulus_identity(context, settings.transform),
             "perceived": perceived_rows(perceived),
             "excluded": dict(perceived.excluded),
@@ -403,28 +410,69 @@ def stimulus_identity(context: CheckContext, transform: str) -> dict[str, Any]:
     return {
         "transform_source": {name: get_transform(name).source_hash() for name in (transform, control_of(swap))},
         "resynthesiser": resynthesiser_of(swap),
-        "perceiver_fingerprint": voice_praat_labeller()
-        if context.perceiver == DEFAULT_PERCEIVER
-        else context.fingerprint(context.perceiver),
+        "perceiver_fingerprint": perceiver_fingerprint(context),
     }
+
+
+def perceiver_fingerprint(context: CheckContext) -> str:
+    """A model-free perceiver's :func:`model_free_fingerprint`; a model spec's: its model's fingerprint."""
+    return model_free_fingerprint(context.perceiver) or context.fingerprint(context.perceiver)
+
+
+def model_free_fingerprint(perceiver: str) -> str | None:
+    """``voice:praat``: :func:`harness.perception.voice_praat_labeller`; ``voice:formants``: the features' code
+    (:func:`~harness.perception.voice_features_labeller`) and the discriminant's
+    (:mod:`harness.metrics.perceiver_fit`); None for a model spec."""
+    if perceiver == VOICE_PRAAT:
+        return voice_praat_labeller()
+    if perceiver == VOICE_FORMANTS:
+        return f"{voice_features_labeller()}:{source_fingerprint('harness.metrics.perceiver_fit')}"
+    return None
+
+
+INACCURATE_REASON = "the perceiver cannot tell the groups of the original recordings"
+
+
+def require_accurate_perceiver(calibration: PerceiverCalibration, case_id: str, perceiver: str) -> None:
+    """Raise :class:`CaseNotMeasured` when the perceiver's balanced accuracy on the originals (whose groups are
+    known) is below chance + :data:`~harness.metrics.perceiver_fit.MIN_MARGIN_OVER_CHANCE`: its labels of the arms
+    would say nothing about the group they are heard as."""
+    if calibration.accurate():
+        return
+    recall = ", ".join(f"{group} {100 * value:.0f}%" for group, value in calibration.recall.items())
+    raise CaseNotMeasured(
+        f"{case_id}: {INACCURATE_REASON}: {perceiver} labels {100 * calibration.accuracy:.0f}% of them right "
+        f"(balanced over groups: {recall}; {calibration.recordings} recordings of {calibration.speakers} speakers; "
+        f"{calibration.method}), below chance {100 * calibration.chance:.0f}% + "
+        f"{100 * MIN_MARGIN_OVER_CHANCE:.0f} points"
+    )
 
 
 UNHEARD_REASON = "no perceiver of the run can hear the arms' groups"
 
 
-def perceiver_cannot_hear(perceiver: str, groups: Sequence[str]) -> str | None:
+def perceiver_cannot_hear(perceiver: str, groups: Sequence[str], known: Sequence[str] | None = None) -> str | None:
     """Why ``perceiver`` cannot label clips with ``groups`` (the arms' target groups), or None: ``voice:praat``
     names only the groups of its pitch classes (:data:`harness.perception.VOICE_PRAAT_GROUPS`: male, female, child), so it
-    cannot hear age (young, elderly) or accent; a backend perceiver (``--perceiver SPEC``) is asked for the groups
-    themselves and may. (Here, not in :mod:`harness.perception`, whose code names voice:praat's cached labels.)"""
-    if perceiver != DEFAULT_PERCEIVER:
+    cannot hear age (young, elderly) or accent; ``voice:formants`` names the groups of the originals it is fitted on
+    (``known``), any dimension's; a backend perceiver (``--perceiver SPEC``) is asked for the groups themselves and
+    may. (Here, not in :mod:`harness.perception`, whose code names voice:praat's cached labels.)"""
+    if perceiver == VOICE_FORMANTS and known is not None:
+        unheard = [group for group in groups if group not in known]
+        if unheard:
+            return (
+                f"{UNHEARD_REASON}: {VOICE_FORMANTS} is fitted on the original recordings, and none of them is "
+                f"{' or '.join(unheard)}"
+            )
+        return None
+    if perceiver != VOICE_PRAAT:
         return None
     known = sorted(set(VOICE_PRAAT_GROUPS.values()))
     unheard = [group for group in groups if group not in known]
     if not unheard:
         return None
     return (
-        f"{UNHEARD_REASON}: {DEFAULT_PERCEIVER} names a voice only as {', '.join(known)} (by its median F0), so it "
+        f"{UNHEARD_REASON}: {VOICE_PRAAT} names a voice only as {', '.join(known)} (by its median F0), so it "
         f"cannot tell whether an arm sounds {' or '.join(unheard)}; give --perceiver SPEC a model that can"
     )
 
@@ -434,10 +482,11 @@ def require_arms_perceivable(context: CheckContext, case: Case) -> None:
     not know, such as an age label other than young or elderly) or the run's perceiver cannot hear their target
     groups (:func:`perceiver_cannot_hear`: ``voice:praat`` hears no age), before any arm is made."""
     try:
-        targets = sorted(set(arms_of(context, case.corpus, case.dimension).recordings["target_group"]))
+        recordings = arms_of(context, case.corpus, case.dimension).recordings
     except VoiceTransformError as exc:
         raise CaseNotMeasured(f"{case.id}: the arms cannot be made: {exc}") from exc
-    cause = perceiver_cannot_hear(context.perceiver, targets)
+    targets = sorted(set(recordings["target_group"]))
+    cause = perceiver_cannot_hear(context.perceiver, targets, sorted(set(recordings["source_group"])))
     if cause is not None:
         raise CaseNotMeasured(f"{case.id}: {cause}")
 

@@ -53,6 +53,11 @@ class CounterfactualPayload(RecordPayload):
     """What labelled the swapped clips, by content: ``voice:praat``'s name and code hash, or the perceiver model's
     fingerprint. These three are written only where known (a record made before them has none), and a baseline whose
     value differs is not compared (:func:`~harness.checks.counterfactual.check.arms_protocol_difference`)."""
+    perceiver_accuracy: dict[str, Any] | None = None
+    """The perceiver on the corpus's original recordings, whose groups are known (issue 58): its balanced
+    ``accuracy`` and the ``chance`` level (0-1), the ``recordings`` and ``speakers`` judged, each group's ``recall``
+    and the ``method`` (``voice:formants``: leave one speaker out); below chance + ``min_margin_over_chance`` the
+    case is unmeasured. Not written in a record made before it."""
     manipulation: list[dict[str, Any]] | None = None
     """Per direction, the manipulation checks of a transform that states a plan (the WORLD age arms,
     :mod:`~harness.checks.counterfactual.manipulation`): clips, those admitted and the median F0, F1-F3 and formant
@@ -82,7 +87,7 @@ class CounterfactualRecord(CounterfactualPayload, CaseRecord):
         return CaseThreshold.from_json(data["threshold"], f"{where}, threshold", KINDS[kind])
 
 
-STIMULUS_IDENTITY = ("transform_source", "resynthesiser", "perceiver_fingerprint", "manipulation")
+STIMULUS_IDENTITY = ("transform_source", "resynthesiser", "perceiver_fingerprint", "manipulation", "perceiver_accuracy")
 """The record's fields that identify its arms' stimuli beyond the transform's name and settings (issue 58), and the
 manipulation checks (issue 61): written only where known, so a record of a transform without them reads as before."""
 
