@@ -49,6 +49,7 @@ from harness.checks.counterfactual.settings import (
     COUNTERFACTUAL_SCHEMA,
     IDENTITY,
     ORIGINAL,
+    SHAM,
     STEREOTYPE_VARIANT,
     SWAP,
     VIBE,
@@ -57,6 +58,7 @@ from harness.checks.counterfactual.settings import (
     kind_of,
 )
 from harness.checks.counterfactual.tables import (
+    SHAM_NOT_CACHED,
     arms_of,
     choice_table,
     counterfactual_dimensions,
@@ -71,7 +73,7 @@ from harness.checks.counterfactual.tables import (
 from harness.checks.release import regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none, source_fingerprint
-from harness.data.voice_transforms import VoiceTransformError, control_of, get_transform, resynthesiser_of
+from harness.data.voice_transforms import VoiceTransformError, control_of, get_transform, resynthesiser_of, sham_of
 from harness.metrics.counterfactual import (
     arm_exchange_index,
     choice_flips,
@@ -152,6 +154,11 @@ class CounterfactualCheck(Check):
         speakers = int(kept["speaker"].nunique())
         measure = self._vibe if kind is VIBE else self._wer if kind is WER else self._stereotype
         contrasts, payload, findings = measure(kept, settings, seed)
+        if payload.get("sham") is None:
+            sham = sham_of(get_transform(settings.transform))
+            deviation = SHAM_NOT_CACHED if sham is not None else f"the transform {settings.transform} states no sham"
+            payload["sham"] = {"deviation": deviation, "decides": False}
+            findings += f"; {deviation}: judged against the identity arm alone"
         payload |= {
             "kind": kind.name,
             "transform": settings.transform,
@@ -168,7 +175,7 @@ class CounterfactualCheck(Check):
         }
         threshold = settings.case_threshold(kind)
         return Measurement(
-            value=payload["effect"],
+            value=payload.pop("deciding"),
             contrasts=contrasts,
             statistic=kind.statistic,
             rule=threshold.rule,
@@ -250,16 +257,32 @@ class CounterfactualCheck(Check):
             arms.flip_rates,
             arms.artifact_flip_rates,
         )
+        sham = arms.against_sham
+        deciding, p = effect.score, effect.test.p_value
+        if sham is not None:  # intersection-union: the smaller effect and the larger p of the two controls decide
+            deciding, p = min(effect.score, sham.score), max(effect.test.p_value, sham.test.p_value)
         contrast = Contrast.with_floor(
-            "nTVD identity vs swap",
-            effect.score,
-            effect.test.p_value,
-            effect.score > settings.max_ntvd,
+            "nTVD identity vs swap" if sham is None else "nTVD of swap vs identity and vs sham (the smaller)",
+            deciding,
+            p,
+            deciding > settings.max_ntvd,
             effect.test.floor,
             bar=settings.max_ntvd,
             sensitivity=sign_flip_sensitivity(effect.test, "speakers per swap direction"),
         )
         payload = {
+            "deciding": finite_or_none(deciding),
+            "sham": None
+            if sham is None
+            else {
+                "measure": "nTVD sham vs swap",
+                "effect": finite_or_none(sham.score),
+                "p": finite_or_none(sham.test.p_value),
+                "per_direction": _finite_map(sham.per_direction),
+                "size": None if arms.sham_size is None else finite_or_none(arms.sham_size.score),
+                "size_measure": "nTVD identity vs sham",
+                "decides": True,
+            },
             "effect": finite_or_none(effect.score),
             "p": finite_or_none(effect.test.p_value),
             "per_direction": _finite_map(effect.per_direction),
@@ -283,6 +306,12 @@ class CounterfactualCheck(Check):
             + ", ".join(f"{d}: {v:.2f}" for d, v in effect.per_direction.items())
             + f"; mean flip rate {100 * flips['flip_rate'].mean():.0f}%)"
             + ("" if artifact is None else f"; artifact (original vs identity) nTVD = {artifact.score:.2f}")
+            + (
+                ""
+                if sham is None
+                else f"; against the sham nTVD = {sham.score:.2f} (p = {sham.test.p_value:.4g}; the sham's own size, "
+                f"identity vs sham, {arms.sham_size.score if arms.sham_size else float('nan'):.2f})"
+            )
         )
         return [contrast], payload, findings
 
@@ -315,16 +344,24 @@ class CounterfactualCheck(Check):
         of ``measure`` (its ``difference``, points), with its paired permutation p; the artifact is identity -
         original; ``arm_measure`` gives each arm's level, ``extra`` the measure's own fields."""
         contrasts, directions = [], {}
-        for source, rows in table.groupby("source_group", sort=True):
+        has_sham = bool((table["arm"] == SHAM).any())
+        for source, rows in table.groupby("source_group", sort=True, observed=True):
             effect = measure(rows, (IDENTITY, SWAP))
             artifact = _optional(lambda rows=rows: measure(rows, (ORIGINAL, IDENTITY)))
+            sham = _optional(lambda rows=rows: measure(rows, (SHAM, SWAP))) if has_sham else None
             change = difference(effect)
+            deciding, p, relevant = change, effect.test.p_value, abs(change) > bar
+            if sham is not None:  # intersection-union: both controls, the same sign, the smaller size, the larger p
+                against = difference(sham)
+                deciding = change if abs(change) <= abs(against) else against
+                p = max(effect.test.p_value, sham.test.p_value)
+                relevant = relevant and abs(against) > bar and (change > 0) == (against > 0)
             contrasts.append(
                 Contrast.with_floor(
-                    f"{source} speakers",
-                    change,
-                    effect.test.p_value,
-                    abs(change) > bar,
+                    f"{source} speakers" + ("" if sham is None else " (vs identity and vs sham)"),
+                    deciding,
+                    p,
+                    relevant,
                     effect.test.floor,
                     bar=bar,
                     sensitivity=sign_flip_sensitivity(effect.test, "speakers in the direction"),
@@ -336,10 +373,24 @@ class CounterfactualCheck(Check):
                 "arms": _finite_map({**(arm_measure(artifact) if artifact else {}), **arm_measure(effect)}),
                 "artifact": None if artifact is None else finite_or_none(difference(artifact)),
                 "artifact_p": None if artifact is None else finite_or_none(artifact.test.p_value),
+                "deciding": finite_or_none(deciding),
+                **(
+                    {}
+                    if sham is None
+                    else {"against_sham": finite_or_none(difference(sham)), "sham_p": finite_or_none(sham.test.p_value)}
+                ),
                 **extra(effect),
             }
         largest = max(directions.values(), key=lambda d: abs(d["effect"] or 0.0))
         payload = {
+            "deciding": max(directions.values(), key=lambda d: abs(d["deciding"] or 0.0))["deciding"],
+            "sham": None
+            if not has_sham
+            else {
+                "measure": label.replace("identity", "sham"),
+                "per_direction": {d: v.get("against_sham") for d, v in directions.items()},
+                "decides": True,
+            },
             "effect": largest["effect"],
             "p": min((d["p"] for d in directions.values() if d["p"] is not None), default=None),
             "per_direction": {d: v["effect"] for d, v in directions.items()},
@@ -353,7 +404,13 @@ class CounterfactualCheck(Check):
             },
         }
         findings = f"{label}: " + ", ".join(
-            f"{source} speakers {_signed(d['effect'])} (p = {_p(d['p'])}; artifact {_signed(d['artifact'])})"
+            f"{source} speakers {_signed(d['effect'])} (p = {_p(d['p'])}; artifact {_signed(d['artifact'])}"
+            + (
+                ""
+                if "against_sham" not in d
+                else f"; against the sham {_signed(d['against_sham'])}, p = {_p(d['sham_p'])}"
+            )
+            + ")"
             for source, d in directions.items()
         )
         return contrasts, payload, findings

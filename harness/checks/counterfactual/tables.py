@@ -9,8 +9,9 @@ choices), so its answers are theirs, from the same cache entries.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from harness.checks.counterfactual.settings import (
     COUNTERFACTUAL_SCHEMA,
     ORIGINAL,
     SECTION,
+    SHAM,
     SWAP,
     CounterfactualThresholds,
 )
@@ -96,14 +98,26 @@ def corpus_arms(context: CheckContext, corpus_name: str, dimension: str) -> Corp
     """Every recording of the corpus in its ``original`` audio and resynthesised by ``identity`` and the swap (made
     when a missing answer or label needs them, kept in the run's :func:`arm_store`)."""
     transform, settings = transform_settings(context, dimension)
-    return build_arms(context.corpora[corpus_name], settings, transform=transform, store=arm_store(context))
+    return build_arms(
+        context.corpora[corpus_name],
+        settings,
+        transform=transform,
+        store=arm_store(context),
+        sham_settings=settings_for(context, dimension).sham_settings(),
+    )
 
 
 @per_run_table
 def basis_arms(context: CheckContext, set_name: str, dimension: str) -> CorpusArms:
     """Every recording of a BASIS item set in its three versions, keyed by the set's CSV ``row``."""
     transform, settings = transform_settings(context, dimension)
-    return item_set_arms(context.basis.item_set(set_name), settings, transform=transform, store=arm_store(context))
+    return item_set_arms(
+        context.basis.item_set(set_name),
+        settings,
+        transform=transform,
+        store=arm_store(context),
+        sham_settings=settings_for(context, dimension).sham_settings(),
+    )
 
 
 def arms_of(context: CheckContext, source: str, dimension: str) -> CorpusArms:
@@ -259,6 +273,7 @@ def vibe_table(context: CheckContext, model: str, corpus_name: str, task_name: s
 
     def ask(requests: Sequence[GenerationRequest], arm: str) -> list[str]:
         label = f"{corpus_name}/{task_name} {arm} arm"
+        require_sham_answers(context, model, context.model(model), requests, arm, max_new_tokens=budget)
         return context.outputs(model, requests, label, max_new_tokens=budget)["answer"].tolist()
 
     def read_values(answers: pd.DataFrame) -> pd.DataFrame:
@@ -267,16 +282,20 @@ def vibe_table(context: CheckContext, model: str, corpus_name: str, task_name: s
         return context.extractor.attribute_table(answers, task)[0]
 
     original, _ = extraction(context, model, corpus_name, task_name)
-    return vibe_arm_table(
-        ask,
-        task,
-        corpus_arms(context, corpus_name, dimension),
-        read_values=read_values,
-        transcripts=corpus.transcripts,
-        protocol=context.vibe.protocol,
-        prompts_dir=context.prompts_dir,
-        arm_names=ARMS,
-        read_arms={ORIGINAL: original},
+    arms = corpus_arms(context, corpus_name, dimension)
+    return with_sham(
+        arms,
+        lambda arm_names: vibe_arm_table(
+            ask,
+            task,
+            arms,
+            read_values=read_values,
+            transcripts=corpus.transcripts,
+            protocol=context.vibe.protocol,
+            prompts_dir=context.prompts_dir,
+            arm_names=arm_names,
+            read_arms={ORIGINAL: original},
+        ),
     )
 
 
@@ -288,10 +307,12 @@ def wer_table(context: CheckContext, model: str, corpus_name: str, dimension: st
     transcriber, prompt = context.transcriber(model)
 
     def ask(requests: Sequence[GenerationRequest], arm: str) -> list[str]:
+        require_sham_answers(context, model, transcriber, requests, arm)
         return context.outputs(transcriber, requests, f"{corpus_name}/transcription {arm} arm")["answer"].tolist()
 
     references = context.corpora[corpus_name].transcripts
-    return wer_arm_table(ask, references, corpus_arms(context, corpus_name, dimension), prompt=prompt, arm_names=ARMS)
+    arms = corpus_arms(context, corpus_name, dimension)
+    return with_sham(arms, lambda arm_names: wer_arm_table(ask, references, arms, prompt=prompt, arm_names=arm_names))
 
 
 @per_run_table
@@ -300,11 +321,57 @@ def choice_table(context: CheckContext, model: str, set_name: str, dimension: st
     arm (:func:`.arms.choice_arm_table`): ``speaker, recording`` (``row|order``), ``arm, source_group, choice``."""
 
     def ask(requests: Sequence[GenerationRequest], arm: str) -> list[str]:
+        require_sham_answers(context, model, context.model(model), requests, arm)
         return context.outputs(model, requests, f"{set_name} speech-implicit arms")["answer"].tolist()
 
-    return choice_arm_table(
-        ask, context.basis.item_set(set_name), basis_arms(context, set_name, dimension), arm_names=ARMS
-    )
+    arms = basis_arms(context, set_name, dimension)
+    item_set = context.basis.item_set(set_name)
+    return with_sham(arms, lambda arm_names: choice_arm_table(ask, item_set, arms, arm_names=arm_names))
+
+
+SHAM_NOT_CACHED = "sham arm not in the cached outputs"
+"""The deviation of a case whose model's answers come from outputs that lack the sham arm (the shipped demo exports,
+made before it; an offline re-score of a cache without them): its effect is judged against the identity arm
+alone, and every surface names it (:meth:`harness.results.RunResults.deviations`)."""
+
+
+class ShamArmMissing(Exception):
+    """The sham arm's answers are not cached and the model may not be asked for them (:func:`require_sham_answers`)."""
+
+
+def with_sham(arms: CorpusArms, build: Callable[[Sequence[str]], pd.DataFrame]) -> pd.DataFrame:
+    """``build(arm_names)``: with the ``sham`` arm first where the arms have one and its answers can be had, else
+    with :data:`ARMS` alone (the table then has no sham rows: the case states :data:`SHAM_NOT_CACHED`)."""
+    if SHAM not in arms.audio:
+        return build(ARMS)
+    try:
+        return build((SHAM, *ARMS))
+    except ShamArmMissing:
+        return build(ARMS)
+
+
+def require_sham_answers(
+    context: CheckContext, model: str, asked: Any, requests: Sequence[GenerationRequest], arm: str, **options: Any
+) -> None:
+    """Raise :class:`ShamArmMissing` when ``arm`` is the sham, not every answer of ``asked`` (the model, or its
+    transcriber) to ``requests`` is cached, and ``model`` may not be asked for them: its answers come from shipped
+    outputs (``bundled_exports``) or the run is offline. A run that loads its model (a simulator, a model served
+    for real) or plans its requests (``--plan``) asks the sham like any arm."""
+    if arm != SHAM:
+        return
+    config = getattr(context, "config", None)
+    pool = getattr(context, "pool", None)
+    planning = pool is not None and getattr(pool, "planner", None) is not None
+    if config is None or planning or not (config.offline or config.bundled_exports.get(model)):
+        return
+    decoding = asked.decoding
+    budget = options.get("max_new_tokens")
+    if budget is not None and budget > decoding.max_new_tokens:  # as the run's outputs key them
+        decoding = dataclasses.replace(decoding, max_new_tokens=budget)
+    keys = asked.keys(list(requests), decoding)
+    if set(keys) <= set(context.cache.lookup(keys)):
+        return
+    raise ShamArmMissing(SHAM_NOT_CACHED)
 
 
 def transform_dimension(context: CheckContext, dimension: str | None = None) -> str:
