@@ -78,3 +78,13 @@ def test_voice_formants_hears_the_groups_of_its_originals_only():
     assert perceiver_cannot_hear("voice:formants", ["elderly", "young"], ["elderly", "young"]) is None
     assert "none of them is child" in perceiver_cannot_hear("voice:formants", ["child"], ["female", "male"])
     assert "cannot tell whether an arm sounds elderly" in perceiver_cannot_hear("voice:praat", ["elderly"], ["young"])
+
+
+def test_the_sign_count_bound_is_zero_where_even_odds_already_reach_the_power():
+    """Found regenerating the voice-blind release with the default perceiver: 10 moving speakers at alpha 0.5 may
+    have 8 against the effect, and P(Binomial(10, 1/2) <= 8) = 0.989 already exceeds the power, so there is no
+    share to solve for (brentq raised "f(a) and f(b) must have different signs" and the case was an internal error)."""
+    from harness.metrics.detectable import NullSensitivity
+
+    sensitivity = NullSensitivity(np.ones(10), sign_count=True, widening=0.1)
+    assert sensitivity._sign_count_bound(0.5, 1.0) == 0.0
