@@ -169,7 +169,7 @@ def test_a_baseline_whose_arms_came_from_other_code_resynthesiser_or_perceiver_v
     they were recorded states none and compares on what it states, and its JSON is written back without them."""
     from harness.checks import get_check
     from harness.data.voice_transforms import get_transform, resynthesiser_version
-    from harness.perception import voice_praat_labeller
+    from harness.checks.counterfactual.check import model_free_fingerprint
     from harness.results import record_from_json
 
     check = get_check("counterfactual")
@@ -179,7 +179,7 @@ def test_a_baseline_whose_arms_came_from_other_code_resynthesiser_or_perceiver_v
         "identity": get_transform("identity").source_hash(),
     }
     assert candidate.resynthesiser == resynthesiser_version() is not None
-    assert candidate.perceiver_fingerprint == voice_praat_labeller()
+    assert candidate.perceiver_fingerprint == model_free_fingerprint("voice:formants")
     case = next(c for c in demo_gate.cases("counterfactual") if c.id == candidate.id)
     other_code = {**candidate.transform_source, "gender_swap": "0" * 16}
     for baseline, named in (
