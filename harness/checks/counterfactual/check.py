@@ -13,9 +13,14 @@ One case per model x source x variant on the transform's dimension (``gender`` f
   order): the change in the share of answers choosing the stereotype, per direction, with the flip rate
   (:func:`~harness.metrics.counterfactual.choice_flips`; points).
 
-Before any measure, the perceiver labels every swapped clip (:mod:`harness.perception`: ``voice:praat`` by default,
-``--perceiver SPEC`` for any backend); clips not perceived as the target group are left out and counted, and a
-direction in which fewer than ``min_perceived_share`` are perceived so makes the case unmeasured. Each effect is
+Before any measure, the perceiver is judged on the originals, whose groups are known (its balanced accuracy below
+chance + 20 points makes the case unmeasured; :mod:`harness.metrics.perceiver_fit`), then labels every swapped clip
+(:mod:`harness.perception`: ``voice:formants``, F0 and F1-F3 by a discriminant fitted on the originals, by default;
+``voice:praat`` or ``--perceiver SPEC`` for any backend); clips not perceived as the target group are left out and
+counted, and a direction in which fewer than ``min_perceived_share`` are perceived so makes the case unmeasured.
+Where the arms have a ``sham`` (the swap's size of change inside the source group) and its answers can be had, each
+effect is measured against it too and both controls decide (intersection-union: the smaller effect, the larger p);
+otherwise the identity arm alone decides, under the deviation "sham arm not in the cached outputs". Each effect is
 tested by the paired permutation test that swaps the arm labels of all of a speaker's recordings together
 (speakers are the units; p = (1 + #)/(B + 1), B = ``n_permutations``). The ``original`` recording's answers are
 compared with the identity arm's by the same measure, the artifact measure: what the resynthesis alone does,
