@@ -139,3 +139,14 @@ def test_the_gender_sham_moves_a_demo_voice_inside_its_group():
             shift = arm_shift(*(voice_tracks(a.samples, a.sample_rate, 60.0, 600.0) for a in (original, moved)))
             assert 1.1 < shift.formant_ratio < 1.3 and shift.f0_ratio > 1.2
         assert voice_praat_group(moved.samples, moved.sample_rate) == group
+
+
+def test_the_age_sham_is_the_other_directions_arm_on_the_source_group():
+    from harness.data.voice_transforms.age_shift import OLDER, YOUNGER
+    from harness.data.voice_transforms.sham import AGE_SHAM
+
+    # the swap moves a young voice older; its sham moves it younger, as far, and keeps it young
+    assert AGE_SHAM.arm("young") == YOUNGER and AGE_SHAM.arm("elderly") == OLDER
+    assert AGE_SHAM.target_group("young") == "young" and sham_of(get_transform("age_shift")) == AGE_SHAM.name
+    with pytest.raises(ValueError, match="cannot shift age group '40s'"):
+        AGE_SHAM.target_group("40s")
