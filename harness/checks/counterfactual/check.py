@@ -363,7 +363,7 @@ class CounterfactualCheck(Check):
                 relevant = relevant and abs(against) > bar and (change > 0) == (against > 0)
             contrasts.append(
                 Contrast.with_floor(
-                    f"{source} speakers" + ("" if sham is None else " (vs identity and vs sham)"),
+                    f"{source} speakers",
                     deciding,
                     p,
                     relevant,
