@@ -168,8 +168,8 @@ def test_a_baseline_whose_arms_came_from_other_code_resynthesiser_or_perceiver_v
     perceiver's fingerprint; a baseline whose value differs is unsupported, naming it. A baseline written before
     they were recorded states none and compares on what it states, and its JSON is written back without them."""
     from harness.checks import get_check
-    from harness.data.voice_transforms import get_transform, resynthesiser_version
     from harness.checks.counterfactual.check import model_free_fingerprint
+    from harness.data.voice_transforms import get_transform, resynthesiser_version
     from harness.results import record_from_json
 
     check = get_check("counterfactual")
