@@ -125,10 +125,11 @@ def _add_gate_options(group: pytest.OptionGroup) -> None:
     )
     group.addoption(
         "--perceiver",
-        default="voice:praat",
+        default="voice:formants",
         metavar="SPEC",
-        help="who labels the perceived group of each counterfactual clip: voice:praat (Praat's pitch classes, no "
-        "model; the default) or a model spec, asked whether the voice sounds male or female, its answers cached",
+        help="who labels the perceived group of each counterfactual clip: voice:formants (F0 and F1-F3 by a "
+        "discriminant fitted on the corpus's originals; the default), voice:praat (median F0 alone) or a model spec, "
+        "asked whether the voice sounds male or female, its answers cached",
     )
     group.addoption(
         "--judge",

@@ -81,7 +81,7 @@ __all__ = [
     "VOICE_BLIND_OUTPUTS_DIR",
 ]
 from harness.extraction.vibe_protocol import RULES, VIBE_SCHEMA, VIBE_SECTION
-from harness.perception import DEFAULT_PERCEIVER
+from harness.perception import MODEL_FREE_PERCEIVERS
 from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, load_thresholds
 
@@ -574,7 +574,7 @@ def named_models(config: GateConfig) -> dict[str, str]:
         (config.judge, "--judge"),
         (config.extractor, "--extractor"),
         (config.basis_judge, "--basis-judge"),
-        (None if config.perceiver == DEFAULT_PERCEIVER else config.perceiver, "--perceiver"),
+        (None if config.perceiver in MODEL_FREE_PERCEIVERS else config.perceiver, "--perceiver"),
     )
     for spec, option in helpers:
         if spec and spec != RULES:

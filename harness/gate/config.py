@@ -53,8 +53,9 @@ class GateConfig:
     embedder: str = "auto"
     judge: str | None = None
     basis_judge: str = "rules"
-    perceiver: str = "voice:praat"
-    """Who labels a counterfactual clip's perceived group (``--perceiver``): ``voice:praat`` or a model spec."""
+    perceiver: str = "voice:formants"
+    """Who labels a counterfactual clip's perceived group (``--perceiver``): ``voice:formants`` (F0 and F1-F3,
+    calibrated on the originals), ``voice:praat`` (median F0) or a model spec."""
     basis_suite: str | None = None
     bundled_exports: Mapping[str, Sequence[str | Path]] = dataclasses.field(
         default_factory=lambda: dict(BUNDLED_EXPORTS)

@@ -179,8 +179,8 @@ class NullSensitivity:
         if allowed < 1.0:
             return math.inf
         against = math.floor(math.log2(allowed))
-        if against >= units:
-            return 0.0
+        if against >= units or stats.binom.cdf(against, units, 0.5) >= POWER:
+            return 0.0  # even units moving either way at even odds reach the power: the count bounds nothing
         share = optimize.brentq(lambda q: stats.binom.cdf(against, units, q) - POWER, 1e-12, 0.5)
         return math.sqrt(units * null_mean) * float(stats.norm.isf(share))
 

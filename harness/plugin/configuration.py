@@ -20,6 +20,7 @@ from harness.gate import DEFAULT_CACHE_DIR, DEFAULT_JUDGE, DEFAULT_MODELS, Gate,
 from harness.models import missing_extra, missing_model_packages, missing_packages
 from harness.models.placement import assign_worker_gpus
 from harness.models.residency import largest_parallel_degree
+from harness.perception import MODEL_FREE_PERCEIVERS
 from harness.thresholds import ThresholdsError
 from lalm_fairness_pytest.interrupts import INTERRUPTS, RUNNING
 from lalm_fairness_pytest.outputs import OUTPUT_OPTIONS, set_aside_previous_outputs
@@ -37,7 +38,7 @@ def assign_gpus_of_worker(config: pytest.Config) -> None:
         *(config.getoption("--model") or DEFAULT_MODELS),
         config.getoption("--extractor"),
         config.getoption("--judge"),
-        None if config.getoption("--perceiver") == "voice:praat" else config.getoption("--perceiver"),
+        None if config.getoption("--perceiver") in MODEL_FREE_PERCEIVERS else config.getoption("--perceiver"),
     ]
     try:
         assign_worker_gpus(largest_parallel_degree({spec: blocks.get(spec, {}) for spec in named if spec}))
@@ -159,7 +160,9 @@ def check_optional_extras(config: pytest.Config) -> None:
     if plan or config.getoption("--offline"):
         return
     named = [(spec, "--model") for spec in config.getoption("--model") or ()] + [
-        (config.getoption(option), option) for option in ("--judge", "--extractor", "--basis-judge", "--perceiver")
+        (config.getoption(option), option)
+        for option in ("--judge", "--extractor", "--basis-judge", "--perceiver")
+        if config.getoption(option) not in MODEL_FREE_PERCEIVERS
     ]
     for spec, option in named:
         reason = missing_extra(spec) if spec else None

@@ -170,6 +170,7 @@ class RunResults:
         if any(case.check == "ntvd" for case in measured) and self.metadata.vibe is not None:
             deviations += self.metadata.vibe.deviations
         deviations += [(getattr(case, "semantics", None) or {}).get("deviation") for case in measured]
+        deviations += counterfactual_sham_deviations(measured)
         if any(getattr(case, "judge", None) == RULE_JUDGES for case in measured):
             deviations.append(RULE_JUDGES_DEVIATION)
         for model, probes in sorted(self.metadata.audio_dependence.items()):
@@ -208,6 +209,21 @@ class RunResults:
             "cases": [case.to_json() for case in self.cases],
             **({"incomplete": self.incomplete.to_json()} if self.incomplete is not None else {}),
         }
+
+
+def counterfactual_sham_deviations(records: list[CaseRecord]) -> list[str]:
+    """One line per model and sham deviation of its counterfactual cases (``sham.deviation``, issue 58: the sham
+    arm's answers not in the cached outputs, so the identity arm alone judged them)."""
+    by_model: dict[tuple[str, str], int] = {}
+    for case in records:
+        deviation = (getattr(case, "sham", None) or {}).get("deviation")
+        if case.check == "counterfactual" and deviation:
+            by_model[case.model, deviation] = by_model.get((case.model, deviation), 0) + 1
+    return [
+        f"counterfactual ({count} case{'s' if count > 1 else ''} of {model}): {deviation}; judged against the "
+        "identity arm alone"
+        for (model, deviation), count in sorted(by_model.items())
+    ]
 
 
 def read_results(path: str | Path) -> RunResults:

@@ -42,7 +42,7 @@ def test_the_packaged_thresholds_make_no_age_case_though_the_basis_demo_has_age_
 
 
 def test_age_cases_on_are_unmeasured_under_voice_praat_naming_why(tmp_path):
-    gate = gate_for(tmp_path, AGE_ON)
+    gate = gate_for(tmp_path, AGE_ON, perceiver="voice:praat")
     cases = {case.id: case for case in gate.cases("counterfactual")}
     gender = [case for case in cases if case.endswith("-gender-counterfactual")]
     assert AGE_CASE in cases and len(cases) == len(gender) + 1  # the demo corpus has no age labels
@@ -90,18 +90,20 @@ def test_a_perceiver_that_hears_age_measures_the_case_with_its_manipulation_chec
 
 
 def test_the_gender_arms_and_labels_keep_the_shipped_baselines_identity():
-    """Adding the age arms changes nothing that names the gender arms or voice:praat's labels, so the shipped
+    """Adding the age arms changes nothing that names the gender arms or the default perceiver's labels, so the shipped
     voice-blind baseline's counterfactual cases still compare (another identity makes them unsupported)."""
     import json
 
+    from harness.checks.counterfactual.check import model_free_fingerprint
     from harness.data.voice_transforms import get_transform, resynthesiser_version
-    from harness.perception import voice_praat_labeller
+    from harness.perception import DEFAULT_PERCEIVER
 
     shipped = json.loads((BASIS_DEMO.parent / "demo_outputs" / "voice-blind" / "results.json").read_text())
     records = [case.get("measured") or case for case in shipped["cases"]]
     records = [record for record in records if str(record.get("id", "")).endswith("-gender-counterfactual")]
     assert records
     for record in records:
-        assert record["perceiver_fingerprint"] == voice_praat_labeller()
+        assert record["perceiver"] == DEFAULT_PERCEIVER
+        assert record["perceiver_fingerprint"] == model_free_fingerprint(DEFAULT_PERCEIVER)
         assert record["transform_source"] == {name: get_transform(name).source_hash() for name in ("gender_swap", "identity")}  # fmt: skip
         assert record["resynthesiser"] == resynthesiser_version()

@@ -36,7 +36,7 @@ def counted(monkeypatch):
     """Counts of arms resynthesised and clips perceived, all in this process (``LALM_WORKERS=1``)."""
     monkeypatch.setenv("LALM_WORKERS", "1")
     counts = {"arms": 0, "perceived": 0}
-    make, label = arm_audio.make_arm_samples, perception.voice_praat_group
+    make, label, features = arm_audio.make_arm_samples, perception.voice_praat_group, perception.voice_features
 
     def counting_make(job):
         counts["arms"] += 1
@@ -47,7 +47,13 @@ def counted(monkeypatch):
         return label(samples, rate)
 
     monkeypatch.setattr(arm_audio, "make_arm_samples", counting_make)
+
+    def counting_features(samples, rate):
+        counts["perceived"] += 1
+        return features(samples, rate)
+
     monkeypatch.setattr(perception, "voice_praat_group", counting_label)
+    monkeypatch.setattr(perception, "voice_features", counting_features)
     return counts
 
 
@@ -118,7 +124,7 @@ def test_a_missing_answer_makes_only_its_own_arm(cold, tmp_path, counted, monkey
 
 def test_a_shared_arm_store_serves_a_cold_cache_with_no_arm_made(cold, tmp_path, counted, monkeypatch):
     """``$LALM_ARM_STORE`` names one store for every cache: another checkpoint's cold run (here an empty cache)
-    finds every arm there, and what voice:praat heard in it, and makes and perceives none; its answers are its own
+    finds every arm there, and what the perceiver measured in it and in the originals, and makes and perceives none; its answers are its own
     (and its output cache holds the labels it read), and its outcomes are the same."""
     cache, first = cold
     monkeypatch.setenv(arm_audio.ARM_STORE_ENV, str(cache / arm_audio.ARM_FOLDER))
@@ -133,7 +139,7 @@ def test_a_shared_arm_store_serves_a_cold_cache_with_no_arm_made(cold, tmp_path,
 
 
 def test_labels_in_the_store_are_what_perceiving_again_gives(cold, tmp_path, counted, monkeypatch):
-    """The stored labels are voice:praat's own: a cold cache with the store's labels removed perceives every swap
+    """The stored labels (the default perceiver's features) are its own: a cold cache with the store's labels removed perceives every swap
     arm again and gets the same outcomes."""
     cache, first = cold
     store = tmp_path / "store"

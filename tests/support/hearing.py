@@ -12,7 +12,8 @@
   simulator's :func:`~harness.models.sim.acoustic_features`): ``female`` at or above the boundary, else ``male``;
 * ``mumble:<anything>``: a perceiver whose every answer names both groups, so it names none;
 * ``oracle:<anything>``: a perceiver that names the group each arm was made toward (it reads the arm's transform
-  and source group), so the perceived-group filter keeps every arm and the manipulation checks alone decide.
+  and source group), so the perceived-group filter keeps every arm and the manipulation checks alone decide; an
+  original BASIS age recording's group it reads from the file's speaker.
 """
 
 from __future__ import annotations
@@ -144,10 +145,16 @@ class OraclePerceiver(Backend):
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         from harness.data.voice_transforms import get_transform
 
-        return [
-            f"It sounds like a {get_transform(request.audio.transform).target_group(request.audio.source_group)} voice."
-            for request in requests
-        ]
+        return [f"It sounds like a {self.group(request.audio, get_transform)} voice." for request in requests]
+
+    @staticmethod
+    def group(audio, get_transform) -> str:
+        """An arm's target group; an original recording's group from a BASIS file's speaker (``00001_e01.flac``:
+        ``e`` elderly, ``y`` young), the truth the perceiver's accuracy on the originals is measured against."""
+        if hasattr(audio, "transform"):
+            return get_transform(audio.transform).target_group(audio.source_group)
+        speaker = str(getattr(audio, "path", "")).rsplit("_", 1)[-1][:1]
+        return {"e": "elderly", "y": "young"}.get(speaker, "unknown")
 
 
 register_backend("silenced", f"{__name__}:SilencedBackend")

@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 
 from harness.checks.basis_common.requests import choice_requests
-from harness.checks.counterfactual.settings import IDENTITY, ORIGINAL, SWAP
+from harness.checks.counterfactual.settings import IDENTITY, ORIGINAL, SHAM, SWAP
 from harness.core.requests import Audio, DecodingParams, GenerationRequest
 from harness.data.basis_suite import CHOICE_OF_OPTION, ItemSet
 from harness.data.corpus import Corpus, read_utterance_audio
-from harness.data.voice_transforms import ChangeGenderSettings, control_of, get_transform
+from harness.data.voice_transforms import ChangeGenderSettings, control_of, get_transform, sham_of
 from harness.data.voice_transforms.arm_audio import ArmStore, lazy_arm
 from harness.extraction.choice import UNKNOWN, choice_for_letter, match_answer
 from harness.extraction.fields import attribute_table
@@ -66,10 +66,12 @@ def build_arms(
     transform: str = "gender_swap",
     utterances: Iterable[str] | None = None,
     store: ArmStore | None = None,
+    sham_settings: Any = None,
 ) -> CorpusArms:
     """The ``identity`` and ``swap`` (``transform``) arms of ``utterances`` (default: every recording of ``corpus``)
     on the transform's dimension; the ``original`` audio is kept beside them, as the artifact measure's reference.
-    The arms are made when their samples are first read, and kept in ``store`` (default: in memory)."""
+    The arms are made when their samples are first read, and kept in ``store`` (default: in memory); with
+    ``sham_settings`` the ``sham`` arm too (the transform's :func:`~harness.data.voice_transforms.sham_of`)."""
     dimension = get_transform(transform).dimension
     if dimension not in corpus.dimensions:
         raise ValueError(f"{corpus.manifest_path}: the {transform} transform needs dimension {dimension!r}; "
@@ -83,12 +85,17 @@ def build_arms(
         index=pd.Index(selected, name="utterance_id"),
     )
     return transformed_arms(
-        recordings, lambda utterance: read_utterance_audio(corpus, utterance), settings, transform, store
+        recordings, lambda utterance: read_utterance_audio(corpus, utterance), settings, transform, store, sham_settings
     )
 
 
 def item_set_arms(
-    item_set: ItemSet, settings: ChangeGenderSettings, *, transform: str = "gender_swap", store: ArmStore | None = None
+    item_set: ItemSet,
+    settings: ChangeGenderSettings,
+    *,
+    transform: str = "gender_swap",
+    store: ArmStore | None = None,
+    sham_settings: Any = None,
 ) -> CorpusArms:
     """The arms of every recording of a BASIS item set, keyed by its CSV ``row``; the set's dimension must be the
     transform's."""
@@ -100,7 +107,7 @@ def item_set_arms(
         {"speaker": item_set.table["speaker"].astype(str).to_numpy(), "source_group": item_set.table["label"].astype(str).to_numpy()},
         index=pd.Index(item_set.table["row"].to_numpy(), name="row"),
     )  # fmt: skip
-    return transformed_arms(recordings, item_set.audio, settings, transform, store)
+    return transformed_arms(recordings, item_set.audio, settings, transform, store, sham_settings)
 
 
 def transformed_arms(
@@ -109,22 +116,30 @@ def transformed_arms(
     settings: ChangeGenderSettings,
     transform: str,
     store: ArmStore | None = None,
+    sham_settings: Any = None,
 ) -> CorpusArms:
     """Each recording (index: its key for ``read``; columns ``speaker``, ``source_group``) with its ``identity`` arm
     (made by the transform's control, :func:`~harness.data.voice_transforms.control_of`: Praat's ``identity`` for
     ``gender_swap``, ``world_identity`` for ``age_shift``) and its ``transform`` arm (:func:`~harness.data.voice_transforms.arm_audio.lazy_arm`: named by their recipes now,
-    resynthesised when their samples are first read, kept in ``store``; default: a store in memory)."""
+    resynthesised when their samples are first read, kept in ``store``; default: a store in memory); with
+    ``sham_settings`` (the settings of the transform's sham, :func:`~harness.data.voice_transforms.sham_of`) its
+    ``sham`` arm as well."""
     swap = get_transform(transform)
+    sham_name = sham_of(swap) if sham_settings is not None else None
+    sham = None if sham_name is None else get_transform(sham_name)
     identity = get_transform(control_of(swap))
     store = store or ArmStore(None)
     targets = [swap.target_group(source) for source in recordings["source_group"]]
     fingerprints = {IDENTITY: identity.fingerprint(settings), SWAP: swap.fingerprint(settings)}
-    audio: dict[str, dict[Any, Audio]] = {ORIGINAL: {}, IDENTITY: {}, SWAP: {}}
+    audio: dict[str, dict[Any, Audio]] = {ORIGINAL: {}, IDENTITY: {}, SWAP: {}, **({SHAM: {}} if sham else {})}
+    sham_fingerprint = None if sham is None else sham.fingerprint(sham_settings)
     for key, source in zip(recordings.index, recordings["source_group"]):
         original = read(key)
         audio[ORIGINAL][key] = original
         audio[IDENTITY][key] = lazy_arm(identity, original, source, settings, store, fingerprints[IDENTITY])
         audio[SWAP][key] = lazy_arm(swap, original, source, settings, store, fingerprints[SWAP])
+        if sham is not None:
+            audio[SHAM][key] = lazy_arm(sham, original, source, sham_settings, store, sham_fingerprint)
     return CorpusArms(audio, recordings.assign(target_group=targets))
 
 

@@ -13,9 +13,14 @@ One case per model x source x variant on the transform's dimension (``gender`` f
   order): the change in the share of answers choosing the stereotype, per direction, with the flip rate
   (:func:`~harness.metrics.counterfactual.choice_flips`; points).
 
-Before any measure, the perceiver labels every swapped clip (:mod:`harness.perception`: ``voice:praat`` by default,
-``--perceiver SPEC`` for any backend); clips not perceived as the target group are left out and counted, and a
-direction in which fewer than ``min_perceived_share`` are perceived so makes the case unmeasured. Each effect is
+Before any measure, the perceiver is judged on the originals, whose groups are known (its balanced accuracy below
+chance + 20 points makes the case unmeasured; :mod:`harness.metrics.perceiver_fit`), then labels every swapped clip
+(:mod:`harness.perception`: ``voice:formants``, F0 and F1-F3 by a discriminant fitted on the originals, by default;
+``voice:praat`` or ``--perceiver SPEC`` for any backend); clips not perceived as the target group are left out and
+counted, and a direction in which fewer than ``min_perceived_share`` are perceived so makes the case unmeasured.
+Where the arms have a ``sham`` (the swap's size of change inside the source group) and its answers can be had, each
+effect is measured against it too and both controls decide (intersection-union: the smaller effect, the larger p);
+otherwise the identity arm alone decides, under the deviation "sham arm not in the cached outputs". Each effect is
 tested by the paired permutation test that swaps the arm labels of all of a speaker's recordings together
 (speakers are the units; p = (1 + #)/(B + 1), B = ``n_permutations``). The ``original`` recording's answers are
 compared with the identity arm's by the same measure, the artifact measure: what the resynthesis alone does,
@@ -49,6 +54,7 @@ from harness.checks.counterfactual.settings import (
     COUNTERFACTUAL_SCHEMA,
     IDENTITY,
     ORIGINAL,
+    SHAM,
     STEREOTYPE_VARIANT,
     SWAP,
     VIBE,
@@ -57,11 +63,13 @@ from harness.checks.counterfactual.settings import (
     kind_of,
 )
 from harness.checks.counterfactual.tables import (
+    SHAM_NOT_CACHED,
     arms_of,
     choice_table,
     counterfactual_dimensions,
     manipulated_recordings,
     perceived_recordings,
+    perceiver_fit,
     transform_dimension,
     transform_settings,
     vibe_table,
@@ -69,8 +77,8 @@ from harness.checks.counterfactual.tables import (
 )
 from harness.checks.release import regression_comparison, unsupported
 from harness.core.errors import CaseNotMeasured
-from harness.core.values import derived_seed, finite_or_none
-from harness.data.voice_transforms import VoiceTransformError, control_of, get_transform, resynthesiser_of
+from harness.core.values import derived_seed, finite_or_none, source_fingerprint
+from harness.data.voice_transforms import VoiceTransformError, control_of, get_transform, resynthesiser_of, sham_of
 from harness.metrics.counterfactual import (
     arm_exchange_index,
     choice_flips,
@@ -82,12 +90,15 @@ from harness.metrics.counterfactual import (
     with_arm_counterparts,
 )
 from harness.metrics.paired import paired_speaker_test
+from harness.metrics.perceiver_fit import MIN_MARGIN_OVER_CHANCE, PerceiverCalibration
 from harness.metrics.sign_flip import sign_flip_sensitivity
 from harness.perception import (
-    DEFAULT_PERCEIVER,
+    VOICE_FORMANTS,
+    VOICE_PRAAT,
     VOICE_PRAAT_GROUPS,
     PerceivedFilter,
     require_perceived_swap,
+    voice_features_labeller,
     voice_praat_labeller,
 )
 from harness.records import CaseRecord, Comparison, Contrast
@@ -137,6 +148,8 @@ class CounterfactualCheck(Check):
     def measure(self, context: CheckContext, case: Case, family: Sequence[Case]) -> Measurement:
         settings: CounterfactualThresholds = self.thresholds(context, case)
         require_arms_perceivable(context, case)
+        calibration = perceiver_fit(context, case.corpus, case.dimension)[1]
+        require_accurate_perceiver(calibration, case.id, context.perceiver)
         perceived = perceived_recordings(context, case.corpus, case.dimension)
         require_perceived_swap(perceived, settings.min_perceived_share, case.id, context.perceiver)
         manipulation = manipulated_recordings(context, case.corpus, case.dimension)
@@ -146,11 +159,17 @@ class CounterfactualCheck(Check):
         speakers = int(kept["speaker"].nunique())
         measure = self._vibe if kind is VIBE else self._wer if kind is WER else self._stereotype
         contrasts, payload, findings = measure(kept, settings, seed)
+        if payload.get("sham") is None:
+            sham = sham_of(get_transform(settings.transform))
+            deviation = SHAM_NOT_CACHED if sham is not None else f"the transform {settings.transform} states no sham"
+            payload["sham"] = {"deviation": deviation, "decides": False}
+            findings += f"; {deviation}: judged against the identity arm alone"
         payload |= {
             "kind": kind.name,
             "transform": settings.transform,
             "transform_settings": dataclasses.asdict(transform_settings(context, case.dimension)[1]),
             "perceiver": context.perceiver,
+            "perceiver_accuracy": calibration.to_json(),
             **stimulus_identity(context, settings.transform),
             "perceived": perceived_rows(perceived),
             "excluded": dict(perceived.excluded),
@@ -161,7 +180,7 @@ class CounterfactualCheck(Check):
         }
         threshold = settings.case_threshold(kind)
         return Measurement(
-            value=payload["effect"],
+            value=payload.pop("deciding"),
             contrasts=contrasts,
             statistic=kind.statistic,
             rule=threshold.rule,
@@ -243,16 +262,32 @@ class CounterfactualCheck(Check):
             arms.flip_rates,
             arms.artifact_flip_rates,
         )
+        sham = arms.against_sham
+        deciding, p = effect.score, effect.test.p_value
+        if sham is not None:  # intersection-union: the smaller effect and the larger p of the two controls decide
+            deciding, p = min(effect.score, sham.score), max(effect.test.p_value, sham.test.p_value)
         contrast = Contrast.with_floor(
-            "nTVD identity vs swap",
-            effect.score,
-            effect.test.p_value,
-            effect.score > settings.max_ntvd,
+            "nTVD identity vs swap" if sham is None else "nTVD of swap vs identity and vs sham (the smaller)",
+            deciding,
+            p,
+            deciding > settings.max_ntvd,
             effect.test.floor,
             bar=settings.max_ntvd,
             sensitivity=sign_flip_sensitivity(effect.test, "speakers per swap direction"),
         )
         payload = {
+            "deciding": finite_or_none(deciding),
+            "sham": None
+            if sham is None
+            else {
+                "measure": "nTVD sham vs swap",
+                "effect": finite_or_none(sham.score),
+                "p": finite_or_none(sham.test.p_value),
+                "per_direction": _finite_map(sham.per_direction),
+                "size": None if arms.sham_size is None else finite_or_none(arms.sham_size.score),
+                "size_measure": "nTVD identity vs sham",
+                "decides": True,
+            },
             "effect": finite_or_none(effect.score),
             "p": finite_or_none(effect.test.p_value),
             "per_direction": _finite_map(effect.per_direction),
@@ -276,6 +311,12 @@ class CounterfactualCheck(Check):
             + ", ".join(f"{d}: {v:.2f}" for d, v in effect.per_direction.items())
             + f"; mean flip rate {100 * flips['flip_rate'].mean():.0f}%)"
             + ("" if artifact is None else f"; artifact (original vs identity) nTVD = {artifact.score:.2f}")
+            + (
+                ""
+                if sham is None
+                else f"; against the sham nTVD = {sham.score:.2f} (p = {sham.test.p_value:.4g}; the sham's own size, "
+                f"identity vs sham, {arms.sham_size.score if arms.sham_size else float('nan'):.2f})"
+            )
         )
         return [contrast], payload, findings
 
@@ -308,16 +349,24 @@ class CounterfactualCheck(Check):
         of ``measure`` (its ``difference``, points), with its paired permutation p; the artifact is identity -
         original; ``arm_measure`` gives each arm's level, ``extra`` the measure's own fields."""
         contrasts, directions = [], {}
-        for source, rows in table.groupby("source_group", sort=True):
+        has_sham = bool((table["arm"] == SHAM).any())
+        for source, rows in table.groupby("source_group", sort=True, observed=True):
             effect = measure(rows, (IDENTITY, SWAP))
             artifact = _optional(lambda rows=rows: measure(rows, (ORIGINAL, IDENTITY)))
+            sham = _optional(lambda rows=rows: measure(rows, (SHAM, SWAP))) if has_sham else None
             change = difference(effect)
+            deciding, p, relevant = change, effect.test.p_value, abs(change) > bar
+            if sham is not None:  # intersection-union: both controls, the same sign, the smaller size, the larger p
+                against = difference(sham)
+                deciding = change if abs(change) <= abs(against) else against
+                p = max(effect.test.p_value, sham.test.p_value)
+                relevant = relevant and abs(against) > bar and (change > 0) == (against > 0)
             contrasts.append(
                 Contrast.with_floor(
                     f"{source} speakers",
-                    change,
-                    effect.test.p_value,
-                    abs(change) > bar,
+                    deciding,
+                    p,
+                    relevant,
                     effect.test.floor,
                     bar=bar,
                     sensitivity=sign_flip_sensitivity(effect.test, "speakers in the direction"),
@@ -329,10 +378,24 @@ class CounterfactualCheck(Check):
                 "arms": _finite_map({**(arm_measure(artifact) if artifact else {}), **arm_measure(effect)}),
                 "artifact": None if artifact is None else finite_or_none(difference(artifact)),
                 "artifact_p": None if artifact is None else finite_or_none(artifact.test.p_value),
+                "deciding": finite_or_none(deciding),
+                **(
+                    {}
+                    if sham is None
+                    else {"against_sham": finite_or_none(difference(sham)), "sham_p": finite_or_none(sham.test.p_value)}
+                ),
                 **extra(effect),
             }
         largest = max(directions.values(), key=lambda d: abs(d["effect"] or 0.0))
         payload = {
+            "deciding": max(directions.values(), key=lambda d: abs(d["deciding"] or 0.0))["deciding"],
+            "sham": None
+            if not has_sham
+            else {
+                "measure": label.replace("identity", "sham"),
+                "per_direction": {d: v.get("against_sham") for d, v in directions.items()},
+                "decides": True,
+            },
             "effect": largest["effect"],
             "p": min((d["p"] for d in directions.values() if d["p"] is not None), default=None),
             "per_direction": {d: v["effect"] for d, v in directions.items()},
@@ -346,7 +409,13 @@ class CounterfactualCheck(Check):
             },
         }
         findings = f"{label}: " + ", ".join(
-            f"{source} speakers {_signed(d['effect'])} (p = {_p(d['p'])}; artifact {_signed(d['artifact'])})"
+            f"{source} speakers {_signed(d['effect'])} (p = {_p(d['p'])}; artifact {_signed(d['artifact'])}"
+            + (
+                ""
+                if "against_sham" not in d
+                else f"; against the sham {_signed(d['against_sham'])}, p = {_p(d['sham_p'])}"
+            )
+            + ")"
             for source, d in directions.items()
         )
         return contrasts, payload, findings
@@ -403,28 +472,69 @@ def stimulus_identity(context: CheckContext, transform: str) -> dict[str, Any]:
     return {
         "transform_source": {name: get_transform(name).source_hash() for name in (transform, control_of(swap))},
         "resynthesiser": resynthesiser_of(swap),
-        "perceiver_fingerprint": voice_praat_labeller()
-        if context.perceiver == DEFAULT_PERCEIVER
-        else context.fingerprint(context.perceiver),
+        "perceiver_fingerprint": perceiver_fingerprint(context),
     }
+
+
+def perceiver_fingerprint(context: CheckContext) -> str:
+    """A model-free perceiver's :func:`model_free_fingerprint`; a model spec's: its model's fingerprint."""
+    return model_free_fingerprint(context.perceiver) or context.fingerprint(context.perceiver)
+
+
+def model_free_fingerprint(perceiver: str) -> str | None:
+    """``voice:praat``: :func:`harness.perception.voice_praat_labeller`; ``voice:formants``: the features' code
+    (:func:`~harness.perception.voice_features_labeller`) and the discriminant's
+    (:mod:`harness.metrics.perceiver_fit`); None for a model spec."""
+    if perceiver == VOICE_PRAAT:
+        return voice_praat_labeller()
+    if perceiver == VOICE_FORMANTS:
+        return f"{voice_features_labeller()}:{source_fingerprint('harness.metrics.perceiver_fit')}"
+    return None
+
+
+INACCURATE_REASON = "the perceiver cannot tell the groups of the original recordings"
+
+
+def require_accurate_perceiver(calibration: PerceiverCalibration, case_id: str, perceiver: str) -> None:
+    """Raise :class:`CaseNotMeasured` when the perceiver's balanced accuracy on the originals (whose groups are
+    known) is below chance + :data:`~harness.metrics.perceiver_fit.MIN_MARGIN_OVER_CHANCE`: its labels of the arms
+    would say nothing about the group they are heard as."""
+    if calibration.accurate():
+        return
+    recall = ", ".join(f"{group} {100 * value:.0f}%" for group, value in calibration.recall.items())
+    raise CaseNotMeasured(
+        f"{case_id}: {INACCURATE_REASON}: {perceiver} labels {100 * calibration.accuracy:.0f}% of them right "
+        f"(balanced over groups: {recall}; {calibration.recordings} recordings of {calibration.speakers} speakers; "
+        f"{calibration.method}), below chance {100 * calibration.chance:.0f}% + "
+        f"{100 * MIN_MARGIN_OVER_CHANCE:.0f} points"
+    )
 
 
 UNHEARD_REASON = "no perceiver of the run can hear the arms' groups"
 
 
-def perceiver_cannot_hear(perceiver: str, groups: Sequence[str]) -> str | None:
+def perceiver_cannot_hear(perceiver: str, groups: Sequence[str], known: Sequence[str] | None = None) -> str | None:
     """Why ``perceiver`` cannot label clips with ``groups`` (the arms' target groups), or None: ``voice:praat``
     names only the groups of its pitch classes (:data:`harness.perception.VOICE_PRAAT_GROUPS`: male, female, child), so it
-    cannot hear age (young, elderly) or accent; a backend perceiver (``--perceiver SPEC``) is asked for the groups
-    themselves and may. (Here, not in :mod:`harness.perception`, whose code names voice:praat's cached labels.)"""
-    if perceiver != DEFAULT_PERCEIVER:
+    cannot hear age (young, elderly) or accent; ``voice:formants`` names the groups of the originals it is fitted on
+    (``known``), any dimension's; a backend perceiver (``--perceiver SPEC``) is asked for the groups themselves and
+    may. (Here, not in :mod:`harness.perception`, whose code names voice:praat's cached labels.)"""
+    if perceiver == VOICE_FORMANTS and known is not None:
+        unheard = [group for group in groups if group not in known]
+        if unheard:
+            return (
+                f"{UNHEARD_REASON}: {VOICE_FORMANTS} is fitted on the original recordings, and none of them is "
+                f"{' or '.join(unheard)}"
+            )
+        return None
+    if perceiver != VOICE_PRAAT:
         return None
     known = sorted(set(VOICE_PRAAT_GROUPS.values()))
     unheard = [group for group in groups if group not in known]
     if not unheard:
         return None
     return (
-        f"{UNHEARD_REASON}: {DEFAULT_PERCEIVER} names a voice only as {', '.join(known)} (by its median F0), so it "
+        f"{UNHEARD_REASON}: {VOICE_PRAAT} names a voice only as {', '.join(known)} (by its median F0), so it "
         f"cannot tell whether an arm sounds {' or '.join(unheard)}; give --perceiver SPEC a model that can"
     )
 
@@ -434,10 +544,11 @@ def require_arms_perceivable(context: CheckContext, case: Case) -> None:
     not know, such as an age label other than young or elderly) or the run's perceiver cannot hear their target
     groups (:func:`perceiver_cannot_hear`: ``voice:praat`` hears no age), before any arm is made."""
     try:
-        targets = sorted(set(arms_of(context, case.corpus, case.dimension).recordings["target_group"]))
+        recordings = arms_of(context, case.corpus, case.dimension).recordings
     except VoiceTransformError as exc:
         raise CaseNotMeasured(f"{case.id}: the arms cannot be made: {exc}") from exc
-    cause = perceiver_cannot_hear(context.perceiver, targets)
+    targets = sorted(set(recordings["target_group"]))
+    cause = perceiver_cannot_hear(context.perceiver, targets, sorted(set(recordings["source_group"])))
     if cause is not None:
         raise CaseNotMeasured(f"{case.id}: {cause}")
 

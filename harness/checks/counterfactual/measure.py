@@ -17,7 +17,7 @@ import dataclasses
 
 import pandas as pd
 
-from harness.checks.counterfactual.settings import IDENTITY, ORIGINAL, SWAP
+from harness.checks.counterfactual.settings import IDENTITY, ORIGINAL, SHAM, SWAP
 from harness.core.errors import CaseNotMeasured
 from harness.metrics.counterfactual import ArmNTVDResult, arm_ntvd, flip_rates, largest_shifts
 
@@ -32,6 +32,11 @@ class VibeArms:
     shifts: pd.DataFrame
     artifact: ArmNTVDResult | None
     artifact_flip_rates: pd.DataFrame | None
+    against_sham: ArmNTVDResult | None = None
+    """The arm nTVD between ``sham`` and ``swap`` (None without a sham arm): the voice effect less what a change of
+    the swap's size does inside the group."""
+    sham_size: ArmNTVDResult | None = None
+    """The arm nTVD between ``identity`` and ``sham``: what the transform's size alone does (reported)."""
 
 
 def vibe_arms(table: pd.DataFrame, *, tau: int, n_permutations: int, seed: int) -> VibeArms:
@@ -50,7 +55,16 @@ def vibe_arms(table: pd.DataFrame, *, tau: int, n_permutations: int, seed: int) 
             artifact_flips = flip_rates(table, (ORIGINAL, IDENTITY))
         except ValueError:
             artifact = artifact_flips = None
+    against_sham = sham_size = None
+    if (table["arm"] == SHAM).any():
+        try:
+            against_sham = arm_ntvd(table, (SHAM, SWAP), **common)
+            sham_size = arm_ntvd(table, (IDENTITY, SHAM), **common)
+        except ValueError:
+            against_sham = sham_size = None
     return VibeArms(
+        against_sham=against_sham,
+        sham_size=sham_size,
         voice_effect=voice_effect,
         flip_rates=flip_rates(table, (IDENTITY, SWAP)),
         shifts=largest_shifts(voice_effect.distributions),

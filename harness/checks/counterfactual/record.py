@@ -53,6 +53,17 @@ class CounterfactualPayload(RecordPayload):
     """What labelled the swapped clips, by content: ``voice:praat``'s name and code hash, or the perceiver model's
     fingerprint. These three are written only where known (a record made before them has none), and a baseline whose
     value differs is not compared (:func:`~harness.checks.counterfactual.check.arms_protocol_difference`)."""
+    sham: dict[str, Any] | None = None
+    """The sham arm (issue 58): the effect of swap against sham (``effect``, ``p``, ``per_direction``; a VIBE case
+    adds ``size``, the identity-vs-sham nTVD, what the shift's size alone does), and ``decides`` (True: the case's
+    value is the smaller effect of the two controls and its p the larger, an intersection-union test); or, where the
+    sham's answers were not to be had, ``deviation`` (:data:`~harness.checks.counterfactual.tables.SHAM_NOT_CACHED`)
+    and the identity arm alone decides. Not written in a record made before it."""
+    perceiver_accuracy: dict[str, Any] | None = None
+    """The perceiver on the corpus's original recordings, whose groups are known (issue 58): its balanced
+    ``accuracy`` and the ``chance`` level (0-1), the ``recordings`` and ``speakers`` judged, each group's ``recall``
+    and the ``method`` (``voice:formants``: leave one speaker out); below chance + ``min_margin_over_chance`` the
+    case is unmeasured. Not written in a record made before it."""
     manipulation: list[dict[str, Any]] | None = None
     """Per direction, the manipulation checks of a transform that states a plan (the WORLD age arms,
     :mod:`~harness.checks.counterfactual.manipulation`): clips, those admitted and the median F0, F1-F3 and formant
@@ -82,7 +93,14 @@ class CounterfactualRecord(CounterfactualPayload, CaseRecord):
         return CaseThreshold.from_json(data["threshold"], f"{where}, threshold", KINDS[kind])
 
 
-STIMULUS_IDENTITY = ("transform_source", "resynthesiser", "perceiver_fingerprint", "manipulation")
+STIMULUS_IDENTITY = (
+    "transform_source",
+    "resynthesiser",
+    "perceiver_fingerprint",
+    "manipulation",
+    "perceiver_accuracy",
+    "sham",
+)
 """The record's fields that identify its arms' stimuli beyond the transform's name and settings (issue 58), and the
 manipulation checks (issue 61): written only where known, so a record of a transform without them reads as before."""
 

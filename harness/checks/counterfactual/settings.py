@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from harness.data.voice_transforms import VOICE_TRANSFORMS, ChangeGenderSettings, get_transform, settings_of
+from harness.data.voice_transforms import VOICE_TRANSFORMS, ChangeGenderSettings, get_transform, settings_of, sham_of
 from harness.thresholds import (
     ADJUSTED_P,
     HIGHER,
@@ -34,10 +34,12 @@ RULES = ("both", "significance")
 ``significance``: when significant, whatever the size (the VIBE preset's criterion: VIBE §II-D stars a significant
 disparity without a magnitude bar)."""
 
-ORIGINAL, IDENTITY, SWAP = "original", "identity", "swap"
+ORIGINAL, IDENTITY, SWAP, SHAM = "original", "identity", "swap", "sham"
 ARMS = (ORIGINAL, IDENTITY, SWAP)
 """The arms of a recording (:mod:`.arms`): as it was (``original``, the artifact measure's reference), resynthesised
-unchanged (``identity``, the swap's control) and moved to the other group's voice (``swap``)."""
+unchanged (``identity``, the swap's control) and moved to the other group's voice (``swap``); and, asked where its
+answers can be had, ``sham``: moved as far inside its own group (:mod:`harness.data.voice_transforms.sham`), the
+control of the swap's size (issue 58)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,6 +128,10 @@ class CounterfactualThresholds(SectionThresholds):
     male_to_female_pitch_hz: float = setting((int, float), 210.0, between(100, 400))
     female_to_male_formant_ratio: float = setting((int, float), 0.85, between(0.6, 1.0))
     female_to_male_pitch_hz: float = setting((int, float), 115.0, between(60, 250))
+    male_sham_pitch_low_hz: float = setting((int, float), 85.0, between(50, 300))
+    male_sham_pitch_high_hz: float = setting((int, float), 155.0, between(50, 300))
+    female_sham_pitch_low_hz: float = setting((int, float), 165.0, between(100, 400))
+    female_sham_pitch_high_hz: float = setting((int, float), 255.0, between(100, 400))
     age_register_boundary_hz: float = setting((int, float), 160.0, between(80, 300))
     older_f0_factor_low_register: float = setting((int, float), 1.08, between(0.5, 2.0))
     older_f0_factor_high_register: float = setting((int, float), 0.88, between(0.5, 2.0))
@@ -159,6 +165,12 @@ class CounterfactualThresholds(SectionThresholds):
         """The settings of the configured ``transform`` (its ``settings_type``: :class:`ChangeGenderSettings` for
         Praat's transforms, :class:`~harness.data.voice_transforms.age_shift.AgeShiftSettings` for WORLD's)."""
         return settings_of(get_transform(self.transform), dataclasses.asdict(self))
+
+    def sham_settings(self) -> Any:
+        """The settings of the configured transform's sham (:func:`~harness.data.voice_transforms.sham_of`), None
+        for a transform that states no sham."""
+        name = sham_of(get_transform(self.transform))
+        return None if name is None else settings_of(get_transform(name), dataclasses.asdict(self))
 
     def case_threshold(self, kind: MeasureKind) -> CaseThreshold:
         """What a case of ``kind`` is judged by (its record's ``threshold``)."""

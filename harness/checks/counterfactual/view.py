@@ -90,11 +90,27 @@ def perceived_cells(record: CounterfactualRecord) -> list[dict[str, Any]]:
 
 def left_out(record: CounterfactualRecord) -> list[str]:
     """The recordings a case left out, in words: those whose swap was not perceived as the target group (per
-    direction, where any), and for a VIBE task those without a value in both arms."""
+    direction, where any), and for a VIBE task those without a value in both arms; then the perceiver's accuracy on
+    the originals and the sham arm's effect, or its deviation (issue 58), where the record states them."""
     lines = [f"{count} {direction.replace(' -> ', ARROW)}" for direction, count in record.excluded.items() if count]
     lines = [f"not perceived as the target: {', '.join(lines)}"] if lines else []
     if record.unpaired_recordings:
         lines.append(f"{record.unpaired_recordings} without an answer in both arms")
+    accuracy = record.perceiver_accuracy or {}
+    if accuracy.get("accuracy") is not None:
+        lines.append(
+            f"{record.perceiver} on the originals: {100 * accuracy['accuracy']:.0f}% (chance "
+            f"{100 * accuracy['chance']:.0f}%)"
+        )
+    sham = record.sham or {}
+    if sham.get("deviation"):
+        lines.append(f"{sham['deviation']}: judged against identity alone")
+    elif sham.get("effect") is not None:
+        p = "n/a" if sham.get("p") is None else f"{sham['p']:.3g}"
+        lines.append(f"against the sham: {sham['effect']:.1f} (p = {p}; both controls decide)")
+    elif sham.get("per_direction"):
+        moved = ", ".join(f"{d} {v:+.1f}" for d, v in sham["per_direction"].items() if v is not None)
+        lines.append(f"against the sham: {moved} (both controls decide)")
     return lines
 
 

@@ -12,7 +12,9 @@ voice conversion on a GPU runner, as one file ``name = "package.module:TRANSFORM
   formant shift ratio and a new pitch median per direction (:mod:`.gender_swap`);
 * ``age_shift``: the recording moved toward an older or a younger voice by WORLD (F0 level and range, a vocal tract
   length warp, and for the older arm jitter, tremor and breathiness), with its own control ``world_identity``, the
-  WORLD resynthesis at every factor 1.0 (:mod:`.age_shift`).
+  WORLD resynthesis at every factor 1.0 (:mod:`.age_shift`);
+* ``gender_sham`` and ``age_sham``: the swap's size of change inside the source group, the sham arms
+  (:mod:`.sham`, issue 58): a transform's artefacts apart from the group cue.
 
 The settings come from the ``counterfactual`` section of thresholds.yaml (:class:`ChangeGenderSettings`, or the
 transform's own ``settings_type``: :func:`settings_of`), so that a run records
@@ -41,6 +43,8 @@ VOICE_TRANSFORMS = Registry(
         "gender_swap": "harness.data.voice_transforms.gender_swap:TRANSFORM",
         "age_shift": "harness.data.voice_transforms.age_shift:TRANSFORM",
         "world_identity": "harness.data.voice_transforms.age_shift:IDENTITY",
+        "gender_sham": "harness.data.voice_transforms.sham:GENDER_SHAM",
+        "age_sham": "harness.data.voice_transforms.sham:AGE_SHAM",
     },
 )
 """Transform name -> its module's ``TRANSFORM`` (a :class:`VoiceTransform`)."""
@@ -202,6 +206,17 @@ def control_of(transform: VoiceTransform) -> str:
     return getattr(transform, "control", "identity")
 
 
+SHAMS = {"gender_swap": "gender_sham", "age_shift": "age_sham"}
+"""Swap transform -> the transform of its sham arm (:mod:`.sham`); a registered transform may name its own
+(``sham``)."""
+
+
+def sham_of(transform: VoiceTransform) -> str | None:
+    """The name of the transform of ``transform``'s sham arm: its ``sham``, else :data:`SHAMS`'s; None for a
+    transform that states none (its cases are then judged against the identity arm alone, as a deviation)."""
+    return getattr(transform, "sham", None) or SHAMS.get(transform.name)
+
+
 def resynthesiser_of(transform: VoiceTransform) -> str | None:
     """What resynthesises ``transform``'s arms, for its record: its own ``resynthesiser_version()`` (WORLD's
     ``pyworld-prebuilt <version>``), else praat-parselmouth's version (:func:`resynthesiser_version`)."""
@@ -226,5 +241,6 @@ __all__ = [
     "resynthesiser_of",
     "resynthesiser_version",
     "settings_of",
+    "sham_of",
     "source_recording",
 ]
