@@ -387,8 +387,9 @@ class CounterfactualCheck(Check):
                 **extra(effect),
             }
         largest = max(directions.values(), key=lambda d: abs(d["effect"] or 0.0))
+        largest_deciding = max(directions.values(), key=lambda d: abs(d["deciding"] or 0.0))
         payload = {
-            "deciding": max(directions.values(), key=lambda d: abs(d["deciding"] or 0.0))["deciding"],
+            "deciding": largest_deciding["deciding"],
             "sham": None
             if not has_sham
             else {
