@@ -126,6 +126,8 @@ def voice_warnings(spreads: list[DimensionSpread], alpha: float) -> list[str]:
     docstring)."""
     warnings = []
     for spread in spreads:
+        if len(spread.groups) < 2:  # no contrast at all: the loader refuses such a dimension, naming it
+            continue
         needed = spread.voices_needed(alpha)
         for group in spread.groups:
             if group.voices < needed:
