@@ -267,7 +267,7 @@ class CounterfactualCheck(Check):
         if sham is not None:  # intersection-union: the smaller effect and the larger p of the two controls decide
             deciding, p = min(effect.score, sham.score), max(effect.test.p_value, sham.test.p_value)
         contrast = Contrast.with_floor(
-            "nTVD identity vs swap" if sham is None else "nTVD of swap vs identity and vs sham (the smaller)",
+            "nTVD identity vs swap" if sham is None else "nTVD of swap vs identity or sham (smaller)",
             deciding,
             p,
             deciding > settings.max_ntvd,
