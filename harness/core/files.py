@@ -13,9 +13,13 @@ _TEMP_SUFFIX = ".lalm-tmp"
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None = None):
+def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None = None, durable: bool = True):
     """Write ``path`` all at once: yield a file object on a temporary file in the same folder, then flush,
     ``fsync``, ``os.replace`` it onto ``path`` and ``fsync`` the folder.
+
+    ``durable=False`` is for cache entries that can be measured again: the rename is still atomic (a reader
+    sees the old entry or the whole new one), but nothing is ``fsync``-ed and the folder is not swept for
+    temporaries of killed writers (a sweep lists the folder, which costs O(entries) per write in a store).
 
     A process killed at any point (``kill -9``) leaves either the previous file or the complete new one, never
     a partial file under ``path``. The temporary file is ``.<name>.<pid>.<random>.lalm-tmp``; when the block
@@ -34,7 +38,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", encoding: str | None
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
-    commit_temporary(temp, target)
+    commit_temporary(temp, target, durable=durable)
 
 
 def temporary_path(target: str | os.PathLike) -> Path:
@@ -46,14 +50,16 @@ def temporary_path(target: str | os.PathLike) -> Path:
     return Path(name)
 
 
-def commit_temporary(temp: str | os.PathLike, target: str | os.PathLike) -> None:
+def commit_temporary(temp: str | os.PathLike, target: str | os.PathLike, durable: bool = True) -> None:
     """``fsync`` the finished ``temp``, rename it onto ``target`` (keeping ``target``'s permissions, else the
     umask's), ``fsync`` the folder and remove temporaries that killed writers of ``target`` left behind. On
-    failure ``temp`` is removed and the error raised; ``target`` is then untouched."""
+    failure ``temp`` is removed and the error raised; ``target`` is then untouched. ``durable=False`` skips
+    the ``fsync``-s and the sweep (see :func:`atomic_write`)."""
     temp, target = Path(temp), Path(target)
     try:
-        with open(temp, "rb+") as handle:
-            os.fsync(handle.fileno())
+        if durable:
+            with open(temp, "rb+") as handle:
+                os.fsync(handle.fileno())
         mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
         os.chmod(temp, mode)
         os.replace(temp, target)
@@ -61,20 +67,21 @@ def commit_temporary(temp: str | os.PathLike, target: str | os.PathLike) -> None
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
-    _fsync_folder(target.parent)
-    _remove_stale_temporaries(target)
+    if durable:
+        _fsync_folder(target.parent)
+        _remove_stale_temporaries(target)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, durable: bool = True) -> Path:
     """Replace ``path`` by ``data`` atomically (:func:`atomic_write`); returns the path."""
-    with atomic_write(path, "wb") as handle:
+    with atomic_write(path, "wb", durable=durable) as handle:
         handle.write(data)
     return Path(path)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> Path:
+def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8", durable: bool = True) -> Path:
     """Replace ``path`` by ``text`` atomically (:func:`atomic_write`); returns the path."""
-    return atomic_write_bytes(path, text.encode(encoding))
+    return atomic_write_bytes(path, text.encode(encoding), durable=durable)
 
 
 def ensure_writable(path: str | os.PathLike) -> Path:

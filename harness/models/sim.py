@@ -45,6 +45,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from harness.core.errors import ModelError
+from harness.core.files import atomic_write_text
 from harness.core.requests import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
 from harness.models.base import Backend, HearsCorpora
@@ -363,9 +364,7 @@ def stored_f0_hz(audio: Audio) -> float:
         if path is not None:
             with contextlib.suppress(OSError):
                 path.parent.mkdir(parents=True, exist_ok=True)
-                partial = path.with_name(f"{path.name}.{os.getpid()}.part")
-                partial.write_text(repr(value))
-                os.replace(partial, path)
+                atomic_write_text(path, repr(value), durable=False)
     _F0_HZ[key] = value
     return value
 

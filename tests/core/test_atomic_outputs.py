@@ -88,6 +88,18 @@ def test_a_write_keeps_the_permissions_of_the_file_it_replaces(tmp_path):
     assert target.stat().st_mode & 0o777 == 0o640
 
 
+def test_a_cache_entry_written_without_fsync_is_whole_and_leaves_no_temporary(tmp_path, monkeypatch):
+    synced = []
+    monkeypatch.setattr(os, "fsync", lambda descriptor: synced.append(descriptor))
+    target = tmp_path / "clip.f0"
+    atomic_write_text(target, "118.5", durable=False)
+    atomic_write_text(target, "120.25", durable=False)
+    assert target.read_text() == "120.25"
+    assert temporaries(tmp_path) == [] and synced == []
+    atomic_write_text(target, "121.0")
+    assert len(synced) >= 1, "a durable write still syncs"
+
+
 @pytest.fixture
 def gate_project(pytester: pytest.Pytester) -> pytest.Pytester:
     return make_gate_project(pytester, "test_vibe.py")
