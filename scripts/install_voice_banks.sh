@@ -55,23 +55,10 @@ missing_packages() {
 }
 
 BACKGROUND="$(cd "$(dirname "$0")/.." && pwd)/.voice-banks"
-if [ "${1:-}" = "--start" ]; then
-  rm -f "$BACKGROUND.status"
-  ( bash "$0" > "$BACKGROUND.log" 2>&1; echo $? > "$BACKGROUND.status" ) < /dev/null > /dev/null 2>&1 &
-  echo $! > "$BACKGROUND.pid"
-  echo "installing the voice banks in the background (pid $!, log $BACKGROUND.log; bash $0 --wait waits for it)"
-  exit 0
-fi
-if [ "${1:-}" = "--wait" ]; then
-  [ -f "$BACKGROUND.pid" ] || fail "no background install was started (bash $0 --start)"
-  while [ ! -f "$BACKGROUND.status" ]; do
-    if ! kill -0 "$(cat "$BACKGROUND.pid")" 2>/dev/null && [ ! -f "$BACKGROUND.status" ]; then
-      fail "the background install stopped without an exit status (log $BACKGROUND.log)"
-    fi
-    sleep 1
-  done
-  exit "$(cat "$BACKGROUND.status")"
-fi
+# shellcheck source=scripts/lib/background.sh
+. "$(dirname "$0")/lib/background.sh"
+[ "${1:-}" = "--start" ] && { background_start "$BACKGROUND" "the background voice-bank install" bash "$0"; exit 0; }
+[ "${1:-}" = "--wait" ] && background_wait "$BACKGROUND" "the background voice-bank install" 1
 command -v dpkg-query >/dev/null || fail "no dpkg-query: this script installs Debian packages"
 missing=$(missing_packages)
 
