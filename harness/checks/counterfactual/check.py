@@ -69,6 +69,7 @@ from harness.checks.counterfactual.tables import (
     counterfactual_dimensions,
     manipulated_recordings,
     perceived_recordings,
+    perceived_sham,
     perceiver_fit,
     transform_dimension,
     transform_settings,
@@ -98,6 +99,7 @@ from harness.perception import (
     VOICE_PRAAT_GROUPS,
     PerceivedFilter,
     require_perceived_swap,
+    require_sham_heard_as_source,
     voice_features_labeller,
     voice_praat_labeller,
 )
@@ -156,6 +158,10 @@ class CounterfactualCheck(Check):
         seed = derived_seed(context.seed, self.name, case.id)
         kind = kind_of(case.variant)
         kept = self.kept_table(context, case)
+        sham_heard = None
+        if (kept["arm"] == SHAM).any():  # the sham decides: it must be heard as the source group (issue 58)
+            sham_heard = perceived_sham(context, case.corpus, case.dimension)
+            require_sham_heard_as_source(sham_heard, settings.min_sham_source_share, case.id, context.perceiver)
         speakers = int(kept["speaker"].nunique())
         measure = self._vibe if kind is VIBE else self._wer if kind is WER else self._stereotype
         contrasts, payload, findings = measure(kept, settings, seed)
@@ -164,6 +170,9 @@ class CounterfactualCheck(Check):
             deviation = SHAM_NOT_CACHED if sham is not None else f"the transform {settings.transform} states no sham"
             payload["sham"] = {"deviation": deviation, "decides": False}
             findings += f"; {deviation}: judged against the identity arm alone"
+        if sham_heard is not None:
+            payload["sham"]["perceived_as_source"] = perceived_rows(sham_heard)
+            findings += f"; sham heard as the source: {perceived_words(sham_heard)}"
         payload |= {
             "kind": kind.name,
             "transform": settings.transform,
