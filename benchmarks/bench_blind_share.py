@@ -47,8 +47,13 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from harness.gate.audio_floor import full_hearing_reason  # noqa: E402
-from harness.metrics.audio_dependence import ORIGINAL, OTHER_RECORDING, REPLICATE, SILENCE  # noqa: E402
-from harness.metrics.audio_dependence import audio_dependence  # noqa: E402
+from harness.metrics.audio_dependence import (  # noqa: E402
+    ORIGINAL,
+    OTHER_RECORDING,
+    REPLICATE,
+    SILENCE,
+    audio_dependence,
+)
 from harness.metrics.detectable import NullSensitivity  # noqa: E402
 from harness.metrics.ntvd import permutation_test  # noqa: E402
 from harness.metrics.power import _softmax, group_logits, population_ntvd  # noqa: E402
@@ -151,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, logit, ntvd, shares in models:
         for mechanism in MECHANISMS:
             for blind in shares:
-                drawn = [one_seed(logit, blind, mechanism, args.probe_values, seed) for seed in range(1, args.seeds + 1)]
+                drawn = [
+                    one_seed(logit, blind, mechanism, args.probe_values, seed) for seed in range(1, args.seeds + 1)
+                ]
                 old, new, share = zip(*drawn)
                 print(f"row {name} ntvd={ntvd:g} {mechanism} s={blind:.2f} share={np.mean(share):.3f} "
                       f"old={tally(list(old))} new={tally(list(new))} seeds={args.seeds}", flush=True)  # fmt: skip

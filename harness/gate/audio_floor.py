@@ -58,7 +58,7 @@ import pandas as pd
 from harness.checks import get_check
 from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE
 from harness.checks.case import Case
-from harness.core.errors import CaseNotMeasured, DesignCannotFail, ModelError, RequestsPlanned
+from harness.core.errors import CaseNotMeasured, ModelError, RequestsPlanned
 from harness.core.requests import DecodingParams
 from harness.core.values import derived_seed
 from harness.gate.audio_probe import (
@@ -212,24 +212,24 @@ class AudioFloorRule:
             raise ModelError(reason, source=case.model)
         raise CaseNotMeasured(reason)
 
-    def require_full_hearing(self, case: Case, record: CaseRecord, tasks: Sequence[str] = ()) -> None:
-        """Raise :class:`~harness.core.errors.DesignCannotFail` (the case is unmeasured, its ``record`` kept) when
-        ``record`` passed but would not pass on the full-hearing scale of its model's audio-dependent share
-        (:func:`full_hearing_reason`); nothing for a failed case, one that needs no probe or one whose model hears
-        every request."""
+    def full_hearing_message(self, case: Case, record: CaseRecord, tasks: Sequence[str] = ()) -> str | None:
+        """Why ``record``, which passed, is unmeasured on the full-hearing scale of its model's audio-dependent share
+        (:func:`full_hearing_reason`), or None: for a failed case, one that needs no probe or one whose model hears
+        every request. The gate raises :class:`~harness.core.errors.DesignCannotFail` with it (a release
+        comparison's regression still fails the case: dilution hides an effect, it never makes one)."""
         probe = get_check(case.check).audio_probe(case)
         if probe is None or not record.passed or record.decision is None:
-            return
+            return None
         found = self.floor(case.model, probe, tasks).dependence
         if found is None:
-            return
+            return None
         reason = full_hearing_reason(record.decision.contrasts, found.share, record.decision.rule)
-        if reason is not None:
-            raise DesignCannotFail(
-                f"{case.id}: did not fail, but {case.model} hears its audio in an estimated {100 * found.share:.0f}% "
-                f"of requests ({probe} probe), so each effect it shows is diluted to that share: {reason}: unmeasured",
-                record,
-            )
+        if reason is None:
+            return None
+        return (
+            f"{case.id}: did not fail, but {case.model} hears its audio in an estimated {100 * found.share:.0f}% of "
+            f"requests ({probe} probe), so each effect it shows is diluted to that share: {reason}: unmeasured"
+        )
 
     def floor(self, model: str, probe: str, tasks: Sequence[str] = ()) -> AudioFloor:
         """The probe of kind ``probe`` of ``model``, asked once per run (a failure to answer it, a model that cannot

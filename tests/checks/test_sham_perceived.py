@@ -20,7 +20,9 @@ from harness.perception import SHAM_CROSSED_REASON, perceived_filter, require_sh
 def sham_clips(heard: dict[str, list[str | None]]) -> pd.DataFrame:
     """The sham arm's labels per source group (its target is its source)."""
     rows = [
-        (f"{group}-{index}", group, group, label) for group, labels in heard.items() for index, label in enumerate(labels)
+        (f"{group}-{index}", group, group, label)
+        for group, labels in heard.items()
+        for index, label in enumerate(labels)
     ]
     return pd.DataFrame(rows, columns=["recording", "source_group", "target_group", "perceived_group"])
 
