@@ -171,7 +171,7 @@ class CounterfactualCheck(Check):
             payload["sham"] = {"deviation": deviation, "decides": False}
             findings += f"; {deviation}: judged against the identity arm alone"
         if sham_heard is not None:
-            payload["sham"]["perceived_as_source"] = perceived_rows(sham_heard)
+            payload["sham"]["perceived_as_source"] = sham_heard_rows(sham_heard)
             findings += f"; sham heard as the source: {perceived_words(sham_heard)}"
         payload |= {
             "kind": kind.name,
@@ -574,6 +574,15 @@ def perceived_rows(perceived: PerceivedFilter) -> list[dict[str, Any]]:
         }
         for (source, target), row in perceived.shares.iterrows()
     ]
+
+
+def sham_heard_rows(heard: PerceivedFilter) -> list[dict[str, Any]]:
+    """Per source group, the sham clips, those the perceiver heard as that same group and their share (0-1)."""
+    return [
+        {"source_group": str(source), "clips": int(row.clips), "heard_as_source": int(row.perceived_as_target),
+         "share": float(row.share)}
+        for (source, _), row in heard.shares.iterrows()
+    ]  # fmt: skip
 
 
 def perceived_words(perceived: PerceivedFilter) -> str:
