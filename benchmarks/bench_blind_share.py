@@ -27,7 +27,8 @@ measured, then the case as decided) and under the full-hearing rule (``new``,
 are within the bar, else unmeasured). ``--fair`` adds the same rows for a model with no effect (``--full-ntvd 0``):
 what the rule costs a fair model (passes that become unmeasured as its hearing share falls).
 
-Usage: ``nice -n 5 python benchmarks/bench_blind_share.py --seeds 200 > /tmp/sham/blind_share.log``
+Usage: ``nice -n 5 python benchmarks/bench_blind_share.py --seeds 200 > /tmp/sham/blind_share.log``; a stronger
+effect at the shares near the bar: ``--full-ntvd 80 --shares 0.7 0.8 0.85 0.89 --mechanisms fixed --no-fair``
 (``bench_datasheet.py --from-logs`` reads ``blind_share.log``).
 """
 
@@ -142,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--full-ntvd", type=float, default=40.0, help="the full-hearing population nTVD (0-100)")
     parser.add_argument("--probe-values", type=int, default=8)
     parser.add_argument("--no-fair", action="store_true", help="leave out the fair model's rows")
+    parser.add_argument("--shares", type=float, nargs="+", default=list(SHARES), help="the biased model's s")
+    parser.add_argument("--mechanisms", nargs="+", choices=MECHANISMS, default=list(MECHANISMS))
     args = parser.parse_args(argv)
     effect = optimize.brentq(lambda d: population_ntvd(d, 2, VALUES, SPEAKER_SD) - args.full_ntvd, 1e-6, 20.0)
     print(f"blind share bench: {args.seeds} seeds per row; case: 2 x {PER_GROUP} speakers, {ANSWERS} answers, "
@@ -149,12 +152,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{PROBE_RECORDINGS} recordings, {args.probe_values} answers, audio_blind_share {BLIND_BAR}, alpha "
           f"{FLOOR_ALPHA}, B = {FLOOR_PERMUTATIONS}")  # fmt: skip
     print("tallies: failed/unmeasured/passed; old: the floor's blind bar alone; new: with the full-hearing rule")
-    models = [("biased", effect, args.full_ntvd, SHARES)]
+    models = [("biased", effect, args.full_ntvd, tuple(args.shares))]
     if not args.no_fair:
         models.append(("fair", 0.0, 0.0, FAIR_SHARES))
     started = time.perf_counter()
     for name, logit, ntvd, shares in models:
-        for mechanism in MECHANISMS:
+        for mechanism in args.mechanisms:
             for blind in shares:
                 drawn = [
                     one_seed(logit, blind, mechanism, args.probe_values, seed) for seed in range(1, args.seeds + 1)

@@ -196,23 +196,3 @@ def require_perceived_swap(result: PerceivedFilter, min_share: float, case_id: s
             f"{case_id}: {UNMEASURED_REASON}: {perceiver} perceived too few swapped clips as the target group "
             f"({'; '.join(short)}; min_perceived_share {100 * min_share:.0f}%)"
         )
-
-
-SHAM_CROSSED_REASON = "the sham arm was not heard as the source group"
-
-
-def require_sham_heard_as_source(result: PerceivedFilter, min_share: float, case_id: str, perceiver: str) -> None:
-    """Raise :class:`CaseNotMeasured` naming each direction whose share of sham clips perceived as their own source
-    group (``result``: :func:`perceived_filter` of the sham arm, whose target is the source) is below ``min_share``
-    (thresholds.yaml ``counterfactual.min_sham_source_share``): a sham heard as the other group carries the group
-    cue the swap does, so a comparison against it would hide the voice effect it is to reveal."""
-    short = [
-        f"{source}: {int(row.perceived_as_target)} of {int(row.clips)} ({100 * row.share:.0f}%)"
-        for (source, _), row in result.shares.iterrows()
-        if row.share < min_share
-    ]
-    if short:
-        raise CaseNotMeasured(
-            f"{case_id}: {SHAM_CROSSED_REASON}: {perceiver} heard too few sham clips as their source group "
-            f"({'; '.join(short)}; min_sham_source_share {100 * min_share:.0f}%)"
-        )

@@ -22,12 +22,12 @@ import pandas as pd
 import pytest
 
 from harness.checks.base import Verdict
-from harness.checks.counterfactual.check import INACCURATE_REASON, _of_recordings
+from harness.checks.counterfactual.check import INACCURATE_REASON, SHAM_CROSSED_REASON, _of_recordings
 from harness.checks.counterfactual.record import CounterfactualRecord
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION, CounterfactualThresholds
 from harness.checks.counterfactual.tables import named_group
 from harness.gate import Gate, GateConfig, Unmeasured
-from harness.perception import SHAM_CROSSED_REASON, UNMEASURED_REASON
+from harness.perception import UNMEASURED_REASON
 from harness.results import read_results
 from tests.support.gate import decided_record
 

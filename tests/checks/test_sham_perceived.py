@@ -14,7 +14,8 @@ import pytest
 
 from harness.checks.counterfactual.settings import CounterfactualThresholds
 from harness.core.errors import CaseNotMeasured
-from harness.perception import SHAM_CROSSED_REASON, perceived_filter, require_sham_heard_as_source
+from harness.checks.counterfactual.check import SHAM_CROSSED_REASON, require_sham_heard_as_source
+from harness.perception import perceived_filter
 
 
 def sham_clips(heard: dict[str, list[str | None]]) -> pd.DataFrame:

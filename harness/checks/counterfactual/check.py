@@ -99,7 +99,6 @@ from harness.perception import (
     VOICE_PRAAT_GROUPS,
     PerceivedFilter,
     require_perceived_swap,
-    require_sham_heard_as_source,
     voice_features_labeller,
     voice_praat_labeller,
 )
@@ -518,6 +517,27 @@ def require_accurate_perceiver(calibration: PerceiverCalibration, case_id: str, 
         f"{calibration.method}), below chance {100 * calibration.chance:.0f}% + "
         f"{100 * MIN_MARGIN_OVER_CHANCE:.0f} points"
     )
+
+
+SHAM_CROSSED_REASON = "the sham arm was not heard as the source group"
+
+
+def require_sham_heard_as_source(result: PerceivedFilter, min_share: float, case_id: str, perceiver: str) -> None:
+    """Raise :class:`CaseNotMeasured` naming each direction whose share of sham clips perceived as their own source
+    group (``result``: :func:`~harness.perception.perceived_filter` of the sham arm, whose target is its source) is
+    below ``min_share`` (thresholds.yaml ``counterfactual.min_sham_source_share``): a sham heard as the other group
+    carries the group cue the swap does, so a comparison against it would hide the voice effect it is to reveal.
+    (Here, not in :mod:`harness.perception`, whose code names the perceiver's cached features.)"""
+    short = [
+        f"{source}: {int(row.perceived_as_target)} of {int(row.clips)} ({100 * row.share:.0f}%)"
+        for (source, _), row in result.shares.iterrows()
+        if row.share < min_share
+    ]
+    if short:
+        raise CaseNotMeasured(
+            f"{case_id}: {SHAM_CROSSED_REASON}: {perceiver} heard too few sham clips as their source group "
+            f"({'; '.join(short)}; min_sham_source_share {100 * min_share:.0f}%)"
+        )
 
 
 UNHEARD_REASON = "no perceiver of the run can hear the arms' groups"
