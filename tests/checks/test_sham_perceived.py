@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from harness.checks.counterfactual.check import SHAM_CROSSED_REASON, require_sham_heard_as_source
 from harness.checks.counterfactual.settings import CounterfactualThresholds
 from harness.core.errors import CaseNotMeasured
-from harness.checks.counterfactual.check import SHAM_CROSSED_REASON, require_sham_heard_as_source
 from harness.perception import perceived_filter
 
 
