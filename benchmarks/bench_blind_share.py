@@ -28,7 +28,9 @@ are within the bar, else unmeasured). ``--fair`` adds the same rows for a model 
 what the rule costs a fair model (passes that become unmeasured as its hearing share falls).
 
 Usage: ``nice -n 5 python benchmarks/bench_blind_share.py --seeds 200 > /tmp/sham/blind_share.log``; a stronger
-effect at the shares near the bar: ``--full-ntvd 80 --shares 0.7 0.8 0.85 0.89 --mechanisms fixed --no-fair``
+effect at the shares near the bar: ``--full-ntvd 80 --shares 0.7 0.8 0.85 0.89 --mechanisms fixed --no-fair``; a
+CREMA-D-sized design (45 speakers per group), where the test detects far less than the bar:
+``--per-group 45 --shares 0.5 0.7 0.8 0.89 --mechanisms fixed``
 (``bench_datasheet.py --from-logs`` reads ``blind_share.log``).
 """
 
@@ -73,14 +75,14 @@ FAIR_SHARES = (0.0, 0.5, 0.89)
 MECHANISMS = ("fixed", "flaky")
 
 
-def case_table(effect: float, blind: float, seed: int) -> pd.DataFrame:
+def case_table(effect: float, blind: float, seed: int, per_group: int = PER_GROUP) -> pd.DataFrame:
     """One draw of the case: each answer blind (from the groups' mean distribution) with probability ``blind``."""
     rng = np.random.default_rng(seed)
     logits = group_logits(effect, 2, VALUES)
     pooled = _softmax(logits).mean(axis=0)
     rows = []
     for group in range(2):
-        for speaker in range(PER_GROUP):
+        for speaker in range(per_group):
             p = _softmax(logits[group] + SPEAKER_SD * rng.normal(size=VALUES))
             heard = rng.choice(VALUES, size=ANSWERS, p=p)
             unheard = rng.choice(VALUES, size=ANSWERS, p=pooled)
@@ -113,10 +115,13 @@ def probe_table(blind: float, mechanism: str, probe_values: int, seed: int) -> p
     return pd.DataFrame(rows, columns=["stratum", "utterance", "audio", "value"])
 
 
-def one_seed(effect: float, blind: float, mechanism: str, probe_values: int, seed: int) -> tuple[str, str, float]:
+def one_seed(
+    effect: float, blind: float, mechanism: str, probe_values: int, seed: int, per_group: int = PER_GROUP
+) -> tuple[str, str, float]:
     """The seed's outcome under the floor alone and under the full-hearing rule, and the probe's share."""
-    test = permutation_test(case_table(effect, blind, seed), tau=TAU, n_permutations=PERMUTATIONS, seed=seed)
-    detectable = NullSensitivity(test.null, widening=1 / (2 * PER_GROUP - 1)).detectable(ALPHA)
+    table = case_table(effect, blind, seed, per_group)
+    test = permutation_test(table, tau=TAU, n_permutations=PERMUTATIONS, seed=seed)
+    detectable = NullSensitivity(test.null, widening=1 / (2 * per_group - 1)).detectable(ALPHA)
     if test.observed > BAR and test.p_value <= ALPHA:
         case = "failed"
     else:
@@ -145,9 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-fair", action="store_true", help="leave out the fair model's rows")
     parser.add_argument("--shares", type=float, nargs="+", default=list(SHARES), help="the biased model's s")
     parser.add_argument("--mechanisms", nargs="+", choices=MECHANISMS, default=list(MECHANISMS))
+    parser.add_argument("--per-group", type=int, default=PER_GROUP, help="speakers per group (demo: 16)")
     args = parser.parse_args(argv)
     effect = optimize.brentq(lambda d: population_ntvd(d, 2, VALUES, SPEAKER_SD) - args.full_ntvd, 1e-6, 20.0)
-    print(f"blind share bench: {args.seeds} seeds per row; case: 2 x {PER_GROUP} speakers, {ANSWERS} answers, "
+    print(f"blind share bench: {args.seeds} seeds per row; case: 2 x {args.per_group} speakers, {ANSWERS} answers, "
           f"{VALUES} values, B = {PERMUTATIONS}, bar {BAR:g}, alpha 0.05/{CASES}; floor: {PROBE_TASKS} x "
           f"{PROBE_RECORDINGS} recordings, {args.probe_values} answers, audio_blind_share {BLIND_BAR}, alpha "
           f"{FLOOR_ALPHA}, B = {FLOOR_PERMUTATIONS}")  # fmt: skip
@@ -163,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                     one_seed(logit, blind, mechanism, args.probe_values, seed) for seed in range(1, args.seeds + 1)
                 ]
                 old, new, share = zip(*drawn)
-                print(f"row {name} ntvd={ntvd:g} {mechanism} s={blind:.2f} share={np.mean(share):.3f} "
+                print(f"row {name} ntvd={ntvd:g} speakers={args.per_group} {mechanism} s={blind:.2f} share={np.mean(share):.3f} "
                       f"old={tally(list(old))} new={tally(list(new))} seeds={args.seeds}", flush=True)  # fmt: skip
     print(f"elapsed {time.perf_counter() - started:.0f} s (shared CPU: compare only within one run)")
     return 0

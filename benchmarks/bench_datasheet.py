@@ -40,7 +40,7 @@ NOISE_ALPHA = re.compile(r"one-sided alpha ([0-9.e-]+)")
 NOISE_MARGIN = re.compile(r"^margin ([0-9.]+)")
 NOISE_PAIRS = re.compile(r"(\d+) simulated pairs")
 BLIND_ROW = re.compile(
-    r"^row (\w+) ntvd=([0-9.]+) (\w+) s=([0-9.]+) share=([0-9.]+) old=(\d+)/(\d+)/(\d+) new=(\d+)/(\d+)/(\d+) "
+    r"^row (\w+) ntvd=([0-9.]+) (?:speakers=(\d+) )?(\w+) s=([0-9.]+) share=([0-9.]+) old=(\d+)/(\d+)/(\d+) new=(\d+)/(\d+)/(\d+) "
     r"seeds=(\d+)$"
 )
 WHOLE = re.compile(r"^whole gate: failed (\d+)/(\d+) = .*?unmeasured without a failure (\d+)/(\d+)")
@@ -84,6 +84,15 @@ def release_noise(log: str) -> dict:
     return {"alpha": float(alpha.group(1)), "checks": checks}
 
 
+BLIND_SHARE_RUNS = (
+    (),
+    ("--full-ntvd", "80", "--shares", "0.7", "0.8", "0.85", "0.89", "--mechanisms", "fixed", "--no-fair"),
+    ("--per-group", "45", "--shares", "0.5", "0.7", "0.8", "0.89", "--mechanisms", "fixed"),
+)
+"""``bench_blind_share.py``'s runs, their rows concatenated in ``blind_share.log``: the demo design, a stronger
+effect near the bar, a CREMA-D-sized design."""
+
+
 def blind_share(log: str) -> dict:
     """The rows ``bench_blind_share.py`` printed: per model, mechanism and blind share ``s``, the probe's mean
     share and the failed / unmeasured / passed tallies under the blind bar alone (``old``) and with the full-hearing
@@ -91,9 +100,10 @@ def blind_share(log: str) -> dict:
     rows = []
     for line in log.splitlines():
         if match := BLIND_ROW.match(line.strip()):
-            model, ntvd, mechanism, blind, share, *counts, seeds = match.groups()
+            model, ntvd, speakers, mechanism, blind, share, *counts, seeds = match.groups()
             tallies = [int(count) for count in counts]
-            rows.append({"model": model, "full_ntvd": float(ntvd), "mechanism": mechanism, "blind_share": float(blind),
+            rows.append({"model": model, "full_ntvd": float(ntvd), "speakers_per_group": int(speakers or 16),
+                         "mechanism": mechanism, "blind_share": float(blind),
                          "probe_share": float(share), "seeds": int(seeds),
                          "old": dict(zip(("failed", "unmeasured", "passed"), tallies[:3])),
                          "new": dict(zip(("failed", "unmeasured", "passed"), tallies[3:]))})  # fmt: skip
@@ -118,14 +128,14 @@ def blind_share_lines(sheet: dict) -> list[str]:
         "bar alone, and with the full-hearing rule (a pass stands only when nTVD / share and D / share are within the",
         "bar). A model with an effect caught at full hearing must never pass.",
         "",
-        "| model | full-hearing nTVD | blind | s | probe share | blind bar alone | full-hearing rule |",
-        "|---|---:|---|---:|---:|---|---|",
+        "| model | full-hearing nTVD | speakers per group | blind | s | probe share | blind bar alone | full-hearing rule |",
+        "|---|---:|---:|---|---:|---:|---|---|",
     ]
     for row in rows:
         old, new = (
             "/".join(str(row[rule][word]) for word in ("failed", "unmeasured", "passed")) for rule in ("old", "new")
         )
-        lines.append(f"| {row['model']} | {row['full_ntvd']:g} | {row['mechanism']} | {row['blind_share']:.2f} | "
+        lines.append(f"| {row['model']} | {row['full_ntvd']:g} | {row['speakers_per_group']} | {row['mechanism']} | {row['blind_share']:.2f} | "
                      f"{row['probe_share']:.3f} | {old} | {new} |")  # fmt: skip
     return lines
 
@@ -141,8 +151,15 @@ def run_benches(seeds: int, folder: Path, release_pairs: int = 10, noise_pairs: 
     (folder / "release_noise.log").write_text(noise)
     subprocess.run([python, str(REPO / "benchmarks" / "bench_detectable.py"), "--json", str(folder / "detectable.json")],
                    check=False)  # fmt: skip
-    blind = subprocess.run([python, str(REPO / "benchmarks" / "bench_blind_share.py"), "--seeds", "200"],
-                           capture_output=True, text=True, check=True).stdout  # fmt: skip
+    blind = "".join(
+        subprocess.run(
+            [python, str(REPO / "benchmarks" / "bench_blind_share.py"), "--seeds", "200", *extra],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout  # fmt: skip
+        for extra in BLIND_SHARE_RUNS
+    )
     (folder / "blind_share.log").write_text(blind)
     for model, name in (("sim:fair", "fair"), ("sim:biased", "biased")):
         log = subprocess.run(
