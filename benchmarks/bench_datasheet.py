@@ -87,7 +87,7 @@ def release_noise(log: str) -> dict:
 BLIND_SHARE_RUNS = (
     (),
     ("--full-ntvd", "80", "--shares", "0.7", "0.8", "0.85", "0.89", "--mechanisms", "fixed", "--no-fair"),
-    ("--per-group", "45", "--shares", "0.5", "0.7", "0.8", "0.89", "--mechanisms", "fixed"),
+    ("--per-group", "45", "--shares", "0.5", "0.7", "0.8", "0.89", "--mechanisms", "fixed", "--seeds", "100"),
 )
 """``bench_blind_share.py``'s runs, their rows concatenated in ``blind_share.log``: the demo design, a stronger
 effect near the bar, a CREMA-D-sized design."""
