@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         for mechanism in args.mechanisms:
             for blind in shares:
                 drawn = [
-                    one_seed(logit, blind, mechanism, args.probe_values, seed) for seed in range(1, args.seeds + 1)
+                    one_seed(logit, blind, mechanism, args.probe_values, seed, args.per_group)
+                    for seed in range(1, args.seeds + 1)
                 ]
                 old, new, share = zip(*drawn)
                 print(f"row {name} ntvd={ntvd:g} speakers={args.per_group} {mechanism} s={blind:.2f} share={np.mean(share):.3f} "
