@@ -30,7 +30,7 @@ what the rule costs a fair model (passes that become unmeasured as its hearing s
 Usage: ``nice -n 5 python benchmarks/bench_blind_share.py --seeds 200 > /tmp/sham/blind_share.log``; a stronger
 effect at the shares near the bar: ``--full-ntvd 80 --shares 0.7 0.8 0.85 0.89 --mechanisms fixed --no-fair``; a
 CREMA-D-sized design (45 speakers per group), where the test detects far less than the bar:
-``--per-group 45 --shares 0.5 0.7 0.8 0.89 --mechanisms fixed --seeds 100``
+``--per-group 45 --shares 0.0 0.5 0.7 0.8 0.89 --mechanisms fixed --seeds 100``
 (``bench_datasheet.py --from-logs`` reads ``blind_share.log``).
 """
 

@@ -87,7 +87,7 @@ def release_noise(log: str) -> dict:
 BLIND_SHARE_RUNS = (
     (),
     ("--full-ntvd", "80", "--shares", "0.7", "0.8", "0.85", "0.89", "--mechanisms", "fixed", "--no-fair"),
-    ("--per-group", "45", "--shares", "0.5", "0.7", "0.8", "0.89", "--mechanisms", "fixed", "--seeds", "100"),
+    ("--per-group", "45", "--shares", "0.0", "0.5", "0.7", "0.8", "0.89", "--mechanisms", "fixed", "--seeds", "100"),
 )
 """``bench_blind_share.py``'s runs, their rows concatenated in ``blind_share.log``: the demo design, a stronger
 effect near the bar, a CREMA-D-sized design."""
@@ -121,22 +121,24 @@ def blind_share_lines(sheet: dict) -> list[str]:
         "",
         "## The audio floor's blind bar",
         "",
-        f"`bench_blind_share.py`, {rows[0]['seeds']} seeds per row: a model whose answers ignore the audio in a share",
-        "s of requests, on the demo nTVD design (bar 20, alpha 0.05/43, 9,999 permutations) and the floor's task probe",
-        "(5 x 24 recordings, audio_blind_share 0.9). `fixed`: a request it does not hear stays unheard whatever its",
-        "audio; `flaky`: each request's audio dropped at random. Tallies failed / unmeasured / passed: under the blind",
-        "bar alone, and with the full-hearing rule (a pass stands only when nTVD / share and D / share are within the",
-        "bar). A model with an effect caught at full hearing must never pass.",
+        "`bench_blind_share.py` (issue 58): a model whose answers ignore the audio in a share s of requests, on the",
+        "nTVD design of the datasheet (12 answers per speaker, bar 20, alpha 0.05/43, 9,999 permutations; 16 speakers",
+        "per group as the demo, 45 as CREMA-D) and the floor's task probe (5 x 24 recordings, audio_blind_share 0.9).",
+        "`fixed`: a request it does not hear stays unheard whatever its audio; `flaky`: each request's audio dropped at",
+        "random. Tallies failed / unmeasured / passed: under the blind bar alone, and with the full-hearing rule (a pass",
+        "stands only when nTVD / share and D / share are within the bar). A model with an effect caught at full hearing",
+        "must never pass.",
         "",
-        "| model | full-hearing nTVD | speakers per group | blind | s | probe share | blind bar alone | full-hearing rule |",
-        "|---|---:|---:|---|---:|---:|---|---|",
+        "| model | full-hearing nTVD | speakers per group | blind | s | probe share | seeds | blind bar alone | "
+        "full-hearing rule |",
+        "|---|---:|---:|---|---:|---:|---:|---|---|",
     ]
     for row in rows:
         old, new = (
             "/".join(str(row[rule][word]) for word in ("failed", "unmeasured", "passed")) for rule in ("old", "new")
         )
-        lines.append(f"| {row['model']} | {row['full_ntvd']:g} | {row['speakers_per_group']} | {row['mechanism']} | {row['blind_share']:.2f} | "
-                     f"{row['probe_share']:.3f} | {old} | {new} |")  # fmt: skip
+        lines.append(f"| {row['model']} | {row['full_ntvd']:g} | {row['speakers_per_group']} | {row['mechanism']} | "
+                     f"{row['blind_share']:.2f} | {row['probe_share']:.3f} | {row['seeds']} | {old} | {new} |")  # fmt: skip
     return lines
 
 

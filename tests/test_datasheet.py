@@ -55,6 +55,6 @@ def test_the_blind_share_rows_are_read_from_their_log_and_written_as_a_section()
     lines = bench.blind_share_lines({"blind_share": {"rows": rows}})
     assert (
         lines[1] == "## The audio floor's blind bar"
-        and lines[-1] == "| biased | 40 | 45 | fixed | 0.89 | 0.101 | 0/150/50 | 0/200/0 |"
+        and lines[-1] == "| biased | 40 | 45 | fixed | 0.89 | 0.101 | 200 | 0/150/50 | 0/200/0 |"
     )
     assert bench.blind_share_lines({}) == []
