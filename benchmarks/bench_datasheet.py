@@ -11,11 +11,13 @@ family of 43 cases per model on the demo design):
 - ``bench_release_noise.py --gate-rule``: release comparisons at the gate's own alpha (0.05 over a release run's
   2 x 43 tests) and margins, between checkpoints that differ in answer noise both ways (greedy against sampling),
   with no effect and with equal non-zero effects, and a grown effect (``--noise-pairs`` simulated pairs;
-  counterfactual and nTVD).
+  counterfactual and nTVD);
+- ``bench_blind_share.py`` (issue 58): a biased model diluted by a blind share ``s`` against the audio floor's blind
+  bar alone and with the full-hearing rule (``blind_share.log``; its section is written when the log is there).
 
 and writes ``docs/datasheet.json`` and ``docs/datasheet.md`` (every row the benches print). ``--from-logs DIR``
 writes them from the logs of an earlier run of the same benches (``detectable.json``, ``fair.log``,
-``biased.log``, ``release.json``, ``release_noise.log``) instead of running them. ``tests/test_datasheet.py`` holds the markdown to the JSON.
+``biased.log``, ``release.json``, ``release_noise.log``, ``blind_share.log`` where run) instead of running them. ``tests/test_datasheet.py`` holds the markdown to the JSON.
 
 Usage: ``python benchmarks/bench_datasheet.py --seeds 10 --release-pairs 10 --noise-pairs 100``
 """
@@ -37,6 +39,10 @@ NOISE_ROW = re.compile(r"^(\S+(?: vs \S+)?)\s{2,}(.+?)\s+(\d\.\d{3})\s+\[(\d\.\d
 NOISE_ALPHA = re.compile(r"one-sided alpha ([0-9.e-]+)")
 NOISE_MARGIN = re.compile(r"^margin ([0-9.]+)")
 NOISE_PAIRS = re.compile(r"(\d+) simulated pairs")
+BLIND_ROW = re.compile(
+    r"^row (\w+) ntvd=([0-9.]+) (?:speakers=(\d+) )?(\w+) s=([0-9.]+) share=([0-9.]+) old=(\d+)/(\d+)/(\d+) new=(\d+)/(\d+)/(\d+) "
+    r"seeds=(\d+)$"
+)
 WHOLE = re.compile(r"^whole gate: failed (\d+)/(\d+) = .*?unmeasured without a failure (\d+)/(\d+)")
 
 
@@ -78,6 +84,64 @@ def release_noise(log: str) -> dict:
     return {"alpha": float(alpha.group(1)), "checks": checks}
 
 
+BLIND_SHARE_RUNS = (
+    (),
+    ("--full-ntvd", "80", "--shares", "0.7", "0.8", "0.85", "0.89", "--mechanisms", "fixed", "--no-fair"),
+    ("--per-group", "45", "--shares", "0.0", "0.5", "0.7", "0.8", "0.89", "--mechanisms", "fixed", "--seeds", "100"),
+)
+"""``bench_blind_share.py``'s runs, their rows concatenated in ``blind_share.log``: the demo design, a stronger
+effect near the bar, a CREMA-D-sized design."""
+
+
+def blind_share(log: str) -> dict:
+    """The rows ``bench_blind_share.py`` printed: per model, mechanism and blind share ``s``, the probe's mean
+    share and the failed / unmeasured / passed tallies under the blind bar alone (``old``) and with the full-hearing
+    rule (``new``)."""
+    rows = []
+    for line in log.splitlines():
+        if match := BLIND_ROW.match(line.strip()):
+            model, ntvd, speakers, mechanism, blind, share, *counts, seeds = match.groups()
+            tallies = [int(count) for count in counts]
+            rows.append({"model": model, "full_ntvd": float(ntvd), "speakers_per_group": int(speakers or 16),
+                         "mechanism": mechanism, "blind_share": float(blind),
+                         "probe_share": float(share), "seeds": int(seeds),
+                         "old": dict(zip(("failed", "unmeasured", "passed"), tallies[:3])),
+                         "new": dict(zip(("failed", "unmeasured", "passed"), tallies[3:]))})  # fmt: skip
+    if not rows:
+        raise ValueError("no 'row' lines in the bench_blind_share.py log")
+    return {"rows": rows}
+
+
+def blind_share_lines(sheet: dict) -> list[str]:
+    """The datasheet's section on the blind bar (issue 58), when the sheet has ``blind_share`` rows."""
+    if "blind_share" not in sheet:
+        return []
+    rows = sheet["blind_share"]["rows"]
+    lines = [
+        "",
+        "## The audio floor's blind bar",
+        "",
+        "`bench_blind_share.py` (issue 58): a model whose answers ignore the audio in a share s of requests, on the",
+        "nTVD design of the datasheet (12 answers per speaker, bar 20, alpha 0.05/43, 9,999 permutations; 16 speakers",
+        "per group as the demo, 45 as CREMA-D) and the floor's task probe (5 x 24 recordings, audio_blind_share 0.9).",
+        "`fixed`: a request it does not hear stays unheard whatever its audio; `flaky`: each request's audio dropped at",
+        "random. Tallies failed / unmeasured / passed: under the blind bar alone, and with the full-hearing rule (a pass",
+        "stands only when nTVD / share and D / share are within the bar). A model with an effect caught at full hearing",
+        "must never pass.",
+        "",
+        "| model | full-hearing nTVD | speakers per group | blind | s | probe share | seeds | blind bar alone | "
+        "full-hearing rule |",
+        "|---|---:|---:|---|---:|---:|---:|---|---|",
+    ]
+    for row in rows:
+        old, new = (
+            "/".join(str(row[rule][word]) for word in ("failed", "unmeasured", "passed")) for rule in ("old", "new")
+        )
+        lines.append(f"| {row['model']} | {row['full_ntvd']:g} | {row['speakers_per_group']} | {row['mechanism']} | "
+                     f"{row['blind_share']:.2f} | {row['probe_share']:.3f} | {row['seeds']} | {old} | {new} |")  # fmt: skip
+    return lines
+
+
 def run_benches(seeds: int, folder: Path, release_pairs: int = 10, noise_pairs: int = 100) -> None:
     python = sys.executable
     subprocess.run([python, str(REPO / "benchmarks" / "bench_release_path.py"), "--pairs", str(release_pairs),
@@ -89,6 +153,16 @@ def run_benches(seeds: int, folder: Path, release_pairs: int = 10, noise_pairs: 
     (folder / "release_noise.log").write_text(noise)
     subprocess.run([python, str(REPO / "benchmarks" / "bench_detectable.py"), "--json", str(folder / "detectable.json")],
                    check=False)  # fmt: skip
+    blind = "".join(
+        subprocess.run(
+            [python, str(REPO / "benchmarks" / "bench_blind_share.py"), "--seeds", "200", *extra],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout  # fmt: skip
+        for extra in BLIND_SHARE_RUNS
+    )
+    (folder / "blind_share.log").write_text(blind)
     for model, name in (("sim:fair", "fair"), ("sim:biased", "biased")):
         log = subprocess.run(
             [python, str(REPO / "benchmarks" / "bench_gate_seeds.py"), "--model", model, "--seeds", "1", str(seeds),
@@ -98,7 +172,8 @@ def run_benches(seeds: int, folder: Path, release_pairs: int = 10, noise_pairs: 
 
 
 def datasheet(folder: Path) -> dict:
-    return {
+    blind = folder / "blind_share.log"
+    return ({"blind_share": blind_share(blind.read_text())} if blind.is_file() else {}) | {
         "settings": {"permutations": 9_999, "thresholds": "built-in", "design": "demo (shipped corpus and suite)"},
         "detectable": json.loads((folder / "detectable.json").read_text()),
         "sim:fair": gate_seeds((folder / "fair.log").read_text()),
@@ -157,7 +232,7 @@ def markdown(sheet: dict) -> str:
         low, high = row["ci"]
         lines.append(f"| {row['family']} | {row['design']} | {row['stated']:.3g} | {row['detected']}/{row['seeds']} | "
                      f"{low:.0%}-{high:.0%} |")  # fmt: skip
-    return "\n".join(lines + release_lines(sheet)) + "\n"
+    return "\n".join(lines + release_lines(sheet) + blind_share_lines(sheet)) + "\n"
 
 
 SCENARIO_WORDS = {

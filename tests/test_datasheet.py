@@ -40,3 +40,21 @@ def test_the_release_rows_meet_their_targets():
     ]
     assert len(rows) >= 20 and {check for check, _ in rows} == {"counterfactual", "ntvd"}
     assert all(row["judged_worse"] <= 0.05 for _, row in rows), [r for _, r in rows if r["judged_worse"] > 0.05]
+
+
+def test_the_blind_share_rows_are_read_from_their_log_and_written_as_a_section():
+    """bench_blind_share.py's rows (issue 58) reach the sheet and its markdown; a sheet without them has no section."""
+    spec = importlib.util.spec_from_file_location("bench_datasheet", REPO / "benchmarks" / "bench_datasheet.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    log = "header\nrow biased ntvd=40 speakers=45 fixed s=0.89 share=0.101 old=0/150/50 new=0/200/0 seeds=200\n"
+    rows = bench.blind_share(log)["rows"]
+    assert rows == [{"model": "biased", "full_ntvd": 40.0, "speakers_per_group": 45, "mechanism": "fixed", "blind_share": 0.89,
+                     "probe_share": 0.101, "seeds": 200, "old": {"failed": 0, "unmeasured": 150, "passed": 50},
+                     "new": {"failed": 0, "unmeasured": 200, "passed": 0}}]  # fmt: skip
+    lines = bench.blind_share_lines({"blind_share": {"rows": rows}})
+    assert (
+        lines[1] == "## The audio floor's blind bar"
+        and lines[-1] == "| biased | 40 | 45 | fixed | 0.89 | 0.101 | 200 | 0/150/50 | 0/200/0 |"
+    )
+    assert bench.blind_share_lines({}) == []

@@ -18,6 +18,19 @@ temperature 0, sampling), a model hears when its answers change more under repla
 ``1 - audio_blind_share`` and the within-recording permutation test must give ``p < alpha`` over
 ``max(--permutations, ceil(20 / alpha) - 1)`` relabellings (enough that the smallest p lies well below alpha).
 
+**A pass is judged at full hearing** (issue 58). A model whose answers ignore the audio in a share ``1 - h`` of
+requests shows every between-group or between-arm effect multiplied by ``h``: its blind answers are alike for every
+voice, so each distribution is the mixture ``h R_g + (1 - h) Q`` and a total variation distance, a difference of
+shares or of paired means, is ``h`` times the full-hearing one (a log ratio of error rates at least that much
+shrunk when blind answers err at least as often as heard ones). Its test's detectable effect on the full-hearing
+scale is likewise ``D / h``. So a case of a model that hears with the estimated share ``h < 1`` passes only when
+each contrast with a bar stays within it on the full-hearing scale, ``|estimate| / h <= bar`` (rules ``both`` and
+``magnitude``, where a bar decides; on a log scale ``|log estimate| / h <= log bar``) and ``D / h <= bar``, else it
+is unmeasured (:func:`full_hearing_reason`): it never passes a case it would fail with full hearing. A fail stays a
+fail (dilution only shrinks an effect). The estimate ``h`` is the probe's ``share``, which a replacement that happens
+to give the same answer (a coincidence) and a replicate that differs (a nondeterministic backend) can only lower:
+the rule errs toward unmeasured. ``benchmarks/bench_blind_share.py`` measures it (docs/statistics.md).
+
 **It fails closed.** When a probe cannot be answered without loading a model where the run may not (an offline run,
 a model served from shipped outputs whose exports lack some probe answers), every case that needs that probe is
 unmeasured, "audio dependence not measured", naming the missing answers. The floor never loads a model silently.
@@ -57,6 +70,7 @@ from harness.gate.audio_probe import (
 )
 from harness.gate.context import RunContext
 from harness.metrics.audio_dependence import ORIGINAL, REPLICATE, AudioDependence, audio_dependence
+from harness.records import CaseRecord, Contrast
 from harness.results.metadata import AudioProbe
 from harness.tasks import TASKS
 from harness.tasks.base import SELF_REPORT
@@ -197,6 +211,25 @@ class AudioFloorRule:
         if reason.startswith(NOT_MEASURED):
             raise ModelError(reason, source=case.model)
         raise CaseNotMeasured(reason)
+
+    def full_hearing_message(self, case: Case, record: CaseRecord, tasks: Sequence[str] = ()) -> str | None:
+        """Why ``record``, which passed, is unmeasured on the full-hearing scale of its model's audio-dependent share
+        (:func:`full_hearing_reason`), or None: for a failed case, one that needs no probe or one whose model hears
+        every request. The gate raises :class:`~harness.core.errors.DesignCannotFail` with it (a release
+        comparison's regression still fails the case: dilution hides an effect, it never makes one)."""
+        probe = get_check(case.check).audio_probe(case)
+        if probe is None or not record.passed or record.decision is None:
+            return None
+        found = self.floor(case.model, probe, tasks).dependence
+        if found is None:
+            return None
+        reason = full_hearing_reason(record.decision.contrasts, found.share, record.decision.rule)
+        if reason is None:
+            return None
+        return (
+            f"{case.id}: did not fail, but {case.model} hears its audio in an estimated {100 * found.share:.0f}% of "
+            f"requests ({probe} probe), so each effect it shows is diluted to that share: {reason}: unmeasured"
+        )
 
     def floor(self, model: str, probe: str, tasks: Sequence[str] = ()) -> AudioFloor:
         """The probe of kind ``probe`` of ``model``, asked once per run (a failure to answer it, a model that cannot
@@ -391,3 +424,42 @@ def blind_reason(floor: AudioFloor, found: AudioDependence) -> str | None:
         f"{'' if floor.deviation is None else '; ' + floor.deviation}), so no voice-bias case of it that needs this "
         "probe can be measured"
     )
+
+
+BAR_DECIDES = ("both", "magnitude")
+"""The decision rules under which an estimate beyond its bar can fail a case (so its full-hearing scale matters)."""
+
+
+def full_hearing_reason(contrasts: Sequence[Contrast], share: float, rule: str | None = "both") -> str | None:
+    """Why a passing case whose model hears an estimated ``share`` (``h``, 0-1) of its requests cannot pass on the
+    full-hearing scale, or None (module docstring, "A pass is judged at full hearing"): some contrast with a bar has
+    ``|estimate| / h`` beyond it (rules :data:`BAR_DECIDES`) or a detectable effect ``D / h`` beyond it. On a log
+    scale (a ratio contrast, its sensitivity's ``log_scale``) the distances are ``|log estimate|``, ``log D`` and
+    ``log bar``. None when ``h >= 1``."""
+    if not share < 1:
+        return None
+    beyond = []
+    for contrast in contrasts:
+        if contrast.bar is None or not math.isfinite(contrast.bar):
+            continue
+        log_scale = bool(getattr(contrast.sensitivity, "log_scale", False))
+
+        def full(value: float, log_scale: bool = log_scale) -> float:
+            if log_scale:
+                return math.exp(abs(math.log(value)) / share) if value > 0 else math.inf
+            return abs(value) / max(share, 1e-12)
+
+        estimate, detectable = contrast.estimate, contrast.detectable
+        if rule in BAR_DECIDES and estimate is not None and math.isfinite(estimate):
+            if full(estimate) > contrast.bar:
+                beyond.append(
+                    f"{contrast.label}: {estimate:.3g} is {full(estimate):.3g} at full hearing, beyond its bar "
+                    f"{contrast.bar:.3g}"
+                )
+                continue
+        if detectable is not None and math.isfinite(detectable) and full(detectable) > contrast.bar:
+            beyond.append(
+                f"{contrast.label}: detects {detectable:.3g} at 80% power, {full(detectable):.3g} at full hearing, "
+                f"beyond its bar {contrast.bar:.3g}"
+            )
+    return "; ".join(beyond) or None

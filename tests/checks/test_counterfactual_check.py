@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 from harness.checks.base import Verdict
-from harness.checks.counterfactual.check import INACCURATE_REASON, _of_recordings
+from harness.checks.counterfactual.check import INACCURATE_REASON, SHAM_CROSSED_REASON, _of_recordings
 from harness.checks.counterfactual.record import CounterfactualRecord
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, SECTION, CounterfactualThresholds
 from harness.checks.counterfactual.tables import named_group
@@ -354,6 +354,27 @@ def test_a_backend_perceiver_labels_the_swaps(tmp_path, small_demo):
     assert record.passed and record.perceiver == "pitch:165"
     assert [row["share"] for row in record.perceived] == [1.0, 1.0]
     assert len(gate.context.model("pitch:165").served_keys) >= sum(row["clips"] for row in record.perceived)
+
+
+def test_the_sham_must_be_heard_as_the_source_group_and_a_crossing_sham_leaves_the_case_unmeasured(
+    tmp_path, small_demo
+):
+    """Issue 58, item 6: pitch:165 hears every shipped sham clip as its source group (the record's
+    sham.perceived_as_source, 100% per direction); a sham whose male pitch range is set to 200-240 Hz crosses into
+    the female range and is heard as female: the case is unmeasured, naming the direction."""
+    gate = small_gate(tmp_path / "shipped", small_demo, perceiver="pitch:165")
+    record = decided_record(gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr")))
+    assert record.sham["decides"] and [row["share"] for row in record.sham["perceived_as_source"]] == [1.0, 1.0]
+    assert [row["source_group"] for row in record.sham["perceived_as_source"]] == ["female", "male"]
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text(
+        "counterfactual:\n  defaults:\n    male_sham_pitch_low_hz: 200\n    male_sham_pitch_high_hz: 240\n"
+    )
+    crossing = small_gate(tmp_path / "crossing", small_demo, perceiver="pitch:165", thresholds_path=str(thresholds))
+    outcome = crossing.outcome(next(case for case in crossing.cases("counterfactual") if case.variant == "asr"))
+    assert isinstance(outcome, Unmeasured) and SHAM_CROSSED_REASON in outcome.cause.message
+    assert "male: 0 of 16 (0%)" in outcome.cause.message and "min_sham_source_share 80%" in outcome.cause.message
+    assert "female:" not in outcome.cause.message.split("source group (")[1]  # the female sham stayed female
 
 
 def test_a_perceiver_that_hears_every_voice_as_male_is_at_chance_on_the_originals_and_measures_nothing(

@@ -69,6 +69,7 @@ from harness.checks.counterfactual.tables import (
     counterfactual_dimensions,
     manipulated_recordings,
     perceived_recordings,
+    perceived_sham,
     perceiver_fit,
     transform_dimension,
     transform_settings,
@@ -156,6 +157,10 @@ class CounterfactualCheck(Check):
         seed = derived_seed(context.seed, self.name, case.id)
         kind = kind_of(case.variant)
         kept = self.kept_table(context, case)
+        sham_heard = None
+        if (kept["arm"] == SHAM).any():  # the sham decides: it must be heard as the source group (issue 58)
+            sham_heard = perceived_sham(context, case.corpus, case.dimension)
+            require_sham_heard_as_source(sham_heard, settings.min_sham_source_share, case.id, context.perceiver)
         speakers = int(kept["speaker"].nunique())
         measure = self._vibe if kind is VIBE else self._wer if kind is WER else self._stereotype
         contrasts, payload, findings = measure(kept, settings, seed)
@@ -164,6 +169,9 @@ class CounterfactualCheck(Check):
             deviation = SHAM_NOT_CACHED if sham is not None else f"the transform {settings.transform} states no sham"
             payload["sham"] = {"deviation": deviation, "decides": False}
             findings += f"; {deviation}: judged against the identity arm alone"
+        if sham_heard is not None:
+            payload["sham"]["perceived_as_source"] = sham_heard_rows(sham_heard)
+            findings += f"; sham heard as the source: {perceived_words(sham_heard)}"
         payload |= {
             "kind": kind.name,
             "transform": settings.transform,
@@ -511,6 +519,27 @@ def require_accurate_perceiver(calibration: PerceiverCalibration, case_id: str, 
     )
 
 
+SHAM_CROSSED_REASON = "the sham arm was not heard as the source group"
+
+
+def require_sham_heard_as_source(result: PerceivedFilter, min_share: float, case_id: str, perceiver: str) -> None:
+    """Raise :class:`CaseNotMeasured` naming each direction whose share of sham clips perceived as their own source
+    group (``result``: :func:`~harness.perception.perceived_filter` of the sham arm, whose target is its source) is
+    below ``min_share`` (thresholds.yaml ``counterfactual.min_sham_source_share``): a sham heard as the other group
+    carries the group cue the swap does, so a comparison against it would hide the voice effect it is to reveal.
+    (Here, not in :mod:`harness.perception`, whose code names the perceiver's cached features.)"""
+    short = [
+        f"{source}: {int(row.perceived_as_target)} of {int(row.clips)} ({100 * row.share:.0f}%)"
+        for (source, _), row in result.shares.iterrows()
+        if row.share < min_share
+    ]
+    if short:
+        raise CaseNotMeasured(
+            f"{case_id}: {SHAM_CROSSED_REASON}: {perceiver} heard too few sham clips as their source group "
+            f"({'; '.join(short)}; min_sham_source_share {100 * min_share:.0f}%)"
+        )
+
+
 UNHEARD_REASON = "no perceiver of the run can hear the arms' groups"
 
 
@@ -565,6 +594,15 @@ def perceived_rows(perceived: PerceivedFilter) -> list[dict[str, Any]]:
         }
         for (source, target), row in perceived.shares.iterrows()
     ]
+
+
+def sham_heard_rows(heard: PerceivedFilter) -> list[dict[str, Any]]:
+    """Per source group, the sham clips, those the perceiver heard as that same group and their share (0-1)."""
+    return [
+        {"source_group": str(source), "clips": int(row.clips), "heard_as_source": int(row.perceived_as_target),
+         "share": float(row.share)}
+        for (source, _), row in heard.shares.iterrows()
+    ]  # fmt: skip
 
 
 def perceived_words(perceived: PerceivedFilter) -> str:

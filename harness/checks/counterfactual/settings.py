@@ -146,6 +146,7 @@ class CounterfactualThresholds(SectionThresholds):
     max_identity_shift: float = setting((int, float), 0.03, between(0, 0.5))
     rule: str = setting((str,), "both", one_of(*RULES))
     min_perceived_share: float = setting((int, float), 0.8, in_half_open_unit_interval, stricter=HIGHER)
+    min_sham_source_share: float = setting((int, float), 0.8, in_half_open_unit_interval, stricter=HIGHER)
     max_ntvd: float = setting((int, float), 20.0, between(0, 100), stricter=LOWER)
     max_stereotype_shift: float = setting((int, float), 20.0, between(0, 100), stricter=LOWER)
     max_wer_difference: float = setting((int, float), 10.0, between(0, 100), stricter=LOWER)

@@ -161,13 +161,14 @@ def perceiver_fit(
 
 
 @per_run_table
-def perceived_clips(context: CheckContext, source: str, dimension: str) -> pd.DataFrame:
+def perceived_clips(context: CheckContext, source: str, dimension: str, arm: str = SWAP) -> pd.DataFrame:
     """One row per swapped recording: ``recording, source_group, target_group, perceived_group`` (the perceiver's
     label of the swap arm's audio; None when it could not tell), :func:`harness.perception.perceived_filter`'s input.
-    ``voice:formants`` labels by the discriminant fitted on the originals (:func:`perceiver_fit`)."""
+    ``voice:formants`` labels by the discriminant fitted on the originals (:func:`perceiver_fit`). ``arm`` ``sham``
+    labels the sham arm's audio instead, whose target is its source group (:func:`perceived_sham`)."""
     arms = arms_of(context, source, dimension)
-    keys = list(arms.audio[SWAP])
-    clips = [arms.audio[SWAP][key] for key in keys]
+    keys = list(arms.audio[arm])
+    clips = [arms.audio[arm][key] for key in keys]
     groups = sorted(set(arms.recordings["source_group"]) | set(arms.recordings["target_group"]))
     if context.perceiver == VOICE_FORMANTS:
         discriminant, _ = perceiver_fit(context, source, dimension)
@@ -178,11 +179,12 @@ def perceived_clips(context: CheckContext, source: str, dimension: str) -> pd.Da
         ]
     else:
         labels = perceive(context, clips, groups, f"{source}/perceived group")
+    target = "source_group" if arm == SHAM else "target_group"
     return pd.DataFrame(
         {
             "recording": [str(key) for key in keys],
             "source_group": arms.recordings.loc[keys, "source_group"].to_numpy(),
-            "target_group": arms.recordings.loc[keys, "target_group"].to_numpy(),
+            "target_group": arms.recordings.loc[keys, target].to_numpy(),
             "perceived_group": labels,
         }
     )
@@ -239,6 +241,15 @@ def perceived_recordings(context: CheckContext, source: str, dimension: str) -> 
     (:func:`harness.perception.perceived_filter` of :func:`perceived_clips`): once per source and dimension, for every case
     of it."""
     return perceived_filter(perceived_clips(context, source, dimension))
+
+
+@per_run_table
+def perceived_sham(context: CheckContext, source: str, dimension: str) -> PerceivedFilter:
+    """The sham's manipulation check (issue 58, item 6): the recordings of ``source`` whose sham the perceiver heard
+    as their own source group, and the share per direction (source -> source), by the same perceiver and filter as
+    the swap's (:func:`perceived_recordings`). A sham heard as the other group crossed the boundary it is to stay
+    within (a male voice near 85 Hz, whose sham pitch is clipped, moves by its formants alone)."""
+    return perceived_filter(perceived_clips(context, source, dimension, SHAM))
 
 
 @per_run_table
