@@ -1,4 +1,4 @@
-"""The README's "Then, for example" commands are true as written (issue 47, item 9).
+"""The README's "For example" commands are true as written (issue 47, item 9).
 
 Each command of the block is run here as the README gives it (``.venv/bin/python`` is this interpreter; the
 outputs and the cache go to a temporary folder, as ``--results-json``, ``--report`` and ``--cache-dir`` say), and
@@ -30,7 +30,7 @@ README = REPO / "README.md"
 
 def example_commands() -> dict[str, str]:
     """The block's commands (the arguments after ``pytest fairness_tests``) -> the claim of each one's comment."""
-    block = README.read_text().split("Then, for example:", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    block = README.read_text().split("For example:", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
     commands = {}
     for line in block.strip().splitlines():
         command, _, comment = line.partition("#")
@@ -78,7 +78,10 @@ def test_two_workers_give_the_first_commands_verdict(tmp_path):
     status, output, results = run_example("-n 2", tmp_path)
     assert results.metadata.workers == 2 and "2/2 workers" in output, output[-2000:]
     summary = results.summary
-    quoted = f"The first command **exits 1** ({summary.cases} cases: {summary.passed} passed, {summary.failed} failed"
+    quoted = (
+        f"The first command **exits 1** ({summary.cases} cases: {summary.passed} passed, {summary.failed} failed, "
+        f"{summary.unmeasured} unmeasured)"
+    )
     assert status == 1 and results.verdict == "fail" and quoted in README.read_text()
 
 
