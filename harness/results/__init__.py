@@ -216,8 +216,9 @@ def counterfactual_sham_deviations(records: list[CaseRecord]) -> list[str]:
     arm's answers not in the cached outputs, so the identity arm alone judged them)."""
     by_model: dict[tuple[str, str], int] = {}
     for case in records:
-        deviation = (getattr(case, "sham", None) or {}).get("deviation")
-        if case.check == "counterfactual" and deviation:
+        sham = getattr(case, "sham", None) if case.check == "counterfactual" else None
+        deviation = None if sham is None else sham.deviation
+        if deviation:
             by_model[case.model, deviation] = by_model.get((case.model, deviation), 0) + 1
     return [
         f"counterfactual ({count} case{'s' if count > 1 else ''} of {model}): {deviation}; judged against the "
