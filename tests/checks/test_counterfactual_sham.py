@@ -104,8 +104,12 @@ def test_shipped_outputs_without_sham_answers_fall_back_with_the_deviation_and_a
 
 def test_the_deviation_is_one_line_per_model_on_every_surface():
     records = [
-        types.SimpleNamespace(check="counterfactual", model="demo", sham=ShamArm(deviation=SHAM_NOT_CACHED, decides=False)),
-        types.SimpleNamespace(check="counterfactual", model="demo", sham=ShamArm(deviation=SHAM_NOT_CACHED, decides=False)),
+        types.SimpleNamespace(
+            check="counterfactual", model="demo", sham=ShamArm(deviation=SHAM_NOT_CACHED, decides=False)
+        ),
+        types.SimpleNamespace(
+            check="counterfactual", model="demo", sham=ShamArm(deviation=SHAM_NOT_CACHED, decides=False)
+        ),
         types.SimpleNamespace(check="counterfactual", model="sim:fair", sham=ShamArm(decides=True)),
     ]
     assert counterfactual_sham_deviations(records) == [
