@@ -119,7 +119,7 @@ def described(kind: Any) -> str:
     if kind in _SCALARS:
         return " or ".join(accepted.__name__ for accepted in _SCALARS[kind])
     if kind in (list, tuple) or typing.get_origin(kind) in (list, tuple):
-        return "list"
+        return "a list"
     return "dict"
 
 
@@ -157,15 +157,3 @@ def _fits(kind: Any, value: Any) -> bool:
     if kind in (list, tuple) or typing.get_origin(kind) in (list, tuple):
         return isinstance(value, (list, tuple))
     return isinstance(value, Mapping)
-
-
-def known_fields(kind: type, data: Any, where: str) -> dict[str, Any]:
-    """``data`` as a dict, where it is a JSON object whose every key is a field of dataclass ``kind``; otherwise a
-    ``ValueError`` naming ``where``."""
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    names = {field.name for field in dataclasses.fields(kind)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}")
-    return dict(data)

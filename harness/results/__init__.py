@@ -241,7 +241,7 @@ def parse_results(data: Any, source: str = "results.json") -> RunResults:
     if data.get("decision") is None:
         decision = derived_decision(verdict, cases, scope, incomplete)
     else:
-        decision = RunDecision.from_json(data["decision"], source)
+        decision = RunDecision.from_json(data["decision"], f"{source}, decision", strict=True)
         if decision.verdict != verdict:
             raise ValueError(
                 f"{source}: key 'verdict' is {verdict!r} but its decision's verdict is {decision.verdict!r}"
