@@ -188,3 +188,29 @@ def test_the_counterfactual_writer_builds_every_row_its_record_declares(kind):
     for name in written:
         text = json.loads(json.dumps(to_json_value(payload[name])))
         assert from_json_value(hints[name], text, f"{kind} payload", name, strict=True) == payload[name], name
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (
+            lambda c: c["directions"]["female"].update(p="small"),
+            r"directions, female: key 'p' must be int or float or null, got 'small'",
+        ),
+        (lambda c: c["perceived"][1].update(clips=2.5), r"perceived\[1\]: key 'clips' must be int, got 2\.5"),
+        (lambda c: c.update(n_speakers="12"), r": key 'n_speakers' must be int, got '12'"),
+        (
+            lambda c: c["decision"]["contrasts"][0].update(relevant="yes"),
+            r"decision, contrasts\[0\]: key 'relevant' must be bool, got 'yes'",
+        ),
+    ],
+)
+def test_loading_checks_every_nested_value_and_names_its_path(change, error):
+    """A results.json's every nested value is read by its annotation: a bad one is refused naming the file, the case
+    and the path down to the key (issue 60)."""
+    path = REPO / "harness" / "data" / "demo_outputs" / "voice-blind" / "results.json"
+    original = json.loads(path.read_text())
+    index = next(i for i, c in enumerate(original["cases"]) if (c.get("measured") or {}).get("directions"))
+    change(original["cases"][index]["measured"])
+    with pytest.raises(ValueError, match=rf"results\.json, case {index} \(.*\), measured.*{error}"):
+        parse_results(original, str(path))
