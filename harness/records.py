@@ -288,6 +288,25 @@ class AttributeDistribution(JsonRecord):
         return float(self.probabilities[group][index])
 
 
+@dataclasses.dataclass(frozen=True)
+class Statistics:
+    """What a case's record states beside its decision, by name, for a surface that shows it in one line (the CI
+    summary): the case's own ``p``, VIBE's BH ``q`` (it decides nothing), an interval ``ci`` of its value, and a
+    BASIS case's best-worst ``gap`` with its interval ``gap_ci`` (points). A check's record states its own
+    (:meth:`CaseRecord.statistics`); None where it has none."""
+
+    p: float | None = None
+    q: float | None = None
+    ci: tuple[float, float] | None = None
+    gap: float | None = None
+    gap_ci: tuple[float, float] | None = None
+
+    @staticmethod
+    def interval(low: float | None, high: float | None) -> tuple[float, float] | None:
+        """``(low, high)`` where both are known, else None."""
+        return None if low is None or high is None else (float(low), float(high))
+
+
 @dataclasses.dataclass(kw_only=True)
 class CaseRecord:
     """What every check records of a case; ``variant`` is its task or mode (None for none).
@@ -328,6 +347,10 @@ class CaseRecord:
         """A distribution of values over groups that the report draws under the case when it fails (nTVD: the most
         divergent attribute's); None by default."""
         return None
+
+    def statistics(self) -> Statistics:
+        """The p, q, interval and gap the record states (:class:`Statistics`); a check's record states its own."""
+        return Statistics()
 
     @property
     def unmeasured_by_design(self) -> bool:

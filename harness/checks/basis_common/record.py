@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from harness.core.json_records import JsonRecord
-from harness.records import CaseRecord, RecordPayload
+from harness.records import CaseRecord, RecordPayload, Statistics
 
 GAP_INTERVAL = "two-way speaker x item bootstrap"
 """How a BASIS gap's interval is estimated (:class:`GroupGap`)."""
@@ -26,6 +26,11 @@ class GroupGap(JsonRecord):
     worst: str
     p: float | None = None
     estimable: bool = True
+
+    def statistics(self) -> Statistics:
+        """The gap and its interval, as the record's :class:`~harness.records.Statistics`."""
+        return Statistics(gap=self.value, gap_ci=Statistics.interval(self.ci_low, self.ci_high))
+
     reason: str | None = None
     interval: str = GAP_INTERVAL
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from harness.checks.counterfactual.settings import KINDS, CaseThreshold
 from harness.core.json_records import JsonRecord
-from harness.records import CaseRecord, RecordPayload
+from harness.records import CaseRecord, RecordPayload, Statistics
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -238,6 +238,10 @@ class CounterfactualRecord(CounterfactualPayload, CaseRecord):
     Its ``threshold`` states its kind's bar under that kind's key (:class:`CaseThreshold`)."""
 
     threshold: CaseThreshold
+
+    def statistics(self) -> Statistics:
+        """The voice effect's paired permutation p."""
+        return Statistics(p=self.p)
 
     def to_json(self) -> dict[str, Any]:
         """The record's JSON, without the stimulus identities it does not know (:data:`STIMULUS_IDENTITY`): a record
