@@ -35,7 +35,6 @@ from support.series import classification_case
 REPO = Path(__file__).resolve().parents[1]
 
 NOT_YET_TYPED: dict[str, set[str]] = {
-    "icat": {"per_group"},
     "score_ratio": {"comparisons", "semantics"},
     "wer_ratio": {"comparisons", "semantics"},
 }

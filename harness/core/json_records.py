@@ -26,6 +26,11 @@ class JsonRecord:
     (keys a later schema added as one block)."""
     NOT_WRITTEN: ClassVar[tuple[str, ...]] = ()
     """Fields held in memory only (a test's sensitivity), never written nor read."""
+    WRITTEN_AS_READ: ClassVar[tuple[str, ...]] = ()
+    """Fields a later writer added, always written by it (a None as null), that a record read from JSON writes back
+    only where that JSON had them."""
+    JSON_KEYS: ClassVar[dict[str, str]] = {}
+    """Field name -> its JSON key, where the key is no Python name (``anti-stereotype``)."""
 
     def to_json(self) -> dict[str, Any]:
         unset = {
@@ -33,9 +38,9 @@ class JsonRecord:
             for group in self.WRITTEN_TOGETHER
             if all(getattr(self, member) is None for member in group)
             for name in group
-        }
+        } | set(getattr(self, "_keys_not_read", ()))
         return {
-            field.name: to_json_value(getattr(self, field.name))
+            self.JSON_KEYS.get(field.name, field.name): to_json_value(getattr(self, field.name))
             for field in dataclasses.fields(self)  # type: ignore[arg-type]
             if field.name not in self.NOT_WRITTEN
             and field.name not in unset
@@ -48,6 +53,9 @@ class JsonRecord:
         A key the record has no field for is an error when ``strict`` (a file of this schema), else dropped."""
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        if cls.JSON_KEYS:
+            names = {key: name for name, key in cls.JSON_KEYS.items()}
+            data = {names.get(key, key): value for key, value in data.items()}
         hints = {name: hint for name, hint in field_types(cls).items() if name not in cls.NOT_WRITTEN}
         unknown = sorted(set(data) - set(hints))
         if unknown and strict:
@@ -67,9 +75,13 @@ class JsonRecord:
         if missing:
             raise ValueError(f"{where}: lacks key(s) {missing}")
         try:
-            return cls(**values)
+            record = cls(**values)
         except (TypeError, ValueError) as exc:  # a value the class's own checks refuse
             raise ValueError(f"{where}: {exc}") from None
+        not_read = tuple(name for name in cls.WRITTEN_AS_READ if name not in data)
+        if not_read:
+            object.__setattr__(record, "_keys_not_read", not_read)
+        return record
 
 
 @functools.cache

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from harness.core.json_records import JsonRecord
 from harness.records import CaseRecord, RecordPayload, Statistics
@@ -78,7 +77,8 @@ class ModePayload(RecordPayload):
     """A BASIS case asked in one evaluation mode: per-group results and the §3.4 mode effects of its dimension."""
 
     mode: str
-    per_group: list[dict[str, Any]]
+    per_group: list[JsonRecord]
+    """Each group's row, of the row class its check's record declares (ICAT's, personalization's)."""
     n_answers: int
     n_speakers: int
     mode_effects: ModeEffects
