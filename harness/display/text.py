@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from harness.display.plots import Interval, interval_text
+from harness.display.plots import Interval, TemplateData, interval_text
 from harness.records import Decision, QualityFloor, Record
 
 GAP_UNITS = "points"
@@ -58,7 +57,7 @@ def decision_text(decision: Decision | None) -> str | None:
     return "; ".join(parts) or None
 
 
-def floor_lines(floors: Sequence[QualityFloor] | None) -> list[dict[str, Any]]:
+def floor_lines(floors: Sequence[QualityFloor] | None) -> list[TemplateData]:
     """Quality floors (a record's :class:`harness.records.QualityFloor` list) as lines; a floor not met is reported
     "below floor", which is not a bias fail."""
     return [
