@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
-from harness.core.json_records import JsonRecord, field_types, from_json_value, row_fields, to_json_value
+from harness.core.json_records import JsonRecord, field_types, from_json_value, row_fields
 from harness.metrics.permutation_floor import PermutationFloor
 from harness.thresholds import Bound, SignificanceRule
 
@@ -258,10 +258,8 @@ RELEASE_JUDGED = ("compared", "backbone")
 """Statuses of a release comparison under which a case's release verdict is its regression verdict (issue 23): a
 mode without audio never regresses; a new or unsupported case keeps its absolute verdict."""
 
+
 # Filled in after the check's verdict, and omitted from results.json while unset.
-_WHEN_SET = ("decision", "floors", "absolute_passed", "release", "baseline", "nodeid")
-
-
 @dataclasses.dataclass(kw_only=True)
 class RecordPayload:
     """The fields a check's record adds to :class:`CaseRecord`, as its measurement gives them
@@ -308,7 +306,7 @@ class Statistics:
 
 
 @dataclasses.dataclass(kw_only=True)
-class CaseRecord:
+class CaseRecord(JsonRecord):
     """What every check records of a case; ``variant`` is its task or mode (None for none).
 
     ``threshold`` is what the case is judged by, the check's typed thresholds (:class:`StatedThreshold`; a check's
@@ -339,6 +337,11 @@ class CaseRecord:
     baseline: BaselineComparison | None = None
     nodeid: str | None = None
 
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = (
+        "decision", "floors", "absolute_passed", "release", "baseline", "nodeid"
+    )  # fmt: skip
+    """The results.json entry is every field, in declaration order (the codec, :class:`JsonRecord`), less these
+    while unset (a run without a baseline, a file written before the field)."""
     TYPED_FIELDS: ClassVar[tuple[str, ...]] = ("threshold", "decision", "floors", "baseline")
     """The fields whose values are records of their own, written by their ``to_json`` and read by
     :meth:`typed_fields_from_json`."""
@@ -375,18 +378,6 @@ class CaseRecord:
             return UNMEASURED
         return "pass" if self.passed else "FAIL"
 
-    def to_json(self) -> dict[str, Any]:
-        """The results.json entry: every field, in declaration order, less the unset ones of :data:`_WHEN_SET`; a
-        typed value (:data:`TYPED_FIELDS`) written by its ``to_json``, a payload's row classes
-        (:func:`harness.core.json_records.row_fields`) by the codec."""
-        values = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        rows = row_fields(type(self)) - set(self.TYPED_FIELDS)
-        return {
-            name: _written(value) if name in self.TYPED_FIELDS else to_json_value(value) if name in rows else value
-            for name, value in values.items()
-            if not (name in _WHEN_SET and value is None)
-        }
-
     @classmethod
     def threshold_from_json(cls, data: Mapping[str, Any], where: str) -> Any:
         """The record's ``threshold`` (of JSON record ``data``) read as the class its annotation names, which has a
@@ -422,11 +413,6 @@ class CaseRecord:
         if data.get("baseline") is not None:
             typed["baseline"] = BaselineComparison.from_json(data["baseline"], f"{where}, baseline", strict=True)
         return typed
-
-
-def _written(value: Any) -> Any:
-    """A typed record field's value as JSON: a record (or each record of a list) by its ``to_json``."""
-    return [item.to_json() for item in value] if isinstance(value, list) else value.to_json()
 
 
 UNMEASURED = "unmeasured"
@@ -481,7 +467,7 @@ class Cause(JsonRecord):
 
 
 @dataclasses.dataclass(kw_only=True)
-class UnmeasuredRecord:
+class UnmeasuredRecord(JsonRecord):
     """A gate case that raised instead of reaching a verdict: its check and identity (model, corpus, dimension,
     variant, id; None only where a file of schema 1 did not record them), ``status`` ``unmeasured``, ``message``
     the error and ``cause`` its kind and source (:class:`Cause`)."""
@@ -501,12 +487,7 @@ class UnmeasuredRecord:
     """The record of a case that was measured and decided but whose design could not have failed it (cause
     ``design``, issue 57): what it found, kept so that nothing measured is lost; None otherwise."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            field.name: value.to_json() if isinstance(value, (Cause, CaseRecord)) else value
-            for field in dataclasses.fields(self)
-            if (value := getattr(self, field.name)) is not None or field.name not in ("cause", "nodeid", "measured")
-        }
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("cause", "nodeid", "measured")
 
 
 Record = CaseRecord | UnmeasuredRecord

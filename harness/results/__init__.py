@@ -378,7 +378,8 @@ def record_from_json(data: Any, where: str, version: int = SCHEMA_VERSION) -> Re
     else:
         typed = kind.typed_fields_from_json(data, where)
     hints = field_types(kind)
-    return kind(**{name: from_json_value(hints[name], value, where, name) for name, value in data.items()} | typed)
+    read = {name: from_json_value(hints[name], value, where, name) for name, value in data.items() if name not in typed}
+    return kind(**read | typed)
 
 
 def case_where(source: str, index: int, case: Any) -> str:

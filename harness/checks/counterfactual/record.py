@@ -232,6 +232,18 @@ class CounterfactualPayload(RecordPayload):
     ratios of each arm to its recording; not written for a transform without them."""
 
 
+STIMULUS_IDENTITY = (
+    "transform_source",
+    "resynthesiser",
+    "perceiver_fingerprint",
+    "manipulation",
+    "perceiver_accuracy",
+    "sham",
+)
+"""The record's fields that identify its arms' stimuli beyond the transform's name and settings (issue 58), and the
+manipulation checks (issue 61): written only where known, so a record of a transform without them reads as before."""
+
+
 @dataclasses.dataclass(kw_only=True)
 class CounterfactualRecord(CounterfactualPayload, CaseRecord):
     """The results.json record of a counterfactual case: the case's fields, then :class:`CounterfactualPayload`'s.
@@ -243,12 +255,9 @@ class CounterfactualRecord(CounterfactualPayload, CaseRecord):
         """The voice effect's paired permutation p."""
         return Statistics(p=self.p)
 
-    def to_json(self) -> dict[str, Any]:
-        """The record's JSON, without the stimulus identities it does not know (:data:`STIMULUS_IDENTITY`): a record
-        read from a results.json made before them is written back as it was."""
-        return {
-            key: value for key, value in super().to_json().items() if not (key in STIMULUS_IDENTITY and value is None)
-        }
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = (*CaseRecord.OMITTED_WHEN_NONE, *STIMULUS_IDENTITY)
+    """The case's, and the stimulus identities it does not know (:data:`STIMULUS_IDENTITY`): a record read from a
+    results.json made before them is written back as it was."""
 
     @classmethod
     def threshold_from_json(cls, data: Mapping[str, Any], where: str) -> CaseThreshold:
@@ -258,16 +267,5 @@ class CounterfactualRecord(CounterfactualPayload, CaseRecord):
             raise ValueError(f"{where}: key 'kind' must be one of {sorted(KINDS)}, got {kind!r:.80}")
         return CaseThreshold.from_json(data["threshold"], f"{where}, threshold", KINDS[kind])
 
-
-STIMULUS_IDENTITY = (
-    "transform_source",
-    "resynthesiser",
-    "perceiver_fingerprint",
-    "manipulation",
-    "perceiver_accuracy",
-    "sham",
-)
-"""The record's fields that identify its arms' stimuli beyond the transform's name and settings (issue 58), and the
-manipulation checks (issue 61): written only where known, so a record of a transform without them reads as before."""
 
 RECORD = CounterfactualRecord
