@@ -61,12 +61,12 @@ class JsonRecord:
         if unknown and strict:
             raise ValueError(f"{where}: unknown key(s) {unknown}")
         values = {
-            name: from_json_value(hints[name], value, where, name, strict)
+            name: from_json_value(hints[name], value, where, cls.JSON_KEYS.get(name, name), strict)
             for name, value in data.items()
             if name in hints
         }
         missing = [
-            field.name
+            cls.JSON_KEYS.get(field.name, field.name)
             for field in dataclasses.fields(cls)  # type: ignore[arg-type]
             if field.name not in values
             and field.default is dataclasses.MISSING
@@ -107,7 +107,7 @@ def _holds_record(hint: Any) -> bool:
 def to_json_value(value: Any) -> Any:
     """``value`` as JSON: a record by its ``to_json()``, a mapping or sequence item by item, a NumPy scalar as its
     Python value, a non-finite number as null (JSON has no NaN), anything else as it is."""
-    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:  # a NumPy scalar, not an array
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
