@@ -99,6 +99,17 @@ class PerceiverCalibration:
         """Whether the accuracy reaches ``chance + margin``."""
         return bool(self.accuracy >= self.chance + margin - 1e-12)
 
+    def to_json(self) -> dict:
+        return {
+            "accuracy": float(self.accuracy),
+            "chance": float(self.chance),
+            "recordings": int(self.recordings),
+            "speakers": int(self.speakers),
+            "recall": {group: float(value) for group, value in self.recall.items()},
+            "method": self.method,
+            "min_margin_over_chance": MIN_MARGIN_OVER_CHANCE,
+        }
+
 
 def balanced_accuracy(
     truth: Sequence[str], labels: Sequence[str | None], groups: Sequence[str]

@@ -180,7 +180,7 @@ class CounterfactualCheck(Check):
             "transform": settings.transform,
             "transform_settings": dataclasses.asdict(transform_settings(context, case.dimension)[1]),
             "perceiver": context.perceiver,
-            "perceiver_accuracy": PerceiverAccuracy.of(calibration, MIN_MARGIN_OVER_CHANCE),
+            "perceiver_accuracy": PerceiverAccuracy(**calibration.to_json()),
             **stimulus_identity(context, settings.transform),
             "perceived": perceived_rows(perceived),
             "excluded": dict(perceived.excluded),

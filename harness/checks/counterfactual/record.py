@@ -123,7 +123,7 @@ class ShamArm(JsonRecord):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PerceiverAccuracy(JsonRecord):
-    """The perceiver on the corpus's original recordings, whose groups are known (issue 58;
+    """The perceiver on the corpus's original recordings, whose groups are known (issue 58; the JSON of
     :class:`harness.metrics.perceiver_fit.PerceiverCalibration`): its balanced ``accuracy`` and the ``chance``
     level (0-1), the ``recordings`` and ``speakers`` judged, each group's ``recall``, the ``method`` and the
     ``min_margin_over_chance`` below which the case is unmeasured."""
@@ -135,19 +135,6 @@ class PerceiverAccuracy(JsonRecord):
     recall: dict[str, float]
     method: str
     min_margin_over_chance: float
-
-    @classmethod
-    def of(cls, calibration: Any, margin: float) -> PerceiverAccuracy:
-        """The row of a :class:`~harness.metrics.perceiver_fit.PerceiverCalibration` judged with ``margin``."""
-        return cls(
-            accuracy=float(calibration.accuracy),
-            chance=float(calibration.chance),
-            recordings=int(calibration.recordings),
-            speakers=int(calibration.speakers),
-            recall={str(group): float(value) for group, value in calibration.recall.items()},
-            method=calibration.method,
-            min_margin_over_chance=float(margin),
-        )
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
