@@ -16,8 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
-from harness.core.json_records import JsonRecord, field_types, from_json_value, known_fields, row_fields, to_json_value
-from harness.core.values import finite_or_none
+from harness.core.json_records import JsonRecord, field_types, from_json_value, row_fields
 from harness.metrics.permutation_floor import PermutationFloor
 from harness.thresholds import Bound, SignificanceRule
 
@@ -30,7 +29,7 @@ and identity (``status: unmeasured``, where versions 1-2 wrote ``check: error``)
 
 
 @dataclasses.dataclass(frozen=True)
-class Contrast:
+class Contrast(JsonRecord):
     """One comparison of a case's bias test: ``estimate`` with its interval and two-sided p-value (NaN/None
     when not estimable, with ``reason``), and ``relevant`` (its magnitude exceeds the case's practical
     threshold, e.g. ``|gap| > max_gap`` or a ratio outside ``[lower, upper]``).
@@ -61,12 +60,10 @@ class Contrast:
     sensitivity: Any = dataclasses.field(default=None, compare=False, repr=False)
     """The test's :class:`~harness.metrics.detectable.DetectsEffects` (in memory only, never written)."""
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any], where: str) -> Contrast:
-        fields = known_fields(cls, data, where)
-        if fields.get("floor") is not None:
-            fields["floor"] = PermutationFloor.from_json(fields["floor"], f"{where}, floor")
-        return cls(**fields)
+    WRITTEN_TOGETHER: ClassVar[tuple[tuple[str, ...], ...]] = (("min_p", "floor"), ("bar", "detectable", "powered"))
+    """A contrast without a design floor (or not judged for power: a record written before issue 57, or a contrast
+    without a bar) is written as before they were recorded, and read back with None."""
+    NOT_WRITTEN: ClassVar[tuple[str, ...]] = ("sensitivity",)
 
     @classmethod
     def with_floor(
@@ -83,36 +80,6 @@ class Contrast:
         """A permutation test's contrast (no interval), with its design's smallest p, its bar and sensitivity."""
         return cls(
             label, estimate, None, None, p, relevant, min_p=floor.min_p, floor=floor, bar=bar, sensitivity=sensitivity
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return (
-            {
-                "label": self.label,
-                "estimate": finite_or_none(self.estimate),
-                "ci_low": finite_or_none(self.ci_low),
-                "ci_high": finite_or_none(self.ci_high),
-                "p": finite_or_none(self.p),
-                "relevant": bool(self.relevant),
-                "reason": self.reason,
-            }
-            | (
-                {}  # no design floor: written as before the floor was recorded, and read back as None
-                if self.min_p is None and self.floor is None
-                else {
-                    "min_p": finite_or_none(self.min_p),
-                    "floor": None if self.floor is None else self.floor.as_dict(),
-                }
-            )
-            | (
-                {}  # not judged for power (a record written before issue 57, or a contrast without a bar)
-                if self.powered is None
-                else {
-                    "bar": finite_or_none(self.bar),
-                    "detectable": finite_or_none(self.detectable),
-                    "powered": bool(self.powered),
-                }
-            )
         )
 
 
@@ -137,7 +104,7 @@ class RuleDecision:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Decision(RuleDecision):
+class Decision(RuleDecision, JsonRecord):
     """A case's bias decision, its record's ``decision`` (results.json schema 2): the :class:`RuleDecision` fields of
     :class:`harness.metrics.multitest.CaseDecision`, then what the check tested: the ``statistic``, the ``rule``,
     every ``contrast``, the ``untestable`` contrasts (beyond the practical threshold without a p-value) and the
@@ -158,27 +125,6 @@ class Decision(RuleDecision):
     def decided(self) -> bool:
         """Whether the decision names its statistic and deciding contrast (the first screen reads those)."""
         return self.statistic is not None
-
-    def to_json(self) -> dict[str, Any]:
-        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)} | {
-            "contrasts": [contrast.as_dict() for contrast in self.contrasts],
-            "untestable": list(self.untestable),
-        }
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> Decision:
-        """The decision of a results.json record; ``where`` names the file and case in errors."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{where}: 'decision' is a JSON object, got {type(data).__name__}")
-        fields = known_fields(cls, data, f"{where}, decision")
-        contrasts = fields.get("contrasts", ())
-        if not isinstance(contrasts, (list, tuple)):
-            raise ValueError(f"{where}, decision: 'contrasts' is a list, got {type(contrasts).__name__}")
-        fields["contrasts"] = tuple(
-            Contrast.from_json(c, f"{where}, decision, contrast {i}") for i, c in enumerate(contrasts)
-        )
-        fields["untestable"] = tuple(fields.get("untestable", ()))
-        return cls(**fields)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -276,19 +222,6 @@ class Comparison(JsonRecord):
         """Whether the comparison could not have found a regression (:data:`UNDECIDED_COMPARISONS`)."""
         return self.status in UNDECIDED_COMPARISONS
 
-    def to_json(self) -> dict[str, Any]:
-        """Every field in order, a non-finite number as null (JSON has no NaN)."""
-        return {
-            key: finite_or_none(value) if isinstance(value, float) else value
-            for key, value in super().to_json().items()
-        }
-
-    @classmethod
-    def from_json(cls, data: Any, where: str, strict: bool = True) -> Any:
-        """The comparison of JSON object ``data``; an unknown or missing key, or a value of another type, is a
-        ``ValueError`` naming ``where`` and the key."""
-        return super().from_json(data, where, strict)
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class BaselineComparison(Comparison):
@@ -325,10 +258,8 @@ RELEASE_JUDGED = ("compared", "backbone")
 """Statuses of a release comparison under which a case's release verdict is its regression verdict (issue 23): a
 mode without audio never regresses; a new or unsupported case keeps its absolute verdict."""
 
+
 # Filled in after the check's verdict, and omitted from results.json while unset.
-_WHEN_SET = ("decision", "floors", "absolute_passed", "release", "baseline", "nodeid")
-
-
 @dataclasses.dataclass(kw_only=True)
 class RecordPayload:
     """The fields a check's record adds to :class:`CaseRecord`, as its measurement gives them
@@ -355,8 +286,27 @@ class AttributeDistribution(JsonRecord):
         return float(self.probabilities[group][index])
 
 
+@dataclasses.dataclass(frozen=True)
+class Statistics:
+    """What a case's record states beside its decision, by name, for a surface that shows it in one line (the CI
+    summary): the case's own ``p``, VIBE's BH ``q`` (it decides nothing), an interval ``ci`` of its value, and a
+    BASIS case's best-worst ``gap`` with its interval ``gap_ci`` (points). A check's record states its own
+    (:meth:`CaseRecord.statistics`); None where it has none."""
+
+    p: float | None = None
+    q: float | None = None
+    ci: tuple[float, float] | None = None
+    gap: float | None = None
+    gap_ci: tuple[float, float] | None = None
+
+    @staticmethod
+    def interval(low: float | None, high: float | None) -> tuple[float, float] | None:
+        """``(low, high)`` where both are known, else None."""
+        return None if low is None or high is None else (float(low), float(high))
+
+
 @dataclasses.dataclass(kw_only=True)
-class CaseRecord:
+class CaseRecord(JsonRecord):
     """What every check records of a case; ``variant`` is its task or mode (None for none).
 
     ``threshold`` is what the case is judged by, the check's typed thresholds (:class:`StatedThreshold`; a check's
@@ -387,6 +337,11 @@ class CaseRecord:
     baseline: BaselineComparison | None = None
     nodeid: str | None = None
 
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = (
+        "decision", "floors", "absolute_passed", "release", "baseline", "nodeid"
+    )  # fmt: skip
+    """The results.json entry is every field, in declaration order (the codec, :class:`JsonRecord`), less these
+    while unset (a run without a baseline, a file written before the field)."""
     TYPED_FIELDS: ClassVar[tuple[str, ...]] = ("threshold", "decision", "floors", "baseline")
     """The fields whose values are records of their own, written by their ``to_json`` and read by
     :meth:`typed_fields_from_json`."""
@@ -395,6 +350,10 @@ class CaseRecord:
         """A distribution of values over groups that the report draws under the case when it fails (nTVD: the most
         divergent attribute's); None by default."""
         return None
+
+    def statistics(self) -> Statistics:
+        """The p, q, interval and gap the record states (:class:`Statistics`); a check's record states its own."""
+        return Statistics()
 
     @property
     def unmeasured_by_design(self) -> bool:
@@ -419,18 +378,6 @@ class CaseRecord:
             return UNMEASURED
         return "pass" if self.passed else "FAIL"
 
-    def to_json(self) -> dict[str, Any]:
-        """The results.json entry: every field, in declaration order, less the unset ones of :data:`_WHEN_SET`; a
-        typed value (:data:`TYPED_FIELDS`) written by its ``to_json``, a payload's row classes
-        (:func:`harness.core.json_records.row_fields`) by the codec."""
-        values = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        rows = row_fields(type(self)) - set(self.TYPED_FIELDS)
-        return {
-            name: _written(value) if name in self.TYPED_FIELDS else to_json_value(value) if name in rows else value
-            for name, value in values.items()
-            if not (name in _WHEN_SET and value is None)
-        }
-
     @classmethod
     def threshold_from_json(cls, data: Mapping[str, Any], where: str) -> Any:
         """The record's ``threshold`` (of JSON record ``data``) read as the class its annotation names, which has a
@@ -454,7 +401,7 @@ class CaseRecord:
         if "threshold" in data:
             typed["threshold"] = cls.threshold_from_json(data, where)
         if data.get("decision") is not None:
-            typed["decision"] = Decision.from_json(data["decision"], where)
+            typed["decision"] = Decision.from_json(data["decision"], f"{where}, decision", strict=True)
         if data.get("floors") is not None:
             floors = data["floors"]
             if not isinstance(floors, list):
@@ -464,13 +411,8 @@ class CaseRecord:
                 for index, floor in enumerate(floors)
             ]
         if data.get("baseline") is not None:
-            typed["baseline"] = BaselineComparison.from_json(data["baseline"], f"{where}, baseline")
+            typed["baseline"] = BaselineComparison.from_json(data["baseline"], f"{where}, baseline", strict=True)
         return typed
-
-
-def _written(value: Any) -> Any:
-    """A typed record field's value as JSON: a record (or each record of a list) by its ``to_json``."""
-    return [item.to_json() for item in value] if isinstance(value, list) else value.to_json()
 
 
 UNMEASURED = "unmeasured"
@@ -481,7 +423,7 @@ CAUSE_KINDS = ("model", "server", "config", "cache", "input", "design", "interna
 
 
 @dataclasses.dataclass(frozen=True)
-class Cause:
+class Cause(JsonRecord):
     """Why a case was not measured (:func:`harness.gate.outcomes.cause_of`): ``kind`` (one of :data:`CAUSE_KINDS`),
     ``source`` (the URL, file, spec or key at fault, when known) and the error's one-line ``message``. Where the cause
     lies with a model the run uses to measure the case rather than the model under test (:mod:`harness.gate.roles`),
@@ -494,6 +436,9 @@ class Cause:
     role: str | None = None
     spec: str | None = None
     set_by: str | None = None
+
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("role", "spec", "set_by")
+    """The results.json ``cause``: kind, source and message, and the role's fields where it has one."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -520,25 +465,9 @@ class Cause:
             where += f", {self.source}"
         return where
 
-    def to_json(self) -> dict[str, Any]:
-        """The results.json ``cause``: kind, source and message, and the role's fields where it has one."""
-        fields = dataclasses.asdict(self)
-        return fields if self.role else {key: fields[key] for key in ("kind", "source", "message")}
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> Cause:
-        fields = known_fields(cls, data, f"{where}, cause")
-        for key in ("kind", "message"):
-            if not isinstance(fields.get(key), str):
-                raise ValueError(f"{where}, cause: key {key!r} must be a string, got {fields.get(key)!r:.80}")
-        for key in ("source", "role", "spec", "set_by"):
-            if fields.get(key) is not None and not isinstance(fields[key], str):
-                raise ValueError(f"{where}, cause: key {key!r} must be a string or null, got {fields[key]!r:.80}")
-        return cls(**{"source": None, **fields})
-
 
 @dataclasses.dataclass(kw_only=True)
-class UnmeasuredRecord:
+class UnmeasuredRecord(JsonRecord):
     """A gate case that raised instead of reaching a verdict: its check and identity (model, corpus, dimension,
     variant, id; None only where a file of schema 1 did not record them), ``status`` ``unmeasured``, ``message``
     the error and ``cause`` its kind and source (:class:`Cause`)."""
@@ -558,12 +487,7 @@ class UnmeasuredRecord:
     """The record of a case that was measured and decided but whose design could not have failed it (cause
     ``design``, issue 57): what it found, kept so that nothing measured is lost; None otherwise."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            field.name: value.to_json() if isinstance(value, (Cause, CaseRecord)) else value
-            for field in dataclasses.fields(self)
-            if (value := getattr(self, field.name)) is not None or field.name not in ("cause", "nodeid", "measured")
-        }
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ("cause", "nodeid", "measured")
 
 
 Record = CaseRecord | UnmeasuredRecord
@@ -588,15 +512,12 @@ SPOT_CHECK = "spot-check"
 
 
 @dataclasses.dataclass(frozen=True)
-class Omitted:
+class Omitted(JsonRecord):
     """A case of the full gate that did not run, and why (``reason``)."""
 
     check: str
     id: str
     reason: str
-
-    def as_dict(self) -> dict[str, str]:
-        return dataclasses.asdict(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -630,9 +551,9 @@ class Scope:
             "gate_cases": self.gate_cases,
             "ran": self.ran,
             "spot_check": self.spot_check,
-            "deselected": [entry.as_dict() for entry in self.deselected],
-            "skipped": [entry.as_dict() for entry in self.skipped],
-            "not_collected": [entry.as_dict() for entry in self.not_collected],
+            "deselected": [entry.to_json() for entry in self.deselected],
+            "skipped": [entry.to_json() for entry in self.skipped],
+            "not_collected": [entry.to_json() for entry in self.not_collected],
             "off": list(self.off),
         }
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
-from harness.core.json_records import known_fields
+from harness.core.json_records import JsonRecord
 from harness.records import SPOT_CHECK, Record, UnmeasuredRecord
 
 PASS, FAIL, UNMEASURED, INCOMPLETE = "pass", "fail", "unmeasured", "incomplete"
@@ -52,7 +51,7 @@ def verdict_of(*, failed: int, unmeasured: int, stopped: bool, spot_check: bool)
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelDecision:
+class ModelDecision(JsonRecord):
     """One model's verdict and the counts it rests on: its cases that ran (``passed``, ``failed``,
     ``unmeasured``), those selected that did not run (``not_run``: the run was stopped first) and those of the full
     gate the run left out (``left_out``: a spot check)."""
@@ -67,7 +66,10 @@ class ModelDecision:
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
-            raise ValueError(f"model {self.model!r}: verdict must be one of {list(VERDICTS)}, got {self.verdict!r}")
+            raise ValueError(f"key 'verdict' must be one of {list(VERDICTS)}, got {self.verdict!r}")
+        for key in ("passed", "failed", "unmeasured", "not_run", "left_out"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"key {key!r} must be a whole number >= 0, got {getattr(self, key)}")
 
     @property
     def ran(self) -> int:
@@ -84,12 +86,9 @@ class ModelDecision:
             text += f"; {self.left_out} left out of the spot check"
         return text
 
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
 
 @dataclasses.dataclass(frozen=True)
-class RunDecision:
+class RunDecision(JsonRecord):
     """The run's verdict and each model's (:class:`ModelDecision`, in the order the run met them): results.json's
     ``decision``, which every surface reads."""
 
@@ -98,38 +97,7 @@ class RunDecision:
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {list(VERDICTS)}, got {self.verdict!r}")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "models": [decision.to_json() for decision in self.models]}
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> RunDecision:
-        """The decision of a results.json's ``decision`` object; anything that does not fit is one ``ValueError``
-        naming ``where`` and the key."""
-        where = f"{where}, decision"
-        data = known_fields(cls, data, where)
-        models = data.get("models", [])
-        if not isinstance(models, list):
-            raise ValueError(f"{where}: key 'models' must be a list, got {models!r:.80}")
-        entries = tuple(_model_from_json(entry, f"{where}, models[{index}]") for index, entry in enumerate(models))
-        verdict = data.get("verdict")
-        if verdict not in VERDICTS:
-            raise ValueError(f"{where}: key 'verdict' must be one of {list(VERDICTS)}, got {verdict!r:.80}")
-        return cls(verdict, entries)
-
-
-def _model_from_json(data: Any, where: str) -> ModelDecision:
-    data = known_fields(ModelDecision, data, where)
-    if not isinstance(data.get("model"), str):
-        raise ValueError(f"{where}: key 'model' must be a string, got {data.get('model')!r:.80}")
-    if data.get("verdict") not in VERDICTS:
-        raise ValueError(f"{where}: key 'verdict' must be one of {list(VERDICTS)}, got {data.get('verdict')!r:.80}")
-    for key in ("passed", "failed", "unmeasured", "not_run", "left_out"):
-        value = data.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{where}: key {key!r} must be a whole number >= 0, got {value!r:.80}")
-    return ModelDecision(**data)
+            raise ValueError(f"key 'verdict' must be one of {list(VERDICTS)}, got {self.verdict!r}")
 
 
 def decide_run(

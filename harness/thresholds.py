@@ -43,6 +43,8 @@ from typing import Any, ClassVar, Self, TypeVar
 
 import yaml
 
+from harness.core.json_records import JsonRecord
+
 TYPE_WORDS = {
     bool: "true or false",
     int: "an integer",
@@ -273,7 +275,7 @@ def stricter_value(key: ThresholdKey | None, first: Any, second: Any) -> Any:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SectionThresholds:
+class SectionThresholds(JsonRecord):
     """The typed thresholds of one case of a check: a frozen dataclass whose :func:`setting` fields are the keys of
     the check's thresholds.yaml section. Parsed once per case from the merged layers (:meth:`Thresholds.settings`);
     checks and views read its attributes, never a key by its name. A case's record holds them as its ``threshold``
@@ -353,23 +355,17 @@ class SectionThresholds:
         keys = self.recorded_keys() if self.record_keys is None else self.record_keys
         return {name: getattr(self, name) for name in keys}
 
+    NOT_WRITTEN: ClassVar[tuple[str, ...]] = ("record_keys",)
+
     @classmethod
-    def from_json(cls, data: Any, where: str) -> Self:
-        """The thresholds a results.json record states (its ``threshold``), for the baseline and the report: a key the
-        record does not state keeps its default. A key that is no setting of this class, or a value of another type
-        than the setting's, is a ``ValueError`` naming ``where`` and the key."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
-        keys = cls.threshold_keys()
-        unknown = sorted(set(data) - set(keys))
-        if unknown:
-            raise ValueError(f"{where}: unknown key(s) {unknown}; valid: {', '.join(keys)}")
-        for name, value in data.items():
-            key = keys[name]
-            if not (value is None and key.default is None) and value_type_problem(key, value):
-                raise ValueError(f"{where}: key {name!r} {value_type_problem(key, value)}, got {value!r:.80}")
+    def from_json(cls, data: Any, where: str, strict: bool = True) -> Self:
+        """The thresholds a results.json record states (its ``threshold``), read by the codec (always strict: a key
+        that is no setting of this class, or a value of another type than its annotation's, is a ``ValueError``
+        naming ``where`` and the key); a key the record does not state keeps its default, and the keys it stated
+        are kept (:attr:`record_keys`), so that it is written back as it was."""
+        record = super().from_json(data, where, strict=True)
         stated = tuple(data)
-        return cls(**data, record_keys=None if stated == cls.recorded_keys() else stated)
+        return dataclasses.replace(record, record_keys=None if stated == cls.recorded_keys() else stated)
 
 
 SectionT = TypeVar("SectionT", bound=SectionThresholds)

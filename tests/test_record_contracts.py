@@ -231,7 +231,7 @@ def measured_case(**changes: Any) -> dict[str, Any]:
     ("changes", "error"),
     [
         ({"threshold": {"max_ntvd": 20.0, "colour": 1}}, r"r\.json, threshold: unknown key\(s\) \['colour'\]"),
-        ({"threshold": {"max_ntvd": "high"}}, r"r\.json, threshold: key 'max_ntvd' is not a number"),
+        ({"threshold": {"max_ntvd": "high"}}, r"r\.json, threshold: key 'max_ntvd' must be int or float, got 'high'"),
         ({"threshold": [20.0]}, r"r\.json, threshold: expected a JSON object, got list"),
         ({"floors": {"key": "min_icat"}}, r"r\.json: key 'floors' must be a list or null"),
         ({"floors": [{"key": "min_icat", "value": 1.0, "met": True}]}, r"r\.json, floors\[0\]: lacks key\(s\) \['threshold'\]"),

@@ -13,14 +13,19 @@ A record's nested payload (nTVD's ``example_pair``, BASIS's ``gap``, ...) is a s
 from __future__ import annotations
 
 import json
+import types
 import typing
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from harness.checks import CHECKS, check_part
-from harness.core.json_records import JsonRecord, field_types, row_fields
+from harness.checks.counterfactual.check import CounterfactualCheck, perceived_rows
+from harness.checks.counterfactual.record import CounterfactualRecord
+from harness.checks.counterfactual.settings import IDENTITY, ORIGINAL, SHAM, SWAP, CounterfactualThresholds
+from harness.core.json_records import JsonRecord, field_types, from_json_value, row_fields, to_json_value
 from harness.records import CaseRecord
 from harness.results import parse_results, record_from_json
 
@@ -30,18 +35,6 @@ from support.series import classification_case
 REPO = Path(__file__).resolve().parents[1]
 
 NOT_YET_TYPED: dict[str, set[str]] = {
-    "counterfactual": {
-        "artifact",
-        "directions",
-        "distributions",
-        "flip_rates",
-        "manipulation",
-        "perceived",
-        "perceiver_accuracy",
-        "sham",
-        "shifts",
-    },  # fmt: skip
-    "icat": {"per_group"},
     "score_ratio": {"comparisons", "semantics"},
     "wer_ratio": {"comparisons", "semantics"},
 }
@@ -126,7 +119,8 @@ def test_every_shipped_results_file_reads_its_rows_as_classes_and_writes_them_ba
                 continue
             rows += 1
             value = getattr(record, name)
-            assert isinstance(value, JsonRecord) or all(isinstance(item, JsonRecord) for item in value), name
+            items = value.values() if isinstance(value, dict) else [value] if isinstance(value, JsonRecord) else value
+            assert all(isinstance(item, JsonRecord) for item in items), name
             assert record.to_json()[name] == written[name], (record.id, name)
     assert rows > 0
     if original.get("schema_version") == 3:
@@ -143,3 +137,79 @@ def test_a_row_that_lacks_a_key_is_refused_naming_its_path():
     basis["gap"] = {"value": 9.0, "ci_low": 1.0, "ci_high": 17.0, "top": "f", "worst": "m"}
     with pytest.raises(ValueError, match=r"r\.json, gap: lacks key\(s\) \['best'\]"):
         record_from_json(basis, "r.json")
+
+
+def arm_table(value_of, columns: list[str], speakers: int = 6, recordings: int = 4) -> pd.DataFrame:
+    """Per group (female, male) ``speakers`` speakers of ``recordings`` recordings each, answered on every arm:
+    ``value_of(group, speaker, recording, arm)`` gives the row's measure columns (``columns``)."""
+    rows = [
+        (f"{group}{speaker}", f"{group}{speaker}-{recording}", arm, group, *value_of(group, speaker, recording, arm))
+        for group in ("female", "male")
+        for speaker in range(speakers)
+        for recording in range(recordings)
+        for arm in (ORIGINAL, IDENTITY, SHAM, SWAP)
+    ]
+    return pd.DataFrame(rows, columns=["speaker", "recording", "arm", "source_group", *columns])
+
+
+WRITER_TABLES = {
+    "vibe": arm_table(
+        lambda group, speaker, recording, arm: ("job", ("nurse" if arm == SWAP else "pilot") if recording < 3 else "cook"),
+        ["attribute", "value"],
+    ),
+    "wer": arm_table(lambda group, speaker, recording, arm: (2 + speaker % 3 + 4 * (arm == SWAP), 20), ["errors", "words"]),
+    "stereotype": arm_table(
+        lambda group, speaker, recording, arm: ("stereotype" if arm == SWAP or recording == 0 else "unrelated",),
+        ["choice"],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", sorted(WRITER_TABLES))
+def test_the_counterfactual_writer_builds_every_row_its_record_declares(kind):
+    """The writer-rename test (issue 60): the counterfactual check's own measure of each kind (with a sham arm)
+    builds its payload's nested values as the row classes the record declares, which write JSON that the codec reads
+    back equal. A key renamed or left out on the writer side (``counterfactual/check.py``) fails here: the row class
+    refuses a keyword it does not declare, and a row missing a field cannot be built."""
+    settings = CounterfactualThresholds(n_permutations=99)
+    check = CounterfactualCheck()
+    measure = {"vibe": check._vibe, "wer": check._wer, "stereotype": check._stereotype}[kind]
+    _, payload, _ = measure(WRITER_TABLES[kind], settings, 7)
+    shares = pd.DataFrame(
+        {"clips": [24, 24], "perceived_as_target": [23, 24], "share": [23 / 24, 1.0]},
+        index=pd.MultiIndex.from_tuples([("female", "male"), ("male", "female")]),
+    )
+    payload["perceived"] = perceived_rows(types.SimpleNamespace(shares=shares))
+    hints = field_types(CounterfactualRecord)
+    written = [name for name in row_fields(CounterfactualRecord) if payload.get(name) not in (None, [], {})]
+    assert {"perceived", "artifact", "sham"} <= set(written)
+    assert ({"flip_rates", "shifts", "distributions"} if kind == "vibe" else {"directions"}) <= set(written)
+    for name in written:
+        text = json.loads(json.dumps(to_json_value(payload[name])))
+        assert from_json_value(hints[name], text, f"{kind} payload", name, strict=True) == payload[name], name
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (
+            lambda c: c["directions"]["female"].update(p="small"),
+            r"directions, female: key 'p' must be int or float or null, got 'small'",
+        ),
+        (lambda c: c["perceived"][1].update(clips=2.5), r"perceived\[1\]: key 'clips' must be int, got 2\.5"),
+        (lambda c: c.update(n_speakers="12"), r": key 'n_speakers' must be int, got '12'"),
+        (
+            lambda c: c["decision"]["contrasts"][0].update(relevant="yes"),
+            r"decision, contrasts\[0\]: key 'relevant' must be bool, got 'yes'",
+        ),
+    ],
+)
+def test_loading_checks_every_nested_value_and_names_its_path(change, error):
+    """A results.json's every nested value is read by its annotation: a bad one is refused naming the file, the case
+    and the path down to the key (issue 60)."""
+    path = REPO / "harness" / "data" / "demo_outputs" / "voice-blind" / "results.json"
+    original = json.loads(path.read_text())
+    index = next(i for i, c in enumerate(original["cases"]) if (c.get("measured") or {}).get("directions"))
+    change(original["cases"][index]["measured"])
+    with pytest.raises(ValueError, match=rf"results\.json, case {index} \(.*\), measured.*{error}"):
+        parse_results(original, str(path))

@@ -71,7 +71,7 @@ def bias_decision(
             rule=rule,
             not_estimable_reason=not_estimable_reason or ("; ".join(dict.fromkeys(reasons)) or None),
         )
-    deciding = contrasts[decision.deciding].as_dict() if decision.deciding is not None else {}
+    deciding = contrasts[decision.deciding].to_json() if decision.deciding is not None else {}
     untestable = [c.label for c, p in zip(contrasts, decided_p) if untestable_reason(c, p, rule) is not None]
     block = Decision(
         **decision.as_dict(),

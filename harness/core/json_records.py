@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -20,12 +21,30 @@ class JsonRecord:
     names the fields left out of the JSON while None (a key some writers do not write)."""
 
     OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ()
+    WRITTEN_TOGETHER: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    """Groups of fields written whole (a None as null) where any of them is set, and left out together otherwise
+    (keys a later schema added as one block)."""
+    NOT_WRITTEN: ClassVar[tuple[str, ...]] = ()
+    """Fields held in memory only (a test's sensitivity), never written nor read."""
+    WRITTEN_AS_READ: ClassVar[tuple[str, ...]] = ()
+    """Fields a later writer added, always written by it (a None as null), that a record read from JSON writes back
+    only where that JSON had them."""
+    JSON_KEYS: ClassVar[dict[str, str]] = {}
+    """Field name -> its JSON key, where the key is no Python name (``anti-stereotype``)."""
 
     def to_json(self) -> dict[str, Any]:
+        unset = {
+            name
+            for group in self.WRITTEN_TOGETHER
+            if all(getattr(self, member) is None for member in group)
+            for name in group
+        } | set(getattr(self, "_keys_not_read", ()))
         return {
-            field.name: to_json_value(getattr(self, field.name))
+            self.JSON_KEYS.get(field.name, field.name): to_json_value(getattr(self, field.name))
             for field in dataclasses.fields(self)  # type: ignore[arg-type]
-            if not (field.name in self.OMITTED_WHEN_NONE and getattr(self, field.name) is None)
+            if field.name not in self.NOT_WRITTEN
+            and field.name not in unset
+            and not (field.name in self.OMITTED_WHEN_NONE and getattr(self, field.name) is None)
         }
 
     @classmethod
@@ -34,17 +53,20 @@ class JsonRecord:
         A key the record has no field for is an error when ``strict`` (a file of this schema), else dropped."""
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
-        hints = field_types(cls)
+        if cls.JSON_KEYS:
+            names = {key: name for name, key in cls.JSON_KEYS.items()}
+            data = {names.get(key, key): value for key, value in data.items()}
+        hints = {name: hint for name, hint in field_types(cls).items() if name not in cls.NOT_WRITTEN}
         unknown = sorted(set(data) - set(hints))
         if unknown and strict:
             raise ValueError(f"{where}: unknown key(s) {unknown}")
         values = {
-            name: from_json_value(hints[name], value, where, name, strict)
+            name: from_json_value(hints[name], value, where, cls.JSON_KEYS.get(name, name), strict)
             for name, value in data.items()
             if name in hints
         }
         missing = [
-            field.name
+            cls.JSON_KEYS.get(field.name, field.name)
             for field in dataclasses.fields(cls)  # type: ignore[arg-type]
             if field.name not in values
             and field.default is dataclasses.MISSING
@@ -52,7 +74,14 @@ class JsonRecord:
         ]
         if missing:
             raise ValueError(f"{where}: lacks key(s) {missing}")
-        return cls(**values)
+        try:
+            record = cls(**values)
+        except (TypeError, ValueError) as exc:  # a value the class's own checks refuse
+            raise ValueError(f"{where}: {exc}") from None
+        not_read = tuple(name for name in cls.WRITTEN_AS_READ if name not in data)
+        if not_read:
+            object.__setattr__(record, "_keys_not_read", not_read)
+        return record
 
 
 @functools.cache
@@ -76,7 +105,12 @@ def _holds_record(hint: Any) -> bool:
 
 
 def to_json_value(value: Any) -> Any:
-    """``value`` as JSON: a record by its ``to_json()``, a mapping or sequence item by item, anything else as it is."""
+    """``value`` as JSON: a record by its ``to_json()``, a mapping or sequence item by item, a NumPy scalar as its
+    Python value, a non-finite number as null (JSON has no NaN), anything else as it is."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:  # a NumPy scalar, not an array
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if isinstance(value, JsonRecord):
         return value.to_json()
     if isinstance(value, Mapping):
@@ -96,8 +130,8 @@ def described(kind: Any) -> str:
         return " or ".join("null" if argument is type(None) else described(argument) for argument in arguments)
     if kind in _SCALARS:
         return " or ".join(accepted.__name__ for accepted in _SCALARS[kind])
-    if kind is list or typing.get_origin(kind) is list:
-        return "list"
+    if kind in (list, tuple) or typing.get_origin(kind) in (list, tuple):
+        return "a list"
     return "dict"
 
 
@@ -121,9 +155,10 @@ def from_json_value(kind: Any, value: Any, where: str, key: str, strict: bool = 
     if origin is dict or kind is dict:
         item = arguments[1] if arguments else Any
         return {name: from_json_value(item, entry, f"{where}, {key}", name, strict) for name, entry in value.items()}
-    if origin is list or kind is list:
+    if origin in (list, tuple) or kind in (list, tuple):
         item = arguments[0] if arguments else Any
-        return [from_json_value(item, entry, where, f"{key}[{index}]", strict) for index, entry in enumerate(value)]
+        items = [from_json_value(item, entry, where, f"{key}[{index}]", strict) for index, entry in enumerate(value)]
+        return tuple(items) if tuple in (origin, kind) else items
     return value
 
 
@@ -131,18 +166,6 @@ def _fits(kind: Any, value: Any) -> bool:
     """Whether JSON ``value`` is of the JSON type annotation ``kind`` (not a union) stands for."""
     if kind in _SCALARS:
         return isinstance(value, _SCALARS[kind]) and (kind is bool or not isinstance(value, bool))
-    if kind is list or typing.get_origin(kind) is list:
-        return isinstance(value, list)
+    if kind in (list, tuple) or typing.get_origin(kind) in (list, tuple):
+        return isinstance(value, (list, tuple))
     return isinstance(value, Mapping)
-
-
-def known_fields(kind: type, data: Any, where: str) -> dict[str, Any]:
-    """``data`` as a dict, where it is a JSON object whose every key is a field of dataclass ``kind``; otherwise a
-    ``ValueError`` naming ``where``."""
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}")
-    names = {field.name for field in dataclasses.fields(kind)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {unknown}")
-    return dict(data)

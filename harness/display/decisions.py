@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
-from typing import Any
 
 from harness.display.text import decision_line, p_text
-from harness.records import CaseRecord, Comparison, Decision
+from harness.records import CaseRecord, Comparison, Contrast, Decision
 
 ABSOLUTE_TEST = "absolute test"
 RELEASE_TEST = "release test"
@@ -77,80 +75,68 @@ class DecisionWords:
         return lines
 
 
-def _fields(decision: Decision | Mapping[str, Any] | None) -> dict[str, Any]:
-    if decision is None:
-        return {}
-    return dict(decision) if isinstance(decision, Mapping) else decision.to_json()
+def deciding_contrast(decision: Decision) -> Contrast | None:
+    """The decision's deciding contrast (the contrast whose label the decision names), else None."""
+    return next((contrast for contrast in decision.contrasts if contrast.label == decision.label), None)
 
 
-def deciding_contrast_p(fields: Mapping[str, Any]) -> float | None:
-    """The raw p of the decision's deciding contrast (the contrast whose label the decision names), else None."""
-    for contrast in fields.get("contrasts") or []:
-        if contrast.get("label") == fields.get("label"):
-            return contrast.get("p")
-    return None
-
-
-def detectable_text(fields: Mapping[str, Any]) -> str | None:
+def detectable_text(decision: Decision) -> str | None:
     """Beside the bar, what the deciding contrast's design could detect (issue 57): "detects 11.9 at 80% power",
     "cannot reach alpha", or None where the record states no detectable effect."""
-    for contrast in fields.get("contrasts") or []:
-        if contrast.get("label") == fields.get("label") and contrast.get("powered") is not None:
-            detectable = contrast.get("detectable")
-            if detectable is None:
-                return "its design cannot reach alpha"
-            return f"detects {detectable:.3g} at 80% power" + ("" if contrast["powered"] else ", beyond the bar")
-    return None
+    contrast = deciding_contrast(decision)
+    if contrast is None or contrast.powered is None:
+        return None
+    if contrast.detectable is None:
+        return "its design cannot reach alpha"
+    return f"detects {contrast.detectable:.3g} at 80% power" + ("" if contrast.powered else ", beyond the bar")
 
 
 def absolute_test(
-    decision: Decision | Mapping[str, Any] | None,
+    decision: Decision | None,
     passed: bool,
     magnitude_rule: str | None,
     digits: int = 2,
     unit: str = "",
 ) -> TestWords | None:
-    """The absolute test of a case's ``decision`` (a :class:`harness.records.Decision` or its JSON), whose outcome
-    was ``passed``; ``magnitude_rule`` words the bar ("nTVD > 20"), ``digits`` and ``unit`` print the estimate.
+    """The absolute test of a case's ``decision`` (a :class:`harness.records.Decision`), whose outcome was
+    ``passed``; ``magnitude_rule`` words the bar ("nTVD > 20"), ``digits`` and ``unit`` print the estimate.
     None without a decision."""
-    fields = _fields(decision)
-    if not fields:
+    if decision is None:
         return None
-    rule = fields.get("rule") or "both"
-    estimate = fields.get("estimate")
+    rule = decision.rule or "both"
+    estimate = decision.estimate
     value = (
-        f"{fields.get('label') or 'effect'} = {estimate:.{digits}f}{unit}"
-        if isinstance(estimate, (int, float)) and math.isfinite(estimate)
+        f"{decision.label or 'effect'} = {estimate:.{digits}f}{unit}"
+        if estimate is not None and math.isfinite(estimate)
         else None
     )
     bar = "; ".join(part for part in (f"fails when {magnitude_rule}" if magnitude_rule else None,
-                                       detectable_text(fields)) if part) or None  # fmt: skip
-    raw_p = deciding_contrast_p(fields)
-    raw_p = fields.get("p") if raw_p is None else raw_p
+                                       detectable_text(decision)) if part) or None  # fmt: skip
+    deciding = deciding_contrast(decision)
+    raw_p = decision.p if deciding is None or deciding.p is None else deciding.p
     adjusted_name = "BH q" if rule == "q-value" else "adjusted p"
     tested = ", ".join(
         part
         for part in (
             None if raw_p is None else f"p {p_text(raw_p)}",
-            None if fields.get("p_adjusted") is None else f"{adjusted_name} {p_text(fields['p_adjusted'])}",
+            None if decision.p_adjusted is None else f"{adjusted_name} {p_text(decision.p_adjusted)}",
         )
         if part
     )
-    if rule == "both" and not fields.get("relevant"):
+    if rule == "both" and not decision.relevant:
         # Under "both" a contrast within its bar is never tested against alpha: its adjusted p (1) says nothing,
         # and whether its p could be computed does not matter either.
         untested = None if raw_p is None else f"p {p_text(raw_p)}, not tested against alpha"
         return TestWords(ABSOLUTE_TEST, WITHIN_THE_BAR, "; ".join(p for p in (value, bar, untested) if p))
-    if fields.get("estimable") is False:
-        reason = fields.get("reason")
-        return TestWords(ABSOLUTE_TEST, "not estimable", "; ".join(p for p in (value, reason) if p))
+    if not decision.estimable:
+        return TestWords(ABSOLUTE_TEST, "not estimable", "; ".join(p for p in (value, decision.reason) if p))
     if rule in ("magnitude", "bounds"):
         outcome = "beyond the bar" if not passed else WITHIN_THE_BAR
         return TestWords(ABSOLUTE_TEST, outcome, "; ".join(p for p in (value, bar) if p))
     if rule in ("significance", "ci", "q-value"):
         outcome = "significant" if not passed else "not significant"
         return TestWords(ABSOLUTE_TEST, outcome, "; ".join(p for p in (value, tested) if p))
-    outcome = "beyond the bar, significant" if fields.get("significant") else "beyond the bar, not significant"
+    outcome = "beyond the bar, significant" if decision.significant else "beyond the bar, not significant"
     return TestWords(ABSOLUTE_TEST, outcome, "; ".join(p for p in (value, bar, tested) if p))
 
 
@@ -217,19 +203,19 @@ def decision_words(record: CaseRecord, magnitude_rule: str | None, digits: int =
     """The verdict of a measured case and the test that reached it (see the module docstring): in a run without a
     baseline, the absolute test; with one, the release test for a ``regression``, else the absolute test, the
     other test beside it."""
-    release = getattr(record, "release", None)
-    absolute_passed = getattr(record, "absolute_passed", None)
+    release = record.release
+    absolute_passed = record.absolute_passed
     absolute = absolute_test(
-        getattr(record, "decision", None),
+        record.decision,
         record.passed if absolute_passed is None else absolute_passed,
         magnitude_rule,
         digits,
         unit,
     )
-    comparison = release_test(getattr(record, "baseline", None), digits)
-    if getattr(record, "unmeasured_by_design", False):
+    comparison = release_test(record.baseline, digits)
+    if record.unmeasured_by_design:
         # What a case unmeasured by design measured: told as unmeasured, never "pass" (issue 57).
-        untestable = getattr(getattr(record, "decision", None), "untestable", ())
+        untestable = () if record.decision is None else record.decision.untestable
         why = COULD_NOT_FAIL if untestable else COULD_NOT_REGRESS
         return DecisionWords("unmeasured", why, absolute, comparison)
     if release == "regression" and comparison is not None:
@@ -247,10 +233,10 @@ def one_line(record: CaseRecord, magnitude_rule: str | None, digits: int = 2, un
     (:func:`harness.display.text.decision_line`: "fails when nTVD > 20 and adjusted p < 0.05: adjusted p = 0.0036 →
     FAIL"); with one, the verdict and the test that decided it ("FAIL — regression: release test: Δ +7.22 on ...").
     None without a decision."""
-    decision = getattr(record, "decision", None)
-    if not decision:
+    decision = record.decision
+    if decision is None:
         return None
-    if getattr(record, "release", None) is None:
+    if record.release is None:
         return decision_line(decision, record.passed, magnitude_rule)
     words = decision_words(record, magnitude_rule, digits, unit)
     lines = words.lines()
@@ -259,7 +245,7 @@ def one_line(record: CaseRecord, magnitude_rule: str | None, digits: int = 2, un
 
 def other_test(record: CaseRecord, magnitude_rule: str | None, digits: int = 2, unit: str = "") -> str | None:
     """In a run with a baseline, the test that did not decide the case, in words (shown under :func:`one_line`)."""
-    if getattr(record, "release", None) is None:
+    if record.release is None:
         return None
     lines = decision_words(record, magnitude_rule, digits, unit).lines()
     return lines[1] if len(lines) > 1 else None

@@ -23,6 +23,10 @@ LOG_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.67, 0.8, 0.9, 1.0, 1.11, 1.25, 1
 RATIO_LIMITS = (0.01, 100.0)
 """The widest ratio axis; intervals reaching beyond it end in an arrow."""
 
+TemplateData = dict[str, object]
+"""What a template draws or prints: a figure's geometry or a table row, names -> numbers, text and lists of such
+(built here from typed records, read by Jinja alone)."""
+
 
 class Interval(Protocol):
     """A row class that states an interval (a BASIS gap, :class:`harness.checks.basis_common.record.GroupGap`); it
@@ -86,7 +90,7 @@ class LinearAxis:
     def x(self, value: float) -> float:
         return round(self.left + self.width * (value - self.lo) / (self.hi - self.lo), 1)
 
-    def ticks(self, count: int = 6) -> list[dict[str, Any]]:
+    def ticks(self, count: int = 6) -> list[TemplateData]:
         raw = (self.hi - self.lo) / count
         step = min((s * 10 ** math.floor(math.log10(raw)) for s in (1, 2, 5, 10)), key=lambda s: abs(s - raw))
         first = math.ceil(self.lo / step) * step
@@ -112,7 +116,7 @@ class LogAxis:
         value = min(max(value, self.lo), self.hi)
         return round(self.left + self.width * math.log(value / self.lo) / math.log(self.hi / self.lo), 1)
 
-    def ticks(self) -> list[dict[str, Any]]:
+    def ticks(self) -> list[TemplateData]:
         inside = [v for v in LOG_TICKS if self.lo <= v <= self.hi]
         kept: list[float] = []
         for value in inside:
@@ -123,7 +127,7 @@ class LogAxis:
         return [{"x": self.x(v), "label": f"{v:g}"} for v in kept]
 
 
-def _columns_frame(label_width: int, plot_width: int, value_width: float, top: float, bottom: float) -> dict[str, Any]:
+def _columns_frame(label_width: int, plot_width: int, value_width: float, top: float, bottom: float) -> TemplateData:
     """The frame of a plot drawn in three columns, labels | plot | printed values (:func:`forest_plot`,
     :func:`dot_interval_plot`): its size (36 px below ``bottom`` for the axis), the plot's top, bottom, left and
     right edges, and where the printed values start."""
@@ -159,7 +163,7 @@ class RatioCase(Protocol):
     def threshold(self) -> IntervalBounds: ...
 
 
-def forest_plot(record: RatioCase, value_name: str) -> dict[str, Any]:
+def forest_plot(record: RatioCase, value_name: str) -> TemplateData:
     """A forest plot of a ratio record: per comparison, one row per method with its ratio and interval on a
     log axis, a line at 1 (no difference), the case's ``[lower, upper]`` bounds shaded, the deciding method
     (``judged_method``) filled. ``value_name`` names the ratio ("expected-WER ratio", "judge-score ratio"). The
@@ -235,14 +239,14 @@ def forest_plot(record: RatioCase, value_name: str) -> dict[str, Any]:
 
 
 def dot_interval_plot(
-    rows: Sequence[Mapping[str, Any]],
+    rows: Sequence[Mapping[str, object]],
     *,
     axis_label: str,
     reference: float | None = None,
     limits: tuple[float, float] | None = None,
     threshold_label: str = "threshold",
     keys: Sequence[Mapping[str, str]] = (),
-) -> dict[str, Any] | None:
+) -> TemplateData | None:
     """Rows of group dots and an estimate with its interval on a linear axis.
 
     Each row: ``label``, ``dots`` (``[{"label", "value"}]``, coloured by label across the plot), ``estimate``
@@ -332,7 +336,7 @@ def dot_interval_plot(
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
-def _xml_text(value: Any) -> str:
+def _xml_text(value: object) -> str:
     """``value`` as text safe in an XML element or attribute: escaped (``&<>"'``), characters XML forbids removed."""
     return html.escape(_XML_ILLEGAL.sub("", str(value)), quote=True)
 
@@ -342,7 +346,7 @@ def _coordinate(value: float) -> str:
     return f"{value:.1f}".removesuffix(".0")
 
 
-def _finite(value: Any) -> float | None:
+def _finite(value: object) -> float | None:
     """``value`` as a float, or None when it is not a finite number."""
     try:
         number = float(value)
@@ -351,7 +355,7 @@ def _finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _finite_pair(point: Any) -> tuple[float, float] | None:
+def _finite_pair(point: object) -> tuple[float, float] | None:
     """``point`` as ``(x, y)`` floats, or None when it is not a pair of finite numbers."""
     try:
         x, y = (_finite(v) for v in point)
@@ -371,7 +375,7 @@ def _spread_axis(values: Sequence[float], left: float, width: float) -> LinearAx
     return LinearAxis([lo, hi], left, width)
 
 
-def _axis_ticks(axis: LinearAxis | None) -> list[dict[str, Any]]:
+def _axis_ticks(axis: LinearAxis | None) -> list[TemplateData]:
     if axis is None:
         return []
     return [{**tick, "label": "0" if tick["label"] == "-0" else tick["label"]} for tick in axis.ticks()]
@@ -385,7 +389,7 @@ def pca_scatter_figure(
     y_label: str = "PC2",
     explained: Sequence[float] | None = None,
     max_points_per_group: int = 2000,
-) -> dict[str, Any]:
+) -> TemplateData:
     """Geometry of a scatter of points on their first two principal components, one colour per group (the
     semantic-aware paper's Fig. 1: utterances' semantic embeddings projected by PCA, coloured by group).
 
@@ -467,7 +471,7 @@ def pca_scatter_figure(
     }
 
 
-def pca_scatter(points: Mapping[str, Sequence[tuple[float, float]]], **figure_options: Any) -> str:
+def pca_scatter(points: Mapping[str, Sequence[tuple[float, float]]], **figure_options: object) -> str:
     """:func:`pca_scatter_figure` of ``points`` (``figure_options``: its keyword arguments, ``title`` required)
     drawn as one inline ``<svg>`` element (a string, every label escaped): a ``<title>`` and ``aria-label``
     describing it, the title and any drop note above the plot, axes with ticks, one semi-transparent ``<g>`` of

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from harness.display.plots import Interval, interval_text
+from harness.display.plots import Interval, TemplateData, interval_text
 from harness.records import Decision, QualityFloor, Record
 
 GAP_UNITS = "points"
@@ -30,43 +29,35 @@ def ci_words(entry: Mapping[str, object] | Interval | None, digits: int = 1) -> 
     return interval_text(entry, digits, "95% CI {0} to {1}")
 
 
-def decision_text(decision: Decision | Mapping[str, Any] | None) -> str | None:
-    """The case's multiple-testing decision in words: correction, adjusted p, relevance (None without one).
-    ``decision`` is a record's :class:`harness.records.Decision`, or a mapping of the same fields (older files)."""
-    if not decision:
+def decision_text(decision: Decision | None) -> str | None:
+    """The case's multiple-testing decision in words: correction, adjusted p, relevance (None without one)."""
+    if decision is None:
         return None
-    fields = decision if isinstance(decision, Mapping) else decision.to_json()
     parts = []
-    alpha = fields.get("alpha", 0.05)
-    if fields.get("rule") == "both" and fields.get("relevant") is False and fields.get("estimable") is not False:
+    if decision.rule == "both" and decision.relevant is False and decision.estimable:
         # Under the rule both a contrast within its bar is never tested against alpha: its adjusted p is 1 by
         # construction, which beside a regression read as the case's own p (issue 59, item 7).
-        return f"within the practical threshold, so not tested against α = {alpha:g}" + (
-            f"; {fields['correction']}" if fields.get("correction") else ""
+        return f"within the practical threshold, so not tested against α = {decision.alpha:g}" + (
+            f"; {decision.correction}" if decision.correction else ""
         )
-    if fields.get("p_adjusted") is not None:
-        name = "BH q" if fields.get("rule") == "q-value" else "adjusted p"
-        parts.append(f"{name} = {p_text(fields['p_adjusted'])} (α = {alpha:g})")
-    elif fields.get("p") is not None:
-        parts.append(f"p = {p_text(fields['p'])}")
-    if fields.get("correction"):
-        parts.append(str(fields["correction"]))
-    if fields.get("estimable") is False:
-        parts.append("not estimable" + (f": {fields['reason']}" if fields.get("reason") else ""))
+    if decision.p_adjusted is not None:
+        name = "BH q" if decision.rule == "q-value" else "adjusted p"
+        parts.append(f"{name} = {p_text(decision.p_adjusted)} (α = {decision.alpha:g})")
+    elif decision.p is not None:
+        parts.append(f"p = {p_text(decision.p)}")
+    if decision.correction:
+        parts.append(decision.correction)
+    if not decision.estimable:
+        parts.append("not estimable" + (f": {decision.reason}" if decision.reason else ""))
     else:
-        flags = [
-            ("significant" if fields.get("significant") else "not significant")
-            if fields.get("significant") is not None
-            else None,
-            ("beyond the practical threshold" if fields.get("relevant") else "within the practical threshold")
-            if fields.get("relevant") is not None
-            else None,
-        ]
-        parts += [flag for flag in flags if flag]
+        if decision.significant is not None:
+            parts.append("significant" if decision.significant else "not significant")
+        if decision.relevant is not None:
+            parts.append("beyond the practical threshold" if decision.relevant else "within the practical threshold")
     return "; ".join(parts) or None
 
 
-def floor_lines(floors: Sequence[QualityFloor] | None) -> list[dict[str, Any]]:
+def floor_lines(floors: Sequence[QualityFloor] | None) -> list[TemplateData]:
     """Quality floors (a record's :class:`harness.records.QualityFloor` list) as lines; a floor not met is reported
     "below floor", which is not a bias fail."""
     return [
@@ -99,9 +90,7 @@ def key_legend(keys: Mapping[str, str]) -> list[dict[str, str]]:
     return [{"key": key, "model": model} for model, key in keys.items() if key != model]
 
 
-def decision_line(
-    decision: Decision | Mapping[str, Any] | None, passed: bool, magnitude_rule: str | None
-) -> str | None:
+def decision_line(decision: Decision | None, passed: bool, magnitude_rule: str | None) -> str | None:
     """A case's decision in one line: the rule in words, the one number that decided, the outcome, e.g.
     "fails when nTVD > 20 and adjusted p < 0.05: adjusted p = 0.0036 → FAIL". ``magnitude_rule`` is the check
     view's effect in words (:attr:`harness.checks.view.CheckView.magnitude_rule`). The rule is the decision's
@@ -109,27 +98,23 @@ def decision_line(
     the adjusted p where there is one (``BH q`` under the ``q-value`` rule), else the raw p, and "not estimable"
     where the decision could not be made; under ``both`` a case within its bar is never tested against alpha, so it
     reads "within the bar", not its adjusted p of 1. None without a decision."""
-    if not decision:
+    if decision is None:
         return None
-    fields = decision if isinstance(decision, Mapping) else decision.to_json()
-    alpha = fields.get("alpha", 0.05)
-    name = (
-        "BH q" if fields.get("rule") == "q-value" else ("adjusted p" if fields.get("p_adjusted") is not None else "p")
-    )
-    significance = f"{name} < {alpha:g}"
-    rule = fields.get("rule")
+    rule = decision.rule
+    name = "BH q" if rule == "q-value" else ("adjusted p" if decision.p_adjusted is not None else "p")
+    significance = f"{name} < {decision.alpha:g}"
     if rule == "magnitude" and magnitude_rule:
         condition = magnitude_rule
     elif rule in ("significance", "q-value") or not magnitude_rule:
         condition = significance
     else:
         condition = f"{magnitude_rule} and {significance}"
-    number = fields.get("p_adjusted") if fields.get("p_adjusted") is not None else fields.get("p")
-    if fields.get("estimable") is False:
+    number = decision.p_adjusted if decision.p_adjusted is not None else decision.p
+    if not decision.estimable:
         decided_by = "not estimable"
     elif rule == "magnitude":
-        decided_by = "beyond the threshold" if fields.get("relevant") else "within the threshold"
-    elif rule == "both" and magnitude_rule and fields.get("relevant") is False:
+        decided_by = "beyond the threshold" if decision.relevant else "within the threshold"
+    elif rule == "both" and magnitude_rule and decision.relevant is False:
         decided_by = "within the bar, not tested against alpha"  # its adjusted p is 1 by construction (issue 47)
     else:
         decided_by = f"{name} = {p_text(number)}"

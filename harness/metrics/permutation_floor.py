@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
 
-from harness.core.json_records import known_fields
+from harness.core.json_records import JsonRecord
 
 SIGN_FLIP, GROUP_PERMUTATION = "sign flip", "group permutation"
 PERMUTATION_TESTS = (SIGN_FLIP, GROUP_PERMUTATION)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PermutationFloor:
+class PermutationFloor(JsonRecord):
     """The smallest p-value a permutation test can return, from its design (issue 45): what a case needs before a
     significant result is possible at all.
 
@@ -93,14 +92,3 @@ class PermutationFloor:
         if self.resolution > alpha:
             remedies.append(f"raise the permutations to at least {math.ceil(1.0 / alpha - 1.0)}")
         return " and ".join(remedies)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"test": self.test, "units": list(self.units), "permutations": self.permutations}
-
-    @classmethod
-    def from_json(cls, data: Any, where: str) -> PermutationFloor:
-        fields = known_fields(cls, data, where)
-        try:
-            return cls(**fields | {"units": tuple(fields.get("units", ()))})
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{where}: {exc}") from None

@@ -128,7 +128,7 @@ def render_report(
             {
                 "record": case,
                 "anchor": case_anchor(case),
-                "decision": decision_text(getattr(case, "decision", None)),
+                "decision": decision_text(case.decision if isinstance(case, CaseRecord) else None),
                 "decision_line": one_line_decision(case),
                 "other_test": other_test_line(case),
                 "shown": headline_value(case),

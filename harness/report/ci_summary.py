@@ -11,11 +11,9 @@ that results.json does not hold.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.checks.basis_common.record import GroupGap
 from harness.core.files import atomic_write_text
 from harness.display.decisions import WITHIN_THE_BAR
 from harness.records import (
@@ -65,7 +63,9 @@ def render_summary(results: RunResults, report_link: str | None = None, results_
     listed = [
         case
         for case in cases
-        if not case.passed or regressed_against_baseline(case) or getattr(case, "release", None) == "known failure"
+        if not case.passed
+        or regressed_against_baseline(case)
+        or (isinstance(case, CaseRecord) and case.release == "known failure")
     ]
     if listed:
         prefix = f"{models[0]}-" if len(models) == 1 else ""
@@ -144,15 +144,14 @@ def uncertainty_text(case: CaseRecord) -> str:
     if decision is not None and decision.rule == "both" and decision.relevant is False:
         return WITHIN_THE_BAR
     adjusted = case.decision.p_adjusted if case.decision is not None else None
-    for label, value in (("adjusted p", adjusted), ("BH q", getattr(case, "q", None)), ("p", getattr(case, "p", None))):
-        if isinstance(value, (int, float)):
+    stated = case.statistics()
+    for label, value in (("adjusted p", adjusted), ("BH q", stated.q), ("p", stated.p)):
+        if value is not None:
             return f"{label} = {value:.3g}"
-    ci = getattr(case, "ci", None)
-    if isinstance(ci, Sequence) and len(ci) == 2 and all(isinstance(bound, (int, float)) for bound in ci):
-        return f"CI [{_number(ci[0])}, {_number(ci[1])}]"
-    gap = _gap(case)
-    if gap is not None and gap.ci_low is not None and gap.ci_high is not None:
-        return f"gap CI [{_number(gap.ci_low)}, {_number(gap.ci_high)}]"
+    if stated.ci is not None:
+        return f"CI [{_number(stated.ci[0])}, {_number(stated.ci[1])}]"
+    if stated.gap_ci is not None:
+        return f"gap CI [{_number(stated.gap_ci[0])}, {_number(stated.gap_ci[1])}]"
     return ""
 
 
@@ -161,21 +160,16 @@ def value_text(case: CaseRecord) -> str:
     was judged on first (the best-worst group gap, or the deciding contrast, ICAT's difference in the share choosing
     a group's stereotype), with the quality value after it under its floor's name (issue 47: one headline value,
     floors under their own names)."""
-    gap = _gap(case)
+    gap = case.statistics().gap
     value = _number(case.value)
     floor_names = [floor.key for floor in case.floors or []]
     quality = f"{' / '.join(floor_names) or 'quality'} measure {value}"
-    if gap is not None and gap.value is not None:
-        return f"gap {_number(gap.value)}; {quality}"
+    if gap is not None:
+        return f"gap {_number(gap)}; {quality}"
     estimate = case.decision.estimate if case.decision is not None else None
     if case.floors and isinstance(estimate, (int, float)):
         return f"contrast {_number(estimate)}; {quality}"
     return value
-
-
-def _gap(case: CaseRecord) -> GroupGap | None:
-    gap = getattr(case, "gap", None)
-    return gap if isinstance(gap, GroupGap) else None
 
 
 def _row(case: Record, prefix: str) -> list[str]:

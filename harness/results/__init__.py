@@ -27,6 +27,7 @@ from typing import Any
 
 from harness.checks import CHECKS, check_part
 from harness.core.files import atomic_write_text
+from harness.core.json_records import JsonRecord, field_types, from_json_value
 from harness.records import (
     RULE_JUDGES,
     RULE_JUDGES_DEVIATION,
@@ -48,47 +49,9 @@ NOT_RESULTS = "not a lalm-fairness results.json"
 LEGACY_UNMEASURED = "error"
 """The ``check`` of an unmeasured case in files of schema 1 and 2."""
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "str": (str,),
-    "int": (int,),
-    "float": (int, float),
-    "bool": (bool,),
-    "dict": (dict,),
-    "list": (list,),
-}
-
-
-def _json_type(annotation: str) -> tuple[tuple[type, ...], bool]:
-    """The JSON types a field's annotation admits, and whether it admits null."""
-    names = [part.strip() for part in annotation.split("|")]
-    optional = "None" in names
-    types = tuple(kind for name in names if name != "None" for kind in _JSON_TYPES[name.partition("[")[0]])
-    return types, optional
-
-
-def _checked(kind: type, data: Mapping[str, Any], where: str, strict: bool) -> dict[str, Any]:
-    """``data``'s fields of dataclass ``kind``, each of the JSON type its annotation names; an unknown key is an
-    error when ``strict`` (else dropped: a key an older schema wrote)."""
-    fields = {field.name: field for field in dataclasses.fields(kind)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown and strict:
-        raise ValueError(f"{where}: unknown key(s) {unknown}")
-    values = {}
-    for name, value in data.items():
-        if name not in fields:
-            continue
-        types, optional = _json_type(str(fields[name].type))
-        if (value is None and not optional) or (
-            value is not None and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types))
-        ):
-            expected = " or ".join(t.__name__ for t in types) + (" or null" if optional else "")
-            raise ValueError(f"{where}: key {name!r} must be {expected}, got {value!r:.80}")
-        values[name] = value
-    return values
-
 
 @dataclasses.dataclass(frozen=True)
-class Summary:
+class Summary(JsonRecord):
     """The run's counts: ``cases`` recorded, of which ``passed``, ``failed`` and ``unmeasured``; ``not_run``: the
     selected tests that never finished (a stopped run)."""
 
@@ -104,22 +67,20 @@ class Summary:
         failed, unmeasured = outcomes.count("failed"), outcomes.count("unmeasured")
         return cls(len(outcomes), len(outcomes) - failed - unmeasured, failed, unmeasured, not_run)
 
-    def to_json(self) -> dict[str, int]:
-        counts = dataclasses.asdict(self)
+    def to_json(self) -> dict[str, Any]:
+        """The counts, ``not_run`` only where a test did not finish."""
+        counts = super().to_json()
         return counts if self.not_run else {key: value for key, value in counts.items() if key != "not_run"}
 
 
 @dataclasses.dataclass(frozen=True)
-class Incomplete:
+class Incomplete(JsonRecord):
     """Why a run is incomplete: what stopped it, the tests ``selected`` and ``finished``, and those ``not_run``."""
 
     stopped_by: str
     selected: int | None
     finished: int
-    not_run: list
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    not_run: list[str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,8 +177,9 @@ def counterfactual_sham_deviations(records: list[CaseRecord]) -> list[str]:
     arm's answers not in the cached outputs, so the identity arm alone judged them)."""
     by_model: dict[tuple[str, str], int] = {}
     for case in records:
-        deviation = (getattr(case, "sham", None) or {}).get("deviation")
-        if case.check == "counterfactual" and deviation:
+        sham = getattr(case, "sham", None) if case.check == "counterfactual" else None
+        deviation = None if sham is None else sham.deviation
+        if deviation:
             by_model[case.model, deviation] = by_model.get((case.model, deviation), 0) + 1
     return [
         f"counterfactual ({count} case{'s' if count > 1 else ''} of {model}): {deviation}; judged against the "
@@ -274,14 +236,12 @@ def parse_results(data: Any, source: str = "results.json") -> RunResults:
     incomplete = (
         None
         if data.get("incomplete") is None
-        else Incomplete(
-            **_checked(Incomplete, _mapping(data["incomplete"], source, "incomplete"), f"{source}, incomplete", True)
-        )
+        else Incomplete.from_json(data["incomplete"], f"{source}, incomplete", strict=True)
     )
     if data.get("decision") is None:
         decision = derived_decision(verdict, cases, scope, incomplete)
     else:
-        decision = RunDecision.from_json(data["decision"], source)
+        decision = RunDecision.from_json(data["decision"], f"{source}, decision", strict=True)
         if decision.verdict != verdict:
             raise ValueError(
                 f"{source}: key 'verdict' is {verdict!r} but its decision's verdict is {decision.verdict!r}"
@@ -323,13 +283,10 @@ def _mapping(value: Any, source: str, key: str) -> Mapping[str, Any]:
 def _summary(data: Any, cases: Sequence[Record], source: str, strict: bool) -> Summary:
     if data is None and not strict:
         return Summary.of(cases)
-    fields = _checked(Summary, _mapping(data, source, "summary"), f"{source}, summary", strict)
-    missing = [name for name in ("cases", "passed", "failed") if name not in fields]
-    if missing:
-        raise ValueError(f"{source}, summary: lacks key(s) {missing}")
-    if "unmeasured" not in fields:
-        fields["unmeasured"] = Summary.of(cases).unmeasured
-    return Summary(**fields)
+    data = _mapping(data, source, "summary")
+    if "unmeasured" not in data:  # a file written before unmeasured cases were counted
+        data = {**data, "unmeasured": Summary.of(cases).unmeasured}
+    return Summary.from_json(data, f"{source}, summary", strict)
 
 
 def scope_from_json(data: Any, source: str) -> Scope:
@@ -344,10 +301,7 @@ def scope_from_json(data: Any, source: str) -> Scope:
         values = data.get(key) or []
         if not isinstance(values, list):
             raise ValueError(f"{where}: key {key!r} must be a list of {{check, id, reason}} objects")
-        return tuple(
-            Omitted(**_checked(Omitted, _mapping(value, where, f"{key}[{index}]"), f"{where}, {key}[{index}]", True))
-            for index, value in enumerate(values)
-        )
+        return tuple(Omitted.from_json(value, f"{where}, {key}[{index}]", True) for index, value in enumerate(values))
 
     off = data.get("off") or []
     if not isinstance(off, list) or not all(isinstance(name, str) for name in off):
@@ -415,23 +369,17 @@ def record_from_json(data: Any, where: str, version: int = SCHEMA_VERSION) -> Re
             f"{where}: key 'passed' must be {'false' if unmeasured else 'true or false'}, got {data['passed']!r}"
         )
     if unmeasured:
-        _checked(
-            UnmeasuredRecord,
-            {name: data[name] for name in _field_names(UnmeasuredRecord) - {"cause", "measured"} if name in data},
-            where,
-            False,
-        )
-        typed = {} if data.get("cause") is None else {"cause": Cause.from_json(data["cause"], where)}
+        cause = data.get("cause")
+        if cause is not None and not isinstance(cause, Mapping):
+            raise ValueError(f"{where}, cause: expected a JSON object, got {type(cause).__name__}")
+        typed = {} if cause is None else {"cause": Cause.from_json({"source": None, **cause}, f"{where}, cause", True)}
         if data.get("measured") is not None:
             typed["measured"] = record_from_json(data["measured"], f"{where}, measured", version)
-        return kind(**data | typed)
-    untyped = _field_names(CaseRecord) - set(CaseRecord.TYPED_FIELDS)
-    _checked(CaseRecord, {name: data[name] for name in untyped if name in data}, where, False)
-    return kind(**data | kind.typed_fields_from_json(data, where))
-
-
-def _field_names(kind: type) -> set[str]:
-    return {field.name for field in dataclasses.fields(kind)}
+    else:
+        typed = kind.typed_fields_from_json(data, where)
+    hints = field_types(kind)
+    read = {name: from_json_value(hints[name], value, where, name) for name, value in data.items() if name not in typed}
+    return kind(**read | typed)
 
 
 def case_where(source: str, index: int, case: Any) -> str:

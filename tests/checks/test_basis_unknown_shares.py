@@ -98,7 +98,7 @@ def three_group_suite(tmp_path):
 def test_a_group_without_a_readable_answer_is_named_with_three_groups(tmp_path, unusable_backend):
     found = records("unusable:1.0", tmp_path, "icat", suite=three_group_suite(tmp_path))
     record = found["gender-speech-implicit"]
-    left_out = {row["group"]: row["left_out"] for row in record.per_group}
+    left_out = {row.group: row.left_out for row in record.per_group}
     assert left_out["male"] is None and left_out["other"] is None
     assert left_out["female"].startswith("no meaningful answer: ")
     assert "female left out of the stereotype contrasts" in record.message

@@ -82,11 +82,11 @@ def test_a_perceiver_that_hears_age_measures_the_case_with_its_manipulation_chec
     record = decided_record(outcome)  # measured; its 2 speakers per direction could not have failed it
     assert record.transform == "age_shift" and record.resynthesiser.startswith("pyworld-prebuilt ")
     assert set(record.transform_source) == {"age_shift", "world_identity"}
-    assert [row["share"] for row in record.perceived] == [1.0, 1.0]
-    directions = {(row["source_group"], row["target_group"]): row for row in record.manipulation}
+    assert [row.share for row in record.perceived] == [1.0, 1.0]
+    directions = {(row.source_group, row.target_group): row for row in record.manipulation}
     assert set(directions) == {("elderly", "young"), ("young", "elderly")}
-    assert all(row["clips"] == 2 and row["admitted"] == 2 for row in directions.values())
-    assert directions["young", "elderly"]["swap_formant_ratio"] < 0.98 < 1.02 < directions["elderly", "young"]["swap_formant_ratio"]  # fmt: skip
+    assert all(row.clips == 2 and row.admitted == 2 for row in directions.values())
+    assert directions["young", "elderly"].swap_formant_ratio < 0.98 < 1.02 < directions["elderly", "young"].swap_formant_ratio  # fmt: skip
 
 
 def test_the_gender_arms_and_labels_keep_the_shipped_baselines_identity():

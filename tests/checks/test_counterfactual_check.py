@@ -109,7 +109,7 @@ def test_the_biased_recogniser_errs_more_on_the_higher_voice_in_both_swaps(outco
     assert biased.per_direction["female"] < -biased.threshold.bar
     assert biased.effect == max(biased.per_direction.values(), key=abs)
     for direction in biased.directions.values():
-        assert direction["effect"] == pytest.approx(direction["arms"]["swap"] - direction["arms"]["identity"])
+        assert direction.effect == pytest.approx(direction.arms["swap"] - direction.arms["identity"])
     fair = decided_record(outcomes["sim:fair-asr-gender-counterfactual"])  # unmeasured by design: 2 per direction
     assert fair.passed and all(abs(value) < 1 for value in fair.per_direction.values())
 
@@ -239,26 +239,23 @@ def test_the_default_perceiver_is_calibrated_on_the_originals_and_hears_the_demo
     measured = [record for record in decided if record is not None]
     assert len(measured) == 2 * (len(TASKS) + 1)
     for record in measured:
-        assert record.perceiver == "voice:formants" and record.perceiver_accuracy["accuracy"] >= 0.9
-        assert (
-            record.perceiver_accuracy["chance"] == 0.5
-            and "leave one speaker out" in record.perceiver_accuracy["method"]
-        )
-        assert {(row["source_group"], row["clips"]) for row in record.perceived} == {
+        assert record.perceiver == "voice:formants" and record.perceiver_accuracy.accuracy >= 0.9
+        assert record.perceiver_accuracy.chance == 0.5 and "leave one speaker out" in record.perceiver_accuracy.method
+        assert {(row.source_group, row.clips) for row in record.perceived} == {
             ("female", speakers["female"]),
             ("male", speakers["male"]),
         }
-        assert all(row["share"] >= 0.8 for row in record.perceived)
+        assert all(row.share >= 0.8 for row in record.perceived)
 
 
 def test_the_artifact_measure_is_reported_beside_the_voice_effect(outcomes):
     story = outcomes["sim:fair-story-gender-counterfactual"]
-    assert story.record.artifact["measure"] == "nTVD original vs identity"
-    assert 0 <= story.record.artifact["value"] <= 100 and "artifact (original vs identity) nTVD" in story.message
-    assert {row["attribute"] for row in story.record.artifact["flip_rates"]} == {row["attribute"] for row in story.record.flip_rates}  # fmt: skip
+    assert story.record.artifact.measure == "nTVD original vs identity"
+    assert 0 <= story.record.artifact.value <= 100 and "artifact (original vs identity) nTVD" in story.message
+    assert {row.attribute for row in story.record.artifact.flip_rates} == {row.attribute for row in story.record.flip_rates}  # fmt: skip
     asr = outcomes["sim:biased-asr-gender-counterfactual"].record
-    assert asr.artifact["measure"] == "WER identity - original (points)" and asr.artifact["value"] is not None
-    assert all(set(direction["arms"]) == {"original", "identity", "swap"} for direction in asr.directions.values())
+    assert asr.artifact.measure == "WER identity - original (points)" and asr.artifact.value is not None
+    assert all(set(direction.arms) == {"original", "identity", "swap"} for direction in asr.directions.values())
 
 
 def test_a_stereotype_set_of_four_speakers_beyond_the_bar_is_unmeasured_not_passed(outcomes):
@@ -352,8 +349,8 @@ def test_a_backend_perceiver_labels_the_swaps(tmp_path, small_demo):
     outcome = gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr"))
     record = decided_record(outcome)  # measured; 4 speakers per direction cannot fail it, so unmeasured by design
     assert record.passed and record.perceiver == "pitch:165"
-    assert [row["share"] for row in record.perceived] == [1.0, 1.0]
-    assert len(gate.context.model("pitch:165").served_keys) >= sum(row["clips"] for row in record.perceived)
+    assert [row.share for row in record.perceived] == [1.0, 1.0]
+    assert len(gate.context.model("pitch:165").served_keys) >= sum(row.clips for row in record.perceived)
 
 
 def test_the_sham_must_be_heard_as_the_source_group_and_a_crossing_sham_leaves_the_case_unmeasured(
@@ -436,7 +433,10 @@ def test_the_plugin_passes_perceiver_to_the_run(pytester, small_demo):
     assert unmeasured["cause"]["kind"] == "design"
     assert case["id"] == "sim:fair-asr-gender-counterfactual" and case["perceiver"] == "pitch:165"
     [record] = read_results(pytester.path / "results.json").cases
-    assert isinstance(record.measured, CounterfactualRecord) and record.measured.perceived == case["perceived"]
+    assert (
+        isinstance(record.measured, CounterfactualRecord)
+        and [row.to_json() for row in record.measured.perceived] == case["perceived"]
+    )
 
 
 def test_the_kept_rows_are_those_of_kept_recordings_by_key_or_item_order():

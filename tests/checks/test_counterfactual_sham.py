@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from harness.checks.counterfactual.check import CounterfactualCheck
+from harness.checks.counterfactual.record import ShamArm
 from harness.checks.counterfactual.settings import IDENTITY, ORIGINAL, SHAM, SWAP, CounterfactualThresholds
 from harness.checks.counterfactual.tables import (
     SHAM_NOT_CACHED,
@@ -45,7 +46,7 @@ def test_an_asr_that_degrades_under_any_large_transform_passes_against_the_sham(
     artefact = wer_arms({ORIGINAL: 1, IDENTITY: 1, SHAM: 5, SWAP: 5})
     contrasts, payload, findings = CounterfactualCheck()._wer(artefact, SETTINGS, seed=1)
     assert payload["effect"] == pytest.approx(20.0)  # against identity: 20 points, beyond the bar of 10
-    assert payload["sham"]["decides"] and payload["sham"]["per_direction"] == {"female": 0.0, "male": 0.0}
+    assert payload["sham"].decides and payload["sham"].per_direction == {"female": 0.0, "male": 0.0}
     assert payload["deciding"] == 0.0 and not any(contrast.relevant for contrast in contrasts)
     assert "against the sham +0.0" in findings
 
@@ -103,9 +104,13 @@ def test_shipped_outputs_without_sham_answers_fall_back_with_the_deviation_and_a
 
 def test_the_deviation_is_one_line_per_model_on_every_surface():
     records = [
-        types.SimpleNamespace(check="counterfactual", model="demo", sham={"deviation": SHAM_NOT_CACHED}),
-        types.SimpleNamespace(check="counterfactual", model="demo", sham={"deviation": SHAM_NOT_CACHED}),
-        types.SimpleNamespace(check="counterfactual", model="sim:fair", sham={"decides": True}),
+        types.SimpleNamespace(
+            check="counterfactual", model="demo", sham=ShamArm(deviation=SHAM_NOT_CACHED, decides=False)
+        ),
+        types.SimpleNamespace(
+            check="counterfactual", model="demo", sham=ShamArm(deviation=SHAM_NOT_CACHED, decides=False)
+        ),
+        types.SimpleNamespace(check="counterfactual", model="sim:fair", sham=ShamArm(decides=True)),
     ]
     assert counterfactual_sham_deviations(records) == [
         f"counterfactual (2 cases of demo): {SHAM_NOT_CACHED}; judged against the identity arm alone"

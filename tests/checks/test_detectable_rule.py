@@ -147,7 +147,7 @@ def test_an_underpowered_contrast_is_unmeasured_and_says_how_many_speakers_the_b
     message = untestable_message("c", block.contrasts, block.untestable, "both")
     needed = math.ceil(2 * (expected / 20.0) ** 2)
     assert f"detects {expected:.3g}" in message and f"about {needed} speakers per group" in message
-    assert judged.as_dict()["detectable"] == pytest.approx(expected) and judged.as_dict()["powered"] is False
+    assert judged.to_json()["detectable"] == pytest.approx(expected) and judged.to_json()["powered"] is False
 
 
 def test_a_powered_contrast_within_its_bar_passes():

@@ -177,12 +177,14 @@ def test_a_contrast_round_trips_its_floor_and_old_records_still_read():
     floor = PermutationFloor(test=SIGN_FLIP, units=(6, 6), permutations=999)
     contrast = Contrast.with_floor("female speakers", 12.5, 0.03, True, floor)
     assert contrast.min_p == pytest.approx(1 / 1000)
-    assert Contrast.from_json(contrast.as_dict(), "here") == contrast
+    assert Contrast.from_json(contrast.to_json(), "here") == contrast
     old = {"label": "x", "estimate": 1.0, "ci_low": None, "ci_high": None, "p": 0.5, "relevant": False, "reason": None}
     assert Contrast.from_json(old, "here").min_p is None
     with pytest.raises(ValueError, match="results.json, case c, contrast 0, floor: unknown key"):
         Contrast.from_json(
-            old | {"floor": {"test": SIGN_FLIP, "units": [2], "size": 3}}, "results.json, case c, contrast 0"
+            old | {"floor": {"test": SIGN_FLIP, "units": [2], "size": 3}},
+            "results.json, case c, contrast 0",
+            strict=True,
         )
     with pytest.raises(ValueError, match="contrast 0, floor: PermutationFloor: test must be one of"):
         Contrast.from_json(old | {"floor": {"test": "bootstrap", "units": [2]}}, "contrast 0")

@@ -1,6 +1,8 @@
 """The CI summary (--summary-md): verdict, counts, the failed / unmeasured / regressed cases, the link line."""
 
 import dataclasses
+import typing
+from typing import Any
 
 import pytest
 
@@ -8,6 +10,7 @@ from harness.checks import check_part
 from harness.checks.basis_common.thresholds import IcatThresholds, PersonalizationThresholds
 from harness.checks.ntvd.thresholds import NtvdThresholds
 from harness.checks.semantic_aware.thresholds import RatioThresholds
+from harness.core.json_records import JsonRecord, field_types
 from harness.report.ci_summary import render_summary, threshold_text, uncertainty_text
 from harness.results import parse_results, read_results, record_from_json
 from harness.thresholds import LOWER_BOUND, UPPER_BOUND, SectionThresholds, one_of, setting
@@ -30,23 +33,31 @@ def record(case_id, check="ntvd", passed=True, value=10.0, **extra):
         **extra,
     }
     kind = check_part(check, "record")
-    names = {field.name for field in dataclasses.fields(kind)}
+    hints = field_types(kind)
     required = {
-        field.name: None
+        field.name: emptiest(hints[field.name])
         for field in dataclasses.fields(kind)
         if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
     }
     identity = {"message": "m", "model_fingerprint": "m@1", "corpus": "demo", "dimension": "gender"}
-    rows = {name: row for name, row in EMPTY_ROWS.items() if name in required}
-    return required | rows | identity | {k: v for k, v in fields.items() if k in names}
+    return required | identity | {k: v for k, v in fields.items() if k in hints}
 
 
-EMPTY_ROWS = {
-    "mode_effects": {"metric": "mean", "n_boot": 0, "level": 0.95, "n_speakers": 0, "per_mode": {}, "effects": {}},
-    "per_label": [],
-    "per_group": [],
-}
-"""Required row-class fields the summary does not read, as their emptiest valid JSON (a row is never null)."""
+def emptiest(kind: Any) -> Any:
+    """The emptiest JSON value annotation ``kind`` admits (the check's fields the summary does not read): null where
+    it admits null, else 0, "", false, [] or {}, and a row class's record of its own required fields' emptiest."""
+    arguments = typing.get_args(kind)
+    if type(None) in arguments or kind is Any:
+        return None
+    if isinstance(kind, type) and issubclass(kind, JsonRecord):
+        hints = field_types(kind)
+        return {
+            field.name: emptiest(hints[field.name])
+            for field in dataclasses.fields(kind)
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        }
+    origin = typing.get_origin(kind) or kind
+    return {str: "", int: 0, float: 0.0, bool: False, list: [], tuple: [], dict: {}}[origin]
 
 
 def typed(**fields):

@@ -9,7 +9,7 @@ from html import unescape
 from harness.checks.verdict import describe_decision
 from harness.display.decisions import absolute_test, decision_words, measure_values, release_test
 from harness.metrics.multitest import DecisionRule
-from harness.records import Comparison
+from harness.records import Comparison, Decision
 from harness.report import render_report
 from harness.report.summary import first_screen
 from harness.results import parse_results
@@ -24,7 +24,9 @@ def test_a_contrast_within_its_bar_reads_within_the_bar_not_its_adjusted_p():
     assert words.lines() == [
         "absolute test: nTVD across groups = 11.65; fails when nTVD > 20; p 0.0001, not tested against alpha"
     ]
-    beyond = absolute_test(decision(30.25, 9.999e-05, 0.0043, relevant=True), False, "nTVD > 20")
+    beyond = absolute_test(
+        Decision.from_json(decision(30.25, 9.999e-05, 0.0043, relevant=True), "d"), False, "nTVD > 20"
+    )
     assert beyond.text() == (
         "absolute test: beyond the bar, significant "
         "(nTVD across groups = 30.25; fails when nTVD > 20; p 0.0001, adjusted p 0.0043)"
@@ -123,7 +125,7 @@ def test_a_contrast_within_its_bar_whose_test_cannot_reach_alpha_still_reads_wit
         "label": None,
         "estimate": None,
     }
-    words = absolute_test(untestable, True, "|stereotype share change| > 20 points")
+    words = absolute_test(Decision.from_json(untestable, "d"), True, "|stereotype share change| > 20 points")
     assert words.text() == "absolute test: within the bar (fails when |stereotype share change| > 20 points)"
 
 

@@ -192,17 +192,17 @@ def test_each_direction_plots_the_attribute_that_moved_most():
 def test_the_plot_draws_the_records_shares_and_its_rows_sum_to_one_per_arm():
     (record,) = typed(vibe_case())
     figure = view.arm_share_plot(record, "female", "activity")
-    given = {row["value"]: row for row in record.distributions if row["direction"] == "female" and row["attribute"] == "activity"}  # fmt: skip
+    given = {row.value: row for row in record.distributions if row.direction == "female" and row.attribute == "activity"}  # fmt: skip
     barred = [row for row in figure["rows"] if not row["other"]]
     assert len(barred) == view.MAX_VALUES and figure["value_count"] == len(given) == 12
     assert figure["rows"][-1]["other"] and figure["rows"][-1]["value"] == "2 other values"
-    changes = [abs(given[row["value"]]["swap"] - given[row["value"]]["identity"]) for row in barred]
+    changes = [abs(given[row["value"]].swap - given[row["value"]].identity) for row in barred]
     assert changes == sorted(changes, reverse=True)  # the values that moved most first
     for arm in ("identity", "swap"):
         assert math.isclose(sum(row[arm] for row in figure["rows"]), 1.0)
         for row in barred:
             (bar,) = [bar for bar in row["bars"] if bar["arm"] == arm]
-            assert bar["share"] == given[row["value"]][arm]
+            assert bar["share"] == getattr(given[row["value"]], arm)
             assert math.isclose(bar["width"], bar["share"] / figure["axis_top"] * figure["plot_width"], abs_tol=0.01)
             assert bar["width"] <= figure["plot_width"]
     assert figure["ticks"][0]["x"] == figure["left"] and figure["ticks"][-1]["x"] == figure["right"]
@@ -225,7 +225,7 @@ def test_long_values_wrap_inside_the_label_column_and_the_shares_sit_right_of_th
 def test_flip_rates_set_each_swap_beside_its_artifact_and_shifts_name_from_and_to_values():
     (record,) = typed(vibe_case())
     flips = {row["attribute"]: row for row in view.flip_table(record)}
-    assert flips["activity"]["swap"]["flipped"] == 17 and flips["activity"]["artifact"]["flipped"] == 3
+    assert flips["activity"]["swap"].flipped == 17 and flips["activity"]["artifact"].flipped == 3
     assert flips["budget"]["artifact"] is None and flips["activity"]["ntvd"] == [50.0, 5.0]
     (shift,) = view.shift_table(record)
     assert [(s["value"], s["change_text"]) for s in shift["from"] + shift["to"]] == [

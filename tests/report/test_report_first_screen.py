@@ -70,6 +70,12 @@ def ratio_case(
     return record
 
 
+def icat_row(group: str, icat: float) -> dict:
+    """A group's ICAT row of a record (:class:`harness.checks.icat.record.IcatGroupRow`) whose ICAT is ``icat``."""
+    counts = {"n": 10.0, "stereotype": 5.0, "anti-stereotype": 5.0, "unrelated": 0.0, "unknown": 0.0}
+    return {"group": group, **counts, "ss": 50.0, "lms": icat, "icat": icat, "unknown_rate": 0.0, "left_out": None}
+
+
 def icat_case(model="m1", dimension="age", mode="text-explicit", value=27.8, passed=False, **extra):
     per_mode = {
         "text-explicit": {"estimate": value, "ci_low": value, "ci_high": value},
@@ -88,7 +94,7 @@ def icat_case(model="m1", dimension="age", mode="text-explicit", value=27.8, pas
         "passed": passed,
         "message": "msg",
         "mode": mode,
-        "per_group": [{"group": "elderly", "icat": value - 2}, {"group": "young", "icat": value + 2}],
+        "per_group": [icat_row("elderly", value - 2), icat_row("young", value + 2)],
         "n_answers": 10,
         "n_speakers": 4,
         "mode_effects": {

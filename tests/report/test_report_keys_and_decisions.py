@@ -2,7 +2,7 @@
 
 from harness.display.plots import dot_interval_plot, text_width
 from harness.display.text import decision_line, key_legend, model_keys
-from harness.records import AttributeDistribution
+from harness.records import AttributeDistribution, Decision
 from harness.report import bar_chart, breakable
 
 LONG_SPEC = "cascade:whisper:tiny.en+voice:praat+smollm2:135m-instruct"
@@ -17,16 +17,16 @@ def test_long_specs_become_keys_in_order_of_first_appearance_and_short_ones_stay
 
 
 def test_decision_line_names_the_rule_the_deciding_number_and_the_outcome():
-    decision = {"rule": "both", "p": 0.0001, "p_adjusted": 0.0036, "alpha": 0.05, "significant": True, "relevant": True}
+    fields = {"rule": "both", "p": 0.0001, "p_adjusted": 0.0036, "alpha": 0.05, "significant": True, "relevant": True}
     assert (
-        decision_line(decision, False, "nTVD > 20")
+        decision_line(Decision(**fields), False, "nTVD > 20")
         == "fails when nTVD > 20 and adjusted p < 0.05: adjusted p = 0.0036 → FAIL"
     )
-    significance = decision | {"rule": "significance", "relevant": False}
+    significance = Decision(**fields | {"rule": "significance", "relevant": False})
     assert decision_line(significance, False, "nTVD > 20") == "fails when adjusted p < 0.05: adjusted p = 0.0036 → FAIL"
-    unadjusted = {"rule": "both", "p": 0.5, "alpha": 0.05}
+    unadjusted = Decision(rule="both", p=0.5, alpha=0.05)
     assert decision_line(unadjusted, True, "nTVD > 20") == "fails when nTVD > 20 and p < 0.05: p = 0.5 → pass"
-    untestable = {"rule": "both", "estimable": False, "reason": "constant", "alpha": 0.05}
+    untestable = Decision(rule="both", estimable=False, reason="constant", alpha=0.05)
     assert decision_line(untestable, True, "|difference| > 20 points").endswith(": not estimable → pass")
     assert decision_line(None, True, "x") is None
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from harness.core.json_records import JsonRecord
-from harness.records import CaseRecord, RecordPayload
+from harness.records import CaseRecord, RecordPayload, Statistics
 
 GAP_INTERVAL = "two-way speaker x item bootstrap"
 """How a BASIS gap's interval is estimated (:class:`GroupGap`)."""
@@ -26,6 +25,11 @@ class GroupGap(JsonRecord):
     worst: str
     p: float | None = None
     estimable: bool = True
+
+    def statistics(self) -> Statistics:
+        """The gap and its interval, as the record's :class:`~harness.records.Statistics`."""
+        return Statistics(gap=self.value, gap_ci=Statistics.interval(self.ci_low, self.ci_high))
+
     reason: str | None = None
     interval: str = GAP_INTERVAL
 
@@ -73,7 +77,8 @@ class ModePayload(RecordPayload):
     """A BASIS case asked in one evaluation mode: per-group results and the §3.4 mode effects of its dimension."""
 
     mode: str
-    per_group: list[dict[str, Any]]
+    per_group: list[JsonRecord]
+    """Each group's row, of the row class its check's record declares (ICAT's, personalization's)."""
     n_answers: int
     n_speakers: int
     mode_effects: ModeEffects

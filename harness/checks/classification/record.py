@@ -7,7 +7,7 @@ import dataclasses
 from harness.checks.basis_common.record import GroupGap
 from harness.checks.basis_common.thresholds import ClassificationThresholds
 from harness.core.json_records import JsonRecord
-from harness.records import CaseRecord, RecordPayload
+from harness.records import CaseRecord, RecordPayload, Statistics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +37,10 @@ class ClassificationPayload(RecordPayload):
 class ClassificationRecord(ClassificationPayload, CaseRecord):
     threshold: ClassificationThresholds
     """What the case is judged by: its check's typed thresholds."""
+
+    def statistics(self) -> Statistics:
+        """The best-worst gap and its interval."""
+        return self.gap.statistics()
 
 
 RECORD = ClassificationRecord

@@ -48,7 +48,18 @@ from harness.checks.base import TASK_PROBE, TRANSCRIPTION_PROBE, Check, Measurem
 from harness.checks.case import Case
 from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
-from harness.checks.counterfactual.record import CounterfactualPayload
+from harness.checks.counterfactual.record import (
+    Artifact,
+    CounterfactualPayload,
+    DirectionRow,
+    DistributionRow,
+    FlipRow,
+    ManipulationRow,
+    PerceivedRow,
+    PerceiverAccuracy,
+    ShamArm,
+    ShiftRow,
+)
 from harness.checks.counterfactual.settings import (
     ASR,
     COUNTERFACTUAL_SCHEMA,
@@ -167,7 +178,7 @@ class CounterfactualCheck(Check):
         if payload.get("sham") is None:
             sham = sham_of(get_transform(settings.transform))
             deviation = SHAM_NOT_CACHED if sham is not None else f"the transform {settings.transform} states no sham"
-            payload["sham"] = {"deviation": deviation, "decides": False}
+            payload["sham"] = ShamArm(deviation=deviation, decides=False)
             findings += f"; {deviation}: judged against the identity arm alone"
         if sham_heard is not None:
             payload["sham"]["perceived_as_source"] = sham_heard_rows(sham_heard)
@@ -177,11 +188,11 @@ class CounterfactualCheck(Check):
             "transform": settings.transform,
             "transform_settings": dataclasses.asdict(transform_settings(context, case.dimension)[1]),
             "perceiver": context.perceiver,
-            "perceiver_accuracy": calibration.to_json(),
+            "perceiver_accuracy": PerceiverAccuracy(**calibration.to_json()),
             **stimulus_identity(context, settings.transform),
             "perceived": perceived_rows(perceived),
             "excluded": dict(perceived.excluded),
-            "manipulation": None if manipulation is None else manipulation.summary(),
+            "manipulation": None if manipulation is None else [ManipulationRow(**r) for r in manipulation.summary()],
             "n_speakers": speakers,
             "n_permutations": settings.n_permutations,
             "seed": seed,
@@ -287,15 +298,15 @@ class CounterfactualCheck(Check):
             "deciding": finite_or_none(deciding),
             "sham": None
             if sham is None
-            else {
-                "measure": "nTVD sham vs swap",
-                "effect": finite_or_none(sham.score),
-                "p": finite_or_none(sham.test.p_value),
-                "per_direction": _finite_map(sham.per_direction),
-                "size": None if arms.sham_size is None else finite_or_none(arms.sham_size.score),
-                "size_measure": "nTVD identity vs sham",
-                "decides": True,
-            },
+            else ShamArm(
+                measure="nTVD sham vs swap",
+                effect=finite_or_none(sham.score),
+                p=finite_or_none(sham.test.p_value),
+                per_direction=_finite_map(sham.per_direction),
+                size=None if arms.sham_size is None else finite_or_none(arms.sham_size.score),
+                size_measure="nTVD identity vs sham",
+                decides=True,
+            ),
             "effect": finite_or_none(effect.score),
             "p": finite_or_none(effect.test.p_value),
             "per_direction": _finite_map(effect.per_direction),
@@ -303,16 +314,16 @@ class CounterfactualCheck(Check):
             "recordings": effect.recordings,
             "unpaired_recordings": effect.unpaired_recordings,
             "flip_rates": flip_rows(flips),
-            "shifts": arms.shifts.to_dict("records"),
+            "shifts": [ShiftRow(**row) for row in arms.shifts.astype({"value": str}).to_dict("records")],
             "distributions": distribution_rows(effect.distributions),
             "artifact": None
             if artifact is None
-            else {
-                "measure": "nTVD original vs identity",
-                "value": finite_or_none(artifact.score),
-                "p": finite_or_none(artifact.test.p_value),
-                "flip_rates": [] if artifact_flips is None else flip_rows(artifact_flips),
-            },
+            else Artifact(
+                measure="nTVD original vs identity",
+                value=finite_or_none(artifact.score),
+                p=finite_or_none(artifact.test.p_value),
+                flip_rates=[] if artifact_flips is None else flip_rows(artifact_flips),
+            ),
         }
         findings = (
             f"nTVD identity vs swap = {effect.score:.2f} (p = {effect.test.p_value:.4g}; "
@@ -400,22 +411,22 @@ class CounterfactualCheck(Check):
             "deciding": largest_deciding["deciding"],
             "sham": None
             if not has_sham
-            else {
-                "measure": label.replace("identity", "sham"),
-                "per_direction": {d: v.get("against_sham") for d, v in directions.items()},
-                "decides": True,
-            },
+            else ShamArm(
+                measure=label.replace("identity", "sham"),
+                per_direction={d: v.get("against_sham") for d, v in directions.items()},
+                decides=True,
+            ),
             "effect": largest["effect"],
             "p": min((d["p"] for d in directions.values() if d["p"] is not None), default=None),
             "per_direction": {d: v["effect"] for d, v in directions.items()},
-            "directions": directions,
-            "artifact": {
-                "measure": artifact_name,
-                "value": max(
+            "directions": {source: DirectionRow(**d) for source, d in directions.items()},
+            "artifact": Artifact(
+                measure=artifact_name,
+                value=max(
                     (d["artifact"] for d in directions.values() if d["artifact"] is not None), key=abs, default=None
                 ),
-                "p": min((d["artifact_p"] for d in directions.values() if d["artifact_p"] is not None), default=None),
-            },
+                p=min((d["artifact_p"] for d in directions.values() if d["artifact_p"] is not None), default=None),
+            ),
         }
         findings = f"{label}: " + ", ".join(
             f"{source} speakers {_signed(d['effect'])} (p = {_p(d['p'])}; artifact {_signed(d['artifact'])}"
@@ -583,15 +594,15 @@ def require_arms_perceivable(context: CheckContext, case: Case) -> None:
         raise CaseNotMeasured(f"{case.id}: {cause}")
 
 
-def perceived_rows(perceived: PerceivedFilter) -> list[dict[str, Any]]:
+def perceived_rows(perceived: PerceivedFilter) -> list[PerceivedRow]:
     return [
-        {
-            "source_group": str(source),
-            "target_group": str(target),
-            "clips": int(row.clips),
-            "perceived_as_target": int(row.perceived_as_target),
-            "share": float(row.share),
-        }
+        PerceivedRow(
+            source_group=str(source),
+            target_group=str(target),
+            clips=int(row.clips),
+            perceived_as_target=int(row.perceived_as_target),
+            share=float(row.share),
+        )
         for (source, target), row in perceived.shares.iterrows()
     ]
 
@@ -612,17 +623,17 @@ def perceived_words(perceived: PerceivedFilter) -> str:
     )
 
 
-def flip_rows(flips: pd.DataFrame) -> list[dict[str, Any]]:
+def flip_rows(flips: pd.DataFrame) -> list[FlipRow]:
     return [
-        {"attribute": str(attribute), "recordings": int(row.recordings), "flipped": int(row.flipped), "flip_rate": float(row.flip_rate)}
+        FlipRow(attribute=str(attribute), recordings=int(row.recordings), flipped=int(row.flipped), flip_rate=float(row.flip_rate))
         for attribute, row in flips.iterrows()
     ]  # fmt: skip
 
 
-def distribution_rows(distributions: pd.DataFrame) -> list[dict[str, Any]]:
+def distribution_rows(distributions: pd.DataFrame) -> list[DistributionRow]:
     """Per direction, attribute and retained value: each arm's share (0-1), the report's plot data."""
     return [
-        {"direction": str(direction), "attribute": str(attribute), "value": str(value), **{arm: float(row[arm]) for arm in distributions.columns}}
+        DistributionRow(direction=str(direction), attribute=str(attribute), value=str(value), **{arm: float(row[arm]) for arm in distributions.columns})
         for (direction, attribute, value), row in distributions.iterrows()
     ]  # fmt: skip
 

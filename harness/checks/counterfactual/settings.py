@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from harness.core.json_records import JsonRecord
 from harness.data.voice_transforms import VOICE_TRANSFORMS, ChangeGenderSettings, get_transform, settings_of, sham_of
 from harness.thresholds import (
     ADJUSTED_P,
@@ -181,7 +182,7 @@ class CounterfactualThresholds(SectionThresholds):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class CaseThreshold:
+class CaseThreshold(JsonRecord):
     """What one counterfactual case is judged by: its kind's bar, the rule and the perceived share; its record's
     ``threshold`` (:class:`harness.records.StatedThreshold`), recorded as ``{<kind's bar key>: bar, rule,
     min_perceived_share}`` (:meth:`to_json`) and read back with the record's kind (:meth:`from_json`)."""

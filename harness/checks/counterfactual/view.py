@@ -56,7 +56,7 @@ def variant_title(variant: str | None) -> str:
 
 def direction_targets(record: CounterfactualRecord) -> dict[str, str]:
     """Swap direction (source group) -> the group its recordings were moved to, from the perceived rows."""
-    return {str(row["source_group"]): str(row["target_group"]) for row in record.perceived}
+    return {row.source_group: row.target_group for row in record.perceived}
 
 
 ARROW = "\u00a0→\u00a0"
@@ -80,9 +80,9 @@ def perceived_cells(record: CounterfactualRecord) -> list[dict[str, Any]]:
     """Per direction: the swapped clips perceived as the target group, of all swapped clips, and their share."""
     return [
         {
-            "direction": f"{row['source_group']}{ARROW}{row['target_group']}",
-            "text": f"{row['perceived_as_target']}/{row['clips']}",
-            "share": row["share"],
+            "direction": f"{row.source_group}{ARROW}{row.target_group}",
+            "text": f"{row.perceived_as_target}/{row.clips}",
+            "share": row.share,
         }
         for row in record.perceived
     ]
@@ -96,20 +96,21 @@ def left_out(record: CounterfactualRecord) -> list[str]:
     lines = [f"not perceived as the target: {', '.join(lines)}"] if lines else []
     if record.unpaired_recordings:
         lines.append(f"{record.unpaired_recordings} without an answer in both arms")
-    accuracy = record.perceiver_accuracy or {}
-    if accuracy.get("accuracy") is not None:
+    accuracy = record.perceiver_accuracy
+    if accuracy is not None:
         lines.append(
-            f"{record.perceiver} on the originals: {100 * accuracy['accuracy']:.0f}% (chance "
-            f"{100 * accuracy['chance']:.0f}%)"
+            f"{record.perceiver} on the originals: {100 * accuracy.accuracy:.0f}% (chance {100 * accuracy.chance:.0f}%)"
         )
-    sham = record.sham or {}
-    if sham.get("deviation"):
-        lines.append(f"{sham['deviation']}: judged against identity alone")
-    elif sham.get("effect") is not None:
-        p = "n/a" if sham.get("p") is None else f"{sham['p']:.3g}"
-        lines.append(f"against the sham: {sham['effect']:.1f} (p = {p}; both controls decide)")
-    elif sham.get("per_direction"):
-        moved = ", ".join(f"{d} {v:+.1f}" for d, v in sham["per_direction"].items() if v is not None)
+    sham = record.sham
+    if sham is None:
+        return lines
+    if sham.deviation:
+        lines.append(f"{sham.deviation}: judged against identity alone")
+    elif sham.effect is not None:
+        p = "n/a" if sham.p is None else f"{sham.p:.3g}"
+        lines.append(f"against the sham: {sham.effect:.1f} (p = {p}; both controls decide)")
+    elif sham.per_direction:
+        moved = ", ".join(f"{d} {v:+.1f}" for d, v in sham.per_direction.items() if v is not None)
         lines.append(f"against the sham: {moved} (both controls decide)")
     return lines
 
@@ -156,7 +157,7 @@ def summary_tables(records: Sequence[CounterfactualRecord], keys: Mapping[str, s
                         "decision": decision_cell(record),
                         "passed": record.passed,
                         "verdict": record.verdict,
-                        "artifact": record.artifact or {},
+                        "artifact": record.artifact,
                         "perceived": perceived_cells(record),
                         "left_out": left_out(record),
                     }
@@ -178,9 +179,9 @@ def moved_most(record: CounterfactualRecord, direction: str) -> str | None:
     scores = {a: round(v, 9) for a, v in (record.per_attribute.get(direction) or {}).items() if v is not None}
     if not scores:
         for row in record.distributions:
-            if row["direction"] == direction:
-                change = abs(row["swap"] - row["identity"])
-                scores[row["attribute"]] = round(scores.get(row["attribute"], 0.0) + change, 9)
+            if row.direction == direction:
+                change = abs(row.swap - row.identity)
+                scores[row.attribute] = round(scores.get(row.attribute, 0.0) + change, 9)
     if not scores:
         return None
     return min(scores, key=lambda attribute: (-scores[attribute], attribute))
@@ -209,18 +210,18 @@ def arm_share_plot(record: CounterfactualRecord, direction: str, attribute: str)
     0 to the largest barred share rounded up to its tick step (5%, 10% or 25%). Labels wrap (:func:`label_lines`)
     in a column as wide as their longest line, and the printed shares have a column of their own right of the
     plot, so no text meets a bar."""
-    rows = [r for r in record.distributions if r["direction"] == direction and r["attribute"] == attribute]
+    rows = [r for r in record.distributions if r.direction == direction and r.attribute == attribute]
     if not rows:
         return None
-    ranked = sorted(rows, key=lambda r: (-abs(r["swap"] - r["identity"]), str(r["value"])))
-    drawn = [{"value": str(r["value"]), "identity": r["identity"], "swap": r["swap"]} for r in ranked[:MAX_VALUES]]
+    ranked = sorted(rows, key=lambda r: (-abs(r.swap - r.identity), r.value))
+    drawn = [{"value": r.value, "identity": r.identity, "swap": r.swap} for r in ranked[:MAX_VALUES]]
     rest = ranked[MAX_VALUES:]
     if rest:
         drawn.append(
             {
                 "value": f"{len(rest)} other values",
-                "identity": sum(r["identity"] for r in rest),
-                "swap": sum(r["swap"] for r in rest),
+                "identity": sum(r.identity for r in rest),
+                "swap": sum(r.swap for r in rest),
                 "other": True,
             }
         )
@@ -291,9 +292,9 @@ def flip_table(record: CounterfactualRecord) -> list[dict[str, Any]]:
     """Per attribute: its nTVD per direction, and the recordings, flipped recordings and flip rate between the
     identity and swap arms beside those between the original recording and its identity resynthesis (the
     artifact)."""
-    artifact = {row["attribute"]: row for row in (record.artifact or {}).get("flip_rates") or []}
-    attributes = list(dict.fromkeys([row["attribute"] for row in record.flip_rates] + list(artifact)))
-    swaps = {row["attribute"]: row for row in record.flip_rates}
+    artifact = {row.attribute: row for row in (record.artifact and record.artifact.flip_rates) or []}
+    attributes = list(dict.fromkeys([row.attribute for row in record.flip_rates] + list(artifact)))
+    swaps = {row.attribute: row for row in record.flip_rates}
     return [
         {
             "attribute": attribute,
@@ -310,11 +311,9 @@ def shift_table(record: CounterfactualRecord) -> list[dict[str, Any]]:
     identity arm to the swap arm, each with its change in points."""
     grouped: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
     for row in record.shifts:
-        entry = grouped.setdefault((row["direction"], row["attribute"]), {"from": [], "to": []})
-        change = 100 * row["change"]
-        entry.setdefault(row["shift"], []).append(
-            {"value": row["value"], "change": change, "change_text": signed(change)}
-        )
+        entry = grouped.setdefault((row.direction, row.attribute), {"from": [], "to": []})
+        change = 100 * row.change
+        entry.setdefault(row.shift, []).append({"value": row.value, "change": change, "change_text": signed(change)})
     return [
         {"direction": direction_title(record, direction), "attribute": attribute, **shifts}
         for (direction, attribute), shifts in grouped.items()
@@ -349,22 +348,22 @@ def arm_detail(record: CounterfactualRecord, keys: Mapping[str, str]) -> dict[st
     bar = record.threshold.bar
     rows = []
     for direction, entry in record.directions.items():
-        arms, effect = entry.get("arms") or {}, entry.get("effect")
+        effect = entry.effect
         rows.append(
             {
                 "direction": direction_title(record, direction),
                 "beyond": not record.passed and effect is not None and (bar is None or abs(effect) > bar),
-                "arms": [arms.get(arm) for arm in ARMS],
-                "effect": entry.get("effect"),
-                "p": entry.get("p"),
-                "artifact": entry.get("artifact"),
-                "artifact_p": entry.get("artifact_p"),
-                "flip_rate": entry.get("flip_rate"),
-                "item_count": entry.get("items"),
-                "mean_recording_difference": entry.get("mean_recording_difference"),
+                "arms": [entry.arms.get(arm) for arm in ARMS],
+                "effect": effect,
+                "p": entry.p,
+                "artifact": entry.artifact,
+                "artifact_p": entry.artifact_p,
+                "flip_rate": entry.flip_rate,
+                "item_count": entry.items,
+                "mean_recording_difference": entry.mean_recording_difference,
                 "effect_text": signed(effect),
-                "artifact_text": signed(entry.get("artifact")),
-                "mean_recording_difference_text": signed(entry.get("mean_recording_difference")),
+                "artifact_text": signed(entry.artifact),
+                "mean_recording_difference_text": signed(entry.mean_recording_difference),
             }
         )
     return {
@@ -387,7 +386,7 @@ def case_heading(record: CounterfactualRecord, keys: Mapping[str, str]) -> dict[
         "effect": record.effect,
         "p": record.p,
         "measure": KINDS[record.kind].effect_name,
-        "artifact": record.artifact or {},
+        "artifact": record.artifact,
     }
 
 

@@ -44,7 +44,14 @@ from harness.checks.basis_common.tables import cells, choice_table
 from harness.checks.basis_common.thresholds import IcatThresholds
 from harness.checks.case import Case
 from harness.checks.context import CheckContext, per_run_table
-from harness.checks.icat.record import GroupShares, IcatPayload, ShareChange, ShareEffect, StereotypeShares
+from harness.checks.icat.record import (
+    GroupShares,
+    IcatGroupRow,
+    IcatPayload,
+    ShareChange,
+    ShareEffect,
+    StereotypeShares,
+)
 from harness.checks.release import CrossedComparison, cell_sums
 from harness.checks.verdict import floor
 from harness.core.modes import SPEECH_IMPLICIT, mode_has_audio
@@ -258,7 +265,7 @@ class IcatCheck(CrossedComparison, Check[IcatThresholds]):
             payload=IcatPayload(
                 mode=case.variant,
                 per_group=[
-                    row | {"left_out": left_out.get(str(row["group"]))}
+                    IcatGroupRow.from_json(row | {"left_out": left_out.get(str(row["group"]))}, case.id, strict=True)
                     for row in frame_records(result.per_group, "group")
                 ],
                 pooled_ss=finite_or_none(result.pooled_ss),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from harness.checks.basis_common.record import ModePayload, ModeRecord
 from harness.checks.basis_common.thresholds import IcatThresholds
@@ -17,6 +18,30 @@ class GroupShares(JsonRecord):
     n: int
     stereotype: float
     anti_stereotype: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IcatGroupRow(JsonRecord):
+    """One group's ICAT (BASIS-Bench §3.1, :func:`harness.metrics.basis.stereoset_scores`): of its ``n`` answers, how
+    many chose the ``stereotype``, the ``anti_stereotype`` (JSON ``anti-stereotype``), the ``unrelated`` option or
+    none (``unknown``); ss = 100 x stereotype / (stereotype + anti-stereotype), lms = 100 x meaningful / n,
+    icat = lms x min(ss, 100 - ss) / 50, and the ``unknown_rate`` (percent); ``left_out``: its answers with no
+    meaningful option, in words (None when none; not written in a record made before it)."""
+
+    JSON_KEYS: ClassVar[dict[str, str]] = {"anti_stereotype": "anti-stereotype"}
+    WRITTEN_AS_READ: ClassVar[tuple[str, ...]] = ("left_out",)
+
+    group: str
+    n: float
+    stereotype: float
+    anti_stereotype: float
+    unrelated: float
+    unknown: float
+    ss: float | None
+    lms: float | None
+    icat: float | None
+    unknown_rate: float | None
+    left_out: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +89,7 @@ class IcatPayload(ModePayload):
     """What a BASIS ICAT case measured besides its value (§3.1): the pooled stereotype score and ICAT, the share of
     unknown answers, how the answers were read and the stereotype shares."""
 
+    per_group: list[IcatGroupRow]
     pooled_ss: float | None
     pooled_ss_ci: list[float | None]
     pooled_p: float | None

@@ -6,7 +6,7 @@ import dataclasses
 
 from harness.checks.ntvd.thresholds import NtvdThresholds
 from harness.core.json_records import JsonRecord
-from harness.records import AttributeDistribution, CaseRecord, RecordPayload
+from harness.records import AttributeDistribution, CaseRecord, RecordPayload, Statistics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +85,10 @@ class NtvdRecord(NtvdPayload, CaseRecord):
     def figure_distribution(self) -> AttributeDistribution | None:
         """The most divergent attribute's P_g(v), drawn under a failing case."""
         return self.most_divergent
+
+    def statistics(self) -> Statistics:
+        """The permutation p and VIBE's BH q (reported; the gate's adjusted p decides)."""
+        return Statistics(p=self.p, q=self.q)
 
 
 RECORD = NtvdRecord

@@ -7,6 +7,7 @@ import dataclasses
 from harness.checks.basis_common.record import GroupGap, ModePayload, ModeRecord
 from harness.checks.basis_common.thresholds import PersonalizationThresholds
 from harness.core.json_records import JsonRecord
+from harness.records import Statistics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +56,10 @@ class PersonalizationPayload(ModePayload):
 class PersonalizationRecord(PersonalizationPayload, ModeRecord):
     threshold: PersonalizationThresholds
     """What the case is judged by: its check's typed thresholds."""
+
+    def statistics(self) -> Statistics:
+        """The best-worst gap and its interval."""
+        return self.gap.statistics()
 
 
 RECORD = PersonalizationRecord

@@ -7,7 +7,7 @@ import dataclasses
 from harness.checks.basis_common.record import GroupGap
 from harness.checks.basis_common.thresholds import RobustnessThresholds
 from harness.core.json_records import JsonRecord
-from harness.records import CaseRecord, RecordPayload
+from harness.records import CaseRecord, RecordPayload, Statistics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +95,10 @@ class RobustnessPayload(RecordPayload):
 class RobustnessRecord(RobustnessPayload, CaseRecord):
     threshold: RobustnessThresholds
     """What the case is judged by: its check's typed thresholds."""
+
+    def statistics(self) -> Statistics:
+        """The best-worst gap and its interval."""
+        return self.gap.statistics()
 
 
 RECORD = RobustnessRecord

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from harness.checks.semantic_aware.thresholds import RatioThresholds
-from harness.records import CaseRecord, RecordPayload
+from harness.records import CaseRecord, RecordPayload, Statistics
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -34,3 +34,7 @@ class RatioRecord(RatioPayload, RatioDecided, CaseRecord):
 
     threshold: RatioThresholds
     """What the case is judged by: the ratio checks' typed thresholds."""
+
+    def statistics(self) -> Statistics:
+        """The deciding comparison's p, its adjusted q and the ratio's interval."""
+        return Statistics(p=self.p, q=self.q, ci=Statistics.interval(*self.ci) if len(self.ci) == 2 else None)
