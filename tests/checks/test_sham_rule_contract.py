@@ -1,0 +1,108 @@
+"""The sham arm's intersection-union rule through the one decide step (issues 57 item 6, 58 item 6).
+
+Known truth: a model that degrades under any large transform (sham and swap alike, no group effect) is judged by the
+sham control's test, so it passes where its design is powered, instead of being unmeasured by the identity test's
+null, which carries the artefact; a run whose sham arm cannot be compared on a direction's recordings leaves that
+direction undefined (never judged against identity alone while claiming the sham decides). And a property over
+generated pathological arm tables (zero word counts, missing arms, a partial sham, one or two speakers): no PASS
+without finite, powered contrasts. ``benchmarks/bench_sham_rule.py`` measures the rule's error rates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.checks.case import Case
+from harness.checks.counterfactual.check import SHAM_NOT_COMPARABLE, CounterfactualCheck
+from harness.checks.counterfactual.settings import CounterfactualThresholds
+from harness.checks.verdict import bias_decision
+from harness.core.errors import CaseNotMeasured
+from harness.metrics.multitest import DecisionRule
+from tests.checks.test_testability import RuleOnly
+
+CASE = Case(check="counterfactual", model="m", corpus="demo", dimension="gender", variant="asr", id="m-asr")
+GATE = DecisionRule(alpha=0.05, family_size=43)
+ARMS = ("original", "identity", "sham", "swap")
+
+
+def noisy_arms(shift: dict[str, int], seed: int = 0, speakers: int = 14, recordings: int = 6) -> pd.DataFrame:
+    """Per group, ``speakers`` speakers x ``recordings`` sentences of 20 words: a recording's own errors (1-3), the
+    arm's ``shift`` and 0 or 1 error of noise per arm."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for group in ("female", "male"):
+        for s in range(speakers):
+            for r in range(recordings):
+                base = int(rng.integers(1, 4))
+                for arm in ARMS:
+                    errors = base + shift.get(arm, 0) + int(rng.integers(0, 2))
+                    rows.append((f"{group}{s}", f"{group}{s}-{r}", arm, group, errors, 20))
+    return pd.DataFrame(rows, columns=["speaker", "recording", "arm", "source_group", "errors", "words"])
+
+
+def decide(table: pd.DataFrame, rule: DecisionRule = GATE):
+    contrasts, payload, _ = CounterfactualCheck()._wer(table, CounterfactualThresholds(), seed=1)
+    decision, block = bias_decision(RuleOnly(rule), CASE, contrasts, statistic="WER swap - identity")
+    return decision, block, payload
+
+
+def test_an_artefact_of_any_large_transform_is_judged_by_the_sham_test_and_passes():
+    for seed in range(3):
+        decision, block, payload = decide(noisy_arms({"sham": 4, "swap": 4}, seed))  # +20 points on both
+        assert payload["effect"] > 15  # a "voice effect" against identity alone
+        assert not decision.failed and not block.untestable  # powered: the sham control's null has no artefact
+        assert all(c.powered and c.detectable < 10 for c in block.contrasts)
+
+
+def test_a_group_cue_beyond_the_bar_fails_against_both_controls():
+    decision, block, _ = decide(noisy_arms({"sham": 4, "swap": 8}))  # +20 points beyond the sham
+    assert decision.failed
+
+
+def test_a_sham_that_cannot_be_compared_on_a_direction_leaves_it_undefined():
+    table = noisy_arms({"sham": 4, "swap": 4})
+    half = sorted(table["recording"].unique())[::2]
+    partial = table[(table["arm"] != "sham") | table["recording"].isin(half)]
+    decision, block, _ = decide(partial)
+    assert not decision.failed and set(block.untestable) == {"female speakers", "male speakers"}
+    assert all(c.reason == SHAM_NOT_COMPARABLE and not math.isfinite(c.estimate) for c in block.contrasts)
+
+
+arm_errors = st.one_of(st.integers(0, 20), st.none())  # None: the arm has no row for the recording
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    speakers=st.integers(1, 4),
+    recordings=st.integers(1, 3),
+    errors=st.lists(st.tuples(arm_errors, arm_errors, arm_errors, arm_errors), min_size=1, max_size=24),
+    words=st.sampled_from([0, 5, 20]),
+    family=st.integers(1, 60),
+)
+def test_no_pass_through_the_sham_rule_without_finite_powered_contrasts(speakers, recordings, errors, words, family):
+    """Generated pathological arm tables: zero word counts, arms missing on some recordings (a partial sham, one
+    arm only), one or two speakers per direction. A PASS needs every contrast finite, with a p, and powered."""
+    rows = []
+    for group in ("female", "male"):
+        for s in range(speakers):
+            for r in range(recordings):
+                per_arm = errors[(s * recordings + r) % len(errors)]
+                rows += [(f"{group}{s}", f"{group}{s}-{r}", arm, group, count, words)
+                         for arm, count in zip(ARMS, per_arm) if count is not None]  # fmt: skip
+    table = pd.DataFrame(rows, columns=["speaker", "recording", "arm", "source_group", "errors", "words"])
+    table["errors"] = np.minimum(table["errors"], words)
+    try:
+        decision, block, _ = decide(table, DecisionRule(alpha=0.05, family_size=family))
+    except (CaseNotMeasured, ValueError, KeyError):
+        return  # not measured: never a PASS
+    if decision.failed or block.untestable:
+        return
+    for contrast in block.contrasts:
+        assert contrast.estimate is not None and math.isfinite(contrast.estimate)
+        assert contrast.p is not None and math.isfinite(contrast.p)
+        assert contrast.powered is True and contrast.detectable <= contrast.bar
