@@ -130,16 +130,25 @@ def asr_table(rng: np.random.Generator, model: ArmModel, per_direction: dict[str
     return pd.DataFrame(rows, columns=["speaker", "recording", "arm", "source_group", "errors", "words"])
 
 
-def vibe_table(rng: np.random.Generator, model: ArmModel, per_direction: dict[str, int] = SPEAKERS) -> pd.DataFrame:
+def vibe_table(
+    rng: np.random.Generator,
+    model: ArmModel,
+    per_direction: dict[str, int] = SPEAKERS,
+    steady: bool = False,
+    contents: np.ndarray | None = None,
+) -> pd.DataFrame:
     """The four arms' answers (module docstring): columns ``speaker, recording, arm, source_group, attribute,
     value``; an arm's shift is the share of its answers moved to one value (the artefacts to ``v3``, the effect to
-    the direction's stereotyped value)."""
+    the direction's stereotyped value). ``steady``: a greedy checkpoint, one draw per recording shared by its arms
+    (a sampling one draws per arm); ``contents``: the recordings' answer distributions (speakers, recordings,
+    values), shared by the two checkpoints of a release pair."""
     rows = []
-    for speaker, group in speakers(per_direction):
+    for index, (speaker, group) in enumerate(speakers(per_direction)):
         for r in range(RECORDINGS):
-            content = rng.dirichlet(np.ones(VALUES))
+            content = rng.dirichlet(np.ones(VALUES)) if contents is None else contents[index, r]
+            shared = f"v{rng.choice(VALUES, p=content)}"
             for arm in ("original", "identity", "sham", "swap"):
-                value = f"v{rng.choice(VALUES, p=content)}"
+                value = shared if steady else f"v{rng.choice(VALUES, p=content)}"
                 artefact = (model.all_arms if arm != "original" else 0.0) + (
                     model.large if arm in ("sham", "swap") else 0.0
                 )
@@ -234,6 +243,75 @@ def run_kind(kind: str, seeds: int, settings: CounterfactualThresholds, rule: De
             break
 
 
+RELEASE_PAIRS = {
+    # name: (candidate steady?, candidate effect, baseline steady?, baseline effect, candidate artefact)
+    "noisy vs steady": (False, 0.0, True, 0.0, 0.0),
+    "steady vs noisy": (True, 0.0, False, 0.0, 0.0),
+    "noisy vs noisy": (False, 0.0, False, 0.0, 0.0),
+    "noisy+effect vs steady+effect": (False, "equal", True, "equal", 0.0),
+    "steady+effect vs noisy+effect": (True, "equal", False, "equal", 0.0),
+    "noisy + artefact vs noisy (no group effect)": (False, 0.0, False, 0.0, "large"),
+    "grown vs steady": (False, "grown", True, 0.0, 0.0),
+    "grown vs noisy": (False, "grown", False, 0.0, 0.0),
+}
+
+
+def release_rates(pairs: int, settings: CounterfactualThresholds, gate: dict, seed: int) -> None:
+    """The counterfactual release comparison (:meth:`CounterfactualCheck.compare`'s own functions: each control's
+    per-speaker arm sums as the record keeps them, each checkpoint's effect beyond its arm-exchange null, the paired
+    speaker bootstrap (:func:`harness.checks.counterfactual.release.excess_test`), the two controls' intersection-union
+    (:func:`~harness.checks.counterfactual.release.intersection_union`) and the gate's rule:
+    :func:`harness.checks.release.regression_comparison`, one-sided alpha 0.05 over a release run's 2 x 43 tests,
+    the margin ``max_worsening``, a comparison that cannot detect twice its margin underpowered) on VIBE pairs of the
+    demo design: ``steady`` greedy, ``noisy`` sampling; ``effect``: both carry the same systematic effect (the bar's
+    nTVD); ``grown``: the candidate's effect is the bar's nTVD, the baseline has none; ``artefact``: the candidate
+    degrades under any large transform (sham and swap), the baseline does not. Each pair is judged against identity
+    alone (the rule before the sham reached the release) and against both controls (now)."""
+    from harness.checks.counterfactual.release import excess_test, intersection_union
+    from harness.checks.counterfactual.settings import SHAM, SWAP, VIBE
+    from harness.checks.release import regression_comparison
+    from harness.metrics.counterfactual import speaker_arm_sums
+
+    rule = DecisionRule(
+        alpha=gate["alpha"], family_size=2 * DEMO_CASES, correction=gate["correction"], tests_per_case=2
+    )
+    case = Case(check="counterfactual", model="m", corpus="demo", dimension="gender", variant="story", id="m-story")
+    effect = vibe_share_for(settings.max_ntvd)
+    sizes = {0.0: 0.0, "equal": effect, "grown": effect}
+    print(f"\nrelease (counterfactual VIBE, demo design): {pairs} simulated pairs; margin {settings.max_worsening:g}; "
+          f"one-sided alpha {rule.corrected_alpha(1):.3g} ({rule.alpha:g} over {rule.family_size} tests); effect "
+          f"share {effect:.3f} (nTVD {settings.max_ntvd:g})")  # fmt: skip
+    print(f"{'pair':<44} {'controls':<18} {'judged worse':>12} {'95% CI':>15} {'underpowered':>13} {'not estimable':>14}")
+    rules = ("identity (before)", "identity and sham")
+    counts = {(name, r): {"regressed": 0, "underpowered": 0, "not estimable": 0} for name in RELEASE_PAIRS for r in rules}
+    for pair in range(pairs):
+        rng = np.random.default_rng([seed, 7, pair])
+        contents = rng.dirichlet(np.ones(VALUES), size=(sum(SPEAKERS.values()), RECORDINGS))
+        for name, (c_steady, c_effect, b_steady, b_effect, artefact) in RELEASE_PAIRS.items():
+            large = LARGE_TRANSFORM_ARTEFACT["vibe"] if artefact else 0.0
+            candidate = vibe_table(rng, ArmModel(large=large, effect=sizes[c_effect]), steady=c_steady,
+                                   contents=contents)  # fmt: skip
+            baseline = vibe_table(rng, ArmModel(effect=sizes[b_effect]), steady=b_steady, contents=contents)
+            identity = [speaker_arm_sums(table, "vibe") for table in (candidate, baseline)]
+            sham = [speaker_arm_sums(table, "vibe", (SHAM, SWAP)) for table in (candidate, baseline)]
+            test = excess_test(identity, VIBE, settings.tau, pair)
+            tests = {rules[0]: test, rules[1]: intersection_union(test, excess_test(sham, VIBE, settings.tau, pair,
+                                                                                    (SHAM, SWAP)))}  # fmt: skip
+            for controls, judged in tests.items():
+                comparison = regression_comparison(
+                    RuleOnly(rule), case, judged, measure="nTVD excess", margin=settings.max_worsening,
+                    margin_key="max_worsening",
+                )  # fmt: skip
+                tally = counts[(name, controls)]
+                tally["regressed"] += bool(comparison.regressed)
+                tally["underpowered"] += comparison.status == "underpowered"
+                tally["not estimable"] += comparison.status == "not estimable"
+    for (name, controls), tally in counts.items():
+        low, high = clopper_pearson(tally["regressed"], pairs)
+        print(f"{name:<44} {controls:<18} {tally['regressed'] / pairs:>12.3f} [{low:.3f}, {high:.3f}] "
+              f"{tally['underpowered'] / pairs:>13.3f} {tally['not estimable'] / pairs:>14.3f}")  # fmt: skip
+
+
 def pathological(settings: CounterfactualThresholds, rule: DecisionRule) -> None:
     """Degenerate inputs through the measure and the decide step: none may PASS."""
     print("\npathological inputs (must be unmeasured or not measured, never PASS):")
@@ -281,15 +359,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kinds", nargs="+", choices=("asr", "vibe"), default=["asr", "vibe"])
+    parser.add_argument("--pairs", type=int, default=200, help="simulated release pairs (0: none)")
+    parser.add_argument("--parts", nargs="+", choices=("absolute", "release"), default=["absolute", "release"])
     args = parser.parse_args(argv)
     thresholds = packaged_thresholds()
     settings = thresholds.settings(SECTION, COUNTERFACTUAL_SCHEMA, None, "gender")
     gate = thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "gender")
     rule = DecisionRule(alpha=gate["alpha"], family_size=DEMO_CASES, correction=gate["correction"])
     started = time.perf_counter()
-    for kind in args.kinds:
-        run_kind(kind, args.seeds, settings, rule, args.seed)
-    pathological(settings, rule)
+    if "absolute" in args.parts:
+        for kind in args.kinds:
+            run_kind(kind, args.seeds, settings, rule, args.seed)
+        pathological(settings, rule)
+    if "release" in args.parts and args.pairs:
+        release_rates(args.pairs, settings, gate, args.seed)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

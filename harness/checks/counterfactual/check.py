@@ -49,6 +49,13 @@ from harness.checks.case import Case
 from harness.checks.context import CheckContext, CompareContext
 from harness.checks.counterfactual.measure import vibe_arms
 from harness.checks.counterfactual.record import CounterfactualPayload
+from harness.checks.counterfactual.release import (
+    RELEASE_SHAM_MISSING,
+    VS_SHAM,
+    control_part,
+    excess_test,
+    intersection_union,
+)
 from harness.checks.counterfactual.settings import (
     ASR,
     COUNTERFACTUAL_SCHEMA,
@@ -80,16 +87,10 @@ from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none, source_fingerprint
 from harness.data.voice_transforms import VoiceTransformError, control_of, get_transform, resynthesiser_of, sham_of
 from harness.metrics.counterfactual import (
-    arm_exchange_index,
     choice_flips,
-    paired_excess_bootstrap,
     paired_wer_difference,
-    release_statistic,
-    retained_values,
     speaker_arm_sums,
-    with_arm_counterparts,
 )
-from harness.metrics.paired import paired_speaker_test
 from harness.metrics.perceiver_fit import MIN_MARGIN_OVER_CHANCE, PerceiverCalibration
 from harness.metrics.sign_flip import sign_flip_sensitivity
 from harness.perception import (
@@ -213,8 +214,18 @@ class CounterfactualCheck(Check):
         return kept
 
     def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
-        """Per speaker, the arm sums a later run pairs with (:func:`speaker_arm_sums`), as JSON lists."""
-        sums = speaker_arm_sums(self.kept_table(context, case), kind_of(case.variant).name)
+        """Per speaker, the arm sums a later run pairs with (:func:`speaker_arm_sums`), as JSON lists: identity and
+        swap, and where the run has a sham arm, the sham and swap sums of the recordings answered in both, under
+        :data:`VS_SHAM` (so that the release is judged against both controls, as the absolute test is)."""
+        kept, kind = self.kept_table(context, case), kind_of(case.variant).name
+        sums = speaker_arm_sums(kept, kind)
+        if (kept["arm"] == SHAM).any():
+            try:
+                sham = speaker_arm_sums(kept, kind, (SHAM, SWAP)).reindex(sums.index, fill_value=0.0)
+            except ValueError:
+                sham = None  # no recording answered in both the sham and the swap arm: identity alone
+            if sham is not None:
+                sums = sums.join(sham.drop(columns="group").add_prefix(VS_SHAM))
         return {"speaker": [str(s) for s in sums.index], **{c: sums[c].tolist() for c in sums.columns}}
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
@@ -224,7 +235,10 @@ class CounterfactualCheck(Check):
         sampling decoder adds to any arm difference), and the difference of these excesses is resampled by a paired
         speaker bootstrap (:func:`~harness.metrics.counterfactual.paired_excess_bootstrap`, one-sided t of "no
         worsening"); a regression when it grew by more than ``max_worsening`` and significantly under the gate's
-        rule. Paired data of every format written so far (the per-speaker arm sums) compares."""
+        rule. Where both records carry the sham arm's sums, the same test runs against the sham too and both decide
+        (:func:`.release.intersection_union`), so that a candidate that merely degrades under any large transform is
+        not a voice regression; where one record lacks them, identity alone decides, a named deviation. Paired data
+        of every format written so far (the per-speaker arm sums) compares."""
         other_arms = arms_protocol_difference(candidate, baseline)
         if other_arms is not None:
             return unsupported(baseline, other_arms)
@@ -233,25 +247,22 @@ class CounterfactualCheck(Check):
         tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
         settings: CounterfactualThresholds = self.thresholds(context, case)
         kind = kind_of(case.variant)
+        seed = derived_seed(context.seed, "paired", case.id)
+        with_sham = all(any(str(c).startswith(VS_SHAM) for c in table.columns) for table in tables)
         try:
-            columns = with_arm_counterparts(sorted((set(tables[0].columns) | set(tables[1].columns)) - {"group"}))
-            tables = [table.reindex(columns=["group", *columns], fill_value=0.0) for table in tables]
-            retained = retained_values(tables, settings.tau) if kind is VIBE else None
-            result = paired_excess_bootstrap(
-                *tables,
-                release_statistic(kind.name, columns, retained=retained),
-                arm_exchange_index(columns),
-                seed=derived_seed(context.seed, "paired", case.id),
-            )
+            test = excess_test([control_part(t, None) for t in tables], kind, settings.tau, seed)
+            if with_sham:
+                sham = excess_test([control_part(t, VS_SHAM) for t in tables], kind, settings.tau, seed, (SHAM, SWAP))
+                test = intersection_union(test, sham)
         except ValueError as exc:
             return unsupported(baseline, f"cannot pair with the baseline: {exc}")
+        measure = kind.release_measure
+        if with_sham:
+            measure = f"{measure}, and against the sham (the smaller worsening, the larger p)"
+        elif any(any(str(c).startswith(VS_SHAM) for c in table.columns) for table in tables):
+            measure = f"{measure} [DEVIATION: {RELEASE_SHAM_MISSING}]"
         return regression_comparison(
-            context,
-            case,
-            paired_speaker_test(result, "higher"),
-            measure=kind.release_measure,
-            margin=settings.max_worsening,
-            margin_key="max_worsening",
+            context, case, test, measure=measure, margin=settings.max_worsening, margin_key="max_worsening"
         )
 
     def _vibe(self, table: pd.DataFrame, settings: CounterfactualThresholds, seed: int):
