@@ -106,3 +106,48 @@ def test_no_pass_through_the_sham_rule_without_finite_powered_contrasts(speakers
         assert contrast.estimate is not None and math.isfinite(contrast.estimate)
         assert contrast.p is not None and math.isfinite(contrast.p)
         assert contrast.powered is True and contrast.detectable <= contrast.bar
+
+
+def vibe_arms(rng: np.random.Generator, contents: np.ndarray, artefact: float) -> pd.DataFrame:
+    """One checkpoint's answers (14 speakers per direction x 6 recordings, one attribute of 6 values, each arm drawn
+    from the recording's distribution); ``artefact``: the share of sham and swap answers moved to ``v3`` (a model
+    that degrades under any large transform, no group effect)."""
+    rows = []
+    for index in range(contents.shape[0]):
+        group = "female" if index % 2 else "male"
+        for r in range(contents.shape[1]):
+            for arm in ARMS:
+                value = f"v{rng.choice(6, p=contents[index, r])}"
+                if arm in ("sham", "swap") and rng.random() < artefact:
+                    value = "v3"
+                rows.append((f"s{index:02d}", f"s{index:02d}-{r}", arm, group, "job", value))
+    return pd.DataFrame(rows, columns=["speaker", "recording", "arm", "source_group", "attribute", "value"])
+
+
+def test_a_release_that_gained_a_transform_artefact_is_no_voice_regression_against_both_controls():
+    from harness.checks.counterfactual.release import VS_SHAM, control_part, excess_test, intersection_union
+    from harness.checks.counterfactual.settings import SHAM, SWAP, VIBE
+    from harness.checks.release import regression_comparison
+    from harness.metrics.counterfactual import speaker_arm_sums
+
+    rng = np.random.default_rng(3)
+    contents = rng.dirichlet(np.ones(6), size=(28, 6))
+    tables = [vibe_arms(rng, contents, artefact) for artefact in (0.6, 0.0)]  # candidate, baseline
+    records = []
+    for table in tables:  # as CounterfactualCheck.paired_data keeps them
+        sums = speaker_arm_sums(table, "vibe")
+        sham = speaker_arm_sums(table, "vibe", (SHAM, SWAP))
+        records.append(sums.join(sham.drop(columns="group").add_prefix(VS_SHAM)))
+    identity = excess_test([control_part(t, None) for t in records], VIBE, 10, seed=1)
+    sham = excess_test([control_part(t, VS_SHAM) for t in records], VIBE, 10, seed=1, arms=(SHAM, SWAP))
+    both = intersection_union(identity, sham)
+    assert both.worsening == min(identity.worsening, sham.worsening) and both.p_worse == max(
+        identity.p_worse, sham.p_worse
+    )
+    rule = RuleOnly(DecisionRule(alpha=0.05, family_size=86, tests_per_case=2))
+    judged = {
+        name: regression_comparison(rule, CASE, test, measure="m", margin=5.0, margin_key="max_worsening")
+        for name, test in (("identity", identity), ("both", both))
+    }
+    assert identity.worsening > 20 and judged["identity"].regressed  # against identity alone: a "regression"
+    assert not judged["both"].regressed and abs(sham.worsening) < 5
