@@ -112,7 +112,8 @@ def cluster_robust_cr2(
         V_CR2 = M (sum_i X_i' W_i A_i r_i r_i' A_i W_i X_i) M
         A_i   = D_i' B_i^{-1/2} D_i,   B_i = D_i (Phi_i - X_i M X_i') D_i',   Phi_i = D_i' D_i (D_i upper Cholesky)
 
-    (``B_i^{-1/2}`` the symmetric inverse square root, a pseudo-inverse on its null space). Where the working model
+    (``B_i^{-1/2}`` the symmetric inverse square root, a pseudo-inverse on its null space; computed without
+    ``n_i x n_i`` matrices, :class:`_Adjustment`). Where the working model
     holds, ``E[V_CR2] = M`` exactly (CR1's ``m / (m - 1)`` only approximates this, and the sandwich is biased
     downwards with few clusters or a cluster-level contrast); where it does not (a speaker's effect that differs
     between the checkpoints of a joint fit), the sandwich stays consistent. ``(None parts, NaN)`` with fewer than 2
@@ -122,22 +123,50 @@ def cluster_robust_cr2(
         return np.full_like(inverse, np.nan), None
     meat = np.zeros((p, p))
     bias, leverage = np.zeros((m, p, p)), np.zeros((m, p, p))
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(m + 1))
     for i in range(m):
-        rows = codes == i
-        x, r, n = design[rows], residual[rows], int(np.count_nonzero(rows))
-        phi = np.eye(n) + gamma * np.ones((n, n))
-        weighted = x - (gamma / (1.0 + gamma * n)) * np.outer(np.ones(n), x.sum(axis=0))  # W_i X_i
-        upper = np.linalg.cholesky(phi).T
-        values, vectors = np.linalg.eigh(upper @ (phi - x @ inverse @ x.T) @ upper.T)
+        rows = order[bounds[i] : bounds[i + 1]]
+        adjust = _Adjustment(design[rows], inverse, gamma)
+        weighted = adjust.times_phi_power(design[rows], -1.0)  # W_i X_i
+        score = weighted.T @ adjust.apply(residual[rows][:, None])[:, 0]
+        meat += np.outer(score, score)
+        adjusted = adjust.apply(weighted)  # A_i W_i X_i
+        leverage[i] = design[rows].T @ adjusted
+        bias[i] = adjusted.T @ adjust.times_phi_power(adjusted, 1.0)
+    return inverse @ meat @ inverse, CR2Parts(inverse, leverage, bias)
+
+
+class _Adjustment:
+    """Cluster ``i``'s CR2 adjustment ``A_i`` (:func:`cluster_robust_cr2`) without ``n_i x n_i`` matrices. ``A_i`` does
+    not depend on the factor ``D_i`` of ``Phi_i`` (any ``D = U Phi^(1/2)``, ``U`` orthogonal, gives
+    ``A = Phi^(1/2) (Phi^(1/2) (Phi - X M X') Phi^(1/2))^(-1/2) Phi^(1/2)``), so the symmetric root is used:
+    ``Phi^a = I + ((1 + gamma n)^a - 1) / n J``. ``B = Phi^2 - Phi^(1/2) X M X' Phi^(1/2)`` is the identity outside
+    the span ``Q`` of ``1`` and ``X_i``'s columns and maps it into itself, so ``B^(-1/2) = I + Q (C^(-1/2) - I) Q'``
+    with ``C = Q' B Q`` (a pseudo-inverse root on ``C``'s null space)."""
+
+    def __init__(self, x: np.ndarray, inverse: np.ndarray, gamma: float):
+        self.n, self.gamma = len(x), gamma
+        spanned = np.column_stack([np.ones(self.n), x])
+        left, singular, _ = np.linalg.svd(spanned, full_matrices=False)
+        self.basis = left[:, singular > 1e-10 * max(1.0, float(singular.max()))]
+        rooted = self.times_phi_power(x, 0.5)
+        b_basis = self.times_phi_power(self.basis, 2.0) - rooted @ (inverse @ (rooted.T @ self.basis))
+        values, vectors = np.linalg.eigh(self.basis.T @ b_basis)
         keep = values > 1e-10 * max(1.0, float(values.max()))
         root = (vectors[:, keep] / np.sqrt(values[keep])) @ vectors[:, keep].T
-        adjust = upper.T @ root @ upper  # A_i
-        score = weighted.T @ (adjust @ r)
-        meat += np.outer(score, score)
-        adjusted = adjust @ weighted  # A_i W_i X_i
-        leverage[i] = x.T @ adjusted
-        bias[i] = adjusted.T @ phi @ adjusted
-    return inverse @ meat @ inverse, CR2Parts(inverse, leverage, bias)
+        self.correction = root - np.eye(len(values))
+
+    def times_phi_power(self, values: np.ndarray, power: float) -> np.ndarray:
+        """``Phi_i^power @ values`` (``Phi_i = I + gamma J``)."""
+        factor = ((1.0 + self.gamma * self.n) ** power - 1.0) / self.n
+        return values + factor * values.sum(axis=0, keepdims=True)
+
+    def apply(self, values: np.ndarray) -> np.ndarray:
+        """``A_i @ values``."""
+        rooted = self.times_phi_power(values, 0.5)
+        rooted = rooted + self.basis @ (self.correction @ (self.basis.T @ rooted))
+        return self.times_phi_power(rooted, 0.5)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
