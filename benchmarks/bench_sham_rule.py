@@ -281,9 +281,13 @@ def release_rates(pairs: int, settings: CounterfactualThresholds, gate: dict, se
     print(f"\nrelease (counterfactual VIBE, demo design): {pairs} simulated pairs; margin {settings.max_worsening:g}; "
           f"one-sided alpha {rule.corrected_alpha(1):.3g} ({rule.alpha:g} over {rule.family_size} tests); effect "
           f"share {effect:.3f} (nTVD {settings.max_ntvd:g})")  # fmt: skip
-    print(f"{'pair':<44} {'controls':<18} {'judged worse':>12} {'95% CI':>15} {'underpowered':>13} {'not estimable':>14}")
+    print(
+        f"{'pair':<44} {'controls':<18} {'judged worse':>12} {'95% CI':>15} {'underpowered':>13} {'not estimable':>14}"
+    )
     rules = ("identity (before)", "identity and sham")
-    counts = {(name, r): {"regressed": 0, "underpowered": 0, "not estimable": 0} for name in RELEASE_PAIRS for r in rules}
+    counts = {
+        (name, r): {"regressed": 0, "underpowered": 0, "not estimable": 0} for name in RELEASE_PAIRS for r in rules
+    }
     for pair in range(pairs):
         rng = np.random.default_rng([seed, 7, pair])
         contents = rng.dirichlet(np.ones(VALUES), size=(sum(SPEAKERS.values()), RECORDINGS))
