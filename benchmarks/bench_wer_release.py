@@ -56,9 +56,10 @@ def cremad_sized(seed: int):
     return tables, [f"x_pc{k}" for k in range(1, COMPONENTS + 1)]
 
 
-def null_rates(replicates: int, speaker_checkpoint_sd: float, seed: int) -> None:
-    """Rejection rates at one-sided 0.05 under no change of the voice effect (``--null``)."""
-    for sd in (0.0, speaker_checkpoint_sd):
+def null_rates(replicates: int, speaker_checkpoint_sd: float, seed: int, measures=("wer", "score")) -> None:
+    """Rejection rates at one-sided 0.05 under no change of the voice effect (``--null``; ``--measures score`` for
+    the judge-score ratio alone)."""
+    for sd in (0.0, speaker_checkpoint_sd) if "wer" in measures else ():
         deciding = vanilla = 0
         start = time.perf_counter()
         for k in range(replicates):
@@ -79,7 +80,7 @@ def null_rates(replicates: int, speaker_checkpoint_sd: float, seed: int) -> None
             f"speaker x checkpoint SD {sd:g}: deciding row judged worse in {deciding}/{replicates}, vanilla in "
             f"{vanilla}/{replicates} ({time.perf_counter() - start:.0f} s)"
         )
-    for sd in (0.0, speaker_checkpoint_sd):
+    for sd in (0.0, speaker_checkpoint_sd) if "score" in measures else ():
         judged = 0
         for k in range(replicates):
             candidate, baseline = simulate_score_release_pair(seed + k, speaker_checkpoint_sd=sd)
@@ -207,7 +208,7 @@ def main() -> None:
             gate_rule_rates(measure, args.design, pairs, args.seed)
         return
     if args.null:
-        null_rates(args.null, args.speaker_checkpoint_sd, args.seed)
+        null_rates(args.null, args.speaker_checkpoint_sd, args.seed, args.measures)
         return
     (candidate, baseline), covariates = cremad_sized(args.seed)
     print(f"{len(candidate)} utterances, {candidate['speaker'].nunique()} speakers, {len(covariates)} covariates each")
