@@ -151,3 +151,18 @@ def test_a_release_that_gained_a_transform_artefact_is_no_voice_regression_again
     }
     assert identity.worsening > 20 and judged["identity"].regressed  # against identity alone: a "regression"
     assert not judged["both"].regressed and abs(sham.worsening) < 5
+
+
+def test_a_vibe_sham_that_cannot_be_compared_is_undefined_not_judged_against_identity_alone():
+    rng = np.random.default_rng(0)
+    rows = []
+    for speaker in range(12):
+        for r in range(6):
+            key = f"s{speaker}-{r}"
+            rows += [(f"s{speaker}", key, arm, "male", "job", f"v{rng.integers(3)}") for arm in ("identity", "swap")]
+            rows.append((f"s{speaker}", key, "sham", "male", "mood", "calm"))  # no attribute the swap states
+    table = pd.DataFrame(rows, columns=["speaker", "recording", "arm", "source_group", "attribute", "value"])
+    contrasts, payload, _ = CounterfactualCheck()._vibe(table, CounterfactualThresholds(n_permutations=999), seed=1)
+    assert payload["sham"] == {"deviation": SHAM_NOT_COMPARABLE, "decides": True}
+    decision, block = bias_decision(RuleOnly(GATE), CASE, contrasts, statistic="nTVD")
+    assert not decision.failed and block.untestable and contrasts[0].reason == SHAM_NOT_COMPARABLE

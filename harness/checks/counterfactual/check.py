@@ -275,9 +275,15 @@ class CounterfactualCheck(Check):
         )
         sham = arms.against_sham
         deciding, p, binding = effect.score, effect.test.p_value, effect.test
+        if sham is not None and not (np.isfinite(sham.score) and np.isfinite(sham.test.p_value)):
+            sham = None  # an undefined comparison with the sham (min and max would silently drop its NaN)
         if sham is not None:  # intersection-union: the smaller effect and the larger p of the two controls decide
             deciding, p = min(effect.score, sham.score), max(effect.test.p_value, sham.test.p_value)
             binding = binding_test(effect.score, effect.test, sham.score, sham.test)
+        elif (
+            table["arm"] == SHAM
+        ).any():  # a sham arm its answers cannot be compared on: undefined, never identity alone
+            deciding, p = float("nan"), float("nan")
         contrast = Contrast.with_floor(
             "nTVD identity vs swap" if sham is None else "nTVD of swap vs identity or sham (smaller)",
             deciding,
@@ -287,9 +293,12 @@ class CounterfactualCheck(Check):
             bar=settings.max_ntvd,
             sensitivity=sign_flip_sensitivity(binding, "speakers per swap direction"),
         )
+        incomparable = sham is None and bool((table["arm"] == SHAM).any())
+        if incomparable:
+            contrast = dataclasses.replace(contrast, reason=SHAM_NOT_COMPARABLE)
         payload = {
             "deciding": finite_or_none(deciding),
-            "sham": None
+            "sham": ({"deviation": SHAM_NOT_COMPARABLE, "decides": True} if incomparable else None)
             if sham is None
             else {
                 "measure": "nTVD sham vs swap",
@@ -439,7 +448,8 @@ class CounterfactualCheck(Check):
 
 
 SHAM_NOT_COMPARABLE = (
-    "the sham arm cannot be compared with the swap on this direction's recordings (not every one has both)"
+    "the sham arm cannot be compared with the swap on these recordings (not every one has both, or no value is "
+    "frequent enough)"
 )
 
 
