@@ -166,3 +166,12 @@ def test_a_vibe_sham_that_cannot_be_compared_is_undefined_not_judged_against_ide
     assert payload["sham"] == {"deviation": SHAM_NOT_COMPARABLE, "decides": True}
     decision, block = bias_decision(RuleOnly(GATE), CASE, contrasts, statistic="nTVD")
     assert not decision.failed and block.untestable and contrasts[0].reason == SHAM_NOT_COMPARABLE
+    from types import SimpleNamespace
+
+    from harness.results import counterfactual_sham_deviations
+
+    record = SimpleNamespace(check="counterfactual", model="m", sham=payload["sham"])
+    assert counterfactual_sham_deviations([record]) == [
+        f"counterfactual (1 case of m): {SHAM_NOT_COMPARABLE}; the case is undefined (unmeasured), not judged "
+        "against identity alone"
+    ]
