@@ -15,9 +15,15 @@ family of 43 cases per model on the demo design):
 - ``bench_blind_share.py`` (issue 58): a biased model diluted by a blind share ``s`` against the audio floor's blind
   bar alone and with the full-hearing rule (``blind_share.log``; its section is written when the log is there).
 
+- ``bench_sham_rule.py`` and ``bench_wer_release.py --gate-rule`` (:mod:`datasheet_rules`): the counterfactual sham
+  rule's absolute and release error rates, and the deciding-row WER and score releases on the demo design and a
+  CREMA-D-sized one (``--rule-seeds``, ``--rule-pairs``, ``--ratio-pairs``, ``--cremad-pairs``);
+
 and writes ``docs/datasheet.json`` and ``docs/datasheet.md`` (every row the benches print). ``--from-logs DIR``
 writes them from the logs of an earlier run of the same benches (``detectable.json``, ``fair.log``,
-``biased.log``, ``release.json``, ``release_noise.log``, ``blind_share.log`` where run) instead of running them. ``tests/test_datasheet.py`` holds the markdown to the JSON.
+``biased.log``, ``release.json``, ``release_noise.log``, and where present ``blind_share.log``, ``sham_rule.log``,
+``sham_release.log``, ``ratio_release_demo.log``, ``ratio_release_cremad.log``) instead of running them.
+``tests/test_datasheet.py`` holds the markdown to the JSON.
 
 Usage: ``python benchmarks/bench_datasheet.py --seeds 10 --release-pairs 10 --noise-pairs 100``
 """
@@ -31,6 +37,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import datasheet_rules  # the benches folder is not a package: found on the path set above
 
 REPO = Path(__file__).resolve().parents[1]
 CHECK_ROW = re.compile(r"^\s+(\S+\[[^\]]+\])\s+failed\s+(\d+)/(\d+)\s+unmeasured\s+(\d+)/(\d+)")
@@ -180,6 +189,7 @@ def datasheet(folder: Path) -> dict:
         "sim:biased": gate_seeds((folder / "biased.log").read_text()),
         "release": json.loads((folder / "release.json").read_text()),
         "release_noise": release_noise((folder / "release_noise.log").read_text()),
+        **datasheet_rules.sections(folder),
     }
 
 
@@ -232,7 +242,10 @@ def markdown(sheet: dict) -> str:
         low, high = row["ci"]
         lines.append(f"| {row['family']} | {row['design']} | {row['stated']:.3g} | {row['detected']}/{row['seeds']} | "
                      f"{low:.0%}-{high:.0%} |")  # fmt: skip
-    return "\n".join(lines + release_lines(sheet) + blind_share_lines(sheet)) + "\n"
+    return (
+        "\n".join(lines + release_lines(sheet) + blind_share_lines(sheet) + datasheet_rules.markdown_lines(sheet))
+        + "\n"
+    )
 
 
 SCENARIO_WORDS = {
@@ -285,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--release-pairs", type=int, default=10)
     parser.add_argument("--noise-pairs", type=int, default=100)
+    parser.add_argument("--rule-seeds", type=int, default=200, help="bench_sham_rule.py seeds")
+    parser.add_argument("--rule-pairs", type=int, default=100, help="bench_sham_rule.py release pairs")
+    parser.add_argument("--ratio-pairs", type=int, default=200, help="bench_wer_release.py --gate-rule pairs (demo)")
+    parser.add_argument("--cremad-pairs", type=int, default=60, help="the same at CREMA-D's size (WER: a tenth)")
     parser.add_argument("--from-logs", type=Path, default=None)
     parser.add_argument("--logs", type=Path, default=None, help="keep the benches' logs here (for --from-logs)")
     parser.add_argument("--out", type=Path, default=REPO / "docs")
@@ -294,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.from_logs is None:
             folder.mkdir(parents=True, exist_ok=True)
             run_benches(args.seeds, folder, args.release_pairs, args.noise_pairs)
+            datasheet_rules.run(folder, args.rule_seeds, args.rule_pairs, args.ratio_pairs, args.cremad_pairs)
         sheet = datasheet(folder)
     (args.out / "datasheet.json").write_text(json.dumps(sheet, indent=1) + "\n")
     (args.out / "datasheet.md").write_text(markdown(sheet))

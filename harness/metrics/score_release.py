@@ -13,9 +13,12 @@ as the deciding row then is). Each checkpoint's ratio is that of its predicted g
 replies, ``R_k = (xbar_k(1)' b) / (xbar_k(0)' b)`` (``xbar_k(g)``: the mean design row of checkpoint ``k`` with the
 group set to ``g``), and ``Delta = log R_cand - log R_base`` has the delta-method standard error with the exact
 gradient ``xbar_cand(1) / m_cand(1) - xbar_cand(0) / m_cand(0) - (the same for the baseline)`` and the fit's
-speaker-cluster-robust covariance (:attr:`harness.metrics.glmm.LinearMixedResult.cov_robust`; for OLS the HC1
-sandwich, each reply its own unit), for the reason :mod:`harness.metrics.wer_release` gives, and ``df`` speakers minus
-speaker-level columns (``n - p`` for OLS), as the deciding row's own interval. Direction, worsening and test as
+speaker-cluster-robust covariance (:attr:`harness.metrics.glmm.LinearMixedResult.cov_robust`, the bias-reduced CR2
+sandwich of Bell & McCaffrey 2002: :func:`harness.metrics.glmm.linear.cluster_robust_cr2`; for OLS the HC1
+sandwich, each reply its own unit), for the reason :mod:`harness.metrics.wer_release` gives, and Student's t with
+Bell & McCaffrey's Satterthwaite ``df`` of the contrast under CR2 (Pustejovsky & Tipton 2018, eq. 9-11), capped at
+speakers minus speaker-level columns (``n - p`` for OLS), the deciding row's own. (CR1 with ``df = m - q`` judged
+14 of 200 voice-fair pairs worse at one-sided 0.05 with a checkpoint-specific speaker SD of 0.3; docs/statistics.md.) Direction, worsening and test as
 :mod:`harness.metrics.wer_release` says; a lower score is worse, but the bias is the ratio's distance from 1 either
 way, so the same magnitude ``|log R|`` is compared.
 """
@@ -82,6 +85,8 @@ def score_ratio_interaction(
         gradients.append(high / means[0] - low / means[1])
     gradient = gradients[0] - gradients[1]
     variance = float(gradient @ cov @ gradient)
+    if speakers:  # Bell-McCaffrey's df of the contrast under CR2, never above the deciding row's own
+        df = float(np.nanmin([df, fit.satterthwaite_df(gradient)]))
     return tested_interaction(
         label or f"{numerator} / {denominator}",
         log_ratios[0],

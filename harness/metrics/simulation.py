@@ -111,6 +111,8 @@ def simulate_release_pair(
     group_effect_candidate: float = 0.0,
     embedding_noise: float = 0.1,
     speaker_checkpoint_sd: float = 0.0,
+    utterance_sd_candidate: float = 0.0,
+    utterance_sd_baseline: float = 0.0,
 ) -> SimulatedRelease:
     """A baseline and a candidate transcribing the same utterances (:func:`simulate_wer_table`'s design: content
     difficulty ``~ N(+-confounding, 1)``, ``+`` for group ``F``, so content is confounded with group).
@@ -118,7 +120,9 @@ def simulate_release_pair(
     Each checkpoint's errors follow eq. 4-5 with its own ``difficulty_*`` effect (a candidate whose errors grow on
     hard content: ``difficulty_candidate > difficulty_baseline``), its own group effect on ``F`` (both logits) and
     one speaker intercept shared by both checkpoints, plus a checkpoint's own speaker deviation of SD
-    ``speaker_checkpoint_sd`` (0: the joint fit's assumption). Each checkpoint's semantic covariate ``x_pc1`` is its own
+    ``speaker_checkpoint_sd`` (0: the joint fit's assumption), and an utterance-level logit deviation of SD
+    ``utterance_sd_candidate`` / ``utterance_sd_baseline`` (residual noise beyond the binomial: a sampling decoder's;
+    not in the true ratio). Each checkpoint's semantic covariate ``x_pc1`` is its own
     embedding of the content: the difficulty up to sign and ``embedding_noise``, as two embedders' first principal
     components may differ. ``true_delta`` is ``log R_cand - log R_base`` of the ratios ``F / M`` at the true
     parameters."""
@@ -132,13 +136,14 @@ def simulate_release_pair(
     r = rng.normal(0.0, sigma, n_speakers)[speaker_of]
     tables, log_ratios = [], []
     spread = float(np.hypot(sigma, speaker_checkpoint_sd))
-    for effect, group_effect, sign in (
-        (difficulty_candidate, group_effect_candidate, -1.0),
-        (difficulty_baseline, group_effect_baseline, 1.0),
+    for effect, group_effect, sign, utterance_sd in (
+        (difficulty_candidate, group_effect_candidate, -1.0, utterance_sd_candidate),
+        (difficulty_baseline, group_effect_baseline, 1.0, utterance_sd_baseline),
     ):
         eta_ins = -4.3 + effect * difficulty
         eta_del = -3.4 + effect * difficulty
         own = r + (rng.normal(0.0, speaker_checkpoint_sd, n_speakers)[speaker_of] if speaker_checkpoint_sd else 0.0)
+        own = own + (rng.normal(0.0, utterance_sd, n) if utterance_sd else 0.0)
         insertions = rng.poisson(n_words * np.exp(eta_ins + group_effect * is_f + own))
         delsub = rng.binomial(n_words.astype(int), special.expit(eta_del + group_effect * is_f + own))
         deletions = rng.binomial(delsub, 0.3)
@@ -172,11 +177,15 @@ def simulate_score_release_pair(
     n_speakers: int = 30,
     replies: int = 20,
     speaker_checkpoint_sd: float = 0.0,
+    group_effect_baseline: float = 0.0,
+    residual_sd_candidate: float = 0.8,
+    residual_sd_baseline: float = 0.8,
 ) -> list[pd.DataFrame]:
     """Judge scores of a candidate and a baseline (in that order) on the same replies' content: content difficulty
     confounded with group (``F`` reads harder content), the candidate's scores falling more on hard content (-0.9
     against -0.2 per SD), a speaker intercept (SD 0.4) shared by both plus the candidate's own speaker deviation of SD
-    ``speaker_checkpoint_sd``, residual SD 0.8, no voice effect unless ``group_effect_candidate``; each checkpoint's
+    ``speaker_checkpoint_sd``, residual SD ``residual_sd_candidate`` / ``residual_sd_baseline`` (0.8), no voice
+    effect unless ``group_effect_candidate`` / ``group_effect_baseline`` (added to group F's scores); each checkpoint's
     covariate ``x_pc1`` is its own noisy embedding of the difficulty. Columns ``utterance, speaker, group, score,
     x_pc1``."""
     rng = np.random.default_rng(seed)
@@ -185,8 +194,11 @@ def simulate_score_release_pair(
     difficulty = rng.normal(np.where(is_f, 0.8, -0.8), 1.0)
     intercept = rng.normal(0.0, 0.4, n_speakers)[speaker]
     tables = []
-    for slope, effect, sign in ((-0.9, group_effect_candidate, -1.0), (-0.2, 0.0, 1.0)):
-        score = 6.5 + slope * difficulty + effect * is_f + intercept + rng.normal(0.0, 0.8, speaker.size)
+    for slope, effect, sign, residual_sd in (
+        (-0.9, group_effect_candidate, -1.0, residual_sd_candidate),
+        (-0.2, group_effect_baseline, 1.0, residual_sd_baseline),
+    ):
+        score = 6.5 + slope * difficulty + effect * is_f + intercept + rng.normal(0.0, residual_sd, speaker.size)
         if speaker_checkpoint_sd and sign < 0:
             score = score + rng.normal(0.0, speaker_checkpoint_sd, n_speakers)[speaker]
         tables.append(

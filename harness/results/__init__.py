@@ -174,18 +174,20 @@ class RunResults:
 
 def counterfactual_sham_deviations(records: list[CaseRecord]) -> list[str]:
     """One line per model and sham deviation of its counterfactual cases (``sham.deviation``, issue 58: the sham
-    arm's answers not in the cached outputs, so the identity arm alone judged them)."""
-    by_model: dict[tuple[str, str], int] = {}
+    arm's answers not in the cached outputs, so the identity arm alone judged them; or a sham arm that could not be
+    compared, ``decides`` True, so the case is undefined)."""
+    by_model: dict[tuple[str, str, bool], int] = {}
     for case in records:
         sham = getattr(case, "sham", None) if case.check == "counterfactual" else None
-        deviation = None if sham is None else sham.deviation
-        if deviation:
-            by_model[case.model, deviation] = by_model.get((case.model, deviation), 0) + 1
+        if sham is not None and sham.deviation:
+            key = (case.model, sham.deviation, bool(sham.decides))
+            by_model[key] = by_model.get(key, 0) + 1
     return [
-        f"counterfactual ({count} case{'s' if count > 1 else ''} of {model}): {deviation}; judged against the "
-        "identity arm alone"
-        for (model, deviation), count in sorted(by_model.items())
-    ]
+        f"counterfactual ({count} case{'s' if count > 1 else ''} of {model}): {deviation}; "
+        + ("the case is undefined (unmeasured), not judged against identity alone" if decides
+           else "judged against the identity arm alone")
+        for (model, deviation, decides), count in sorted(by_model.items())
+    ]  # fmt: skip
 
 
 def read_results(path: str | Path) -> RunResults:

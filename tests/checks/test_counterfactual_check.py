@@ -361,8 +361,8 @@ def test_the_sham_must_be_heard_as_the_source_group_and_a_crossing_sham_leaves_t
     the female range and is heard as female: the case is unmeasured, naming the direction."""
     gate = small_gate(tmp_path / "shipped", small_demo, perceiver="pitch:165")
     record = decided_record(gate.outcome(next(case for case in gate.cases("counterfactual") if case.variant == "asr")))
-    assert record.sham["decides"] and [row["share"] for row in record.sham["perceived_as_source"]] == [1.0, 1.0]
-    assert [row["source_group"] for row in record.sham["perceived_as_source"]] == ["female", "male"]
+    assert record.sham.decides and [row.share for row in record.sham.perceived_as_source] == [1.0, 1.0]
+    assert [row.source_group for row in record.sham.perceived_as_source] == ["female", "male"]
     thresholds = tmp_path / "thresholds.yaml"
     thresholds.write_text(
         "counterfactual:\n  defaults:\n    male_sham_pitch_low_hz: 200\n    male_sham_pitch_high_hz: 240\n"

@@ -233,7 +233,7 @@ def test_judge_scores_falling_on_confounded_content_regress_the_vanilla_ratio_bu
 
 def test_the_score_interaction_matches_statsmodels_mixedlm():
     """The joint linear fit against statsmodels' MixedLM (REML) on the same design: the log-ratio contrast from its
-    estimates, and the delta-method se with the speaker-cluster sandwich computed by hand from its variance
+    estimates, and the delta-method se with the speaker-cluster CR2 sandwich computed by hand from its variance
     components (dense per-speaker covariances), agree."""
     from statsmodels.regression.mixed_linear_model import MixedLM
 
@@ -253,15 +253,20 @@ def test_the_score_interaction_matches_statsmodels_mixedlm():
         reml=True,
         method="cg",  # its default (bfgs) stops short of the optimum on this design, saying so
     )
-    # the speaker-cluster sandwich by hand, with dense per-speaker covariances at statsmodels' variance components
+    # the CR2 speaker-cluster sandwich by hand (Bell & McCaffrey 2002; Pustejovsky & Tipton 2018, eq. 3-5), with
+    # dense per-speaker covariances Phi_i at statsmodels' variance components
     beta, x, y = np.asarray(fit.fe_params), design.to_numpy(float), stacked["score"].to_numpy()
-    bread, scores = 0.0, []
-    for rows in stacked.groupby("speaker").indices.values():
-        inverse = np.linalg.inv(fit.scale * np.eye(len(rows)) + float(np.asarray(fit.cov_re)[0, 0]))
-        bread = bread + x[rows].T @ inverse @ x[rows]
-        scores.append(x[rows].T @ inverse @ (y[rows] - x[rows] @ beta))
-    scores, m = np.array(scores), len(scores)
-    cov = np.linalg.inv(bread) @ (scores.T @ scores * m / (m - 1)) @ np.linalg.inv(bread)
+    speakers = list(stacked.groupby("speaker").indices.values())
+    phis = [fit.scale * np.eye(len(rows)) + float(np.asarray(fit.cov_re)[0, 0]) for rows in speakers]
+    bread = sum(x[rows].T @ np.linalg.inv(phi) @ x[rows] for rows, phi in zip(speakers, phis))
+    m_inverse, scores = np.linalg.inv(bread), []
+    for rows, phi in zip(speakers, phis):
+        upper = np.linalg.cholesky(phi).T
+        values, vectors = np.linalg.eigh(upper @ (phi - x[rows] @ m_inverse @ x[rows].T) @ upper.T)
+        adjust = upper.T @ (vectors / np.sqrt(values)) @ vectors.T @ upper
+        scores.append(x[rows].T @ np.linalg.inv(phi) @ adjust @ (y[rows] - x[rows] @ beta))
+    scores = np.array(scores)
+    cov = m_inverse @ (scores.T @ scores) @ m_inverse
     log_ratios, gradients = [], []
     for flag in (1.0, 0.0):
         own = design[(stacked[CHECKPOINT] == flag).to_numpy()]

@@ -58,7 +58,15 @@ from harness.checks.counterfactual.record import (
     PerceivedRow,
     PerceiverAccuracy,
     ShamArm,
+    ShamHeardRow,
     ShiftRow,
+)
+from harness.checks.counterfactual.release import (
+    RELEASE_SHAM_MISSING,
+    VS_SHAM,
+    control_part,
+    excess_test,
+    intersection_union,
 )
 from harness.checks.counterfactual.settings import (
     ASR,
@@ -92,16 +100,10 @@ from harness.core.errors import CaseNotMeasured
 from harness.core.values import derived_seed, finite_or_none, source_fingerprint
 from harness.data.voice_transforms import VoiceTransformError, control_of, get_transform, resynthesiser_of, sham_of
 from harness.metrics.counterfactual import (
-    arm_exchange_index,
     choice_flips,
-    paired_excess_bootstrap,
     paired_wer_difference,
-    release_statistic,
-    retained_values,
     speaker_arm_sums,
-    with_arm_counterparts,
 )
-from harness.metrics.paired import paired_speaker_test
 from harness.metrics.perceiver_fit import MIN_MARGIN_OVER_CHANCE, PerceiverCalibration
 from harness.metrics.sign_flip import sign_flip_sensitivity
 from harness.perception import (
@@ -181,7 +183,7 @@ class CounterfactualCheck(Check):
             payload["sham"] = ShamArm(deviation=deviation, decides=False)
             findings += f"; {deviation}: judged against the identity arm alone"
         if sham_heard is not None:
-            payload["sham"]["perceived_as_source"] = sham_heard_rows(sham_heard)
+            payload["sham"] = dataclasses.replace(payload["sham"], perceived_as_source=sham_heard_rows(sham_heard))
             findings += f"; sham heard as the source: {perceived_words(sham_heard)}"
         payload |= {
             "kind": kind.name,
@@ -232,8 +234,18 @@ class CounterfactualCheck(Check):
         return kept
 
     def paired_data(self, context: CheckContext, case: Case) -> dict[str, Any]:
-        """Per speaker, the arm sums a later run pairs with (:func:`speaker_arm_sums`), as JSON lists."""
-        sums = speaker_arm_sums(self.kept_table(context, case), kind_of(case.variant).name)
+        """Per speaker, the arm sums a later run pairs with (:func:`speaker_arm_sums`), as JSON lists: identity and
+        swap, and where the run has a sham arm, the sham and swap sums of the recordings answered in both, under
+        :data:`VS_SHAM` (so that the release is judged against both controls, as the absolute test is)."""
+        kept, kind = self.kept_table(context, case), kind_of(case.variant).name
+        sums = speaker_arm_sums(kept, kind)
+        if (kept["arm"] == SHAM).any():
+            try:
+                sham = speaker_arm_sums(kept, kind, (SHAM, SWAP)).reindex(sums.index, fill_value=0.0)
+            except ValueError:
+                sham = None  # no recording answered in both the sham and the swap arm: identity alone
+            if sham is not None:
+                sums = sums.join(sham.drop(columns="group").add_prefix(VS_SHAM))
         return {"speaker": [str(s) for s in sums.index], **{c: sums[c].tolist() for c in sums.columns}}
 
     def compare(self, context: CompareContext, case: Case, candidate: CaseRecord, baseline: CaseRecord) -> Comparison:
@@ -243,7 +255,10 @@ class CounterfactualCheck(Check):
         sampling decoder adds to any arm difference), and the difference of these excesses is resampled by a paired
         speaker bootstrap (:func:`~harness.metrics.counterfactual.paired_excess_bootstrap`, one-sided t of "no
         worsening"); a regression when it grew by more than ``max_worsening`` and significantly under the gate's
-        rule. Paired data of every format written so far (the per-speaker arm sums) compares."""
+        rule. Where both records carry the sham arm's sums, the same test runs against the sham too and both decide
+        (:func:`.release.intersection_union`), so that a candidate that merely degrades under any large transform is
+        not a voice regression; where one record lacks them, identity alone decides, a named deviation. Paired data
+        of every format written so far (the per-speaker arm sums) compares."""
         other_arms = arms_protocol_difference(candidate, baseline)
         if other_arms is not None:
             return unsupported(baseline, other_arms)
@@ -252,25 +267,22 @@ class CounterfactualCheck(Check):
         tables = [pd.DataFrame(data).set_index("speaker") for data in (candidate.paired_data, baseline.paired_data)]
         settings: CounterfactualThresholds = self.thresholds(context, case)
         kind = kind_of(case.variant)
+        seed = derived_seed(context.seed, "paired", case.id)
+        with_sham = all(any(str(c).startswith(VS_SHAM) for c in table.columns) for table in tables)
         try:
-            columns = with_arm_counterparts(sorted((set(tables[0].columns) | set(tables[1].columns)) - {"group"}))
-            tables = [table.reindex(columns=["group", *columns], fill_value=0.0) for table in tables]
-            retained = retained_values(tables, settings.tau) if kind is VIBE else None
-            result = paired_excess_bootstrap(
-                *tables,
-                release_statistic(kind.name, columns, retained=retained),
-                arm_exchange_index(columns),
-                seed=derived_seed(context.seed, "paired", case.id),
-            )
+            test = excess_test([control_part(t, None) for t in tables], kind, settings.tau, seed)
+            if with_sham:
+                sham = excess_test([control_part(t, VS_SHAM) for t in tables], kind, settings.tau, seed, (SHAM, SWAP))
+                test = intersection_union(test, sham)
         except ValueError as exc:
             return unsupported(baseline, f"cannot pair with the baseline: {exc}")
+        measure = kind.release_measure
+        if with_sham:
+            measure = f"{measure}, and against the sham (the smaller worsening, the larger p)"
+        elif any(any(str(c).startswith(VS_SHAM) for c in table.columns) for table in tables):
+            measure = f"{measure} [DEVIATION: {RELEASE_SHAM_MISSING}]"
         return regression_comparison(
-            context,
-            case,
-            paired_speaker_test(result, "higher"),
-            measure=kind.release_measure,
-            margin=settings.max_worsening,
-            margin_key="max_worsening",
+            context, case, test, measure=measure, margin=settings.max_worsening, margin_key="max_worsening"
         )
 
     def _vibe(self, table: pd.DataFrame, settings: CounterfactualThresholds, seed: int):
@@ -282,21 +294,31 @@ class CounterfactualCheck(Check):
             arms.artifact_flip_rates,
         )
         sham = arms.against_sham
-        deciding, p = effect.score, effect.test.p_value
+        deciding, p, binding = effect.score, effect.test.p_value, effect.test
+        if sham is not None and not (np.isfinite(sham.score) and np.isfinite(sham.test.p_value)):
+            sham = None  # an undefined comparison with the sham (min and max would silently drop its NaN)
         if sham is not None:  # intersection-union: the smaller effect and the larger p of the two controls decide
             deciding, p = min(effect.score, sham.score), max(effect.test.p_value, sham.test.p_value)
+            binding = binding_test(effect.score, effect.test, sham.score, sham.test)
+        elif (
+            table["arm"] == SHAM
+        ).any():  # a sham arm its answers cannot be compared on: undefined, never identity alone
+            deciding, p = float("nan"), float("nan")
         contrast = Contrast.with_floor(
             "nTVD identity vs swap" if sham is None else "nTVD of swap vs identity or sham (smaller)",
             deciding,
             p,
             deciding > settings.max_ntvd,
-            effect.test.floor,
+            binding.floor,
             bar=settings.max_ntvd,
-            sensitivity=sign_flip_sensitivity(effect.test, "speakers per swap direction"),
+            sensitivity=sign_flip_sensitivity(binding, "speakers per swap direction"),
         )
+        incomparable = sham is None and bool((table["arm"] == SHAM).any())
+        if incomparable:
+            contrast = dataclasses.replace(contrast, reason=SHAM_NOT_COMPARABLE)
         payload = {
             "deciding": finite_or_none(deciding),
-            "sham": None
+            "sham": (ShamArm(deviation=SHAM_NOT_COMPARABLE, decides=True) if incomparable else None)
             if sham is None
             else ShamArm(
                 measure="nTVD sham vs swap",
@@ -374,23 +396,27 @@ class CounterfactualCheck(Check):
             artifact = _optional(lambda rows=rows: measure(rows, (ORIGINAL, IDENTITY)))
             sham = _optional(lambda rows=rows: measure(rows, (SHAM, SWAP))) if has_sham else None
             change = difference(effect)
-            deciding, p, relevant = change, effect.test.p_value, abs(change) > bar
+            deciding, p, relevant, binding = change, effect.test.p_value, abs(change) > bar, effect.test
             if sham is not None:  # intersection-union: both controls, the same sign, the smaller size, the larger p
                 against = difference(sham)
                 deciding = change if abs(change) <= abs(against) else against
                 p = max(effect.test.p_value, sham.test.p_value)
                 relevant = relevant and abs(against) > bar and (change > 0) == (against > 0)
-            contrasts.append(
-                Contrast.with_floor(
-                    f"{source} speakers",
-                    deciding,
-                    p,
-                    relevant,
-                    effect.test.floor,
-                    bar=bar,
-                    sensitivity=sign_flip_sensitivity(effect.test, "speakers in the direction"),
-                )
+                binding = binding_test(abs(change), effect.test, abs(against), sham.test)
+            elif has_sham:  # the run has a sham arm that this direction's answers cannot be compared on: undefined
+                deciding, p, relevant = float("nan"), float("nan"), False
+            contrast = Contrast.with_floor(
+                f"{source} speakers",
+                deciding,
+                p,
+                relevant,
+                binding.floor,
+                bar=bar,
+                sensitivity=sign_flip_sensitivity(binding, "speakers in the direction"),
             )
+            if has_sham and sham is None:
+                contrast = dataclasses.replace(contrast, reason=SHAM_NOT_COMPARABLE)
+            contrasts.append(contrast)
             directions[str(source)] = {
                 "effect": finite_or_none(change),
                 "p": finite_or_none(effect.test.p_value),
@@ -439,6 +465,24 @@ class CounterfactualCheck(Check):
             for source, d in directions.items()
         )
         return contrasts, payload, findings
+
+
+SHAM_NOT_COMPARABLE = (
+    "the sham arm cannot be compared with the swap on these recordings (not every one has both, or no value is "
+    "frequent enough)"
+)
+
+
+def binding_test(identity_effect: float, identity_test, sham_effect: float, sham_test):
+    """The test of the control whose effect decides under the intersection-union rule (the smaller effect; identity on
+    a tie or where an effect is undefined): its design floor and sensitivity are the case's. The other control's
+    effect is at least as large, so where it is larger by a transform artefact (an ASR that degrades under any large
+    transform: swap vs identity large, swap vs sham small) its permutation null carries that artefact, and its
+    detectable effect would describe the artefact, not what the rule can detect; where the effects are alike so are
+    the two tests (``benchmarks/bench_sham_rule.py`` measures the stated detectable effect against detection)."""
+    if np.isfinite(sham_effect) and np.isfinite(identity_effect) and sham_effect < identity_effect:
+        return sham_test
+    return identity_test
 
 
 def arms_protocol_difference(candidate: CaseRecord, baseline: CaseRecord) -> str | None:
@@ -607,11 +651,11 @@ def perceived_rows(perceived: PerceivedFilter) -> list[PerceivedRow]:
     ]
 
 
-def sham_heard_rows(heard: PerceivedFilter) -> list[dict[str, Any]]:
+def sham_heard_rows(heard: PerceivedFilter) -> list[ShamHeardRow]:
     """Per source group, the sham clips, those the perceiver heard as that same group and their share (0-1)."""
     return [
-        {"source_group": str(source), "clips": int(row.clips), "heard_as_source": int(row.perceived_as_target),
-         "share": float(row.share)}
+        ShamHeardRow(source_group=str(source), clips=int(row.clips), heard_as_source=int(row.perceived_as_target),
+                     share=float(row.share))
         for (source, _), row in heard.shares.iterrows()
     ]  # fmt: skip
 

@@ -100,6 +100,18 @@ class DirectionRow(JsonRecord):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class ShamHeardRow(JsonRecord):
+    """The sham's manipulation check for one source group (issue 58): its ``clips``, those the perceiver heard
+    as that same group (``heard_as_source``) and their ``share`` (0-1); below ``min_sham_source_share`` the
+    case is unmeasured."""
+
+    source_group: str
+    clips: int
+    heard_as_source: int
+    share: float
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ShamArm(JsonRecord):
     """The sham arm (issue 58): whether it ``decides`` (True: the case's value is the smaller effect of the two
     controls and its p the larger, an intersection-union test), the ``measure`` swap - sham, its ``effect`` and
@@ -108,7 +120,7 @@ class ShamArm(JsonRecord):
     (:data:`~harness.checks.counterfactual.tables.SHAM_NOT_CACHED`) and the identity arm alone decides."""
 
     OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = (
-        "measure", "effect", "p", "per_direction", "size", "size_measure", "deviation"
+        "measure", "effect", "p", "per_direction", "size", "size_measure", "deviation", "perceived_as_source"
     )  # fmt: skip
 
     measure: str | None = None
@@ -118,6 +130,7 @@ class ShamArm(JsonRecord):
     size: float | None = None
     size_measure: str | None = None
     deviation: str | None = None
+    perceived_as_source: list[ShamHeardRow] | None = None
     decides: bool
 
 

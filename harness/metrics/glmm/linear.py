@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -80,12 +81,10 @@ def fit_linear_mixed(
     converged = bool(np.isfinite(criterion) and root_gamma < grid[-1])
     inverse = np.linalg.inv(a_matrix)
     cov = sigma2 * inverse
+    robust, parts = cluster_robust_cr2(inverse, design, response - design @ beta, codes, root_gamma**2)
     return LinearMixedResult(
-        cov_robust=pd.DataFrame(
-            _cluster_robust(inverse, design, response - design @ beta, codes, x_sums, sizes, root_gamma**2),
-            index=names,
-            columns=names,
-        ),
+        cov_robust=pd.DataFrame(robust, index=names, columns=names),
+        cr2_parts=parts,
         coef=pd.Series(beta, index=names),
         se=pd.Series(np.sqrt(np.diag(cov)), index=names),
         cov=pd.DataFrame(cov, index=names, columns=names),
@@ -100,23 +99,94 @@ def fit_linear_mixed(
     )
 
 
-def _cluster_robust(
-    inverse: np.ndarray,
-    design: np.ndarray,
-    residual: np.ndarray,
-    codes: np.ndarray,
-    x_sums: np.ndarray,
-    sizes: np.ndarray,
-    gamma: float,
-) -> np.ndarray:
-    """The cluster-robust (sandwich) covariance of the GLS estimate, ``A^-1 (m / (m - 1) sum_i u_i u_i') A^-1``
-    with ``A`` the scaled ``X'V^-1 X`` (``inverse`` its inverse) and ``u_i = X_i'r_i - c_i X_i'1 1'r_i`` cluster
-    ``i``'s scaled score (``sigma^2`` cancels; Liang & Zeger 1986, CR1 factor)."""
-    m = sizes.size
+def cluster_robust_cr2(
+    inverse: np.ndarray, design: np.ndarray, residual: np.ndarray, codes: np.ndarray, gamma: float
+) -> tuple[np.ndarray, CR2Parts | None]:
+    """The bias-reduced cluster-robust (CR2) covariance of the GLS estimate (Bell & McCaffrey 2002; Pustejovsky &
+    Tipton 2018, JBES 36(4), eq. 3-5), and what :meth:`LinearMixedResult.satterthwaite_df` needs.
+
+    With the working covariance of cluster ``i`` ``Phi_i = I + gamma 1 1'`` (the fitted random intercept, in units of
+    ``sigma^2``, which cancels), ``W_i = Phi_i^-1 = I - c_i 1 1'``, ``M = (sum_i X_i' W_i X_i)^-1`` (``inverse``) and
+    residuals ``r_i``::
+
+        V_CR2 = M (sum_i X_i' W_i A_i r_i r_i' A_i W_i X_i) M
+        A_i   = D_i' B_i^{-1/2} D_i,   B_i = D_i (Phi_i - X_i M X_i') D_i',   Phi_i = D_i' D_i (D_i upper Cholesky)
+
+    (``B_i^{-1/2}`` the symmetric inverse square root, a pseudo-inverse on its null space; computed without
+    ``n_i x n_i`` matrices, :class:`_Adjustment`). Where the working model
+    holds, ``E[V_CR2] = M`` exactly (CR1's ``m / (m - 1)`` only approximates this, and the sandwich is biased
+    downwards with few clusters or a cluster-level contrast); where it does not (a speaker's effect that differs
+    between the checkpoints of a joint fit), the sandwich stays consistent. ``(None parts, NaN)`` with fewer than 2
+    clusters."""
+    m, p = int(codes.max()) + 1 if len(codes) else 0, design.shape[1]
     if m < 2:
-        return np.full_like(inverse, np.nan)
-    shrink = gamma / (1.0 + gamma * sizes)
-    scores = np.zeros((m, design.shape[1]))
-    np.add.at(scores, codes, design * residual[:, None])
-    scores -= (shrink * np.bincount(codes, weights=residual, minlength=m))[:, None] * x_sums
-    return inverse @ (scores.T @ scores * m / (m - 1)) @ inverse
+        return np.full_like(inverse, np.nan), None
+    meat = np.zeros((p, p))
+    bias, leverage = np.zeros((m, p, p)), np.zeros((m, p, p))
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(m + 1))
+    for i in range(m):
+        rows = order[bounds[i] : bounds[i + 1]]
+        adjust = _Adjustment(design[rows], inverse, gamma)
+        weighted = adjust.times_phi_power(design[rows], -1.0)  # W_i X_i
+        score = weighted.T @ adjust.apply(residual[rows][:, None])[:, 0]
+        meat += np.outer(score, score)
+        adjusted = adjust.apply(weighted)  # A_i W_i X_i
+        leverage[i] = design[rows].T @ adjusted
+        bias[i] = adjusted.T @ adjust.times_phi_power(adjusted, 1.0)
+    return inverse @ meat @ inverse, CR2Parts(inverse, leverage, bias)
+
+
+class _Adjustment:
+    """Cluster ``i``'s CR2 adjustment ``A_i`` (:func:`cluster_robust_cr2`) without ``n_i x n_i`` matrices. ``A_i`` does
+    not depend on the factor ``D_i`` of ``Phi_i`` (any ``D = U Phi^(1/2)``, ``U`` orthogonal, gives
+    ``A = Phi^(1/2) (Phi^(1/2) (Phi - X M X') Phi^(1/2))^(-1/2) Phi^(1/2)``), so the symmetric root is used:
+    ``Phi^a = I + ((1 + gamma n)^a - 1) / n J``. ``B = Phi^2 - Phi^(1/2) X M X' Phi^(1/2)`` is the identity outside
+    the span ``Q`` of ``1`` and ``X_i``'s columns and maps it into itself, so ``B^(-1/2) = I + Q (C^(-1/2) - I) Q'``
+    with ``C = Q' B Q`` (a pseudo-inverse root on ``C``'s null space)."""
+
+    def __init__(self, x: np.ndarray, inverse: np.ndarray, gamma: float):
+        self.n, self.gamma = len(x), gamma
+        spanned = np.column_stack([np.ones(self.n), x])
+        left, singular, _ = np.linalg.svd(spanned, full_matrices=False)
+        self.basis = left[:, singular > 1e-10 * max(1.0, float(singular.max()))]
+        rooted = self.times_phi_power(x, 0.5)
+        b_basis = self.times_phi_power(self.basis, 2.0) - rooted @ (inverse @ (rooted.T @ self.basis))
+        values, vectors = np.linalg.eigh(self.basis.T @ b_basis)
+        keep = values > 1e-10 * max(1.0, float(values.max()))
+        root = (vectors[:, keep] / np.sqrt(values[keep])) @ vectors[:, keep].T
+        self.correction = root - np.eye(len(values))
+
+    def times_phi_power(self, values: np.ndarray, power: float) -> np.ndarray:
+        """``Phi_i^power @ values`` (``Phi_i = I + gamma J``)."""
+        factor = ((1.0 + self.gamma * self.n) ** power - 1.0) / self.n
+        return values + factor * values.sum(axis=0, keepdims=True)
+
+    def apply(self, values: np.ndarray) -> np.ndarray:
+        """``A_i @ values``."""
+        rooted = self.times_phi_power(values, 0.5)
+        rooted = rooted + self.basis @ (self.correction @ (self.basis.T @ rooted))
+        return self.times_phi_power(rooted, 0.5)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CR2Parts:
+    """Per cluster ``K_i = X_i' A_i W_i X_i`` (``leverage``) and ``L_i = X_i' W_i A_i Phi_i A_i W_i X_i`` (``bias``),
+    with ``M`` (``inverse``): the CR2 estimate of ``c' beta``'s variance is ``sum_i (v_i' r_i)^2`` with
+    ``v_i = A_i W_i X_i M c``, and under the working model ``Cov(v_i' r_i, v_j' r_j) = delta_ij c'M L_i M c -
+    (K_i M c)' M (K_j M c)`` (:func:`cluster_robust_cr2`)."""
+
+    inverse: np.ndarray
+    leverage: np.ndarray
+    bias: np.ndarray
+
+    def satterthwaite_df(self, contrast: np.ndarray) -> float:
+        """Bell & McCaffrey's Satterthwaite degrees of freedom of ``contrast' beta`` under CR2 (Pustejovsky & Tipton
+        2018, eq. 9-11, the working model's covariance ``Omega``): ``df = tr(Omega)^2 / tr(Omega^2)``, the matched
+        first two moments of a scaled chi-square; NaN where the variance is zero."""
+        weights = self.inverse @ np.asarray(contrast, dtype=float)
+        w = self.leverage @ weights  # (m, p): K_i M c
+        omega = -w @ self.inverse @ w.T
+        omega[np.diag_indices_from(omega)] += np.einsum("p,mpq,q->m", weights, self.bias, weights)
+        total, squares = float(np.trace(omega)), float(np.sum(omega * omega))
+        return total * total / squares if squares > 0 else float("nan")

@@ -187,9 +187,17 @@ class LinearMixedResult(MixedModelResult):
 
     sigma_cluster: float
     sigma_residual: float
+    cr2_parts: object | None = dataclasses.field(default=None, kw_only=True, repr=False)
+    """What the Bell-McCaffrey degrees of freedom of a contrast need (:class:`harness.metrics.glmm.linear.CR2Parts`);
+    ``cov_robust`` is the CR2 sandwich here (:func:`harness.metrics.glmm.linear.cluster_robust_cr2`), not CR1."""
 
     def variance_params(self) -> dict[str, float]:
         return {"sigma_cluster": self.sigma_cluster, "sigma_residual": self.sigma_residual}
+
+    def satterthwaite_df(self, contrast) -> float:
+        """Bell & McCaffrey's Satterthwaite degrees of freedom of ``contrast' beta`` under the CR2 sandwich (NaN
+        without it)."""
+        return float("nan") if self.cr2_parts is None else self.cr2_parts.satterthwaite_df(contrast)
 
 
 def _strip_prefix(series: pd.Series, prefix: str) -> pd.Series:
