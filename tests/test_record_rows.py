@@ -40,6 +40,7 @@ NOT_YET_TYPED: dict[str, set[str]] = {
         "perceiver_accuracy",
         "sham",
         "shifts",
+        "speaker_distance",
     },  # fmt: skip
     "icat": {"per_group"},
     "score_ratio": {"comparisons", "semantics"},

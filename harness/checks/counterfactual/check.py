@@ -70,6 +70,7 @@ from harness.checks.counterfactual.tables import (
     manipulated_recordings,
     perceived_recordings,
     perceiver_fit,
+    speaker_distance_recordings,
     transform_dimension,
     transform_settings,
     vibe_table,
@@ -153,6 +154,7 @@ class CounterfactualCheck(Check):
         perceived = perceived_recordings(context, case.corpus, case.dimension)
         require_perceived_swap(perceived, settings.min_perceived_share, case.id, context.perceiver)
         manipulation = manipulated_recordings(context, case.corpus, case.dimension)
+        speaker = speaker_distance_recordings(context, case.corpus, case.dimension)
         seed = derived_seed(context.seed, self.name, case.id)
         kind = kind_of(case.variant)
         kept = self.kept_table(context, case)
@@ -174,6 +176,7 @@ class CounterfactualCheck(Check):
             "perceived": perceived_rows(perceived),
             "excluded": dict(perceived.excluded),
             "manipulation": None if manipulation is None else manipulation.summary(),
+            "speaker_distance": None if speaker is None else speaker.to_json(),
             "n_speakers": speakers,
             "n_permutations": settings.n_permutations,
             "seed": seed,
@@ -186,7 +189,8 @@ class CounterfactualCheck(Check):
             rule=threshold.rule,
             threshold=threshold,
             criterion=threshold.criterion(),
-            findings=f"{findings}; perceived as the target: {perceived_words(perceived)}",
+            findings=f"{findings}; perceived as the target: {perceived_words(perceived)}"
+            + ("" if speaker is None else f"; {speaker.words()}"),
             paired_data=self.paired_data(context, case),
             payload=CounterfactualPayload(**payload),
         )
@@ -199,6 +203,9 @@ class CounterfactualCheck(Check):
         perceived = perceived_recordings(context, case.corpus, case.dimension)
         manipulation = manipulated_recordings(context, case.corpus, case.dimension)
         admitted = perceived.kept if manipulation is None else perceived.kept & manipulation.admitted
+        speaker = speaker_distance_recordings(context, case.corpus, case.dimension)
+        if speaker is not None and speaker.admitted is not None:
+            admitted = admitted & speaker.admitted
         kind = kind_of(case.variant)
         if kind is VIBE:
             table = vibe_table(context, case.model, case.corpus, case.variant, case.dimension)
@@ -208,7 +215,9 @@ class CounterfactualCheck(Check):
             table = choice_table(context, case.model, case.corpus, case.dimension)
         kept = table[_of_recordings(table["recording"], admitted)]
         if kept.empty:
-            passed = "perceived as the target" + ("" if manipulation is None else " and passed its manipulation checks")
+            passed = "perceived as the target" + (
+                "" if manipulation is None and speaker is None else " and passed its manipulation checks"
+            )
             raise CaseNotMeasured(f"{case.id}: no recording whose swap was {passed} has an answer")
         return kept
 

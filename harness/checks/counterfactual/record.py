@@ -68,6 +68,11 @@ class CounterfactualPayload(RecordPayload):
     """Per direction, the manipulation checks of a transform that states a plan (the WORLD age arms,
     :mod:`~harness.checks.counterfactual.manipulation`): clips, those admitted and the median F0, F1-F3 and formant
     ratios of each arm to its recording; not written for a transform without them."""
+    speaker_distance: dict[str, Any] | None = None
+    """The speaker-embedding check (:mod:`~harness.checks.counterfactual.speaker_distance`): the ``encoder`` and its
+    ``version``, ``unmeasured`` (why not, e.g. Resemblyzer not installed; else None), whether it ``filters`` and its
+    bounds, and per direction the median cosine distance of each arm to its recording; not written where
+    ``speaker_encoder`` is ``none``."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -98,6 +103,7 @@ STIMULUS_IDENTITY = (
     "resynthesiser",
     "perceiver_fingerprint",
     "manipulation",
+    "speaker_distance",
     "perceiver_accuracy",
     "sham",
 )
