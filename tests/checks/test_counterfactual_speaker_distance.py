@@ -123,9 +123,10 @@ def test_a_gate_run_records_the_check_or_names_the_missing_encoder(tmp_path):
     import shutil
     from pathlib import Path
 
-    import support.hearing  # noqa: F401  (registers oracle:)
     from harness.gate import Gate, GateConfig
     from tests.support.gate import decided_record
+
+    import support.hearing  # noqa: F401  (registers oracle:)
 
     demo = Path(__file__).resolve().parents[2] / "harness" / "data" / "basis_demo"
     suite = tmp_path / "suite"
