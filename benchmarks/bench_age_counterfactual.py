@@ -50,7 +50,7 @@ from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, IDENTI
 from harness.core.requests import DecodingParams
 from harness.data.corpus import load_corpus
 from harness.data.voice_transforms import get_transform
-from harness.data.voice_transforms.arm_audio import ArmStore
+from harness.data.voice_transforms.arm_audio import ArmAudio, ArmStore
 from harness.metrics.multitest import DecisionRule
 from harness.models.sim import PRESETS, SimulatorBackend
 from harness.suite.cli import main as suite_main
@@ -159,6 +159,7 @@ def main() -> None:
     checks = manipulation_checks(arms.recordings, arms.audio, get_transform("age_shift"), world,
                                  min_shift=settings.min_manipulation_shift,
                                  max_identity_shift=settings.max_identity_shift)  # fmt: skip
+    ArmAudio.prepare_many([arms.audio[SHAM][key] for key in arms.recordings.index], progress=False)
     speakers = corpus.table.groupby("age")["speaker_id"].nunique().to_dict()
     print(f"design: {len(arms.recordings)} recordings, speakers per group {speakers}; arms and manipulation checks "
           f"in {time.perf_counter() - started:.0f} s")  # fmt: skip
