@@ -1,12 +1,12 @@
 """The age counterfactual's operating characteristic over seeds (issue 61), on a design that powers it.
 
 Design: a synthetic age corpus built by ``lalm-fairness-suite build`` (espeak-ng; no filters): 10 ``young`` voices
-(``en-us`` and ``en-gb`` ``+f1``-``+f5`` at pitch 65, rate 175) and 10 ``elderly`` ones (the same variants at
+(``en-us`` and ``en-gb-x-rp`` ``+f1``-``+f5`` at pitch 65, rate 175) and 10 ``elderly`` ones (the same variants at
 pitch 40, rate 140), each reading 8 sentences of the demo corpus: 160 recordings, 10 speakers per swap direction
-(the paired sign-flip test's floor 2^-10 lies below the corrected alpha). All voices are female-register variants:
-the simulators hear pitch only (``harness/models/sim.py``), and the WORLD age arm moves F0 by register (down for a
-high voice, up for a low one, thresholds.yaml ``counterfactual``), so a corpus mixing registers would cancel a
-pitch-driven effect within a swap direction; one register keeps the arm's F0 move one-signed per direction.
+(the paired sign-flip test's floor 2^-10 lies below the corrected alpha). The simulators hear pitch only
+(``harness/models/sim.py``), and the WORLD age arm moves F0 by register (down for a voice above 160 Hz, up for one
+below, thresholds.yaml ``counterfactual``), so in a direction whose voices straddle the boundary a pitch-driven
+effect partly cancels; the manipulation summary printed first gives each direction's median F0 move.
 
 Arms: ``age_shift`` (young -> older arm, elderly -> younger arm), its control ``world_identity`` and its sham
 ``age_sham`` (the other direction's arm: young -> younger, elderly -> older), at the built-in thresholds, made once
@@ -48,7 +48,7 @@ from harness.checks.counterfactual.manipulation import manipulation_checks
 from harness.checks.counterfactual.measure import vibe_arms
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, IDENTITY, SECTION, SHAM, SWAP
 from harness.core.requests import DecodingParams
-from harness.data.corpus import load_corpus
+from harness.data.corpus import load_corpus, read_utterance_audio
 from harness.data.voice_transforms import get_transform
 from harness.data.voice_transforms.arm_audio import ArmAudio, ArmStore
 from harness.metrics.multitest import DecisionRule
@@ -58,7 +58,8 @@ from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, packaged_thresholds
 
 REPO = Path(__file__).resolve().parents[1]
-VARIANTS = [f"{language}+f{number}" for language in ("en-us", "en-gb") for number in range(1, 6)]
+VARIANTS = [f"{language}+f{number}" for language in ("en-us", "en-gb-x-rp") for number in range(1, 6)]
+"""Ten distinct espeak-ng female voices (``en-gb+fN`` would not do: espeak-ng reads every ``en-gb+fN`` alike)."""
 AGE_VOICES = {"young": "[pitch=65,rate=175]", "elderly": "[pitch=40,rate=140]"}
 SENTENCES = 8
 
@@ -81,6 +82,18 @@ def build_age_corpus(folder: Path) -> Path:
     if code != 0:
         raise SystemExit(f"ERROR: the age suite did not build (exit {code})")
     return suite
+
+
+def refuse_duplicate_voices(corpus) -> None:
+    """Two speakers whose recordings are the same audio are one voice counted twice: the paired test would treat
+    them as independent and its p-values would be too small. Refuse such a design, naming the speakers."""
+    hashes = {speaker: tuple(sorted(read_utterance_audio(corpus, u).content_hash for u in rows.index))
+              for speaker, rows in corpus.table.groupby("speaker_id")}  # fmt: skip
+    seen: dict[tuple, str] = {}
+    for speaker, key in hashes.items():
+        if key in seen:
+            raise SystemExit(f"ERROR: speakers {seen[key]} and {speaker} read every sentence with the same audio")
+        seen[key] = speaker
 
 
 def clopper_pearson(k: int, n: int) -> tuple[float, float]:
@@ -107,10 +120,14 @@ def case(table: pd.DataFrame, settings, rule: DecisionRule, seed: int) -> tuple[
     return rule.decide([p], [deciding > settings.max_ntvd]).failed, deciding, p
 
 
-def operating_characteristic(arms, admitted, settings, gate: dict, seeds: int, scale: float) -> list[dict]:
+def operating_characteristic(
+    arms, admitted, settings, gate: dict, seeds: int, scale: float, names: list[str], done=None
+) -> list[dict]:
     rule = DecisionRule(alpha=gate["alpha"], family_size=len(TASKS), correction=gate["correction"])
     rows = []
     for name, backend in models(scale).items():
+        if name not in names:
+            continue
         model = backend.load()
         failing_runs, cases = 0, []
         for seed in range(1, seeds + 1):
@@ -123,6 +140,8 @@ def operating_characteristic(arms, admitted, settings, gate: dict, seeds: int, s
                 cases.append((task_name, failed, deciding, p))
                 failed_any |= failed
             failing_runs += failed_any
+            if seed % 5 == 0:
+                print(f"    {name}: {failing_runs}/{seed} runs failed so far", flush=True)
         frame = pd.DataFrame(cases, columns=["task", "failed", "deciding_ntvd", "p"])
         per_task = frame.groupby("task").agg(fail_rate=("failed", "mean"), median_ntvd=("deciding_ntvd", "median"))
         low, high = clopper_pearson(failing_runs, seeds)
@@ -133,6 +152,8 @@ def operating_characteristic(arms, admitted, settings, gate: dict, seeds: int, s
         rows.append({"model": name, "runs": seeds, "failed": failing_runs, "ci": [low, high],
                      "per_task": {task: {"fail_rate": float(r.fail_rate), "median_deciding_ntvd": float(r.median_ntvd)}
                                   for task, r in per_task.iterrows()}})  # fmt: skip
+        if done is not None:
+            done(rows)
     return rows
 
 
@@ -140,7 +161,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--permutations", type=int, default=9_999)
-    parser.add_argument("--age-effect-scale", type=float, default=2.0, help="sim:age-effect = sim:biased's x this")
+    parser.add_argument("--age-effect-scale", type=float, default=10.0, help="sim:age-effect = sim:biased's x this")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=["sim:fair", "sim:age-effect", "sim:biased"],
+        choices=["sim:fair", "sim:biased", "sim:age-effect"],
+        help="the models, in this order",
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/age-counterfactual"), help="suite and arms kept here")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here (bench_datasheet.py)")
     arguments = parser.parse_args()
@@ -152,6 +180,7 @@ def main() -> None:
     )
     gate = thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "age")
     corpus = load_corpus(build_age_corpus(arguments.work), check_audio=False)
+    refuse_duplicate_voices(corpus)
     started = time.perf_counter()
     world = settings.transform_settings()
     arms = build_arms(corpus, world, transform="age_shift", store=ArmStore(arguments.work / "arms"),
@@ -172,15 +201,19 @@ def main() -> None:
           f"{settings.n_permutations} permutations, alpha {gate['alpha']} ({gate['correction']} over "
           f"{len(TASKS)}), max_ntvd {settings.max_ntvd:g}, sim:age-effect = sim:biased x "
           f"{arguments.age_effect_scale:g}")  # fmt: skip
+    design = {"recordings": len(arms.recordings), "speakers": {k: int(v) for k, v in speakers.items()},
+              "admitted": len(checks.admitted), "permutations": settings.n_permutations,
+              "alpha": gate["alpha"], "max_ntvd": settings.max_ntvd,
+              "age_effect_scale": arguments.age_effect_scale, "manipulation": summary}  # fmt: skip
+
+    def write(rows: list[dict]) -> None:  # after each model, so a long run keeps what it measured
+        if arguments.json:
+            arguments.json.write_text(json.dumps({"design": design, "rows": rows}, indent=1, default=float) + "\n")
+
     started = time.perf_counter()
-    rows = operating_characteristic(arms, checks.admitted, settings, gate, arguments.seeds, arguments.age_effect_scale)
+    operating_characteristic(arms, checks.admitted, settings, gate, arguments.seeds, arguments.age_effect_scale,
+                             arguments.models, write)  # fmt: skip
     print(f"\nsimulation: {time.perf_counter() - started:.0f} s")
-    if arguments.json:
-        design = {"recordings": len(arms.recordings), "speakers": {k: int(v) for k, v in speakers.items()},
-                  "admitted": len(checks.admitted), "permutations": settings.n_permutations,
-                  "alpha": gate["alpha"], "max_ntvd": settings.max_ntvd,
-                  "age_effect_scale": arguments.age_effect_scale, "manipulation": summary}  # fmt: skip
-        arguments.json.write_text(json.dumps({"design": design, "rows": rows}, indent=1, default=float) + "\n")
 
 
 if __name__ == "__main__":
