@@ -20,7 +20,7 @@ Per seed (``DecodingParams.seed``, a fresh draw of the simulator's answers) each
 (self-report form, rules reader) on the three arms; each task is one case decided as the gate decides a VIBE
 counterfactual case with a sham: the smaller of nTVD(identity, swap) and nTVD(sham, swap) against ``max_ntvd`` and the
 larger of their paired speaker-level permutation p-values against alpha, Bonferroni over the model's five cases
-(rule ``both``). A run fails when any case fails. Models: ``sim:fair`` (no effect), ``sim:biased`` (its preset
+(rule ``both``; ``--rule significance``: the VIBE preset's, p alone). A run fails when any case fails. Models: ``sim:fair`` (no effect), ``sim:biased`` (its preset
 strengths, pitch-driven) and ``sim:age-effect``: ``sim:biased``'s VIBE strengths times ``--age-effect-scale``, an
 effect the age arm carries through F0.
 
@@ -48,6 +48,7 @@ from harness.checks.counterfactual.manipulation import manipulation_checks
 from harness.checks.counterfactual.measure import vibe_arms
 from harness.checks.counterfactual.settings import COUNTERFACTUAL_SCHEMA, IDENTITY, SECTION, SHAM, SWAP
 from harness.core.requests import DecodingParams
+from harness.core.values import stable_hash
 from harness.data.corpus import load_corpus, read_utterance_audio
 from harness.data.voice_transforms import get_transform
 from harness.data.voice_transforms.arm_audio import ArmAudio, ArmStore
@@ -96,6 +97,22 @@ def refuse_duplicate_voices(corpus) -> None:
         seen[key] = speaker
 
 
+def kept_manipulation_checks(arms, world, settings, folder: Path) -> tuple[frozenset[str], list[dict]]:
+    """The manipulation checks' admitted recordings and per-direction summary, kept in ``folder`` under a key of
+    every arm's recipe and the bounds (Praat's tracks of 480 clips are most of a run's set-up)."""
+    recipes = sorted(arm.content_hash for name in (IDENTITY, SWAP) for arm in arms.audio[name].values())
+    key = stable_hash([recipes, settings.min_manipulation_shift, settings.max_identity_shift])[:16]
+    path = folder / f"manipulation-{key}.json"
+    if path.is_file():
+        kept = json.loads(path.read_text())
+        return frozenset(kept["admitted"]), kept["summary"]
+    checks = manipulation_checks(arms.recordings, arms.audio, get_transform("age_shift"), world,
+                                 min_shift=settings.min_manipulation_shift,
+                                 max_identity_shift=settings.max_identity_shift)  # fmt: skip
+    path.write_text(json.dumps({"admitted": sorted(checks.admitted), "summary": checks.summary()}))
+    return checks.admitted, checks.summary()
+
+
 def clopper_pearson(k: int, n: int) -> tuple[float, float]:
     low = beta.ppf(0.025, k, n - k + 1) if k else 0.0
     high = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
@@ -113,11 +130,12 @@ def models(scale: float) -> dict[str, SimulatorBackend]:
 
 
 def case(table: pd.DataFrame, settings, rule: DecisionRule, seed: int) -> tuple[bool, float, float]:
-    """One VIBE case as the gate decides it with a sham (intersection-union of the two controls)."""
+    """One VIBE case as the gate decides it with a sham (intersection-union of the two controls), under the
+    settings' ``rule`` (``both``: the bar and significance; ``significance``: the VIBE preset's, p alone)."""
     arms = vibe_arms(table, tau=settings.tau, n_permutations=settings.n_permutations, seed=seed)
     effect, sham = arms.voice_effect, arms.against_sham
     deciding, p = min(effect.score, sham.score), max(effect.test.p_value, sham.test.p_value)
-    return rule.decide([p], [deciding > settings.max_ntvd]).failed, deciding, p
+    return rule.decide([p], [deciding > settings.max_ntvd], rule=settings.rule).failed, deciding, p
 
 
 def operating_characteristic(
@@ -163,6 +181,12 @@ def main() -> None:
     parser.add_argument("--permutations", type=int, default=9_999)
     parser.add_argument("--age-effect-scale", type=float, default=10.0, help="sim:age-effect = sim:biased's x this")
     parser.add_argument(
+        "--rule",
+        choices=("both", "significance"),
+        default="both",
+        help="the decision rule: both (the gate's default) or significance (--thresholds preset:vibe)",
+    )
+    parser.add_argument(
         "--models",
         nargs="+",
         default=["sim:fair", "sim:age-effect", "sim:biased"],
@@ -177,6 +201,7 @@ def main() -> None:
         thresholds.settings(SECTION, COUNTERFACTUAL_SCHEMA, None, "age"),
         transform="age_shift",
         n_permutations=arguments.permutations,
+        rule=arguments.rule,
     )
     gate = thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "age")
     corpus = load_corpus(build_age_corpus(arguments.work), check_audio=False)
@@ -185,25 +210,22 @@ def main() -> None:
     world = settings.transform_settings()
     arms = build_arms(corpus, world, transform="age_shift", store=ArmStore(arguments.work / "arms"),
                       sham_settings=settings.sham_settings())  # fmt: skip
-    checks = manipulation_checks(arms.recordings, arms.audio, get_transform("age_shift"), world,
-                                 min_shift=settings.min_manipulation_shift,
-                                 max_identity_shift=settings.max_identity_shift)  # fmt: skip
+    admitted, summary = kept_manipulation_checks(arms, world, settings, arguments.work)
     ArmAudio.prepare_many([arms.audio[SHAM][key] for key in arms.recordings.index], progress=False)
     speakers = corpus.table.groupby("age")["speaker_id"].nunique().to_dict()
     print(f"design: {len(arms.recordings)} recordings, speakers per group {speakers}; arms and manipulation checks "
           f"in {time.perf_counter() - started:.0f} s")  # fmt: skip
-    summary = checks.summary()
     for row in summary:
         print(f"  {row['source_group']} -> {row['target_group']}: admitted {row['admitted']}/{row['clips']}; "
               f"swap F0 x{row['swap_f0_ratio']:.3f}, formants x{row['swap_formant_ratio']:.3f}; identity F0 "
               f"x{row['identity_f0_ratio']:.3f}, formants x{row['identity_formant_ratio']:.3f}")  # fmt: skip
     print(f"\nOperating characteristic: {len(TASKS)} VIBE cases per run, {arguments.seeds} seeds, "
-          f"{settings.n_permutations} permutations, alpha {gate['alpha']} ({gate['correction']} over "
+          f"{settings.n_permutations} permutations, rule {settings.rule}, alpha {gate['alpha']} ({gate['correction']} over "
           f"{len(TASKS)}), max_ntvd {settings.max_ntvd:g}, sim:age-effect = sim:biased x "
           f"{arguments.age_effect_scale:g}")  # fmt: skip
     design = {"recordings": len(arms.recordings), "speakers": {k: int(v) for k, v in speakers.items()},
-              "admitted": len(checks.admitted), "permutations": settings.n_permutations,
-              "alpha": gate["alpha"], "max_ntvd": settings.max_ntvd,
+              "admitted": len(admitted), "permutations": settings.n_permutations,
+              "alpha": gate["alpha"], "rule": settings.rule, "max_ntvd": settings.max_ntvd,
               "age_effect_scale": arguments.age_effect_scale, "manipulation": summary}  # fmt: skip
 
     def write(rows: list[dict]) -> None:  # after each model, so a long run keeps what it measured
@@ -211,7 +233,7 @@ def main() -> None:
             arguments.json.write_text(json.dumps({"design": design, "rows": rows}, indent=1, default=float) + "\n")
 
     started = time.perf_counter()
-    operating_characteristic(arms, checks.admitted, settings, gate, arguments.seeds, arguments.age_effect_scale,
+    operating_characteristic(arms, admitted, settings, gate, arguments.seeds, arguments.age_effect_scale,
                              arguments.models, write)  # fmt: skip
     print(f"\nsimulation: {time.perf_counter() - started:.0f} s")
 
