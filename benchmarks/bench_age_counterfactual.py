@@ -21,8 +21,9 @@ Per seed (``DecodingParams.seed``, a fresh draw of the simulator's answers) each
 counterfactual case with a sham: the smaller of nTVD(identity, swap) and nTVD(sham, swap) against ``max_ntvd`` and the
 larger of their paired speaker-level permutation p-values against alpha, Bonferroni over the model's five cases
 (rule ``both``; ``--rule significance``: the VIBE preset's, p alone). A run fails when any case fails. Models: ``sim:fair`` (no effect), ``sim:biased`` (its preset
-strengths, pitch-driven) and ``sim:age-effect``: ``sim:biased``'s VIBE strengths times ``--age-effect-scale``, an
-effect the age arm carries through F0.
+strengths, pitch-driven) and ``sim:age-effect``: ``sim:biased``'s VIBE strengths times ``--age-effect-scale`` (default 3: the
+most detectable of x0.5, 1, 3 and 10 in a 5-seed calibration; docs/benchmarks.md), an effect the age arm carries
+through F0.
 
 Printed, per model: runs failed of seeds with the 95% Clopper-Pearson interval, per task the fail rate and the
 median deciding nTVD; ``--json`` writes the same rows for ``bench_datasheet.py``.
@@ -179,7 +180,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--permutations", type=int, default=9_999)
-    parser.add_argument("--age-effect-scale", type=float, default=10.0, help="sim:age-effect = sim:biased's x this")
+    parser.add_argument("--age-effect-scale", type=float, default=3.0, help="sim:age-effect = sim:biased's x this")
     parser.add_argument(
         "--rule",
         choices=("both", "significance"),
