@@ -60,14 +60,16 @@ from harness.tasks import TASKS
 from harness.thresholds import GATE_SCHEMA, GATE_SECTION, packaged_thresholds
 
 REPO = Path(__file__).resolve().parents[1]
-VARIANTS = [f"{language}+f{number}" for language in ("en-us", "en-gb-x-rp") for number in range(1, 6)]
-"""Ten distinct espeak-ng female voices (``en-gb+fN`` would not do: espeak-ng reads every ``en-gb+fN`` alike)."""
+LANGUAGES = ("en-us", "en-gb-x-rp", "en-029", "en-us-nyc")
+VARIANTS = [f"{language}+f{number}" for language in LANGUAGES for number in range(1, 6)]
+"""Twenty distinct espeak-ng female voices, the first ``--per-group`` of them read in each group (``en-gb+fN`` would
+not do: espeak-ng reads every ``en-gb+fN`` alike)."""
 AGE_VOICES = {"young": "[pitch=65,rate=175]", "elderly": "[pitch=40,rate=140]"}
 SENTENCES = 8
 
 
-def build_age_corpus(folder: Path) -> Path:
-    """The design's corpus (built once into ``folder/suite``)."""
+def build_age_corpus(folder: Path, per_group: int = 10) -> Path:
+    """The design's corpus, ``per_group`` voices per age group (built once into ``folder/suite``)."""
     suite = folder / "suite"
     if (suite / "manifest.csv").is_file():
         return suite
@@ -76,7 +78,7 @@ def build_age_corpus(folder: Path) -> Path:
     items = demo.drop_duplicates("content_id").head(SENTENCES)[["content_id", "transcript"]]
     items.rename(columns={"transcript": "text"}).to_csv(folder / "items.csv", index=False)
     voices = [f"- {{spec: 'espeak-ng:{variant}{settings}', age: {group}}}"
-              for variant in VARIANTS for group, settings in AGE_VOICES.items()]  # fmt: skip
+              for variant in VARIANTS[:per_group] for group, settings in AGE_VOICES.items()]  # fmt: skip
     (folder / "voices.yaml").write_text("\n".join(voices) + "\n")
     code = suite_main(["build", "--items", str(folder / "items.csv"), "--voices", str(folder / "voices.yaml"),
                        "--out", str(suite), "--name", "age-female", "--dimension", "age", "--no-wer-filter",
@@ -182,6 +184,14 @@ def main() -> None:
     parser.add_argument("--permutations", type=int, default=9_999)
     parser.add_argument("--age-effect-scale", type=float, default=3.0, help="sim:age-effect = sim:biased's x this")
     parser.add_argument(
+        "--per-group",
+        type=int,
+        default=10,
+        choices=range(2, len(VARIANTS) + 1),
+        metavar="N",
+        help=f"voices per age group, 2-{len(VARIANTS)} (default 10)",
+    )
+    parser.add_argument(
         "--rule",
         choices=("both", "significance"),
         default="both",
@@ -205,7 +215,7 @@ def main() -> None:
         rule=arguments.rule,
     )
     gate = thresholds.values(GATE_SECTION, GATE_SCHEMA, None, "age")
-    corpus = load_corpus(build_age_corpus(arguments.work), check_audio=False)
+    corpus = load_corpus(build_age_corpus(arguments.work, arguments.per_group), check_audio=False)
     refuse_duplicate_voices(corpus)
     started = time.perf_counter()
     world = settings.transform_settings()
