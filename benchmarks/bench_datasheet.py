@@ -8,6 +8,8 @@ family of 43 cases per model on the demo design):
   case fails and how often it is unmeasured, each seed a fresh draw of the simulator;
 - ``bench_release_path.py``: the release path, ``--baseline`` against the previous seed's fair run (fair/fair,
   biased/fair, half-strength/fair), whole gate, 9,999 permutations (``--release-pairs`` pairs);
+- ``bench_age_counterfactual.py`` (issue 61): the age counterfactual's operating characteristic (its own design,
+  ``AGE_SEEDS`` seeds; ``age_counterfactual.json``, optional in ``--from-logs``);
 - ``bench_release_noise.py --gate-rule``: release comparisons at the gate's own alpha (0.05 over a release run's
   2 x 43 tests) and margins, between checkpoints that differ in answer noise both ways (greedy against sampling),
   with no effect and with equal non-zero effects, and a grown effect (``--noise-pairs`` simulated pairs;
@@ -172,12 +174,57 @@ def run_benches(seeds: int, folder: Path, release_pairs: int = 10, noise_pairs: 
         for extra in BLIND_SHARE_RUNS
     )
     (folder / "blind_share.log").write_text(blind)
+    run_age_bench(folder)
     for model, name in (("sim:fair", "fair"), ("sim:biased", "biased")):
         log = subprocess.run(
             [python, str(REPO / "benchmarks" / "bench_gate_seeds.py"), "--model", model, "--seeds", "1", str(seeds),
              "--permutations", "9999"], capture_output=True, text=True, check=True,
         ).stdout  # fmt: skip
         (folder / f"{name}.log").write_text(log)
+
+
+AGE_JSON = "age_counterfactual.json"
+AGE_SEEDS = 100
+
+
+def run_age_bench(folder: Path) -> None:
+    """``bench_age_counterfactual.py`` (issue 61): the age counterfactual's operating characteristic, its rows in
+    ``folder/age_counterfactual.json``."""
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_age_counterfactual.py"), "--seeds",
+                    str(AGE_SEEDS), "--json", str(folder / AGE_JSON)], check=True)  # fmt: skip
+
+
+def age_section(folder: Path) -> dict:
+    """The age bench's rows where its log is in ``folder`` (logs of a run before issue 61 have none)."""
+    path = folder / AGE_JSON
+    return {"age_counterfactual": json.loads(path.read_text())} if path.is_file() else {}
+
+
+def age_lines(sheet: dict) -> list[str]:
+    """The age counterfactual's operating characteristic (``bench_age_counterfactual.py``), where the sheet has it."""
+    age = sheet.get("age_counterfactual")
+    if age is None:
+        return []
+    design = age["design"]
+    speakers = ", ".join(f"{group} {count}" for group, count in design["speakers"].items())
+    lines = [
+        "",
+        "## The age counterfactual",
+        "",
+        "`bench_age_counterfactual.py` (issue 61): the WORLD age arms with their control and sham on a synthetic",
+        f"espeak-ng age corpus ({design['recordings']} recordings; speakers {speakers}; {design['admitted']} admitted",
+        "by the manipulation checks; no perceived-group filter: no offline perceiver hears age). Five VIBE cases per",
+        f"run, {design['permutations']:,} permutations, rule `{design.get('rule', 'both')}`, alpha {design['alpha']:g}",
+        f"Bonferroni over the five, max_ntvd {design['max_ntvd']:g}; `sim:age-effect` is `sim:biased`'s strengths x",
+        f"{design['age_effect_scale']:g}.",
+        "",
+        "| model | runs | failed | 95% CI |",
+        "|---|---:|---:|---|",
+    ]
+    for row in age["rows"]:
+        low, high = row["ci"]
+        lines.append(f"| {row['model']} | {row['runs']} | {row['failed']} | {low:.0%}-{high:.0%} |")
+    return lines
 
 
 def datasheet(folder: Path) -> dict:
@@ -190,6 +237,7 @@ def datasheet(folder: Path) -> dict:
         "release": json.loads((folder / "release.json").read_text()),
         "release_noise": release_noise((folder / "release_noise.log").read_text()),
         **datasheet_rules.sections(folder),
+        **age_section(folder),
     }
 
 
@@ -243,9 +291,12 @@ def markdown(sheet: dict) -> str:
         lines.append(f"| {row['family']} | {row['design']} | {row['stated']:.3g} | {row['detected']}/{row['seeds']} | "
                      f"{low:.0%}-{high:.0%} |")  # fmt: skip
     return (
-        "\n".join(lines + release_lines(sheet) + blind_share_lines(sheet) + datasheet_rules.markdown_lines(sheet))
+        "\n".join(
+            lines + release_lines(sheet) + blind_share_lines(sheet) + datasheet_rules.markdown_lines(sheet)
+            + age_lines(sheet)
+        )
         + "\n"
-    )
+    )  # fmt: skip
 
 
 SCENARIO_WORDS = {

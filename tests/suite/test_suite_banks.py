@@ -116,6 +116,7 @@ def test_every_registered_bank_keeps_the_contract():
         "rhvoice",
         "festival",
         "pico",
+        "kokoro",
         "piper",
         "hf",
         "transform",

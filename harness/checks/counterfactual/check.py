@@ -90,6 +90,7 @@ from harness.checks.counterfactual.tables import (
     perceived_recordings,
     perceived_sham,
     perceiver_fit,
+    speaker_distance_recordings,
     transform_dimension,
     transform_settings,
     vibe_table,
@@ -167,6 +168,7 @@ class CounterfactualCheck(Check):
         perceived = perceived_recordings(context, case.corpus, case.dimension)
         require_perceived_swap(perceived, settings.min_perceived_share, case.id, context.perceiver)
         manipulation = manipulated_recordings(context, case.corpus, case.dimension)
+        speaker = speaker_distance_recordings(context, case.corpus, case.dimension)
         seed = derived_seed(context.seed, self.name, case.id)
         kind = kind_of(case.variant)
         kept = self.kept_table(context, case)
@@ -195,6 +197,7 @@ class CounterfactualCheck(Check):
             "perceived": perceived_rows(perceived),
             "excluded": dict(perceived.excluded),
             "manipulation": None if manipulation is None else [ManipulationRow(**r) for r in manipulation.summary()],
+            "speaker_distance": None if speaker is None else speaker.record(),
             "n_speakers": speakers,
             "n_permutations": settings.n_permutations,
             "seed": seed,
@@ -207,7 +210,8 @@ class CounterfactualCheck(Check):
             rule=threshold.rule,
             threshold=threshold,
             criterion=threshold.criterion(),
-            findings=f"{findings}; perceived as the target: {perceived_words(perceived)}",
+            findings=f"{findings}; perceived as the target: {perceived_words(perceived)}"
+            + ("" if speaker is None else f"; {speaker.words()}"),
             paired_data=self.paired_data(context, case),
             payload=CounterfactualPayload(**payload),
         )
@@ -220,6 +224,9 @@ class CounterfactualCheck(Check):
         perceived = perceived_recordings(context, case.corpus, case.dimension)
         manipulation = manipulated_recordings(context, case.corpus, case.dimension)
         admitted = perceived.kept if manipulation is None else perceived.kept & manipulation.admitted
+        speaker = speaker_distance_recordings(context, case.corpus, case.dimension)
+        if speaker is not None and speaker.admitted is not None:
+            admitted = admitted & speaker.admitted
         kind = kind_of(case.variant)
         if kind is VIBE:
             table = vibe_table(context, case.model, case.corpus, case.variant, case.dimension)
@@ -229,7 +236,9 @@ class CounterfactualCheck(Check):
             table = choice_table(context, case.model, case.corpus, case.dimension)
         kept = table[_of_recordings(table["recording"], admitted)]
         if kept.empty:
-            passed = "perceived as the target" + ("" if manipulation is None else " and passed its manipulation checks")
+            passed = "perceived as the target" + (
+                "" if manipulation is None and speaker is None else " and passed its manipulation checks"
+            )
             raise CaseNotMeasured(f"{case.id}: no recording whose swap was {passed} has an answer")
         return kept
 

@@ -151,6 +151,37 @@ class PerceiverAccuracy(JsonRecord):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class SpeakerDistanceRow(JsonRecord):
+    """One direction's speaker-embedding check (issue 61, :mod:`~harness.checks.counterfactual.speaker_distance`):
+    its ``clips`` and those ``admitted``, and the median cosine distance of each arm's speaker embedding to its
+    recording's (None where the arm was not measured)."""
+
+    source_group: str
+    target_group: str
+    clips: int
+    admitted: int
+    identity_speaker_distance: float | None = None
+    swap_speaker_distance: float | None = None
+    sham_speaker_distance: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SpeakerDistance(JsonRecord):
+    """The speaker-embedding check of a case: the ``encoder`` and its ``version``, ``unmeasured`` (why not, e.g.
+    Resemblyzer not installed; else None), the ``measure``, whether it ``filters`` and its bounds, and the rows
+    ``per_direction``."""
+
+    encoder: str
+    version: str | None
+    unmeasured: str | None
+    measure: str
+    filters: bool
+    max_identity_speaker_distance: float
+    min_swap_speaker_distance: float
+    per_direction: list[SpeakerDistanceRow]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ManipulationRow(JsonRecord):
     """One direction's manipulation checks (issue 61, :mod:`~harness.checks.counterfactual.manipulation`): its
     ``clips`` and those ``admitted``, and the median ratio to the recording of each arm's F0, F1-F3 and formants
@@ -230,6 +261,11 @@ class CounterfactualPayload(RecordPayload):
     """Per direction, the manipulation checks of a transform that states a plan (the WORLD age arms,
     :mod:`~harness.checks.counterfactual.manipulation`): clips, those admitted and the median F0, F1-F3 and formant
     ratios of each arm to its recording; not written for a transform without them."""
+    speaker_distance: SpeakerDistance | None = None
+    """The speaker-embedding check (:mod:`~harness.checks.counterfactual.speaker_distance`): the ``encoder`` and its
+    ``version``, ``unmeasured`` (why not, e.g. Resemblyzer not installed; else None), whether it ``filters`` and its
+    bounds, and per direction the median cosine distance of each arm to its recording; not written where
+    ``speaker_encoder`` is ``none``."""
 
 
 STIMULUS_IDENTITY = (
@@ -237,6 +273,7 @@ STIMULUS_IDENTITY = (
     "resynthesiser",
     "perceiver_fingerprint",
     "manipulation",
+    "speaker_distance",
     "perceiver_accuracy",
     "sham",
 )

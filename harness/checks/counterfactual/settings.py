@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from harness.checks.counterfactual.speaker_distance import ENCODERS as SPEAKER_ENCODERS
 from harness.core.json_records import JsonRecord
 from harness.data.voice_transforms import VOICE_TRANSFORMS, ChangeGenderSettings, get_transform, settings_of, sham_of
 from harness.thresholds import (
@@ -118,7 +119,8 @@ def in_half_open_unit_interval(value: Any) -> str | None:
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CounterfactualThresholds(SectionThresholds):
     """The voice transform (``transform``, the Praat "Change gender" arguments and the WORLD age arms'; the
-    manipulation checks' bounds ``min_manipulation_shift`` and ``max_identity_shift``), the share of swapped clips that
+    manipulation checks' bounds ``min_manipulation_shift`` and ``max_identity_shift``; the speaker-embedding check's
+    ``speaker_encoder``, whether it filters and its bounds, :mod:`.speaker_distance`), the share of swapped clips that
     must be perceived as the target (``min_perceived_share``), the verdict's ``rule`` and each kind's bar
     (:meth:`bar`), tau of the arm nTVD, the permutations of the paired test and the release margin."""
 
@@ -145,6 +147,10 @@ class CounterfactualThresholds(SectionThresholds):
     older_breathiness: float = setting((int, float), 0.3, between(0, 1))
     min_manipulation_shift: float = setting((int, float), 0.01, between(0, 0.5))
     max_identity_shift: float = setting((int, float), 0.03, between(0, 0.5))
+    speaker_encoder: str = setting((str,), "none", one_of(*SPEAKER_ENCODERS))
+    speaker_distance_filter: bool = setting((bool,), False)
+    max_identity_speaker_distance: float = setting((int, float), 0.1, between(0, 2))
+    min_swap_speaker_distance: float = setting((int, float), 0.0, between(0, 2))
     rule: str = setting((str,), "both", one_of(*RULES))
     min_perceived_share: float = setting((int, float), 0.8, in_half_open_unit_interval, stricter=HIGHER)
     min_sham_source_share: float = setting((int, float), 0.8, in_half_open_unit_interval, stricter=HIGHER)

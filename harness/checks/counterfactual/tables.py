@@ -41,6 +41,8 @@ from harness.checks.counterfactual.settings import (
     SWAP,
     CounterfactualThresholds,
 )
+from harness.checks.counterfactual.speaker_distance import NONE as SPEAKER_ENCODER_OFF
+from harness.checks.counterfactual.speaker_distance import SpeakerDistanceChecks, speaker_distance_checks
 from harness.checks.ntvd.tables import extraction
 from harness.core.requests import Audio, GenerationRequest
 from harness.data.voice_transforms import get_transform
@@ -271,6 +273,25 @@ def manipulated_recordings(context: CheckContext, source: str, dimension: str) -
         min_shift=bounds.min_manipulation_shift,
         max_identity_shift=bounds.max_identity_shift,
         progress=context.progress,
+    )
+
+
+@per_run_table
+def speaker_distance_recordings(context: CheckContext, source: str, dimension: str) -> SpeakerDistanceChecks | None:
+    """The speaker-embedding check of ``source``'s arms (:func:`.speaker_distance.speaker_distance_checks`: each arm's
+    distance to its recording, the recordings admitted where it filters), once per source and dimension; None where
+    ``speaker_encoder`` is ``none``. Where the encoder is not installed, a check that says so and admits all."""
+    settings = settings_for(context, dimension)
+    if settings.speaker_encoder == SPEAKER_ENCODER_OFF:
+        return None
+    arms = arms_of(context, source, dimension)
+    return speaker_distance_checks(
+        arms.recordings,
+        arms.audio,
+        encoder=settings.speaker_encoder,
+        filters=settings.speaker_distance_filter,
+        max_identity_speaker_distance=settings.max_identity_speaker_distance,
+        min_swap_speaker_distance=settings.min_swap_speaker_distance,
     )
 
 

