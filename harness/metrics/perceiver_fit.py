@@ -69,23 +69,14 @@ class GroupDiscriminant:
 def fit_discriminant(table: pd.DataFrame) -> GroupDiscriminant:
     """The discriminant of ``table``'s rows with every feature (``group`` and :data:`FEATURES`); a ``ValueError``
     when fewer than two groups have such rows."""
-    return fit_discriminant_arrays(table[list(FEATURES)].to_numpy(dtype=np.float64), _group_texts(table))
-
-
-def _group_texts(table: pd.DataFrame) -> np.ndarray:
-    return table["group"].astype(str).to_numpy()
-
-
-def fit_discriminant_arrays(values: np.ndarray, labels: np.ndarray) -> GroupDiscriminant:
-    """:func:`fit_discriminant` of the rows of ``values`` (n x 4, NaN where a feature is missing) labelled ``labels``
-    (n group names): the rows with every feature, in their order, so every sum is the table's, bit for bit."""
-    known = ~np.isnan(values).any(axis=1)
-    values, labels = values[known], labels[known]
-    groups = tuple(sorted(str(group) for group in set(labels)))
+    rows = table.dropna(subset=list(FEATURES))
+    groups = tuple(sorted(rows["group"].astype(str).unique()))
     if len(groups) < 2:
         raise ValueError(f"fit_discriminant: needs recordings of two groups with features, got {list(groups)}")
+    values = rows[list(FEATURES)].to_numpy(dtype=np.float64)
+    labels = rows["group"].astype(str).to_numpy()
     means = np.stack([values[labels == group].mean(axis=0) for group in groups])
-    centred = values - means[np.searchsorted(np.array(groups, dtype=object), labels)]
+    centred = values - means[[groups.index(label) for label in labels]]
     within = centred.T @ centred / max(1, len(values) - len(groups))
     shrunk = (1 - SHRINKAGE) * within + SHRINKAGE * np.diag(np.diag(within))
     shrunk += np.eye(len(FEATURES)) * 1e-9 * max(1e-12, float(np.trace(shrunk)))
@@ -133,25 +124,22 @@ def calibrate(table: pd.DataFrame) -> tuple[GroupDiscriminant, PerceiverCalibrat
     """The discriminant fitted on every row of ``table`` (``speaker``, ``group``, :data:`FEATURES`), the one that
     labels the arms, and its leave-one-speaker-out balanced accuracy on the same rows."""
     groups = sorted(table["group"].astype(str).unique())
-    values, labels = table[list(FEATURES)].to_numpy(dtype=np.float64), _group_texts(table)
-    fitted = fit_discriminant_arrays(values, labels)
-    predicted = np.full(len(table), None, dtype=object)
-    speakers = table["speaker"].astype(str).to_numpy()
-    codes, distinct = pd.factorize(speakers)
-    for code in range(len(distinct)):
-        held_out = codes == code
+    fitted = fit_discriminant(table)
+    predicted = pd.Series([None] * len(table), index=table.index, dtype=object)
+    speakers = table["speaker"].astype(str)
+    for speaker in speakers.unique():
+        held_out = (speakers == speaker).to_numpy()
         try:
-            rule = fit_discriminant_arrays(values[~held_out], labels[~held_out])
+            rule = fit_discriminant(table[~held_out])
         except ValueError:
             continue  # the other speakers leave a single group: this speaker's recordings stay unlabelled (wrong)
-        for row, label in zip(np.flatnonzero(held_out), rule.predict(values[held_out])):
-            predicted[row] = label
+        predicted[held_out] = rule.predict(table.loc[held_out, list(FEATURES)].to_numpy())
     accuracy, recall = balanced_accuracy(table["group"], predicted.tolist(), groups)
     return fitted, PerceiverCalibration(
         accuracy=accuracy,
         chance=1.0 / len(groups),
         recordings=len(table),
-        speakers=len(distinct),
+        speakers=int(speakers.nunique()),
         recall=recall,
         method="linear discriminant on log F0 and log F1-F3, leave one speaker out",
     )
