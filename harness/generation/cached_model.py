@@ -13,7 +13,15 @@ from harness.core.progress import Progress
 from harness.core.requests import DecodingParams, GenerationRequest, prepare_audio
 from harness.generation.request_plan import Planner
 from harness.models import build_backend
-from harness.models.base import Backend, ComposedOfStages, Model, StageSpec, release_model, resident_stages
+from harness.models.base import (
+    Backend,
+    ComposedOfStages,
+    Model,
+    PreparesRequests,
+    StageSpec,
+    release_model,
+    resident_stages,
+)
 from harness.models.residency import DEVICE_BUDGET, Residency, memory_shares, stated_share
 
 NAMESPACE = "generate"
@@ -196,7 +204,10 @@ class CachedModel:
             for start in range(0, len(missing), self.chunk_size):
                 chunk = missing[start : start + self.chunk_size]
                 try:
-                    answers = dict(enumerate(self.model().generate([requests[index] for index in chunk], decoding)))
+                    model = self.model()
+                    if start == 0 and isinstance(model, PreparesRequests):  # all the missing, before any chunk
+                        model.prepare_requests([requests[index] for index in missing], self.progress)
+                    answers = dict(enumerate(model.generate([requests[index] for index in chunk], decoding)))
                     complete = True
                 except PartialGenerationError as error:
                     if not error.answers:

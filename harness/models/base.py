@@ -151,6 +151,15 @@ class HearsCorpora(Protocol):
 
 
 @runtime_checkable
+class PreparesRequests(Protocol):
+    """Capability of a loaded model: told the requests it is about to answer (those the cache lacks), before they
+    are asked chunk by chunk, so that it can do their per-clip work over the cores at once (the simulator's F0,
+    :func:`harness.models.sim.prepare_f0`). What it prepares must not change any answer."""
+
+    def prepare_requests(self, requests: Sequence[GenerationRequest], progress: bool = False) -> None: ...
+
+
+@runtime_checkable
 class ComposedOfStages(Protocol):
     """Capability: a composite model (the cascade) whose stages are models of their own, cached in the run's output
     cache under their own fingerprints and loaded together."""

@@ -48,7 +48,7 @@ from harness.core.errors import ModelError
 from harness.core.files import atomic_write_text
 from harness.core.requests import SAMPLE_RATE, Audio, DecodingParams, GenerationRequest
 from harness.core.values import stable_hash
-from harness.models.base import Backend, HearsCorpora
+from harness.models.base import Backend, HearsCorpora, PreparesRequests
 from harness.models.sim_known_content import KnownContent
 from harness.models.sim_replay import replay_fields, replay_presets, voice_effect
 from harness.registry import Registry
@@ -351,25 +351,110 @@ def stored_f0_hz(audio: Audio) -> float:
     key = audio.content_hash
     if key in _F0_HZ:
         return _F0_HZ[key]
-    if len(_F0_HZ) >= _F0_KEPT:
-        _F0_HZ.clear()
-    folder = os.environ.get(F0_STORE_ENV, "").strip()
-    path = Path(folder) / f"{key}.f0" if folder else None
-    value = None
-    if path is not None:
-        with contextlib.suppress(OSError, ValueError):
-            value = float(path.read_text())
+    value = _read_stored_f0(key)
     if value is None:
         value = median_f0_hz(audio)
-        if path is not None:
-            with contextlib.suppress(OSError):
-                path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_text(path, repr(value), durable=False)
-    _F0_HZ[key] = value
+        _store_f0(key, value)
+    _keep_f0(key, value)
     return value
 
 
-class Simulator:
+def _f0_store_path(key: str) -> Path | None:
+    folder = os.environ.get(F0_STORE_ENV, "").strip()
+    return Path(folder) / f"{key}.f0" if folder else None
+
+
+def _read_stored_f0(key: str) -> float | None:
+    """The value ``$LALM_SIM_F0_STORE`` keeps for ``key``; None when there is none or it cannot be read."""
+    path = _f0_store_path(key)
+    if path is not None:
+        with contextlib.suppress(OSError, ValueError):
+            return float(path.read_text())
+    return None
+
+
+def _store_f0(key: str, value: float) -> None:
+    path = _f0_store_path(key)
+    if path is not None:
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, repr(value), durable=False)
+
+
+def _keep_f0(key: str, value: float) -> None:
+    if len(_F0_HZ) >= _F0_KEPT:
+        _F0_HZ.clear()
+    _F0_HZ[key] = value
+
+
+def prepare_f0(audios: Sequence[Audio | None], progress: bool = False) -> int:
+    """Measure :func:`median_f0_hz` of the distinct clips of ``audios`` that neither this process nor
+    ``$LALM_SIM_F0_STORE`` knows yet over the cores (:func:`harness.core.parallel.map_in_processes`), and keep
+    them as :func:`stored_f0_hz` does; return how many were measured. Each worker reads a stored counterfactual arm
+    or a recording from its file and is sent any other clip's samples as they are, so a value is the one this
+    process would measure, bit for bit. Fewer clips than :data:`~harness.core.parallel.MIN_POOLED_JOBS` are left
+    to :func:`stored_f0_hz` (a pool costs more than they do). A simulator answers one request at a time, so without
+    this every clip's F0 would be measured in the gate's own process, one core (a CREMA-D-sized cold run asks 26,208
+    clips: original, identity, swap and sham)."""
+    from harness.core.parallel import MIN_POOLED_JOBS, map_in_processes
+
+    unknown: dict[str, Audio] = {}
+    for audio in audios:
+        if audio is not None and audio.content_hash not in _F0_HZ and audio.content_hash not in unknown:
+            unknown[audio.content_hash] = audio
+    for key in list(unknown):
+        value = _read_stored_f0(key)
+        if value is not None:
+            _keep_f0(key, value)
+            del unknown[key]
+    if len(unknown) < MIN_POOLED_JOBS:
+        return 0
+    values = map_in_processes(f0_of_job, [f0_job(audio) for audio in unknown.values()], "sim: F0 of the voices",
+                              progress=progress)  # fmt: skip
+    measured = 0
+    for key, value in zip(unknown, values):
+        if value is not None:  # None: a stored arm that could not be read, left to stored_f0_hz (which remakes it)
+            _store_f0(key, value)
+            _keep_f0(key, value)
+            measured += 1
+    return measured
+
+
+def f0_job(audio: Audio) -> tuple:
+    """What a worker of :func:`prepare_f0` reads ``audio`` from: ``("arm", its .npy file, rate)`` for a stored
+    counterfactual arm, ``("file", its path, rate)`` for a recording, else ``("samples", the samples, rate)``."""
+    from harness.data.audio import FileAudio
+    from harness.data.voice_transforms.arm_audio import ArmAudio
+
+    path = audio.store.path(audio) if isinstance(audio, ArmAudio) else None
+    if path is not None and path.is_file():
+        return ("arm", str(path), audio.sample_rate)
+    if isinstance(audio, FileAudio):
+        return ("file", str(audio.path), audio.sample_rate)
+    return ("samples", audio.samples, audio.sample_rate)
+
+
+def f0_of_job(job: tuple) -> float | None:
+    """:func:`median_f0_hz` of one :func:`f0_job`'s clip, its samples read as the gate's process reads them; None
+    for an arm file that is not a stored arm's (cut short, overwritten)."""
+    from harness.data.audio import read_audio
+
+    kind, where, rate = job
+    if kind == "arm":
+        try:
+            samples = np.load(where, allow_pickle=False)
+        except (OSError, ValueError, EOFError):
+            return None
+        if samples.dtype != np.float32 or samples.ndim != 1:
+            return None
+    elif kind == "file":
+        samples = read_audio(where, rate).samples
+    else:
+        samples = where
+    return median_f0_hz(Audio(samples, rate))
+
+
+class Simulator(PreparesRequests):
     """The loaded simulator (cheap); see the module docstring."""
 
     def __init__(self, strengths: Mapping[str, float], refusal_rate: float, replay: Mapping[str, Any] | None = None):
@@ -387,6 +472,10 @@ class Simulator:
         """:func:`median_f0_hz` of ``audio`` (all the simulator hears of a voice), kept per content hash for the
         process (a pure function of the samples: every gate run of a process, e.g. a benchmark's, reuses it)."""
         return stored_f0_hz(audio)
+
+    def prepare_requests(self, requests: Sequence[GenerationRequest], progress: bool = False) -> None:
+        """Before ``requests`` are answered one at a time: the F0 of their clips over the cores (:func:`prepare_f0`)."""
+        prepare_f0([request.audio for request in requests], progress)
 
     def generate(self, requests: Sequence[GenerationRequest], params: DecodingParams) -> list[str]:
         return [self._answer(request, params) for request in requests]
@@ -495,4 +584,12 @@ class SimulatorBackend(Backend, HearsCorpora):
         KnownContent.shared().learn(corpus)
 
 
-__all__ = ["SAMPLE_RATE", "Simulator", "SimulatorBackend", "acoustic_features", "median_f0_hz", "pitch_score"]
+__all__ = [
+    "SAMPLE_RATE",
+    "Simulator",
+    "SimulatorBackend",
+    "acoustic_features",
+    "median_f0_hz",
+    "pitch_score",
+    "prepare_f0",
+]
