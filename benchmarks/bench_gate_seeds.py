@@ -49,7 +49,10 @@ def run_seed(
     judge: str | None = "sim:fair",
     corpora: dict[str, str | None] | None = None,
     basis_suite: str | None = None,
+    why: dict[str, str] | None = None,
 ) -> dict[str, str]:
+    """Each case's outcome (pass, fail or unmeasured) in one seed's gate; ``why``, when given, gets each unmeasured
+    case's message."""
     options: dict = {"decoding": {"seed": seed}}
     preset = model.split(":", 1)[1]
     if scale != 1.0:
@@ -74,6 +77,8 @@ def run_seed(
             verdict = gate.outcome(case)
             name = f"{check.name}[{case.id.removeprefix(model + '-')}]"
             outcomes[name] = "unmeasured" if isinstance(verdict, Unmeasured) else "pass" if verdict.passed else "fail"
+            if why is not None and isinstance(verdict, Unmeasured):
+                why[name] = verdict.message
     return outcomes
 
 
@@ -119,6 +124,7 @@ def main() -> None:
     parser.add_argument(
         "--cache-dir", default=None, help="keep the output cache (and the arms) here across invocations"
     )
+    parser.add_argument("--why", action="store_true", help="print each unmeasured case's message, every seed")
     args = parser.parse_args()
     corpora, basis_suite, design = design_inputs(args)
     seeds = range(args.seeds[0], args.seeds[1] + 1)
@@ -126,6 +132,7 @@ def main() -> None:
     unmeasured: collections.Counter[str] = collections.Counter()
     passes: collections.Counter[str] = collections.Counter()
     gate_failures = gate_unmeasured = gate_passes = 0
+    why: dict[str, str] | None = {} if args.why else None
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         cache_dir = args.cache_dir or scratch
@@ -133,7 +140,7 @@ def main() -> None:
             seed_start = time.perf_counter()
             outcomes = run_seed(
                 args.model, seed, args.strength_scale, cache_dir, args.permutations, tuple(args.checks), args.judge,
-                corpora, basis_suite,
+                corpora, basis_suite, why,
             )  # fmt: skip
             failed = sorted(case for case, outcome in outcomes.items() if outcome == "fail")
             missing = sorted(case for case, outcome in outcomes.items() if outcome == "unmeasured")
@@ -148,6 +155,8 @@ def main() -> None:
                 f"({time.perf_counter() - seed_start:.0f} s)",
                 flush=True,
             )
+            for case in missing if why is not None else ():
+                print(f"    {case}: {why[case]}", flush=True)
     n = len(seeds)
     print(
         f"\n{args.model} (strength x{args.strength_scale:g}), {n} seeds, {time.perf_counter() - start:.0f} s; "

@@ -5,6 +5,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -40,3 +42,36 @@ def test_the_release_rows_meet_their_targets():
     ]
     assert len(rows) >= 20 and {check for check, _ in rows} == {"counterfactual", "ntvd"}
     assert all(row["judged_worse"] <= 0.05 for _, row in rows), [r for _, r in rows if r["judged_worse"] > 0.05]
+
+
+CREMAD_LOG = """seed 1: 3 cases, failed -, unmeasured - (40 s)
+
+{model} (strength x1), 2 seeds, 80 s; design: CREMA-D-sized corpus /tmp/cremad/manifest.csv, suite demo; 10000 permutations
+  ntvd[story-gender]                                      failed {f}/2   unmeasured   0/2   passed {p}/2
+  wer_ratio[cremad-gender]                                failed   0/2   unmeasured   1/2   passed   1/2
+whole gate: failed {f}/2 = 0% (95% CI 0% to 84%); unmeasured without a failure {u}/2; passed {wp}/2 = 50% (95% CI 1% to 99%)
+"""
+
+
+def test_the_cremad_section_tallies_each_case_and_the_whole_gate(tmp_path):
+    """``bench_gate_seeds.py --design cremad``'s logs become the datasheet's CREMA-D-sized section: per case its
+    failed, unmeasured and passed runs, and the whole gate's shares with their Clopper-Pearson intervals; a sheet
+    without those logs has no such section."""
+    spec = importlib.util.spec_from_file_location("bench_datasheet", REPO / "benchmarks" / "bench_datasheet.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.cremad_design(tmp_path) is None and bench.cremad_lines({}) == []
+    (tmp_path / "cremad_fair.log").write_text(CREMAD_LOG.format(model="sim:fair", f=0, p=2, u=1, wp=1))
+    (tmp_path / "cremad_biased.log").write_text(CREMAD_LOG.format(model="sim:biased", f=2, p=0, u=0, wp=0))
+    cremad = bench.cremad_design(tmp_path)
+    assert cremad["permutations"] == 10_000 and cremad["design"].startswith("CREMA-D-sized corpus")
+    assert cremad["sim:fair"]["whole"] == {"failed": 0, "unmeasured_without_failure": 1, "runs": 2, "passed": 1}
+    assert cremad["sim:biased"]["cases"]["ntvd[story-gender]"] == {"failed": 2, "unmeasured": 0, "runs": 2, "passed": 0}
+    lines = bench.cremad_lines({"cremad": cremad})
+    assert "| sim:fair | 2 | 0/2 = 0% (0%-84%) | 1/2 = 50% (1%-99%) | 1/2 = 50% (1%-99%) |" in lines
+    assert "| `wer_ratio[cremad-gender]` | 0/2 | 1/2 | 1/2 | 0/2 | 1/2 | 1/2 |" in lines
+    (tmp_path / "cremad_biased.log").write_text(
+        CREMAD_LOG.format(model="sim:biased", f=2, p=0, u=0, wp=0).replace("10000", "999")
+    )
+    with pytest.raises(ValueError, match="2 designs"):
+        bench.cremad_design(tmp_path)
