@@ -23,6 +23,7 @@ Usage: ``python benchmarks/bench_datasheet.py --seeds 10 --release-pairs 10 --no
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import subprocess
@@ -40,6 +41,7 @@ NOISE_ALPHA = re.compile(r"one-sided alpha ([0-9.e-]+)")
 NOISE_MARGIN = re.compile(r"^margin ([0-9.]+)")
 NOISE_PAIRS = re.compile(r"(\d+) simulated pairs")
 DESIGN = re.compile(r"design: (.+?); (\d+) permutations$")
+SEED_ROW = re.compile(r"^seed \d+: \d+ cases, failed (-|\[.*?\]), unmeasured (-|\[.*?\])(?: \(\d+ s\))?$")
 WHOLE = re.compile(r"^whole gate: failed (\d+)/(\d+) = .*?unmeasured without a failure (\d+)/(\d+)")
 
 
@@ -61,6 +63,24 @@ def gate_seeds(log: str) -> dict:
     if whole is None:
         raise ValueError("no 'whole gate:' line in the bench_gate_seeds.py log")
     return {"cases": cases, "whole": whole}
+
+
+def by_design(log: str) -> dict:
+    """From each ``seed N:`` line of a ``bench_gate_seeds.py`` log: the cases unmeasured in every seed (unmeasured
+    by design), those unmeasured in some seeds only (flickering), and the seeds that passed every other case (no
+    case failed, none unmeasured outside the by-design set)."""
+    seeds = []
+    for line in log.splitlines():
+        if match := SEED_ROW.match(line):
+            failed, missing = (set() if text == "-" else set(ast.literal_eval(text)) for text in match.groups())
+            seeds.append((failed, missing))
+    if not seeds:
+        raise ValueError("no 'seed N:' lines in the bench_gate_seeds.py log")
+    always = set.intersection(*(missing for _, missing in seeds))
+    sometimes = set.union(*(missing for _, missing in seeds)) - always
+    passed = sum(not failed and missing <= always for failed, missing in seeds)
+    return {"unmeasured_by_design": sorted(always), "flickering": sorted(sometimes), "runs": len(seeds),
+            "passed_every_other_case": passed}  # fmt: skip
 
 
 def release_noise(log: str) -> dict:
@@ -115,7 +135,7 @@ def cremad_design(folder: Path) -> dict | None:
     return {
         "design": design,
         "permutations": int(permutations),
-        **{model: gate_seeds(log) for model, log in logs.items()},
+        **{model: {**gate_seeds(log), "by_design": by_design(log)} for model, log in logs.items()},
     }
 
 
@@ -233,6 +253,15 @@ def cremad_lines(sheet: dict) -> list[str]:
         whole, runs = tally["whole"], tally["whole"]["runs"]
         lines.append(f"| {name} | {runs} | {share_with_ci(whole['failed'], runs)} | "
                      f"{share_with_ci(whole['unmeasured_without_failure'], runs)} | {share_with_ci(whole['passed'], runs)} |")  # fmt: skip
+    for name, tally in (("sim:fair", fair), ("sim:biased", biased)):
+        design, runs = tally["by_design"], tally["by_design"]["runs"]
+        flickering = ", ".join(f"`{case}`" for case in design["flickering"])
+        lines += [
+            "",
+            f"{name}: {len(design['unmeasured_by_design'])} cases unmeasured in every seed (by design), "
+            f"{len(design['flickering'])} unmeasured in some seeds only{f' ({flickering})' if flickering else ''}; "
+            f"every other case passed in {share_with_ci(design['passed_every_other_case'], runs)} of seeds.",
+        ]
     lines += [
         "",
         "| case | sim:fair failed | sim:fair unmeasured | sim:fair passed | sim:biased failed | sim:biased unmeasured | sim:biased passed |",
