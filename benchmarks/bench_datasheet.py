@@ -15,7 +15,9 @@ family of 43 cases per model on the demo design):
 
 and writes ``docs/datasheet.json`` and ``docs/datasheet.md`` (every row the benches print). ``--from-logs DIR``
 writes them from the logs of an earlier run of the same benches (``detectable.json``, ``fair.log``,
-``biased.log``, ``release.json``, ``release_noise.log``) instead of running them. ``tests/test_datasheet.py`` holds the markdown to the JSON.
+``biased.log``, ``release.json``, ``release_noise.log``; with ``cremad_fair.log`` and ``cremad_biased.log``, the
+CREMA-D-sized design's section too) instead of running them. ``--cremad-seeds N`` also runs
+``bench_gate_seeds.py --design cremad`` for both simulators over N seeds at 10,000 permutations. ``tests/test_datasheet.py`` holds the markdown to the JSON.
 
 Usage: ``python benchmarks/bench_datasheet.py --seeds 10 --release-pairs 10 --noise-pairs 100``
 """
