@@ -110,14 +110,15 @@ def release_noise(log: str) -> dict:
 CREMAD_LOGS = {"sim:fair": "cremad_fair.log", "sim:biased": "cremad_biased.log"}
 
 
-def run_cremad(seeds: int, folder: Path, corpus_dir: Path, basis_suite: Path, cache_dir: Path) -> None:
+def run_cremad(seeds: int, folder: Path, corpus_dir: Path, basis_suite: Path | None, cache_dir: Path) -> None:
     """``bench_gate_seeds.py --design cremad`` for ``sim:fair`` and ``sim:biased`` at the gate's defaults
     (10,000 permutations, the built-in thresholds), one cache (and arm store) for both, into ``cremad_*.log``."""
     for model, log in CREMAD_LOGS.items():
         out = subprocess.run(
             [sys.executable, str(REPO / "benchmarks" / "bench_gate_seeds.py"), "--design", "cremad", "--model", model,
              "--seeds", "1", str(seeds), "--permutations", "10000", "--corpus-dir", str(corpus_dir),
-             "--basis-suite", str(basis_suite), "--cache-dir", str(cache_dir)], capture_output=True, text=True, check=True,
+             "--cache-dir", str(cache_dir), *(["--basis-suite", str(basis_suite)] if basis_suite else [])],
+            capture_output=True, text=True, check=True,
         ).stdout  # fmt: skip
         (folder / log).write_text(out)
 
