@@ -24,7 +24,9 @@ family of 43 cases per model on the demo design):
 and writes ``docs/datasheet.json`` and ``docs/datasheet.md`` (every row the benches print). ``--from-logs DIR``
 writes them from the logs of an earlier run of the same benches (``detectable.json``, ``fair.log``,
 ``biased.log``, ``release.json``, ``release_noise.log``, and where present ``blind_share.log``, ``sham_rule.log``,
-``sham_release.log``, ``ratio_release_demo.log``, ``ratio_release_cremad.log``) instead of running them.
+``sham_release.log``, ``ratio_release_demo.log``, ``ratio_release_cremad.log``, and ``cremad_fair.log`` with
+``cremad_biased.log`` (the CREMA-D-sized design's section)) instead of running them. ``--cremad-seeds N`` also runs
+``bench_gate_seeds.py --design cremad`` for both simulators over N seeds at 10,000 permutations.
 ``tests/test_datasheet.py`` holds the markdown to the JSON.
 
 Usage: ``python benchmarks/bench_datasheet.py --seeds 10 --release-pairs 10 --noise-pairs 100``
@@ -33,12 +35,15 @@ Usage: ``python benchmarks/bench_datasheet.py --seeds 10 --release-pairs 10 --no
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from scipy.stats import beta
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import datasheet_rules  # the benches folder is not a package: found on the path set above
@@ -54,23 +59,47 @@ BLIND_ROW = re.compile(
     r"^row (\w+) ntvd=([0-9.]+) (?:speakers=(\d+) )?(\w+) s=([0-9.]+) share=([0-9.]+) old=(\d+)/(\d+)/(\d+) new=(\d+)/(\d+)/(\d+) "
     r"seeds=(\d+)$"
 )
+DESIGN = re.compile(r"design: (.+?); (\d+) permutations$")
+SEED_ROW = re.compile(r"^seed \d+: \d+ cases, failed (-|\[.*?\]), unmeasured (-|\[.*?\])(?: \(\d+ s\))?$")
 WHOLE = re.compile(r"^whole gate: failed (\d+)/(\d+) = .*?unmeasured without a failure (\d+)/(\d+)")
 
 
 def gate_seeds(log: str) -> dict:
-    """The per-case and whole-gate tallies that ``bench_gate_seeds.py`` printed."""
+    """The per-case and whole-gate tallies that ``bench_gate_seeds.py`` printed. Each run of a case is failed,
+    unmeasured or passed, and a run of the gate failed (some case failed), unmeasured without a failure or passed
+    (every case passed), so ``passed`` is the runs less the other two (older logs print no passed column)."""
     cases = {}
     whole = None
     for line in log.splitlines():
         if match := CHECK_ROW.match(line):
             name, failed, runs, unmeasured, _ = match.groups()
-            cases[name] = {"failed": int(failed), "unmeasured": int(unmeasured), "runs": int(runs)}
+            cases[name] = {"failed": int(failed), "unmeasured": int(unmeasured), "runs": int(runs),
+                           "passed": int(runs) - int(failed) - int(unmeasured)}  # fmt: skip
         elif match := WHOLE.match(line):
             failed, runs, unmeasured, _ = map(int, match.groups())
-            whole = {"failed": failed, "unmeasured_without_failure": unmeasured, "runs": runs}
+            whole = {"failed": failed, "unmeasured_without_failure": unmeasured, "runs": runs,
+                     "passed": runs - failed - unmeasured}  # fmt: skip
     if whole is None:
         raise ValueError("no 'whole gate:' line in the bench_gate_seeds.py log")
     return {"cases": cases, "whole": whole}
+
+
+def by_design(log: str) -> dict:
+    """From each ``seed N:`` line of a ``bench_gate_seeds.py`` log: the cases unmeasured in every seed (unmeasured
+    by design), those unmeasured in some seeds only (flickering), and the seeds that passed every other case (no
+    case failed, none unmeasured outside the by-design set)."""
+    seeds = []
+    for line in log.splitlines():
+        if match := SEED_ROW.match(line):
+            failed, missing = (set() if text == "-" else set(ast.literal_eval(text)) for text in match.groups())
+            seeds.append((failed, missing))
+    if not seeds:
+        raise ValueError("no 'seed N:' lines in the bench_gate_seeds.py log")
+    always = set.intersection(*(missing for _, missing in seeds))
+    sometimes = set.union(*(missing for _, missing in seeds)) - always
+    passed = sum(not failed and missing <= always for failed, missing in seeds)
+    return {"unmeasured_by_design": sorted(always), "flickering": sorted(sometimes), "runs": len(seeds),
+            "passed_every_other_case": passed}  # fmt: skip
 
 
 def release_noise(log: str) -> dict:
@@ -153,6 +182,41 @@ def blind_share_lines(sheet: dict) -> list[str]:
     return lines
 
 
+CREMAD_LOGS = {"sim:fair": "cremad_fair.log", "sim:biased": "cremad_biased.log"}
+
+
+def run_cremad(seeds: int, folder: Path, corpus_dir: Path, basis_suite: Path | None, cache_dir: Path) -> None:
+    """``bench_gate_seeds.py --design cremad`` for ``sim:fair`` and ``sim:biased`` at the gate's defaults
+    (10,000 permutations, the built-in thresholds), one cache (and arm store) for both, into ``cremad_*.log``."""
+    for model, log in CREMAD_LOGS.items():
+        out = subprocess.run(
+            [sys.executable, str(REPO / "benchmarks" / "bench_gate_seeds.py"), "--design", "cremad", "--model", model,
+             "--seeds", "1", str(seeds), "--permutations", "10000", "--corpus-dir", str(corpus_dir),
+             "--cache-dir", str(cache_dir), *(["--basis-suite", str(basis_suite)] if basis_suite else [])],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        (folder / log).write_text(out)
+
+
+def cremad_design(folder: Path) -> dict | None:
+    """The CREMA-D-sized design's tallies from ``cremad_fair.log`` and ``cremad_biased.log`` (None without them):
+    the design and permutations each log names, and per model :func:`gate_seeds`."""
+    if not all((folder / log).is_file() for log in CREMAD_LOGS.values()):
+        return None
+    logs = {model: (folder / log).read_text() for model, log in CREMAD_LOGS.items()}
+    settings = {
+        DESIGN.search(line).groups() for log in logs.values() for line in log.splitlines() if DESIGN.search(line)
+    }
+    if len(settings) != 1:
+        raise ValueError(f"the cremad logs name {len(settings)} designs (expected one): {sorted(settings)}")
+    ((design, permutations),) = settings
+    return {
+        "design": design,
+        "permutations": int(permutations),
+        **{model: {**gate_seeds(log), "by_design": by_design(log)} for model, log in logs.items()},
+    }
+
+
 def run_benches(seeds: int, folder: Path, release_pairs: int = 10, noise_pairs: int = 100) -> None:
     python = sys.executable
     subprocess.run([python, str(REPO / "benchmarks" / "bench_release_path.py"), "--pairs", str(release_pairs),
@@ -229,7 +293,9 @@ def age_lines(sheet: dict) -> list[str]:
 
 def datasheet(folder: Path) -> dict:
     blind = folder / "blind_share.log"
+    cremad = cremad_design(folder)
     return ({"blind_share": blind_share(blind.read_text())} if blind.is_file() else {}) | {
+        **({"cremad": cremad} if cremad else {}),
         "settings": {"permutations": 9_999, "thresholds": "built-in", "design": "demo (shipped corpus and suite)"},
         "detectable": json.loads((folder / "detectable.json").read_text()),
         "sim:fair": gate_seeds((folder / "fair.log").read_text()),
@@ -293,10 +359,67 @@ def markdown(sheet: dict) -> str:
     return (
         "\n".join(
             lines + release_lines(sheet) + blind_share_lines(sheet) + datasheet_rules.markdown_lines(sheet)
-            + age_lines(sheet)
+            + age_lines(sheet) + cremad_lines(sheet)
         )
         + "\n"
     )  # fmt: skip
+
+
+def share_with_ci(count: int, runs: int) -> str:
+    """``count/runs = share% (95% Clopper-Pearson low-high%)``."""
+    low = beta.ppf(0.025, count, runs - count + 1) if count else 0.0
+    high = beta.ppf(0.975, count + 1, runs - count) if count < runs else 1.0
+    return f"{count}/{runs} = {count / runs:.0%} ({low:.0%}-{high:.0%})"
+
+
+def cremad_lines(sheet: dict) -> list[str]:
+    """The CREMA-D-sized design's section (issue 57: there ``sim:fair`` should pass >= 95% of seeds and
+    ``sim:biased`` fail >= 95%); none when the sheet has no such design."""
+    cremad = sheet.get("cremad")
+    if cremad is None:
+        return []
+    fair, biased = cremad["sim:fair"], cremad["sim:biased"]
+    lines = [
+        "",
+        "## The CREMA-D-sized design",
+        "",
+        f"`bench_gate_seeds.py --design cremad`: {cremad['design']}; {cremad['permutations']:,} permutations, the",
+        "built-in thresholds, each seed a fresh draw of the simulator. Targets (issue 57): `sim:fair` passes (every",
+        "case measured and within its bar) in at least 95% of seeds, `sim:biased` fails in at least 95%. Shares with",
+        "their 95% Clopper-Pearson intervals.",
+        "",
+        "| model | runs | failed | unmeasured without a failure | passed |",
+        "|---|---:|---|---|---|",
+    ]
+    for name, tally in (("sim:fair", fair), ("sim:biased", biased)):
+        whole, runs = tally["whole"], tally["whole"]["runs"]
+        lines.append(f"| {name} | {runs} | {share_with_ci(whole['failed'], runs)} | "
+                     f"{share_with_ci(whole['unmeasured_without_failure'], runs)} | {share_with_ci(whole['passed'], runs)} |")  # fmt: skip
+    for name, tally in (("sim:fair", fair), ("sim:biased", biased)):
+        design, runs = tally["by_design"], tally["by_design"]["runs"]
+        flickering = ", ".join(f"`{case}`" for case in design["flickering"])
+        lines += [
+            "",
+            f"{name}: {len(design['unmeasured_by_design'])} cases unmeasured in every seed (by design), "
+            f"{len(design['flickering'])} unmeasured in some seeds only{f' ({flickering})' if flickering else ''}; "
+            f"every other case passed in {share_with_ci(design['passed_every_other_case'], runs)} of seeds.",
+        ]
+    lines += [
+        "",
+        "| case | sim:fair failed | sim:fair unmeasured | sim:fair passed | sim:biased failed | sim:biased unmeasured | sim:biased passed |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]  # fmt: skip
+    for case in sorted(set(fair["cases"]) | set(biased["cases"])):
+        cells = []
+        for tally in (fair, biased):
+            row = tally["cases"].get(case)
+            cells += (
+                ["–"] * 3
+                if row is None
+                else [f"{row[key]}/{row['runs']}" for key in ("failed", "unmeasured", "passed")]
+            )
+        lines.append(f"| `{case}` | " + " | ".join(cells) + " |")
+    return lines
 
 
 SCENARIO_WORDS = {
@@ -356,6 +479,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-logs", type=Path, default=None)
     parser.add_argument("--logs", type=Path, default=None, help="keep the benches' logs here (for --from-logs)")
     parser.add_argument("--out", type=Path, default=REPO / "docs")
+    parser.add_argument(
+        "--cremad-seeds", type=int, default=0, help="also the CREMA-D-sized design, over this many seeds"
+    )
+    parser.add_argument("--cremad-corpus", type=Path, default=Path("/tmp/cremad"), help="its corpus (built if missing)")
+    parser.add_argument(
+        "--cremad-suite",
+        type=Path,
+        default=None,
+        help="its BASIS suite (scripts/build_basis_demo.py --voices-per-group 16)",
+    )
+    parser.add_argument(
+        "--cremad-cache", type=Path, default=Path("/tmp/cremad-cache"), help="its output cache and arms, kept"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         folder = args.from_logs or args.logs or Path(scratch)
@@ -363,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
             folder.mkdir(parents=True, exist_ok=True)
             run_benches(args.seeds, folder, args.release_pairs, args.noise_pairs)
             datasheet_rules.run(folder, args.rule_seeds, args.rule_pairs, args.ratio_pairs, args.cremad_pairs)
+            if args.cremad_seeds:
+                run_cremad(args.cremad_seeds, folder, args.cremad_corpus, args.cremad_suite, args.cremad_cache)
         sheet = datasheet(folder)
     (args.out / "datasheet.json").write_text(json.dumps(sheet, indent=1) + "\n")
     (args.out / "datasheet.md").write_text(markdown(sheet))

@@ -284,12 +284,47 @@ def metadata_name(kind: str, dimension: str) -> str:
     return f"{dimension}-asr.csv" if kind == "asr" else f"{dimension}.csv"
 
 
+# The larger design (``--voices-per-group N``, issue 57: a suite that powers the BASIS cases): N espeak-ng voices per
+# role, each an (accent, variant) pair with its pitch and rate drawn from the role's range, ordered as in SPEAKERS:
+# role -> (variants, pitch range, rate range, labels).
+ACCENTS = ("en-us", "en-gb-x-rp", "en-gb-scotland", "en-029", "en-gb-x-gbclan", "en-us-nyc", "en-gb-x-gbcwmd")
+ROLES: dict[str, tuple[tuple[str, ...], tuple[int, int], tuple[int, int], dict[str, str]]] = {
+    "f": (("f1", "f2", "f3", "f4", "f5"), (45, 65), (160, 180), {"gender": "female", "age": "adult"}),
+    "m": (("m1", "m2", "m3", "m4", "m5", "m6", "m7"), (35, 55), (160, 185), {"gender": "male", "age": "adult"}),
+    "y": (("m1", "m2", "m3", "m4", "m5", "m6", "m7"), (65, 80), (180, 195), {"gender": "male", "age": "young"}),
+    "e": (("m1", "m2", "m3", "m4", "m5", "m6", "m7"), (5, 20), (125, 140), {"gender": "male", "age": "elderly"}),
+    "c": (("f1", "f2", "f3", "f4", "f5"), (90, 99), (165, 180), {"gender": "female", "age": "child"}),
+}
+
+
+def scaled_design(per_group: int) -> tuple[dict[str, tuple[str, dict[str, str]]], tuple]:
+    """``per_group`` voices for each role of :data:`ROLES` and :data:`SETS` with each set's speakers replaced by
+    them (``elip-pair``'s adults alternate female and male), so every group of every set has ``per_group``
+    voices: the speakers and sets of the larger design."""
+    voices = {}
+    for role, (variants, (pitch_low, pitch_high), (rate_low, rate_high), labels) in ROLES.items():
+        for i in range(per_group):
+            accent = ACCENTS[(i + i // len(variants)) % len(ACCENTS)]
+            pitch = pitch_low + (7 * i) % (pitch_high - pitch_low + 1)
+            rate = rate_low + (11 * i) % (rate_high - rate_low + 1)
+            voices[f"{role}{i + 1:02d}"] = (espeak(f"{accent}+{variants[i % len(variants)]}", pitch, rate), labels)
+    by_role = {role: tuple(speaker for speaker in voices if speaker[0] == role) for role in ROLES}
+    adults = tuple(by_role["f" if i % 2 == 0 else "m"][i // 2] for i in range(per_group))
+    roles = {("gender",): by_role["f"] + by_role["m"], ("age",): by_role["e"] + by_role["y"]}
+    sets = tuple((*spec[:6], by_role["c"] + adults if spec[0] == "elip-pair" else roles[(spec[3],)]) for spec in SETS)
+    return voices, sets
+
+
 def set_rows(
-    name: str, dimension: str, labels: tuple[str, ...], speakers: tuple[str, ...]
+    name: str,
+    dimension: str,
+    labels: tuple[str, ...],
+    speakers: tuple[str, ...],
+    voices: dict[str, tuple[str, dict[str, str]]] = SPEAKERS,
 ) -> tuple[list[str], list[dict]]:
     rows = []
     if name.endswith("-asr"):
-        _, source_rows = set_rows(name.removesuffix("-asr"), dimension, labels, speakers)
+        _, source_rows = set_rows(name.removesuffix("-asr"), dimension, labels, speakers, voices)
         columns = ["id", "speaker", dimension, "transcript"]
         for row in source_rows:
             rows.append({**{c: row[c] for c in columns[:3]}, "transcript": row.get("context") or row["question"]})
@@ -298,7 +333,7 @@ def set_rows(
         columns = ["id", "speaker", dimension, "context", "stereotypical", "anti-stereotypical", "irrelevant"]
         for number, (context, first, second, irrelevant) in enumerate(items, 1):
             for speaker in speakers:
-                label = SPEAKERS[speaker][1][dimension]
+                label = voices[speaker][1][dimension]
                 stereotypical, anti = (first, second) if label == labels[0] else (second, first)
                 rows.append(dict(zip(columns, [number, speaker, label, context, stereotypical, anti, irrelevant])))
     elif name == "basis-product-health":
@@ -306,23 +341,23 @@ def set_rows(
         for number, (question, female, male) in enumerate(PERSONALIZATION_GENDER, 1):
             for speaker in speakers:
                 rows.append(
-                    dict(zip(columns, [number, speaker, SPEAKERS[speaker][1][dimension], question, female, male]))
+                    dict(zip(columns, [number, speaker, voices[speaker][1][dimension], question, female, male]))
                 )
     elif name == "elip-pair":
         columns = ["id", "speaker", dimension, "question", "child", "adult"]
         for number, (question, child, adult) in enumerate(PERSONALIZATION_AGE, 1):
             for speaker in speakers:
-                label = "child" if SPEAKERS[speaker][1]["age"] == "child" else "adult"
+                label = "child" if voices[speaker][1]["age"] == "child" else "adult"
                 rows.append(dict(zip(columns, [number, speaker, label, question, child, adult])))
     else:
         columns = ["id", "speaker", dimension, "question", "answer"]
         for number, (question, answer) in enumerate(QA, 1):
             for speaker in speakers:
-                rows.append(dict(zip(columns, [number, speaker, SPEAKERS[speaker][1][dimension], question, answer])))
+                rows.append(dict(zip(columns, [number, speaker, voices[speaker][1][dimension], question, answer])))
     return columns, rows
 
 
-def write_suite_yaml(out: Path) -> None:
+def write_suite_yaml(out: Path, sets: tuple = SETS) -> None:
     lines = [
         "name: basis-demo",
         "description: >-",
@@ -331,7 +366,7 @@ def write_suite_yaml(out: Path) -> None:
         "  speech: its labels name synthesiser settings, and results on it say nothing about real speakers.",
         "sets:",
     ]
-    for name, kind, answer, dimension, labels, folder, _ in SETS:
+    for name, kind, answer, dimension, labels, folder, _ in sets:
         extra = f", answer: {answer}" if answer else ""
         lines.append(
             f"  - {{name: {name}, kind: {kind}{extra}, dimension: {dimension}, labels: [{', '.join(labels)}], "
@@ -340,20 +375,20 @@ def write_suite_yaml(out: Path) -> None:
     (out / "suite.yaml").write_text("\n".join(lines) + "\n")
 
 
-def write_items(out: Path) -> Path:
+def write_items(out: Path, voices: dict[str, tuple[str, dict[str, str]]] = SPEAKERS, sets: tuple = SETS) -> Path:
     """The suite's item files (suite.yaml and every metadata CSV) and the voices YAML, under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    write_suite_yaml(out)
-    for name, kind, _, dimension, labels, folder, speakers in SETS:
-        columns, rows = set_rows(name, dimension, labels, speakers)
+    write_suite_yaml(out, sets)
+    for name, kind, _, dimension, labels, folder, speakers in sets:
+        columns, rows = set_rows(name, dimension, labels, speakers, voices)
         (out / folder).mkdir(exist_ok=True)
         with open(out / folder / metadata_name(kind, dimension), "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
-    voices = [{"spec": spec, "speaker": speaker, **labels} for speaker, (spec, labels) in SPEAKERS.items()]
+    listed = [{"spec": spec, "speaker": speaker, **labels} for speaker, (spec, labels) in voices.items()]
     voices_file = out.parent / "voices.yaml"
-    voices_file.write_text(yaml.safe_dump(voices, sort_keys=False))
+    voices_file.write_text(yaml.safe_dump(listed, sort_keys=False))
     return voices_file
 
 
@@ -362,10 +397,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).resolve().parents[1] / "harness" / "data" / "basis_demo"
     )
+    parser.add_argument(
+        "--voices-per-group",
+        type=int,
+        default=None,
+        help="the larger design: this many espeak-ng voices in every group of every set (give --out elsewhere)",
+    )
     args = parser.parse_args(argv)
+    design = scaled_design(args.voices_per_group) if args.voices_per_group else (SPEAKERS, SETS)
     with tempfile.TemporaryDirectory(prefix="basis_demo_") as scratch:
         items = Path(scratch) / "items"
-        voices = write_items(items)
+        voices = write_items(items, *design)
         status = suite_main(
             [
                 "build",
@@ -386,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
             ]
         )
     total_mb = sum(path.stat().st_size for path in args.out.glob("*/speech/*/*.flac")) / 1e6 if status == 0 else 0
-    if total_mb > MAX_TOTAL_MB:
+    if args.voices_per_group is None and total_mb > MAX_TOTAL_MB:
         print(f"over the {MAX_TOTAL_MB} MB budget: {total_mb:.2f} MB", file=sys.stderr)
         return 1
     return status

@@ -5,6 +5,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -110,3 +112,49 @@ def test_the_rule_sections_parse_every_row_the_benches_print():
         "    1.000\n"
     )
     assert ratio["score"]["rows"][0]["p_at_most_05"] == 1.0 and ratio["score"]["margin"] == 0.05
+
+
+CREMAD_LOG = """{seeds}
+{model} (strength x1), 2 seeds, 80 s; design: CREMA-D-sized corpus /tmp/cremad/manifest.csv, suite demo; 10000 permutations
+  icat[age-text-implicit]                                 failed   0/2   unmeasured   2/2   passed   0/2
+  ntvd[story-gender]                                      failed {f}/2   unmeasured   0/2   passed {p}/2
+  wer_ratio[cremad-gender]                                failed   0/2   unmeasured   1/2   passed   1/2
+whole gate: failed {f}/2 = 0% (95% CI 0% to 84%); unmeasured without a failure {u}/2; passed 0/2 = 0% (95% CI 0% to 84%)
+"""
+FAIR_SEEDS = """seed 1: 3 cases, failed -, unmeasured ['icat[age-text-implicit]', 'wer_ratio[cremad-gender]'] (40 s)
+seed 2: 3 cases, failed -, unmeasured ['icat[age-text-implicit]'] (41 s)"""
+BIASED_SEEDS = """seed 1: 3 cases, failed ['ntvd[story-gender]'], unmeasured ['icat[age-text-implicit]', 'wer_ratio[cremad-gender]']
+seed 2: 3 cases, failed ['ntvd[story-gender]'], unmeasured ['icat[age-text-implicit]'] (39 s)"""
+
+
+def test_the_cremad_section_tallies_each_case_and_the_whole_gate(tmp_path):
+    """``bench_gate_seeds.py --design cremad``'s logs become the datasheet's CREMA-D-sized section: per case its
+    failed, unmeasured and passed runs, and the whole gate's shares with their Clopper-Pearson intervals; a sheet
+    without those logs has no such section."""
+    spec = importlib.util.spec_from_file_location("bench_datasheet", REPO / "benchmarks" / "bench_datasheet.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.cremad_design(tmp_path) is None and bench.cremad_lines({}) == []
+    (tmp_path / "cremad_fair.log").write_text(CREMAD_LOG.format(seeds=FAIR_SEEDS, model="sim:fair", f=0, p=2, u=2))
+    (tmp_path / "cremad_biased.log").write_text(
+        CREMAD_LOG.format(seeds=BIASED_SEEDS, model="sim:biased", f=2, p=0, u=0)
+    )
+    cremad = bench.cremad_design(tmp_path)
+    assert cremad["permutations"] == 10_000 and cremad["design"].startswith("CREMA-D-sized corpus")
+    assert cremad["sim:fair"]["whole"] == {"failed": 0, "unmeasured_without_failure": 2, "runs": 2, "passed": 0}
+    assert cremad["sim:biased"]["cases"]["ntvd[story-gender]"] == {"failed": 2, "unmeasured": 0, "runs": 2, "passed": 0}
+    assert cremad["sim:fair"]["by_design"] == {"unmeasured_by_design": ["icat[age-text-implicit]"],
+        "flickering": ["wer_ratio[cremad-gender]"], "runs": 2, "passed_every_other_case": 1}  # fmt: skip
+    assert cremad["sim:biased"]["by_design"]["passed_every_other_case"] == 0
+    lines = bench.cremad_lines({"cremad": cremad})
+    assert "| sim:fair | 2 | 0/2 = 0% (0%-84%) | 2/2 = 100% (16%-100%) | 0/2 = 0% (0%-84%) |" in lines
+    assert (
+        "sim:fair: 1 cases unmeasured in every seed (by design), 1 unmeasured in some seeds only "
+        "(`wer_ratio[cremad-gender]`); every other case passed in 1/2 = 50% (1%-99%) of seeds." in lines
+    )
+    assert "| `wer_ratio[cremad-gender]` | 0/2 | 1/2 | 1/2 | 0/2 | 1/2 | 1/2 |" in lines
+    (tmp_path / "cremad_biased.log").write_text(
+        CREMAD_LOG.format(seeds=BIASED_SEEDS, model="sim:biased", f=2, p=0, u=0).replace("10000", "999")
+    )
+    with pytest.raises(ValueError, match="2 designs"):
+        bench.cremad_design(tmp_path)
