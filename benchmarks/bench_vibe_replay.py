@@ -47,6 +47,7 @@ from harness.core.values import derived_seed
 from harness.data import load_corpus
 from harness.data.cremad_design import SPEAKERS, answers_per_group, build_design_corpus
 from harness.gate import Gate, GateConfig, Unmeasured
+from harness.gate.audio_floor import full_hearing_reason
 from harness.metrics.multitest import fdr_bh
 from harness.metrics.ntvd import CountTensor, PermutationResult, frequent_values, tensor_ntvd, tensor_permutation_test
 from harness.models.sim import acoustic_features, pitch_score
@@ -258,6 +259,15 @@ class FastJudge:
     def key(self, case: Case) -> str:
         return f"{case.model}|{case.variant}"
 
+    def diluted(self, case: Case, decision) -> bool:
+        """Whether a pass of ``case`` does not hold at its model's full-hearing scale: the gate's own audio floor
+        (its probe is asked once per model and kept) and :func:`harness.gate.audio_floor.full_hearing_reason`."""
+        probe = get_check(case.check).audio_probe(case)
+        if probe is None:
+            return False
+        found = self.gate.audio_floor.floor(case.model, probe, self.gate.probe_tasks()).dependence
+        return found is not None and full_hearing_reason(decision.contrasts, found.share, decision.rule) is not None
+
     def taus(self) -> dict[str, int]:
         return {case.variant: threshold.tau for case, threshold in self.thresholds.items()}
 
@@ -290,8 +300,11 @@ class FastJudge:
                 statistic="nTVD",
                 fdr=(q, len(family), threshold.alpha),
             )
-            # as the gate: a case that did not fail while its design could not have failed it is unmeasured
+            # as the gate: a case that did not fail while its design could not have failed it is unmeasured, and so is
+            # a pass that does not hold at its model's full-hearing scale (issue 58, :func:`full_hearing_reason`)
             verdict = "FAIL" if decision.failed else "unmeasured" if block.untestable else "pass"
+            if verdict == "pass" and self.diluted(case, block):
+                verdict = "unmeasured"
             outcomes[case.model, case.variant] = Outcome(verdict, result.value, result.p, q, threshold.rule, "")
         return outcomes
 

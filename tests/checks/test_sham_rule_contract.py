@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from harness.checks.case import Case
 from harness.checks.counterfactual.check import SHAM_NOT_COMPARABLE, CounterfactualCheck
+from harness.checks.counterfactual.record import ShamArm
 from harness.checks.counterfactual.settings import CounterfactualThresholds
 from harness.checks.verdict import bias_decision
 from harness.core.errors import CaseNotMeasured
@@ -163,7 +164,7 @@ def test_a_vibe_sham_that_cannot_be_compared_is_undefined_not_judged_against_ide
             rows.append((f"s{speaker}", key, "sham", "male", "mood", "calm"))  # no attribute the swap states
     table = pd.DataFrame(rows, columns=["speaker", "recording", "arm", "source_group", "attribute", "value"])
     contrasts, payload, _ = CounterfactualCheck()._vibe(table, CounterfactualThresholds(n_permutations=999), seed=1)
-    assert payload["sham"] == {"deviation": SHAM_NOT_COMPARABLE, "decides": True}
+    assert payload["sham"] == ShamArm(deviation=SHAM_NOT_COMPARABLE, decides=True)
     decision, block = bias_decision(RuleOnly(GATE), CASE, contrasts, statistic="nTVD")
     assert not decision.failed and block.untestable and contrasts[0].reason == SHAM_NOT_COMPARABLE
     from types import SimpleNamespace
